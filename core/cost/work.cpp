@@ -1,0 +1,1 @@
+// Placeholder while the real implementation is being written.

@@ -1,0 +1,42 @@
+#pragma once
+/// \file Per-operator work characterisation: MACs, FLOPs, bytes moved and a work class.
+/// Pure functions of the IR (shapes must be known): the importer never calls this, the cost table does.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/opclass.h"
+
+namespace partex {
+
+/// The work of one operator.
+struct OpWork {
+  OpClass cls = OpClass::Unknown;
+  int64_t macs = 0;   ///< Multiply-accumulates (Conv, ConvTranspose, Gemm, MatMul, recurrent cells).
+  int64_t flops = 0;  ///< All arithmetic: 2*MACs plus element-wise work.
+  int64_t bytesReadActivations = 0;  ///< Bytes of non-weight inputs.
+  int64_t bytesReadWeights = 0;      ///< Bytes of weight inputs (initializers and folded constants).
+  int64_t bytesWritten = 0;          ///< Bytes of outputs.
+  DType dtype = DType::Float32;      ///< Dominant compute dtype (first float input or output).
+  bool shapesKnown = true;           ///< False when some input/output shape was unknown.
+  int64_t bytesRead() const { return bytesReadActivations + bytesReadWeights; }
+};
+
+/// Characterises one node. Control flow (If/Loop/Scan) takes its work from its bodies
+/// (If: the larger branch; Loop: body times the trip count when it is a known constant).
+OpWork characterise(const Graph& g, OpId op);
+/// Characterises every node (index = OpId).
+std::vector<OpWork> characteriseAll(const Graph& g);
+
+/// Totals over a graph.
+struct GraphWork {
+  int64_t macs = 0;
+  int64_t flops = 0;
+  int64_t paramBytes = 0;
+  int64_t peakActivationBytes = 0;  ///< Peak live activation bytes in topological order.
+};
+GraphWork summarise(const Graph& g, const std::vector<OpWork>& work);
+
+}  // namespace partex

@@ -1,0 +1,40 @@
+#pragma once
+/// \file Models made in code: writes ONNX protobuf for standard architectures and random DAGs,
+/// used as the bundled example, in tests and in benchmarks.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "support/result.h"
+
+namespace partex {
+
+/// What to generate. Kinds: "resnet18", "mobilenetv2", "inception", "bert", "gpt2", "random".
+struct GenSpec {
+  std::string kind;
+  /// Fill weights with seeded random data. Without it, weights are declared as initializers with
+  /// dims and no data would be invalid ONNX, so they are stored as ConstantOfShape nodes (like the
+  /// `light_*` models), which the importer folds into weights: files stay small.
+  bool weights = false;
+  uint64_t seed = 1;
+  int64_t batch = 1;
+  int64_t imageSize = 224;  ///< CNNs: input height and width.
+  int64_t numClasses = 1000;
+  int64_t layers = 12;      ///< Transformers: number of blocks.
+  int64_t seqLen = 128;     ///< Transformers: sequence length.
+  int64_t hidden = 768;     ///< Transformers: hidden size.
+  int64_t heads = 12;       ///< Transformers: attention heads.
+  int64_t vocab = 30522;    ///< Transformers: vocabulary (BERT 30522, GPT-2 50257).
+  int64_t nodes = 100;      ///< Random DAG: number of operators.
+  int64_t width = 8;        ///< Random DAG: typical number of parallel branches.
+};
+
+/// The generator kinds, for help texts.
+std::vector<std::string> generatorKinds();
+/// Builds the model and returns the serialized ModelProto.
+Result<std::string> generateModel(const GenSpec& spec);
+/// Builds the model and writes it atomically to `path`.
+Status generateModelFile(const GenSpec& spec, const std::string& path);
+
+}  // namespace partex

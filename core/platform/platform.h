@@ -1,0 +1,117 @@
+#pragma once
+/// \file Platforms: devices, links between them and exclusive groups, read from JSON files.
+/// A device is plain data (peaks per op class and dtype, bandwidth, launch overhead, capacity,
+/// supported ops and constraints), like Glow's DeviceInfo; the roofline model in cost/ turns
+/// an operator's work into a time on it.
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/opclass.h"
+#include "support/result.h"
+
+namespace partex {
+
+using DeviceId = int32_t;  ///< Index into Platform::devices.
+
+enum class DeviceKind { Cpu, Gpu, Npu, Dsp, Pim };
+const char* deviceKindName(DeviceKind k);
+
+/// A restriction on which operators a device runs, e.g. "Conv only when channels are a multiple
+/// of 16". Kinds: "channels_multiple_of" (value: N; checks input and output channels of Conv-like
+/// ops), "max_kernel" (value: N; kernel spatial dims <= N), "dtypes" (dtypes: allowed dtypes),
+/// "max_rank" (value: N; all tensors of rank <= N).
+struct DeviceConstraint {
+  std::string kind;
+  std::vector<std::string> opTypes;  ///< Empty: applies to every op type.
+  int64_t value = 0;
+  std::vector<std::string> dtypes;
+  std::string description;  ///< Human text, shown when a placement is refused.
+};
+
+struct Device {
+  std::string id;    ///< Short id used in plans and on the CLI, e.g. "npu".
+  std::string name;  ///< Display name.
+  DeviceKind kind = DeviceKind::Cpu;
+  /// Peak throughput in GFLOP/s per op class, for float32. Missing classes use defaultPeakGflops.
+  std::map<OpClass, double> peakGflops;
+  double defaultPeakGflops = 1.0;
+  /// Multipliers on the peak per dtype (e.g. float16: 2, int8: 4). Missing dtypes: 1.
+  std::map<DType, double> dtypeSpeedup;
+  double memBandwidthGBs = 10.0;  ///< Off-chip memory bandwidth, GB/s (1e9 bytes/s).
+  double launchOverheadUs = 0.0;  ///< Fixed cost per operator (kernel launch, driver call).
+  int64_t memCapacityBytes = 0;   ///< 0 = unlimited.
+  int64_t onChipBytes = 0;        ///< On-chip memory (NPU SRAM), 0 if none.
+  int cores = 1;                  ///< Cores for multi-core accelerators (DLFusion).
+  /// Op types the device runs. Empty = everything not in unsupportedOps.
+  std::set<std::string> supportedOps;
+  std::set<std::string> unsupportedOps;
+  std::vector<DeviceConstraint> constraints;
+  std::string color;  ///< Optional display colour "#rrggbb"; the GUI palette is used otherwise.
+
+  /// Peak GFLOP/s for a class and dtype.
+  double peak(OpClass c, DType t) const;
+};
+
+/// A directed or bidirectional connection between two devices.
+struct Link {
+  std::string from;  ///< Device id.
+  std::string to;    ///< Device id.
+  double bandwidthGBs = 1.0;
+  double latencyUs = 0.0;
+  bool sharedMemory = false;  ///< Zero-copy: transfers cost nothing.
+  bool bidirectional = true;
+};
+
+/// Devices that are modes of one resource and never run at the same time.
+struct ExclusiveGroup {
+  std::string name;
+  std::vector<std::string> devices;
+};
+
+struct Platform {
+  std::string name;
+  std::string description;
+  std::vector<std::string> sources;  ///< Where the numbers come from (citations).
+  std::string host;                  ///< Device id holding model inputs and outputs.
+  std::vector<Device> devices;
+  std::vector<Link> links;
+  std::vector<ExclusiveGroup> exclusiveGroups;
+
+  DeviceId findDevice(const std::string& id) const;  ///< kNone (-1) if absent.
+  DeviceId hostId() const;                            ///< Index of `host` (0 when unset).
+  /// The link used from a to b (direct link, either direction if bidirectional); nullptr if none.
+  const Link* findLink(DeviceId a, DeviceId b) const;
+  /// Transfer time in microseconds of `bytes` from a to b: 0 when a == b or shared memory.
+  /// Without a direct link, routes through the host (sum of both hops).
+  double transferUs(DeviceId a, DeviceId b, int64_t bytes) const;
+  /// True when a and b are in one exclusive group.
+  bool exclusive(DeviceId a, DeviceId b) const;
+};
+
+/// Parses a platform JSON document; `origin` names the file in error messages.
+/// Errors name the field and the device: "p.json: device 'npu': field 'bandwidth_gbs' must be a positive number".
+Result<Platform> parsePlatform(const std::string& json, const std::string& origin);
+/// Reads a platform file.
+Result<Platform> loadPlatformFile(const std::string& path);
+/// Serialises to the same JSON format (round-trips through parsePlatform).
+std::string platformToJson(const Platform& p);
+
+/// Names of the bundled presets (resources/platforms/*.json, compiled in) plus "this-machine".
+std::vector<std::string> presetNames();
+/// A preset by name; "this-machine" is measured on first use (a short benchmark, cached).
+Result<Platform> loadPreset(const std::string& name);
+/// A preset name or a file path.
+Result<Platform> loadPlatform(const std::string& nameOrPath);
+/// Builds the this-machine platform from a short measurement of this computer.
+Platform measureThisMachine();
+
+/// Whether device d can run node `op`; on false, `reason` says why (for the GUI and validation).
+bool deviceSupports(const Device& d, const Graph& g, OpId op, std::string* reason = nullptr);
+
+}  // namespace partex
