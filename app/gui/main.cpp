@@ -1,1 +1,63 @@
-int main() { return 0; }
+// partex: the Qt front end. `partex [MODEL] [--dim NAME=VALUE]... [--screenshot FILE]`.
+// Without a model it opens the bundled example (a generated ResNet-18).
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QDir>
+#include <QFileInfo>
+#include <QStandardPaths>
+#include <QTimer>
+
+#include <cstdio>
+
+#include "gui/mainwindow.h"
+#include "onnx/generator.h"
+
+int main(int argc, char** argv) {
+  QApplication app(argc, argv);
+  QApplication::setApplicationName(QStringLiteral("Partex"));
+  QApplication::setOrganizationName(QStringLiteral("Partex"));
+  QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
+
+  QCommandLineParser parser;
+  parser.setApplicationDescription(QStringLiteral("Partition explorer for deep-learning models on heterogeneous processors"));
+  parser.addHelpOption();
+  parser.addVersionOption();
+  QCommandLineOption dimOpt(QStringLiteral("dim"), QStringLiteral("Bind a symbolic input dimension (NAME=VALUE or INPUT:AXIS=VALUE)."),
+                            QStringLiteral("binding"));
+  QCommandLineOption shotOpt(QStringLiteral("screenshot"), QStringLiteral("Save a screenshot of the window after loading, then quit."),
+                             QStringLiteral("file"));
+  parser.addOption(dimOpt);
+  parser.addOption(shotOpt);
+  parser.addPositionalArgument(QStringLiteral("model"), QStringLiteral("ONNX model to open"));
+  parser.process(app);
+
+  QString model = parser.positionalArguments().value(0);
+  if (model.isEmpty()) {
+    // First start: the bundled example, generated in code (no model files ship with Partex).
+    QString dir = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/examples");
+    QDir().mkpath(dir);
+    model = dir + QStringLiteral("/resnet18.onnx");
+    if (!QFileInfo::exists(model)) {
+      partex::GenSpec spec;
+      spec.kind = "resnet18";
+      auto st = partex::generateModelFile(spec, model.toStdString());
+      if (!st) std::fprintf(stderr, "partex: cannot write the bundled example: %s\n", st.message().c_str());
+    }
+  }
+
+  partex::gui::MainWindow w;
+  const QString shot = parser.value(shotOpt);
+  if (!shot.isEmpty()) {
+    w.setDialogsEnabled(false);
+    QObject::connect(&w, &partex::gui::MainWindow::modelLoaded, &w, [&w, shot](bool ok) {
+      QTimer::singleShot(300, &w, [&w, shot, ok] {
+        w.grab().save(shot);
+        if (!ok) std::fprintf(stderr, "partex: %s\n", w.lastError().toLocal8Bit().constData());
+        QApplication::exit(ok ? 0 : 2);
+      });
+    });
+  }
+  w.show();
+  w.openModel(model, parser.values(dimOpt));
+  return QApplication::exec();
+}

@@ -1,0 +1,78 @@
+#include "gui/operatortablemodel.h"
+
+#include "support/strings.h"
+
+namespace partex::gui {
+
+OperatorTableModel::OperatorTableModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+void OperatorTableModel::setModel(std::shared_ptr<const LoadedModel> model) {
+  beginResetModel();
+  model_ = std::move(model);
+  endResetModel();
+}
+
+int OperatorTableModel::rowCount(const QModelIndex& parent) const {
+  if (parent.isValid() || !model_) return 0;
+  return static_cast<int>(model_->graph.nodes.size());
+}
+
+int OperatorTableModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+
+QVariant OperatorTableModel::data(const QModelIndex& index, int role) const {
+  if (!model_ || !index.isValid() || index.row() >= rowCount()) return {};
+  const auto row = static_cast<size_t>(index.row());
+  const Node& n = model_->graph.nodes[row];
+  const OpWork& w = model_->work[row];
+  if (role == Qt::TextAlignmentRole) {
+    switch (index.column()) {
+      case Index:
+      case Macs:
+      case Flops:
+      case BytesIn:
+      case BytesOut:
+        return QVariant::fromValue(Qt::Alignment(Qt::AlignRight | Qt::AlignVCenter));
+      default:
+        return {};
+    }
+  }
+  if (role != Qt::DisplayRole && role != Qt::ToolTipRole && role != Qt::UserRole) return {};
+  const bool sortRole = role == Qt::UserRole;
+  switch (index.column()) {
+    case Index:
+      return index.row();
+    case Name:
+      return QString::fromStdString(n.name);
+    case OpType:
+      return QString::fromStdString(n.domain.empty() ? n.opType : n.domain + "::" + n.opType);
+    case Class:
+      return QString::fromLatin1(opClassName(w.cls));
+    case Macs:
+      return sortRole ? QVariant::fromValue<qlonglong>(w.macs) : QVariant(QString::fromStdString(withCommas(static_cast<uint64_t>(w.macs))));
+    case Flops:
+      return sortRole ? QVariant::fromValue<qlonglong>(w.flops) : QVariant(QString::fromStdString(withCommas(static_cast<uint64_t>(w.flops))));
+    case BytesIn:
+      return sortRole ? QVariant::fromValue<qlonglong>(w.bytesRead()) : QVariant(QString::fromStdString(humanBytes(static_cast<double>(w.bytesRead()))));
+    case BytesOut:
+      return sortRole ? QVariant::fromValue<qlonglong>(w.bytesWritten) : QVariant(QString::fromStdString(humanBytes(static_cast<double>(w.bytesWritten))));
+    case Shapes: {
+      QStringList parts;
+      for (ValueId v : n.outputs) {
+        if (v < 0) continue;
+        const Value& val = model_->graph.values[static_cast<size_t>(v)];
+        parts << (val.shapeKnown ? QString::fromStdString(shapeToString(val.shape)) : QStringLiteral("?"));
+      }
+      return parts.join(QLatin1Char(' '));
+    }
+    default:
+      return {};
+  }
+}
+
+QVariant OperatorTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return QAbstractTableModel::headerData(section, orientation, role);
+  static const char* names[ColumnCount] = {"#", "Name", "Op type", "Class", "MACs", "FLOPs", "Bytes in", "Bytes out", "Output shapes"};
+  return (section >= 0 && section < ColumnCount) ? tr(names[section]) : QVariant();
+}
+
+}  // namespace partex::gui

@@ -1,0 +1,160 @@
+// bench_import: parse + shape inference + folding + characterisation time and peak memory per model.
+//
+// Usage: bench_import [MODELS_DIR] [--reps N]
+// Measures every .onnx in MODELS_DIR (default ../shared/models), a generated 12-layer BERT-base at
+// sequence length 512 and a generated 10,000-operator random DAG. Time is the median of N runs.
+// Peak memory is the peak of live heap bytes (operator new/delete are counted) during one import,
+// above what was live before it, after a warm-up import so that ONNX's one-time operator schema
+// registry is not charged to the model.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "cost/work.h"
+#include "onnx/generator.h"
+#include "onnx/importer.h"
+#include "support/files.h"
+
+namespace {
+std::atomic<long long> gLive{0};
+std::atomic<long long> gPeak{0};
+
+void* countedAlloc(std::size_t n) {
+  void* p = std::malloc(n + 16);
+  if (!p) throw std::bad_alloc();
+  *static_cast<std::size_t*>(p) = n;
+  long long live = gLive.fetch_add(static_cast<long long>(n)) + static_cast<long long>(n);
+  long long peak = gPeak.load();
+  while (live > peak && !gPeak.compare_exchange_weak(peak, live)) {
+  }
+  return static_cast<char*>(p) + 16;
+}
+void countedFree(void* p) {
+  if (!p) return;
+  char* base = static_cast<char*>(p) - 16;
+  gLive.fetch_sub(static_cast<long long>(*reinterpret_cast<std::size_t*>(base)));
+  std::free(base);
+}
+}  // namespace
+
+void* operator new(std::size_t n) { return countedAlloc(n); }
+void* operator new[](std::size_t n) { return countedAlloc(n); }
+void operator delete(void* p) noexcept { countedFree(p); }
+void operator delete[](void* p) noexcept { countedFree(p); }
+void operator delete(void* p, std::size_t) noexcept { countedFree(p); }
+void operator delete[](void* p, std::size_t) noexcept { countedFree(p); }
+
+namespace {
+
+struct Case {
+  std::string name;
+  std::string bytes;
+  std::vector<partex::DimBinding> dims;
+};
+
+struct Row {
+  std::string name;
+  double fileMiB = 0;
+  size_t ops = 0;
+  double medianMs = 0;
+  double peakMiB = 0;
+  bool ok = false;
+  std::string error;
+};
+
+Row measure(const Case& c, int reps) {
+  Row r;
+  r.name = c.name;
+  r.fileMiB = static_cast<double>(c.bytes.size()) / (1024.0 * 1024.0);
+  partex::ImportOptions opts;
+  opts.dims = c.dims;
+  std::vector<double> times;
+  for (int i = 0; i < reps; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto g = partex::importOnnxBytes(c.bytes, c.name, opts);
+    if (!g) {
+      r.error = g.message();
+      return r;
+    }
+    auto work = partex::characteriseAll(*g);
+    auto t1 = std::chrono::steady_clock::now();
+    r.ops = g->nodes.size();
+    times.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  std::sort(times.begin(), times.end());
+  r.medianMs = times[times.size() / 2];
+  long long before = gLive.load();
+  gPeak.store(before);
+  {
+    auto g = partex::importOnnxBytes(c.bytes, c.name, opts);
+    auto work = partex::characteriseAll(*g);
+  }
+  r.peakMiB = static_cast<double>(gPeak.load() - before) / (1024.0 * 1024.0);
+  r.ok = true;
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string dir = "../shared/models";
+  int reps = 5;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
+    else dir = a;
+  }
+  std::vector<Case> cases;
+  std::error_code ec;
+  if (std::filesystem::is_directory(dir, ec)) {
+    std::vector<std::filesystem::path> files;
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+      if (e.path().extension() == ".onnx") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) {
+      auto bytes = partex::readFile(f.string());
+      if (!bytes) continue;
+      Case c{f.filename().string(), std::move(bytes).value(), {}};
+      if (c.name.find("det_infer") != std::string::npos)
+        c.dims = {{"", "x", 0, 1}, {"", "x", 2, 640}, {"", "x", 3, 640}};
+      if (c.name.find("cls_infer") != std::string::npos)
+        c.dims = {{"", "x", 0, 1}, {"", "x", 2, 48}, {"", "x", 3, 192}};
+      cases.push_back(std::move(c));
+    }
+  } else {
+    std::fprintf(stderr, "bench_import: %s is absent; measuring generated models only\n", dir.c_str());
+  }
+  partex::GenSpec bert;
+  bert.kind = "bert";
+  bert.layers = 12;
+  bert.seqLen = 512;
+  if (auto b = partex::generateModel(bert)) cases.push_back({"generated bert-base L12 S512", std::move(b).value(), {}});
+  partex::GenSpec dag;
+  dag.kind = "random";
+  dag.nodes = 10000;
+  if (auto b = partex::generateModel(dag)) cases.push_back({"generated random DAG 10k", std::move(b).value(), {}});
+
+  // Warm-up: ONNX builds its operator schema registry once per process.
+  if (!cases.empty()) (void)partex::importOnnxBytes(cases.back().bytes, "warm-up");
+
+  std::printf("| model | file MiB | operators | import+characterise ms (median of %d) | peak heap MiB | peak / file |\n", reps);
+  std::printf("|---|---:|---:|---:|---:|---:|\n");
+  int failures = 0;
+  for (const auto& c : cases) {
+    Row r = measure(c, reps);
+    if (!r.ok) {
+      std::printf("| %s | %.3f | - | error: %s | - | - |\n", r.name.c_str(), r.fileMiB, r.error.c_str());
+      ++failures;
+      continue;
+    }
+    std::printf("| %s | %.3f | %zu | %.2f | %.2f | %.2f |\n", r.name.c_str(), r.fileMiB, r.ops, r.medianMs, r.peakMiB,
+                r.fileMiB > 0 ? r.peakMiB / r.fileMiB : 0.0);
+  }
+  return failures ? 1 : 0;
+}
