@@ -108,6 +108,7 @@ class Graph {
   int64_t irVersion = 0;
   int64_t opsetVersion = 0;  ///< Default-domain opset.
   std::string producerName;
+  std::string graphSha256;  ///< SHA-256 (hex) of the serialized ONNX GraphProto: the model identity in plans.
   std::vector<Node> nodes;
   std::vector<Value> values;
   std::vector<ValueId> inputs;   ///< Model inputs (not weights).

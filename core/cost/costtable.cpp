@@ -1,0 +1,367 @@
+#include "cost/costtable.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "cost/roofline.h"
+#include "support/files.h"
+#include "support/strings.h"
+
+namespace partex {
+
+const char* provenanceName(Provenance p) {
+  switch (p) {
+    case Provenance::Modelled:
+      return "modelled";
+    case Provenance::Measured:
+      return "measured";
+    case Provenance::Imported:
+      return "imported";
+  }
+  return "modelled";
+}
+
+double CostTable::transferUs(DeviceId a, DeviceId b, int64_t bytes) const {
+  if (a == b) return 0.0;
+  const size_t idx = static_cast<size_t>(a) * deviceIds.size() + static_cast<size_t>(b);
+  if (idx >= linkBytesPerUs.size()) return 0.0;
+  const double bpu = linkBytesPerUs[idx];
+  const double lat = linkLatencyUs[idx];
+  if (bpu == kInf) return lat;
+  if (bpu <= 0) return kInf;
+  return lat + static_cast<double>(bytes) / bpu;
+}
+
+double CostTable::comm(int32_t edge, DeviceId a, DeviceId b) const {
+  if (a == b) return 0.0;
+  const Edge& e = edges[static_cast<size_t>(edge)];
+  if (e.fixedUs >= 0) return e.fixedUs;
+  return transferUs(a, b, e.bytes);
+}
+
+double CostTable::meanComm(int32_t edge) const {
+  const Edge& e = edges[static_cast<size_t>(edge)];
+  if (e.fixedUs >= 0) return e.fixedUs;
+  const int m = numDevices();
+  if (m < 2) return 0.0;
+  double sum = 0;
+  int n = 0;
+  for (DeviceId a = 0; a < m; ++a)
+    for (DeviceId b = 0; b < m; ++b) {
+      if (a == b) continue;
+      double c = transferUs(a, b, e.bytes);
+      if (c == kInf) continue;  // unreachable pairs do not count in the mean
+      sum += c;
+      ++n;
+    }
+  return n ? sum / n : 0.0;
+}
+
+std::vector<TaskId> CostTable::topoOrder() const {
+  const int n = numTasks();
+  std::vector<int> indeg(static_cast<size_t>(n), 0);
+  for (const auto& e : edges) ++indeg[static_cast<size_t>(e.dst)];
+  std::vector<TaskId> order;
+  order.reserve(static_cast<size_t>(n));
+  std::vector<TaskId> ready;
+  for (TaskId v = n - 1; v >= 0; --v)
+    if (indeg[static_cast<size_t>(v)] == 0) ready.push_back(v);
+  // Smallest id first, so already-topological tables keep their order.
+  std::make_heap(ready.begin(), ready.end(), std::greater<>());
+  while (!ready.empty()) {
+    std::pop_heap(ready.begin(), ready.end(), std::greater<>());
+    TaskId u = ready.back();
+    ready.pop_back();
+    order.push_back(u);
+    for (int32_t ei : outEdges[static_cast<size_t>(u)]) {
+      TaskId s = edges[static_cast<size_t>(ei)].dst;
+      if (--indeg[static_cast<size_t>(s)] == 0) {
+        ready.push_back(s);
+        std::push_heap(ready.begin(), ready.end(), std::greater<>());
+      }
+    }
+  }
+  return order;
+}
+
+void CostTable::indexEdges() {
+  outEdges.assign(taskNames.size(), {});
+  inEdges.assign(taskNames.size(), {});
+  for (size_t i = 0; i < edges.size(); ++i) {
+    outEdges[static_cast<size_t>(edges[i].src)].push_back(static_cast<int32_t>(i));
+    inEdges[static_cast<size_t>(edges[i].dst)].push_back(static_cast<int32_t>(i));
+  }
+}
+
+namespace {
+
+/// Fills the per-pair link tables from the platform: direct links, or two hops through the host.
+void fillLinks(CostTable& t, const Platform& p) {
+  const size_t m = p.devices.size();
+  t.linkResource.assign(m * m, -1);
+  t.linkLatencyUs.assign(m * m, 0.0);
+  t.linkBytesPerUs.assign(m * m, kInf);
+  std::map<std::pair<int, int>, int32_t> resourceOfHop;  // directed (from,to) hop -> resource
+  auto hopResource = [&](DeviceId a, DeviceId b) {
+    auto key = std::make_pair(static_cast<int>(a), static_cast<int>(b));
+    auto it = resourceOfHop.find(key);
+    if (it != resourceOfHop.end()) return it->second;
+    auto id = static_cast<int32_t>(t.linkNames.size());
+    t.linkNames.push_back(p.devices[static_cast<size_t>(a)].id + "->" + p.devices[static_cast<size_t>(b)].id);
+    resourceOfHop[key] = id;
+    return id;
+  };
+  const DeviceId host = p.hostId();
+  for (DeviceId a = 0; a < static_cast<DeviceId>(m); ++a) {
+    for (DeviceId b = 0; b < static_cast<DeviceId>(m); ++b) {
+      if (a == b) continue;
+      const size_t idx = static_cast<size_t>(a) * m + static_cast<size_t>(b);
+      if (const Link* l = p.findLink(a, b)) {
+        if (l->sharedMemory) continue;  // zero-copy
+        t.linkLatencyUs[idx] = l->latencyUs;
+        t.linkBytesPerUs[idx] = l->bandwidthGBs * 1e3;
+        t.linkResource[idx] = hopResource(a, b);
+        continue;
+      }
+      // No direct link: route through the host, the transfer occupying the first hop's link.
+      const Link* l1 = (a != host) ? p.findLink(a, host) : nullptr;
+      const Link* l2 = (b != host) ? p.findLink(host, b) : nullptr;
+      if ((a != host && !l1) || (b != host && !l2) || a == host || b == host) {
+        t.linkBytesPerUs[idx] = 0.0;  // unreachable: transferUs() returns infinity
+        continue;
+      }
+      double lat = 0, inv = 0;
+      bool anyCost = false;
+      for (const Link* l : {l1, l2}) {
+        if (l->sharedMemory) continue;
+        lat += l->latencyUs;
+        inv += 1.0 / (l->bandwidthGBs * 1e3);
+        anyCost = true;
+      }
+      if (!anyCost) continue;
+      t.linkLatencyUs[idx] = lat;
+      t.linkBytesPerUs[idx] = inv > 0 ? 1.0 / inv : kInf;
+      t.linkResource[idx] = l1->sharedMemory ? hopResource(host, b) : hopResource(a, host);
+    }
+  }
+  t.numLinkResources = static_cast<int>(t.linkNames.size());
+}
+
+struct GroupModel {
+  std::vector<Device> devices;
+  std::vector<OpWork> work;
+  std::vector<Edge> edges;
+  std::vector<std::vector<int32_t>> inEdges, outEdges;
+  std::vector<int64_t> inputBytes, outputBytes;
+  std::vector<double> cost;  // to check support
+  size_t m = 0;
+};
+
+}  // namespace
+
+Result<CostTable> buildCostTable(const Graph& g, const std::vector<OpWork>& work, const Platform& p) {
+  if (work.size() != g.nodes.size()) return makeError(g.name, ": work table does not match the graph");
+  if (p.devices.empty()) return makeError(p.name, ": platform has no devices");
+  CostTable t;
+  t.name = g.name.empty() ? baseName(g.sourcePath) : g.name;
+  const size_t n = g.nodes.size(), m = p.devices.size();
+  for (const auto& d : p.devices) t.deviceIds.push_back(d.id);
+  t.taskNames.reserve(n);
+  t.taskTypes.reserve(n);
+  t.cost.assign(n * m, kInf);
+  t.provenance.assign(n * m, Provenance::Modelled);
+  for (size_t v = 0; v < n; ++v) {
+    const Node& node = g.nodes[v];
+    t.taskNames.push_back(node.name);
+    t.taskTypes.push_back(node.opType);
+    bool any = false;
+    std::vector<std::string> reasons;
+    for (size_t d = 0; d < m; ++d) {
+      std::string reason;
+      if (deviceSupports(p.devices[d], g, static_cast<OpId>(v), &reason)) {
+        t.cost[v * m + d] = rooflineUs(p.devices[d], work[v]);
+        any = true;
+      } else {
+        reasons.push_back(reason);
+      }
+    }
+    if (!any)
+      return makeError(t.name, ": operator '", node.name, "' (", node.opType, ") can run on no device of platform '",
+                       p.name, "' (", join(reasons, "; "), ")");
+  }
+  // Edges: one per (producer, consumer) pair, carrying the bytes of every tensor between them.
+  std::map<std::pair<TaskId, TaskId>, int64_t> pairBytes;
+  t.inputBytes.assign(n, 0);
+  t.outputBytes.assign(n, 0);
+  for (size_t v = 0; v < n; ++v) {
+    std::set<ValueId> seen;
+    for (ValueId in : g.nodes[v].inputs) {
+      if (in < 0 || !seen.insert(in).second) continue;
+      const Value& val = g.values[static_cast<size_t>(in)];
+      if (val.producer >= 0)
+        pairBytes[{val.producer, static_cast<TaskId>(v)}] += val.bytes();
+      else if (val.isGraphInput)
+        t.inputBytes[v] += val.bytes();
+    }
+    for (ValueId out : g.nodes[v].outputs)
+      if (out >= 0 && g.values[static_cast<size_t>(out)].isGraphOutput) t.outputBytes[v] += g.values[static_cast<size_t>(out)].bytes();
+  }
+  t.edges.reserve(pairBytes.size());
+  for (const auto& [k, bytes] : pairBytes) t.edges.push_back(Edge{k.first, k.second, bytes, -1.0});
+  t.indexEdges();
+  t.host = p.hostId();
+  t.exclusiveWith.assign(m, {});
+  for (DeviceId a = 0; a < static_cast<DeviceId>(m); ++a)
+    for (DeviceId b = 0; b < static_cast<DeviceId>(m); ++b)
+      if (a != b && p.exclusive(a, b)) t.exclusiveWith[static_cast<size_t>(a)].push_back(b);
+  fillLinks(t, p);
+  for (const auto& d : p.devices) {
+    t.memCapacity.push_back(d.memCapacityBytes);
+    t.deviceKinds.emplace_back(deviceKindName(d.kind));
+    t.deviceCores.push_back(std::max(1, d.cores));
+    t.deviceOnChipBytes.push_back(d.onChipBytes);
+    t.deviceLaunchUs.push_back(std::isfinite(d.launchOverheadUs) ? std::max(0.0, d.launchOverheadUs) : 0.0);
+  }
+  t.taskChannels.assign(n, 0);
+  for (size_t v = 0; v < n; ++v) {
+    const Node& node = g.nodes[v];
+    if (node.outputs.empty() || node.outputs[0] < 0) continue;
+    const Value& out = g.values[static_cast<size_t>(node.outputs[0])];
+    if (!out.shapeKnown || out.shape.empty()) continue;
+    const bool channelsLast = work[v].cls == OpClass::MatMul;  // Gemm/MatMul: features are the last dim
+    const int64_t ch = channelsLast || out.shape.size() < 2 ? out.shape.back() : out.shape[1];
+    t.taskChannels[v] = std::max<int64_t>(0, ch);
+  }
+  t.work = work;
+
+  auto gm = std::make_shared<GroupModel>();
+  gm->devices = p.devices;
+  gm->work = work;
+  gm->edges = t.edges;
+  gm->inEdges = t.inEdges;
+  gm->outEdges = t.outEdges;
+  gm->inputBytes = t.inputBytes;
+  gm->outputBytes = t.outputBytes;
+  gm->cost = t.cost;
+  gm->m = m;
+  t.groupCost = [gm](const std::vector<TaskId>& group, DeviceId d) -> double {
+    if (group.empty()) return 0.0;
+    std::set<TaskId> members(group.begin(), group.end());
+    int64_t flops = 0, bytes = 0, bestFlops = -1;
+    OpClass cls = OpClass::Unknown;
+    DType dt = DType::Float32;
+    for (TaskId v : group) {
+      if (gm->cost[static_cast<size_t>(v) * gm->m + static_cast<size_t>(d)] == kInf) return kInf;
+      const OpWork& w = gm->work[static_cast<size_t>(v)];
+      flops += w.flops;
+      bytes += w.bytesReadWeights + gm->inputBytes[static_cast<size_t>(v)] + gm->outputBytes[static_cast<size_t>(v)];
+      if (w.flops > bestFlops) {
+        bestFlops = w.flops;
+        cls = w.cls;
+        dt = w.dtype;
+      }
+      for (int32_t ei : gm->inEdges[static_cast<size_t>(v)])
+        if (!members.count(gm->edges[static_cast<size_t>(ei)].src)) bytes += gm->edges[static_cast<size_t>(ei)].bytes;
+      for (int32_t ei : gm->outEdges[static_cast<size_t>(v)])
+        if (!members.count(gm->edges[static_cast<size_t>(ei)].dst)) bytes += gm->edges[static_cast<size_t>(ei)].bytes;
+    }
+    return rooflineGroupUs(gm->devices[static_cast<size_t>(d)], cls, dt, flops, bytes);
+  };
+  return t;
+}
+
+bool looksLikeTaskGraph(const std::string& bytes) {
+  size_t i = 0;
+  while (i < bytes.size() && std::isspace(static_cast<unsigned char>(bytes[i]))) ++i;
+  return i < bytes.size() && bytes[i] == '{' && bytes.find("\"tasks\"") != std::string::npos;
+}
+
+Result<CostTable> parseTaskGraph(const std::string& text, const std::string& origin) {
+  using json = nlohmann::ordered_json;
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    std::string msg = e.what();
+    std::replace(msg.begin(), msg.end(), '\n', ' ');
+    return makeError(origin, ": not valid JSON (", msg, ")");
+  }
+  if (!j.is_object()) return makeError(origin, ": a task graph must be a JSON object");
+  if (!j.contains("devices") || !j["devices"].is_array() || j["devices"].empty())
+    return makeError(origin, ": field 'devices' must be a non-empty array of device names");
+  if (!j.contains("tasks") || !j["tasks"].is_object() || j["tasks"].empty())
+    return makeError(origin, ": field 'tasks' must be a non-empty object {task: [cost per device]}");
+  CostTable t;
+  t.name = j.contains("name") && j["name"].is_string() ? j["name"].get<std::string>() : baseName(origin);
+  std::set<std::string> seenDev;
+  for (const auto& d : j["devices"]) {
+    if (!d.is_string()) return makeError(origin, ": field 'devices' must hold strings");
+    auto id = d.get<std::string>();
+    if (!seenDev.insert(id).second) return makeError(origin, ": device '", id, "' is listed twice");
+    t.deviceIds.push_back(id);
+  }
+  const size_t m = t.deviceIds.size();
+  std::map<std::string, TaskId> index;
+  for (const auto& [name, costs] : j["tasks"].items()) {
+    if (!costs.is_array() || costs.size() != m)
+      return makeError(origin, ": task '", name, "' must list ", std::to_string(m), " costs (one per device, null where it cannot run)");
+    bool any = false;
+    for (const auto& c : costs) {
+      if (c.is_null()) {
+        t.cost.push_back(kInf);
+      } else if (c.is_number() && c.get<double>() >= 0) {
+        t.cost.push_back(c.get<double>());
+        any = true;
+      } else {
+        return makeError(origin, ": task '", name, "': costs must be non-negative numbers or null");
+      }
+      t.provenance.push_back(Provenance::Imported);
+    }
+    if (!any) return makeError(origin, ": task '", name, "' can run on no device (all costs null)");
+    index[name] = static_cast<TaskId>(t.taskNames.size());
+    t.taskNames.push_back(name);
+    t.taskTypes.emplace_back();
+  }
+  if (j.contains("edges")) {
+    if (!j["edges"].is_array()) return makeError(origin, ": field 'edges' must be an array of [from, to, cost]");
+    std::set<std::pair<TaskId, TaskId>> seenEdge;
+    for (const auto& e : j["edges"]) {
+      if (!e.is_array() || e.size() != 3 || !e[0].is_string() || !e[1].is_string() || !e[2].is_number() || e[2].get<double>() < 0)
+        return makeError(origin, ": every edge must be [\"from\", \"to\", non-negative transfer time], got ", e.dump());
+      auto a = index.find(e[0].get<std::string>());
+      auto b = index.find(e[1].get<std::string>());
+      if (a == index.end()) return makeError(origin, ": edge names unknown task '", e[0].get<std::string>(), "'");
+      if (b == index.end()) return makeError(origin, ": edge names unknown task '", e[1].get<std::string>(), "'");
+      if (a->second == b->second) return makeError(origin, ": edge from task '", a->first, "' to itself");
+      if (!seenEdge.insert({a->second, b->second}).second)
+        return makeError(origin, ": edge ", a->first, " -> ", b->first, " is listed twice");
+      t.edges.push_back(Edge{a->second, b->second, 0, e[2].get<double>()});
+    }
+  }
+  t.indexEdges();
+  if (t.topoOrder().size() != t.taskNames.size()) return makeError(origin, ": the task graph has a cycle");
+  const size_t n = t.taskNames.size();
+  t.inputBytes.assign(n, 0);
+  t.outputBytes.assign(n, 0);
+  t.host = 0;
+  t.exclusiveWith.assign(m, {});
+  t.linkResource.assign(m * m, -1);  // links never contend, as in the papers
+  t.linkLatencyUs.assign(m * m, 0.0);
+  t.linkBytesPerUs.assign(m * m, kInf);
+  t.memCapacity.assign(m, 0);
+  auto costs = std::make_shared<std::vector<double>>(t.cost);
+  t.groupCost = [costs, m](const std::vector<TaskId>& group, DeviceId d) {
+    double s = 0;
+    for (TaskId v : group) s += (*costs)[static_cast<size_t>(v) * m + static_cast<size_t>(d)];
+    return s;
+  };
+  return t;
+}
+
+}  // namespace partex

@@ -1,0 +1,117 @@
+#pragma once
+/// \file The cost table: the scheduling problem every algorithm and the simulator share: tasks (operators), devices,
+/// the cost table w(v,d), edges with their transfer cost c(e,a,b), exclusive device groups and link
+/// resources. An ONNX model becomes a CostTable through buildCostTable() (cost table from the device
+/// models, later overridden by measured or imported profiles); a JSON task graph (textbook examples)
+/// becomes one directly through parseTaskGraph(). (Named CostTable after the design; it holds the
+/// graph structure too, because task graphs have no ONNX graph behind them.)
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "cost/work.h"
+#include "ir/graph.h"
+#include "platform/platform.h"
+#include "support/result.h"
+
+namespace partex {
+
+using TaskId = int32_t;  ///< Index of a task (== OpId for ONNX models).
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// Where a cost entry comes from.
+enum class Provenance : uint8_t { Modelled, Measured, Imported };
+const char* provenanceName(Provenance p);
+
+/// A data dependency between two tasks.
+struct Edge {
+  TaskId src = 0;
+  TaskId dst = 0;
+  int64_t bytes = 0;       ///< Bytes carried (sum over the tensors src gives dst).
+  double fixedUs = -1.0;   ///< >= 0: task graphs give the transfer time directly (same for any a != b).
+};
+
+/// Everything a scheduler needs; immutable once built.
+struct CostTable {
+  std::string name;                    ///< Model or task graph name.
+  std::vector<std::string> taskNames;  ///< Operator names.
+  std::vector<std::string> taskTypes;  ///< Op types ("" for task graphs).
+  std::vector<std::string> deviceIds;  ///< Device ids.
+  int numTasks() const { return static_cast<int>(taskNames.size()); }
+  int numDevices() const { return static_cast<int>(deviceIds.size()); }
+
+  /// w(v,d) in microseconds, row-major [task * numDevices + device]; kInf where d cannot run v.
+  std::vector<double> cost;
+  std::vector<Provenance> provenance;  ///< Same layout as cost.
+  double w(TaskId v, DeviceId d) const { return cost[static_cast<size_t>(v) * deviceIds.size() + static_cast<size_t>(d)]; }
+
+  std::vector<Edge> edges;
+  std::vector<std::vector<int32_t>> outEdges;  ///< Per task: indexes into edges.
+  std::vector<std::vector<int32_t>> inEdges;   ///< Per task: indexes into edges.
+
+  /// Bytes a task reads from model inputs (which live on the host) and writes to model outputs
+  /// (which return to the host). Zero for task graphs.
+  std::vector<int64_t> inputBytes;
+  std::vector<int64_t> outputBytes;
+  DeviceId host = 0;
+
+  /// Per device: the devices it is mutually exclusive with (never itself).
+  std::vector<std::vector<DeviceId>> exclusiveWith;
+  /// Link resource id for a transfer a -> b (one transfer at a time per resource), -1 when
+  /// transfers a -> b never contend (a == b, shared memory, or a task graph). Layout [a * numDevices + b].
+  std::vector<int32_t> linkResource;
+  int numLinkResources = 0;
+  std::vector<std::string> linkNames;  ///< Per link resource, e.g. "cpu->gpu".
+  /// Transfer time parameters per (a,b): latency and bandwidth (bytes per microsecond).
+  std::vector<double> linkLatencyUs;
+  std::vector<double> linkBytesPerUs;  ///< kInf for free transfers.
+  /// Device memory capacity in bytes (0 = unlimited), for the simulator's over-capacity flag.
+  std::vector<int64_t> memCapacity;
+
+  /// Per device, from the platform (empty for task graphs): kind ("cpu", "gpu", "npu", "dsp", "pim"),
+  /// cores of a multi-core accelerator, on-chip memory bytes (0 = none) and the fixed launch overhead
+  /// per operator or group in microseconds. Read by DLFusion, the OSDI'23 coarse subgraphs and
+  /// PartitionTuner's "device fuses" test.
+  std::vector<std::string> deviceKinds;
+  std::vector<int> deviceCores;
+  std::vector<int64_t> deviceOnChipBytes;
+  std::vector<double> deviceLaunchUs;
+  /// Per task: output channels of the op (dim 1 of its first output for Conv-like ops, last dim for
+  /// Gemm/MatMul, 0 when unknown or for task graphs). DLFusion's per-layer core count uses it.
+  std::vector<int64_t> taskChannels;
+
+  /// Per-task work (empty for task graphs); used for group costs W(S,d).
+  std::vector<OpWork> work;
+  /// Group cost W(S,d) in microseconds for tasks fused as one kernel; kInf if d cannot run them all.
+  /// Set by buildCostTable (roofline group model); for task graphs it is the plain sum.
+  std::function<double(const std::vector<TaskId>&, DeviceId)> groupCost;
+
+  /// c(e,a,b): transfer time of edge e from a to b in microseconds (0 when free).
+  double comm(int32_t edge, DeviceId a, DeviceId b) const;
+  /// Transfer time of `bytes` from a to b.
+  double transferUs(DeviceId a, DeviceId b, int64_t bytes) const;
+  /// Mean transfer time of edge e over ordered device pairs a != b (c-bar of HEFT).
+  double meanComm(int32_t edge) const;
+  /// True when d can run v.
+  bool canRun(TaskId v, DeviceId d) const { return w(v, d) < kInf; }
+  /// A topological order of the tasks (tasks are already stored topologically for ONNX models).
+  std::vector<TaskId> topoOrder() const;
+  /// Rebuilds outEdges/inEdges from edges.
+  void indexEdges();
+};
+
+/// Builds the cost table for an imported model on a platform from the roofline device models.
+/// Fails when some operator can run on no device (the message names the operator).
+Result<CostTable> buildCostTable(const Graph& g, const std::vector<OpWork>& work, const Platform& p);
+
+/// Parses a JSON task graph: {"devices": ["P1",...], "tasks": {"T1": [14,16,9], ...},
+/// "edges": [["T1","T2",18], ...]}; null costs mean "cannot run"; edges carry fixed transfer times
+/// between two different devices; links never contend. `origin` names the file in errors.
+Result<CostTable> parseTaskGraph(const std::string& json, const std::string& origin);
+/// True when the text looks like a task graph (a JSON object with "tasks"), not an ONNX model.
+bool looksLikeTaskGraph(const std::string& bytes);
+
+}  // namespace partex

@@ -1,0 +1,30 @@
+#pragma once
+/// \file Factories of every scheduler (one .cpp file each). The registry (registry.cpp) lists them.
+
+#include <memory>
+
+#include "sched/scheduler.h"
+
+namespace partex {
+
+// Baselines (baselines.cpp)
+std::unique_ptr<Scheduler> makeSingleDevice();     ///< "single": everything on the best single device
+                                                   ///< (param "device" picks one); unsupported ops fall back to the host.
+std::unique_ptr<Scheduler> makeManualPriority();   ///< "priority": first device in a user list (param "priority": "npu,gpu,cpu").
+std::unique_ptr<Scheduler> makeStaticTypeBased();  ///< "static": Conv/Gemm/MatMul -> accelerator, rest -> host.
+std::unique_ptr<Scheduler> makeGreedy();           ///< "greedy": each op on its fastest device, ignoring transfers.
+// Classic list schedulers
+std::unique_ptr<Scheduler> makeHeft();  ///< heft.cpp
+std::unique_ptr<Scheduler> makeCpop();  ///< cpop.cpp
+std::unique_ptr<Scheduler> makePeft();  ///< peft.cpp
+// Published DL partitioners
+std::unique_ptr<Scheduler> makePartitionTuner(bool faithful);  ///< partitiontuner.cpp: "partitiontuner", "partitiontuner-clean"
+std::unique_ptr<Scheduler> makeDuet();                         ///< duet.cpp
+std::unique_ptr<Scheduler> makePimDp();                        ///< pimdp.cpp
+std::unique_ptr<Scheduler> makeDlFusion();                     ///< dlfusion.cpp
+std::unique_ptr<Scheduler> makeCoarseSubgraphs();              ///< coarse.cpp (OSDI'23)
+// References and our own
+std::unique_ptr<Scheduler> makeExact();  ///< exact.cpp
+std::unique_ptr<Scheduler> makeBest();   ///< best.cpp
+
+}  // namespace partex

@@ -1,0 +1,68 @@
+#pragma once
+/// \file One interface for every scheduling algorithm. A scheduler is a pure, deterministic function
+/// of (CostTable, Constraints, Options) -> Plan; it reports progress through a callback, stops when
+/// the cancel token is set, and honours pinned tasks and forbidden devices.
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cost/costtable.h"
+#include "sim/plan.h"
+#include "sim/simulator.h"
+
+namespace partex {
+
+/// User constraints.
+struct Constraints {
+  std::map<TaskId, DeviceId> pinned;  ///< Task -> the device it must run on.
+  std::vector<DeviceId> forbidden;    ///< Devices no task may use.
+  /// True when v may run on d under these constraints (and the cost table).
+  bool allowed(const CostTable& t, TaskId v, DeviceId d) const;
+};
+
+struct SchedOptions {
+  SimOptions sim;                 ///< The simulator model the plan is judged by.
+  double timeLimitSec = 10.0;     ///< For exact and search-based algorithms.
+  uint64_t seed = 1;
+  std::map<std::string, std::string> params;  ///< Algorithm-specific ("penalty_us", "priority", ...).
+  std::function<void(double fraction, const std::string& what)> progress;  ///< May be empty.
+  const std::atomic<bool>* cancel = nullptr;  ///< May be null.
+  bool cancelled() const { return cancel && cancel->load(std::memory_order_relaxed); }
+  void report(double f, const std::string& what) const {
+    if (progress) progress(f, what);
+  }
+};
+
+/// Extra results of a scheduler run, beyond the plan.
+struct SchedInfo {
+  bool optimal = false;           ///< Exact solver proved optimality.
+  double bound = 0;               ///< Lower bound, where the algorithm computes one.
+  int profilingRuns = 0;          ///< PIM DP: number of whole-model profiling runs it needs.
+  std::vector<std::string> notes; ///< Human notes (e.g. "time limit reached").
+};
+
+class Scheduler {
+ public:
+  virtual ~Scheduler() = default;
+  virtual std::string name() const = 0;         ///< CLI name, e.g. "heft".
+  virtual std::string title() const = 0;        ///< Display name, with "(reconstructed)" where so.
+  virtual std::string description() const = 0; ///< One line.
+  virtual Result<Plan> schedule(const CostTable& t, const Constraints& c, const SchedOptions& o,
+                                SchedInfo* info = nullptr) const = 0;
+};
+
+/// Every algorithm, in a fixed display order.
+const std::vector<std::unique_ptr<Scheduler>>& allSchedulers();
+/// A scheduler by name; nullptr when unknown.
+const Scheduler* findScheduler(const std::string& name);
+
+/// Lower bound on the makespan: max(longest path with each task on its best device and no
+/// transfers, sum of best-device times / number of devices that can run concurrently, largest
+/// single task).
+double lowerBound(const CostTable& t, const Constraints& c = {});
+
+}  // namespace partex
