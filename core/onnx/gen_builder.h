@@ -89,8 +89,8 @@ class Builder {
   onnx::GraphProto* graph_;
   Rng rng_;
   int64_t weightBytes_ = 0;
-  std::map<std::string, bool> constants_;  ///< Names of initializers made by const*(): created once.
-  std::map<Dims, std::string> shapeInits_; ///< Shared shape initializers of ConstantOfShape nodes.
+  std::map<std::string, bool> constants_;   ///< Names of initializers made by const*(): created once.
+  std::map<Dims, std::string> shapeInits_;  ///< Shared shape initializers of ConstantOfShape nodes.
 };
 
 /// Per-kind builders (gen_cnn.cpp, gen_transformer.cpp, gen_random.cpp). They throw GenError.

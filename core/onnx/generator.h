@@ -25,7 +25,7 @@ struct GenSpec {
   int64_t seqLen = 128;     ///< Transformers: sequence length.
   int64_t hidden = 768;     ///< Transformers: hidden size.
   int64_t heads = 12;       ///< Transformers: attention heads.
-  int64_t vocab = 30522;    ///< Transformers: vocabulary (BERT 30522, GPT-2 50257).
+  int64_t vocab = 0;        ///< Transformers: vocabulary; 0 = the kind's own (BERT 30522, GPT-2 50257).
   int64_t nodes = 100;      ///< Random DAG: number of operators.
   int64_t width = 8;        ///< Random DAG: typical number of parallel branches.
 };

@@ -1,0 +1,103 @@
+#include "onnx/generator.h"
+
+#include "onnx/gen_builder.h"
+#include "support/files.h"
+
+namespace partex {
+
+namespace {
+
+struct Kind {
+  const char* name;
+  void (*build)(gen::Builder&);
+  bool cnn, transformer;
+};
+
+constexpr Kind kKinds[] = {
+    {"resnet18", gen::buildResNet18, true, false},   {"mobilenetv2", gen::buildMobileNetV2, true, false},
+    {"inception", gen::buildInception, true, false}, {"bert", gen::buildBert, false, true},
+    {"gpt2", gen::buildGpt2, false, true},           {"random", gen::buildRandomDag, false, false},
+};
+
+const Kind* findKind(const std::string& name) {
+  for (const auto& k : kKinds)
+    if (name == k.name) return &k;
+  return nullptr;
+}
+
+/// Checks `value` lies in [lo, hi]; returns an error message or "".
+std::string range(const char* field, int64_t value, int64_t lo, int64_t hi) {
+  if (value >= lo && value <= hi) return {};
+  return std::string(field) + " " + std::to_string(value) + " is out of range [" + std::to_string(lo) + ", " +
+         std::to_string(hi) + "]";
+}
+
+std::string validate(const GenSpec& s, const Kind& k) {
+  std::string e = range("batch", s.batch, 1, 65536);
+  if (!e.empty()) return e;
+  if (k.cnn) {
+    if (!(e = range("imageSize", s.imageSize, 1, 8192)).empty()) return e;
+    if (!(e = range("numClasses", s.numClasses, 1, 1000000)).empty()) return e;
+  }
+  if (k.transformer) {
+    if (!(e = range("layers", s.layers, 1, 1000)).empty()) return e;
+    if (!(e = range("seqLen", s.seqLen, 1, 8192)).empty()) return e;
+    if (!(e = range("hidden", s.hidden, 1, 65536)).empty()) return e;
+    if (!(e = range("heads", s.heads, 1, s.hidden)).empty()) return e;
+    if (!(e = range("vocab", s.vocab, 1, 10000000)).empty()) return e;
+    if (s.hidden % s.heads != 0)
+      return "hidden " + std::to_string(s.hidden) + " is not divisible by heads " + std::to_string(s.heads);
+    if (s.vocab * s.hidden > 2147483647)
+      return "vocab x hidden (" + std::to_string(s.vocab * s.hidden) + ") exceeds 2^31 elements in one weight";
+  }
+  if (std::string(k.name) == "random") {
+    if (!(e = range("nodes", s.nodes, 1, 10000000)).empty()) return e;
+    if (!(e = range("width", s.width, 1, 1000000)).empty()) return e;
+  }
+  return {};
+}
+
+std::string kindList() {
+  std::string s;
+  for (const auto& k : kKinds) s += (s.empty() ? "" : ", ") + std::string(k.name);
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::string> generatorKinds() {
+  std::vector<std::string> v;
+  for (const auto& k : kKinds) v.emplace_back(k.name);
+  return v;
+}
+
+Result<std::string> generateModel(const GenSpec& requested) {
+  GenSpec spec = requested;
+  if (spec.vocab == 0) spec.vocab = spec.kind == "gpt2" ? 50257 : 30522;  // the kind's own vocabulary
+  const Kind* kind = findKind(spec.kind);
+  if (!kind) return makeError("generate: unknown kind '", spec.kind, "' (kinds: ", kindList(), ")");
+  if (std::string e = validate(spec, *kind); !e.empty()) return makeError("generate ", spec.kind, ": ", e);
+  try {
+    gen::Builder b(spec, spec.kind, 13);
+    kind->build(b);
+    // Strict shape inference proves the shapes consistent; above this size (large random DAGs,
+    // consistent by construction and tested smaller) it would dominate the time, so only the
+    // checker runs.
+    constexpr int kMaxNodesForInference = 50000;
+    return b.finish(b.model().graph().node_size() <= kMaxNodesForInference);
+  } catch (const gen::GenError& e) {
+    return makeError("generate ", spec.kind, ": ", e.what());
+  } catch (const std::bad_alloc&) {
+    return makeError("generate ", spec.kind, ": out of memory");
+  } catch (const std::exception& e) {
+    return makeError("generate ", spec.kind, ": ", e.what());
+  }
+}
+
+Status generateModelFile(const GenSpec& spec, const std::string& path) {
+  auto bytes = generateModel(spec);
+  if (!bytes) return Error{bytes.message()};
+  return writeFileAtomic(path, *bytes);
+}
+
+}  // namespace partex
