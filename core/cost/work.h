@@ -24,6 +24,9 @@ struct OpWork {
   int64_t bytesRead() const { return bytesReadActivations + bytesReadWeights; }
 };
 
+/// Work class of a node from its op type and domain (the table is in work.cpp); Unknown for other domains.
+OpClass opClassOf(const Node& n);
+
 /// Characterises one node. Control flow (If/Loop/Scan) takes its work from its bodies
 /// (If: the larger branch; Loop: body times the trip count when it is a known constant).
 OpWork characterise(const Graph& g, OpId op);
