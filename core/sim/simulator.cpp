@@ -71,6 +71,7 @@ Result<Timeline> Simulator::run(const Plan& plan) {
 
   // Model inputs start on the host.
   std::vector<double> inputReady(static_cast<size_t>(n), 0.0);
+  std::vector<double> edgeArrival(t.edges.size(), -1.0);
   for (TaskId v = 0; v < n; ++v) {
     const DeviceId d = plan.device[static_cast<size_t>(v)];
     const int64_t bytes = t.inputBytes.empty() ? 0 : t.inputBytes[static_cast<size_t>(v)];
@@ -99,6 +100,7 @@ Result<Timeline> Simulator::run(const Plan& plan) {
         const TaskId u = t.edges[static_cast<size_t>(ei)].src;
         const double arr = plan.device[static_cast<size_t>(u)] == d
                                ? s.finish[static_cast<size_t>(u)]
+                               : t.edges[static_cast<size_t>(ei)].fixedUs >= 0 ? edgeArrival[static_cast<size_t>(ei)]
                                : s.arrival[static_cast<size_t>(u) * static_cast<size_t>(m) + static_cast<size_t>(d)];
         ready = std::max(ready, arr);
       }
@@ -158,6 +160,13 @@ Result<Timeline> Simulator::run(const Plan& plan) {
       --s.pendingPreds[static_cast<size_t>(e.dst)];
       const DeviceId b = plan.device[static_cast<size_t>(e.dst)];
       if (b == d) continue;
+      if (e.fixedUs >= 0) {
+        const double c = t.comm(ei, d, b);
+        auto [st, link] = book(d, b, end, c);
+        edgeArrival[static_cast<size_t>(ei)] = st + c;
+        tl.transfers.push_back(TransferSlot{v, e.dst, d, b, link, st, st + c, e.bytes});
+        continue;
+      }
       auto& pd = perDest[static_cast<size_t>(b)];
       const double c = t.comm(ei, d, b);
       if (pd.first < 0) firstConsumer[static_cast<size_t>(b)] = e.dst;

@@ -1,0 +1,15 @@
+#include <algorithm>
+
+#include "sched/scheduler.h"
+
+namespace partex {
+
+bool Constraints::allowed(const CostTable& t, TaskId v, DeviceId d) const {
+  if (v < 0 || v >= t.numTasks() || d < 0 || d >= t.numDevices()) return false;
+  if (!t.canRun(v, d)) return false;
+  if (std::find(forbidden.begin(), forbidden.end(), d) != forbidden.end()) return false;
+  auto it = pinned.find(v);
+  return it == pinned.end() || it->second == d;
+}
+
+}  // namespace partex

@@ -1,0 +1,322 @@
+// DLFusion (Liu et al., arXiv 2011.05630, 2020), reconstructed from its abstract as in
+// docs/algorithms.md. DLFusion tunes one multi-core accelerator with on-chip memory:
+//  - The accelerator: the non-forbidden non-host device that is not a CPU (CPU modes are no
+//    accelerator; when every other device is a CPU, any non-host device) with the most cores (> 1).
+//    Without one, every such device counts as 1 core and the one with the smallest all-on-it time (ops
+//    it cannot run on the host) is used; SchedInfo.notes says so. Ops the accelerator may not run go to the host
+//    (or, when the host is not allowed either, to their fastest allowed device).
+//  - Time of a block S (ops fused as one kernel) on k of the C cores:
+//        T(S,k) = launch + (W(S,acc) - launch) * C / keff(S,k) + sync_us * ceil(log2 k)
+//    W from the cost table's group cost (all C cores), launch the device's fixed overhead, keff the
+//    effective parallelism: work is split across cores by output channels, so
+//    keff = min over members with known channels ch of k * ch / (k * ceil(ch / k)); "sync_us" (default
+//    2 us) is the cost of one level of a barrier tree between cores.
+//  - Per layer, the best core count k*(v) = argmin_k T({v},k) (small layers and channel counts that do
+//    not split evenly want fewer cores).
+//  - Per chain of accelerator ops (maximal runs of consecutive accelerator ops in a topological order
+//    that keeps accelerator ops together; a run of a topological order is convex), the DP
+//        best[i] = min_j best[j] + min_k T(ops j+1..i fused, k)
+//    with a block fitting on chip: weights + internal tensors <= on_chip_bytes * k / C (each core brings
+//    its share of the on-chip memory; a single op always fits, it streams from memory; no on-chip size
+//    means no limit). Param mode=heuristic (default: k among the members' best counts, block length
+//    <= 8) or mode=oracle (every k, any length up to 256).
+//  The simulator runs single ops, so the fusion is expressed as consecutive ordering on the
+//  accelerator (each device runs its ops in the DP's topological order) and the blocks with their core
+//  counts are listed in SchedInfo.notes.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <set>
+
+#include "sched/algorithms.h"
+#include "sched/listsched.h"
+#include "support/strings.h"
+
+namespace partex {
+
+namespace {
+
+using namespace sched_detail;
+
+double numParam(const SchedOptions& o, const std::string& key, double def, bool& ok) {
+  auto it = o.params.find(key);
+  if (it == o.params.end() || trim(it->second).empty()) return def;
+  try {
+    size_t used = 0;
+    const std::string s = trim(it->second);
+    const double v = std::stod(s, &used);
+    if (used != s.size() || !std::isfinite(v)) ok = false;
+    return v;
+  } catch (...) {
+    ok = false;
+    return def;
+  }
+}
+
+bool isForbidden(const Constraints& c, DeviceId d) {
+  return std::find(c.forbidden.begin(), c.forbidden.end(), d) != c.forbidden.end();
+}
+
+class DlFusion final : public Scheduler {
+ public:
+  std::string name() const override { return "dlfusion"; }
+  std::string title() const override { return "DLFusion (reconstructed)"; }
+  std::string description() const override {
+    return "Liu et al. 2020: per-layer best core count on a multi-core accelerator, then a DP choosing fusion blocks "
+           "and one core count per block (params mode=heuristic|oracle, sync_us=2); other ops on the host.";
+  }
+
+  Result<Plan> schedule(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info) const override {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (o.cancelled()) return cancelledError();
+    if (auto st = checkConstraints(t, c); !st) return Error{st.message()};
+    const int n = t.numTasks(), m = t.numDevices();
+    bool ok = true;
+    const double syncUs = numParam(o, "sync_us", 2.0, ok);
+    if (!ok || syncUs < 0) return makeError("dlfusion: param sync_us must be a non-negative number");
+    std::string mode = "heuristic";
+    if (auto it = o.params.find("mode"); it != o.params.end() && !trim(it->second).empty()) mode = trim(it->second);
+    if (mode != "heuristic" && mode != "oracle") return makeError("dlfusion: param mode must be 'heuristic' or 'oracle', got '", mode, "'");
+    const bool oracle = mode == "oracle";
+    std::vector<std::string> notes;
+
+    // The accelerator.
+    auto coresOf = [&](DeviceId d) {
+      return static_cast<size_t>(d) < t.deviceCores.size() ? std::max(1, t.deviceCores[static_cast<size_t>(d)]) : 1;
+    };
+    auto fallback = [&](TaskId v) -> DeviceId {
+      if (c.allowed(t, v, t.host)) return t.host;
+      return argminAllowed(t, c, v, [&](DeviceId d) { return t.w(v, d); });
+    };
+    // Candidates: non-host devices that are not forbidden and not CPUs (a CPU mode such as "CPU
+    // parallel" is no accelerator); when there is none, any non-host device.
+    std::vector<DeviceId> candidates;
+    for (int pass = 0; pass < 2 && candidates.empty(); ++pass)
+      for (DeviceId d = 0; d < m; ++d) {
+        if (d == t.host || isForbidden(c, d)) continue;
+        const bool cpu = static_cast<size_t>(d) < t.deviceKinds.size() && t.deviceKinds[static_cast<size_t>(d)] == "cpu";
+        if (pass == 0 && cpu) continue;
+        candidates.push_back(d);
+      }
+    DeviceId acc = -1;
+    for (DeviceId d : candidates)
+      if (coresOf(d) > 1 && (acc < 0 || coresOf(d) > coresOf(acc))) acc = d;
+    if (acc < 0) {
+      double bestTotal = kInf;
+      for (DeviceId d : candidates) {
+        double total = 0;
+        for (TaskId v = 0; v < n; ++v) total += c.allowed(t, v, d) ? t.w(v, d) : t.w(v, fallback(v));
+        if (total < bestTotal) {
+          bestTotal = total;
+          acc = d;
+        }
+      }
+      notes.push_back("no multi-core accelerator: every non-host device counts as 1 core");
+    }
+    const int C = acc >= 0 ? (coresOf(acc) > 1 ? coresOf(acc) : 1) : 1;
+
+    // Assignment and a topological order that keeps accelerator ops together.
+    std::vector<DeviceId> dev(static_cast<size_t>(n));
+    std::vector<bool> onAcc(static_cast<size_t>(n), false);
+    for (TaskId v = 0; v < n; ++v) {
+      onAcc[static_cast<size_t>(v)] = acc >= 0 && c.allowed(t, v, acc);
+      dev[static_cast<size_t>(v)] = onAcc[static_cast<size_t>(v)] ? acc : fallback(v);
+    }
+    const std::vector<TaskId> topo = t.topoOrder();
+    const std::vector<int32_t> topoPos = topoPositions(t, topo);
+    std::vector<TaskId> order;
+    {
+      std::vector<int32_t> missing(static_cast<size_t>(n), 0);
+      for (const Edge& e : t.edges) ++missing[static_cast<size_t>(e.dst)];
+      auto cmp = [&](TaskId a, TaskId b) { return topoPos[static_cast<size_t>(a)] > topoPos[static_cast<size_t>(b)]; };
+      std::vector<TaskId> readyAcc, readyOther;  // min-heaps by topological position
+      auto push = [&](TaskId v) {
+        auto& h = onAcc[static_cast<size_t>(v)] ? readyAcc : readyOther;
+        h.push_back(v);
+        std::push_heap(h.begin(), h.end(), cmp);
+      };
+      for (TaskId v = 0; v < n; ++v)
+        if (missing[static_cast<size_t>(v)] == 0) push(v);
+      bool inAcc = false;
+      while (!readyAcc.empty() || !readyOther.empty()) {
+        auto& h = (inAcc && !readyAcc.empty()) || readyOther.empty() ? readyAcc : readyOther;
+        std::pop_heap(h.begin(), h.end(), cmp);
+        const TaskId v = h.back();
+        h.pop_back();
+        inAcc = onAcc[static_cast<size_t>(v)];
+        order.push_back(v);
+        for (int32_t ei : t.outEdges[static_cast<size_t>(v)]) {
+          const TaskId s = t.edges[static_cast<size_t>(ei)].dst;
+          if (--missing[static_cast<size_t>(s)] == 0) push(s);
+        }
+      }
+    }
+
+    // Block time model.
+    const double launch = acc >= 0 && static_cast<size_t>(acc) < t.deviceLaunchUs.size() ? t.deviceLaunchUs[static_cast<size_t>(acc)] : 0.0;
+    const int64_t onChip = acc >= 0 && static_cast<size_t>(acc) < t.deviceOnChipBytes.size() ? t.deviceOnChipBytes[static_cast<size_t>(acc)] : 0;
+    auto groupCost = [&](const std::vector<TaskId>& g) {
+      if (t.groupCost) return t.groupCost(g, acc);
+      double s = 0;
+      for (TaskId v : g) s += t.w(v, acc);
+      return s;
+    };
+    auto keff = [&](const std::vector<TaskId>& g, int k) {
+      double e = k;
+      for (TaskId v : g) {
+        const int64_t ch = static_cast<size_t>(v) < t.taskChannels.size() ? t.taskChannels[static_cast<size_t>(v)] : 0;
+        if (ch <= 0) continue;
+        const double per = std::ceil(static_cast<double>(ch) / k);
+        e = std::min(e, static_cast<double>(ch) / per);
+      }
+      return std::max(1e-9, e);
+    };
+    auto timeOf = [&](const std::vector<TaskId>& g, double W, int k) {
+      const double body = std::max(0.0, W - launch);
+      return std::min(W, launch) + body * C / keff(g, k) + syncUs * std::ceil(std::log2(static_cast<double>(k)));
+    };
+    auto footprint = [&](const std::vector<TaskId>& g) {
+      if (t.work.empty()) return int64_t{0};
+      std::set<TaskId> in(g.begin(), g.end());
+      int64_t b = 0;
+      for (TaskId v : g) {
+        b += t.work[static_cast<size_t>(v)].bytesReadWeights;
+        for (int32_t ei : t.outEdges[static_cast<size_t>(v)])
+          if (in.count(t.edges[static_cast<size_t>(ei)].dst)) b += t.edges[static_cast<size_t>(ei)].bytes;
+      }
+      return b;
+    };
+    auto fits = [&](size_t size, int64_t bytes, int k) {
+      if (size <= 1 || onChip <= 0) return true;
+      return static_cast<double>(bytes) <= static_cast<double>(onChip) * k / C;
+    };
+
+    // Per-layer best core count.
+    std::vector<int> bestK(static_cast<size_t>(n), 1);
+    if (acc >= 0)
+      for (TaskId v = 0; v < n; ++v) {
+        if (!onAcc[static_cast<size_t>(v)]) continue;
+        const std::vector<TaskId> g{v};
+        const double W = groupCost(g);
+        double bt = kInf;
+        for (int k = 1; k <= C; ++k) {
+          const double x = timeOf(g, W, k);
+          if (x < bt - 1e-12) {
+            bt = x;
+            bestK[static_cast<size_t>(v)] = k;
+          }
+        }
+      }
+
+    // DP over each run of accelerator ops.
+    struct Block {
+      size_t begin, end;  // positions in `order`, end exclusive
+      int cores;
+      double time;
+    };
+    std::vector<Block> blocks;
+    const size_t maxLen = oracle ? 256 : 8;
+    double accTime = 0, unfusedTime = 0;
+    bool timeUp = false;
+    size_t nextReport = 0;
+    for (size_t r = 0; r < order.size();) {
+      if (!onAcc[static_cast<size_t>(order[r])]) {
+        ++r;
+        continue;
+      }
+      size_t e = r;
+      while (e < order.size() && onAcc[static_cast<size_t>(order[e])]) ++e;
+      if (r >= nextReport) {
+        o.report(0.95 * static_cast<double>(r) / static_cast<double>(order.size()), "dlfusion: fusion DP");
+        nextReport = r + std::max<size_t>(1, order.size() / 100);
+      }
+      // Run [r, e).
+      const size_t L = e - r;
+      std::vector<double> best(L + 1, kInf);
+      std::vector<size_t> from(L + 1, 0);
+      std::vector<int> kOf(L + 1, 1);
+      std::vector<double> tOf(L + 1, 0);
+      best[0] = 0;
+      for (size_t i = 1; i <= L; ++i) {
+        if (o.cancelled()) return cancelledError();
+        if (!timeUp && o.timeLimitSec > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > o.timeLimitSec) {
+          timeUp = true;
+          notes.push_back("time limit: later blocks are single layers");
+        }
+        const size_t lenCap = timeUp ? 1 : maxLen;
+        std::vector<TaskId> g;
+        for (size_t len = 1; len <= std::min(i, lenCap); ++len) {
+          const size_t j = i - len;
+          g.insert(g.begin(), order[r + j]);
+          const double W = groupCost(g);
+          if (!(W < kInf)) break;
+          std::set<int> ks;
+          if (oracle) {
+            for (int k = 1; k <= C; ++k) ks.insert(k);
+          } else {
+            for (TaskId v : g) ks.insert(bestK[static_cast<size_t>(v)]);
+          }
+          const int64_t fp = g.size() > 1 && onChip > 0 ? footprint(g) : 0;
+          if (!fits(g.size(), fp, C)) break;  // longer blocks fit even less
+          for (int k : ks) {
+            if (!fits(g.size(), fp, k)) continue;
+            const double x = best[j] + timeOf(g, W, k);
+            if (x < best[i] - 1e-12) {
+              best[i] = x;
+              from[i] = j;
+              kOf[i] = k;
+              tOf[i] = timeOf(g, W, k);
+            }
+          }
+        }
+      }
+      std::vector<Block> runBlocks;
+      for (size_t i = L; i > 0; i = from[i]) runBlocks.push_back(Block{r + from[i], r + i, kOf[i], tOf[i]});
+      std::reverse(runBlocks.begin(), runBlocks.end());
+      blocks.insert(blocks.end(), runBlocks.begin(), runBlocks.end());
+      accTime += best[L];
+      for (size_t i = r; i < e; ++i) {
+        const std::vector<TaskId> g{order[i]};
+        unfusedTime += timeOf(g, groupCost(g), C);
+      }
+      r = e;
+    }
+
+    Plan plan;
+    plan.algorithm = name();
+    plan.optionsJson = paramsJson(o);
+    plan.device = dev;
+    plan.order.assign(static_cast<size_t>(m), {});
+    for (TaskId v : order) plan.order[static_cast<size_t>(dev[static_cast<size_t>(v)])].push_back(v);
+
+    if (info) {
+      for (auto& s : notes) info->notes.push_back(std::move(s));
+      if (acc < 0) {
+        info->notes.push_back("no accelerator: every op on the host");
+      } else {
+        size_t fused = 0;
+        for (const Block& b : blocks) fused += b.end - b.begin > 1 ? 1 : 0;
+        info->notes.push_back("accelerator " + t.deviceIds[static_cast<size_t>(acc)] + " (" + std::to_string(C) + " cores), mode " + mode +
+                              ": " + std::to_string(blocks.size()) + " blocks, " + std::to_string(fused) + " fused; estimated " +
+                              std::to_string(accTime) + " us against " + std::to_string(unfusedTime) + " us unfused on all cores");
+        const size_t shown = std::min<size_t>(blocks.size(), 200);
+        for (size_t i = 0; i < shown; ++i) {
+          const Block& b = blocks[i];
+          std::vector<std::string> names;
+          for (size_t p = b.begin; p < b.end; ++p) names.push_back(t.taskNames[static_cast<size_t>(order[p])]);
+          info->notes.push_back("block " + std::to_string(i + 1) + ": [" + join(names, ", ") + "] on " + std::to_string(b.cores) +
+                                " cores, " + std::to_string(b.time) + " us");
+        }
+        if (shown < blocks.size()) info->notes.push_back("... " + std::to_string(blocks.size() - shown) + " more blocks");
+      }
+    }
+    o.report(1.0, "dlfusion: done");
+    return plan;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Scheduler> makeDlFusion() { return std::make_unique<DlFusion>(); }
+
+}  // namespace partex
