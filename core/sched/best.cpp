@@ -1,0 +1,254 @@
+// Partex best: a portfolio of every other scheduler, each judged by the simulator, then iterated local
+// search from the best member (search.h).
+//
+// Portfolio: single, priority, static, greedy, heft, cpop, peft, partitiontuner, partitiontuner-clean,
+// duet, pimdp, dlfusion, coarse (never exact, never itself); members that fail, break the constraints or
+// do not simulate are skipped. heft and greedy always run to completion; every other member gets a
+// share of the time (param member_ms, default max(100, budget_ms / 4) ms, and the portfolio as a whole
+// about max(1000, budget_ms) ms) and is cancelled through its cancel token when it overruns.
+// Param members=a,b,c restricts the portfolio (heft and greedy are always added).
+//
+// Local search (search.cpp): moves are device reassignment of critical-path tasks first (ranked by the
+// estimated finish-time gain), then order swaps, moves of critical-path segments that share a device,
+// re-ordering by assignment-aware upward rank and HEFT-like list scheduling with the current assignment,
+// then the same moves off the critical path. First improvement of (makespan, sum of finish times);
+// seeded random kicks from the best plan when stuck. The stop is an evaluation count (param max_evals;
+// default scaled with the graph size) so that results are reproducible for a given seed; param
+// budget_ms (default min(2000, 50 + n)) is a wall-clock safety net on top. The result is re-judged by
+// simulate() and is never worse than the best member.
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+
+#include "sched/algorithms.h"
+#include "sched/listsched.h"
+#include "sched/search.h"
+#include "support/strings.h"
+
+namespace partex {
+
+namespace {
+
+using namespace sched_detail;
+
+double paramDouble(const SchedOptions& o, const std::string& key, double def) {
+  auto it = o.params.find(key);
+  if (it == o.params.end()) return def;
+  try {
+    return std::stod(trim(it->second));
+  } catch (...) {
+    return def;
+  }
+}
+
+bool respectsConstraints(const CostTable& t, const Constraints& c, const Plan& p) {
+  if (static_cast<int>(p.device.size()) != t.numTasks()) return false;
+  for (TaskId v = 0; v < t.numTasks(); ++v)
+    if (!c.allowed(t, v, p.device[static_cast<size_t>(v)])) return false;
+  return true;
+}
+
+std::string fmt(double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", x);
+  return buf;
+}
+
+/// Runs `s` with its own cancel token, set when `limitMs` (<= 0: no limit) passes or the outer token is set.
+Result<Plan> runMember(const Scheduler& s, const CostTable& t, const Constraints& c, const SchedOptions& outer,
+                       double limitMs, bool* overran) {
+  std::atomic<bool> cancel{false};
+  SchedOptions so;
+  so.sim = outer.sim;
+  so.seed = outer.seed;
+  so.timeLimitSec = limitMs > 0 ? limitMs / 1000.0 : outer.timeLimitSec;
+  so.cancel = &cancel;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(static_cast<int64_t>(std::max(0.0, limitMs) * 1000.0));
+  std::thread watchdog([&] {
+    std::unique_lock<std::mutex> lk(mu);
+    while (!done) {
+      cv.wait_for(lk, std::chrono::milliseconds(5));
+      if (done) break;
+      if (outer.cancelled() || (limitMs > 0 && std::chrono::steady_clock::now() >= deadline)) {
+        if (limitMs > 0 && std::chrono::steady_clock::now() >= deadline) *overran = true;
+        cancel.store(true, std::memory_order_relaxed);
+      }
+    }
+  });
+  auto r = s.schedule(t, c, so);
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    done = true;
+  }
+  cv.notify_all();
+  watchdog.join();
+  return r;
+}
+
+class Best final : public Scheduler {
+ public:
+  std::string name() const override { return "best"; }
+  std::string title() const override { return "Partex best (portfolio + local search)"; }
+  std::string description() const override {
+    return "Runs every other scheduler, keeps the best simulated plan, then improves it by local search "
+           "on the critical path (param budget_ms, max_evals, seed).";
+  }
+
+  Result<Plan> schedule(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info) const override {
+    if (o.cancelled()) return cancelledError();
+    if (auto st = checkConstraints(t, c); !st) return Error{st.message()};
+    const int n = t.numTasks();
+    const auto t0 = std::chrono::steady_clock::now();
+    auto elapsedMs = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(); };
+    const double budgetMs = std::max(1.0, paramDouble(o, "budget_ms", std::min(2000.0, 50.0 + n)));
+    const double memberMs = paramDouble(o, "member_ms", std::max(100.0, budgetMs / 4));
+    const double portfolioMs = std::max(1000.0, budgetMs);
+
+    // ---- Portfolio ----
+    struct Member {
+      std::unique_ptr<Scheduler> s;
+      bool capped;
+    };
+    std::vector<Member> members;
+    members.push_back({makeHeft(), false});
+    members.push_back({makeGreedy(), false});
+    std::vector<std::unique_ptr<Scheduler>> others;
+    others.push_back(makeSingleDevice());
+    others.push_back(makeManualPriority());
+    others.push_back(makeStaticTypeBased());
+    others.push_back(makeCpop());
+    others.push_back(makePeft());
+    others.push_back(makePartitionTuner(true));
+    others.push_back(makePartitionTuner(false));
+    others.push_back(makeDuet());
+    others.push_back(makePimDp());
+    others.push_back(makeDlFusion());
+    others.push_back(makeCoarseSubgraphs());
+    std::vector<std::string> only;
+    if (auto it = o.params.find("members"); it != o.params.end())
+      for (const auto& x : split(it->second, ',')) only.push_back(trim(x));
+    for (auto& s : others)
+      if (only.empty() || std::find(only.begin(), only.end(), s->name()) != only.end()) members.push_back({std::move(s), true});
+
+    Plan bestPlan;
+    double bestMs = kInf;
+    std::string bestName;
+    std::vector<std::string> skipped;
+    int ran = 0;
+    for (size_t i = 0; i < members.size(); ++i) {
+      if (o.cancelled()) return cancelledError();
+      const Scheduler& s = *members[i].s;
+      o.report(0.5 * static_cast<double>(i) / static_cast<double>(members.size()), "best: " + s.name());
+      double limit = 0;
+      if (members[i].capped) {
+        limit = std::min(memberMs, portfolioMs - elapsedMs());
+        if (limit <= 0) {
+          skipped.push_back(s.name() + " (no time left)");
+          continue;
+        }
+      }
+      bool overran = false;
+      auto p = runMember(s, t, c, o, limit, &overran);
+      if (o.cancelled()) return cancelledError();
+      if (!p) {
+        skipped.push_back(s.name() + (overran ? " (over its time share)" : " (" + p.message() + ")"));
+        continue;
+      }
+      if (!respectsConstraints(t, c, *p)) {
+        skipped.push_back(s.name() + " (breaks the constraints)");
+        continue;
+      }
+      auto tl = simulate(t, *p, o.sim);
+      if (!tl) {
+        skipped.push_back(s.name() + " (" + tl.message() + ")");
+        continue;
+      }
+      ++ran;
+      if (tl->makespan < bestMs) {
+        bestMs = tl->makespan;
+        bestPlan = std::move(p).value();
+        bestName = s.name();
+      }
+    }
+    if (bestName.empty()) return makeError("best: every portfolio member failed (", join(skipped, "; "), ")");
+
+    // ---- Local search ----
+    search_detail::LocalSearchOptions lo;
+    lo.seed = o.seed;
+    lo.cancel = o.cancel;
+    const double defaultEvals = std::clamp(4.0e6 / (n + static_cast<double>(t.edges.size()) + 10.0), 100.0, 40000.0);
+    lo.maxEvals = static_cast<int64_t>(paramDouble(o, "max_evals", defaultEvals));
+    lo.annealFraction = std::clamp(paramDouble(o, "anneal", lo.annealFraction), 0.0, 1.0);
+    lo.wallLimitSec = std::min(budgetMs / 1000.0, std::max(0.0, o.timeLimitSec - elapsedMs() / 1000.0));
+    lo.progress = [&](double f) { o.report(0.5 + 0.5 * std::min(1.0, f), "best: local search"); };
+    Plan plan = bestPlan;
+    double planMs = bestMs;
+    search_detail::LocalSearchResult ls;
+    if (lo.maxEvals > 0 && lo.wallLimitSec > 0 && n > 0) {
+      ls = search_detail::localSearch(t, c, o.sim, bestPlan, lo);
+      if (o.cancelled()) return cancelledError();
+      auto tl = simulate(t, ls.plan, o.sim);
+      if (tl && tl->makespan < planMs && respectsConstraints(t, c, ls.plan)) {
+        plan = ls.plan;
+        planMs = tl->makespan;
+      }
+    }
+
+    // ---- Branch and bound on small graphs, warm-started with the local search's plan ----
+    search_detail::BnbResult bnb;
+    const auto bnbTasks = static_cast<int>(paramDouble(o, "bnb_tasks", 40));
+    const auto bnbNodes = static_cast<int64_t>(paramDouble(o, "bnb_nodes", std::max(1000.0, 100.0 * budgetMs)));
+    bool ranBnb = false;
+    if (n > 0 && n <= bnbTasks && bnbNodes > 0) {
+      SchedOptions bo;
+      bo.sim = o.sim;
+      bo.cancel = o.cancel;
+      const double limitSec = std::min(budgetMs / 1000.0, std::max(0.0, o.timeLimitSec - elapsedMs() / 1000.0));
+      if (limitSec > 0) {
+        o.report(0.95, "best: branch and bound");
+        bnb = search_detail::branchAndBound(t, c, bo, limitSec, bnbNodes, &plan, planMs);
+        ranBnb = true;
+        if (o.cancelled()) return cancelledError();
+        if (bnb.found && bnb.makespan < planMs && respectsConstraints(t, c, bnb.plan)) {
+          plan = bnb.plan;
+          planMs = bnb.makespan;
+        }
+      }
+    }
+
+    plan.algorithm = name();
+    plan.optionsJson = paramsJson(o);
+    if (info) {
+      info->bound = lowerBound(t, c);
+      if (ranBnb && bnb.complete) {
+        info->optimal = true;
+        info->bound = planMs;
+      } else if (ranBnb) {
+        info->bound = std::min(planMs, std::max(info->bound, bnb.bound));
+      }
+      info->notes.push_back("portfolio: " + bestName + " " + fmt(bestMs) + " us, best of " + std::to_string(ran) + " members");
+      if (!skipped.empty()) info->notes.push_back("skipped: " + join(skipped, "; "));
+      std::string lsNote = "local search: " + std::to_string(ls.evals) + " evaluations, " + std::to_string(ls.improvements) + " improvements";
+      if (planMs < bestMs) lsNote += ", " + fmt(planMs) + " us (-" + fmt(100.0 * (bestMs - planMs) / bestMs) + "%)";
+      if (ls.stoppedByClock) lsNote += ", stopped by budget_ms";
+      info->notes.push_back(lsNote);
+      if (ranBnb)
+        info->notes.push_back("branch and bound: " + std::to_string(bnb.nodes) + " nodes, " +
+                              (bnb.complete ? std::string("optimal") : std::string("stopped (") + (bnb.timedOut ? "budget_ms" : "bnb_nodes") + ")"));
+    }
+    o.report(1.0, "best: done");
+    return plan;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Scheduler> makeBest() { return std::make_unique<Best>(); }
+
+}  // namespace partex
