@@ -1,1 +1,1230 @@
-// Placeholder while the real implementation is being written.
+#include "onnx/importer.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <onnx/checker.h>
+#include <onnx/defs/schema.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <queue>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "onnx/consteval.h"
+#include "support/strings.h"
+
+// Exported by libonnx 1.12 (checker.cc) but not declared in its header: the overload that takes a
+// context, which lets us set the model folder for external-data checks.
+namespace onnx::checker {
+void check_model(const ModelProto& model, CheckerContext& ctx);
+}  // namespace onnx::checker
+
+namespace partex {
+
+namespace {
+
+using onnximp::ConstTensor;
+
+constexpr int64_t kMinIrVersion = 3;
+constexpr int64_t kMaxIrVersion = 8;
+constexpr int64_t kMinOpset = 7;
+constexpr int64_t kMaxOpset = 17;
+/// Shapes beyond this many elements are treated as unknown (hostile or broken models).
+constexpr int64_t kMaxPlausibleElements = int64_t{1} << 40;
+/// At most this many "unknown shape" warnings are listed one by one.
+constexpr size_t kMaxShapeWarnings = 5;
+
+/// The first line of an exception text, trimmed, never empty.
+std::string firstLine(const std::string& s) {
+  std::string line = trim(s.substr(0, s.find_first_of("\r\n")));
+  return line.empty() ? std::string("(no details)") : line;
+}
+
+std::string normDomain(const std::string& d) { return d == "ai.onnx" ? std::string() : d; }
+
+bool isKnownDomain(const std::string& d) { return d.empty() || d == "ai.onnx" || d == "ai.onnx.ml"; }
+
+bool plausible(const std::vector<int64_t>& dims) {
+  const int64_t n = onnximp::safeNumel(dims);
+  return n >= 0 && n <= kMaxPlausibleElements;
+}
+
+/// Shape information read from a TypeProto.
+struct TypeInfo {
+  bool isTensor = false;
+  DType dtype = DType::Undefined;
+  bool hasRank = false;
+  std::vector<int64_t> dims;  ///< -1 where unknown.
+  bool full() const {
+    if (!hasRank) return false;
+    for (int64_t d : dims)
+      if (d < 0) return false;
+    return true;
+  }
+  int score() const {
+    if (!isTensor) return 0;
+    int s = 1 + (dtype != DType::Undefined) + (hasRank ? 2 : 0);
+    for (int64_t d : dims) s += d >= 0;
+    return s;
+  }
+};
+
+template <class TensorType>
+TypeInfo tensorTypeInfo(const TensorType& t) {
+  TypeInfo info;
+  info.isTensor = true;
+  info.dtype = onnximp::dtypeFromOnnx(t.elem_type());
+  if (t.has_shape()) {
+    info.hasRank = true;
+    for (const auto& d : t.shape().dim()) info.dims.push_back(d.has_dim_value() && d.dim_value() >= 0 ? d.dim_value() : -1);
+  }
+  return info;
+}
+
+TypeInfo typeInfo(const onnx::TypeProto* t) {
+  if (!t) return {};
+  if (t->has_tensor_type()) return tensorTypeInfo(t->tensor_type());
+  if (t->has_sparse_tensor_type()) return tensorTypeInfo(t->sparse_tensor_type());
+  return {};
+}
+
+/// State shared by the whole import (main graph and subgraphs).
+struct ImportCtx {
+  std::string origin;
+  std::string baseDir;
+  std::unordered_map<std::string, int> opsets;  ///< Domain ("" for ONNX) -> version.
+  int64_t opset = 0;
+  std::vector<std::string> warnings;
+  std::unordered_set<std::string> warnedKeys;
+  /// Outer-scope names used inside a control-flow node's subgraphs, in a stable order.
+  std::unordered_map<const onnx::NodeProto*, std::vector<std::string>> implicitInputs;
+
+  template <class... Parts>
+  Error fail(Parts&&... parts) const {
+    return makeError(origin, ": ", std::forward<Parts>(parts)...);
+  }
+  void warn(const std::string& key, std::string text) {
+    if (warnedKeys.insert(key).second) warnings.push_back(std::move(text));
+  }
+  int domainVersion(const std::string& domain) const {
+    auto it = opsets.find(normDomain(domain));
+    return it == opsets.end() ? 0 : it->second;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Structure: node names, SSA, dangling inputs, cycles, topological order (before the checker, so
+// that these common faults get clear messages).
+
+struct Scope {
+  const std::unordered_set<std::string_view>* names = nullptr;
+  const Scope* parent = nullptr;
+  bool contains(std::string_view n) const {
+    for (const Scope* s = this; s; s = s->parent)
+      if (s->names->count(n)) return true;
+    return false;
+  }
+};
+
+std::string nodeLabel(const onnx::NodeProto& n) { return "'" + n.name() + "' (" + n.op_type() + ")"; }
+
+/// Attribute values that ONNX's shape inference divides by or loops on without checking (a zero
+/// stride crashes libonnx 1.12 with SIGFPE): rejected up front with a clear message.
+Status checkAttributeValues(ImportCtx& ctx, const onnx::NodeProto& node, const std::string& where) {
+  for (const auto& a : node.attribute()) {
+    const std::string& n = a.name();
+    if (n == "strides" || n == "dilations" || n == "kernel_shape") {
+      for (int64_t v : a.ints())
+        if (v < 1)
+          return ctx.fail("node ", nodeLabel(node), " has an invalid attribute ", n, " (", std::to_string(v),
+                          "; values must be positive)", where);
+    } else if ((n == "blocksize" || n == "group") && a.has_i() && a.i() < 1) {
+      return ctx.fail("node ", nodeLabel(node), " has an invalid attribute ", n, " (", std::to_string(a.i()),
+                      "; it must be positive)", where);
+    }
+  }
+  if (isKnownDomain(node.domain()) && node.output_size() == 0)
+    return ctx.fail("node ", nodeLabel(node), " has no outputs", where);
+  return Status::ok();
+}
+
+Status prepareGraph(ImportCtx& ctx, onnx::GraphProto& g, const Scope* outer, const std::string& where,
+                    std::set<std::string>& freeVars) {
+  const int n = g.node_size();
+  // 1. Unique node names: keep given names, invent "<OpType>_<index>" for the others.
+  {
+    // Views into node names: a given name is only ever replaced on a later duplicate, whose own
+    // (equal) text is not the one the sets point at; `used` points at final names.
+    std::unordered_set<std::string_view> reserved, used;
+    reserved.reserve(static_cast<size_t>(n));
+    used.reserve(static_cast<size_t>(n));
+    for (const auto& node : g.node())
+      if (!node.name().empty()) reserved.insert(node.name());
+    for (int i = 0; i < n; ++i) {
+      onnx::NodeProto* node = g.mutable_node(i);
+      const bool invented = node->name().empty();
+      const std::string base =
+          invented ? (node->op_type().empty() ? std::string("node") : node->op_type()) + "_" + std::to_string(i)
+                   : node->name();
+      std::string name = base;
+      if (used.count(name) || (invented && reserved.count(name))) {
+        for (int k = 1;; ++k) {
+          name = base + "_" + std::to_string(k);
+          if (!used.count(name) && !reserved.count(name)) break;
+        }
+      }
+      if (name != node->name()) node->set_name(name);
+      used.insert(node->name());
+    }
+  }
+  // 2. Names defined by the graph itself, and producers.
+  // Keys are views into the model's strings, which stay put while it is imported.
+  std::unordered_set<std::string_view> defined;
+  for (const auto& v : g.input()) defined.insert(v.name());
+  for (const auto& t : g.initializer()) defined.insert(t.name());
+  for (const auto& t : g.sparse_initializer()) defined.insert(t.values().name());
+  std::unordered_map<std::string_view, int> producer;
+  producer.reserve(static_cast<size_t>(n) * 2);
+  for (int i = 0; i < n; ++i) {
+    const auto& node = g.node(i);
+    for (const auto& out : node.output()) {
+      if (out.empty()) continue;
+      if (defined.count(out))
+        return ctx.fail("tensor '", out, "' is both a graph input or initializer and an output of node ",
+                        nodeLabel(node), where);
+      auto [it, inserted] = producer.emplace(out, i);
+      if (!inserted)
+        return ctx.fail("tensor '", out, "' is produced by two nodes, ", nodeLabel(g.node(it->second)), " and ",
+                        nodeLabel(node), where);
+    }
+  }
+  std::unordered_set<std::string_view> all = defined;
+  for (const auto& [name, i] : producer) all.insert(name);
+  const Scope here{&all, outer};
+
+  // 3. Dependencies (explicit inputs and outer-scope names used inside subgraphs).
+  std::vector<std::vector<int>> succ(static_cast<size_t>(n)), pred(static_cast<size_t>(n));
+  std::vector<int> indeg(static_cast<size_t>(n), 0);
+  auto depend = [&](int i, std::string_view name) -> bool {
+    if (name.empty()) return true;
+    if (auto it = producer.find(name); it != producer.end()) {
+      succ[static_cast<size_t>(it->second)].push_back(i);
+      pred[static_cast<size_t>(i)].push_back(it->second);
+      ++indeg[static_cast<size_t>(i)];
+      return true;
+    }
+    if (defined.count(name)) return true;
+    if (outer && outer->contains(name)) {
+      freeVars.emplace(name);
+      return true;
+    }
+    return false;
+  };
+  for (int i = 0; i < n; ++i) {
+    onnx::NodeProto* node = g.mutable_node(i);
+    if (auto st = checkAttributeValues(ctx, *node, where); !st) return st;
+    for (const auto& in : node->input()) {
+      if (!depend(i, in))
+        return ctx.fail("node '", node->name(), "' reads tensor '", in,
+                        "' that no node produces and that is neither an input nor an initializer (dangling input)",
+                        where);
+    }
+    std::set<std::string> subFree;
+    for (auto& attr : *node->mutable_attribute()) {
+      if (attr.has_g()) {
+        const std::string w = " (in subgraph '" + attr.name() + "' of node '" + node->name() + "')" + where;
+        if (auto st = prepareGraph(ctx, *attr.mutable_g(), &here, w, subFree); !st) return st;
+      }
+      for (int k = 0; k < attr.graphs_size(); ++k) {
+        const std::string w = " (in subgraph '" + attr.name() + "[" + std::to_string(k) + "]' of node '" +
+                              node->name() + "')" + where;
+        if (auto st = prepareGraph(ctx, *attr.mutable_graphs(k), &here, w, subFree); !st) return st;
+      }
+    }
+    if (!subFree.empty()) {
+      std::set<std::string> explicitIn(node->input().begin(), node->input().end());
+      auto& implicit = ctx.implicitInputs[node];
+      for (const auto& name : subFree) {
+        depend(i, name);  // found: the subgraph resolved it in `here` or further out
+        if (!explicitIn.count(name)) implicit.push_back(name);
+      }
+    }
+  }
+  for (const auto& out : g.output()) {
+    if (producer.count(out.name()) || defined.count(out.name())) continue;
+    if (outer && outer->contains(out.name())) {
+      freeVars.insert(out.name());
+      continue;
+    }
+    return ctx.fail("graph output '", out.name(), "' is not produced by any node", where);
+  }
+
+  // 4. Topological order (Kahn, smallest index first so sorted models keep their order).
+  std::vector<int> order;
+  order.reserve(static_cast<size_t>(n));
+  {
+    std::vector<int> deg = indeg;
+    std::priority_queue<int, std::vector<int>, std::greater<>> ready;
+    for (int i = 0; i < n; ++i)
+      if (deg[static_cast<size_t>(i)] == 0) ready.push(i);
+    while (!ready.empty()) {
+      const int u = ready.top();
+      ready.pop();
+      order.push_back(u);
+      for (int s : succ[static_cast<size_t>(u)])
+        if (--deg[static_cast<size_t>(s)] == 0) ready.push(s);
+    }
+    if (static_cast<int>(order.size()) != n) {
+      // Walk predecessors among the unsorted nodes until one repeats: that one is on a cycle.
+      std::vector<char> done(static_cast<size_t>(n), 0), seen(static_cast<size_t>(n), 0);
+      for (int u : order) done[static_cast<size_t>(u)] = 1;
+      int cur = 0;
+      while (done[static_cast<size_t>(cur)]) ++cur;
+      while (!seen[static_cast<size_t>(cur)]) {
+        seen[static_cast<size_t>(cur)] = 1;
+        for (int p : pred[static_cast<size_t>(cur)]) {
+          if (!done[static_cast<size_t>(p)]) {
+            cur = p;
+            break;
+          }
+        }
+      }
+      return ctx.fail("graph has a cycle through node ", nodeLabel(g.node(cur)), where);
+    }
+  }
+  bool sorted = true;
+  for (int i = 0; i < n && sorted; ++i) sorted = order[static_cast<size_t>(i)] == i;
+  if (!sorted) {
+    auto* nodes = g.mutable_node();
+    std::vector<onnx::NodeProto*> ptrs(static_cast<size_t>(n));
+    nodes->ExtractSubrange(0, n, ptrs.data());
+    for (int i = 0; i < n; ++i) nodes->AddAllocated(ptrs[static_cast<size_t>(order[static_cast<size_t>(i)])]);
+  }
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Symbolic input dimensions
+
+std::string bindingText(const DimBinding& b) {
+  if (!b.symbol.empty()) return b.symbol + "=" + std::to_string(b.value);
+  return b.input + ":" + std::to_string(b.axis) + "=" + std::to_string(b.value);
+}
+
+onnx::TensorShapeProto* inputShape(onnx::ValueInfoProto& v) {
+  auto* type = v.mutable_type();
+  if (type->has_tensor_type() && type->tensor_type().has_shape()) return type->mutable_tensor_type()->mutable_shape();
+  if (type->has_sparse_tensor_type() && type->sparse_tensor_type().has_shape())
+    return type->mutable_sparse_tensor_type()->mutable_shape();
+  return nullptr;
+}
+
+Status bindDims(ImportCtx& ctx, onnx::GraphProto& g, const std::vector<DimBinding>& bindings) {
+  std::unordered_set<std::string> inits;
+  for (const auto& t : g.initializer()) inits.insert(t.name());
+  std::vector<onnx::ValueInfoProto*> inputs;
+  for (auto& v : *g.mutable_input())
+    if (!inits.count(v.name())) inputs.push_back(&v);
+
+  std::vector<std::string> symbols;  // in order of appearance
+  std::unordered_set<std::string> symbolSet;
+  for (auto* v : inputs)
+    if (auto* shape = inputShape(*v))
+      for (const auto& d : shape->dim())
+        if (d.has_dim_param() && !d.dim_param().empty() && symbolSet.insert(d.dim_param()).second)
+          symbols.push_back(d.dim_param());
+
+  std::unordered_set<std::string> boundSymbols;
+  for (const auto& b : bindings) {
+    const std::string text = bindingText(b);
+    if (b.value < 1) return ctx.fail("--dim ", text, ": the value must be a positive integer");
+    if (!b.symbol.empty()) {
+      if (!symbolSet.count(b.symbol))
+        return ctx.fail("--dim ", text, ": no model input has a symbolic dimension '", b.symbol, "' (",
+                        symbols.empty() ? std::string("the inputs have none") : "symbols: " + join(symbols, ", "), ")");
+      if (!boundSymbols.insert(b.symbol).second) return ctx.fail("--dim ", text, ": '", b.symbol, "' is bound twice");
+      auto apply = [&](onnx::ValueInfoProto& v) {
+        if (auto* shape = inputShape(v))
+          for (auto& d : *shape->mutable_dim())
+            if (d.has_dim_param() && d.dim_param() == b.symbol) d.set_dim_value(b.value);
+      };
+      for (auto* v : inputs) apply(*v);
+      for (auto& v : *g.mutable_output()) apply(v);
+      for (auto& v : *g.mutable_value_info()) apply(v);
+      continue;
+    }
+    onnx::ValueInfoProto* target = nullptr;
+    std::vector<std::string> names;
+    for (auto* v : inputs) {
+      names.push_back(v->name());
+      if (v->name() == b.input) target = v;
+    }
+    if (!target)
+      return ctx.fail("--dim ", text, ": the model has no input '", b.input, "' (inputs: ", join(names, ", "), ")");
+    auto* shape = inputShape(*target);
+    if (!shape) return ctx.fail("--dim ", text, ": input '", b.input, "' has no shape to bind");
+    const int64_t rank = shape->dim_size();
+    int64_t axis = b.axis < 0 ? b.axis + rank : b.axis;
+    if (axis < 0 || axis >= rank)
+      return ctx.fail("--dim ", text, ": input '", b.input, "' has ", std::to_string(rank), " dimensions");
+    auto* d = shape->mutable_dim(static_cast<int>(axis));
+    if (d->has_dim_value() && d->dim_value() != b.value && d->dim_value() >= 0)
+      ctx.warn("override:" + text, "--dim " + text + " overrides the fixed dimension " + std::to_string(d->dim_value()) +
+                                       " of input '" + b.input + "' axis " + std::to_string(axis));
+    d->set_dim_value(b.value);
+  }
+
+  for (auto* v : inputs) {
+    const auto& type = v->type();
+    if (!type.has_tensor_type() && !type.has_sparse_tensor_type()) {
+      ctx.warn("nontensor:" + v->name(), "input '" + v->name() + "' is not a tensor; its shape stays unknown");
+      continue;
+    }
+    auto* shape = inputShape(*v);
+    if (!shape) return ctx.fail("input '", v->name(), "' has no shape (unknown rank); the importer needs static input shapes");
+    for (int axis = 0; axis < shape->dim_size(); ++axis) {
+      const auto& d = shape->dim(axis);
+      if (d.has_dim_value() && d.dim_value() >= 0) continue;
+      const std::string ax = std::to_string(axis);
+      if (d.has_dim_param() && !d.dim_param().empty())
+        return ctx.fail("input '", v->name(), "' axis ", ax, " has symbolic dimension '", d.dim_param(),
+                        "' that is not bound (use --dim ", d.dim_param(), "=VALUE or --dim ", v->name(), ":", ax,
+                        "=VALUE)");
+      return ctx.fail("input '", v->name(), "' axis ", ax, " has an unknown dimension (use --dim ", v->name(), ":", ax,
+                      "=VALUE)");
+    }
+  }
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Attributes
+
+void convertAttributes(const onnx::NodeProto& node, Node& out) {
+  using AP = onnx::AttributeProto;
+  for (const auto& a : node.attribute()) {
+    auto type = a.type();
+    if (type == AP::UNDEFINED) {  // IR < 2: infer from the field that is set
+      if (a.has_f()) type = AP::FLOAT;
+      else if (a.has_i()) type = AP::INT;
+      else if (a.has_s()) type = AP::STRING;
+      else if (a.has_t()) type = AP::TENSOR;
+      else if (a.has_g()) type = AP::GRAPH;
+      else if (a.floats_size()) type = AP::FLOATS;
+      else if (a.ints_size()) type = AP::INTS;
+      else if (a.strings_size()) type = AP::STRINGS;
+    }
+    Attribute at;
+    switch (type) {
+      case AP::FLOAT: at.value = static_cast<double>(a.f()); break;
+      case AP::INT: at.value = static_cast<int64_t>(a.i()); break;
+      case AP::STRING: at.value = a.s(); break;
+      case AP::TENSOR:
+        at.value = Attribute::TensorInfo{onnximp::dtypeFromOnnx(a.t().data_type()),
+                                         std::vector<int64_t>(a.t().dims().begin(), a.t().dims().end())};
+        break;
+      case AP::SPARSE_TENSOR:
+        at.value = Attribute::TensorInfo{onnximp::dtypeFromOnnx(a.sparse_tensor().values().data_type()),
+                                         std::vector<int64_t>(a.sparse_tensor().dims().begin(), a.sparse_tensor().dims().end())};
+        break;
+      case AP::FLOATS: {
+        std::vector<double> v;
+        v.reserve(static_cast<size_t>(a.floats_size()));
+        for (float f : a.floats()) v.push_back(f);
+        at.value = std::move(v);
+        break;
+      }
+      case AP::INTS: at.value = std::vector<int64_t>(a.ints().begin(), a.ints().end()); break;
+      case AP::STRINGS: at.value = std::vector<std::string>(a.strings().begin(), a.strings().end()); break;
+      default: continue;  // graphs live in Node::subgraphs; tensor lists and type protos are dropped
+    }
+    out.attrs[a.name()] = std::move(at);
+  }
+}
+
+bool hasGraphAttribute(const onnx::NodeProto& node) {
+  for (const auto& a : node.attribute())
+    if (a.has_g() || a.graphs_size() > 0) return true;
+  return false;
+}
+
+bool producesNonTensors(const std::string& op) {
+  return op.rfind("Sequence", 0) == 0 || op.rfind("Optional", 0) == 0 || op == "SplitToSequence" ||
+         op == "ConcatFromSequence";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Graph building: folding, shape completion, IR assembly
+
+class GraphBuilder {
+ public:
+  GraphBuilder(ImportCtx& ctx, onnx::GraphProto& g, GraphBuilder* parent, std::string where)
+      : ctx_(ctx), g_(g), parent_(parent), where_(std::move(where)) {}
+
+  Result<std::shared_ptr<Graph>> build();
+
+ private:
+  struct Val {
+    Value v;
+    bool hasRank = false;
+    bool isConst = false;
+    bool outer = false;
+    std::shared_ptr<const ConstTensor> c;                 ///< Dims (and small data) of a constant.
+    const onnx::TensorProto* proto = nullptr;             ///< Original initializer, for ONNX inference.
+    std::shared_ptr<onnx::TensorProto> madeProto;         ///< Made from `c`, for ONNX inference.
+  };
+
+  /// `key` views a string of the model (stable during the import).
+  int addVal(Val v, std::string_view key) {
+    const int id = static_cast<int>(vals_.size());
+    byName_[key] = id;
+    vals_.push_back(std::move(v));
+    return id;
+  }
+  int resolve(const std::string& name);
+  void setShape(Val& val, const TypeInfo& t);
+  void setConst(Val& val, ConstTensor c);
+  TypeInfo passOneType(const std::string& name) const {
+    auto it = types_.find(name);
+    return it == types_.end() ? TypeInfo{} : typeInfo(it->second);
+  }
+  bool inferNode(onnx::NodeProto& node, const std::vector<int>& ins, std::vector<TypeInfo>& outs);
+  void completeLoopShapes(const onnx::NodeProto& node, const std::vector<int>& ins, const Graph& body,
+                          std::vector<TypeInfo>& infos);
+  const onnx::TensorProto* protoFor(int id);
+  Status processNode(onnx::NodeProto& node);
+  bool tryFold(onnx::NodeProto& node, const std::vector<int>& ins);
+  Result<std::shared_ptr<Graph>> assemble();
+
+  ImportCtx& ctx_;
+  onnx::GraphProto& g_;
+  GraphBuilder* parent_;
+  std::string where_;
+  std::vector<Val> vals_;
+  std::unordered_map<std::string_view, int> byName_;
+  std::unordered_map<std::string_view, const onnx::TypeProto*> types_;
+  std::vector<Node> nodes_;
+  std::vector<int> inputs_, outputs_;
+};
+
+int GraphBuilder::resolve(const std::string& name) {
+  if (auto it = byName_.find(name); it != byName_.end()) return it->second;
+  if (!parent_) return -1;
+  const int pid = parent_->resolve(name);
+  if (pid < 0) return -1;
+  const Val& pv = parent_->vals_[static_cast<size_t>(pid)];
+  Val v;
+  v.v.name = pv.v.name;
+  v.v.dtype = pv.v.dtype;
+  v.v.shape = pv.v.shape;
+  v.v.shapeKnown = pv.v.shapeKnown;
+  v.v.externalData = pv.v.externalData;
+  v.v.externalLocation = pv.v.externalLocation;
+  v.v.intData = pv.v.intData;
+  v.v.isWeight = pv.isConst;
+  v.v.isGraphInput = !pv.isConst;  // outer-scope placeholder
+  v.hasRank = pv.hasRank;
+  v.isConst = pv.isConst;
+  v.outer = true;
+  v.c = pv.c;
+  v.proto = pv.proto;
+  v.madeProto = pv.madeProto;
+  return addVal(std::move(v), name);
+}
+
+void GraphBuilder::setShape(Val& val, const TypeInfo& t) {
+  if (t.dtype != DType::Undefined) val.v.dtype = t.dtype;
+  val.hasRank = t.hasRank;
+  val.v.shape = t.dims;
+  val.v.shapeKnown = t.full() && plausible(t.dims);
+  if (t.full() && !plausible(t.dims))
+    ctx_.warn("implausible:" + val.v.name, "tensor '" + val.v.name + "' has an implausible shape " +
+                                               shapeToString(t.dims) + "; treated as unknown");
+}
+
+void GraphBuilder::setConst(Val& val, ConstTensor c) {
+  TypeInfo t;
+  t.isTensor = true;
+  t.dtype = c.dtype;
+  t.hasRank = true;
+  t.dims = c.dims;
+  setShape(val, t);
+  val.v.isWeight = true;
+  val.isConst = true;
+  if (c.hasData && onnximp::isIntType(c.dtype) && c.numel() <= onnximp::kMaxConstElements) val.v.intData = c.ints;
+  val.c = std::make_shared<const ConstTensor>(std::move(c));
+}
+
+const onnx::TensorProto* GraphBuilder::protoFor(int id) {
+  Val& v = vals_[static_cast<size_t>(id)];
+  if (!v.isConst) return nullptr;
+  if (v.proto) return v.proto;
+  if (v.madeProto) return v.madeProto.get();
+  if (!v.c || !v.c->hasData) return nullptr;
+  auto p = std::make_shared<onnx::TensorProto>();
+  if (!onnximp::tensorToProto(*v.c, p.get())) return nullptr;
+  p->set_name(v.v.name);
+  v.madeProto = std::move(p);
+  return v.madeProto.get();
+}
+
+/// Runs the node's ONNX type-and-shape inference function with our current input shapes and the
+/// data of constant inputs (folded shape tensors included), which ONNX's whole-model pass lacks.
+bool GraphBuilder::inferNode(onnx::NodeProto& node, const std::vector<int>& ins, std::vector<TypeInfo>& outs) {
+  if (!isKnownDomain(node.domain()) || hasGraphAttribute(node)) return false;
+  const int version = ctx_.domainVersion(node.domain());
+  const auto* schema = onnx::OpSchemaRegistry::Schema(node.op_type(), version, normDomain(node.domain()));
+  if (!schema || !schema->has_type_and_shape_inference_function()) return false;
+  std::vector<onnx::TypeProto> inTypes(ins.size());
+  std::unordered_map<std::string, onnx::TypeProto*> typeMap;
+  std::unordered_map<std::string, const onnx::TensorProto*> dataMap;
+  std::unordered_map<std::string, const onnx::SparseTensorProto*> sparseMap;
+  for (size_t i = 0; i < ins.size() && i < static_cast<size_t>(node.input_size()); ++i) {
+    const int id = ins[i];
+    const std::string& name = node.input(static_cast<int>(i));
+    if (id < 0 || name.empty()) continue;
+    const Val& v = vals_[static_cast<size_t>(id)];
+    if (v.v.dtype == DType::Undefined) continue;
+    auto* tt = inTypes[i].mutable_tensor_type();
+    tt->set_elem_type(static_cast<int32_t>(v.v.dtype));
+    if (v.hasRank) {
+      auto* shape = tt->mutable_shape();
+      for (int64_t d : v.v.shape) {
+        auto* dim = shape->add_dim();
+        if (d >= 0) dim->set_dim_value(d);
+      }
+    }
+    typeMap[name] = &inTypes[i];
+    if (const auto* p = protoFor(id)) dataMap[name] = p;
+  }
+  try {
+    onnx::shape_inference::InferenceContextImpl ictx(node, typeMap, dataMap, sparseMap, nullptr, nullptr);
+    schema->GetTypeAndShapeInferenceFunction()(ictx);
+    outs.clear();
+    for (const auto& t : ictx.allOutputTypes_) outs.push_back(typeInfo(&t));
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+/// Loop outputs ONNX leaves open: a carried value whose body output keeps the initial shape keeps
+/// it; a scan output is [trip count] + the body output's shape when the trip count is a constant and
+/// no condition input can end the loop early.
+void GraphBuilder::completeLoopShapes(const onnx::NodeProto& node, const std::vector<int>& ins, const Graph& body,
+                                      std::vector<TypeInfo>& infos) {
+  const size_t carried = ins.size() >= 2 ? ins.size() - 2 : 0;
+  for (size_t i = 0; i < infos.size(); ++i) {
+    if (infos[i].full() || i + 1 >= body.outputs.size()) continue;
+    const ValueId bo = body.outputs[i + 1];
+    if (bo < 0 || !body.values[static_cast<size_t>(bo)].shapeKnown) continue;
+    const Value& out = body.values[static_cast<size_t>(bo)];
+    TypeInfo t;
+    t.isTensor = true;
+    t.dtype = out.dtype;
+    t.hasRank = true;
+    if (i < carried) {
+      const int init = ins[2 + i];
+      if (init < 0 || !vals_[static_cast<size_t>(init)].v.shapeKnown || vals_[static_cast<size_t>(init)].v.shape != out.shape)
+        continue;
+      t.dims = out.shape;
+    } else {
+      const Val* trips = ins.empty() || ins[0] < 0 ? nullptr : &vals_[static_cast<size_t>(ins[0])];
+      const bool fixed = trips && trips->isConst && trips->c && trips->c->hasData && trips->c->ints.size() == 1 &&
+                         trips->c->ints[0] >= 0 && (ins.size() < 2 || ins[1] < 0);
+      if (!fixed) {
+        ctx_.warn("loop:" + node.name(), "Loop '" + node.name() +
+                                             "' has no constant iteration count; its scan outputs have unknown length" +
+                                             where_);
+        continue;
+      }
+      t.dims.push_back(trips->c->ints[0]);
+      t.dims.insert(t.dims.end(), out.shape.begin(), out.shape.end());
+    }
+    infos[i] = std::move(t);
+  }
+}
+
+bool GraphBuilder::tryFold(onnx::NodeProto& node, const std::vector<int>& ins) {
+  const std::string& op = node.op_type();
+  if (!normDomain(node.domain()).empty() || hasGraphAttribute(node) || onnximp::isNondeterministicOp(op) ||
+      producesNonTensors(op) || node.output_size() == 0)
+    return false;
+  int present = 0;
+  bool allConst = true;
+  for (int id : ins) {
+    if (id < 0) continue;
+    ++present;
+    allConst = allConst && vals_[static_cast<size_t>(id)].isConst;
+  }
+  const bool shapeOnly = (op == "Shape" || op == "Size") && present >= 1 && ins[0] >= 0 &&
+                         vals_[static_cast<size_t>(ins[0])].v.shapeKnown;
+  if (!((present > 0 && allConst) || (present == 0 && op == "Constant") || shapeOnly)) return false;
+
+  std::vector<ConstTensor> shapeHolders(ins.size());
+  std::vector<const ConstTensor*> in(ins.size(), nullptr);
+  for (size_t i = 0; i < ins.size(); ++i) {
+    if (ins[i] < 0) continue;
+    const Val& v = vals_[static_cast<size_t>(ins[i])];
+    if (v.isConst && v.c) {
+      in[i] = v.c.get();
+    } else {
+      shapeHolders[i].dtype = v.v.dtype;
+      shapeHolders[i].dims = v.v.shape;
+      in[i] = &shapeHolders[i];
+    }
+  }
+  std::vector<ConstTensor> outs;
+  if (!onnximp::evaluateNode(node, ctx_.opset, in, outs)) {
+    // Not evaluated here: fold with the shapes ONNX infers (large weights need no data).
+    std::vector<TypeInfo> infos(static_cast<size_t>(node.output_size()));
+    bool known = true;
+    for (int i = 0; i < node.output_size(); ++i) infos[static_cast<size_t>(i)] = passOneType(node.output(i));
+    for (const auto& t : infos) known = known && t.full() && t.dtype != DType::Undefined;
+    if (!known) {
+      std::vector<TypeInfo> inferred;
+      if (!inferNode(node, ins, inferred) || inferred.size() != infos.size()) return false;
+      infos = std::move(inferred);
+      for (const auto& t : infos) known = known && t.full() && t.dtype != DType::Undefined;
+      if (!known) return false;
+    }
+    outs.assign(infos.size(), ConstTensor{});
+    for (size_t i = 0; i < infos.size(); ++i) {
+      outs[i].dtype = infos[i].dtype;
+      outs[i].dims = infos[i].dims;
+    }
+  }
+  for (int i = 0; i < node.output_size(); ++i) {
+    const std::string& name = node.output(i);
+    if (name.empty()) continue;
+    Val v;
+    v.v.name = name;
+    ConstTensor& c = outs[static_cast<size_t>(i)];
+    if (c.dtype == DType::Undefined) {
+      const TypeInfo t = passOneType(name);
+      c.dtype = t.dtype;
+    }
+    setConst(v, std::move(c));
+    addVal(std::move(v), name);
+  }
+  return true;
+}
+
+Status GraphBuilder::processNode(onnx::NodeProto& node) {
+  std::vector<int> ins;
+  ins.reserve(static_cast<size_t>(node.input_size()));
+  for (const auto& name : node.input()) {
+    if (name.empty()) {
+      ins.push_back(-1);
+      continue;
+    }
+    const int id = resolve(name);
+    if (id < 0)
+      return ctx_.fail("node '", node.name(), "' reads tensor '", name,
+                       "' that no node produces and that is neither an input nor an initializer (dangling input)",
+                       where_);
+    ins.push_back(id);
+  }
+  if (tryFold(node, ins)) return Status::ok();
+
+  Node n;
+  n.name = node.name();
+  n.opType = node.op_type();
+  n.domain = normDomain(node.domain());
+  convertAttributes(node, n);
+  if (!isKnownDomain(node.domain()))
+    ctx_.warn("domain:" + node.domain() + ":" + node.op_type(),
+              "node '" + node.name() + "' uses operator '" + node.op_type() + "' of unknown domain '" +
+                  node.domain() + "' (imported as an opaque operator)");
+  for (int id : ins) n.inputs.push_back(id);
+  if (auto it = ctx_.implicitInputs.find(&node); it != ctx_.implicitInputs.end()) {
+    for (const auto& name : it->second) {
+      const int id = resolve(name);
+      if (id < 0) return ctx_.fail("node '", node.name(), "' uses tensor '", name, "' in a subgraph, but no node produces it", where_);
+      n.inputs.push_back(id);
+    }
+    n.attrs["partex.implicit_inputs"].value = static_cast<int64_t>(it->second.size());
+  }
+  // Subgraphs (If/Loop/Scan bodies), imported recursively.
+  for (auto& attr : *node.mutable_attribute()) {
+    std::vector<std::pair<std::string, onnx::GraphProto*>> bodies;
+    if (attr.has_g()) bodies.emplace_back(attr.name(), attr.mutable_g());
+    for (int k = 0; k < attr.graphs_size(); ++k)
+      bodies.emplace_back(attr.name() + "[" + std::to_string(k) + "]", attr.mutable_graphs(k));
+    for (auto& [name, body] : bodies) {
+      GraphBuilder child(ctx_, *body, this, " (in subgraph '" + name + "' of node '" + node.name() + "')" + where_);
+      auto sub = child.build();
+      if (!sub) return Error{sub.message()};
+      n.subgraphs.emplace_back(name, std::move(sub.value()));
+    }
+  }
+  // Outputs: ONNX's whole-model inference first, then this node's own inference with folded data.
+  std::vector<TypeInfo> infos(static_cast<size_t>(node.output_size()));
+  bool known = true;
+  for (int i = 0; i < node.output_size(); ++i) {
+    infos[static_cast<size_t>(i)] = passOneType(node.output(i));
+    if (!node.output(i).empty()) known = known && infos[static_cast<size_t>(i)].full();
+  }
+  if (!known) {
+    std::vector<TypeInfo> inferred;
+    if (inferNode(node, ins, inferred) && inferred.size() == infos.size())
+      for (size_t i = 0; i < infos.size(); ++i)
+        if (inferred[i].score() > infos[i].score()) infos[i] = inferred[i];
+    // Dropout's mask (opset < 12 leaves it open): the input's shape, bool.
+    if (node.op_type() == "Dropout" && normDomain(node.domain()).empty() && !ins.empty() && ins[0] >= 0) {
+      const Val& x = vals_[static_cast<size_t>(ins[0])];
+      for (size_t i = 0; i < infos.size() && i < 2; ++i) {
+        if (infos[i].full() || !x.v.shapeKnown) continue;
+        infos[i].isTensor = true;
+        infos[i].dtype = i == 0 ? x.v.dtype : DType::Bool;
+        infos[i].hasRank = true;
+        infos[i].dims = x.v.shape;
+      }
+    }
+  }
+  if (node.op_type() == "Loop" && normDomain(node.domain()).empty())
+    for (const auto& [name, body] : n.subgraphs)
+      if (name == "body") completeLoopShapes(node, ins, *body, infos);
+  for (int i = 0; i < node.output_size(); ++i) {
+    const std::string& name = node.output(i);
+    if (name.empty()) {
+      n.outputs.push_back(kNone);
+      continue;
+    }
+    Val v;
+    v.v.name = name;
+    setShape(v, infos[static_cast<size_t>(i)]);
+    n.outputs.push_back(addVal(std::move(v), name));
+  }
+  nodes_.push_back(std::move(n));
+  return Status::ok();
+}
+
+Result<std::shared_ptr<Graph>> GraphBuilder::build() {
+  // Types from ONNX's whole-model inference (value_info) and the declared inputs and outputs.
+  auto addType = [&](const onnx::ValueInfoProto& vi) {
+    if (!vi.has_type()) return;
+    auto [it, inserted] = types_.emplace(vi.name(), &vi.type());
+    if (!inserted && typeInfo(&vi.type()).score() > typeInfo(it->second).score()) it->second = &vi.type();
+  };
+  types_.reserve(static_cast<size_t>(g_.value_info_size() + g_.input_size() + g_.output_size()));
+  for (const auto& vi : g_.input()) addType(vi);
+  for (const auto& vi : g_.output()) addType(vi);
+  for (const auto& vi : g_.value_info()) addType(vi);
+  vals_.reserve(static_cast<size_t>(g_.node_size() * 2 + g_.input_size() + g_.initializer_size()));
+  byName_.reserve(vals_.capacity());
+
+  for (const auto& t : g_.initializer()) {
+    Val v;
+    v.v.name = t.name();
+    const bool external = t.data_location() == onnx::TensorProto::EXTERNAL;
+    if (external) {
+      v.v.externalData = true;
+      for (const auto& e : t.external_data())
+        if (e.key() == "location") v.v.externalLocation = e.value();
+    } else {
+      v.proto = &t;
+    }
+    setConst(v, onnximp::tensorFromProto(t, !external));
+    if (auto it = byName_.find(t.name()); it != byName_.end()) {
+      vals_[static_cast<size_t>(it->second)] = std::move(v);  // duplicate initializer: last one wins
+    } else {
+      addVal(std::move(v), t.name());
+    }
+  }
+  for (const auto& t : g_.sparse_initializer()) {
+    Val v;
+    v.v.name = t.values().name();
+    ConstTensor c;
+    c.dtype = onnximp::dtypeFromOnnx(t.values().data_type());
+    c.dims.assign(t.dims().begin(), t.dims().end());
+    setConst(v, std::move(c));
+    if (!byName_.count(t.values().name())) addVal(std::move(v), t.values().name());
+  }
+  for (const auto& vi : g_.input()) {
+    if (byName_.count(vi.name())) continue;  // an initializer (IR 3 lists them as inputs too)
+    Val v;
+    v.v.name = vi.name();
+    v.v.isGraphInput = true;
+    setShape(v, typeInfo(vi.has_type() ? &vi.type() : nullptr));
+    inputs_.push_back(addVal(std::move(v), vi.name()));
+  }
+  for (auto& node : *g_.mutable_node())
+    if (auto st = processNode(node); !st) return Error{st.message()};
+  for (const auto& vi : g_.output()) {
+    const int id = resolve(vi.name());
+    if (id < 0) return ctx_.fail("graph output '", vi.name(), "' is not produced by any node", where_);
+    outputs_.push_back(id);
+  }
+  return assemble();
+}
+
+Result<std::shared_ptr<Graph>> GraphBuilder::assemble() {
+  auto graph = std::make_shared<Graph>();
+  Graph& out = *graph;
+  out.name = g_.name();
+  std::vector<char> used(vals_.size(), 0);
+  for (const auto& n : nodes_) {
+    for (int id : n.inputs)
+      if (id >= 0) used[static_cast<size_t>(id)] = 1;
+    for (int id : n.outputs)
+      if (id >= 0) used[static_cast<size_t>(id)] = 1;
+  }
+  for (int id : inputs_) used[static_cast<size_t>(id)] = 1;
+  for (int id : outputs_) used[static_cast<size_t>(id)] = 1;
+  std::vector<ValueId> remap(vals_.size(), kNone);
+  out.values.reserve(vals_.size());
+  std::vector<ValueId> outerPlaceholders;
+  for (size_t i = 0; i < vals_.size(); ++i) {
+    if (!used[i]) continue;
+    remap[i] = static_cast<ValueId>(out.values.size());
+    if (vals_[i].outer && vals_[i].v.isGraphInput) outerPlaceholders.push_back(remap[i]);
+    out.values.push_back(std::move(vals_[i].v));
+  }
+  auto map = [&](int id) { return id < 0 ? kNone : remap[static_cast<size_t>(id)]; };
+  for (int id : inputs_) out.inputs.push_back(map(id));
+  for (int id : outputs_) out.outputs.push_back(map(id));
+  out.nodes.reserve(nodes_.size());
+  for (auto& n : nodes_) {
+    for (auto& id : n.inputs) id = map(id);
+    for (auto& id : n.outputs) id = map(id);
+    out.nodes.push_back(std::move(n));
+  }
+  auto markOuter = [&] {
+    for (ValueId v : outerPlaceholders) out.values[static_cast<size_t>(v)].isGraphInput = true;
+  };
+  out.rebuildIndex();
+  markOuter();
+  auto order = out.topologicalOrder();
+  if (!order) return ctx_.fail(order.message(), where_);
+  bool identity = true;
+  for (size_t i = 0; i < order->size() && identity; ++i) identity = (*order)[i] == static_cast<OpId>(i);
+  if (!identity) {
+    std::vector<Node> sorted;
+    sorted.reserve(out.nodes.size());
+    for (OpId id : *order) sorted.push_back(std::move(out.nodes[static_cast<size_t>(id)]));
+    out.nodes = std::move(sorted);
+    out.rebuildIndex();
+    markOuter();
+  }
+  if (auto st = out.verify(); !st) return ctx_.fail(st.message(), where_);
+  // Shapes that stayed open.
+  std::vector<std::string> unknown;
+  for (const auto& n : out.nodes)
+    for (ValueId v : n.outputs)
+      if (v >= 0 && !out.values[static_cast<size_t>(v)].shapeKnown)
+        unknown.push_back("'" + out.values[static_cast<size_t>(v)].name + "' (output of " + n.opType + " node '" +
+                          n.name + "')");
+  for (size_t i = 0; i < unknown.size() && i < kMaxShapeWarnings; ++i)
+    ctx_.warn("unknown:" + where_ + unknown[i], "shape of tensor " + unknown[i] + " is unknown" + where_);
+  if (unknown.size() > kMaxShapeWarnings)
+    ctx_.warn("unknown-more:" + where_, std::to_string(unknown.size() - kMaxShapeWarnings) +
+                                            " more tensors have unknown shapes" + where_);
+  return graph;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Whole import
+
+Status parseModel(const std::string& bytes, const std::string& origin, onnx::ModelProto& model) {
+  if (bytes.empty()) return makeError(origin, ": empty file (not an ONNX model)");
+  if (bytes.size() >= static_cast<size_t>(INT_MAX))
+    return makeError(origin, ": file too large (protobuf models are limited to 2 GiB; use external data)");
+  google::protobuf::io::ArrayInputStream stream(bytes.data(), static_cast<int>(bytes.size()));
+  google::protobuf::io::CodedInputStream coded(&stream);
+  coded.SetTotalBytesLimit(INT_MAX);
+  if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
+    return makeError(origin, ": not an ONNX model (protobuf parse failed)");
+  return Status::ok();
+}
+
+/// Parses a model file without holding its bytes in memory next to the parsed model.
+Status parseModelFile(const std::string& path, onnx::ModelProto& model) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const auto st = fs::status(path, ec);
+  if (ec || !fs::exists(st)) return makeError(path, ": no such file");
+  if (fs::is_directory(st)) return makeError(path, ": is a directory, not a file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return makeError(path, ": cannot open (", std::strerror(errno), ")");
+  const auto size = fs::is_regular_file(st) ? fs::file_size(path, ec) : 0;
+  if (!ec && size >= static_cast<uintmax_t>(INT_MAX))
+    return makeError(path, ": file too large (protobuf models are limited to 2 GiB; use external data)");
+  google::protobuf::io::IstreamInputStream stream(&in);
+  bool parsed = false;
+  int consumed = 0;
+  {
+    google::protobuf::io::CodedInputStream coded(&stream);
+    coded.SetTotalBytesLimit(INT_MAX);
+    parsed = model.ParseFromCodedStream(&coded) && coded.ConsumedEntireMessage();
+    consumed = coded.CurrentPosition();
+  }
+  if (in.bad()) return makeError(path, ": read error");
+  if (consumed == 0) return makeError(path, ": empty file (not an ONNX model)");
+  if (!parsed) return makeError(path, ": not an ONNX model (protobuf parse failed)");
+  return Status::ok();
+}
+
+Result<Graph> importModel(onnx::ModelProto& model, ImportCtx& ctx, const ImportOptions& opts) {
+  if (!model.has_graph()) return ctx.fail("not an ONNX model (no graph)");
+  if (model.ir_version() < kMinIrVersion || model.ir_version() > kMaxIrVersion)
+    return ctx.fail("unsupported IR version ", std::to_string(model.ir_version()), " (supported ",
+                    std::to_string(kMinIrVersion), " to ", std::to_string(kMaxIrVersion), ")");
+  bool haveDefault = false;
+  for (const auto& imp : model.opset_import()) {
+    const std::string d = normDomain(imp.domain());
+    const auto version = imp.version();
+    if (version < 0 || version > INT_MAX) return ctx.fail("invalid opset version ", std::to_string(version), " for domain '", imp.domain(), "'");
+    ctx.opsets[d] = static_cast<int>(version);
+    if (d.empty()) {
+      haveDefault = true;
+      ctx.opset = version;
+    }
+  }
+  // A model of other domains only (e.g. ai.onnx.preview.training) needs no default opset.
+  std::function<bool(const onnx::GraphProto&)> usesDefault = [&](const onnx::GraphProto& gr) {
+    for (const auto& node : gr.node()) {
+      if (normDomain(node.domain()).empty()) return true;
+      for (const auto& a : node.attribute()) {
+        if (a.has_g() && usesDefault(a.g())) return true;
+        for (const auto& sub : a.graphs())
+          if (usesDefault(sub)) return true;
+      }
+    }
+    return false;
+  };
+  if (!haveDefault && usesDefault(model.graph()))
+    return ctx.fail("the model imports no opset of the default ONNX domain");
+  if (haveDefault && (ctx.opset < kMinOpset || ctx.opset > kMaxOpset))
+    return ctx.fail("unsupported opset ", std::to_string(ctx.opset), " of the default ONNX domain (supported ",
+                    std::to_string(kMinOpset), " to ", std::to_string(kMaxOpset), ")");
+
+  onnx::GraphProto& g = *model.mutable_graph();
+  {
+    std::set<std::string> freeVars;
+    if (auto st = prepareGraph(ctx, g, nullptr, "", freeVars); !st) return Error{st.message()};
+  }
+
+  bool checked = false;
+  if (opts.runChecker) {
+    try {
+      onnx::checker::CheckerContext cctx;
+      if (!ctx.baseDir.empty()) cctx.set_model_dir(ctx.baseDir + "/");
+      onnx::checker::check_model(model, cctx);
+      checked = true;
+    } catch (const std::exception& e) {
+      return ctx.fail("ONNX checker: ", firstLine(e.what()));
+    } catch (...) {
+      return ctx.fail("ONNX checker failed");
+    }
+  }
+
+  if (auto st = bindDims(ctx, g, opts.dims); !st) return Error{st.message()};
+
+  try {
+    // Data propagation only on opset <= 17 models that passed the checker (it can crash otherwise).
+    onnx::ShapeInferenceOptions options(false, 0, checked && ctx.opset <= 17);
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception& e) {
+    ctx.warn("shape-inference", std::string("ONNX shape inference stopped (") + firstLine(e.what()) +
+                                    "); shapes were computed node by node");
+  } catch (...) {
+    ctx.warn("shape-inference", "ONNX shape inference stopped; shapes were computed node by node");
+  }
+
+  GraphBuilder builder(ctx, g, nullptr, "");
+  auto built = builder.build();
+  if (!built) return Error{built.message()};
+  Graph graph = std::move(*built.value());
+  graph.irVersion = model.ir_version();
+  graph.opsetVersion = ctx.opset;
+  graph.producerName = model.producer_name();
+  graph.warnings = std::move(ctx.warnings);
+  // Subgraphs share the model's metadata.
+  std::function<void(Graph&)> stamp = [&](Graph& gr) {
+    for (auto& n : gr.nodes)
+      for (auto& [name, sub] : n.subgraphs) {
+        sub->irVersion = graph.irVersion;
+        sub->opsetVersion = graph.opsetVersion;
+        sub->producerName = graph.producerName;
+        sub->sourcePath = graph.sourcePath;
+        stamp(*sub);
+      }
+  };
+  stamp(graph);
+  return graph;
+}
+
+Result<Graph> importGuarded(const std::function<Result<Graph>(ImportCtx&)>& body, const std::string& origin,
+                            const std::string& baseDir) {
+  ImportCtx ctx;
+  ctx.origin = origin;
+  ctx.baseDir = baseDir;
+  try {
+    return body(ctx);
+  } catch (const std::bad_alloc&) {
+    return makeError(origin, ": out of memory while importing");
+  } catch (const std::exception& e) {
+    return makeError(origin, ": import failed (", firstLine(e.what()), ")");
+  } catch (...) {
+    return makeError(origin, ": import failed (unknown error)");
+  }
+}
+
+/// Names in models are arbitrary bytes: keep messages on one line by escaping control characters.
+std::string oneLine(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (unsigned char c : s) {
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c < 0x20 || c == 0x7f) {
+      static constexpr char hex[] = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 0xf];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+Result<Graph> finish(Result<Graph> result) {
+  if (!result) return Error{oneLine(result.message())};
+  for (auto& w : result->warnings) w = oneLine(w);
+  return result;
+}
+
+void setSourcePath(Graph& g, const std::string& path) {
+  g.sourcePath = path;
+  for (auto& n : g.nodes)
+    for (auto& [name, sub] : n.subgraphs) setSourcePath(*sub, path);
+}
+
+}  // namespace
+
+Result<DimBinding> parseDimBinding(const std::string& text) {
+  const std::string t = trim(text);
+  const auto eq = t.rfind('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == t.size())
+    return makeError("invalid --dim '", text, "': expected NAME=VALUE or INPUT:AXIS=VALUE");
+  DimBinding b;
+  const std::string lhs = trim(t.substr(0, eq)), rhs = trim(t.substr(eq + 1));
+  if (!parseInt64(rhs, b.value) || b.value < 1)
+    return makeError("invalid --dim '", text, "': VALUE must be a positive integer");
+  const auto colon = lhs.rfind(':');
+  int64_t axis = 0;
+  if (colon != std::string::npos && colon > 0 && parseInt64(lhs.substr(colon + 1), axis)) {
+    b.input = lhs.substr(0, colon);
+    b.axis = axis;
+  } else {
+    if (lhs.empty()) return makeError("invalid --dim '", text, "': expected NAME=VALUE or INPUT:AXIS=VALUE");
+    b.symbol = lhs;
+  }
+  return b;
+}
+
+Result<Graph> importOnnxBytes(const std::string& bytes, const std::string& origin, const ImportOptions& opts,
+                              const std::string& baseDir) {
+  auto result = importGuarded(
+      [&](ImportCtx& ctx) -> Result<Graph> {
+        auto model = std::make_unique<onnx::ModelProto>();
+        if (auto st = parseModel(bytes, origin, *model); !st) return Error{st.message()};
+        return importModel(*model, ctx, opts);
+      },
+      origin, baseDir);
+  return finish(std::move(result));
+}
+
+Result<Graph> importOnnxFile(const std::string& path, const ImportOptions& opts) {
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  auto result = importGuarded(
+      [&](ImportCtx& ctx) -> Result<Graph> {
+        auto model = std::make_unique<onnx::ModelProto>();
+        if (auto st = parseModelFile(path, *model); !st) return Error{st.message()};
+        return importModel(*model, ctx, opts);
+      },
+      path, dir);
+  if (result) setSourcePath(*result, path);
+  return finish(std::move(result));
+}
+
+// ---------------------------------------------------------------------------------------------
+// SHA-256 (FIPS 180-4)
+
+std::string sha256Hex(const std::string& bytes) {
+  static constexpr uint32_t k[64] = {
+      0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+      0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+      0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+      0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+      0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+      0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+      0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+      0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+  uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  auto rotr = [](uint32_t x, int n) { return (x >> n) | (x << (32 - n)); };
+  auto block = [&](const unsigned char* p) {
+    uint32_t w[64];
+    for (int i = 0; i < 16; ++i)
+      w[i] = (uint32_t{p[4 * i]} << 24) | (uint32_t{p[4 * i + 1]} << 16) | (uint32_t{p[4 * i + 2]} << 8) | uint32_t{p[4 * i + 3]};
+    for (int i = 16; i < 64; ++i) {
+      const uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
+      const uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
+      w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
+    for (int i = 0; i < 64; ++i) {
+      const uint32_t t1 = hh + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + k[i] + w[i];
+      const uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+      hh = g;
+      g = f;
+      f = e;
+      e = d + t1;
+      d = c;
+      c = b;
+      b = a;
+      a = t1 + t2;
+    }
+    h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += hh;
+  };
+  const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
+  const size_t n = bytes.size();
+  size_t off = 0;
+  for (; off + 64 <= n; off += 64) block(data + off);
+  unsigned char tail[128] = {};
+  const size_t rest = n - off;
+  for (size_t i = 0; i < rest; ++i) tail[i] = data[off + i];
+  tail[rest] = 0x80;
+  const size_t tailLen = rest + 9 <= 64 ? 64 : 128;
+  const uint64_t bits = static_cast<uint64_t>(n) * 8;
+  for (int i = 0; i < 8; ++i) tail[tailLen - 1 - i] = static_cast<unsigned char>(bits >> (8 * i));
+  for (size_t p = 0; p < tailLen; p += 64) block(tail + p);
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(64);
+  for (uint32_t v : h)
+    for (int s = 28; s >= 0; s -= 4) out.push_back(hex[(v >> s) & 0xf]);
+  return out;
+}
+
+}  // namespace partex

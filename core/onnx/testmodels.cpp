@@ -1,0 +1,430 @@
+#include "onnx/testmodels.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <initializer_list>
+
+namespace partex::testmodels {
+
+namespace {
+
+/// A dimension: a value, or a symbol when `param` is set.
+struct Dim {
+  int64_t value = 0;
+  const char* param = nullptr;
+  Dim(int64_t v) : value(v) {}             // NOLINT: implicit by design
+  Dim(const char* p) : param(p) {}         // NOLINT: implicit by design
+};
+
+void setType(onnx::ValueInfoProto* vi, int32_t elem, std::initializer_list<Dim> dims, bool withShape = true) {
+  auto* tt = vi->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(elem);
+  if (!withShape) return;
+  auto* shape = tt->mutable_shape();
+  for (const Dim& d : dims) {
+    auto* dim = shape->add_dim();
+    if (d.param)
+      dim->set_dim_param(d.param);
+    else
+      dim->set_dim_value(d.value);
+  }
+}
+
+void addAttr(onnx::NodeProto* n, const char* name, int64_t v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
+void addAttr(onnx::NodeProto* n, const char* name, std::initializer_list<int64_t> v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+
+void addAttrFloat(onnx::NodeProto* n, const char* name, float v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(v);
+}
+
+onnx::GraphProto* addGraphAttr(onnx::NodeProto* n, const char* name) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::GRAPH);
+  auto* g = a->mutable_g();
+  g->set_name(name);
+  return g;
+}
+
+onnx::NodeProto* addNode(onnx::GraphProto* g, const char* op, std::initializer_list<const char*> ins,
+                         std::initializer_list<const char*> outs, const char* name = "") {
+  auto* n = g->add_node();
+  n->set_op_type(op);
+  if (name && *name) n->set_name(name);
+  for (const char* i : ins) n->add_input(i);
+  for (const char* o : outs) n->add_output(o);
+  return n;
+}
+
+onnx::ValueInfoProto* addInput(onnx::GraphProto* g, const char* name, int32_t elem, std::initializer_list<Dim> dims) {
+  auto* vi = g->add_input();
+  vi->set_name(name);
+  setType(vi, elem, dims);
+  return vi;
+}
+
+onnx::ValueInfoProto* addOutput(onnx::GraphProto* g, const char* name, int32_t elem, std::initializer_list<Dim> dims,
+                                bool withShape = true) {
+  auto* vi = g->add_output();
+  vi->set_name(name);
+  setType(vi, elem, dims, withShape);
+  return vi;
+}
+
+void addInitFloat(onnx::GraphProto* g, const char* name, std::initializer_list<int64_t> dims, float fill) {
+  auto* t = g->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    t->add_dims(d);
+    n *= d;
+  }
+  for (int64_t i = 0; i < n; ++i) t->add_float_data(fill);
+}
+
+void addInitInt64(onnx::GraphProto* g, const char* name, std::initializer_list<int64_t> dims,
+                  std::initializer_list<int64_t> values) {
+  auto* t = g->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::INT64);
+  for (int64_t d : dims) t->add_dims(d);
+  for (int64_t v : values) t->add_int64_data(v);
+}
+
+/// Constant node with an int64 tensor value.
+onnx::NodeProto* addConstInt64(onnx::GraphProto* g, const char* out, std::initializer_list<int64_t> dims,
+                               std::initializer_list<int64_t> values) {
+  auto* n = addNode(g, "Constant", {}, {out});
+  auto* a = n->add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  auto* t = a->mutable_t();
+  t->set_data_type(onnx::TensorProto::INT64);
+  for (int64_t d : dims) t->add_dims(d);
+  for (int64_t v : values) t->add_int64_data(v);
+  return n;
+}
+
+struct Model {
+  onnx::ModelProto m;
+  onnx::GraphProto* g;
+  explicit Model(int64_t opset = 13, int64_t ir = 8) {
+    m.set_ir_version(ir);
+    m.set_producer_name("partex-testmodels");
+    auto* o = m.add_opset_import();
+    o->set_domain("");
+    o->set_version(opset);
+    g = m.mutable_graph();
+    g->set_name("test");
+  }
+  std::string bytes() const { return m.SerializeAsString(); }
+};
+
+constexpr int32_t kFloat = onnx::TensorProto::FLOAT;
+constexpr int32_t kInt64 = onnx::TensorProto::INT64;
+constexpr int32_t kBool = onnx::TensorProto::BOOL;
+
+Model tinyModel(int64_t opset, int64_t ir) {
+  Model m(opset, ir);
+  addInput(m.g, "x", kFloat, {1, 3, 8, 8});
+  addInitFloat(m.g, "bias", {1, 3, 1, 1}, 0.5f);
+  addNode(m.g, "Relu", {"x"}, {"r"}, "relu");
+  addNode(m.g, "Add", {"r", "bias"}, {"y"}, "add");
+  addOutput(m.g, "y", kFloat, {1, 3, 8, 8});
+  return m;
+}
+
+}  // namespace
+
+std::string tiny() { return tinyModel(13, 8).bytes(); }
+std::string withIrVersion(int64_t irVersion) { return tinyModel(13, irVersion).bytes(); }
+std::string withOpset(int64_t opset) { return tinyModel(opset, 8).bytes(); }
+
+std::string failingChecker() {
+  Model m;
+  addInput(m.g, "x", kFloat, {1, 4});
+  addNode(m.g, "NoSuchOp", {"x"}, {"y"}, "bad");
+  addOutput(m.g, "y", kFloat, {1, 4});
+  return m.bytes();
+}
+
+std::string withCycle() {
+  Model m;
+  addInput(m.g, "x", kFloat, {1, 4});
+  addNode(m.g, "Add", {"x", "b"}, {"a"}, "a_node");
+  addNode(m.g, "Relu", {"a"}, {"b"}, "b_node");
+  addNode(m.g, "Relu", {"a"}, {"y"}, "out_node");
+  addOutput(m.g, "y", kFloat, {1, 4});
+  return m.bytes();
+}
+
+std::string withZeroStride() {
+  Model m;
+  addInput(m.g, "x", kFloat, {1, 3, 8, 8});
+  addInitFloat(m.g, "w", {4, 3, 3, 3}, 0.1f);
+  auto* conv = addNode(m.g, "Conv", {"x", "w"}, {"y"}, "conv");
+  addAttr(conv, "strides", {0, 1});
+  addOutput(m.g, "y", kFloat, {1, 4, 6, 6});
+  return m.bytes();
+}
+
+std::string withDanglingInput(const std::string& missing) {
+  Model m;
+  addInput(m.g, "x", kFloat, {1, 4});
+  addNode(m.g, "Add", {"x"}, {"y"}, "add")->add_input(missing);
+  addOutput(m.g, "y", kFloat, {1, 4});
+  return m.bytes();
+}
+
+std::string withSymbolicDims() {
+  Model m;
+  addInput(m.g, "x", kFloat, {"N", 3, "H", "W"});
+  addInitFloat(m.g, "w", {8, 3, 3, 3}, 0.1f);
+  auto* conv = addNode(m.g, "Conv", {"x", "w"}, {"c"}, "conv");
+  addAttr(conv, "pads", {1, 1, 1, 1});
+  addAttr(conv, "kernel_shape", {3, 3});
+  addNode(m.g, "Relu", {"c"}, {"r"}, "relu");
+  addNode(m.g, "GlobalAveragePool", {"r"}, {"p"}, "pool");
+  addNode(m.g, "Flatten", {"p"}, {"y"}, "flatten");
+  addOutput(m.g, "y", kFloat, {"N", 8});
+  return m.bytes();
+}
+
+std::string withExternalData(const std::string& location) {
+  Model m;
+  addInput(m.g, "x", kFloat, {1, 3, 8, 8});
+  auto* t = m.g->add_initializer();
+  t->set_name("W");
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : {4, 3, 3, 3}) t->add_dims(d);
+  t->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto add = [&](const char* k, const std::string& v) {
+    auto* e = t->add_external_data();
+    e->set_key(k);
+    e->set_value(v);
+  };
+  add("location", location);
+  add("offset", "0");
+  add("length", "432");
+  addNode(m.g, "Conv", {"x", "W"}, {"y"}, "conv");
+  addOutput(m.g, "y", kFloat, {1, 4, 6, 6});
+  return m.bytes();
+}
+
+std::string withIf() {
+  Model m;
+  addInput(m.g, "cond", kBool, {});
+  addInput(m.g, "x", kFloat, {1, 4});
+  auto* node = addNode(m.g, "If", {"cond"}, {"y"}, "if");
+  auto* thenG = addGraphAttr(node, "then_branch");
+  addNode(thenG, "Relu", {"x"}, {"t_out"}, "then_relu");
+  addOutput(thenG, "t_out", kFloat, {1, 4});
+  auto* elseG = addGraphAttr(node, "else_branch");
+  addNode(elseG, "Neg", {"x"}, {"e_out"}, "else_neg");
+  addOutput(elseG, "e_out", kFloat, {1, 4});
+  addNode(m.g, "Relu", {"y"}, {"z"}, "after");
+  addOutput(m.g, "z", kFloat, {1, 4});
+  return m.bytes();
+}
+
+std::string withLoop() {
+  Model m;
+  addInput(m.g, "v0", kFloat, {1, 4});
+  addInitInt64(m.g, "trips", {}, {3});
+  auto* t = m.g->add_initializer();
+  t->set_name("keep_going");
+  t->set_data_type(onnx::TensorProto::BOOL);
+  t->add_int32_data(1);
+  addInitFloat(m.g, "w", {1, 4}, 1.0f);
+  auto* node = addNode(m.g, "Loop", {"trips", "keep_going", "v0"}, {"v_final"}, "loop");
+  auto* body = addGraphAttr(node, "body");
+  addInput(body, "iter", kInt64, {});
+  addInput(body, "cond_in", kBool, {});
+  addInput(body, "v_in", kFloat, {1, 4});
+  addNode(body, "Identity", {"cond_in"}, {"cond_out"}, "keep");
+  addNode(body, "Add", {"v_in", "w"}, {"v_out"}, "accumulate");
+  addOutput(body, "cond_out", kBool, {});
+  addOutput(body, "v_out", kFloat, {1, 4});
+  addNode(m.g, "Relu", {"v_final"}, {"y"}, "after");
+  addOutput(m.g, "y", kFloat, {1, 4});
+  return m.bytes();
+}
+
+std::string withUnknownDomain() {
+  Model m;
+  auto* o = m.m.add_opset_import();
+  o->set_domain("com.example");
+  o->set_version(1);
+  addInput(m.g, "x", kFloat, {1, 4});
+  addNode(m.g, "Relu", {"x"}, {"a"}, "before");
+  auto* fancy = addNode(m.g, "FancyOp", {"a"}, {"b"}, "fancy");
+  fancy->set_domain("com.example");
+  addAttr(fancy, "strength", int64_t{3});
+  auto* vi = m.g->add_value_info();
+  vi->set_name("b");
+  setType(vi, kFloat, {1, 4});
+  addNode(m.g, "Relu", {"b"}, {"y"}, "after");
+  addOutput(m.g, "y", kFloat, {1, 4});
+  return m.bytes();
+}
+
+std::string withShapeChain() {
+  Model m;
+  addInput(m.g, "x", kFloat, {1, 16, 64});
+  // Shape arithmetic: new shape [batch, seq, 4, 16] from Shape(x).
+  addNode(m.g, "Shape", {"x"}, {"s"}, "shape");
+  addConstInt64(m.g, "i0", {}, {0});
+  addConstInt64(m.g, "i1", {}, {1});
+  addConstInt64(m.g, "i2", {}, {2});
+  addNode(m.g, "Gather", {"s", "i0"}, {"batch"});
+  addNode(m.g, "Gather", {"s", "i1"}, {"seq"});
+  addNode(m.g, "Gather", {"s", "i2"}, {"hidden"});
+  addConstInt64(m.g, "axes0", {1}, {0});
+  addNode(m.g, "Unsqueeze", {"batch", "axes0"}, {"batch_u"});
+  addNode(m.g, "Unsqueeze", {"seq", "axes0"}, {"seq_u"});
+  addConstInt64(m.g, "heads", {1}, {4});
+  addConstInt64(m.g, "two", {}, {2});
+  addNode(m.g, "Div", {"hidden", "heads_s"}, {"head_dim"});
+  addConstInt64(m.g, "heads_s", {}, {4});
+  addNode(m.g, "Unsqueeze", {"head_dim", "axes0"}, {"head_dim_u"});
+  auto* cat = addNode(m.g, "Concat", {"batch_u", "seq_u", "heads", "head_dim_u"}, {"new_shape"});
+  addAttr(cat, "axis", int64_t{0});
+  addNode(m.g, "Reshape", {"x", "new_shape"}, {"r"}, "reshape");
+  auto* tr = addNode(m.g, "Transpose", {"r"}, {"q"}, "transpose_q");
+  addAttr(tr, "perm", {0, 2, 1, 3});
+  auto* tk = addNode(m.g, "Transpose", {"q"}, {"k"}, "transpose_k");
+  addAttr(tk, "perm", {0, 1, 3, 2});
+  addNode(m.g, "MatMul", {"q", "k"}, {"scores"}, "scores");
+  // A weight made by ConstantOfShape (like the light_* models).
+  addConstInt64(m.g, "w_shape", {2}, {64, 64});
+  auto* cos = addNode(m.g, "ConstantOfShape", {"w_shape"}, {"w"});
+  auto* va = cos->add_attribute();
+  va->set_name("value");
+  va->set_type(onnx::AttributeProto::TENSOR);
+  va->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+  va->mutable_t()->add_dims(1);
+  va->mutable_t()->add_float_data(0.02f);
+  addNode(m.g, "MatMul", {"x", "w"}, {"proj"}, "proj");
+  // Expand, Tile and Slice with computed shape inputs.
+  addConstInt64(m.g, "one", {1}, {1});
+  auto* cat1 = addNode(m.g, "Concat", {"one", "seq_u", "one"}, {"expand_shape"});
+  addAttr(cat1, "axis", int64_t{0});
+  addInput(m.g, "bias", kFloat, {1, 1, 1});
+  addNode(m.g, "Expand", {"bias", "expand_shape"}, {"bias_e"}, "expand");
+  addNode(m.g, "Mul", {"seq_u", "two_1"}, {"tile_mid"});
+  addConstInt64(m.g, "two_1", {1}, {2});
+  addNode(m.g, "Div", {"tile_mid", "seq_u"}, {"tile_rep"});
+  auto* cat2 = addNode(m.g, "Concat", {"one", "tile_rep", "one"}, {"repeats"});
+  addAttr(cat2, "axis", int64_t{0});
+  addNode(m.g, "Tile", {"proj", "repeats"}, {"tiled"}, "tile");
+  addNode(m.g, "Div", {"hidden", "two"}, {"half"});
+  addNode(m.g, "Unsqueeze", {"half", "axes0"}, {"half_u"});
+  addConstInt64(m.g, "zero1", {1}, {0});
+  addConstInt64(m.g, "axis2", {1}, {2});
+  addNode(m.g, "Slice", {"x", "zero1", "half_u", "axis2"}, {"sliced"}, "slice");
+  addOutput(m.g, "scores", kFloat, {"b", "h", "q", "k"});
+  // Symbolic output dims: the shapes must come from the importer, not from these declarations.
+  addOutput(m.g, "bias_e", kFloat, {"e0", "e1", "e2"});
+  addOutput(m.g, "tiled", kFloat, {"t0", "t1", "t2"});
+  addOutput(m.g, "sliced", kFloat, {"s0", "s1", "s2"});
+  return m.bytes();
+}
+
+std::string withRandom() {
+  Model m;
+  addInput(m.g, "x", kFloat, {2, 3});
+  auto* rn = addNode(m.g, "RandomNormal", {}, {"noise"}, "noise");
+  addAttr(rn, "shape", {2, 3});
+  addAttrFloat(rn, "scale", 0.1f);
+  addNode(m.g, "Add", {"x", "noise"}, {"y"}, "add");
+  addOutput(m.g, "y", kFloat, {2, 3});
+  return m.bytes();
+}
+
+std::string withUnnamedAndDuplicateNames() {
+  Model m;
+  addInput(m.g, "x", kFloat, {1, 4});
+  addNode(m.g, "Relu", {"x"}, {"a"});                 // unnamed: Relu_0
+  addNode(m.g, "Relu", {"a"}, {"b"}, "Relu_3");        // a given name that an invented one would collide with
+  addNode(m.g, "Neg", {"b"}, {"c"}, "dup");
+  addNode(m.g, "Relu", {"c"}, {"d"});                  // unnamed: Relu_3 is taken
+  addNode(m.g, "Neg", {"d"}, {"y"}, "dup");            // duplicate given name
+  addOutput(m.g, "y", kFloat, {1, 4});
+  return m.bytes();
+}
+
+std::string unsorted() {
+  Model m;
+  addInput(m.g, "x", kFloat, {1, 4});
+  addNode(m.g, "Neg", {"c"}, {"y"}, "third");
+  addNode(m.g, "Relu", {"b"}, {"c"}, "second");
+  addNode(m.g, "Abs", {"x"}, {"b"}, "first");
+  addOutput(m.g, "y", kFloat, {1, 4});
+  return m.bytes();
+}
+
+std::string largeDag(int nodes) {
+  Model m;
+  addInput(m.g, "x", kFloat, {1, 64});
+  addInitFloat(m.g, "c", {1, 64}, 0.5f);
+  std::string prev2 = "x", prev1 = "x";
+  static const char* const kOps[] = {"Relu", "Add", "Mul", "Sigmoid", "Sub"};
+  for (int i = 0; i < nodes; ++i) {
+    auto* n = m.g->add_node();
+    const char* op = kOps[i % 5];
+    n->set_op_type(op);
+    const std::string out = "t" + std::to_string(i);
+    if (op[0] == 'R' || (op[0] == 'S' && op[1] == 'i')) {
+      n->add_input(prev1);
+    } else {
+      n->add_input(prev1);
+      n->add_input(i % 7 == 0 ? std::string("c") : prev2);
+    }
+    n->add_output(out);
+    prev2 = prev1;
+    prev1 = out;
+  }
+  auto* vi = m.g->add_output();
+  vi->set_name(prev1);
+  setType(vi, kFloat, {1, 64});
+  return m.bytes();
+}
+
+std::vector<std::pair<std::string, std::string>> all() {
+  return {
+      {"tiny.onnx", tiny()},
+      {"ir99.onnx", withIrVersion(99)},
+      {"opset18.onnx", withOpset(18)},
+      {"checker.onnx", failingChecker()},
+      {"cycle.onnx", withCycle()},
+      {"dangling.onnx", withDanglingInput()},
+      {"stride0.onnx", withZeroStride()},
+      {"symbolic.onnx", withSymbolicDims()},
+      {"external.onnx", withExternalData("weights.bin")},
+      {"if.onnx", withIf()},
+      {"loop.onnx", withLoop()},
+      {"domain.onnx", withUnknownDomain()},
+      {"shapes.onnx", withShapeChain()},
+      {"random.onnx", withRandom()},
+      {"names.onnx", withUnnamedAndDuplicateNames()},
+      {"unsorted.onnx", unsorted()},
+      {"dag.onnx", largeDag(50)},
+  };
+}
+
+}  // namespace partex::testmodels

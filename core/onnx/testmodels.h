@@ -1,0 +1,52 @@
+#pragma once
+/// \file Small hand-built ONNX models (serialized ModelProto bytes) for the importer's tests and the
+/// fuzzer's seed corpus. Tests cannot include ONNX headers, so the models are built here.
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace partex::testmodels {
+
+/// x[1,3,8,8] -> Relu -> Add(bias initializer) -> y. Opset 13, IR 8. Valid.
+std::string tiny();
+/// tiny() with another IR version.
+std::string withIrVersion(int64_t irVersion);
+/// tiny() with another default-domain opset.
+std::string withOpset(int64_t opset);
+/// An operator the checker rejects (unknown op "NoSuchOp" in the default domain).
+std::string failingChecker();
+/// Add 'a' reads the output of Relu 'b', which reads 'a': a cycle.
+std::string withCycle();
+/// A Conv with strides [0, 1] (ONNX's own shape inference would divide by zero).
+std::string withZeroStride();
+/// Node 'add' reads `missing` (default 'ghost'), which nothing defines.
+std::string withDanglingInput(const std::string& missing = "ghost");
+/// x[N,3,H,W] -> Conv -> Relu -> GlobalAveragePool -> Flatten -> y (symbols N, H, W).
+std::string withSymbolicDims();
+/// Conv whose weight 'W' [4,3,3,3] float is stored externally in `location` (432 bytes).
+std::string withExternalData(const std::string& location);
+/// If on a bool input; both branches read the outer input 'x'.
+std::string withIf();
+/// Loop (trip count 3) whose body adds the outer initializer 'w' to the carried value.
+std::string withLoop();
+/// com.example::FancyOp between two Relus.
+std::string withUnknownDomain();
+/// Attention-like shape arithmetic: Shape -> Gather -> Unsqueeze -> Concat -> Reshape, plus
+/// Expand, Tile and Slice whose shape inputs are computed, and a ConstantOfShape weight.
+/// Operators after folding: Reshape, Transpose x2, MatMul x2, Expand, Tile, Slice (8).
+std::string withShapeChain();
+/// RandomNormal (no inputs, not folded) feeding an Add.
+std::string withRandom();
+/// Nodes without names and with duplicate names.
+std::string withUnnamedAndDuplicateNames();
+/// A valid chain listed in reverse (not topologically sorted) order.
+std::string unsorted();
+/// A DAG of `nodes` elementwise operators on [1,64] tensors (for speed tests).
+std::string largeDag(int nodes);
+
+/// Every model above by a file-like name, for seed corpora.
+std::vector<std::pair<std::string, std::string>> all();
+
+}  // namespace partex::testmodels

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Builds the "fuzz" preset (clang, libFuzzer + ASan + UBSan, into build-fuzz/) and fuzzes the ONNX
+# importer for ${1:-60} seconds. Seed corpus: the importer's hand-built test models plus the models in
+# ../shared/models up to PARTEX_FUZZ_MAX_SEED bytes (default 1 MiB; bigger ones make each run slow).
+# Exits non-zero on a finding (crash, sanitizer report, leak, timeout); the reproducer is left in
+# build-fuzz/fuzz-artifacts/<time>/ and replays with: build-fuzz/bin/fuzz_import FILE
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${1:-60}"
+jobs="${PARTEX_JOBS:-$(nproc)}"
+max_seed="${PARTEX_FUZZ_MAX_SEED:-1048576}"
+
+cmake --preset fuzz >/dev/null
+cmake --build --preset fuzz -j "$jobs"
+
+bin=build-fuzz/bin/fuzz_import
+corpus=build-fuzz/fuzz-corpus
+artifacts="build-fuzz/fuzz-artifacts/$(date +%Y%m%d-%H%M%S)"
+mkdir -p "$corpus" "$artifacts"
+PARTEX_FUZZ_WRITE_SEEDS="$corpus" "$bin"
+shared=0
+for f in ../shared/models/*.onnx; do
+  [ -f "$f" ] || continue
+  if [ "$(stat -c %s "$f")" -le "$max_seed" ]; then
+    cp -f "$f" "$corpus/shared_$(basename "$f")"
+    shared=$((shared + 1))
+  fi
+done
+echo "fuzz: corpus $(ls "$corpus" | wc -l) files ($shared from ../shared/models); running ${seconds}s"
+
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
+status=0
+"$bin" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=4096 -max_len="$max_seed" \
+  -artifact_prefix="$artifacts/" -print_final_stats=1 "$corpus" || status=$?
+if [ "$status" -ne 0 ] || compgen -G "$artifacts/*" >/dev/null; then
+  echo "fuzz: FINDING (exit $status); reproducers in $artifacts/" >&2
+  exit $(( status == 0 ? 1 : status ))
+fi
+rmdir "$artifacts" 2>/dev/null || true
+echo "fuzz: clean"
