@@ -16,6 +16,7 @@ namespace partex::cli {
 void addInspect(CLI::App& app, int& exitCode);
 void addPlatforms(CLI::App& app, int& exitCode);
 void addGenerate(CLI::App& app, int& exitCode);
+void addSched(CLI::App& app, int& exitCode);  ///< algos, schedule, simulate, compare
 
 /// Imports a model with the user's --dim bindings.
 Result<Graph> loadModel(const std::string& path, const std::vector<std::string>& dims);

@@ -4,6 +4,7 @@
 
 #include <exception>
 #include <iostream>
+#include <string>
 
 #include "commands.h"
 
@@ -15,6 +16,19 @@ int main(int argc, char** argv) {
   partex::cli::addInspect(app, exitCode);
   partex::cli::addPlatforms(app, exitCode);
   partex::cli::addGenerate(app, exitCode);
+  partex::cli::addSched(app, exitCode);
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    std::string names;
+    for (const auto* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      known = known || sub->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      std::cerr << "partex-cli: unknown command '" << argv[1] << "' (commands: " << names << ")\n";
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

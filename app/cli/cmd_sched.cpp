@@ -1,0 +1,399 @@
+// partex-cli algos | schedule | simulate | compare: the scheduling engine on the command line.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <optional>
+
+#include "commands.h"
+#include "cost/costtable.h"
+#include "cost/work.h"
+#include "onnx/importer.h"
+#include "plan/exports.h"
+#include "plan/planfile.h"
+#include "platform/platform.h"
+#include "sched/scheduler.h"
+#include "support/files.h"
+#include "support/strings.h"
+
+namespace partex::cli {
+
+namespace {
+
+/// A model (or task graph) on a platform, ready to schedule.
+struct Problem {
+  std::optional<Graph> graph;
+  std::optional<Platform> platform;
+  CostTable table;
+  PlanIdentity id;
+};
+
+/// Common options of the scheduling subcommands.
+struct ProblemArgs {
+  std::string model;
+  std::string platform;
+  std::vector<std::string> dims;
+  std::vector<std::string> pins;
+  std::vector<std::string> params;
+  double timeLimit = 10.0;
+  bool unlimitedLinks = false;
+  bool json = false;
+};
+
+void addProblemOptions(CLI::App* cmd, ProblemArgs& a) {
+  cmd->add_option("model", a.model, "ONNX model or JSON task graph")->required();
+  cmd->add_option("--platform,-p", a.platform, "Platform preset name or platform JSON file (optional for task graphs)");
+  cmd->add_option("--dim", a.dims, "Bind a symbolic input dimension: NAME=VALUE or INPUT:AXIS=VALUE");
+  cmd->add_option("--pin", a.pins, "Pin an operator: OP=DEVICE");
+  cmd->add_option("--param", a.params, "Algorithm parameter KEY=VALUE (e.g. priority=npu,cpu)");
+  cmd->add_option("--time-limit", a.timeLimit, "Seconds for exact and search-based algorithms")->capture_default_str();
+  cmd->add_flag("--unlimited-links", a.unlimitedLinks, "Transfers never wait for a link (classic HEFT model)");
+  cmd->add_flag("--json", a.json, "Print JSON");
+}
+
+Result<Problem> loadProblem(const ProblemArgs& a) {
+  Problem p;
+  auto bytes = readFile(a.model);
+  if (!bytes) return Error{bytes.message()};
+  if (looksLikeTaskGraph(*bytes)) {
+    auto t = parseTaskGraph(*bytes, a.model);
+    if (!t) return Error{t.message()};
+    p.table = std::move(t).value();
+    p.id.modelFile = baseName(a.model);
+    p.id.modelSha256 = sha256Hex(*bytes);
+    p.id.platformName = "task graph";
+    if (!a.platform.empty()) std::cerr << "partex-cli: note: " << a.model << " is a task graph; it carries its own devices, --platform is ignored\n";
+    return p;
+  }
+  if (a.platform.empty()) return makeError(a.model, ": an ONNX model needs --platform (see partex-cli platforms)");
+  auto plat = loadPlatform(a.platform);
+  if (!plat) return Error{plat.message()};
+  auto g = loadModel(a.model, a.dims);
+  if (!g) return Error{g.message()};
+  auto work = characteriseAll(*g);
+  auto t = buildCostTable(*g, work, *plat);
+  if (!t) return Error{t.message()};
+  p.table = std::move(t).value();
+  p.id.modelFile = baseName(a.model);
+  p.id.modelSha256 = g->graphSha256;
+  p.id.platformName = plat->name;
+  p.graph = std::move(g).value();
+  p.platform = std::move(plat).value();
+  return p;
+}
+
+Result<Constraints> parsePins(const CostTable& t, const std::vector<std::string>& pins) {
+  Constraints c;
+  for (const auto& pin : pins) {
+    auto eq = pin.rfind('=');
+    if (eq == std::string::npos) return makeError("--pin ", pin, ": expected OP=DEVICE");
+    std::string op = pin.substr(0, eq), dev = pin.substr(eq + 1);
+    auto it = std::find(t.taskNames.begin(), t.taskNames.end(), op);
+    if (it == t.taskNames.end()) return makeError("--pin ", pin, ": no operator named '", op, "'");
+    auto dt = std::find(t.deviceIds.begin(), t.deviceIds.end(), dev);
+    if (dt == t.deviceIds.end()) return makeError("--pin ", pin, ": no device '", dev, "' (devices: ", join(t.deviceIds, ", "), ")");
+    auto v = static_cast<TaskId>(it - t.taskNames.begin());
+    auto d = static_cast<DeviceId>(dt - t.deviceIds.begin());
+    if (!t.canRun(v, d)) return makeError("--pin ", pin, ": operator '", op, "' cannot run on '", dev, "'");
+    c.pinned[v] = d;
+  }
+  return c;
+}
+
+Result<SchedOptions> parseOptions(const ProblemArgs& a) {
+  SchedOptions o;
+  o.timeLimitSec = a.timeLimit;
+  o.sim.unlimitedLinks = a.unlimitedLinks;
+  for (const auto& kv : a.params) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) return makeError("--param ", kv, ": expected KEY=VALUE");
+    o.params[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return o;
+}
+
+std::string algoList() {
+  std::vector<std::string> names;
+  for (const auto& s : allSchedulers()) names.push_back(s->name());
+  return join(names, ", ");
+}
+
+void printTimeline(const CostTable& t, const Timeline& tl, const std::string& algo) {
+  std::printf("Algorithm    %s\n", algo.c_str());
+  std::printf("Makespan     %.3f us\n", tl.makespan);
+  std::printf("Transfers    %zu (%s moved)\n", tl.transfers.size(), humanBytes(static_cast<double>(tl.bytesMoved)).c_str());
+  std::printf("\n%-16s %8s %12s %8s %14s\n", "device", "ops", "busy_us", "util", "peak_bytes");
+  std::vector<int> count(static_cast<size_t>(t.numDevices()), 0);
+  for (const auto& s : tl.tasks) ++count[static_cast<size_t>(s.device)];
+  for (DeviceId d = 0; d < t.numDevices(); ++d)
+    std::printf("%-16s %8d %12.3f %7.1f%% %14lld%s\n", t.deviceIds[static_cast<size_t>(d)].c_str(), count[static_cast<size_t>(d)],
+                tl.busy[static_cast<size_t>(d)], tl.utilisation[static_cast<size_t>(d)] * 100.0,
+                static_cast<long long>(tl.peakBytes[static_cast<size_t>(d)]), tl.overCapacity[static_cast<size_t>(d)] ? "  OVER CAPACITY" : "");
+}
+
+nlohmann::json timelineJson(const CostTable& t, const Timeline& tl, const std::string& algo) {
+  nlohmann::json devices = nlohmann::json::array();
+  for (DeviceId d = 0; d < t.numDevices(); ++d)
+    devices.push_back({{"id", t.deviceIds[static_cast<size_t>(d)]},
+                       {"busy_us", tl.busy[static_cast<size_t>(d)]},
+                       {"utilisation", tl.utilisation[static_cast<size_t>(d)]},
+                       {"peak_bytes", tl.peakBytes[static_cast<size_t>(d)]},
+                       {"over_capacity", static_cast<bool>(tl.overCapacity[static_cast<size_t>(d)])}});
+  nlohmann::json ops = nlohmann::json::array();
+  for (TaskId v = 0; v < t.numTasks(); ++v) {
+    const auto& s = tl.tasks[static_cast<size_t>(v)];
+    ops.push_back({{"name", t.taskNames[static_cast<size_t>(v)]},
+                   {"device", t.deviceIds[static_cast<size_t>(s.device)]},
+                   {"start_us", s.start},
+                   {"end_us", s.end}});
+  }
+  return {{"algo", algo},         {"makespan_us", tl.makespan}, {"transfers", tl.transfers.size()},
+          {"bytes_moved", tl.bytesMoved}, {"devices", devices},  {"operators", ops}};
+}
+
+/// Writes every requested export; returns false (after printing) on the first failure.
+bool writeExports(const Problem& p, const Plan& plan, const Timeline& tl, const std::string& planOut, const std::string& trace,
+                  const std::string& dot, const std::string& csv, const std::string& openvino, const std::string& onert) {
+  const Platform* plat = p.platform ? &*p.platform : nullptr;
+  auto check = [](const Status& st) {
+    if (!st) fail(st.message());
+    return st.isOk();
+  };
+  if (!planOut.empty() && !check(savePlan(planOut, p.table, plan, tl, p.id))) return false;
+  if (!trace.empty() && !check(saveExport(trace, traceJson(p.table, tl, plan.algorithm)))) return false;
+  if (!dot.empty() && !check(saveExport(dot, planToDot(p.table, plan, &tl)))) return false;
+  if (!csv.empty() && !check(saveExport(csv, timelineToCsv(p.table, tl)))) return false;
+  if (!openvino.empty() && !check(saveExport(openvino, openVinoAffinityJson(p.table, plan, plat)))) return false;
+  if (!onert.empty() && !check(saveExport(onert, onertBackendMap(p.table, plan, plat) + "\n"))) return false;
+  return true;
+}
+
+struct Exports {
+  std::string plan, trace, dot, csv, openvino, onert;
+};
+
+void addExportOptions(CLI::App* cmd, Exports& e) {
+  cmd->add_option("-o,--output", e.plan, "Write the plan file (JSON)");
+  cmd->add_option("--trace", e.trace, "Write a Chrome/Perfetto trace (JSON)");
+  cmd->add_option("--dot", e.dot, "Write the graph coloured by device (Graphviz DOT)");
+  cmd->add_option("--csv", e.csv, "Write one CSV row per operator");
+  cmd->add_option("--openvino", e.openvino, "Write an OpenVINO HETERO affinity map (JSON)");
+  cmd->add_option("--onert", e.onert, "Write an onert OP_BACKEND_MAP line");
+}
+
+int runSchedule(const ProblemArgs& a, const std::string& algo, const Exports& ex) {
+  const Scheduler* s = findScheduler(algo);
+  if (!s) return fail("unknown algorithm '" + algo + "' (algorithms: " + algoList() + ")");
+  auto p = loadProblem(a);
+  if (!p) return fail(p.message());
+  auto c = parsePins(p->table, a.pins);
+  if (!c) return fail(c.message());
+  auto o = parseOptions(a);
+  if (!o) return fail(o.message());
+  SchedInfo info;
+  auto plan = s->schedule(p->table, *c, *o, &info);
+  if (!plan) return fail(baseName(a.model) + ": " + algo + ": " + plan.message());
+  auto tl = simulate(p->table, *plan, o->sim);
+  if (!tl) return fail(baseName(a.model) + ": " + algo + " produced an invalid plan: " + tl.message());
+  if (!writeExports(*p, *plan, *tl, ex.plan, ex.trace, ex.dot, ex.csv, ex.openvino, ex.onert)) return 2;
+  if (a.json) {
+    auto j = timelineJson(p->table, *tl, algo);
+    j["lower_bound_us"] = lowerBound(p->table, *c);
+    j["optimal"] = info.optimal;
+    j["notes"] = info.notes;
+    if (info.profilingRuns) j["profiling_runs"] = info.profilingRuns;
+    std::cout << j.dump(2) << "\n";
+  } else {
+    printTimeline(p->table, *tl, s->title());
+    std::printf("Lower bound  %.3f us (makespan / bound = %.3f)\n", lowerBound(p->table, *c),
+                tl->makespan / std::max(1e-12, lowerBound(p->table, *c)));
+    for (const auto& n : info.notes) std::printf("Note         %s\n", n.c_str());
+  }
+  return 0;
+}
+
+int runSimulate(const ProblemArgs& a, const std::string& planPath, const Exports& ex) {
+  auto p = loadProblem(a);
+  if (!p) return fail(p.message());
+  auto plan = loadPlanFile(planPath, p->table, p->id);
+  if (!plan) return fail(plan.message());
+  SimOptions so;
+  so.unlimitedLinks = a.unlimitedLinks;
+  auto tl = simulate(p->table, *plan, so);
+  if (!tl) return fail(planPath + ": " + tl.message());
+  if (!writeExports(*p, *plan, *tl, ex.plan, ex.trace, ex.dot, ex.csv, ex.openvino, ex.onert)) return 2;
+  if (a.json)
+    std::cout << timelineJson(p->table, *tl, plan->algorithm).dump(2) << "\n";
+  else
+    printTimeline(p->table, *tl, plan->algorithm);
+  return 0;
+}
+
+int runCompare(const ProblemArgs& a, const std::string& algos) {
+  auto p = loadProblem(a);
+  if (!p) return fail(p.message());
+  auto c = parsePins(p->table, a.pins);
+  if (!c) return fail(c.message());
+  auto o = parseOptions(a);
+  if (!o) return fail(o.message());
+  std::vector<const Scheduler*> chosen;
+  if (algos.empty()) {
+    for (const auto& s : allSchedulers()) chosen.push_back(s.get());
+  } else {
+    for (const auto& name : split(algos, ',')) {
+      const Scheduler* s = findScheduler(trim(name));
+      if (!s) return fail("unknown algorithm '" + trim(name) + "' (algorithms: " + algoList() + ")");
+      chosen.push_back(s);
+    }
+  }
+  const CostTable& t = p->table;
+  // Best single device: every task on one device (fallback to the host where it cannot run).
+  double bestSingle = kInf;
+  if (const Scheduler* single = findScheduler("single")) {
+    for (DeviceId d = 0; d < t.numDevices(); ++d) {
+      SchedOptions so = *o;
+      so.params["device"] = t.deviceIds[static_cast<size_t>(d)];
+      auto plan = single->schedule(t, *c, so);
+      if (!plan) continue;
+      auto tl = simulate(t, *plan, o->sim);
+      if (tl) bestSingle = std::min(bestSingle, tl->makespan);
+    }
+  }
+  const double lb = lowerBound(t, *c);
+  struct Row {
+    std::string algo;
+    double makespan = kInf, ms = 0;
+    size_t transfers = 0;
+    int64_t bytes = 0;
+    bool valid = false, optimal = false;
+    std::string error;
+  };
+  std::vector<Row> rows;
+  double optimum = -1;
+  for (const Scheduler* s : chosen) {
+    Row r;
+    r.algo = s->name();
+    if (s->name() == "exact" && t.numTasks() > 40 && algos.empty()) {
+      r.error = "skipped: " + std::to_string(t.numTasks()) + " operators (exact runs up to 40 unless named in --algos)";
+      rows.push_back(r);
+      continue;
+    }
+    SchedInfo info;
+    auto t0 = std::chrono::steady_clock::now();
+    auto plan = s->schedule(t, *c, *o, &info);
+    r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (!plan) {
+      r.error = plan.message();
+      rows.push_back(r);
+      continue;
+    }
+    auto tl = simulate(t, *plan, o->sim);
+    if (!tl) {
+      r.error = "invalid plan: " + tl.message();
+      rows.push_back(r);
+      continue;
+    }
+    r.valid = true;
+    r.optimal = info.optimal;
+    r.makespan = tl->makespan;
+    r.transfers = tl->transfers.size();
+    r.bytes = tl->bytesMoved;
+    if (s->name() == "exact") optimum = r.makespan;
+    rows.push_back(r);
+  }
+  if (a.json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& r : rows) {
+      nlohmann::json j = {{"algo", r.algo}, {"valid", r.valid}, {"sched_ms", r.ms}};
+      if (r.valid) {
+        j["makespan_us"] = r.makespan;
+        j["speedup_vs_best_single"] = bestSingle < kInf ? bestSingle / r.makespan : 0.0;
+        j["ratio_to_lower_bound"] = lb > 0 ? r.makespan / lb : 0.0;
+        if (optimum > 0) j["ratio_to_optimum"] = r.makespan / optimum;
+        j["transfers"] = r.transfers;
+        j["bytes_moved"] = r.bytes;
+        if (r.algo == "exact") j["optimal"] = r.optimal;
+      } else {
+        j["makespan_us"] = nullptr;
+        j["speedup_vs_best_single"] = nullptr;
+        j["ratio_to_lower_bound"] = nullptr;
+        j["transfers"] = 0;
+        j["bytes_moved"] = 0;
+        j["error"] = r.error;
+      }
+      out.push_back(j);
+    }
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("Model %s, %d operators, %d devices; lower bound %.3f us; best single device %.3f us\n", p->id.modelFile.c_str(),
+              t.numTasks(), t.numDevices(), lb, bestSingle);
+  std::printf("\n%-22s %14s %9s %9s %9s %10s %10s %12s\n", "algorithm", "makespan_us", "speedup", "vs_LB", "vs_opt", "sched_ms",
+              "transfers", "bytes_moved");
+  for (const auto& r : rows) {
+    if (!r.valid) {
+      std::printf("%-22s %s\n", r.algo.c_str(), r.error.c_str());
+      continue;
+    }
+    char opt[16] = "-";
+    if (optimum > 0) std::snprintf(opt, sizeof opt, "%.3f", r.makespan / optimum);
+    std::printf("%-22s %14.3f %9.3f %9.3f %9s %10.1f %10zu %12lld%s\n", r.algo.c_str(), r.makespan,
+                bestSingle < kInf ? bestSingle / r.makespan : 0.0, lb > 0 ? r.makespan / lb : 0.0, opt, r.ms, r.transfers,
+                static_cast<long long>(r.bytes), r.algo == "exact" && r.optimal ? "  (proven optimal)" : "");
+  }
+  return 0;
+}
+
+}  // namespace
+
+void addSched(CLI::App& app, int& exitCode) {
+  {
+    auto* cmd = app.add_subcommand("algos", "List the scheduling algorithms");
+    auto asJson = std::make_shared<bool>(false);
+    cmd->add_flag("--json", *asJson, "Print JSON");
+    cmd->callback([asJson, &exitCode] {
+      nlohmann::json out = nlohmann::json::array();
+      for (const auto& s : allSchedulers()) {
+        if (*asJson)
+          out.push_back({{"name", s->name()}, {"title", s->title()}, {"description", s->description()}});
+        else
+          std::printf("%-22s %-44s %s\n", s->name().c_str(), s->title().c_str(), s->description().c_str());
+      }
+      if (*asJson) std::cout << out.dump(2) << "\n";
+      exitCode = 0;
+    });
+  }
+  {
+    auto* cmd = app.add_subcommand("schedule", "Schedule a model or task graph with one algorithm");
+    auto a = std::make_shared<ProblemArgs>();
+    auto algo = std::make_shared<std::string>("best");
+    auto ex = std::make_shared<Exports>();
+    addProblemOptions(cmd, *a);
+    cmd->add_option("--algo,-a", *algo, "Algorithm (see partex-cli algos)")->capture_default_str();
+    addExportOptions(cmd, *ex);
+    cmd->callback([a, algo, ex, &exitCode] { exitCode = runSchedule(*a, *algo, *ex); });
+  }
+  {
+    auto* cmd = app.add_subcommand("simulate", "Simulate a plan file on a model and platform");
+    auto a = std::make_shared<ProblemArgs>();
+    auto plan = std::make_shared<std::string>();
+    auto ex = std::make_shared<Exports>();
+    addProblemOptions(cmd, *a);
+    cmd->add_option("--plan", *plan, "Plan file (JSON)")->required();
+    addExportOptions(cmd, *ex);
+    cmd->callback([a, plan, ex, &exitCode] { exitCode = runSimulate(*a, *plan, *ex); });
+  }
+  {
+    auto* cmd = app.add_subcommand("compare", "Run several algorithms on one cost table and compare them");
+    auto a = std::make_shared<ProblemArgs>();
+    auto algos = std::make_shared<std::string>();
+    addProblemOptions(cmd, *a);
+    cmd->add_option("--algos", *algos, "Comma-separated algorithms (default: all)");
+    cmd->callback([a, algos, &exitCode] { exitCode = runCompare(*a, *algos); });
+  }
+}
+
+}  // namespace partex::cli

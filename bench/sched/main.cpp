@@ -1,0 +1,336 @@
+// bench_sched: scheduling quality and speed.
+//
+// Usage: bench_sched [quality|papers|speed|sim|all] [--models DIR] [--max-ms N]
+//   quality  models x presets x algorithms: makespan / lower bound and / best of all
+//   papers   the published comparisons in shape (PartitionTuner, DUET, PIM DP, DLFusion)
+//   speed    scheduler time against graph size on random DAGs (100 .. 100k tasks, 2-8 devices)
+//   sim      re-simulation time after one move (1k and 10k tasks)
+// Each algorithm run is cancelled after --max-ms (default 60000) through its cancel token.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cost/costtable.h"
+#include "cost/work.h"
+#include "onnx/generator.h"
+#include "onnx/importer.h"
+#include "platform/platform.h"
+#include "sched/scheduler.h"
+#include "sim/simulator.h"
+
+using namespace partex;
+
+namespace {
+
+double gMaxMs = 60000;
+
+struct RunResult {
+  bool ok = false;
+  double makespan = kInf;
+  double ms = 0;
+  std::string error;
+};
+
+/// Runs one scheduler with a watchdog that cancels it after gMaxMs.
+RunResult runOne(const Scheduler& s, const CostTable& t, SchedOptions o = {}) {
+  std::atomic<bool> cancel{false};
+  o.cancel = &cancel;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::thread watchdog([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    if (!cv.wait_for(lock, std::chrono::duration<double, std::milli>(gMaxMs), [&] { return done; })) cancel = true;
+  });
+  RunResult r;
+  auto t0 = std::chrono::steady_clock::now();
+  auto plan = s.schedule(t, Constraints{}, o);
+  r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+  }
+  cv.notify_all();
+  watchdog.join();
+  if (!plan) {
+    r.error = cancel ? "cancelled after limit" : plan.message();
+    return r;
+  }
+  auto tl = simulate(t, *plan, o.sim);
+  if (!tl) {
+    r.error = "invalid plan: " + tl.message();
+    return r;
+  }
+  r.ok = true;
+  r.makespan = tl->makespan;
+  return r;
+}
+
+Result<CostTable> tableFor(const std::string& modelPath, const std::string& bytes, const std::vector<DimBinding>& dims,
+                           const Platform& p) {
+  ImportOptions io;
+  io.dims = dims;
+  auto g = bytes.empty() ? importOnnxFile(modelPath, io) : importOnnxBytes(bytes, modelPath, io);
+  if (!g) return Error{g.message()};
+  auto work = characteriseAll(*g);
+  return buildCostTable(*g, work, p);
+}
+
+struct Model {
+  std::string name;
+  std::string path;
+  std::string bytes;  // generated models
+  std::vector<DimBinding> dims;
+};
+
+std::vector<Model> models(const std::string& dir) {
+  std::vector<Model> out;
+  for (const char* f : {"light_squeezenet.onnx", "light_resnet50.onnx", "light_inception_v1.onnx", "mnist.onnx",
+                        "yolox_nano.onnx", "Ultraface.version-RFB-320.onnx", "light_densenet121.onnx"}) {
+    std::string path = dir + "/" + f;
+    if (std::filesystem::exists(path)) out.push_back({f, path, "", {}});
+  }
+  for (const char* kind : {"resnet18", "mobilenetv2", "inception"}) {
+    GenSpec s;
+    s.kind = kind;
+    if (auto b = generateModel(s)) out.push_back({std::string("gen:") + kind, kind, std::move(b).value(), {}});
+  }
+  GenSpec bert;
+  bert.kind = "bert";
+  bert.layers = 4;
+  bert.seqLen = 128;
+  if (auto b = generateModel(bert)) out.push_back({"gen:bert-L4-S128", "bert", std::move(b).value(), {}});
+  return out;
+}
+
+const std::vector<std::string> kPresets = {"mobile-soc", "cpu-npu", "cpu-gpu-pcie", "cpu-gpu-shared", "pim", "npu-multicore"};
+
+void quality(const std::string& dir) {
+  std::printf("\n## (a) Quality: makespan / lower bound (and / best of all algorithms)\n\n");
+  std::vector<std::string> algos;
+  for (const auto& s : allSchedulers())
+    if (s->name() != "exact") algos.push_back(s->name());
+  std::printf("| model | platform |");
+  for (const auto& a : algos) std::printf(" %s |", a.c_str());
+  std::printf("\n|---|---|");
+  for (size_t i = 0; i < algos.size(); ++i) std::printf("---:|");
+  std::printf("\n");
+  int bestLosses = 0, cases = 0;
+  for (const auto& m : models(dir)) {
+    for (const auto& pname : kPresets) {
+      auto p = loadPreset(pname);
+      if (!p) continue;
+      auto t = tableFor(m.path, m.bytes, m.dims, *p);
+      if (!t) {
+        std::printf("| %s | %s | %s |\n", m.name.c_str(), pname.c_str(), t.message().c_str());
+        continue;
+      }
+      const double lb = lowerBound(*t);
+      std::map<std::string, RunResult> res;
+      double bestOther = kInf;
+      for (const auto& a : algos) {
+        res[a] = runOne(*findScheduler(a), *t);
+        if (a != "best" && res[a].ok) bestOther = std::min(bestOther, res[a].makespan);
+      }
+      double bestAll = std::min(bestOther, res["best"].makespan);
+      ++cases;
+      if (res["best"].makespan > bestOther * (1 + 1e-9)) ++bestLosses;
+      std::printf("| %s | %s |", m.name.c_str(), pname.c_str());
+      for (const auto& a : algos) {
+        const auto& r = res[a];
+        if (!r.ok)
+          std::printf(" - |");
+        else
+          std::printf(" %.3f (%.3f) |", r.makespan / lb, r.makespan / bestAll);
+      }
+      std::printf("\n");
+      std::fflush(stdout);
+    }
+  }
+  std::printf("\n`best` worse than another algorithm in %d of %d cases.\n", bestLosses, cases);
+}
+
+void papers(const std::string& dir) {
+  std::printf("\n## (b) The papers' comparisons, in shape\n\n");
+  auto row = [](const std::string& model, const std::string& plat, const CostTable& t, const std::vector<std::string>& algos,
+                const std::string& ref) {
+    std::map<std::string, RunResult> r;
+    for (const auto& a : algos) r[a] = runOne(*findScheduler(a), t);
+    std::printf("| %s | %s |", model.c_str(), plat.c_str());
+    for (const auto& a : algos) std::printf(" %s %.1f |", a.c_str(), r[a].makespan);
+    if (r[ref].ok)
+      for (const auto& a : algos)
+        if (a != ref && r[a].ok) std::printf(" %s vs %s: %+.2f%% |", ref.c_str(), a.c_str(), 100.0 * (r[a].makespan - r[ref].makespan) / r[a].makespan);
+    std::printf("\n");
+    std::fflush(stdout);
+  };
+  std::printf("PartitionTuner vs static type-based and per-op greedy on cpu-npu (makespan in us; positive %% = PartitionTuner faster):\n\n");
+  auto cpuNpu = loadPreset("cpu-npu");
+  std::vector<Model> pt;
+  if (std::filesystem::exists(dir + "/light_squeezenet.onnx")) pt.push_back({"squeezenet", dir + "/light_squeezenet.onnx", "", {}});
+  if (std::filesystem::exists(dir + "/light_resnet50.onnx")) pt.push_back({"resnet50", dir + "/light_resnet50.onnx", "", {}});
+  GenSpec r18;
+  r18.kind = "resnet18";
+  pt.push_back({"resnet18 (generated)", "resnet18", generateModel(r18).value(), {}});
+  for (const auto& m : pt) {
+    auto t = tableFor(m.path, m.bytes, m.dims, *cpuNpu);
+    if (t) row(m.name, "cpu-npu", *t, {"partitiontuner", "partitiontuner-clean", "static", "greedy", "best"}, "partitiontuner");
+  }
+  std::printf("\nDUET vs each single device on cpu-gpu-pcie:\n\n");
+  auto pcie = loadPreset("cpu-gpu-pcie");
+  for (const auto& m : pt) {
+    auto t = tableFor(m.path, m.bytes, m.dims, *pcie);
+    if (!t) continue;
+    auto duet = runOne(*findScheduler("duet"), *t);
+    std::printf("| %s |", m.name.c_str());
+    for (DeviceId d = 0; d < t->numDevices(); ++d) {
+      SchedOptions o;
+      o.params["device"] = t->deviceIds[static_cast<size_t>(d)];
+      auto s = runOne(*findScheduler("single"), *t, o);
+      std::printf(" %s alone %.1f us (DUET %.2fx) |", t->deviceIds[static_cast<size_t>(d)].c_str(), s.makespan, s.makespan / duet.makespan);
+    }
+    std::printf(" DUET %.1f us |\n", duet.makespan);
+  }
+  std::printf("\nPIM DP vs manual priority and greedy on pim (BERT-base and GPT-2-small, 1 layer... sequence lengths 32-512):\n\n");
+  auto pim = loadPreset("pim");
+  for (const char* kind : {"bert", "gpt2"})
+    for (int seq : {32, 64, 128, 256, 512}) {
+      GenSpec s;
+      s.kind = kind;
+      s.layers = 2;
+      s.seqLen = seq;
+      auto bytes = generateModel(s);
+      if (!bytes) continue;
+      auto t = tableFor(kind, *bytes, {}, *pim);
+      if (t) row(std::string(kind) + " L2 S" + std::to_string(seq), "pim", *t, {"pimdp", "priority", "greedy", "best"}, "pimdp");
+    }
+  std::printf("\nDLFusion vs no fusion (single accelerator with host fallback) on npu-multicore:\n\n");
+  auto npu = loadPreset("npu-multicore");
+  for (const auto& m : pt) {
+    auto t = tableFor(m.path, m.bytes, m.dims, *npu);
+    if (t) row(m.name, "npu-multicore", *t, {"dlfusion", "priority", "best"}, "dlfusion");
+  }
+}
+
+/// A random layered DAG as a cost table: n tasks, m devices, costs and bytes seeded.
+CostTable randomTable(int n, int m, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  CostTable t;
+  t.name = "random";
+  for (int d = 0; d < m; ++d) t.deviceIds.push_back("d" + std::to_string(d));
+  const size_t mm = static_cast<size_t>(m * m);
+  t.linkResource.assign(mm, -1);
+  t.linkLatencyUs.assign(mm, 0.0);
+  t.linkBytesPerUs.assign(mm, kInf);
+  for (int a = 0; a < m; ++a)
+    for (int b = 0; b < m; ++b)
+      if (a != b) {
+        const size_t i = static_cast<size_t>(a * m + b);
+        t.linkResource[i] = t.numLinkResources++;
+        t.linkNames.push_back(t.deviceIds[static_cast<size_t>(a)] + "->" + t.deviceIds[static_cast<size_t>(b)]);
+        t.linkLatencyUs[i] = 5;
+        t.linkBytesPerUs[i] = 10000;
+      }
+  std::uniform_real_distribution<double> cost(1, 100);
+  for (int v = 0; v < n; ++v) {
+    t.taskNames.push_back("t" + std::to_string(v));
+    t.taskTypes.emplace_back("Op");
+    for (int d = 0; d < m; ++d) {
+      t.cost.push_back(cost(rng) * (1 + d % 3));
+      t.provenance.push_back(Provenance::Modelled);
+    }
+  }
+  const int width = std::max(2, static_cast<int>(std::sqrt(n)));
+  for (int v = 1; v < n; ++v) {
+    int k = 1 + static_cast<int>(rng() % 2);
+    std::vector<int> preds;
+    for (int i = 0; i < k; ++i) preds.push_back(std::max(0, v - 1 - static_cast<int>(rng() % static_cast<uint64_t>(width))));
+    std::sort(preds.begin(), preds.end());
+    preds.erase(std::unique(preds.begin(), preds.end()), preds.end());
+    for (int p : preds) t.edges.push_back(Edge{p, v, static_cast<int64_t>(rng() % 200000), -1.0});
+  }
+  t.indexEdges();
+  t.inputBytes.assign(static_cast<size_t>(n), 0);
+  t.outputBytes.assign(static_cast<size_t>(n), 0);
+  t.exclusiveWith.assign(static_cast<size_t>(m), {});
+  t.memCapacity.assign(static_cast<size_t>(m), 0);
+  auto costs = t.cost;
+  t.groupCost = [costs, m](const std::vector<TaskId>& g, DeviceId d) {
+    double s = 0;
+    for (TaskId v : g) s += costs[static_cast<size_t>(v) * static_cast<size_t>(m) + static_cast<size_t>(d)];
+    return s;
+  };
+  return t;
+}
+
+void speed() {
+  std::printf("\n## (c) Scheduler time (ms) against graph size, random DAGs\n\n");
+  const std::vector<std::string> algos = {"greedy", "heft", "cpop", "peft", "partitiontuner-clean", "duet", "pimdp", "best"};
+  std::printf("| tasks | devices |");
+  for (const auto& a : algos) std::printf(" %s |", a.c_str());
+  std::printf("\n|---:|---:|");
+  for (size_t i = 0; i < algos.size(); ++i) std::printf("---:|");
+  std::printf("\n");
+  for (int n : {100, 1000, 10000, 100000})
+    for (int m : {2, 4, 8}) {
+      CostTable t = randomTable(n, m, static_cast<uint64_t>(n * 31 + m));
+      std::printf("| %d | %d |", n, m);
+      for (const auto& a : algos) {
+        auto r = runOne(*findScheduler(a), t);
+        if (r.ok)
+          std::printf(" %.1f |", r.ms);
+        else
+          std::printf(" %s |", r.error.substr(0, 40).c_str());
+        std::fflush(stdout);
+      }
+      std::printf("\n");
+    }
+}
+
+void sim() {
+  std::printf("\n## Re-simulation after one move (the live Gantt chart)\n\n| tasks | devices | full simulate ms | move + re-simulate ms (median of 200) |\n|---:|---:|---:|---:|\n");
+  for (int n : {1000, 10000}) {
+    CostTable t = randomTable(n, 4, 99);
+    auto plan = findScheduler("heft")->schedule(t, {}, {});
+    Simulator s(t);
+    auto t0 = std::chrono::steady_clock::now();
+    (void)s.run(*plan);
+    double full = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    std::mt19937 rng(1);
+    std::vector<double> times;
+    for (int i = 0; i < 200; ++i) {
+      auto a = std::chrono::steady_clock::now();
+      (void)s.move(*plan, static_cast<TaskId>(rng() % static_cast<unsigned>(n)), static_cast<DeviceId>(rng() % 4));
+      times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+    }
+    std::sort(times.begin(), times.end());
+    std::printf("| %d | 4 | %.3f | %.3f |\n", n, full, times[times.size() / 2]);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string what = "all", dir = "../shared/models";
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--models" && i + 1 < argc) dir = argv[++i];
+    else if (a == "--max-ms" && i + 1 < argc) gMaxMs = std::atof(argv[++i]);
+    else what = a;
+  }
+  if (what == "quality" || what == "all") quality(dir);
+  if (what == "papers" || what == "all") papers(dir);
+  if (what == "speed" || what == "all") speed();
+  if (what == "sim" || what == "all") sim();
+  return 0;
+}
