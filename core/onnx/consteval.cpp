@@ -63,28 +63,40 @@ float bf16ToFloat(uint16_t h) {
 // Whether v is representable in the integer (or bool) type t.
 bool fitsInt(DType t, int64_t v) {
   switch (t) {
-    case DType::Bool: return v == 0 || v == 1;
-    case DType::Int8: return v >= -128 && v <= 127;
-    case DType::UInt8: return v >= 0 && v <= 255;
-    case DType::Int16: return v >= -32768 && v <= 32767;
-    case DType::UInt16: return v >= 0 && v <= 65535;
-    case DType::Int32: return v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max();
-    case DType::UInt32: return v >= 0 && v <= int64_t{0xffffffff};
-    default: return true;
+    case DType::Bool:
+      return v == 0 || v == 1;
+    case DType::Int8:
+      return v >= -128 && v <= 127;
+    case DType::UInt8:
+      return v >= 0 && v <= 255;
+    case DType::Int16:
+      return v >= -32768 && v <= 32767;
+    case DType::UInt16:
+      return v >= 0 && v <= 65535;
+    case DType::Int32:
+      return v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max();
+    case DType::UInt32:
+      return v >= 0 && v <= int64_t{0xffffffff};
+    default:
+      return true;
   }
 }
 
 // Rounds a double to the precision of a float type.
 double roundFloat(DType t, double v) {
-  if (t == DType::Float32 || t == DType::Float16 || t == DType::BFloat16) return static_cast<double>(static_cast<float>(v));
+  if (t == DType::Float32 || t == DType::Float16 || t == DType::BFloat16)
+    return static_cast<double>(static_cast<float>(v));
   return v;
 }
 
 bool intArith(char op, int64_t x, int64_t y, int64_t& r) {
   switch (op) {
-    case '+': return !__builtin_add_overflow(x, y, &r);
-    case '-': return !__builtin_sub_overflow(x, y, &r);
-    case '*': return !__builtin_mul_overflow(x, y, &r);
+    case '+':
+      return !__builtin_add_overflow(x, y, &r);
+    case '-':
+      return !__builtin_sub_overflow(x, y, &r);
+    case '*':
+      return !__builtin_mul_overflow(x, y, &r);
     case '/':
       if (y == 0 || (x == std::numeric_limits<int64_t>::min() && y == -1)) return false;
       r = x / y;
@@ -120,28 +132,50 @@ bool intArith(char op, int64_t x, int64_t y, int64_t& r) {
       r = acc;
       return true;
     }
-    case 'm': r = std::min(x, y); return true;
-    case 'M': r = std::max(x, y); return true;
-    default: return false;
+    case 'm':
+      r = std::min(x, y);
+      return true;
+    case 'M':
+      r = std::max(x, y);
+      return true;
+    default:
+      return false;
   }
 }
 
 bool floatArith(char op, double x, double y, double& r) {
   switch (op) {
-    case '+': r = x + y; return true;
-    case '-': r = x - y; return true;
-    case '*': r = x * y; return true;
-    case '/': r = x / y; return true;
+    case '+':
+      r = x + y;
+      return true;
+    case '-':
+      r = x - y;
+      return true;
+    case '*':
+      r = x * y;
+      return true;
+    case '/':
+      r = x / y;
+      return true;
     case '%': {
       r = std::fmod(x, y);
       if (r != 0 && ((r < 0) != (y < 0))) r += y;
       return true;
     }
-    case 'f': r = std::fmod(x, y); return true;
-    case '^': r = std::pow(x, y); return true;
-    case 'm': r = std::min(x, y); return true;
-    case 'M': r = std::max(x, y); return true;
-    default: return false;
+    case 'f':
+      r = std::fmod(x, y);
+      return true;
+    case '^':
+      r = std::pow(x, y);
+      return true;
+    case 'm':
+      r = std::min(x, y);
+      return true;
+    case 'M':
+      r = std::max(x, y);
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -288,12 +322,23 @@ bool elementwise(Args& a, char op, char kind) {
         if (kind == 'c') {
           bool r = false;
           switch (op) {
-            case '=': r = acc == y; break;
-            case '<': r = acc < y; break;
-            case '>': r = acc > y; break;
-            case 'l': r = acc <= y; break;
-            case 'g': r = acc >= y; break;
-            default: return false;
+            case '=':
+              r = acc == y;
+              break;
+            case '<':
+              r = acc < y;
+              break;
+            case '>':
+              r = acc > y;
+              break;
+            case 'l':
+              r = acc <= y;
+              break;
+            case 'g':
+              r = acc >= y;
+              break;
+            default:
+              return false;
           }
           o.ints[static_cast<size_t>(k)] = r;
         } else {
@@ -308,15 +353,32 @@ bool elementwise(Args& a, char op, char kind) {
         if (kind == 'c') {
           bool r = false;
           switch (op) {
-            case '=': r = acc == y; break;
-            case '<': r = acc < y; break;
-            case '>': r = acc > y; break;
-            case 'l': r = acc <= y; break;
-            case 'g': r = acc >= y; break;
-            case '&': r = acc && y; break;
-            case '|': r = acc || y; break;
-            case 'x': r = (acc != 0) != (y != 0); break;
-            default: return false;
+            case '=':
+              r = acc == y;
+              break;
+            case '<':
+              r = acc < y;
+              break;
+            case '>':
+              r = acc > y;
+              break;
+            case 'l':
+              r = acc <= y;
+              break;
+            case 'g':
+              r = acc >= y;
+              break;
+            case '&':
+              r = acc && y;
+              break;
+            case '|':
+              r = acc || y;
+              break;
+            case 'x':
+              r = (acc != 0) != (y != 0);
+              break;
+            default:
+              return false;
           }
           o.ints[static_cast<size_t>(k)] = r;
         } else {
@@ -352,20 +414,34 @@ bool unary(Args& a, const std::string& op) {
   if (isFloatType(x->dtype)) {
     o.floats = x->floats;
     for (double& v : o.floats) {
-      if (op == "Neg") v = -v;
-      else if (op == "Abs") v = std::fabs(v);
-      else if (op == "Floor") v = std::floor(v);
-      else if (op == "Ceil") v = std::ceil(v);
-      else if (op == "Round") v = std::nearbyint(v);
-      else if (op == "Sqrt") v = std::sqrt(v);
-      else if (op == "Reciprocal") v = 1.0 / v;
-      else if (op == "Relu") v = std::max(v, 0.0);
-      else if (op == "Sign") v = v > 0 ? 1.0 : (v < 0 ? -1.0 : 0.0);
-      else if (op == "Exp") v = std::exp(v);
-      else if (op == "Log") v = std::log(v);
-      else if (op == "Sigmoid") v = 1.0 / (1.0 + std::exp(-v));
-      else if (op == "Tanh") v = std::tanh(v);
-      else return false;
+      if (op == "Neg")
+        v = -v;
+      else if (op == "Abs")
+        v = std::fabs(v);
+      else if (op == "Floor")
+        v = std::floor(v);
+      else if (op == "Ceil")
+        v = std::ceil(v);
+      else if (op == "Round")
+        v = std::nearbyint(v);
+      else if (op == "Sqrt")
+        v = std::sqrt(v);
+      else if (op == "Reciprocal")
+        v = 1.0 / v;
+      else if (op == "Relu")
+        v = std::max(v, 0.0);
+      else if (op == "Sign")
+        v = v > 0 ? 1.0 : (v < 0 ? -1.0 : 0.0);
+      else if (op == "Exp")
+        v = std::exp(v);
+      else if (op == "Log")
+        v = std::log(v);
+      else if (op == "Sigmoid")
+        v = 1.0 / (1.0 + std::exp(-v));
+      else if (op == "Tanh")
+        v = std::tanh(v);
+      else
+        return false;
       v = roundFloat(o.dtype, v);
     }
   } else {
@@ -535,7 +611,8 @@ bool evalCast(Args& a) {
   const size_t n = fromF ? x->floats.size() : x->ints.size();
   if (isFloatType(o.dtype)) {
     o.floats.resize(n);
-    for (size_t i = 0; i < n; ++i) o.floats[i] = roundFloat(o.dtype, fromF ? x->floats[i] : static_cast<double>(x->ints[i]));
+    for (size_t i = 0; i < n; ++i)
+      o.floats[i] = roundFloat(o.dtype, fromF ? x->floats[i] : static_cast<double>(x->ints[i]));
   } else {
     o.ints.resize(n);
     for (size_t i = 0; i < n; ++i) {
@@ -552,14 +629,29 @@ bool evalCast(Args& a) {
         v = x->ints[i];
       }
       switch (o.dtype) {  // C-style wrap-around between integer widths
-        case DType::Bool: v = v != 0; break;
-        case DType::Int8: v = static_cast<int8_t>(static_cast<uint64_t>(v) & 0xffu); break;
-        case DType::UInt8: v = static_cast<int64_t>(static_cast<uint64_t>(v) & 0xffu); break;
-        case DType::Int16: v = static_cast<int16_t>(static_cast<uint64_t>(v) & 0xffffu); break;
-        case DType::UInt16: v = static_cast<int64_t>(static_cast<uint64_t>(v) & 0xffffu); break;
-        case DType::Int32: v = static_cast<int32_t>(static_cast<uint64_t>(v) & 0xffffffffu); break;
-        case DType::UInt32: v = static_cast<int64_t>(static_cast<uint64_t>(v) & 0xffffffffu); break;
-        default: break;
+        case DType::Bool:
+          v = v != 0;
+          break;
+        case DType::Int8:
+          v = static_cast<int8_t>(static_cast<uint64_t>(v) & 0xffu);
+          break;
+        case DType::UInt8:
+          v = static_cast<int64_t>(static_cast<uint64_t>(v) & 0xffu);
+          break;
+        case DType::Int16:
+          v = static_cast<int16_t>(static_cast<uint64_t>(v) & 0xffffu);
+          break;
+        case DType::UInt16:
+          v = static_cast<int64_t>(static_cast<uint64_t>(v) & 0xffffu);
+          break;
+        case DType::Int32:
+          v = static_cast<int32_t>(static_cast<uint64_t>(v) & 0xffffffffu);
+          break;
+        case DType::UInt32:
+          v = static_cast<int64_t>(static_cast<uint64_t>(v) & 0xffffffffu);
+          break;
+        default:
+          break;
       }
       o.ints[i] = v;
     }
@@ -991,7 +1083,10 @@ bool evalReduce(Args& a, const std::string& op) {
       ia[uo] = fl ? 0 : x->ints[uk];
       continue;
     }
-    const char c = op == "ReduceSum" || op == "ReduceMean" ? '+' : op == "ReduceProd" ? '*' : op == "ReduceMin" ? 'm' : 'M';
+    const char c = op == "ReduceSum" || op == "ReduceMean" ? '+'
+                   : op == "ReduceProd"                    ? '*'
+                   : op == "ReduceMin"                     ? 'm'
+                                                           : 'M';
     if (fl) {
       floatArith(c, fa[uo], x->floats[uk], fa[uo]);
     } else if (!intArith(c, ia[uo], x->ints[uk], ia[uo])) {
@@ -1107,7 +1202,8 @@ bool evalNonZero(Args& a) {
   const auto rank = static_cast<int64_t>(x->dims.size());
   std::vector<int64_t> hits;
   for (int64_t k = 0; k < x->numel(); ++k) {
-    const bool nz = isFloatType(x->dtype) ? x->floats[static_cast<size_t>(k)] != 0 : x->ints[static_cast<size_t>(k)] != 0;
+    const bool nz =
+        isFloatType(x->dtype) ? x->floats[static_cast<size_t>(k)] != 0 : x->ints[static_cast<size_t>(k)] != 0;
     if (nz) hits.push_back(k);
   }
   ConstTensor& o = a.out[0];
@@ -1137,7 +1233,9 @@ int64_t safeNumel(const std::vector<int64_t>& dims) {
   return n;
 }
 
-int64_t ConstTensor::numel() const { return safeNumel(dims); }
+int64_t ConstTensor::numel() const {
+  return safeNumel(dims);
+}
 
 bool isFloatType(DType t) {
   return t == DType::Float32 || t == DType::Float64 || t == DType::Float16 || t == DType::BFloat16;
@@ -1177,7 +1275,8 @@ ConstTensor tensorFromProto(const onnx::TensorProto& t, bool wantData) {
   const bool useRaw = t.has_raw_data();
   auto rawLE = [&](size_t width, size_t i) -> uint64_t {
     uint64_t v = 0;
-    for (size_t b = 0; b < width; ++b) v |= static_cast<uint64_t>(static_cast<unsigned char>(raw[i * width + b])) << (8 * b);
+    for (size_t b = 0; b < width; ++b)
+      v |= static_cast<uint64_t>(static_cast<unsigned char>(raw[i * width + b])) << (8 * b);
     return v;
   };
   switch (c.dtype) {
@@ -1322,55 +1421,93 @@ bool evaluateNode(const onnx::NodeProto& node, int64_t opset, const std::vector<
   Args a{node, opset, in, out};
   const std::string& op = node.op_type();
   bool ok = false;
-  if (op == "Constant") ok = evalConstant(a);
-  else if (op == "ConstantOfShape") ok = evalConstantOfShape(a);
-  else if (op == "Shape") ok = evalShape(a);
-  else if (op == "Size") ok = evalSize(a);
-  else if (op == "Identity") ok = evalIdentity(a);
+  if (op == "Constant")
+    ok = evalConstant(a);
+  else if (op == "ConstantOfShape")
+    ok = evalConstantOfShape(a);
+  else if (op == "Shape")
+    ok = evalShape(a);
+  else if (op == "Size")
+    ok = evalSize(a);
+  else if (op == "Identity")
+    ok = evalIdentity(a);
   else if (op == "Dropout") {
     // training_mode (opset 12+) turned on makes Dropout random.
     const ConstTensor* tm = a.input(2);
     ok = !(tm && (!usable(tm) || tm->ints.empty() || tm->ints[0] != 0)) && evalIdentity(a);
-  }
-  else if (op == "Cast") ok = evalCast(a);
-  else if (op == "Reshape") ok = evalReshape(a);
-  else if (op == "Flatten") ok = evalFlatten(a);
-  else if (op == "Unsqueeze") ok = evalUnsqueeze(a);
-  else if (op == "Squeeze") ok = evalSqueeze(a);
-  else if (op == "Concat") ok = evalConcat(a);
-  else if (op == "Gather") ok = evalGather(a);
-  else if (op == "Slice") ok = evalSlice(a);
-  else if (op == "Transpose") ok = evalTranspose(a);
-  else if (op == "Expand") ok = evalExpand(a);
-  else if (op == "Tile") ok = evalTile(a);
-  else if (op == "Range") ok = evalRange(a);
-  else if (op == "Where") ok = evalWhere(a);
-  else if (op == "Split") ok = evalSplit(a);
-  else if (op == "Clip") ok = evalClip(a);
-  else if (op == "NonZero") ok = evalNonZero(a);
+  } else if (op == "Cast")
+    ok = evalCast(a);
+  else if (op == "Reshape")
+    ok = evalReshape(a);
+  else if (op == "Flatten")
+    ok = evalFlatten(a);
+  else if (op == "Unsqueeze")
+    ok = evalUnsqueeze(a);
+  else if (op == "Squeeze")
+    ok = evalSqueeze(a);
+  else if (op == "Concat")
+    ok = evalConcat(a);
+  else if (op == "Gather")
+    ok = evalGather(a);
+  else if (op == "Slice")
+    ok = evalSlice(a);
+  else if (op == "Transpose")
+    ok = evalTranspose(a);
+  else if (op == "Expand")
+    ok = evalExpand(a);
+  else if (op == "Tile")
+    ok = evalTile(a);
+  else if (op == "Range")
+    ok = evalRange(a);
+  else if (op == "Where")
+    ok = evalWhere(a);
+  else if (op == "Split")
+    ok = evalSplit(a);
+  else if (op == "Clip")
+    ok = evalClip(a);
+  else if (op == "NonZero")
+    ok = evalNonZero(a);
   else if (op == "ReduceProd" || op == "ReduceSum" || op == "ReduceMin" || op == "ReduceMax" || op == "ReduceMean")
     ok = evalReduce(a, op);
-  else if (op == "Add" && in.size() == 2) ok = elementwise(a, '+', 'a');
-  else if (op == "Sub" && in.size() == 2) ok = elementwise(a, '-', 'a');
-  else if (op == "Mul" && in.size() == 2) ok = elementwise(a, '*', 'a');
-  else if (op == "Div" && in.size() == 2) ok = elementwise(a, '/', 'a');
-  else if (op == "Mod" && in.size() == 2) ok = elementwise(a, attrInt(node, "fmod", 0) ? 'f' : '%', 'a');
-  else if (op == "Pow" && in.size() == 2) ok = elementwise(a, '^', 'a');
-  else if (op == "Sum") ok = elementwise(a, '+', 'a');
-  else if (op == "Min") ok = elementwise(a, 'm', 'a');
-  else if (op == "Max") ok = elementwise(a, 'M', 'a');
-  else if (op == "Mean") ok = evalMean(a);
-  else if (op == "Equal" && in.size() == 2) ok = elementwise(a, '=', 'c');
-  else if (op == "Less" && in.size() == 2) ok = elementwise(a, '<', 'c');
-  else if (op == "Greater" && in.size() == 2) ok = elementwise(a, '>', 'c');
-  else if (op == "LessOrEqual" && in.size() == 2) ok = elementwise(a, 'l', 'c');
-  else if (op == "GreaterOrEqual" && in.size() == 2) ok = elementwise(a, 'g', 'c');
-  else if (op == "And" && in.size() == 2) ok = elementwise(a, '&', 'c');
-  else if (op == "Or" && in.size() == 2) ok = elementwise(a, '|', 'c');
-  else if (op == "Xor" && in.size() == 2) ok = elementwise(a, 'x', 'c');
-  else if (op == "Not" || op == "Neg" || op == "Abs" || op == "Floor" || op == "Ceil" || op == "Round" || op == "Sqrt" ||
-           op == "Reciprocal" || op == "Relu" || op == "Sign" || op == "Exp" || op == "Log" || op == "Sigmoid" ||
-           op == "Tanh")
+  else if (op == "Add" && in.size() == 2)
+    ok = elementwise(a, '+', 'a');
+  else if (op == "Sub" && in.size() == 2)
+    ok = elementwise(a, '-', 'a');
+  else if (op == "Mul" && in.size() == 2)
+    ok = elementwise(a, '*', 'a');
+  else if (op == "Div" && in.size() == 2)
+    ok = elementwise(a, '/', 'a');
+  else if (op == "Mod" && in.size() == 2)
+    ok = elementwise(a, attrInt(node, "fmod", 0) ? 'f' : '%', 'a');
+  else if (op == "Pow" && in.size() == 2)
+    ok = elementwise(a, '^', 'a');
+  else if (op == "Sum")
+    ok = elementwise(a, '+', 'a');
+  else if (op == "Min")
+    ok = elementwise(a, 'm', 'a');
+  else if (op == "Max")
+    ok = elementwise(a, 'M', 'a');
+  else if (op == "Mean")
+    ok = evalMean(a);
+  else if (op == "Equal" && in.size() == 2)
+    ok = elementwise(a, '=', 'c');
+  else if (op == "Less" && in.size() == 2)
+    ok = elementwise(a, '<', 'c');
+  else if (op == "Greater" && in.size() == 2)
+    ok = elementwise(a, '>', 'c');
+  else if (op == "LessOrEqual" && in.size() == 2)
+    ok = elementwise(a, 'l', 'c');
+  else if (op == "GreaterOrEqual" && in.size() == 2)
+    ok = elementwise(a, 'g', 'c');
+  else if (op == "And" && in.size() == 2)
+    ok = elementwise(a, '&', 'c');
+  else if (op == "Or" && in.size() == 2)
+    ok = elementwise(a, '|', 'c');
+  else if (op == "Xor" && in.size() == 2)
+    ok = elementwise(a, 'x', 'c');
+  else if (op == "Not" || op == "Neg" || op == "Abs" || op == "Floor" || op == "Ceil" || op == "Round" ||
+           op == "Sqrt" || op == "Reciprocal" || op == "Relu" || op == "Sign" || op == "Exp" || op == "Log" ||
+           op == "Sigmoid" || op == "Tanh")
     ok = unary(a, op);
   if (!ok) return false;
   for (auto& o : out) {

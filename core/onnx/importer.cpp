@@ -56,9 +56,13 @@ std::string firstLine(const std::string& s) {
   return line.empty() ? std::string("(no details)") : line;
 }
 
-std::string normDomain(const std::string& d) { return d == "ai.onnx" ? std::string() : d; }
+std::string normDomain(const std::string& d) {
+  return d == "ai.onnx" ? std::string() : d;
+}
 
-bool isKnownDomain(const std::string& d) { return d.empty() || d == "ai.onnx" || d == "ai.onnx.ml"; }
+bool isKnownDomain(const std::string& d) {
+  return d.empty() || d == "ai.onnx" || d == "ai.onnx.ml";
+}
 
 bool plausible(const std::vector<int64_t>& dims) {
   const int64_t n = onnximp::safeNumel(dims);
@@ -92,7 +96,8 @@ TypeInfo tensorTypeInfo(const TensorType& t) {
   info.dtype = onnximp::dtypeFromOnnx(t.elem_type());
   if (t.has_shape()) {
     info.hasRank = true;
-    for (const auto& d : t.shape().dim()) info.dims.push_back(d.has_dim_value() && d.dim_value() >= 0 ? d.dim_value() : -1);
+    for (const auto& d : t.shape().dim())
+      info.dims.push_back(d.has_dim_value() && d.dim_value() >= 0 ? d.dim_value() : -1);
   }
   return info;
 }
@@ -142,7 +147,9 @@ struct Scope {
   }
 };
 
-std::string nodeLabel(const onnx::NodeProto& n) { return "'" + n.name() + "' (" + n.op_type() + ")"; }
+std::string nodeLabel(const onnx::NodeProto& n) {
+  return "'" + n.name() + "' (" + n.op_type() + ")";
+}
 
 /// Attribute values that ONNX's shape inference divides by or loops on without checking (a zero
 /// stride crashes libonnx 1.12 with SIGFPE): rejected up front with a clear message.
@@ -252,8 +259,8 @@ Status prepareGraph(ImportCtx& ctx, onnx::GraphProto& g, const Scope* outer, con
         if (auto st = prepareGraph(ctx, *attr.mutable_g(), &here, w, subFree); !st) return st;
       }
       for (int k = 0; k < attr.graphs_size(); ++k) {
-        const std::string w = " (in subgraph '" + attr.name() + "[" + std::to_string(k) + "]' of node '" +
-                              node->name() + "')" + where;
+        const std::string w =
+            " (in subgraph '" + attr.name() + "[" + std::to_string(k) + "]' of node '" + node->name() + "')" + where;
         if (auto st = prepareGraph(ctx, *attr.mutable_graphs(k), &here, w, subFree); !st) return st;
       }
     }
@@ -385,8 +392,9 @@ Status bindDims(ImportCtx& ctx, onnx::GraphProto& g, const std::vector<DimBindin
       return ctx.fail("--dim ", text, ": input '", b.input, "' has ", std::to_string(rank), " dimensions");
     auto* d = shape->mutable_dim(static_cast<int>(axis));
     if (d->has_dim_value() && d->dim_value() != b.value && d->dim_value() >= 0)
-      ctx.warn("override:" + text, "--dim " + text + " overrides the fixed dimension " + std::to_string(d->dim_value()) +
-                                       " of input '" + b.input + "' axis " + std::to_string(axis));
+      ctx.warn("override:" + text, "--dim " + text + " overrides the fixed dimension " +
+                                       std::to_string(d->dim_value()) + " of input '" + b.input + "' axis " +
+                                       std::to_string(axis));
     d->set_dim_value(b.value);
   }
 
@@ -397,7 +405,8 @@ Status bindDims(ImportCtx& ctx, onnx::GraphProto& g, const std::vector<DimBindin
       continue;
     }
     auto* shape = inputShape(*v);
-    if (!shape) return ctx.fail("input '", v->name(), "' has no shape (unknown rank); the importer needs static input shapes");
+    if (!shape)
+      return ctx.fail("input '", v->name(), "' has no shape (unknown rank); the importer needs static input shapes");
     for (int axis = 0; axis < shape->dim_size(); ++axis) {
       const auto& d = shape->dim(axis);
       if (d.has_dim_value() && d.dim_value() >= 0) continue;
@@ -421,27 +430,42 @@ void convertAttributes(const onnx::NodeProto& node, Node& out) {
   for (const auto& a : node.attribute()) {
     auto type = a.type();
     if (type == AP::UNDEFINED) {  // IR < 2: infer from the field that is set
-      if (a.has_f()) type = AP::FLOAT;
-      else if (a.has_i()) type = AP::INT;
-      else if (a.has_s()) type = AP::STRING;
-      else if (a.has_t()) type = AP::TENSOR;
-      else if (a.has_g()) type = AP::GRAPH;
-      else if (a.floats_size()) type = AP::FLOATS;
-      else if (a.ints_size()) type = AP::INTS;
-      else if (a.strings_size()) type = AP::STRINGS;
+      if (a.has_f())
+        type = AP::FLOAT;
+      else if (a.has_i())
+        type = AP::INT;
+      else if (a.has_s())
+        type = AP::STRING;
+      else if (a.has_t())
+        type = AP::TENSOR;
+      else if (a.has_g())
+        type = AP::GRAPH;
+      else if (a.floats_size())
+        type = AP::FLOATS;
+      else if (a.ints_size())
+        type = AP::INTS;
+      else if (a.strings_size())
+        type = AP::STRINGS;
     }
     Attribute at;
     switch (type) {
-      case AP::FLOAT: at.value = static_cast<double>(a.f()); break;
-      case AP::INT: at.value = static_cast<int64_t>(a.i()); break;
-      case AP::STRING: at.value = a.s(); break;
+      case AP::FLOAT:
+        at.value = static_cast<double>(a.f());
+        break;
+      case AP::INT:
+        at.value = static_cast<int64_t>(a.i());
+        break;
+      case AP::STRING:
+        at.value = a.s();
+        break;
       case AP::TENSOR:
         at.value = Attribute::TensorInfo{onnximp::dtypeFromOnnx(a.t().data_type()),
                                          std::vector<int64_t>(a.t().dims().begin(), a.t().dims().end())};
         break;
       case AP::SPARSE_TENSOR:
-        at.value = Attribute::TensorInfo{onnximp::dtypeFromOnnx(a.sparse_tensor().values().data_type()),
-                                         std::vector<int64_t>(a.sparse_tensor().dims().begin(), a.sparse_tensor().dims().end())};
+        at.value = Attribute::TensorInfo{
+            onnximp::dtypeFromOnnx(a.sparse_tensor().values().data_type()),
+            std::vector<int64_t>(a.sparse_tensor().dims().begin(), a.sparse_tensor().dims().end())};
         break;
       case AP::FLOATS: {
         std::vector<double> v;
@@ -450,9 +474,14 @@ void convertAttributes(const onnx::NodeProto& node, Node& out) {
         at.value = std::move(v);
         break;
       }
-      case AP::INTS: at.value = std::vector<int64_t>(a.ints().begin(), a.ints().end()); break;
-      case AP::STRINGS: at.value = std::vector<std::string>(a.strings().begin(), a.strings().end()); break;
-      default: continue;  // graphs live in Node::subgraphs; tensor lists and type protos are dropped
+      case AP::INTS:
+        at.value = std::vector<int64_t>(a.ints().begin(), a.ints().end());
+        break;
+      case AP::STRINGS:
+        at.value = std::vector<std::string>(a.strings().begin(), a.strings().end());
+        break;
+      default:
+        continue;  // graphs live in Node::subgraphs; tensor lists and type protos are dropped
     }
     out.attrs[a.name()] = std::move(at);
   }
@@ -485,9 +514,9 @@ class GraphBuilder {
     bool hasRank = false;
     bool isConst = false;
     bool outer = false;
-    std::shared_ptr<const ConstTensor> c;                 ///< Dims (and small data) of a constant.
-    const onnx::TensorProto* proto = nullptr;             ///< Original initializer, for ONNX inference.
-    std::shared_ptr<onnx::TensorProto> madeProto;         ///< Made from `c`, for ONNX inference.
+    std::shared_ptr<const ConstTensor> c;          ///< Dims (and small data) of a constant.
+    const onnx::TensorProto* proto = nullptr;      ///< Original initializer, for ONNX inference.
+    std::shared_ptr<onnx::TensorProto> madeProto;  ///< Made from `c`, for ONNX inference.
   };
 
   /// `key` views a string of the model (stable during the import).
@@ -554,8 +583,8 @@ void GraphBuilder::setShape(Val& val, const TypeInfo& t) {
   val.v.shape = t.dims;
   val.v.shapeKnown = t.full() && plausible(t.dims);
   if (t.full() && !plausible(t.dims))
-    ctx_.warn("implausible:" + val.v.name, "tensor '" + val.v.name + "' has an implausible shape " +
-                                               shapeToString(t.dims) + "; treated as unknown");
+    ctx_.warn("implausible:" + val.v.name,
+              "tensor '" + val.v.name + "' has an implausible shape " + shapeToString(t.dims) + "; treated as unknown");
 }
 
 void GraphBuilder::setConst(Val& val, ConstTensor c) {
@@ -641,7 +670,8 @@ void GraphBuilder::completeLoopShapes(const onnx::NodeProto& node, const std::ve
     t.hasRank = true;
     if (i < carried) {
       const int init = ins[2 + i];
-      if (init < 0 || !vals_[static_cast<size_t>(init)].v.shapeKnown || vals_[static_cast<size_t>(init)].v.shape != out.shape)
+      if (init < 0 || !vals_[static_cast<size_t>(init)].v.shapeKnown ||
+          vals_[static_cast<size_t>(init)].v.shape != out.shape)
         continue;
       t.dims = out.shape;
     } else {
@@ -673,8 +703,8 @@ bool GraphBuilder::tryFold(onnx::NodeProto& node, const std::vector<int>& ins) {
     ++present;
     allConst = allConst && vals_[static_cast<size_t>(id)].isConst;
   }
-  const bool shapeOnly = (op == "Shape" || op == "Size") && present >= 1 && ins[0] >= 0 &&
-                         vals_[static_cast<size_t>(ins[0])].v.shapeKnown;
+  const bool shapeOnly =
+      (op == "Shape" || op == "Size") && present >= 1 && ins[0] >= 0 && vals_[static_cast<size_t>(ins[0])].v.shapeKnown;
   if (!((present > 0 && allConst) || (present == 0 && op == "Constant") || shapeOnly)) return false;
 
   std::vector<ConstTensor> shapeHolders(ins.size());
@@ -750,13 +780,15 @@ Status GraphBuilder::processNode(onnx::NodeProto& node) {
   convertAttributes(node, n);
   if (!isKnownDomain(node.domain()))
     ctx_.warn("domain:" + node.domain() + ":" + node.op_type(),
-              "node '" + node.name() + "' uses operator '" + node.op_type() + "' of unknown domain '" +
-                  node.domain() + "' (imported as an opaque operator)");
+              "node '" + node.name() + "' uses operator '" + node.op_type() + "' of unknown domain '" + node.domain() +
+                  "' (imported as an opaque operator)");
   for (int id : ins) n.inputs.push_back(id);
   if (auto it = ctx_.implicitInputs.find(&node); it != ctx_.implicitInputs.end()) {
     for (const auto& name : it->second) {
       const int id = resolve(name);
-      if (id < 0) return ctx_.fail("node '", node.name(), "' uses tensor '", name, "' in a subgraph, but no node produces it", where_);
+      if (id < 0)
+        return ctx_.fail("node '", node.name(), "' uses tensor '", name, "' in a subgraph, but no node produces it",
+                         where_);
       n.inputs.push_back(id);
     }
     n.attrs["partex.implicit_inputs"].value = static_cast<int64_t>(it->second.size());
@@ -934,8 +966,8 @@ Result<std::shared_ptr<Graph>> GraphBuilder::assemble() {
   for (size_t i = 0; i < unknown.size() && i < kMaxShapeWarnings; ++i)
     ctx_.warn("unknown:" + where_ + unknown[i], "shape of tensor " + unknown[i] + " is unknown" + where_);
   if (unknown.size() > kMaxShapeWarnings)
-    ctx_.warn("unknown-more:" + where_, std::to_string(unknown.size() - kMaxShapeWarnings) +
-                                            " more tensors have unknown shapes" + where_);
+    ctx_.warn("unknown-more:" + where_,
+              std::to_string(unknown.size() - kMaxShapeWarnings) + " more tensors have unknown shapes" + where_);
   return graph;
 }
 
@@ -990,7 +1022,8 @@ Result<Graph> importModel(onnx::ModelProto& model, ImportCtx& ctx, const ImportO
   for (const auto& imp : model.opset_import()) {
     const std::string d = normDomain(imp.domain());
     const auto version = imp.version();
-    if (version < 0 || version > INT_MAX) return ctx.fail("invalid opset version ", std::to_string(version), " for domain '", imp.domain(), "'");
+    if (version < 0 || version > INT_MAX)
+      return ctx.fail("invalid opset version ", std::to_string(version), " for domain '", imp.domain(), "'");
     ctx.opsets[d] = static_cast<int>(version);
     if (d.empty()) {
       haveDefault = true;
@@ -1186,7 +1219,8 @@ std::string sha256Hex(const std::string& bytes) {
   auto block = [&](const unsigned char* p) {
     uint32_t w[64];
     for (int i = 0; i < 16; ++i)
-      w[i] = (uint32_t{p[4 * i]} << 24) | (uint32_t{p[4 * i + 1]} << 16) | (uint32_t{p[4 * i + 2]} << 8) | uint32_t{p[4 * i + 3]};
+      w[i] = (uint32_t{p[4 * i]} << 24) | (uint32_t{p[4 * i + 1]} << 16) | (uint32_t{p[4 * i + 2]} << 8) |
+             uint32_t{p[4 * i + 3]};
     for (int i = 16; i < 64; ++i) {
       const uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
       const uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
@@ -1205,7 +1239,14 @@ std::string sha256Hex(const std::string& bytes) {
       b = a;
       a = t1 + t2;
     }
-    h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += hh;
+    h[0] += a;
+    h[1] += b;
+    h[2] += c;
+    h[3] += d;
+    h[4] += e;
+    h[5] += f;
+    h[6] += g;
+    h[7] += hh;
   };
   const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
   const size_t n = bytes.size();

@@ -12,8 +12,8 @@ namespace {
 struct Dim {
   int64_t value = 0;
   const char* param = nullptr;
-  Dim(int64_t v) : value(v) {}             // NOLINT: implicit by design
-  Dim(const char* p) : param(p) {}         // NOLINT: implicit by design
+  Dim(int64_t v) : value(v) {}      // NOLINT: implicit by design
+  Dim(const char* p) : param(p) {}  // NOLINT: implicit by design
 };
 
 void setType(onnx::ValueInfoProto* vi, int32_t elem, std::initializer_list<Dim> dims, bool withShape = true) {
@@ -151,9 +151,15 @@ Model tinyModel(int64_t opset, int64_t ir) {
 
 }  // namespace
 
-std::string tiny() { return tinyModel(13, 8).bytes(); }
-std::string withIrVersion(int64_t irVersion) { return tinyModel(13, irVersion).bytes(); }
-std::string withOpset(int64_t opset) { return tinyModel(opset, 8).bytes(); }
+std::string tiny() {
+  return tinyModel(13, 8).bytes();
+}
+std::string withIrVersion(int64_t irVersion) {
+  return tinyModel(13, irVersion).bytes();
+}
+std::string withOpset(int64_t opset) {
+  return tinyModel(opset, 8).bytes();
+}
 
 std::string failingChecker() {
   Model m;
@@ -338,6 +344,32 @@ std::string withShapeChain() {
   addConstInt64(m.g, "axis2", {1}, {2});
   addNode(m.g, "Slice", {"x", "zero1", "half_u", "axis2"}, {"sliced"}, "slice");
   addOutput(m.g, "scores", kFloat, {"b", "h", "q", "k"});
+  // Resize and Pad with computed scales and pads on a 4-D view of x.
+  addConstInt64(m.g, "eight", {1}, {8});
+  auto* cat3 = addNode(m.g, "Concat", {"batch_u", "seq_u", "eight", "eight"}, {"image_shape"});
+  addAttr(cat3, "axis", int64_t{0});
+  addNode(m.g, "Reshape", {"x", "image_shape"}, {"image"}, "to_image");
+  auto addConstFloat = [&](const char* out, std::initializer_list<float> values) {
+    auto* n = addNode(m.g, "Constant", {}, {out});
+    auto* a = n->add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    a->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+    a->mutable_t()->add_dims(static_cast<int64_t>(values.size()));
+    for (float v : values) a->mutable_t()->add_float_data(v);
+  };
+  addConstFloat("keep_scale", {1.0f, 1.0f});
+  addConstFloat("up_scale", {2.0f, 2.0f});
+  auto* cat4 = addNode(m.g, "Concat", {"keep_scale", "up_scale"}, {"scales"});
+  addAttr(cat4, "axis", int64_t{0});
+  addNode(m.g, "Resize", {"image", "", "scales"}, {"resized"}, "resize");
+  addConstInt64(m.g, "zero2", {2}, {0, 0});
+  addNode(m.g, "Mul", {"zero2", "zero2"}, {"zero2b"});
+  addNode(m.g, "Add", {"zero2b", "one"}, {"one2"});
+  auto* cat5 = addNode(m.g, "Concat", {"zero2", "one2", "zero2", "one2"}, {"pads"});
+  addAttr(cat5, "axis", int64_t{0});
+  addNode(m.g, "Pad", {"resized", "pads"}, {"padded"}, "pad");
+  addOutput(m.g, "padded", kFloat, {"p0", "p1", "p2", "p3"});
   // Symbolic output dims: the shapes must come from the importer, not from these declarations.
   addOutput(m.g, "bias_e", kFloat, {"e0", "e1", "e2"});
   addOutput(m.g, "tiled", kFloat, {"t0", "t1", "t2"});
@@ -359,11 +391,11 @@ std::string withRandom() {
 std::string withUnnamedAndDuplicateNames() {
   Model m;
   addInput(m.g, "x", kFloat, {1, 4});
-  addNode(m.g, "Relu", {"x"}, {"a"});                 // unnamed: Relu_0
-  addNode(m.g, "Relu", {"a"}, {"b"}, "Relu_3");        // a given name that an invented one would collide with
+  addNode(m.g, "Relu", {"x"}, {"a"});            // unnamed: Relu_0
+  addNode(m.g, "Relu", {"a"}, {"b"}, "Relu_3");  // a given name that an invented one would collide with
   addNode(m.g, "Neg", {"b"}, {"c"}, "dup");
-  addNode(m.g, "Relu", {"c"}, {"d"});                  // unnamed: Relu_3 is taken
-  addNode(m.g, "Neg", {"d"}, {"y"}, "dup");            // duplicate given name
+  addNode(m.g, "Relu", {"c"}, {"d"});        // unnamed: Relu_3 is taken
+  addNode(m.g, "Neg", {"d"}, {"y"}, "dup");  // duplicate given name
   addOutput(m.g, "y", kFloat, {1, 4});
   return m.bytes();
 }

@@ -34,8 +34,8 @@ std::string withLoop();
 /// com.example::FancyOp between two Relus.
 std::string withUnknownDomain();
 /// Attention-like shape arithmetic: Shape -> Gather -> Unsqueeze -> Concat -> Reshape, plus
-/// Expand, Tile and Slice whose shape inputs are computed, and a ConstantOfShape weight.
-/// Operators after folding: Reshape, Transpose x2, MatMul x2, Expand, Tile, Slice (8).
+/// Expand, Tile, Slice, Resize and Pad whose shape inputs are computed, and a ConstantOfShape weight.
+/// Operators after folding: Reshape x2, Transpose x2, MatMul x2, Expand, Tile, Slice, Resize, Pad.
 std::string withShapeChain();
 /// RandomNormal (no inputs, not folded) feeding an Add.
 std::string withRandom();
