@@ -21,9 +21,25 @@ struct Intervals {
     }
     return t;
   }
+  /// Inserts [s, e), merging it with touching neighbours so that a packed stretch is one block
+  /// and firstFit() walks only real gaps (otherwise a saturated link costs O(k) per booking).
   void insert(double s, double e) {
     auto it = std::upper_bound(iv.begin(), iv.end(), std::make_pair(s, e));
-    iv.insert(it, {s, e});
+    const bool joinPrev = it != iv.begin() && std::prev(it)->second >= s;
+    const bool joinNext = it != iv.end() && it->first <= e;
+    if (joinPrev && joinNext) {
+      auto prev = std::prev(it);
+      prev->second = std::max(prev->second, std::max(e, it->second));
+      iv.erase(it);
+    } else if (joinPrev) {
+      auto prev = std::prev(it);
+      prev->second = std::max(prev->second, e);
+    } else if (joinNext) {
+      it->first = s;
+      it->second = std::max(it->second, e);
+    } else {
+      iv.insert(it, {s, e});
+    }
   }
 };
 
@@ -40,6 +56,68 @@ struct Simulator::Scratch {
   std::vector<double> lastStart;  // start times of the last successful run, for move()
   std::vector<int> topoPos;
 };
+
+/// Peak live bytes per device (see simulator.h).
+void fillPeakBytes(const CostTable& t, Timeline& tl) {
+  const int n = t.numTasks(), m = t.numDevices();
+  const double makespan = tl.makespan;
+  tl.peakBytes.assign(static_cast<size_t>(m), 0);
+  tl.overCapacity.assign(static_cast<size_t>(m), false);
+  // Peak live bytes per device: a result lives on its device from its start until its last use
+  // there (a consumer's end or an outgoing transfer's end); a copy lives on the receiving device
+  // from the transfer's start until its last consumer there ends.
+  std::vector<std::vector<std::pair<double, int64_t>>> events(static_cast<size_t>(m));
+  std::vector<double> lastUseOnOwn(static_cast<size_t>(n), -1.0);
+  std::vector<double> lastUseRemote(static_cast<size_t>(n) * static_cast<size_t>(m), -1.0);
+  for (const auto& e : t.edges) {
+    const DeviceId du = tl.tasks[static_cast<size_t>(e.src)].device, dv = tl.tasks[static_cast<size_t>(e.dst)].device;
+    const double endV = tl.tasks[static_cast<size_t>(e.dst)].end;
+    if (du == dv)
+      lastUseOnOwn[static_cast<size_t>(e.src)] = std::max(lastUseOnOwn[static_cast<size_t>(e.src)], endV);
+    else
+      lastUseRemote[static_cast<size_t>(e.src) * static_cast<size_t>(m) + static_cast<size_t>(dv)] =
+          std::max(lastUseRemote[static_cast<size_t>(e.src) * static_cast<size_t>(m) + static_cast<size_t>(dv)], endV);
+  }
+  auto outBytesOf = [&](TaskId v) -> int64_t {
+    if (!t.work.empty()) return t.work[static_cast<size_t>(v)].bytesWritten;
+    int64_t b = 0;
+    for (int32_t ei : t.outEdges[static_cast<size_t>(v)]) b = std::max(b, t.edges[static_cast<size_t>(ei)].bytes);
+    return b;
+  };
+  for (const auto& tr : tl.transfers) {
+    if (tr.src < 0) continue;
+    lastUseOnOwn[static_cast<size_t>(tr.src)] = std::max(lastUseOnOwn[static_cast<size_t>(tr.src)], tr.end);
+    if (tr.dst >= 0) {
+      double until = lastUseRemote[static_cast<size_t>(tr.src) * static_cast<size_t>(m) + static_cast<size_t>(tr.to)];
+      events[static_cast<size_t>(tr.to)].push_back({tr.start, tr.bytes});
+      events[static_cast<size_t>(tr.to)].push_back({std::max(until, tr.end), -tr.bytes});
+    }
+  }
+  for (TaskId v = 0; v < n; ++v) {
+    const auto& slot = tl.tasks[static_cast<size_t>(v)];
+    const int64_t b = outBytesOf(v);
+    if (b <= 0) continue;
+    double until = std::max(slot.end, lastUseOnOwn[static_cast<size_t>(v)]);
+    if (!t.outputBytes.empty() && t.outputBytes[static_cast<size_t>(v)] > 0) until = std::max(until, makespan);
+    events[static_cast<size_t>(slot.device)].push_back({slot.start, b});
+    events[static_cast<size_t>(slot.device)].push_back({until, -b});
+  }
+  for (DeviceId d = 0; d < m; ++d) {
+    auto& ev = events[static_cast<size_t>(d)];
+    std::sort(ev.begin(), ev.end(), [](const auto& a, const auto& b) {
+      if (a.first != b.first) return a.first < b.first;
+      return a.second < b.second;  // frees before allocations at the same instant
+    });
+    int64_t live = 0, peak = 0;
+    for (const auto& [time, delta] : ev) {
+      live += delta;
+      peak = std::max(peak, live);
+    }
+    tl.peakBytes[static_cast<size_t>(d)] = peak;
+    const int64_t cap = t.memCapacity.empty() ? 0 : t.memCapacity[static_cast<size_t>(d)];
+    tl.overCapacity[static_cast<size_t>(d)] = cap > 0 && peak > cap;
+  }
+}
 
 Simulator::Simulator(const CostTable& t, SimOptions opts) : t_(t), opts_(opts), s_(std::make_shared<Scratch>()) {}
 
@@ -200,67 +278,16 @@ Result<Timeline> Simulator::run(const Plan& plan) {
   for (DeviceId d = 0; d < m; ++d)
     tl.utilisation[static_cast<size_t>(d)] = makespan > 0 ? tl.busy[static_cast<size_t>(d)] / makespan : 0.0;
 
-  // Peak live bytes per device: a result lives on its device from its start until its last use
-  // there (a consumer's end or an outgoing transfer's end); a copy lives on the receiving device
-  // from the transfer's start until its last consumer there ends.
-  std::vector<std::vector<std::pair<double, int64_t>>> events(static_cast<size_t>(m));
-  std::vector<double> lastUseOnOwn(static_cast<size_t>(n), -1.0);
-  std::vector<double> lastUseRemote(static_cast<size_t>(n) * static_cast<size_t>(m), -1.0);
-  for (const auto& e : t.edges) {
-    const DeviceId du = tl.tasks[static_cast<size_t>(e.src)].device, dv = tl.tasks[static_cast<size_t>(e.dst)].device;
-    const double endV = tl.tasks[static_cast<size_t>(e.dst)].end;
-    if (du == dv)
-      lastUseOnOwn[static_cast<size_t>(e.src)] = std::max(lastUseOnOwn[static_cast<size_t>(e.src)], endV);
-    else
-      lastUseRemote[static_cast<size_t>(e.src) * static_cast<size_t>(m) + static_cast<size_t>(dv)] =
-          std::max(lastUseRemote[static_cast<size_t>(e.src) * static_cast<size_t>(m) + static_cast<size_t>(dv)], endV);
-  }
-  auto outBytesOf = [&](TaskId v) -> int64_t {
-    if (!t.work.empty()) return t.work[static_cast<size_t>(v)].bytesWritten;
-    int64_t b = 0;
-    for (int32_t ei : t.outEdges[static_cast<size_t>(v)]) b = std::max(b, t.edges[static_cast<size_t>(ei)].bytes);
-    return b;
-  };
-  for (const auto& tr : tl.transfers) {
-    if (tr.src < 0) continue;
-    lastUseOnOwn[static_cast<size_t>(tr.src)] = std::max(lastUseOnOwn[static_cast<size_t>(tr.src)], tr.end);
-    if (tr.dst >= 0) {
-      double until = lastUseRemote[static_cast<size_t>(tr.src) * static_cast<size_t>(m) + static_cast<size_t>(tr.to)];
-      events[static_cast<size_t>(tr.to)].push_back({tr.start, tr.bytes});
-      events[static_cast<size_t>(tr.to)].push_back({std::max(until, tr.end), -tr.bytes});
-    }
-  }
-  for (TaskId v = 0; v < n; ++v) {
-    const auto& slot = tl.tasks[static_cast<size_t>(v)];
-    const int64_t b = outBytesOf(v);
-    if (b <= 0) continue;
-    double until = std::max(slot.end, lastUseOnOwn[static_cast<size_t>(v)]);
-    if (!t.outputBytes.empty() && t.outputBytes[static_cast<size_t>(v)] > 0) until = std::max(until, makespan);
-    events[static_cast<size_t>(slot.device)].push_back({slot.start, b});
-    events[static_cast<size_t>(slot.device)].push_back({until, -b});
-  }
   tl.peakBytes.assign(static_cast<size_t>(m), 0);
   tl.overCapacity.assign(static_cast<size_t>(m), false);
-  for (DeviceId d = 0; d < m; ++d) {
-    auto& ev = events[static_cast<size_t>(d)];
-    std::sort(ev.begin(), ev.end(), [](const auto& a, const auto& b) {
-      if (a.first != b.first) return a.first < b.first;
-      return a.second < b.second;  // frees before allocations at the same instant
-    });
-    int64_t live = 0, peak = 0;
-    for (const auto& [time, delta] : ev) {
-      live += delta;
-      peak = std::max(peak, live);
-    }
-    tl.peakBytes[static_cast<size_t>(d)] = peak;
-    const int64_t cap = t.memCapacity.empty() ? 0 : t.memCapacity[static_cast<size_t>(d)];
-    tl.overCapacity[static_cast<size_t>(d)] = cap > 0 && peak > cap;
-  }
+  if (peaks_) fillPeakBytes(t, tl);
   return tl;
 }
 
 Result<double> Simulator::makespan(const Plan& plan) {
+  peaks_ = false;  // the search loop needs only the makespan
   auto tl = run(plan);
+  peaks_ = true;
   if (!tl) return Error{tl.message()};
   return tl->makespan;
 }
@@ -295,11 +322,16 @@ Result<Timeline> Simulator::move(Plan& plan, TaskId v, DeviceId d) {
   auto& to = plan.order[static_cast<size_t>(d)];
   to.insert(std::find_if(to.begin(), to.end(), [&](TaskId x) { return before(v, x); }), v);
   plan.algorithm = "manual";
+  peaks_ = false;  // the live chart needs times; peak bytes are filled on demand (fillPeakBytes)
   auto tl = run(plan);
+  peaks_ = true;
   if (tl) return tl;
   // Ties between zero-length operators can still order a consumer first: fall back to rank order.
   orderByUpwardRank(t_, plan);
-  return run(plan);
+  peaks_ = false;
+  tl = run(plan);
+  peaks_ = true;
+  return tl;
 }
 
 Result<Timeline> simulate(const CostTable& t, const Plan& plan, const SimOptions& opts) {

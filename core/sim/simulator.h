@@ -51,6 +51,9 @@ struct Timeline {
 /// deadlocks against the dependencies) name the task.
 Result<Timeline> simulate(const CostTable& t, const Plan& plan, const SimOptions& opts = {});
 
+/// Fills Timeline::peakBytes and overCapacity from the task and transfer slots.
+void fillPeakBytes(const CostTable& t, Timeline& tl);
+
 /// Re-simulation for interactive edits: keeps buffers between calls. simulate() after a one-task
 /// move must stay under 1 ms for 1,000 tasks and 10 ms for 10,000 (measured in bench/sched).
 class Simulator {
@@ -60,11 +63,14 @@ class Simulator {
   /// Makespan only (no timeline copy): the inner loop of local search.
   Result<double> makespan(const Plan& plan);
   /// Moves task v to device d (placed on d by its last simulated start time) and re-simulates.
+  /// For speed (it drives the live chart) the returned timeline has no peak bytes: call
+  /// fillPeakBytes() when they are shown.
   Result<Timeline> move(Plan& plan, TaskId v, DeviceId d);
 
  private:
   const CostTable& t_;
   SimOptions opts_;
+  bool peaks_ = true;  ///< Compute peak bytes (off inside makespan()).
   struct Scratch;
   std::shared_ptr<Scratch> s_;
 };
