@@ -34,21 +34,6 @@ namespace {
 
 using namespace sched_detail;
 
-double numParam(const SchedOptions& o, const std::string& key, double def, bool& ok) {
-  auto it = o.params.find(key);
-  if (it == o.params.end() || trim(it->second).empty()) return def;
-  try {
-    size_t used = 0;
-    const std::string s = trim(it->second);
-    const double v = std::stod(s, &used);
-    if (used != s.size() || !std::isfinite(v)) ok = false;
-    return v;
-  } catch (...) {
-    ok = false;
-    return def;
-  }
-}
-
 bool isComputeOp(const CostTable& t, TaskId v) {
   const auto vi = static_cast<size_t>(v);
   if (!t.work.empty() && t.work[vi].cls != OpClass::Unknown)

@@ -40,21 +40,6 @@ constexpr double kHuge = 1e18;
 
 double finiteOrHuge(double x) { return std::isfinite(x) ? x : kHuge; }
 
-double numParam(const SchedOptions& o, const std::string& key, double def, bool& ok) {
-  auto it = o.params.find(key);
-  if (it == o.params.end() || trim(it->second).empty()) return def;
-  try {
-    size_t used = 0;
-    const std::string s = trim(it->second);
-    const double v = std::stod(s, &used);
-    if (used != s.size() || !std::isfinite(v)) ok = false;
-    return v;
-  } catch (...) {
-    ok = false;
-    return def;
-  }
-}
-
 class Duet final : public Scheduler {
  public:
   std::string name() const override { return "duet"; }

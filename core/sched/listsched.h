@@ -15,6 +15,10 @@
 
 namespace partex::sched_detail {
 
+/// Reads a numeric scheduler parameter (SchedOptions::params); `def` when absent; `ok` set false
+/// when the value is not a finite number.
+double numParam(const SchedOptions& o, const std::string& key, double def, bool& ok);
+
 /// Checks pinned/forbidden ids and that every task has at least one allowed device; the message
 /// names the first task without one.
 Status checkConstraints(const CostTable& t, const Constraints& c);

@@ -43,22 +43,6 @@ constexpr size_t kKeyBudgetBytes = size_t{256} << 20;
 
 double finiteOrHuge(double x) { return std::isfinite(x) ? x : kHuge; }
 
-/// Reads a numeric parameter; `ok` false on junk.
-double numParam(const SchedOptions& o, const std::string& key, double def, bool& ok) {
-  auto it = o.params.find(key);
-  if (it == o.params.end() || trim(it->second).empty()) return def;
-  try {
-    size_t used = 0;
-    const std::string s = trim(it->second);
-    const double v = std::stod(s, &used);
-    if (used != s.size() || !std::isfinite(v)) ok = false;
-    return v;
-  } catch (...) {
-    ok = false;
-    return def;
-  }
-}
-
 /// Nodes of the decision paths, shared between states and freed by reference counting, so that memory
 /// stays proportional to the live states, not to states x depth.
 class PathPool {
