@@ -8,14 +8,23 @@
 // about max(1000, budget_ms) ms) and is cancelled through its cancel token when it overruns.
 // Param members=a,b,c restricts the portfolio (heft and greedy are always added).
 //
-// Local search (search.cpp): moves are device reassignment of critical-path tasks first (ranked by the
-// estimated finish-time gain), then order swaps, moves of critical-path segments that share a device,
-// re-ordering by assignment-aware upward rank and HEFT-like list scheduling with the current assignment,
-// then the same moves off the critical path. First improvement of (makespan, sum of finish times);
-// seeded random kicks from the best plan when stuck. The stop is an evaluation count (param max_evals;
-// default scaled with the graph size) so that results are reproducible for a given seed; param
-// budget_ms (default min(2000, 50 + n)) is a wall-clock safety net on top. The result is re-judged by
-// simulate() and is never worse than the best member.
+// Local search (search.cpp), from the best member: iterated descent by first improvement of (makespan,
+// sum of finish times) over: critical-path tasks moved to another device (ranked by estimated gain),
+// adjacent swaps, stretches of the critical path moved together, critical tasks trading devices with
+// another task, every other position of a critical task, re-ordering by assignment-aware upward rank
+// and HEFT-like list scheduling with the current assignment, then the same moves off the critical path;
+// seeded random kicks from the best plan when stuck. Then simulated annealing from the best plan
+// (param anneal, default 0.4 of the evaluations: random insertions at any consistent position of any
+// allowed device, critical-path tasks half of the time, reassignments, adjacent swaps; geometric
+// cooling from 2% to 0.02% of the makespan), then iterated descent again from the best plan.
+// The stop is an evaluation count (param max_evals; default: what fits in budget_ms
+// on an unloaded machine) so that a given seed gives the same plan; the wall clock (twice budget_ms,
+// param budget_ms default min(2000, 50 + n)) is only a safety net.
+//
+// Small graphs (n <= param bnb_tasks, default 20): the branch and bound of exact.cpp then runs from the
+// local search's plan for at most param bnb_nodes nodes (default 200 * budget_ms); when it completes,
+// SchedInfo.optimal is set. The result is re-judged by simulate() and is never worse than the best
+// portfolio member.
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -182,10 +191,13 @@ class Best final : public Scheduler {
     search_detail::LocalSearchOptions lo;
     lo.seed = o.seed;
     lo.cancel = o.cancel;
-    const double defaultEvals = std::clamp(4.0e6 / (n + static_cast<double>(t.edges.size()) + 10.0), 100.0, 40000.0);
+    // About budget_ms of evaluations on an unloaded machine (one evaluation costs ~1 us + 0.08 us per
+    // task and edge); the wall clock (twice the budget) only guards against slow machines.
+    const double evalUs = 1.0 + 0.08 * (n + static_cast<double>(t.edges.size()));
+    const double defaultEvals = std::clamp(budgetMs * 1000.0 / evalUs, 100.0, 100000.0);
     lo.maxEvals = static_cast<int64_t>(paramDouble(o, "max_evals", defaultEvals));
     lo.annealFraction = std::clamp(paramDouble(o, "anneal", lo.annealFraction), 0.0, 1.0);
-    lo.wallLimitSec = std::min(budgetMs / 1000.0, std::max(0.0, o.timeLimitSec - elapsedMs() / 1000.0));
+    lo.wallLimitSec = std::min(2.0 * budgetMs / 1000.0, std::max(0.0, o.timeLimitSec - elapsedMs() / 1000.0));
     lo.progress = [&](double f) { o.report(0.5 + 0.5 * std::min(1.0, f), "best: local search"); };
     Plan plan = bestPlan;
     double planMs = bestMs;
@@ -202,14 +214,14 @@ class Best final : public Scheduler {
 
     // ---- Branch and bound on small graphs, warm-started with the local search's plan ----
     search_detail::BnbResult bnb;
-    const auto bnbTasks = static_cast<int>(paramDouble(o, "bnb_tasks", 40));
-    const auto bnbNodes = static_cast<int64_t>(paramDouble(o, "bnb_nodes", std::max(1000.0, 100.0 * budgetMs)));
+    const auto bnbTasks = static_cast<int>(paramDouble(o, "bnb_tasks", 20));
+    const auto bnbNodes = static_cast<int64_t>(paramDouble(o, "bnb_nodes", 200.0 * budgetMs));
     bool ranBnb = false;
     if (n > 0 && n <= bnbTasks && bnbNodes > 0) {
       SchedOptions bo;
       bo.sim = o.sim;
       bo.cancel = o.cancel;
-      const double limitSec = std::min(budgetMs / 1000.0, std::max(0.0, o.timeLimitSec - elapsedMs() / 1000.0));
+      const double limitSec = std::min(2.0 * budgetMs / 1000.0, std::max(0.0, o.timeLimitSec - elapsedMs() / 1000.0));
       if (limitSec > 0) {
         o.report(0.95, "best: branch and bound");
         bnb = search_detail::branchAndBound(t, c, bo, limitSec, bnbNodes, &plan, planMs);

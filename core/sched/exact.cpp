@@ -27,7 +27,8 @@
 // Result: SchedInfo.optimal when the search completed; otherwise SchedInfo.bound is the smallest bound
 // of the subtrees not fully explored (and a note says why the search stopped). Graphs above param
 // max_tasks (default 60) are refused; param max_nodes (default 0: unlimited) stops the search after
-// that many nodes (deterministic runs); param warm_best=0 skips `best` as a warm start.
+// that many nodes (deterministic runs); param warm_best=0 skips `best` as a warm start, warm=0 every
+// warm start (the search alone).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -106,16 +107,20 @@ class Exact final : public Scheduler {
       wo.cancel = o.cancel;
       wo.timeLimitSec = std::max(0.05, limit * 0.2);
       std::vector<std::unique_ptr<Scheduler>> warm;
-      warm.push_back(makeHeft());
-      warm.push_back(makePeft());
-      warm.push_back(makeCpop());
-      warm.push_back(makeGreedy());
-      warm.push_back(makeSingleDevice());
-      if (paramInt(o, "warm_best", 1) != 0) warm.push_back(makeBest());
+      if (paramInt(o, "warm", 1) != 0) {
+        warm.push_back(makeHeft());
+        warm.push_back(makePeft());
+        warm.push_back(makeCpop());
+        warm.push_back(makeGreedy());
+        warm.push_back(makeSingleDevice());
+        if (paramInt(o, "warm_best", 1) != 0) warm.push_back(makeBest());
+      }
       for (const auto& s : warm) {
         if (o.cancelled()) return cancelledError();
         SchedOptions so = wo;
-        if (s->name() == "best") so.params["budget_ms"] = std::to_string(static_cast<int>(std::min(2000.0, 1000.0 * limit * 0.2)));
+        // best runs with its default budget (min(2000, 50 + n) ms), within a fifth of the limit.
+        if (s->name() == "best")
+          so.params["budget_ms"] = std::to_string(std::max(1, static_cast<int>(std::min(50.0 + n, 200.0 * limit))));
         auto p = s->schedule(t, c, so);
         if (!p || !respectsConstraints(t, c, *p)) continue;
         auto tl = simulate(t, *p, o.sim);

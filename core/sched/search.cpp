@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <random>
 
@@ -25,8 +26,23 @@ double BusyIntervals::firstFit(double ready, double dur) const {
 }
 
 void BusyIntervals::insert(double s, double e) {
+  // Touching neighbours merge into one block, as in the simulator (same free gaps, shorter walks).
   auto it = std::upper_bound(iv.begin(), iv.end(), std::make_pair(s, e));
-  iv.insert(it, {s, e});
+  const bool joinPrev = it != iv.begin() && std::prev(it)->second >= s;
+  const bool joinNext = it != iv.end() && it->first <= e;
+  if (joinPrev && joinNext) {
+    auto prev = std::prev(it);
+    prev->second = std::max(prev->second, std::max(e, it->second));
+    iv.erase(it);
+  } else if (joinPrev) {
+    auto prev = std::prev(it);
+    prev->second = std::max(prev->second, e);
+  } else if (joinNext) {
+    it->first = s;
+    it->second = std::max(it->second, e);
+  } else {
+    iv.insert(it, {s, e});
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -52,6 +68,11 @@ double FastSim::run(const Plan& plan) {
   for (auto& l : links_) l.iv.clear();
   pending_ = indeg_;
   inputReady_.assign(n, 0.0);
+  edgeArrival_.assign(t.edges.size(), -1.0);
+  headValid_.assign(m, 0);
+  headReady_.resize(m);
+  headCause_.resize(m);
+  headCauseTask_.resize(m);
   cause_.assign(n, StartCause::Time0);
   causeTask_.assign(n, -1);
   const bool anyExclusive = !t.exclusiveWith.empty();
@@ -87,25 +108,36 @@ double FastSim::run(const Plan& plan) {
       if (pos_[d] >= ord.size()) continue;
       const TaskId v = ord[pos_[d]];
       if (pending_[static_cast<size_t>(v)] > 0) continue;
-      double ready = devFree_[d];
-      StartCause cause = pos_[d] > 0 ? StartCause::DevicePrev : StartCause::Time0;
-      TaskId causeTask = pos_[d] > 0 ? ord[pos_[d] - 1] : -1;
-      if (inputReady_[static_cast<size_t>(v)] > ready) {
-        ready = inputReady_[static_cast<size_t>(v)];
-        cause = StartCause::Input;
-        causeTask = -1;
-      }
-      for (int32_t ei : t.inEdges[static_cast<size_t>(v)]) {
-        const TaskId u = t.edges[static_cast<size_t>(ei)].src;
-        const double arr = static_cast<size_t>(plan.device[static_cast<size_t>(u)]) == d
-                               ? finish_[static_cast<size_t>(u)]
-                               : arrival_[static_cast<size_t>(u) * m + d];
-        if (arr > ready) {
-          ready = arr;
-          cause = StartCause::Data;
-          causeTask = u;
+      // Once its inputs are all there, a head's earliest start (before exclusive devices) is fixed
+      // until the device moves on: cache it.
+      if (!headValid_[d]) {
+        double r = devFree_[d];
+        StartCause c = pos_[d] > 0 ? StartCause::DevicePrev : StartCause::Time0;
+        TaskId ct = pos_[d] > 0 ? ord[pos_[d] - 1] : -1;
+        if (inputReady_[static_cast<size_t>(v)] > r) {
+          r = inputReady_[static_cast<size_t>(v)];
+          c = StartCause::Input;
+          ct = -1;
         }
+        for (int32_t ei : t.inEdges[static_cast<size_t>(v)]) {
+          const TaskId u = t.edges[static_cast<size_t>(ei)].src;
+          const double arr = static_cast<size_t>(plan.device[static_cast<size_t>(u)]) == d ? finish_[static_cast<size_t>(u)]
+                             : t.edges[static_cast<size_t>(ei)].fixedUs >= 0      ? edgeArrival_[static_cast<size_t>(ei)]
+                                                                                   : arrival_[static_cast<size_t>(u) * m + d];
+          if (arr > r) {
+            r = arr;
+            c = StartCause::Data;
+            ct = u;
+          }
+        }
+        headValid_[d] = 1;
+        headReady_[d] = r;
+        headCause_[d] = c;
+        headCauseTask_[d] = ct;
       }
+      double ready = headReady_[d];
+      StartCause cause = headCause_[d];
+      TaskId causeTask = headCauseTask_[d];
       if (anyExclusive) {
         const double dur = t.w(v, static_cast<DeviceId>(d));
         bool moved = true;
@@ -132,6 +164,7 @@ double FastSim::run(const Plan& plan) {
     if (bestDev < 0) return -1.0;
     const auto d = static_cast<size_t>(bestDev);
     const TaskId v = plan.order[d][pos_[d]++];
+    headValid_[d] = 0;
     const double dur = t.w(v, bestDev);
     const double end = bestStart + dur;
     start_[static_cast<size_t>(v)] = bestStart;
@@ -152,6 +185,11 @@ double FastSim::run(const Plan& plan) {
       --pending_[static_cast<size_t>(e.dst)];
       const DeviceId b = plan.device[static_cast<size_t>(e.dst)];
       if (b == bestDev) continue;
+      if (e.fixedUs >= 0) {  // task-graph edges are separate messages
+        const double c = t.comm(ei, bestDev, b);
+        edgeArrival_[static_cast<size_t>(ei)] = book(bestDev, b, end, c) + c;
+        continue;
+      }
       auto& pd = perDest_[static_cast<size_t>(b)];
       const double c = t.comm(ei, bestDev, b);
       pd.first = std::max(pd.first, c);
@@ -275,23 +313,18 @@ class Searcher {
     snapshot();
     best_ = cur_;
     bestMs_ = curMs_;
-    // Simulated annealing first (global moves), then iterated descent from the best plan found.
-    if (lo_.annealFraction > 0 && n_ >= 2) {
-      anneal(static_cast<int64_t>(lo_.annealFraction * static_cast<double>(lo_.maxEvals)));
+    // Iterated descent from the start, then simulated annealing from the best plan so far (global
+    // moves), then iterated descent again from the best.
+    const auto total = static_cast<double>(lo_.maxEvals);
+    const double a = n_ >= 2 ? lo_.annealFraction : 0.0;
+    iterated(static_cast<int64_t>((1.0 - a) * total));
+    if (a > 0 && !stop()) {
       cur_ = best_;
       snapshot();
-    }
-    int stuck = 0;
-    while (!stop()) {
-      if (!descend()) break;  // budget ran out inside the descent
-      if (curMs_ < bestMs_ - tol(bestMs_)) {
-        best_ = cur_;
-        bestMs_ = curMs_;
-        stuck = 0;
-      } else {
-        ++stuck;
-      }
-      if (!perturb(stuck)) break;
+      anneal(evals_ + static_cast<int64_t>(0.8 * a * total));
+      cur_ = best_;
+      snapshot();
+      iterated(lo_.maxEvals);
     }
     if (curMs_ >= 0 && curMs_ < bestMs_ - tol(bestMs_)) {
       best_ = cur_;
@@ -308,8 +341,32 @@ class Searcher {
  private:
   static double tol(double x) { return 1e-9 * std::max(1.0, std::fabs(x)); }
 
+  /// Iterated local search (descent, kick from the best, descent, ...) until `end` evaluations.
+  void iterated(int64_t end) {
+    phaseEnd_ = std::min(end, lo_.maxEvals);
+    int stuck = 0;
+    while (!stop()) {
+      const int64_t evalsBefore = evals_;
+      if (!descend()) break;  // budget ran out inside the descent
+      if (curMs_ < bestMs_ - tol(bestMs_)) {
+        best_ = cur_;
+        bestMs_ = curMs_;
+        stuck = 0;
+      } else {
+        ++stuck;
+      }
+      if (!perturb(stuck)) break;
+      if (evals_ == evalsBefore) break;  // no move applies at all (e.g. one device, a chain)
+    }
+    if (curMs_ >= 0 && curMs_ < bestMs_ - tol(bestMs_)) {
+      best_ = cur_;
+      bestMs_ = curMs_;
+    }
+    phaseEnd_ = lo_.maxEvals;
+  }
+
   bool stop() {
-    if (evals_ >= lo_.maxEvals) return true;
+    if (evals_ >= lo_.maxEvals || evals_ >= phaseEnd_) return true;
     if (lo_.cancel && lo_.cancel->load(std::memory_order_relaxed)) return true;
     if ((evals_ & 15) == 0) {
       const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
@@ -335,6 +392,9 @@ class Searcher {
     curStart_ = fs_.start();
     curFinish_ = fs_.finish();
     crit_ = fs_.criticalPath(cur_);
+    curPos_.resize(static_cast<size_t>(n_));
+    for (const auto& ord : cur_.order)
+      for (size_t i = 0; i < ord.size(); ++i) curPos_[static_cast<size_t>(ord[i])] = static_cast<int>(i);
   }
 
   bool better(double ms, double sum) const {
@@ -394,26 +454,22 @@ class Searcher {
   InsertRange insertRange(TaskId v, DeviceId d) const {
     InsertRange r;
     const auto& ord = cur_.order[static_cast<size_t>(d)];
-    int k = 0;
-    for (TaskId x : ord) {
-      if (x == v) {
-        r.self = k;
-        continue;
-      }
-      if (isPred(x, v)) r.lo = k + 1;
-      if (before(x, v)) r.byStart = k + 1;
-      ++k;
+    const bool here = cur_.device[static_cast<size_t>(v)] == d;
+    const int self = here ? curPos_[static_cast<size_t>(v)] : -1;
+    auto without = [&](int p) { return here && p > self ? p - 1 : p; };  // position once v is removed
+    r.self = self;
+    r.hi = static_cast<int>(ord.size()) - (here ? 1 : 0);
+    for (int32_t ei : t_.inEdges[static_cast<size_t>(v)]) {
+      const TaskId u = t_.edges[static_cast<size_t>(ei)].src;
+      if (cur_.device[static_cast<size_t>(u)] == d) r.lo = std::max(r.lo, without(curPos_[static_cast<size_t>(u)]) + 1);
     }
-    r.hi = k;
-    k = 0;
-    for (TaskId x : ord) {
-      if (x == v) continue;
-      if (isPred(v, x)) {
-        r.hi = std::min(r.hi, k);
-        break;
-      }
-      ++k;
+    for (int32_t ei : t_.outEdges[static_cast<size_t>(v)]) {
+      const TaskId x = t_.edges[static_cast<size_t>(ei)].dst;
+      if (cur_.device[static_cast<size_t>(x)] == d) r.hi = std::min(r.hi, without(curPos_[static_cast<size_t>(x)]));
     }
+    const auto at = std::partition_point(ord.begin(), ord.end(), [&](TaskId x) { return x == v || before(x, v); }) - ord.begin();
+    r.byStart = without(static_cast<int>(at));
+    if (here && static_cast<int>(at) > self) r.byStart = static_cast<int>(at) - 1;
     if (r.hi < r.lo) r.hi = r.lo;
     return r;
   }
@@ -768,8 +824,10 @@ class Searcher {
   Plan cur_, trial_, best_;
   double curMs_ = 0, curSum_ = 0, bestMs_ = 0;
   std::vector<double> curStart_, curFinish_;
+  std::vector<int> curPos_;  ///< Index of every task in its device's order (cur_).
   std::vector<TaskId> crit_;
   int64_t evals_ = 0, improvements_ = 0;
+  int64_t phaseEnd_ = INT64_MAX;
   bool clockStop_ = false;
 };
 
@@ -804,6 +862,7 @@ struct Node {
   std::vector<DeviceId> dev;       ///< -1 until fixed.
   std::vector<double> finish;      ///< -1 until processed.
   std::vector<double> arrival;     ///< [task * m + device], -1 until sent.
+  std::vector<double> edgeArrival; ///< Per edge with a fixed cost (a separate message), -1 until sent.
   std::vector<double> devFree;
   std::vector<BusyIntervals> devBusy;
   std::vector<BusyIntervals> links;
@@ -856,6 +915,30 @@ class BranchAndBound {
           const auto& back = t.exclusiveWith[static_cast<size_t>(p)];
           if (std::find(back.begin(), back.end(), d) != back.end()) exclusivePairs_.push_back({d, p});
         }
+    // How many usable devices can run at once: a maximum independent set of the (mutual) exclusivity
+    // graph; exact up to 20 usable devices, else the count (still a valid bound).
+    concurrent_ = static_cast<int>(usable_.size());
+    if (!exclusivePairs_.empty() && usable_.size() <= 20) {
+      const size_t k = usable_.size();
+      std::vector<uint32_t> conflict(k, 0);
+      for (const auto& [a, b] : exclusivePairs_) {
+        const auto ia = std::find(usable_.begin(), usable_.end(), a) - usable_.begin();
+        const auto ib = std::find(usable_.begin(), usable_.end(), b) - usable_.begin();
+        if (static_cast<size_t>(ia) >= k || static_cast<size_t>(ib) >= k) continue;
+        conflict[static_cast<size_t>(ia)] |= 1u << ib;
+        conflict[static_cast<size_t>(ib)] |= 1u << ia;
+      }
+      int best = 0;
+      for (uint32_t mask = 1; mask < (1u << k); ++mask) {
+        const int bits = __builtin_popcount(mask);
+        if (bits <= best) continue;
+        bool ok = true;
+        for (size_t i = 0; i < k && ok; ++i)
+          if ((mask >> i & 1u) && (conflict[i] & mask)) ok = false;
+        if (ok) best = bits;
+      }
+      concurrent_ = std::max(1, best);
+    }
     commTab_.resize(t.edges.size() * static_cast<size_t>(m_) * static_cast<size_t>(m_));
     for (size_t e = 0; e < t.edges.size(); ++e)
       for (DeviceId a = 0; a < m_; ++a)
@@ -878,6 +961,7 @@ class BranchAndBound {
     root.dev.assign(static_cast<size_t>(n_), -1);
     root.finish.assign(static_cast<size_t>(n_), -1.0);
     root.arrival.assign(static_cast<size_t>(n_) * static_cast<size_t>(m_), -1.0);
+    root.edgeArrival.assign(t_.edges.size(), -1.0);
     root.devFree.assign(static_cast<size_t>(m_), 0.0);
     root.devBusy.resize(static_cast<size_t>(m_));
     root.links.resize(static_cast<size_t>(std::max(0, t_.numLinkResources)));
@@ -956,11 +1040,16 @@ class BranchAndBound {
     return st;
   }
 
+  /// Arrival on d (!= the producer's device) of the data of edge ei from processed u.
+  double arrivalOf(const Node& s, int32_t ei, TaskId u, DeviceId d) const {
+    return t_.edges[static_cast<size_t>(ei)].fixedUs >= 0 ? s.edgeArrival[static_cast<size_t>(ei)] : s.arrival[idx(u, d)];
+  }
+
   double startOf(const Node& s, TaskId v, DeviceId d) const {
     double ready = std::max(s.devFree[static_cast<size_t>(d)], s.inputReady[static_cast<size_t>(v)]);
     for (int32_t ei : t_.inEdges[static_cast<size_t>(v)]) {
       const TaskId u = t_.edges[static_cast<size_t>(ei)].src;
-      const double arr = s.dev[static_cast<size_t>(u)] == d ? s.finish[static_cast<size_t>(u)] : s.arrival[idx(u, d)];
+      const double arr = s.dev[static_cast<size_t>(u)] == d ? s.finish[static_cast<size_t>(u)] : arrivalOf(s, ei, u, d);
       ready = std::max(ready, arr);
     }
     if (!t_.exclusiveWith.empty()) {
@@ -1006,6 +1095,11 @@ class BranchAndBound {
       --s.pending[static_cast<size_t>(e.dst)];
       const DeviceId b = s.dev[static_cast<size_t>(e.dst)];
       if (b == d) continue;
+      if (e.fixedUs >= 0) {  // a separate message, booked now (the simulator's order)
+        const double c = comm(ei, d, b);
+        s.edgeArrival[static_cast<size_t>(ei)] = book(s, d, b, end, c) + c;
+        continue;
+      }
       pd[b] = std::max(pd[b], comm(ei, d, b));
     }
     for (size_t b = 0; b < m; ++b) {
@@ -1056,7 +1150,7 @@ class BranchAndBound {
           double arr;
           if (s.finish[static_cast<size_t>(u)] >= 0) {
             const DeviceId du = s.dev[static_cast<size_t>(u)];
-            arr = du == d ? s.finish[static_cast<size_t>(u)] : std::max(s.finish[static_cast<size_t>(u)], s.arrival[idx(u, d)]);
+            arr = du == d ? s.finish[static_cast<size_t>(u)] : std::max(s.finish[static_cast<size_t>(u)], arrivalOf(s, ei, u, d));
           } else {
             arr = kInf;
             auto [ud, un] = cand(u);
@@ -1148,6 +1242,8 @@ class BranchAndBound {
         }
       }
       lb = std::max(lb, level);
+      // Exclusive devices: at most concurrent_ of them run at any time after the earliest free one.
+      if (concurrent_ < static_cast<int>(na)) lb = std::max(lb, a[0] + work / concurrent_);
     }
     return lb;
   }
@@ -1296,6 +1392,7 @@ class BranchAndBound {
   std::vector<double> outUs_;
   std::vector<DeviceId> usable_;
   std::vector<std::pair<DeviceId, DeviceId>> exclusivePairs_;
+  int concurrent_ = 1;
   std::vector<TaskId> inputTasks_;
   std::vector<double> est_, eft_, tail_;
   std::vector<double> commTab_;

@@ -2,13 +2,15 @@
 /// \file Machinery of the search-based schedulers (exact.cpp, best.cpp); internal to core/sched.
 /// - BusyIntervals: the simulator's busy-interval sets (first gap that fits), reproduced bit for bit.
 /// - FastSim: a lean re-implementation of simulate()'s makespan (no timeline copy, no memory peaks,
-///   buffers kept between calls) that also records why each task started when it did, so that local
+///   buffers kept between calls; ONNX edges are sent once per (producer, destination), task-graph edges
+///   with fixed costs are separate messages) that also records why each task started when it did, so that local
 ///   search can follow the critical path. Every plan it is used to pick is re-judged by simulate().
 /// - branchAndBound(): the exact search of exact.cpp (also used by best on small graphs).
-/// - localSearch(): iterated local search over plans (device reassignment, order swaps, moves of
-///   critical pairs, re-ordering by assignment-aware rank or list scheduling), strict improvements
-///   of (makespan, sum of finish times), seeded perturbations, evaluation limit plus a wall-clock
-///   safety net.
+/// - localSearch(): iterated local search, simulated annealing, iterated local search again, over plans (insertions at any
+///   consistent position, device reassignment, order swaps, moves of critical-path stretches, device
+///   exchanges, re-ordering by assignment-aware rank or list scheduling), strict improvements of
+///   (makespan, sum of finish times), seeded perturbations, evaluation limit plus a wall-clock safety
+///   net. best.cpp describes the strategy.
 
 #include <atomic>
 #include <cstdint>
@@ -49,11 +51,14 @@ class FastSim {
   SimOptions o_;
   int n_ = 0, m_ = 0;
   std::vector<int> indeg_;
-  std::vector<double> arrival_, finish_, start_, devFree_, inputReady_;
+  std::vector<double> arrival_, finish_, start_, devFree_, inputReady_, edgeArrival_;
   std::vector<size_t> pos_;
   std::vector<int> pending_;
   std::vector<BusyIntervals> devBusy_, links_;
-  std::vector<StartCause> cause_;
+  std::vector<StartCause> cause_, headCause_;
+  std::vector<char> headValid_;
+  std::vector<double> headReady_;
+  std::vector<TaskId> headCauseTask_;
   std::vector<TaskId> causeTask_;
   std::vector<std::pair<double, int64_t>> perDest_;
   TaskId lastTask_ = -1;  ///< The task (or output transfer's task) that sets the makespan.
@@ -68,7 +73,7 @@ struct LocalSearchOptions {
   int64_t maxEvals = 10000;       ///< Evaluation limit (the deterministic stop).
   double wallLimitSec = 2.0;      ///< Safety net.
   uint64_t seed = 1;
-  double annealFraction = 0.6;    ///< Share of the evaluations spent in simulated annealing first.
+  double annealFraction = 0.4;    ///< Share of the evaluations for simulated annealing (after a first descent).
   const std::atomic<bool>* cancel = nullptr;
   std::function<void(double)> progress;  ///< Fraction of the evaluation budget used; may be empty.
 };
