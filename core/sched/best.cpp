@@ -19,10 +19,11 @@
 // cooling from 2% to 0.02% of the makespan), then iterated descent again from the best plan.
 // The stop is an evaluation count (param max_evals; default: what fits in budget_ms
 // on an unloaded machine) so that a given seed gives the same plan; the wall clock (twice budget_ms,
-// param budget_ms default min(2000, 50 + n)) is only a safety net.
+// param budget_ms default min(2000, 100 + 4n)) is only a safety net.
 //
 // Small graphs (n <= param bnb_tasks, default 20): the branch and bound of exact.cpp then runs from the
-// local search's plan for at most param bnb_nodes nodes (default 200 * budget_ms); when it completes,
+// local search's plan for at most param bnb_nodes nodes (default 500 * budget_ms, wall clock 4 * budget_ms
+// as the safety net); when it completes,
 // SchedInfo.optimal is set. The result is re-judged by simulate() and is never worse than the best
 // portfolio member.
 #include <algorithm>
@@ -42,16 +43,6 @@ namespace partex {
 namespace {
 
 using namespace sched_detail;
-
-double paramDouble(const SchedOptions& o, const std::string& key, double def) {
-  auto it = o.params.find(key);
-  if (it == o.params.end()) return def;
-  try {
-    return std::stod(trim(it->second));
-  } catch (...) {
-    return def;
-  }
-}
 
 bool respectsConstraints(const CostTable& t, const Constraints& c, const Plan& p) {
   if (static_cast<int>(p.device.size()) != t.numTasks()) return false;
@@ -115,8 +106,17 @@ class Best final : public Scheduler {
     const int n = t.numTasks();
     const auto t0 = std::chrono::steady_clock::now();
     auto elapsedMs = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(); };
-    const double budgetMs = std::max(1.0, paramDouble(o, "budget_ms", std::min(2000.0, 50.0 + n)));
-    const double memberMs = paramDouble(o, "member_ms", std::max(100.0, budgetMs / 4));
+    bool ok = true;
+    const double budgetMs = std::max(1.0, numParam(o, "budget_ms", std::min(2000.0, 100.0 + 4.0 * n), ok));
+    const double memberMs = numParam(o, "member_ms", std::max(100.0, budgetMs / 4), ok);
+    // About budget_ms of evaluations on an unloaded machine (one evaluation costs ~1 us + 0.08 us per
+    // task and edge); the wall clock (twice the budget) only guards against slow machines.
+    const double evalUs = 1.0 + 0.08 * (n + static_cast<double>(t.edges.size()));
+    const double maxEvals = numParam(o, "max_evals", std::clamp(budgetMs * 1000.0 / evalUs, 100.0, 100000.0), ok);
+    const double anneal = numParam(o, "anneal", search_detail::LocalSearchOptions{}.annealFraction, ok);
+    const double bnbTasks = numParam(o, "bnb_tasks", 20, ok);
+    const double bnbNodes = numParam(o, "bnb_nodes", 500.0 * budgetMs, ok);
+    if (!ok) return makeError("best: params budget_ms, member_ms, max_evals, anneal, bnb_tasks and bnb_nodes must be numbers");
     const double portfolioMs = std::max(1000.0, budgetMs);
 
     // ---- Portfolio ----
@@ -135,10 +135,10 @@ class Best final : public Scheduler {
     others.push_back(makePeft());
     others.push_back(makePartitionTuner(true));
     others.push_back(makePartitionTuner(false));
-    others.push_back(makeDuet());
-    others.push_back(makePimDp());
     others.push_back(makeDlFusion());
     others.push_back(makeCoarseSubgraphs());
+    others.push_back(makeDuet());   // the two that search run last: on large graphs they use up
+    others.push_back(makePimDp());  // their share, and members skipped for lack of time are these
     std::vector<std::string> only;
     if (auto it = o.params.find("members"); it != o.params.end())
       for (const auto& x : split(it->second, ',')) only.push_back(trim(x));
@@ -191,12 +191,8 @@ class Best final : public Scheduler {
     search_detail::LocalSearchOptions lo;
     lo.seed = o.seed;
     lo.cancel = o.cancel;
-    // About budget_ms of evaluations on an unloaded machine (one evaluation costs ~1 us + 0.08 us per
-    // task and edge); the wall clock (twice the budget) only guards against slow machines.
-    const double evalUs = 1.0 + 0.08 * (n + static_cast<double>(t.edges.size()));
-    const double defaultEvals = std::clamp(budgetMs * 1000.0 / evalUs, 100.0, 100000.0);
-    lo.maxEvals = static_cast<int64_t>(paramDouble(o, "max_evals", defaultEvals));
-    lo.annealFraction = std::clamp(paramDouble(o, "anneal", lo.annealFraction), 0.0, 1.0);
+    lo.maxEvals = static_cast<int64_t>(std::max(0.0, maxEvals));
+    lo.annealFraction = std::clamp(anneal, 0.0, 1.0);
     lo.wallLimitSec = std::min(2.0 * budgetMs / 1000.0, std::max(0.0, o.timeLimitSec - elapsedMs() / 1000.0));
     lo.progress = [&](double f) { o.report(0.5 + 0.5 * std::min(1.0, f), "best: local search"); };
     Plan plan = bestPlan;
@@ -214,17 +210,15 @@ class Best final : public Scheduler {
 
     // ---- Branch and bound on small graphs, warm-started with the local search's plan ----
     search_detail::BnbResult bnb;
-    const auto bnbTasks = static_cast<int>(paramDouble(o, "bnb_tasks", 20));
-    const auto bnbNodes = static_cast<int64_t>(paramDouble(o, "bnb_nodes", 200.0 * budgetMs));
     bool ranBnb = false;
-    if (n > 0 && n <= bnbTasks && bnbNodes > 0) {
+    if (n > 0 && n <= bnbTasks && bnbNodes >= 1) {
       SchedOptions bo;
       bo.sim = o.sim;
       bo.cancel = o.cancel;
-      const double limitSec = std::min(2.0 * budgetMs / 1000.0, std::max(0.0, o.timeLimitSec - elapsedMs() / 1000.0));
+      const double limitSec = std::min(4.0 * budgetMs / 1000.0, std::max(0.0, o.timeLimitSec - elapsedMs() / 1000.0));
       if (limitSec > 0) {
         o.report(0.95, "best: branch and bound");
-        bnb = search_detail::branchAndBound(t, c, bo, limitSec, bnbNodes, &plan, planMs);
+        bnb = search_detail::branchAndBound(t, c, bo, limitSec, static_cast<int64_t>(bnbNodes), &plan, planMs);
         ranBnb = true;
         if (o.cancelled()) return cancelledError();
         if (bnb.found && bnb.makespan < planMs && respectsConstraints(t, c, bnb.plan)) {

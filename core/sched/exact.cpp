@@ -1,7 +1,8 @@
 // Exact optimum of the simulator's model by branch and bound (not a MILP: the simulator's link
 // first-fit bookings, send-once-per-destination transfers, exclusive devices and host inputs/outputs
 // are awkward to model faithfully as a MILP; a search that replays the simulator step by step is exact
-// by construction).
+// by construction). The search itself lives in search.cpp (branchAndBound), which best.cpp also uses
+// on small graphs.
 //
 // Search space. simulate() processes tasks one at a time: among the devices whose next task has all
 // inputs, the one that can start earliest (ties: lowest device index); start times are therefore
@@ -9,7 +10,8 @@
 // The search builds such sequences: a node is the simulator's state after a prefix; a branch picks a
 // ready task x (and its device when not yet fixed), computes its start exactly as the simulator would,
 // and at that moment fixes the devices of x's still unassigned successors (the simulator needs them to
-// book x's transfers). Devices of tasks that read model inputs are fixed first (root levels), because
+// book x's transfers, one message per destination device, or one per edge for task-graph edges with
+// fixed costs). Devices of tasks that read model inputs are fixed first (root levels), because
 // the simulator books input transfers before anything else. Only "canonical" sequences are kept: the
 // start of x is not below the last start, and on equal starts the lower device goes first unless x
 // depends on the later steps. The sequence the simulator itself follows for any plan is canonical, so
@@ -21,7 +23,7 @@
 // producers, earliest finishes of unprocessed producers plus uncontended transfer times) plus the
 // longest remaining path with the cheapest devices and uncontended transfers (outputs back to the
 // host included); per-device and exclusive-pair loads; the remaining work water-filled over the
-// devices' free times. Children are explored best bound first; the incumbent starts as the best of
+// devices' free times, and spread over the most devices that may run at once (exclusive groups). Children are explored best bound first; the incumbent starts as the best of
 // HEFT, PEFT, CPOP, greedy, single device and `best` (all re-judged by simulate()).
 //
 // Result: SchedInfo.optimal when the search completed; otherwise SchedInfo.bound is the smallest bound
@@ -46,16 +48,6 @@ namespace {
 
 using namespace sched_detail;
 
-int64_t paramInt(const SchedOptions& o, const std::string& key, int64_t def) {
-  auto it = o.params.find(key);
-  if (it == o.params.end()) return def;
-  try {
-    return std::stoll(trim(it->second));
-  } catch (...) {
-    return def;
-  }
-}
-
 bool respectsConstraints(const CostTable& t, const Constraints& c, const Plan& p) {
   if (static_cast<int>(p.device.size()) != t.numTasks()) return false;
   for (TaskId v = 0; v < t.numTasks(); ++v)
@@ -76,7 +68,12 @@ class Exact final : public Scheduler {
     if (o.cancelled()) return cancelledError();
     if (auto st = checkConstraints(t, c); !st) return Error{st.message()};
     const int n = t.numTasks();
-    const int64_t maxTasks = paramInt(o, "max_tasks", 60);
+    bool ok = true;
+    const auto maxTasks = static_cast<int64_t>(numParam(o, "max_tasks", 60, ok));
+    const auto maxNodes = static_cast<int64_t>(std::max(0.0, numParam(o, "max_nodes", 0, ok)));
+    const bool warmAll = numParam(o, "warm", 1, ok) != 0;
+    const bool useBest = numParam(o, "warm_best", 1, ok) != 0;
+    if (!ok) return makeError("exact: params max_tasks, max_nodes, warm and warm_best must be numbers");
     if (n > maxTasks)
       return makeError("exact: '", t.name, "' has ", std::to_string(n), " operators, more than max_tasks=", std::to_string(maxTasks),
                        "; the exact solver is for small graphs (use best or heft, or raise max_tasks)");
@@ -107,20 +104,20 @@ class Exact final : public Scheduler {
       wo.cancel = o.cancel;
       wo.timeLimitSec = std::max(0.05, limit * 0.2);
       std::vector<std::unique_ptr<Scheduler>> warm;
-      if (paramInt(o, "warm", 1) != 0) {
+      if (warmAll) {
         warm.push_back(makeHeft());
         warm.push_back(makePeft());
         warm.push_back(makeCpop());
         warm.push_back(makeGreedy());
         warm.push_back(makeSingleDevice());
-        if (paramInt(o, "warm_best", 1) != 0) warm.push_back(makeBest());
+        if (useBest) warm.push_back(makeBest());
       }
       for (const auto& s : warm) {
         if (o.cancelled()) return cancelledError();
         SchedOptions so = wo;
-        // best runs with its default budget (min(2000, 50 + n) ms), within a fifth of the limit.
+        // best runs with its default budget (min(2000, 100 + 4n) ms), at most a fifth of the limit.
         if (s->name() == "best")
-          so.params["budget_ms"] = std::to_string(std::max(1, static_cast<int>(std::min(50.0 + n, 200.0 * limit))));
+          so.params["budget_ms"] = std::to_string(std::max(1, static_cast<int>(std::min({2000.0, 100.0 + 4.0 * n, 200.0 * limit}))));
         auto p = s->schedule(t, c, so);
         if (!p || !respectsConstraints(t, c, *p)) continue;
         auto tl = simulate(t, *p, o.sim);
@@ -134,7 +131,7 @@ class Exact final : public Scheduler {
     }
     if (o.cancelled()) return cancelledError();
     const double warmSec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const auto search = search_detail::branchAndBound(t, c, o, std::max(0.0, limit - warmSec), paramInt(o, "max_nodes", 0),
+    const auto search = search_detail::branchAndBound(t, c, o, std::max(0.0, limit - warmSec), maxNodes,
                                                       warmName.empty() ? nullptr : &warmPlan, warmBest);
     o.report(0.2, "exact: branch and bound");
     if (search.cancelled || o.cancelled()) return cancelledError();

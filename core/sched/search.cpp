@@ -1242,8 +1242,13 @@ class BranchAndBound {
         }
       }
       lb = std::max(lb, level);
-      // Exclusive devices: at most concurrent_ of them run at any time after the earliest free one.
-      if (concurrent_ < static_cast<int>(na)) lb = std::max(lb, a[0] + work / concurrent_);
+      // At most concurrent_ devices run at once (exclusive groups): from the last start t0 on, the
+      // remaining work plus what processed tasks still occupy fits in concurrent_ * (makespan - t0).
+      if (concurrent_ < static_cast<int>(na)) {
+        double busy = work;
+        for (size_t d = 0; d < m; ++d) busy += std::max(0.0, s.devFree[d] - s.lastStart);
+        lb = std::max(lb, s.lastStart + busy / concurrent_);
+      }
     }
     return lb;
   }

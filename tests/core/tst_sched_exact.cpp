@@ -453,6 +453,22 @@ class TestSchedExact : public QObject {
     QVERIFY(info.bound > 0);
   }
 
+  void badParams() {
+    Spec s;
+    s.tasks = 6;
+    const CostTable t = buildTable(s);
+    SchedOptions o;
+    o.params["max_tasks"] = "many";
+    auto r = makeExact()->schedule(t, {}, o);
+    QVERIFY(!r);
+    QVERIFY(QString::fromStdString(r.message()).contains("max_tasks"));
+    SchedOptions b;
+    b.params["budget_ms"] = "10ms";
+    auto q = makeBest()->schedule(t, {}, b);
+    QVERIFY(!q);
+    QVERIFY(QString::fromStdString(q.message()).contains("budget_ms"));
+  }
+
   void cancellation() {
     Spec s;
     s.tasks = 10;
