@@ -20,16 +20,11 @@
 #include <vector>
 
 #include "sched/scheduler.h"
+#include "sim/intervals.h"
 
 namespace partex::search_detail {
 
-/// Busy intervals of one resource, sorted and non-overlapping (the simulator's Intervals).
-struct BusyIntervals {
-  std::vector<std::pair<double, double>> iv;
-  /// Earliest s >= ready such that [s, s + dur) overlaps no interval.
-  double firstFit(double ready, double dur) const;
-  void insert(double s, double e);
-};
+using partex::BusyIntervals;
 
 /// Why a task started when it did (for critical paths).
 enum class StartCause : uint8_t { Time0, DevicePrev, Data, Input, Exclusive };

@@ -1,57 +1,19 @@
 #include "sim/simulator.h"
 
+#include "sim/intervals.h"
+
 #include <algorithm>
 
 namespace partex {
 
-namespace {
-
-/// Busy intervals of one resource (device or link), sorted and non-overlapping.
-struct Intervals {
-  std::vector<std::pair<double, double>> iv;
-
-  /// Earliest t >= ready such that [t, t + dur) overlaps no interval.
-  double firstFit(double ready, double dur) const {
-    auto it = std::upper_bound(iv.begin(), iv.end(), ready,
-                               [](double r, const std::pair<double, double>& x) { return r < x.second; });
-    double t = ready;
-    for (; it != iv.end(); ++it) {
-      if (t + dur <= it->first) return t;
-      t = std::max(t, it->second);
-    }
-    return t;
-  }
-  /// Inserts [s, e), merging it with touching neighbours so that a packed stretch is one block
-  /// and firstFit() walks only real gaps (otherwise a saturated link costs O(k) per booking).
-  void insert(double s, double e) {
-    auto it = std::upper_bound(iv.begin(), iv.end(), std::make_pair(s, e));
-    const bool joinPrev = it != iv.begin() && std::prev(it)->second >= s;
-    const bool joinNext = it != iv.end() && it->first <= e;
-    if (joinPrev && joinNext) {
-      auto prev = std::prev(it);
-      prev->second = std::max(prev->second, std::max(e, it->second));
-      iv.erase(it);
-    } else if (joinPrev) {
-      auto prev = std::prev(it);
-      prev->second = std::max(prev->second, e);
-    } else if (joinNext) {
-      it->first = s;
-      it->second = std::max(it->second, e);
-    } else {
-      iv.insert(it, {s, e});
-    }
-  }
-};
-
-}  // namespace
 
 struct Simulator::Scratch {
   std::vector<double> arrival;  // [task * m + device], -1 until sent
   std::vector<double> finish;
   std::vector<size_t> pos;
   std::vector<double> devFree;
-  std::vector<Intervals> devBusy;
-  std::vector<Intervals> links;
+  std::vector<BusyIntervals> devBusy;
+  std::vector<BusyIntervals> links;
   std::vector<int> pendingPreds;
   std::vector<double> lastStart;  // start times of the last successful run, for move()
   std::vector<int> topoPos;
@@ -130,8 +92,8 @@ Result<Timeline> Simulator::run(const Plan& plan) {
   s.finish.assign(static_cast<size_t>(n), -1.0);
   s.pos.assign(static_cast<size_t>(m), 0);
   s.devFree.assign(static_cast<size_t>(m), 0.0);
-  s.devBusy.assign(static_cast<size_t>(m), Intervals{});
-  s.links.assign(static_cast<size_t>(t.numLinkResources), Intervals{});
+  s.devBusy.assign(static_cast<size_t>(m), BusyIntervals{});
+  s.links.assign(static_cast<size_t>(t.numLinkResources), BusyIntervals{});
   s.pendingPreds.assign(static_cast<size_t>(n), 0);
   for (const auto& e : t.edges) ++s.pendingPreds[static_cast<size_t>(e.dst)];
 
