@@ -1,0 +1,170 @@
+#include "cpu/cpu_backend.h"
+
+#include <omp.h>
+
+#include <exception>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "cpu/device.h"
+#include "cpu/ops.h"
+
+namespace partex {
+namespace cpu {
+
+const std::vector<OpEntry>& opTable() {
+  static const std::vector<OpEntry> table = [] {
+    std::vector<OpEntry> t;
+    addOneDnnOps(t);
+    addElementwiseOps(t);
+    addShapeOps(t);
+    addReduceOps(t);
+    addMiscOps(t);
+    return t;
+  }();
+  return table;
+}
+
+DType inDType(const Graph& g, const Node& n, size_t i) {
+  if (i >= n.inputs.size() || n.inputs[i] < 0 || n.inputs[i] >= static_cast<ValueId>(g.values.size()))
+    return DType::Undefined;
+  return g.values[static_cast<size_t>(n.inputs[i])].dtype;
+}
+
+DType outDType(const Graph& g, const Node& n, size_t i) {
+  if (i >= n.outputs.size() || n.outputs[i] < 0 || n.outputs[i] >= static_cast<ValueId>(g.values.size()))
+    return DType::Undefined;
+  return g.values[static_cast<size_t>(n.outputs[i])].dtype;
+}
+
+bool hasIn(const Node& n, size_t i) { return i < n.inputs.size() && n.inputs[i] >= 0; }
+
+std::string checkDTypes(const Graph& g, const Node& n, const std::vector<DType>& allowed) {
+  auto ok = [&](DType t) {
+    for (DType a : allowed)
+      if (a == t) return true;
+    return false;
+  };
+  for (size_t i = 0; i < n.inputs.size(); ++i)
+    if (hasIn(n, i) && !ok(inDType(g, n, i)))
+      return std::string("input ") + std::to_string(i) + " has dtype " + dtypeName(inDType(g, n, i));
+  for (size_t i = 0; i < n.outputs.size(); ++i)
+    if (n.outputs[i] >= 0 && !ok(outDType(g, n, i)))
+      return std::string("output ") + std::to_string(i) + " has dtype " + dtypeName(outDType(g, n, i));
+  return "";
+}
+
+namespace {
+
+const OpEntry* findEntry(const Node& n) {
+  if (!n.domain.empty() && n.domain != "ai.onnx") return nullptr;
+  for (const OpEntry& e : opTable())
+    if (e.opType == n.opType) return &e;
+  return nullptr;
+}
+
+/// A prepared node bound to a device: applies the device's thread placement around every call.
+class CpuKernel final : public Kernel {
+ public:
+  CpuKernel(std::unique_ptr<OpKernel> op, std::string name, size_t nIn, size_t nOut, BackendDevice dev)
+      : op_(std::move(op)), name_(std::move(name)), nIn_(nIn), nOut_(nOut), dev_(std::move(dev)) {}
+
+  Status run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs) override {
+    if (inputs.size() > nIn_)
+      return makeError("node '", name_, "': ", std::to_string(inputs.size()), " inputs given, the node has ",
+                       std::to_string(nIn_));
+    std::vector<const Tensor*> in = inputs;
+    in.resize(nIn_, nullptr);
+    outputs.resize(nOut_);
+    DeviceScope scope(dev_.threads, dev_.core);
+    ExecContext ctx;
+    ctx.threads = dev_.threads;
+    try {
+      Status s = op_->run(ctx, in, outputs);
+      if (!s) return makeError("node '", name_, "': ", s.message());
+      return s;
+    } catch (const dnnl::error& e) {
+      return makeError("node '", name_, "': oneDNN: ", e.what());
+    } catch (const std::exception& e) {
+      return makeError("node '", name_, "': ", e.what());
+    }
+  }
+
+ private:
+  std::unique_ptr<OpKernel> op_;
+  std::string name_;
+  size_t nIn_, nOut_;
+  BackendDevice dev_;
+};
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend() {
+    const auto& cpus = allowedCpus();
+    const int n = static_cast<int>(cpus.size());
+    devices_.push_back({"cpu-serial", "CPU, 1 thread on CPU " + std::to_string(cpus[0]), 1, cpus[0]});
+    devices_.push_back({"cpu-parallel", "CPU, " + std::to_string(n) + " threads", n, -1});
+    for (int i = 0; i < n; ++i)
+      devices_.push_back({"core" + std::to_string(i), "CPU " + std::to_string(cpus[static_cast<size_t>(i)]) +
+                                                          ", 1 pinned thread",
+                          1, cpus[static_cast<size_t>(i)]});
+    const dnnl_version_t* v = dnnl_version();
+    version_ = "partex-cpu 1; oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+               std::to_string(v->patch) + " (" + std::string(v->hash) + "); OpenMP " + std::to_string(_OPENMP) +
+               "; isa " + std::to_string(static_cast<int>(dnnl::get_effective_cpu_isa())) + "; " +
+               std::to_string(n) + " cpus";
+  }
+
+  std::string name() const override { return "cpu"; }
+  std::string version() const override { return version_; }
+  std::vector<BackendDevice> devices() const override { return devices_; }
+
+  bool supports(const Graph& g, OpId op, std::string* reason) const override {
+    std::string why = check(g, op);
+    if (reason) *reason = why;
+    return why.empty();
+  }
+
+  Result<std::unique_ptr<Kernel>> prepare(const Graph& g, OpId op, const std::string& deviceId) const override {
+    std::string why = check(g, op);
+    const std::string name = op >= 0 && op < static_cast<OpId>(g.nodes.size()) ? g.nodes[static_cast<size_t>(op)].name
+                                                                                 : std::to_string(op);
+    if (!why.empty()) return makeError("cpu backend: node '", name, "': ", why);
+    const BackendDevice* dev = nullptr;
+    for (const auto& d : devices_)
+      if (d.id == deviceId) dev = &d;
+    if (!dev) return makeError("cpu backend: unknown device '", deviceId, "'");
+    const Node& n = g.nodes[static_cast<size_t>(op)];
+    try {
+      auto k = findEntry(n)->make(g, n);
+      if (!k) return makeError("cpu backend: node '", name, "': ", k.message());
+      return std::unique_ptr<Kernel>(
+          std::make_unique<CpuKernel>(std::move(*k), n.name, n.inputs.size(), n.outputs.size(), *dev));
+    } catch (const std::exception& e) {
+      return makeError("cpu backend: node '", name, "': ", e.what());
+    }
+  }
+
+ private:
+  std::string check(const Graph& g, OpId op) const {
+    if (op < 0 || op >= static_cast<OpId>(g.nodes.size())) return "no such operator";
+    const Node& n = g.nodes[static_cast<size_t>(op)];
+    const OpEntry* e = findEntry(n);
+    if (!e) return "op type " + (n.domain.empty() ? std::string() : n.domain + ".") + n.opType + " has no CPU kernel";
+    try {
+      std::string why = e->check(g, n);
+      return why.empty() ? why : n.opType + ": " + why;
+    } catch (const std::exception& ex) {
+      return n.opType + ": " + ex.what();
+    }
+  }
+
+  std::vector<BackendDevice> devices_;
+  std::string version_;
+};
+
+}  // namespace
+}  // namespace cpu
+
+std::unique_ptr<Backend> makeCpuBackend() { return std::make_unique<cpu::CpuBackend>(); }
+
+}  // namespace partex

@@ -1,0 +1,53 @@
+#include "cpu/device.h"
+
+#include <omp.h>
+#include <pthread.h>
+#include <sched.h>
+
+#include <cstring>
+
+namespace partex::cpu {
+
+const std::vector<int>& allowedCpus() {
+  static const std::vector<int> cpus = [] {
+    std::vector<int> out;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+      for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &set)) out.push_back(c);
+    if (out.empty())
+      for (int c = 0; c < omp_get_num_procs(); ++c) out.push_back(c);
+    return out;
+  }();
+  return cpus;
+}
+
+DeviceScope::DeviceScope(int threads, int core) : prevThreads_(omp_get_max_threads()) {
+  omp_set_num_threads(threads < 1 ? 1 : threads);
+  if (core >= 0) {
+    cpu_set_t prev;
+    CPU_ZERO(&prev);
+    if (pthread_getaffinity_np(pthread_self(), sizeof(prev), &prev) == 0) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(core, &one);
+      if (pthread_setaffinity_np(pthread_self(), sizeof(one), &one) == 0) {
+        pinned_ = true;
+        prevMask_.resize(sizeof(prev));
+        std::memcpy(prevMask_.data(), &prev, sizeof(prev));
+      }
+    }
+  }
+}
+
+DeviceScope::~DeviceScope() {
+  if (pinned_) {
+    cpu_set_t prev;
+    std::memcpy(&prev, prevMask_.data(), sizeof(prev));
+    pthread_setaffinity_np(pthread_self(), sizeof(prev), &prev);
+  }
+  omp_set_num_threads(prevThreads_);
+}
+
+}  // namespace partex::cpu

@@ -1,0 +1,30 @@
+#pragma once
+/// \file Thread placement for CPU kernels: a scope that pins the calling thread and sets its OpenMP
+/// team size for one kernel call, restoring both on exit.
+
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace partex::cpu {
+
+/// The CPUs this process may run on (sched_getaffinity at first call), in increasing order.
+const std::vector<int>& allowedCpus();
+
+/// While alive: the calling thread is pinned to `core` (when >= 0) and its OpenMP team size is
+/// `threads` (oneDNN, built with the OpenMP runtime, reads it too). Pinning failures are ignored
+/// (the kernel still runs, only unpinned).
+class DeviceScope {
+ public:
+  DeviceScope(int threads, int core);
+  ~DeviceScope();
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int prevThreads_ = 1;
+  bool pinned_ = false;
+  std::vector<unsigned char> prevMask_;  ///< The previous cpu_set_t, as bytes.
+};
+
+}  // namespace partex::cpu

@@ -1,0 +1,110 @@
+#include "backend/backend.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace partex {
+
+void BackendRegistry::add(std::unique_ptr<Backend> backend) {
+  if (!backend) return;
+  const std::string n = backend->name();
+  for (auto& b : backends_)
+    if (b->name() == n) {
+      b = std::move(backend);
+      return;
+    }
+  backends_.push_back(std::move(backend));
+}
+
+Backend* BackendRegistry::find(const std::string& name) const {
+  for (const auto& b : backends_)
+    if (b->name() == name) return b.get();
+  return nullptr;
+}
+
+std::vector<Backend*> BackendRegistry::all() const {
+  std::vector<Backend*> out;
+  for (const auto& b : backends_) out.push_back(b.get());
+  return out;
+}
+
+namespace {
+
+/// Value range for a float tensor feeding input `slot` of `n`; false when nothing specific applies.
+bool floatRangeFor(const Graph& g, const Node& n, size_t slot, const Value& v, double& lo, double& hi) {
+  const std::string& t = n.opType;
+  if (t == "BatchNormalization") {
+    if (slot == 1 || slot == 4) { lo = 0.5; hi = 1.5; return true; }  // scale, variance
+    if (slot == 2 || slot == 3) { lo = -0.5; hi = 0.5; return true; }
+  }
+  if ((t == "InstanceNormalization" || t == "LayerNormalization") && slot == 1) { lo = 0.5; hi = 1.5; return true; }
+  if (slot == 1 && v.isWeight && v.shape.size() >= 2) {
+    int64_t fanIn = 0;
+    if (t == "Conv") fanIn = v.numElements() / std::max<int64_t>(1, v.shape[0]);
+    else if (t == "ConvTranspose") fanIn = v.numElements() / std::max<int64_t>(1, v.shape[1]);
+    else if (t == "MatMul") fanIn = v.shape[v.shape.size() - 2];
+    else if (t == "Gemm") fanIn = n.attrInt("transB", 0) ? v.shape[1] : v.shape[0];
+    if (fanIn > 0) {
+      hi = std::sqrt(3.0 / static_cast<double>(fanIn));  // variance 1/fan-in keeps activations O(1)
+      lo = -hi;
+      return true;
+    }
+  }
+  (void)g;
+  return false;
+}
+
+}  // namespace
+
+Result<Tensor> syntheticTensor(const Graph& g, ValueId id, uint64_t seed) {
+  if (id < 0 || id >= static_cast<ValueId>(g.values.size())) return makeError("synthetic tensor: bad value id");
+  const Value& v = g.values[static_cast<size_t>(id)];
+  if (!v.shapeKnown || shapeElements(v.shape) < 0)
+    return makeError("value '", v.name, "': shape not fully known");
+  if (!tensorDTypeSupported(v.dtype)) return makeError("value '", v.name, "': dtype ", dtypeName(v.dtype), " not supported");
+  auto t = Tensor::make(v.dtype, v.shape);
+  if (!t) return makeError("value '", v.name, "': ", t.message());
+  const int64_t n = t->numElements();
+  const uint64_t s = seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(id) + 1;
+  if (!v.intData.empty() && static_cast<int64_t>(v.intData.size()) == n) {
+    for (int64_t i = 0; i < n; ++i) {
+      const double x = static_cast<double>(v.intData[static_cast<size_t>(i)]);
+      switch (v.dtype) {
+        case DType::Int64: t->data<int64_t>()[i] = v.intData[static_cast<size_t>(i)]; break;
+        case DType::Int32: t->data<int32_t>()[i] = static_cast<int32_t>(v.intData[static_cast<size_t>(i)]); break;
+        case DType::Float32: t->data<float>()[i] = static_cast<float>(x); break;
+        default: return makeError("value '", v.name, "': integer payload for dtype ", dtypeName(v.dtype));
+      }
+    }
+    return t;
+  }
+  const bool isFloat = v.dtype == DType::Float32 || v.dtype == DType::Float64;
+  double lo = isFloat ? -1.0 : 0.0, hi = isFloat ? 1.0 : 1.0;
+  for (OpId c : v.consumers) {
+    if (c < 0 || c >= static_cast<OpId>(g.nodes.size())) continue;
+    const Node& node = g.nodes[static_cast<size_t>(c)];
+    for (size_t slot = 0; slot < node.inputs.size(); ++slot) {
+      if (node.inputs[slot] != id) continue;
+      if (isFloat) {
+        if (floatRangeFor(g, node, slot, v, lo, hi)) goto chosen;
+      } else if ((node.opType == "Gather" || node.opType == "GatherElements") && slot == 1 && node.inputs[0] >= 0) {
+        const Value& data = g.values[static_cast<size_t>(node.inputs[0])];
+        int64_t axis = node.attrInt("axis", 0);
+        if (axis < 0) axis += static_cast<int64_t>(data.shape.size());
+        if (data.shapeKnown && axis >= 0 && axis < static_cast<int64_t>(data.shape.size()) &&
+            data.shape[static_cast<size_t>(axis)] > 0) {
+          lo = 0;
+          hi = static_cast<double>(data.shape[static_cast<size_t>(axis)]);
+          goto chosen;
+        }
+      }
+    }
+  }
+  if (!isFloat && v.dtype != DType::Bool) hi = 1.0;  // zeros: the neutral integer
+  if (v.dtype == DType::Bool) { t->fill(1.0); return t; }  // masks: keep everything
+chosen:
+  t->fillRandom(s, lo, hi);
+  return t;
+}
+
+}  // namespace partex

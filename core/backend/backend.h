@@ -1,0 +1,98 @@
+#pragma once
+/// \file The execution-backend interface: what a backend offers (devices, supported operators) and how
+/// an operator runs on one of its devices. backends/ implements it (backends/cpu: oneDNN + OpenMP);
+/// the profiler and the executor drive it. No ONNX, no Qt.
+///
+/// Use:
+/// \code
+///   BackendRegistry reg;
+///   registerBuiltinBackends(reg);               // defined in backends/ (link partex_backends)
+///   Backend* cpu = reg.find("cpu");
+///   std::string why;
+///   if (cpu->supports(g, op, &why)) {
+///     auto k = cpu->prepare(g, op, "core1");     // error as a value, never an abort
+///     std::vector<Tensor> outs;
+///     Status s = (*k)->run(ins, outs);          // ins: one pointer per node input, nullptr if omitted
+///   }
+/// \endcode
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/tensor.h"
+#include "ir/graph.h"
+#include "support/result.h"
+
+namespace partex {
+
+/// One operator prepared for one device: shapes/attributes validated, primitives created. A Kernel is
+/// used by one thread at a time; different kernels may run concurrently from different threads (two
+/// kernels prepared for "core0" and "core1" run side by side).
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  /// Runs the operator on the kernel's device, on the calling thread (which it may pin to a core for
+  /// the duration of the call; the previous affinity is restored).
+  /// `inputs` has one entry per node input, in node order; nullptr for an omitted optional input.
+  /// `outputs` is resized to the node's output count; each is (re)shaped by the kernel (storage of a
+  /// matching size is reused, so running again with the same vector does not allocate).
+  /// Bad shapes or dtypes give an Error naming the operator, never a crash.
+  virtual Status run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs) = 0;
+};
+
+/// A device a backend can run on. Ids match the platform presets' device ids (this-machine:
+/// "cpu-serial", "cpu-parallel", "core0".."core<N-1>").
+struct BackendDevice {
+  std::string id;
+  std::string description;
+  int threads = 1;  ///< Threads a kernel on this device uses.
+  int core = -1;    ///< Logical CPU the kernel's thread is pinned to; -1 when not pinned.
+};
+
+/// An execution backend. Implementations are thread-safe for const calls (supports/prepare may be
+/// called from several threads).
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  /// Short stable name ("cpu").
+  virtual std::string name() const = 0;
+  /// Version string identifying the kernels' implementation (library versions, ISA); profiles
+  /// measured with another version are stale. Used as part of a profile's key.
+  virtual std::string version() const = 0;
+  /// The devices this backend offers on this machine.
+  virtual std::vector<BackendDevice> devices() const = 0;
+  /// Whether the backend can run `op` of `g` (op type, domain, attributes, dtypes, static shapes).
+  /// When it cannot, `reason` (if not null) receives one line saying why.
+  virtual bool supports(const Graph& g, OpId op, std::string* reason) const = 0;
+  /// Prepares `op` for `deviceId`. Errors: unsupported op (with the supports() reason), unknown device,
+  /// bad shapes.
+  virtual Result<std::unique_ptr<Kernel>> prepare(const Graph& g, OpId op, const std::string& deviceId) const = 0;
+};
+
+/// The backends known to a program; filled explicitly (no static initialisers).
+class BackendRegistry {
+ public:
+  /// Adds a backend; a backend with the same name is replaced.
+  void add(std::unique_ptr<Backend> backend);
+  /// The backend of that name; nullptr when absent.
+  Backend* find(const std::string& name) const;
+  /// All backends in the order added.
+  std::vector<Backend*> all() const;
+
+ private:
+  std::vector<std::unique_ptr<Backend>> backends_;
+};
+
+/// Registers every backend built into this program (today: "cpu"). Defined in backends/builtin.cpp,
+/// library partex_backends.
+void registerBuiltinBackends(BackendRegistry& registry);
+
+/// A tensor to feed input `v` of `g` when measuring or testing without real data: the value's dtype and
+/// static shape; small integer payloads (Value::intData) are used as they are; otherwise deterministic
+/// random data from `seed` chosen so that common consumers stay finite (normalisation variances and
+/// scales positive, index tensors inside the gathered axis, float weights scaled by 1/sqrt(fan-in)).
+/// Fails when the shape is not fully known or the dtype is not supported.
+Result<Tensor> syntheticTensor(const Graph& g, ValueId v, uint64_t seed);
+
+}  // namespace partex

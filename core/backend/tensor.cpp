@@ -1,0 +1,195 @@
+#include "backend/tensor.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+
+namespace partex {
+
+bool tensorDTypeSupported(DType t) { return tensorElementSize(t) > 0; }
+
+int64_t tensorElementSize(DType t) {
+  switch (t) {
+    case DType::Float32: case DType::Int32: case DType::UInt32: return 4;
+    case DType::Float64: case DType::Int64: case DType::UInt64: return 8;
+    case DType::Int16: case DType::UInt16: case DType::Float16: case DType::BFloat16: return 2;
+    case DType::Int8: case DType::UInt8: case DType::Bool: return 1;
+    default: return 0;
+  }
+}
+
+int64_t shapeElements(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return -1;
+    if (d != 0 && n > (int64_t{1} << 62) / d) return -1;
+    n *= d;
+  }
+  return n;
+}
+
+std::string shapeString(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+void Tensor::AlignedFree::operator()(std::byte* p) const noexcept { std::free(p); }
+
+Tensor::Tensor(const Tensor& o) : dtype_(o.dtype_), shape_(o.shape_), numel_(o.numel_) {
+  const int64_t n = o.bytes();
+  if (n > 0 && o.data_) {
+    const size_t alloc = (static_cast<size_t>(n) + kAlignment - 1) / kAlignment * kAlignment;
+    data_.reset(static_cast<std::byte*>(std::aligned_alloc(kAlignment, alloc)));
+    if (data_) {
+      std::memcpy(data_.get(), o.data_.get(), static_cast<size_t>(n));
+      capacity_ = n;
+    } else {  // out of memory: an empty tensor rather than a crash
+      *this = Tensor();
+    }
+  }
+}
+
+Tensor& Tensor::operator=(const Tensor& o) {
+  if (this != &o) {
+    Tensor t(o);
+    *this = std::move(t);
+  }
+  return *this;
+}
+
+Result<Tensor> Tensor::make(DType dtype, std::vector<int64_t> shape, int64_t maxBytes) {
+  Tensor t;
+  Status s = t.ensure(dtype, shape, maxBytes);
+  if (!s) return Error{s.message()};
+  if (t.bytes() > 0) std::memset(t.raw(), 0, static_cast<size_t>(t.bytes()));
+  return t;
+}
+
+Status Tensor::ensure(DType dtype, const std::vector<int64_t>& shape, int64_t maxBytes) {
+  const int64_t es = tensorElementSize(dtype);
+  if (es == 0) return makeError("tensor: unsupported dtype ", dtypeName(dtype));
+  const int64_t n = shapeElements(shape);
+  if (n < 0) return makeError("tensor: invalid shape ", shapeString(shape));
+  if (n > maxBytes / es)
+    return makeError("tensor: ", shapeString(shape), " ", dtypeName(dtype), " exceeds ", std::to_string(maxBytes),
+                     " bytes");
+  const int64_t bytes = n * es;
+  if (bytes != capacity_ || (!data_ && bytes > 0)) {
+    data_.reset();
+    capacity_ = 0;
+    if (bytes > 0) {
+      const size_t alloc = (static_cast<size_t>(bytes) + kAlignment - 1) / kAlignment * kAlignment;
+      data_.reset(static_cast<std::byte*>(std::aligned_alloc(kAlignment, alloc)));
+      if (!data_) return makeError("tensor: out of memory allocating ", std::to_string(bytes), " bytes");
+      std::memset(data_.get(), 0, alloc);
+      capacity_ = bytes;
+    }
+  }
+  dtype_ = dtype;
+  shape_ = shape;
+  numel_ = n;
+  return Status::ok();
+}
+
+Status Tensor::reshape(std::vector<int64_t> shape) {
+  if (shapeElements(shape) != numel_)
+    return makeError("tensor: cannot reshape ", shapeString(shape_), " to ", shapeString(shape));
+  shape_ = std::move(shape);
+  return Status::ok();
+}
+
+namespace {
+template <class F>
+auto visitNumeric(DType t, const void* p, int64_t i, F&& f) {
+  switch (t) {
+    case DType::Float32: return f(static_cast<const float*>(p)[i]);
+    case DType::Float64: return f(static_cast<const double*>(p)[i]);
+    case DType::Int64: return f(static_cast<const int64_t*>(p)[i]);
+    case DType::Int32: return f(static_cast<const int32_t*>(p)[i]);
+    case DType::Int16: return f(static_cast<const int16_t*>(p)[i]);
+    case DType::Int8: return f(static_cast<const int8_t*>(p)[i]);
+    case DType::UInt8: case DType::Bool: return f(static_cast<const uint8_t*>(p)[i]);
+    case DType::UInt16: return f(static_cast<const uint16_t*>(p)[i]);
+    case DType::UInt32: return f(static_cast<const uint32_t*>(p)[i]);
+    case DType::UInt64: return f(static_cast<const uint64_t*>(p)[i]);
+    default: return f(0);
+  }
+}
+
+template <class T>
+void store(void* p, int64_t i, double v) {
+  static_cast<T*>(p)[i] = static_cast<T>(v);
+}
+
+void storeAs(DType t, void* p, int64_t i, double v) {
+  switch (t) {
+    case DType::Float32: store<float>(p, i, v); break;
+    case DType::Float64: store<double>(p, i, v); break;
+    case DType::Int64: store<int64_t>(p, i, v); break;
+    case DType::Int32: store<int32_t>(p, i, v); break;
+    case DType::Int16: store<int16_t>(p, i, v); break;
+    case DType::Int8: store<int8_t>(p, i, v); break;
+    case DType::UInt8: store<uint8_t>(p, i, v); break;
+    case DType::Bool: store<uint8_t>(p, i, v != 0.0 ? 1.0 : 0.0); break;
+    case DType::UInt16: store<uint16_t>(p, i, v); break;
+    case DType::UInt32: store<uint32_t>(p, i, v); break;
+    case DType::UInt64: store<uint64_t>(p, i, v); break;
+    default: break;  // half types: left as zero bytes
+  }
+}
+}  // namespace
+
+double Tensor::valueAsDouble(int64_t i) const {
+  if (i < 0 || i >= numel_ || !data_) return 0.0;
+  return visitNumeric(dtype_, data_.get(), i, [](auto x) { return static_cast<double>(x); });
+}
+
+int64_t Tensor::valueAsInt(int64_t i) const {
+  if (i < 0 || i >= numel_ || !data_) return 0;
+  return visitNumeric(dtype_, data_.get(), i, [](auto x) {
+    if constexpr (std::is_floating_point_v<decltype(x)>) {
+      if (!std::isfinite(x)) return int64_t{0};
+      if (x >= 9.2e18) return std::numeric_limits<int64_t>::max();
+      if (x <= -9.2e18) return std::numeric_limits<int64_t>::min();
+    }
+    return static_cast<int64_t>(x);
+  });
+}
+
+std::vector<int64_t> Tensor::toInts() const {
+  std::vector<int64_t> out;
+  if (!tensorDTypeSupported(dtype_)) return out;
+  out.reserve(static_cast<size_t>(numel_));
+  for (int64_t i = 0; i < numel_; ++i) out.push_back(valueAsInt(i));
+  return out;
+}
+
+void Tensor::fillRandom(uint64_t seed, double lo, double hi) {
+  if (!data_) return;
+  std::mt19937_64 rng(seed);
+  const bool isFloat = dtype_ == DType::Float32 || dtype_ == DType::Float64;
+  if (isFloat) {
+    std::uniform_real_distribution<double> d(lo, hi > lo ? hi : lo + 1.0);
+    for (int64_t i = 0; i < numel_; ++i) storeAs(dtype_, data_.get(), i, d(rng));
+  } else if (dtype_ == DType::Bool) {
+    for (int64_t i = 0; i < numel_; ++i) storeAs(dtype_, data_.get(), i, static_cast<double>(rng() & 1));
+  } else {
+    int64_t a = static_cast<int64_t>(std::floor(lo));
+    int64_t b = static_cast<int64_t>(std::floor(hi));
+    if (b <= a) b = a + 1;
+    std::uniform_int_distribution<int64_t> d(a, b - 1);
+    for (int64_t i = 0; i < numel_; ++i) storeAs(dtype_, data_.get(), i, static_cast<double>(d(rng)));
+  }
+}
+
+void Tensor::fill(double v) {
+  if (!data_) return;
+  for (int64_t i = 0; i < numel_; ++i) storeAs(dtype_, data_.get(), i, v);
+}
+
+std::string Tensor::describe() const { return std::string(dtypeName(dtype_)) + shapeString(shape_); }
+
+}  // namespace partex

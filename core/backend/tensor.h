@@ -1,0 +1,120 @@
+#pragma once
+/// \file A dense, row-major tensor with owned, 64-byte-aligned storage: what backends' kernels read and
+/// write. No Qt, no ONNX: the conformance reader in core/onnx and the profiler both produce these.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "support/result.h"
+
+namespace partex {
+
+/// The C++ element type of a DType (Bool is stored as one byte, 0 or 1).
+template <class T>
+constexpr DType dtypeOf();
+template <>
+constexpr DType dtypeOf<float>() { return DType::Float32; }
+template <>
+constexpr DType dtypeOf<double>() { return DType::Float64; }
+template <>
+constexpr DType dtypeOf<int64_t>() { return DType::Int64; }
+template <>
+constexpr DType dtypeOf<int32_t>() { return DType::Int32; }
+template <>
+constexpr DType dtypeOf<int16_t>() { return DType::Int16; }
+template <>
+constexpr DType dtypeOf<int8_t>() { return DType::Int8; }
+template <>
+constexpr DType dtypeOf<uint8_t>() { return DType::UInt8; }
+template <>
+constexpr DType dtypeOf<uint16_t>() { return DType::UInt16; }
+template <>
+constexpr DType dtypeOf<uint32_t>() { return DType::UInt32; }
+template <>
+constexpr DType dtypeOf<uint64_t>() { return DType::UInt64; }
+template <>
+constexpr DType dtypeOf<bool>() { return DType::Bool; }
+
+/// True for the dtypes a Tensor can hold (every fixed-size numeric type and Bool; not String or complex).
+bool tensorDTypeSupported(DType t);
+/// Bytes per element as stored in a Tensor (Bool: 1; Float16/BFloat16: 2); 0 when unsupported.
+int64_t tensorElementSize(DType t);
+
+/// A dense row-major tensor. Copying copies the data; moving is cheap. A default-constructed tensor is
+/// empty (Undefined dtype, rank 0, no storage). Rank 0 with a defined dtype is a scalar (one element).
+class Tensor {
+ public:
+  Tensor() = default;
+  Tensor(const Tensor& o);
+  Tensor& operator=(const Tensor& o);
+  Tensor(Tensor&&) noexcept = default;
+  Tensor& operator=(Tensor&&) noexcept = default;
+  ~Tensor() = default;
+
+  /// A zero-filled tensor. Fails on an unsupported dtype, a negative dim, or more than `maxBytes`.
+  static Result<Tensor> make(DType dtype, std::vector<int64_t> shape, int64_t maxBytes = kDefaultMaxBytes);
+  /// (Re)shapes this tensor to dtype/shape, reusing the storage when the byte size is unchanged
+  /// (contents then undefined), otherwise allocating zeroed storage. Kernels call it on their outputs.
+  Status ensure(DType dtype, const std::vector<int64_t>& shape, int64_t maxBytes = kDefaultMaxBytes);
+  /// Changes the shape without touching the data; fails unless the element count is the same.
+  Status reshape(std::vector<int64_t> shape);
+
+  DType dtype() const { return dtype_; }
+  const std::vector<int64_t>& shape() const { return shape_; }
+  int64_t rank() const { return static_cast<int64_t>(shape_.size()); }
+  /// Dim i; negative i counts from the back. No bounds check beyond the caller's.
+  int64_t dim(int64_t i) const { return shape_[static_cast<size_t>(i < 0 ? i + rank() : i)]; }
+  int64_t numElements() const { return numel_; }
+  int64_t bytes() const { return numel_ * tensorElementSize(dtype_); }
+  bool empty() const { return dtype_ == DType::Undefined; }
+
+  void* raw() { return data_.get(); }
+  const void* raw() const { return data_.get(); }
+  /// Typed pointer; nullptr when T does not match dtype() (kernels check dtype() first).
+  template <class T>
+  T* data() {
+    return dtypeOf<T>() == dtype_ ? reinterpret_cast<T*>(data_.get()) : nullptr;
+  }
+  template <class T>
+  const T* data() const {
+    return dtypeOf<T>() == dtype_ ? reinterpret_cast<const T*>(data_.get()) : nullptr;
+  }
+  /// Element i of any numeric dtype converted to double / int64 (for shape inputs, tests, checks).
+  double valueAsDouble(int64_t i) const;
+  int64_t valueAsInt(int64_t i) const;
+  /// All elements as int64 (shape, axes, indices inputs); empty for non-numeric dtypes.
+  std::vector<int64_t> toInts() const;
+
+  /// Deterministic pseudo-random fill from `seed`: floats uniform in [lo, hi), integers uniform in
+  /// [floor(lo), floor(hi)) (at least 0..1), Bool 0/1.
+  void fillRandom(uint64_t seed, double lo = -1.0, double hi = 1.0);
+  /// Sets every element to `v` (converted to the dtype).
+  void fill(double v);
+
+  /// "float32[1,3,224,224]".
+  std::string describe() const;
+
+  static constexpr int64_t kDefaultMaxBytes = int64_t{16} << 30;  ///< 16 GiB: a guard, not a budget.
+  static constexpr size_t kAlignment = 64;                         ///< Storage alignment (a cache line).
+
+ private:
+  struct AlignedFree {
+    void operator()(std::byte* p) const noexcept;
+  };
+  DType dtype_ = DType::Undefined;
+  std::vector<int64_t> shape_;
+  int64_t numel_ = 0;
+  int64_t capacity_ = 0;  ///< Allocated bytes.
+  std::unique_ptr<std::byte[], AlignedFree> data_;
+};
+
+/// Element count of a shape (1 for rank 0); -1 on a negative dim or overflow past 2^62.
+int64_t shapeElements(const std::vector<int64_t>& shape);
+/// "[1,3,224,224]".
+std::string shapeString(const std::vector<int64_t>& shape);
+
+}  // namespace partex
