@@ -1,9 +1,10 @@
 // bench_sched: scheduling quality and speed.
 //
-// Usage: bench_sched [quality|papers|speed|sim|all] [--models DIR] [--max-ms N]
+// Usage: bench_sched [quality|papers|speed|small|sim|all] [--models DIR] [--max-ms N]
 //   quality  models x presets x algorithms: makespan / lower bound and / best of all
 //   papers   the published comparisons in shape (PartitionTuner, DUET, PIM DP, DLFusion)
 //   speed    scheduler time against graph size on random DAGs (100 .. 100k tasks, 2-8 devices)
+//   small    best against the exact optimum on small random DAGs (8 .. 30 tasks)
 //   sim      re-simulation time after one move (1k and 10k tasks)
 // Each algorithm run is cancelled after --max-ms (default 60000) through its cancel token.
 #include <algorithm>
@@ -297,6 +298,41 @@ void speed() {
     }
 }
 
+/// Small graphs: Partex best against the exact optimum (branch and bound with a generous limit) on
+/// seeded random DAGs; the target is best within 2% of the proven optimum on every one.
+void small() {
+  std::printf("\n## Small graphs: best against the exact optimum\n\n| tasks | devices | seeds | exact proven | best = optimum | worst best/exact | mean best/exact | best ms (max) | exact ms (max) |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  const Scheduler* best = findScheduler("best");
+  const Scheduler* exact = findScheduler("exact");
+  for (int n : {8, 12, 16, 20, 24, 30})
+    for (int m : {2, 3, 4}) {
+      int proven = 0, equal = 0, seeds = 0;
+      double worst = 1, sum = 0, bestMs = 0, exactMs = 0;
+      for (uint64_t seed = 1; seed <= 8; ++seed) {
+        CostTable t = randomTable(n, m, seed * 1000 + static_cast<uint64_t>(n * 10 + m));
+        SchedOptions eo;
+        eo.timeLimitSec = 20;
+        SchedInfo info;
+        auto t0 = std::chrono::steady_clock::now();
+        auto ep = exact->schedule(t, {}, eo, &info);
+        exactMs = std::max(exactMs, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        if (!ep || !info.optimal) continue;
+        auto etl = simulate(t, *ep);
+        auto b = runOne(*best, t);
+        if (!etl || !b.ok) continue;
+        ++proven;
+        ++seeds;
+        bestMs = std::max(bestMs, b.ms);
+        const double r = b.makespan / etl->makespan;
+        if (r <= 1 + 1e-9) ++equal;
+        worst = std::max(worst, r);
+        sum += r;
+      }
+      std::printf("| %d | %d | 8 | %d | %d | %.4f | %.4f | %.0f | %.0f |\n", n, m, proven, equal, worst, seeds ? sum / seeds : 0.0, bestMs, exactMs);
+      std::fflush(stdout);
+    }
+}
+
 void sim() {
   std::printf("\n## Re-simulation after one move (the live Gantt chart)\n\n| tasks | devices | full simulate ms | move + re-simulate ms (median of 200) |\n|---:|---:|---:|---:|\n");
   for (int n : {1000, 10000}) {
@@ -331,6 +367,7 @@ int main(int argc, char** argv) {
   if (what == "quality" || what == "all") quality(dir);
   if (what == "papers" || what == "all") papers(dir);
   if (what == "speed" || what == "all") speed();
+  if (what == "small" || what == "all") small();
   if (what == "sim" || what == "all") sim();
   return 0;
 }
