@@ -1,0 +1,318 @@
+#include "profile/executor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <latch>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "support/strings.h"
+
+namespace partex {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double medianOf(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/// Everything one placement needs to run repeatedly: kernels, output storage, input pointers.
+class Prepared {
+ public:
+  Prepared(const Graph& g, const std::vector<Tensor>& leaves) : g_(g), leaves_(leaves) {}
+
+  /// Prepares every operator on the device of `devOf` (ids into `deviceIds`).
+  Status prepare(const Backend& b, const std::vector<DeviceId>& devOf, const std::vector<std::string>& deviceIds) {
+    const size_t n = g_.nodes.size();
+    kernels_.resize(n);
+    outs_.assign(n, {});
+    for (size_t v = 0; v < n; ++v) outs_[v].resize(g_.nodes[v].outputs.size());
+    valuePtr_.assign(g_.values.size(), nullptr);
+    for (size_t v = 0; v < g_.values.size(); ++v)
+      if (g_.values[v].producer < 0) valuePtr_[v] = &leaves_[v];
+    for (size_t op = 0; op < n; ++op) {
+      const Node& node = g_.nodes[op];
+      for (size_t k = 0; k < node.outputs.size(); ++k)
+        if (node.outputs[k] >= 0) valuePtr_[static_cast<size_t>(node.outputs[k])] = &outs_[op][k];
+    }
+    ins_.assign(n, {});
+    for (size_t op = 0; op < n; ++op) {
+      const Node& node = g_.nodes[op];
+      const std::string& dev = deviceIds[static_cast<size_t>(devOf[op])];
+      std::string why;
+      if (!b.supports(g_, static_cast<OpId>(op), &why))
+        return makeError("operator '", node.name, "' (", node.opType, "): backend '", b.name(), "' cannot run it: ", why);
+      auto k = b.prepare(g_, static_cast<OpId>(op), dev);
+      if (!k) return makeError("operator '", node.name, "' (", node.opType, ") on ", dev, ": ", k.message());
+      kernels_[op] = std::move(k).value();
+      for (ValueId in : node.inputs) ins_[op].push_back(in >= 0 ? valuePtr_[static_cast<size_t>(in)] : nullptr);
+    }
+    return Status::ok();
+  }
+
+  Status runOne(size_t op) {
+    auto st = kernels_[op]->run(ins_[op], outs_[op]);
+    if (!st) {
+      const Node& node = g_.nodes[op];
+      return makeError("operator '", node.name, "' (", node.opType, "): ", st.message());
+    }
+    return Status::ok();
+  }
+  const Tensor* value(ValueId v) const { return valuePtr_[static_cast<size_t>(v)]; }
+
+ private:
+  const Graph& g_;
+  const std::vector<Tensor>& leaves_;
+  std::vector<std::unique_ptr<Kernel>> kernels_;
+  std::vector<std::vector<Tensor>> outs_;
+  std::vector<const Tensor*> valuePtr_;
+  std::vector<std::vector<const Tensor*>> ins_;
+};
+
+struct RunTimes {
+  double makespanUs = 0;
+  std::vector<double> startUs, endUs;
+};
+
+/// One concurrent run: a worker per device with tasks, dependency counters under one lock, and a
+/// mutex per pair of mutually exclusive devices (taken in a fixed order while a kernel runs).
+Result<RunTimes> runConcurrent(const Graph& g, Prepared& prep, const CostTable& t, const Plan& plan,
+                               const std::vector<std::vector<OpId>>& preds, const std::vector<std::vector<OpId>>& succs,
+                               const std::atomic<bool>* cancel) {
+  const size_t n = g.nodes.size();
+  const int m = t.numDevices();
+  std::vector<int> remaining(n);
+  for (size_t v = 0; v < n; ++v) remaining[v] = static_cast<int>(preds[v].size());
+  // Exclusive pairs: one mutex each; a device takes the mutexes of all its pairs, in pair order.
+  std::map<std::pair<int, int>, size_t> pairIndex;
+  for (DeviceId a = 0; a < m; ++a)
+    if (static_cast<size_t>(a) < t.exclusiveWith.size())
+      for (DeviceId b : t.exclusiveWith[static_cast<size_t>(a)]) {
+        auto key = std::make_pair(std::min(a, b), std::max(a, b));
+        if (!pairIndex.count(key)) pairIndex.emplace(key, pairIndex.size());
+      }
+  std::vector<std::mutex> pairMutex(pairIndex.size());
+  std::vector<std::vector<size_t>> locksOf(static_cast<size_t>(m));
+  for (const auto& [key, idx] : pairIndex) {
+    locksOf[static_cast<size_t>(key.first)].push_back(idx);
+    locksOf[static_cast<size_t>(key.second)].push_back(idx);
+  }
+  for (auto& l : locksOf) std::sort(l.begin(), l.end());
+
+  std::mutex mu;
+  std::condition_variable cv;
+  bool failed = false;
+  std::string error;
+  RunTimes times;
+  times.startUs.assign(n, 0);
+  times.endUs.assign(n, 0);
+  std::vector<DeviceId> active;
+  for (DeviceId d = 0; d < m; ++d)
+    if (static_cast<size_t>(d) < plan.order.size() && !plan.order[static_cast<size_t>(d)].empty()) active.push_back(d);
+  std::latch start(static_cast<std::ptrdiff_t>(active.size()) + 1);
+  Clock::time_point t0;
+
+  auto worker = [&](DeviceId d) {
+    start.arrive_and_wait();
+    for (TaskId v : plan.order[static_cast<size_t>(d)]) {
+      const auto vi = static_cast<size_t>(v);
+      {
+        std::unique_lock lk(mu);
+        cv.wait(lk, [&] { return remaining[vi] == 0 || failed; });
+        if (failed) return;
+      }
+      if (cancel && cancel->load(std::memory_order_relaxed)) {
+        std::lock_guard lk(mu);
+        if (!failed) error = "cancelled";
+        failed = true;
+        cv.notify_all();
+        return;
+      }
+      for (size_t l : locksOf[static_cast<size_t>(d)]) pairMutex[l].lock();
+      const auto s = Clock::now();
+      Status st = prep.runOne(vi);
+      const auto e = Clock::now();
+      for (auto it = locksOf[static_cast<size_t>(d)].rbegin(); it != locksOf[static_cast<size_t>(d)].rend(); ++it)
+        pairMutex[*it].unlock();
+      times.startUs[vi] = std::chrono::duration<double, std::micro>(s - t0).count();
+      times.endUs[vi] = std::chrono::duration<double, std::micro>(e - t0).count();
+      {
+        std::lock_guard lk(mu);
+        if (!st) {
+          if (!failed) error = st.message();
+          failed = true;
+        } else {
+          for (OpId sc : succs[vi]) --remaining[static_cast<size_t>(sc)];
+        }
+      }
+      cv.notify_all();
+      if (!st) return;
+    }
+  };
+  std::vector<std::thread> threads;
+  threads.reserve(active.size());
+  for (DeviceId d : active) threads.emplace_back(worker, d);
+  t0 = Clock::now();
+  start.arrive_and_wait();
+  for (auto& th : threads) th.join();
+  if (failed) return Error{error};
+  for (size_t v = 0; v < n; ++v) times.makespanUs = std::max(times.makespanUs, times.endUs[v]);
+  return times;
+}
+
+}  // namespace
+
+bool tensorsClose(const Tensor& ref, const Tensor& got, double rtol, double& maxAbs, double& maxRel, std::string* why) {
+  if (ref.dtype() != got.dtype() || ref.shape() != got.shape()) {
+    if (why) *why = "expected " + ref.describe() + ", got " + got.describe();
+    return false;
+  }
+  const int64_t n = ref.numElements();
+  if (n > 0 && ref.raw() && got.raw() && std::memcmp(ref.raw(), got.raw(), static_cast<size_t>(ref.bytes())) == 0) return true;
+  const bool isFloat = ref.dtype() == DType::Float32 || ref.dtype() == DType::Float64 || ref.dtype() == DType::Float16 ||
+                       ref.dtype() == DType::BFloat16;
+  double scale = 0;
+  if (isFloat)
+    for (int64_t i = 0; i < n; ++i) {
+      const double a = std::fabs(ref.valueAsDouble(i));
+      if (std::isfinite(a)) scale = std::max(scale, a);
+    }
+  bool ok = true;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!isFloat) {
+      if (ref.valueAsInt(i) != got.valueAsInt(i)) {
+        if (ok && why) *why = "element " + std::to_string(i) + ": expected " + std::to_string(ref.valueAsInt(i)) + ", got " +
+                                std::to_string(got.valueAsInt(i));
+        ok = false;
+        maxAbs = std::max(maxAbs, std::fabs(static_cast<double>(ref.valueAsInt(i) - got.valueAsInt(i))));
+      }
+      continue;
+    }
+    const double a = ref.valueAsDouble(i), b = got.valueAsDouble(i);
+    if (std::isnan(a) && std::isnan(b)) continue;
+    if (a == b) continue;
+    const double diff = std::fabs(a - b);
+    const double mag = std::max(std::fabs(a), std::fabs(b));
+    maxAbs = std::max(maxAbs, diff);
+    if (mag > 0) maxRel = std::max(maxRel, diff / mag);
+    if (!(diff <= rtol * mag || diff <= rtol * scale)) {
+      if (ok && why) {
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "element %lld: expected %.9g, got %.9g", static_cast<long long>(i), a, b);
+        *why = buf;
+      }
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const CostTable& t, const Plan& plan,
+                               const ExecOptions& o) {
+  const size_t n = g.nodes.size();
+  if (static_cast<size_t>(t.numTasks()) != n) return makeError("executor: the plan is for a task graph, not for this model");
+  for (size_t v = 0; v < n; ++v)
+    if (t.taskNames[v] != g.nodes[v].name) return makeError("executor: the cost table does not match the model at '", g.nodes[v].name, "'");
+  if (auto st = checkPlanShape(t, plan); !st) return Error{st.message()};
+  if (o.reps < 1) return makeError("executor: reps must be at least 1");
+  const auto backendDevices = backend.devices();
+  for (DeviceId d = 0; d < t.numDevices(); ++d) {
+    if (plan.order[static_cast<size_t>(d)].empty()) continue;
+    const auto& id = t.deviceIds[static_cast<size_t>(d)];
+    if (std::none_of(backendDevices.begin(), backendDevices.end(), [&](const BackendDevice& b) { return b.id == id; }))
+      return makeError("executor: device '", id, "' is not a device of backend '", backend.name(),
+                       "' (it can only be simulated)");
+  }
+  int done = 0;
+  const int total = o.warmup + o.reps + (o.checkOutputs ? 1 : 0) + 1;
+  auto step = [&](const std::string& what) {
+    ++done;
+    if (o.progress) o.progress(done, total, what);
+  };
+  auto cancelled = [&] { return o.cancel && o.cancel->load(std::memory_order_relaxed); };
+
+  // Synthetic model inputs and weights, shared by both runs.
+  std::vector<Tensor> leaves(g.values.size());
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    const Value& val = g.values[v];
+    if (val.producer >= 0 || (!val.isWeight && !val.isGraphInput)) continue;
+    auto tn = syntheticTensor(g, static_cast<ValueId>(v), o.seed + v);
+    if (!tn) return makeError("input '", val.name, "': ", tn.message());
+    leaves[v] = std::move(tn).value();
+  }
+  std::vector<std::vector<OpId>> preds(n), succs(n);
+  for (size_t v = 0; v < n; ++v) {
+    preds[v] = g.predecessors(static_cast<OpId>(v));
+    succs[v] = g.successors(static_cast<OpId>(v));
+  }
+
+  step("preparing kernels");
+  Prepared prep(g, leaves);
+  if (auto st = prep.prepare(backend, plan.device, t.deviceIds); !st) return Error{st.message()};
+  ExecResult r;
+  std::vector<std::vector<double>> opSamples(n), startSamples(n);
+  for (int rep = 0; rep < o.warmup + o.reps; ++rep) {
+    if (cancelled()) return makeError("cancelled");
+    step(rep < o.warmup ? "warm-up run" : "timed run " + std::to_string(rep - o.warmup + 1));
+    auto times = runConcurrent(g, prep, t, plan, preds, succs, o.cancel);
+    if (!times) return Error{times.message()};
+    if (rep < o.warmup) continue;
+    r.makespansUs.push_back(times->makespanUs);
+    for (size_t v = 0; v < n; ++v) {
+      opSamples[v].push_back(times->endUs[v] - times->startUs[v]);
+      startSamples[v].push_back(times->startUs[v]);
+    }
+  }
+  r.makespanUs = medianOf(r.makespansUs);
+  r.opUs.resize(n);
+  r.opStartUs.resize(n);
+  for (size_t v = 0; v < n; ++v) {
+    r.opUs[v] = medianOf(opSamples[v]);
+    r.opStartUs[v] = medianOf(startSamples[v]);
+  }
+  if (!o.checkOutputs) return r;
+
+  // The reference: every operator on one device, in topological order.
+  std::string refId = o.referenceDevice.empty() ? t.deviceIds[static_cast<size_t>(t.host)] : o.referenceDevice;
+  auto it = std::find(t.deviceIds.begin(), t.deviceIds.end(), refId);
+  if (it == t.deviceIds.end()) return makeError("executor: no reference device '", refId, "'");
+  const auto ref = static_cast<DeviceId>(it - t.deviceIds.begin());
+  Plan single;
+  single.device.assign(n, ref);
+  single.order.assign(static_cast<size_t>(t.numDevices()), {});
+  auto topo = g.topologicalOrder();
+  if (!topo) return Error{topo.message()};
+  single.order[static_cast<size_t>(ref)] = *topo;
+  if (cancelled()) return makeError("cancelled");
+  step("single-device reference run on " + refId);
+  Prepared refPrep(g, leaves);
+  if (auto st = refPrep.prepare(backend, single.device, t.deviceIds); !st) return makeError("reference run: ", st.message());
+  auto refTimes = runConcurrent(g, refPrep, t, single, preds, succs, o.cancel);
+  if (!refTimes) return makeError("reference run: ", refTimes.message());
+  r.outputsChecked = true;
+  r.outputsMatch = true;
+  for (ValueId out : g.outputs) {
+    const Tensor* a = refPrep.value(out);
+    const Tensor* b = prep.value(out);
+    if (!a || !b) continue;
+    std::string why;
+    if (!tensorsClose(*a, *b, o.rtol, r.maxAbsDiff, r.maxRelDiff, &why) && r.outputsMatch) {
+      r.outputsMatch = false;
+      r.mismatch = "output '" + g.values[static_cast<size_t>(out)].name + "': " + why;
+    }
+  }
+  return r;
+}
+
+}  // namespace partex

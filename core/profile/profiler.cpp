@@ -1,0 +1,463 @@
+#include "profile/profiler.h"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <set>
+#include <thread>
+
+#include "support/files.h"
+#include "support/strings.h"
+
+namespace partex {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double usSince(Clock::time_point t0) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+}
+
+Error cancelledError() { return Error{"cancelled"}; }
+
+/// Kernel inputs of `op` from a value table (nullptr for omitted inputs).
+std::vector<const Tensor*> inputsOf(const Graph& g, OpId op, const std::vector<Tensor>& values) {
+  std::vector<const Tensor*> ins;
+  for (ValueId v : g.nodes[static_cast<size_t>(op)].inputs) ins.push_back(v >= 0 ? &values[static_cast<size_t>(v)] : nullptr);
+  return ins;
+}
+
+/// Moves kernel outputs into the value table.
+void storeOutputs(const Graph& g, OpId op, std::vector<Tensor>& outs, std::vector<Tensor>& values) {
+  const auto& node = g.nodes[static_cast<size_t>(op)];
+  for (size_t k = 0; k < node.outputs.size() && k < outs.size(); ++k)
+    if (node.outputs[k] >= 0) values[static_cast<size_t>(node.outputs[k])] = std::move(outs[k]);
+}
+
+/// A buffer with cache-line alignment, not zero-initialised by the allocator (first touch is explicit).
+struct RawBuffer {
+  explicit RawBuffer(size_t n) : size(n), p(static_cast<char*>(std::aligned_alloc(64, (n + 63) / 64 * 64 + 64))) {}
+  ~RawBuffer() { std::free(p); }
+  RawBuffer(const RawBuffer&) = delete;
+  RawBuffer& operator=(const RawBuffer&) = delete;
+  size_t size;
+  char* p;
+};
+
+/// Runs fn on a fresh thread pinned to `core` and waits for it.
+template <class Fn>
+void onCore(int core, Fn fn) {
+  std::thread th([&] {
+    pinThisThread(core);
+    fn();
+  });
+  th.join();
+}
+
+/// One timed copy of `bytes` from a buffer last written on core `a` to one first touched on core `b`,
+/// timed on b. Returns microseconds.
+double timedCopy(RawBuffer& src, RawBuffer& dst, size_t bytes, int coreA, int coreB, int round) {
+  onCore(coreA, [&] { std::memset(src.p, round & 0x7f, bytes); });
+  double us = 0;
+  onCore(coreB, [&] {
+    auto t0 = Clock::now();
+    std::memcpy(dst.p, src.p, bytes);
+    us = usSince(t0);
+  });
+  return us;
+}
+
+/// Samples of transfers of `bytes` between two cores.
+TimingStat measureTransfer(int64_t bytes, int coreA, int coreB, int warmup, int reps) {
+  const size_t n = static_cast<size_t>(std::max<int64_t>(bytes, 1));
+  RawBuffer src(n), dst(n);
+  onCore(coreB, [&] { std::memset(dst.p, 0, n); });  // First touch of the destination on its core.
+  std::vector<double> samples;
+  for (int r = 0; r < warmup + reps; ++r) {
+    const double us = timedCopy(src, dst, n, coreA, coreB, r);
+    if (r >= warmup) samples.push_back(us);
+  }
+  return summarise(samples);
+}
+
+struct Ctx {
+  const Graph& g;
+  const Backend& b;
+  const ProfilerOptions& o;
+  ProfilerInfo& info;
+  std::vector<BackendDevice> devices;  ///< The devices profiled, in the order asked.
+  std::vector<Tensor> ref;             ///< Reference value of every tensor.
+  int done = 0, total = 0;
+  void step(const std::string& what) {
+    ++done;
+    if (o.progress) o.progress(done, total, what);
+  }
+};
+
+/// The reference run: every tensor computed once, in topological order.
+Status referenceRun(Ctx& c) {
+  const Graph& g = c.g;
+  c.ref.assign(g.values.size(), Tensor());
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    const Value& val = g.values[v];
+    if (val.producer >= 0) continue;
+    if (!val.isWeight && !val.isGraphInput) continue;
+    auto t = syntheticTensor(g, static_cast<ValueId>(v), c.o.seed + v);
+    if (!t) return makeError(g.name, ": input '", val.name, "': ", t.message());
+    c.ref[v] = std::move(t).value();
+  }
+  auto order = g.topologicalOrder();
+  if (!order) return Error{order.message()};
+  for (OpId op : *order) {
+    if (c.o.cancelled()) return cancelledError();
+    const Node& node = g.nodes[static_cast<size_t>(op)];
+    std::string reasons;
+    bool ran = false;
+    for (const auto& d : c.devices) {
+      std::string why;
+      if (!c.b.supports(g, op, &why)) {
+        reasons = why;
+        break;
+      }
+      auto k = c.b.prepare(g, op, d.id);
+      if (!k) {
+        reasons += (reasons.empty() ? "" : "; ") + d.id + ": " + k.message();
+        continue;
+      }
+      std::vector<Tensor> outs;
+      auto st = (*k)->run(inputsOf(g, op, c.ref), outs);
+      if (!st) return makeError(g.name, ": operator '", node.name, "' (", node.opType, ") on ", d.id, ": ", st.message());
+      storeOutputs(g, op, outs, c.ref);
+      ran = true;
+      break;
+    }
+    if (!ran)
+      return makeError(g.name, ": operator '", node.name, "' (", node.opType, ") cannot run on the profiled devices: ", reasons);
+  }
+  return Status::ok();
+}
+
+/// Times one kernel on the reference inputs: warm-up, then reps.
+Result<TimingStat> timeKernel(Ctx& c, Kernel& k, OpId op) {
+  auto ins = inputsOf(c.g, op, c.ref);
+  std::vector<Tensor> outs;
+  std::vector<double> samples;
+  for (int r = 0; r < c.o.warmup + c.o.reps; ++r) {
+    auto t0 = Clock::now();
+    auto st = k.run(ins, outs);
+    const double us = usSince(t0);
+    if (!st) return Error{st.message()};
+    if (r >= c.o.warmup) samples.push_back(us);
+  }
+  c.info.measurements += c.o.reps;
+  return summarise(samples);
+}
+
+/// Chains of consecutive operators: each next one has the previous as its only operator predecessor.
+std::vector<std::vector<OpId>> chainGroups(const Graph& g, int maxGroup) {
+  std::vector<std::vector<OpId>> groups;
+  const auto n = static_cast<OpId>(g.nodes.size());
+  std::vector<std::vector<OpId>> preds(static_cast<size_t>(n)), succs(static_cast<size_t>(n));
+  for (OpId v = 0; v < n; ++v) {
+    preds[static_cast<size_t>(v)] = g.predecessors(v);
+    succs[static_cast<size_t>(v)] = g.successors(v);
+  }
+  for (OpId v = 0; v < n; ++v) {
+    for (OpId s : succs[static_cast<size_t>(v)]) {
+      if (preds[static_cast<size_t>(s)].size() != 1) continue;
+      std::vector<OpId> chain{v, s};
+      groups.push_back(chain);
+      while (static_cast<int>(chain.size()) < maxGroup) {
+        OpId next = kNone;
+        for (OpId t : succs[static_cast<size_t>(chain.back())])
+          if (preds[static_cast<size_t>(t)].size() == 1) {
+            next = t;
+            break;
+          }
+        if (next == kNone) break;
+        chain.push_back(next);
+        groups.push_back(chain);
+      }
+    }
+  }
+  return groups;
+}
+
+/// Times a group run back to back on one device: each member reads what the previous produced.
+Result<TimingStat> timeGroup(Ctx& c, const std::vector<OpId>& group, std::vector<std::unique_ptr<Kernel>>& kernels) {
+  const Graph& g = c.g;
+  std::vector<double> samples;
+  std::vector<std::vector<Tensor>> outs(group.size());
+  std::map<ValueId, const Tensor*> local;
+  for (int r = 0; r < c.o.warmup + c.o.reps; ++r) {
+    local.clear();
+    auto t0 = Clock::now();
+    for (size_t i = 0; i < group.size(); ++i) {
+      const Node& node = g.nodes[static_cast<size_t>(group[i])];
+      std::vector<const Tensor*> ins;
+      for (ValueId v : node.inputs) {
+        if (v < 0) {
+          ins.push_back(nullptr);
+          continue;
+        }
+        auto it = local.find(v);
+        ins.push_back(it != local.end() ? it->second : &c.ref[static_cast<size_t>(v)]);
+      }
+      auto st = kernels[i]->run(ins, outs[i]);
+      if (!st) return Error{st.message()};
+      for (size_t k = 0; k < node.outputs.size() && k < outs[i].size(); ++k)
+        if (node.outputs[k] >= 0) local[node.outputs[k]] = &outs[i][k];
+    }
+    const double us = usSince(t0);
+    if (r >= c.o.warmup) samples.push_back(us);
+  }
+  c.info.measurements += c.o.reps;
+  return summarise(samples);
+}
+
+std::vector<int64_t> defaultTransferSizes(const Graph& g) {
+  int64_t largest = 0;
+  for (const auto& v : g.values)
+    if (v.producer >= 0) largest = std::max(largest, v.bytes());
+  largest = std::clamp<int64_t>(largest, 1024, int64_t{64} << 20);
+  std::vector<int64_t> sizes;
+  for (int64_t s = 1024; s < largest; s *= 4) sizes.push_back(s);
+  sizes.push_back(largest);
+  return sizes;
+}
+
+Status profilePerOperator(Ctx& c, Profile& p) {
+  const Graph& g = c.g;
+  for (const auto& d : c.devices) {
+    ProfileDevice& pd = p.device(d.id);
+    for (OpId op = 0; op < static_cast<OpId>(g.nodes.size()); ++op) {
+      if (c.o.cancelled()) return cancelledError();
+      const Node& node = g.nodes[static_cast<size_t>(op)];
+      c.step(node.name + " on " + d.id);
+      std::string why;
+      if (!c.b.supports(g, op, &why)) {
+        c.info.skipped.push_back(node.name + "@" + d.id + ": " + why);
+        continue;
+      }
+      auto k = c.b.prepare(g, op, d.id);
+      if (!k) {
+        c.info.skipped.push_back(node.name + "@" + d.id + ": " + k.message());
+        continue;
+      }
+      auto st = timeKernel(c, **k, op);
+      if (!st) return makeError(g.name, ": operator '", node.name, "' on ", d.id, ": ", st.message());
+      pd.ops.push_back(ProfileOp{node.name, node.opType, *st});
+    }
+  }
+  return Status::ok();
+}
+
+/// Minimal plan: one whole-model run per device (repeated warmup + reps times), each operator timed
+/// inside the run on the tensors the run itself produced.
+Status profileMinimalPlan(Ctx& c, Profile& p) {
+  const Graph& g = c.g;
+  auto order = g.topologicalOrder();
+  if (!order) return Error{order.message()};
+  for (const auto& d : c.devices) {
+    if (c.o.cancelled()) return cancelledError();
+    c.step("whole-model runs on " + d.id);
+    std::vector<std::unique_ptr<Kernel>> kernels(g.nodes.size());
+    for (OpId op : *order) {
+      std::string why;
+      if (!c.b.supports(g, op, &why)) {
+        c.info.skipped.push_back(g.nodes[static_cast<size_t>(op)].name + "@" + d.id + ": " + why);
+        continue;
+      }
+      auto k = c.b.prepare(g, op, d.id);
+      if (!k) {
+        c.info.skipped.push_back(g.nodes[static_cast<size_t>(op)].name + "@" + d.id + ": " + k.message());
+        continue;
+      }
+      kernels[static_cast<size_t>(op)] = std::move(k).value();
+    }
+    std::vector<std::vector<double>> samples(g.nodes.size());
+    std::vector<Tensor> values = c.ref;  // Leaves and, for skipped operators, the reference outputs.
+    for (int r = 0; r < c.o.warmup + c.o.reps; ++r) {
+      if (c.o.cancelled()) return cancelledError();
+      for (OpId op : *order) {
+        auto& k = kernels[static_cast<size_t>(op)];
+        if (!k) continue;
+        std::vector<Tensor> outs;
+        auto ins = inputsOf(g, op, values);
+        auto t0 = Clock::now();
+        auto st = k->run(ins, outs);
+        const double us = usSince(t0);
+        if (!st) return makeError(g.name, ": operator '", g.nodes[static_cast<size_t>(op)].name, "' on ", d.id, ": ", st.message());
+        storeOutputs(g, op, outs, values);
+        if (r >= c.o.warmup) samples[static_cast<size_t>(op)].push_back(us);
+      }
+    }
+    c.info.measurements += c.o.reps * static_cast<int>(order->size());
+    ProfileDevice& pd = p.device(d.id);
+    for (OpId op = 0; op < static_cast<OpId>(g.nodes.size()); ++op)
+      if (kernels[static_cast<size_t>(op)])
+        pd.ops.push_back(ProfileOp{g.nodes[static_cast<size_t>(op)].name, g.nodes[static_cast<size_t>(op)].opType,
+                                   summarise(samples[static_cast<size_t>(op)])});
+  }
+  // The crossing run: operators alternate between the devices along the topological order, so that
+  // edges cross every device pair; each crossing tensor is copied to its consumer's device and timed.
+  const int m = static_cast<int>(c.devices.size());
+  if (m > 1) {
+    c.step("crossing run");
+    std::vector<int> devOf(g.nodes.size(), 0);
+    for (size_t i = 0; i < order->size(); ++i) devOf[static_cast<size_t>((*order)[i])] = static_cast<int>(i % static_cast<size_t>(m));
+    std::map<std::pair<int, int>, std::map<int64_t, std::vector<TimingStat>>> byPair;
+    for (size_t v = 0; v < g.values.size(); ++v) {
+      if (c.o.cancelled()) return cancelledError();
+      const Value& val = g.values[v];
+      if (val.producer < 0 || val.bytes() <= 0) continue;
+      std::set<int> dests;
+      for (OpId consumer : val.consumers) dests.insert(devOf[static_cast<size_t>(consumer)]);
+      const int a = devOf[static_cast<size_t>(val.producer)];
+      for (int b : dests) {
+        if (b == a) continue;
+        auto key = std::make_pair(a, b);
+        if (byPair[key].count(val.bytes())) continue;  // One sample per size and pair is enough.
+        byPair[key][val.bytes()].push_back(measureTransfer(val.bytes(), c.devices[static_cast<size_t>(a)].core,
+                                                           c.devices[static_cast<size_t>(b)].core, c.o.warmup, c.o.reps));
+      }
+    }
+    for (auto& [pair, sizes] : byPair) {
+      ProfileTransfer t{c.devices[static_cast<size_t>(pair.first)].id, c.devices[static_cast<size_t>(pair.second)].id, {}};
+      for (auto& [bytes, stats] : sizes) t.samples.push_back(TransferSample{bytes, stats.front()});
+      p.transfers.push_back(std::move(t));
+    }
+  }
+  p.profilingRuns = minimalPlanRuns(m);
+  return Status::ok();
+}
+
+}  // namespace
+
+bool pinThisThread(int core) {
+  if (core < 0) return true;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(core, &set);
+  return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
+}
+
+Result<Profile> profileModel(const Graph& g, const Backend& backend, const ProfilerOptions& o, ProfilerInfo* infoOut) {
+  const auto t0 = Clock::now();
+  ProfilerInfo local;
+  ProfilerInfo& info = infoOut ? *infoOut : local;
+  info = ProfilerInfo{};
+  if (o.reps < 1) return makeError("profiler: reps must be at least 1");
+  if (o.warmup < 0) return makeError("profiler: warm-up runs must be >= 0");
+  if (o.groups && o.maxGroup < 2) return makeError("profiler: group size must be at least 2");
+  Ctx c{g, backend, o, info, {}, {}, 0, 0};
+  const auto all = backend.devices();
+  if (o.devices.empty()) {
+    c.devices = all;
+  } else {
+    for (const auto& id : o.devices) {
+      auto it = std::find_if(all.begin(), all.end(), [&](const BackendDevice& d) { return d.id == id; });
+      if (it == all.end()) {
+        std::vector<std::string> ids;
+        for (const auto& d : all) ids.push_back(d.id);
+        return makeError("backend '", backend.name(), "' has no device '", id, "' (devices: ", join(ids, ", "), ")");
+      }
+      if (std::any_of(c.devices.begin(), c.devices.end(), [&](const BackendDevice& d) { return d.id == id; }))
+        return makeError("device '", id, "' is listed twice");
+      c.devices.push_back(*it);
+    }
+  }
+  if (c.devices.empty()) return makeError("backend '", backend.name(), "' offers no device");
+
+  const int n = static_cast<int>(g.nodes.size()), m = static_cast<int>(c.devices.size());
+  const auto groups = o.groups ? chainGroups(g, o.maxGroup) : std::vector<std::vector<OpId>>{};
+  const auto sizes = o.transferSizes.empty() ? defaultTransferSizes(g) : o.transferSizes;
+  const bool minimal = o.method == ProfilerOptions::Method::MinimalPlan;
+  c.total = 1 + (minimal ? m + (m > 1 ? 1 : 0) : n * m) + static_cast<int>(groups.size()) * m +
+            (o.transfers ? static_cast<int>(sizes.size()) * m * (m - 1) : 0);
+
+  Profile p;
+  p.modelFile = baseName(g.sourcePath);
+  p.modelSha256 = g.graphSha256;
+  p.backendName = backend.name();
+  p.backendVersion = backend.version();
+  p.source = "partex profiler";
+  p.method = minimal ? "minimal-plan" : "per-operator";
+  p.measuredAt = isoNowUtc();
+  p.machine = machineDescription();
+  p.warmup = o.warmup;
+  p.reps = o.reps;
+  p.seed = o.seed;
+  for (const auto& d : c.devices) p.device(d.id);
+
+  c.step("reference run");
+  if (auto st = referenceRun(c); !st) return Error{st.message()};
+  if (auto st = minimal ? profileMinimalPlan(c, p) : profilePerOperator(c, p); !st) return Error{st.message()};
+
+  for (const auto& d : c.devices) {
+    ProfileDevice& pd = p.device(d.id);
+    for (const auto& grp : groups) {
+      if (o.cancelled()) return cancelledError();
+      std::vector<std::string> names;
+      for (OpId v : grp) names.push_back(g.nodes[static_cast<size_t>(v)].name);
+      c.step("group " + join(names, "+") + " on " + d.id);
+      std::vector<std::unique_ptr<Kernel>> kernels;
+      bool ok = true;
+      for (OpId v : grp) {
+        if (!backend.supports(g, v, nullptr)) {
+          ok = false;
+          break;
+        }
+        auto k = backend.prepare(g, v, d.id);
+        if (!k) {
+          ok = false;
+          break;
+        }
+        kernels.push_back(std::move(k).value());
+      }
+      if (!ok) continue;
+      auto st = timeGroup(c, grp, kernels);
+      if (!st) return makeError(g.name, ": group ", join(names, "+"), " on ", d.id, ": ", st.message());
+      pd.groups.push_back(ProfileGroup{names, *st});
+    }
+  }
+  if (o.transfers) {
+    for (const auto& a : c.devices)
+      for (const auto& b : c.devices) {
+        if (a.id == b.id) continue;
+        ProfileTransfer t{a.id, b.id, {}};
+        for (int64_t bytes : sizes) {
+          if (o.cancelled()) return cancelledError();
+          c.step("transfer " + a.id + " -> " + b.id + " " + humanBytes(static_cast<double>(bytes)));
+          t.samples.push_back(TransferSample{bytes, measureTransfer(bytes, a.core, b.core, o.warmup, o.reps)});
+        }
+        p.transfers.push_back(std::move(t));
+      }
+  }
+  info.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return p;
+}
+
+bool profileMatches(const Profile& p, const Graph& g, const Backend& backend, const std::vector<std::string>& devices,
+                    std::string* why) {
+  auto say = [&](std::string s) {
+    if (why) *why = std::move(s);
+    return false;
+  };
+  if (p.imported) return say("it was imported from " + p.backendName);
+  if (p.modelSha256 != g.graphSha256) return say("it is for another model (sha256 differs)");
+  if (p.backendName != backend.name() || p.backendVersion != backend.version())
+    return say("it was measured with backend " + p.backendName + " " + p.backendVersion + ", this is " + backend.name() + " " +
+               backend.version());
+  for (const auto& d : devices)
+    if (!p.findDevice(d)) return say("it has no device '" + d + "'");
+  return true;
+}
+
+}  // namespace partex

@@ -1,0 +1,75 @@
+#pragma once
+/// \file The profiler: measures a model's operators on a backend's devices and writes a Profile.
+///
+/// Inputs: one reference run of the whole model (on the first device that runs each operator, in
+/// topological order) computes every intermediate tensor from seeded synthetic model inputs and
+/// weights (syntheticTensor: small integer payloads such as shapes and axes are exact), so that each
+/// operator is measured on the data it will really see. Then, per device:
+///  - method PerOperator: every operator alone, `warmup` untimed runs then `reps` timed runs; the
+///    median and the median absolute deviation are kept;
+///  - method MinimalPlan (Kim et al., TODAES 2024): `#devices + 1` whole-model runs: one all-on-d run
+///    per device gives every node cost (each operator timed inside the run; repeated warmup + reps
+///    times), one run alternating devices along the topological order gives transfer samples on every
+///    device pair (edge costs depend only on the pair and the bytes). Profile::profilingRuns says how
+///    many distinct runs that was.
+/// Optional: fused groups (chains of 2..maxGroup consecutive operators run back to back as one unit,
+/// W(S,d) of PartitionTuner and DUET) and transfers (on this machine devices share memory: a memcpy of
+/// the tensor's size from a buffer first touched on the source device's core into one first touched on
+/// the destination's, timed on the destination's core).
+/// Progress is reported through a callback and a cancel token stops the work (an error "cancelled").
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "profile/profile.h"
+#include "support/result.h"
+
+namespace partex {
+
+struct ProfilerOptions {
+  enum class Method { PerOperator, MinimalPlan };
+  Method method = Method::PerOperator;
+  std::vector<std::string> devices;  ///< Backend device ids; empty = all of the backend's devices.
+  int warmup = 2;
+  int reps = 10;
+  uint64_t seed = 1;
+  bool groups = false;  ///< Also measure fused groups of consecutive operators.
+  int maxGroup = 3;     ///< Largest group size (>= 2).
+  bool transfers = false;  ///< Also measure transfers between every ordered device pair.
+  /// Transfer sizes in bytes; empty = a geometric series from 1 KiB to the largest tensor (at most 64 MiB).
+  std::vector<int64_t> transferSizes;
+  /// Progress: (done, total, what is being measured). May be empty. Called on the profiling thread.
+  std::function<void(int done, int total, const std::string& what)> progress;
+  const std::atomic<bool>* cancel = nullptr;  ///< May be null.
+  bool cancelled() const { return cancel && cancel->load(std::memory_order_relaxed); }
+};
+
+/// What the profiler did besides the numbers.
+struct ProfilerInfo {
+  double seconds = 0;               ///< Wall time of the whole profiling.
+  int measurements = 0;             ///< Kernel runs timed (warm-up excluded).
+  std::vector<std::string> skipped;  ///< "op@device: reason" for operators the backend cannot run there.
+};
+
+/// Profiles `g` on `backend`. The profile is keyed by g.graphSha256, the device ids and
+/// backend.name()/version(). Errors: an unknown device, an operator no device can run (the reference
+/// run needs it), a kernel failure (named), cancellation.
+Result<Profile> profileModel(const Graph& g, const Backend& backend, const ProfilerOptions& opts,
+                             ProfilerInfo* info = nullptr);
+
+/// Whole-model distinct runs of the PIM paper's minimal profiling plan for `numDevices` devices.
+inline int minimalPlanRuns(int numDevices) { return numDevices + (numDevices > 1 ? 1 : 0); }
+
+/// Checks that a stored profile fits this model, backend and device set: same graph hash, same backend
+/// name and version, every requested device present. On a mismatch `why` says what differs.
+bool profileMatches(const Profile& p, const Graph& g, const Backend& backend, const std::vector<std::string>& devices,
+                    std::string* why = nullptr);
+
+/// Pins the calling thread to logical CPU `core` (no-op for core < 0). Returns false on failure.
+bool pinThisThread(int core);
+
+}  // namespace partex
