@@ -1,0 +1,1002 @@
+// oneDNN kernels: Conv, ConvTranspose, MatMul, Gemm, pooling, BatchNormalization, LRN, Softmax/LogSoftmax,
+// LayerNormalization and the element-wise activations oneDNN has. Primitives are created on the first run
+// (under the device's thread settings, as oneDNN's OpenMP runtime requires) and re-created only when the
+// input shapes change. Weights reordered into oneDNN's blocked layout are cached while the same weight
+// storage (and contents sample) is passed.
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <mutex>
+
+#include "cpu/kernels.h"
+
+namespace partex::cpu {
+
+namespace {
+
+using dnnl::memory;
+using tag = dnnl::memory::format_tag;
+using dt = dnnl::memory::data_type;
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+memory::dims toDims(const std::vector<int64_t>& s) { return memory::dims(s.begin(), s.end()); }
+
+tag plainTag(size_t rank) {
+  switch (rank) {
+    case 1: return tag::a;
+    case 2: return tag::ab;
+    case 3: return tag::abc;
+    case 4: return tag::abcd;
+    case 5: return tag::abcde;
+    case 6: return tag::abcdef;
+    default: return tag::undef;
+  }
+}
+
+memory::desc plainDesc(const std::vector<int64_t>& shape) {
+  if (shape.empty()) return memory::desc({1}, dt::f32, tag::a);
+  return memory::desc(toDims(shape), dt::f32, plainTag(shape.size()));
+}
+
+memory userMem(const memory::desc& md, const Tensor& t) {
+  return memory(md, engine(), const_cast<void*>(t.raw()));
+}
+
+/// A sample hash of a tensor's contents, to notice weights changed in place.
+uint64_t sampleHash(const Tensor& t) {
+  const auto* p = static_cast<const unsigned char*>(t.raw());
+  const int64_t n = t.bytes();
+  uint64_t h = 1469598103934665603ull ^ static_cast<uint64_t>(n);
+  if (n <= 0) return h;
+  for (int i = 0; i < 64; ++i) {
+    const int64_t at = n * i / 64;
+    h = (h ^ p[at]) * 1099511628211ull;
+  }
+  return h;
+}
+
+/// Reordered weights, valid while the same storage with the same sampled contents is passed.
+struct WeightCache {
+  const void* ptr = nullptr;
+  uint64_t hash = 0;
+  memory::desc md;
+  memory mem;
+  bool valid(const Tensor& w, const memory::desc& want) const {
+    return mem && ptr == w.raw() && hash == sampleHash(w) && md == want;
+  }
+};
+
+/// Source memory in the primitive's layout: the user's memory or a reorder of it.
+memory toLayout(dnnl::stream& s, const memory& user, const memory::desc& want) {
+  if (user.get_desc() == want) return user;
+  memory m(want, engine());
+  dnnl::reorder(user, m).execute(s, const_cast<memory&>(user), m);
+  return m;
+}
+
+std::string spatialAttrsCheck(const Node& n, size_t spatial) {
+  for (const char* k : {"strides", "dilations", "kernel_shape"}) {
+    if (!n.hasAttr(k)) continue;
+    auto v = n.attrInts(k);
+    if (spatial && v.size() != spatial) return std::string(k) + " has the wrong length";
+    for (auto x : v)
+      if (x <= 0) return std::string(k) + " must be positive";
+  }
+  if (n.hasAttr("pads")) {
+    auto p = n.attrInts("pads");
+    if (spatial && p.size() != 2 * spatial) return "pads has the wrong length";
+    for (auto x : p)
+      if (x < 0) return "negative pads";
+  }
+  return "";
+}
+
+/// Rank of input i when known (-1 otherwise).
+int64_t inRank(const Graph& g, const Node& n, size_t i) {
+  if (!hasIn(n, i)) return -1;
+  const Value& v = g.values[static_cast<size_t>(n.inputs[i])];
+  return v.shapeKnown ? static_cast<int64_t>(v.shape.size()) : -1;
+}
+
+/// Window geometry of Conv/pooling for one input shape.
+struct Window {
+  memory::dims strides, dil, padL, padR, kernel, out;
+};
+
+/// Computes pads (auto_pad or explicit) and output sizes; error text or "".
+std::string windowGeometry(const Node& n, const std::vector<int64_t>& inSpatial, const std::vector<int64_t>& kernel,
+                           bool ceilMode, Window& w) {
+  const size_t s = inSpatial.size();
+  auto strides = attrIntsOr(n, "strides", std::vector<int64_t>(s, 1));
+  auto dil = attrIntsOr(n, "dilations", std::vector<int64_t>(s, 1));
+  auto pads = attrIntsOr(n, "pads", std::vector<int64_t>(2 * s, 0));
+  if (strides.size() != s || dil.size() != s || pads.size() != 2 * s) return "window attributes do not match the rank";
+  const std::string autoPad = n.attrString("auto_pad", "NOTSET");
+  w = Window{};
+  for (size_t i = 0; i < s; ++i) {
+    const int64_t in = inSpatial[i], k = kernel[i], st = strides[i], d = dil[i];
+    if (st <= 0 || d <= 0 || k <= 0) return "non-positive window attribute";
+    const int64_t ext = (k - 1) * d + 1;
+    int64_t pb = pads[i], pe = pads[i + s], out;
+    if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+      out = (in + st - 1) / st;
+      const int64_t total = std::max<int64_t>(0, (out - 1) * st + ext - in);
+      pb = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pe = total - pb;
+    } else if (autoPad == "VALID") {
+      pb = pe = 0;
+      out = (in - ext) / st + 1;
+      if (in < ext) out = 0;
+    } else if (autoPad == "NOTSET") {
+      const int64_t span = in + pb + pe - ext;
+      if (span < 0) return "window larger than the padded input";
+      out = ceilMode ? (span + st - 1) / st + 1 : span / st + 1;
+      // ceil_mode: the last window must start inside the input or left padding.
+      if (ceilMode && (out - 1) * st >= in + pb) --out;
+      // oneDNN wants out = (in + pb + pe' - ext) / st + 1 exactly: extend the right pad.
+      pe = (out - 1) * st + ext - in - pb;
+    } else {
+      return "unknown auto_pad " + autoPad;
+    }
+    if (out <= 0) return "empty output";
+    w.strides.push_back(st);
+    w.dil.push_back(d - 1);
+    w.padL.push_back(pb);
+    w.padR.push_back(pe);
+    w.kernel.push_back(k);
+    w.out.push_back(out);
+  }
+  return "";
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Conv
+
+class ConvKernel final : public OpKernel {
+ public:
+  explicit ConvKernel(const Node& n) : node_(n) {}
+  Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "X"); !e.empty()) return Error{e};
+    if (auto e = expectInput(in, 1, "W"); !e.empty()) return Error{e};
+    const Tensor& x = *in[0];
+    const Tensor& w = *in[1];
+    const Tensor* b = in.size() > 2 && in[2] && !in[2]->empty() ? in[2] : nullptr;
+    if (x.dtype() != DType::Float32 || w.dtype() != DType::Float32 || (b && b->dtype() != DType::Float32))
+      return makeError("Conv: float32 only");
+    const int64_t r = x.rank();
+    if (r < 3 || r > 5 || w.rank() != r) return makeError("Conv: X ", x.describe(), " and W ", w.describe());
+    const int64_t group = node_.attrInt("group", 1);
+    const int64_t C = x.dim(1), M = w.dim(0);
+    if (group <= 0 || C != w.dim(1) * group || M % group != 0)
+      return makeError("Conv: channels of X ", x.describe(), " do not match W ", w.describe(), " with group ",
+                       std::to_string(group));
+    if (b && (b->rank() != 1 || b->dim(0) != M)) return makeError("Conv: bias ", b->describe());
+    std::vector<int64_t> key = x.shape();
+    key.insert(key.end(), w.shape().begin(), w.shape().end());
+    key.push_back(b ? 1 : 0);
+    if (key != key_ || !prim_) {
+      std::vector<int64_t> spatial(x.shape().begin() + 2, x.shape().end());
+      std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
+      if (node_.hasAttr("kernel_shape") && node_.attrInts("kernel_shape") != kernel)
+        return makeError("Conv: kernel_shape does not match W ", w.describe());
+      Window win;
+      if (auto e = windowGeometry(node_, spatial, kernel, false, win); !e.empty()) return makeError("Conv: ", e);
+      outShape_ = {x.dim(0), M};
+      outShape_.insert(outShape_.end(), win.out.begin(), win.out.end());
+      memory::dims wd = toDims(w.shape());
+      if (group > 1) {
+        wd = {group, M / group};
+        wd.insert(wd.end(), w.shape().begin() + 1, w.shape().end());
+        userW_ = memory::desc(wd, dt::f32, r == 3 ? tag::goiw : r == 4 ? tag::goihw : tag::goidhw);
+      } else {
+        userW_ = memory::desc(wd, dt::f32, plainTag(static_cast<size_t>(r)));
+      }
+      userX_ = plainDesc(x.shape());
+      userY_ = plainDesc(outShape_);
+      auto anyX = memory::desc(toDims(x.shape()), dt::f32, tag::any);
+      auto anyW = memory::desc(wd, dt::f32, tag::any);
+      auto anyY = memory::desc(toDims(outShape_), dt::f32, tag::any);
+      auto bd = memory::desc({M}, dt::f32, tag::a);
+      auto d = b ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                   dnnl::algorithm::convolution_direct, anyX, anyW, bd, anyY,
+                                                   win.strides, win.dil, win.padL, win.padR)
+                 : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                   dnnl::algorithm::convolution_direct, anyX, anyW, anyY, win.strides,
+                                                   win.dil, win.padL, win.padR);
+      pd_ = dnnl::convolution_forward::primitive_desc(d, engine());
+      prim_ = dnnl::convolution_forward(pd_);
+      cache_ = WeightCache{};
+      key_ = key;
+    }
+    out.resize(1);
+    if (auto s = out[0].ensure(DType::Float32, outShape_); !s) return s;
+    dnnl::stream s(engine());
+    memory xm = toLayout(s, userMem(userX_, x), pd_.src_desc());
+    if (!cache_.valid(w, pd_.weights_desc())) {
+      memory wu = userMem(userW_, w);
+      if (userW_ == pd_.weights_desc()) {
+        cache_.mem = memory(pd_.weights_desc(), engine());
+        std::memcpy(cache_.mem.get_data_handle(), w.raw(), static_cast<size_t>(w.bytes()));
+      } else {
+        cache_.mem = memory(pd_.weights_desc(), engine());
+        dnnl::reorder(wu, cache_.mem).execute(s, wu, cache_.mem);
+      }
+      cache_.ptr = w.raw();
+      cache_.hash = sampleHash(w);
+      cache_.md = pd_.weights_desc();
+    }
+    memory ym = userMem(userY_, out[0]);
+    memory yp = pd_.dst_desc() == userY_ ? ym : memory(pd_.dst_desc(), engine());
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, cache_.mem}, {DNNL_ARG_DST, yp}};
+    if (b) args[DNNL_ARG_BIAS] = userMem(memory::desc({M_(b)}, dt::f32, tag::a), *b);
+    prim_.execute(s, args);
+    if (yp != ym) dnnl::reorder(yp, ym).execute(s, yp, ym);
+    s.wait();
+    return Status::ok();
+  }
+
+ private:
+  static int64_t M_(const Tensor* b) { return b->dim(0); }
+  Node node_;
+  std::vector<int64_t> key_, outShape_;
+  memory::desc userX_, userW_, userY_;
+  dnnl::convolution_forward::primitive_desc pd_;
+  dnnl::convolution_forward prim_;
+  WeightCache cache_;
+};
+
+std::string checkConv(const Graph& g, const Node& n) {
+  if (auto e = checkDTypes(g, n, f32Only()); !e.empty()) return e;
+  const int64_t r = inRank(g, n, 0);
+  if (r != -1 && (r < 3 || r > 5)) return "rank " + std::to_string(r) + " input (1-3 spatial dims supported)";
+  return spatialAttrsCheck(n, r > 2 ? static_cast<size_t>(r - 2) : 0);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// ConvTranspose
+
+class ConvTransposeKernel final : public OpKernel {
+ public:
+  explicit ConvTransposeKernel(const Node& n) : node_(n) {}
+  Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "X"); !e.empty()) return Error{e};
+    if (auto e = expectInput(in, 1, "W"); !e.empty()) return Error{e};
+    const Tensor& x = *in[0];
+    const Tensor& w = *in[1];
+    const Tensor* b = in.size() > 2 && in[2] && !in[2]->empty() ? in[2] : nullptr;
+    if (x.dtype() != DType::Float32 || w.dtype() != DType::Float32 || (b && b->dtype() != DType::Float32))
+      return makeError("float32 only");
+    const int64_t r = x.rank();
+    if (r < 3 || r > 5 || w.rank() != r) return makeError("X ", x.describe(), " and W ", w.describe());
+    const int64_t group = node_.attrInt("group", 1);
+    const int64_t C = x.dim(1);
+    if (group <= 0 || C != w.dim(0) || C % group != 0) return makeError("channels do not match W ", w.describe());
+    const int64_t M = w.dim(1) * group;
+    if (b && (b->rank() != 1 || b->dim(0) != M)) return makeError("bias ", b->describe());
+    std::vector<int64_t> key = x.shape();
+    key.insert(key.end(), w.shape().begin(), w.shape().end());
+    key.push_back(b ? 1 : 0);
+    if (key != key_ || !prim_) {
+      const size_t s = static_cast<size_t>(r - 2);
+      auto strides = attrIntsOr(node_, "strides", std::vector<int64_t>(s, 1));
+      auto dil = attrIntsOr(node_, "dilations", std::vector<int64_t>(s, 1));
+      auto pads = attrIntsOr(node_, "pads", std::vector<int64_t>(2 * s, 0));
+      auto outPad = attrIntsOr(node_, "output_padding", std::vector<int64_t>(s, 0));
+      auto outShapeAttr = attrIntsOr(node_, "output_shape", {});
+      const std::string autoPad = node_.attrString("auto_pad", "NOTSET");
+      if (strides.size() != s || dil.size() != s || pads.size() != 2 * s || outPad.size() != s)
+        return makeError("window attributes do not match the rank");
+      if (!outShapeAttr.empty() && outShapeAttr.size() != s && outShapeAttr.size() != s + 2)
+        return makeError("output_shape has the wrong length");
+      if (outShapeAttr.size() == s + 2) outShapeAttr.erase(outShapeAttr.begin(), outShapeAttr.begin() + 2);
+      memory::dims st, dl, pl, pr;
+      outShape_ = {x.dim(0), M};
+      for (size_t i = 0; i < s; ++i) {
+        const int64_t in = x.dim(static_cast<int64_t>(i) + 2), k = w.dim(static_cast<int64_t>(i) + 2);
+        const int64_t ext = (k - 1) * dil[i] + 1;
+        const int64_t full = strides[i] * (in - 1) + outPad[i] + ext;
+        int64_t pb = pads[i], pe = pads[i + s], o;
+        if (!outShapeAttr.empty() || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+          o = !outShapeAttr.empty() ? outShapeAttr[i] : in * strides[i];
+          // ONNX's split of the total padding; a negative total (output_shape beyond the full output)
+          // extends the end, as the reference's floor division does.
+          const int64_t total = full - o;
+          const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+          if (autoPad == "SAME_UPPER") {
+            pb = half;
+            pe = total - pb;
+          } else {
+            pe = half;
+            pb = total - pe;
+          }
+          if (pb < 0) return makeError("negative begin padding");
+        } else if (autoPad == "VALID") {
+          pb = pe = 0;
+          o = full;
+        } else {
+          o = full - pb - pe;
+        }
+        if (o <= 0) return makeError("empty output");
+        st.push_back(strides[i]);
+        dl.push_back(dil[i] - 1);
+        pl.push_back(pb);
+        pr.push_back(pe - outPad[i]);
+        outShape_.push_back(o);
+      }
+      // ONNX W is [C, M/group, k...]: as oneDNN's (g)oi(k) dims it is a strided view.
+      int64_t K = 1;
+      for (int64_t i = 2; i < r; ++i) K *= w.dim(i);
+      const int64_t OCg = M / group, ICg = C / group;
+      memory::dims wd, ws;
+      if (group > 1) {
+        wd = {group, OCg, ICg};
+        ws = {ICg * OCg * K, K, OCg * K};
+      } else {
+        wd = {M, C};
+        ws = {K, OCg * K};
+      }
+      const auto ks = contiguousStrides(std::vector<int64_t>(w.shape().begin() + 2, w.shape().end()));
+      for (int64_t i = 2; i < r; ++i) {
+        wd.push_back(w.dim(i));
+        ws.push_back(ks[static_cast<size_t>(i - 2)]);
+      }
+      userW_ = memory::desc(wd, dt::f32, ws);
+      userX_ = plainDesc(x.shape());
+      userY_ = plainDesc(outShape_);
+      auto anyX = memory::desc(toDims(x.shape()), dt::f32, tag::any);
+      auto anyW = memory::desc(wd, dt::f32, tag::any);
+      auto anyY = memory::desc(toDims(outShape_), dt::f32, tag::any);
+      auto bd = memory::desc({M}, dt::f32, tag::a);
+      auto d = b ? dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                     dnnl::algorithm::deconvolution_direct, anyX, anyW, bd, anyY, st,
+                                                     dl, pl, pr)
+                 : dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                     dnnl::algorithm::deconvolution_direct, anyX, anyW, anyY, st, dl,
+                                                     pl, pr);
+      pd_ = dnnl::deconvolution_forward::primitive_desc(d, engine());
+      prim_ = dnnl::deconvolution_forward(pd_);
+      key_ = key;
+    }
+    out.resize(1);
+    if (auto s = out[0].ensure(DType::Float32, outShape_); !s) return s;
+    dnnl::stream s(engine());
+    memory xm = toLayout(s, userMem(userX_, x), pd_.src_desc());
+    memory wm = toLayout(s, userMem(userW_, w), pd_.weights_desc());
+    memory ym = userMem(userY_, out[0]);
+    memory yp = pd_.dst_desc() == userY_ ? ym : memory(pd_.dst_desc(), engine());
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, yp}};
+    if (b) args[DNNL_ARG_BIAS] = userMem(memory::desc({b->dim(0)}, dt::f32, tag::a), *b);
+    prim_.execute(s, args);
+    if (yp != ym) dnnl::reorder(yp, ym).execute(s, yp, ym);
+    s.wait();
+    return Status::ok();
+  }
+
+ private:
+  Node node_;
+  std::vector<int64_t> key_, outShape_;
+  memory::desc userX_, userW_, userY_;
+  dnnl::deconvolution_forward::primitive_desc pd_;
+  dnnl::deconvolution_forward prim_;
+};
+
+std::string checkConvTranspose(const Graph& g, const Node& n) {
+  if (auto e = checkDTypes(g, n, f32Only()); !e.empty()) return e;
+  const int64_t r = inRank(g, n, 0);
+  if (r != -1 && (r < 3 || r > 5)) return "rank " + std::to_string(r) + " input";
+  return spatialAttrsCheck(n, r > 2 ? static_cast<size_t>(r - 2) : 0);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// MatMul and Gemm (oneDNN matmul)
+
+/// Runs C = alpha * op(A) * op(B) [+ C's prior contents when accumulate] for row-major batched operands
+/// whose batch dims are already broadcast-compatible with equal rank.
+class MatMulPrim {
+ public:
+  Status run(const Tensor& a, const Tensor& b, Tensor& c, const std::vector<int64_t>& aShape,
+             const std::vector<int64_t>& bShape, const std::vector<int64_t>& cShape, bool transA, bool transB,
+             float alpha, bool accumulate) {
+    std::vector<int64_t> key = aShape;
+    key.insert(key.end(), bShape.begin(), bShape.end());
+    key.push_back(transA);
+    key.push_back(transB);
+    if (key != key_ || !prim_ || alpha != alpha_ || accumulate != acc_) {
+      auto desc = [](const std::vector<int64_t>& shape, bool trans) {
+        auto st = contiguousStrides(shape);
+        memory::dims dims = toDims(shape);
+        const size_t r = shape.size();
+        if (trans) {
+          std::swap(dims[r - 1], dims[r - 2]);
+          std::swap(st[r - 1], st[r - 2]);
+        }
+        for (size_t i = 0; i + 2 < r; ++i)
+          if (shape[i] == 1) st[i] = 0;
+        return memory::desc(dims, dt::f32, memory::dims(st.begin(), st.end()));
+      };
+      ad_ = desc(aShape, transA);
+      bd_ = desc(bShape, transB);
+      cd_ = plainDesc(cShape);
+      dnnl::primitive_attr attr;
+      if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
+      if (accumulate) {
+        dnnl::post_ops po;
+        po.append_sum(1.0f);
+        attr.set_post_ops(po);
+      }
+      pd_ = dnnl::matmul::primitive_desc(dnnl::matmul::desc(ad_, bd_, cd_), attr, engine());
+      prim_ = dnnl::matmul(pd_);
+      key_ = key;
+      alpha_ = alpha;
+      acc_ = accumulate;
+    }
+    dnnl::stream s(engine());
+    prim_.execute(s, {{DNNL_ARG_SRC, userMem(ad_, a)}, {DNNL_ARG_WEIGHTS, userMem(bd_, b)},
+                      {DNNL_ARG_DST, memory(cd_, engine(), c.raw())}});
+    s.wait();
+    return Status::ok();
+  }
+
+ private:
+  std::vector<int64_t> key_;
+  float alpha_ = 1.0f;
+  bool acc_ = false;
+  memory::desc ad_, bd_, cd_;
+  dnnl::matmul::primitive_desc pd_;
+  dnnl::matmul prim_;
+};
+
+class MatMulKernel final : public OpKernel {
+ public:
+  Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "A"); !e.empty()) return Error{e};
+    if (auto e = expectInput(in, 1, "B"); !e.empty()) return Error{e};
+    const Tensor& a = *in[0];
+    const Tensor& b = *in[1];
+    if (a.dtype() != DType::Float32 || b.dtype() != DType::Float32) return makeError("float32 only");
+    if (a.rank() < 1 || b.rank() < 1) return makeError("scalar operand");
+    std::vector<int64_t> as = a.shape(), bs = b.shape();
+    const bool aVec = as.size() == 1, bVec = bs.size() == 1;
+    if (aVec) as.insert(as.begin(), 1);
+    if (bVec) bs.push_back(1);
+    const size_t r = std::max(as.size(), bs.size());
+    if (r > 6) return makeError("rank above 6");
+    while (as.size() < r) as.insert(as.begin(), 1);
+    while (bs.size() < r) bs.insert(bs.begin(), 1);
+    if (as[r - 1] != bs[r - 2]) return makeError("inner dims differ: ", a.describe(), " x ", b.describe());
+    std::vector<int64_t> cs(r);
+    for (size_t i = 0; i + 2 < r; ++i) {
+      if (as[i] != bs[i] && as[i] != 1 && bs[i] != 1)
+        return makeError("batch dims do not broadcast: ", a.describe(), " x ", b.describe());
+      cs[i] = as[i] == 1 ? bs[i] : as[i];
+    }
+    cs[r - 2] = as[r - 2];
+    cs[r - 1] = bs[r - 1];
+    std::vector<int64_t> outShape(cs.begin(), cs.end() - 2);
+    if (!aVec) outShape.push_back(cs[r - 2]);
+    if (!bVec) outShape.push_back(cs[r - 1]);
+    out.resize(1);
+    if (auto s = out[0].ensure(DType::Float32, outShape); !s) return s;
+    if (out[0].numElements() == 0) return Status::ok();
+    if (as[r - 1] == 0) {
+      out[0].fill(0.0);
+      return Status::ok();
+    }
+    return mm_.run(a, b, out[0], as, bs, cs, false, false, 1.0f, false);
+  }
+
+ private:
+  MatMulPrim mm_;
+};
+
+class GemmKernel final : public OpKernel {
+ public:
+  explicit GemmKernel(const Node& n)
+      : alpha_(static_cast<float>(n.attrFloat("alpha", 1.0))),
+        beta_(static_cast<float>(n.attrFloat("beta", 1.0))),
+        transA_(n.attrInt("transA", 0) != 0),
+        transB_(n.attrInt("transB", 0) != 0) {}
+  Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "A"); !e.empty()) return Error{e};
+    if (auto e = expectInput(in, 1, "B"); !e.empty()) return Error{e};
+    const Tensor& a = *in[0];
+    const Tensor& b = *in[1];
+    const Tensor* c = in.size() > 2 && in[2] && !in[2]->empty() ? in[2] : nullptr;
+    if (a.dtype() != DType::Float32 || b.dtype() != DType::Float32 || (c && c->dtype() != DType::Float32))
+      return makeError("float32 only");
+    if (a.rank() != 2 || b.rank() != 2) return makeError("A ", a.describe(), " and B ", b.describe(), " must be 2-D");
+    const int64_t M = transA_ ? a.dim(1) : a.dim(0), K = transA_ ? a.dim(0) : a.dim(1);
+    const int64_t Kb = transB_ ? b.dim(1) : b.dim(0), N = transB_ ? b.dim(0) : b.dim(1);
+    if (K != Kb) return makeError("inner dims differ: ", a.describe(), " x ", b.describe());
+    out.resize(1);
+    if (auto s = out[0].ensure(DType::Float32, {M, N}); !s) return s;
+    const bool acc = c && beta_ != 0.0f;
+    if (acc) {
+      std::vector<int64_t> cs = c->shape(), bshape;
+      if (cs.size() > 2 || !broadcastShape({cs, {M, N}}, bshape) || bshape != std::vector<int64_t>{M, N})
+        return makeError("C ", c->describe(), " does not broadcast to [", std::to_string(M), ",", std::to_string(N),
+                         "]");
+      const std::vector<int64_t> st[1] = {broadcastStrides(cs, {M, N})};
+      float* y = ptr<float>(out[0]);
+      const float* cp = ptr<float>(*c);
+      const float beta = beta_;
+      parallelChunks(ctx, M * N, [&](int64_t b0, int64_t e0) {
+        broadcastWalk<1>({M, N}, st, b0, e0, [&](int64_t i, const int64_t* off) { y[i] = beta * cp[off[0]]; });
+      });
+    }
+    if (M * N == 0) return Status::ok();
+    if (K == 0) {
+      if (!acc) out[0].fill(0.0);
+      return Status::ok();
+    }
+    std::vector<int64_t> as = a.shape(), bs = b.shape();
+    return mm_.run(a, b, out[0], as, bs, {M, N}, transA_, transB_, alpha_, acc);
+  }
+
+ private:
+  float alpha_, beta_;
+  bool transA_, transB_;
+  MatMulPrim mm_;
+};
+
+// ---------------------------------------------------------------------------------------------------------
+// Pooling
+
+class PoolKernel final : public OpKernel {
+ public:
+  PoolKernel(const Node& n, dnnl::algorithm alg, bool global) : node_(n), alg_(alg), global_(global) {}
+  Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "X"); !e.empty()) return Error{e};
+    const Tensor& x = *in[0];
+    if (x.dtype() != DType::Float32) return makeError("float32 only");
+    if (x.rank() < 3 || x.rank() > 5) return makeError("input ", x.describe(), " (1-3 spatial dims supported)");
+    if (x.shape() != key_ || !prim_) {
+      std::vector<int64_t> spatial(x.shape().begin() + 2, x.shape().end());
+      Window win;
+      if (global_) {
+        for (int64_t s : spatial) {
+          if (s <= 0) return makeError("empty spatial dim");
+          win.strides.push_back(1);
+          win.dil.push_back(0);
+          win.padL.push_back(0);
+          win.padR.push_back(0);
+          win.kernel.push_back(s);
+          win.out.push_back(1);
+        }
+      } else {
+        auto kernel = node_.attrInts("kernel_shape");
+        if (kernel.size() != spatial.size()) return makeError("kernel_shape does not match the input rank");
+        if (auto e = windowGeometry(node_, spatial, kernel, node_.attrInt("ceil_mode", 0) != 0, win); !e.empty())
+          return Error{e};
+      }
+      outShape_ = {x.dim(0), x.dim(1)};
+      outShape_.insert(outShape_.end(), win.out.begin(), win.out.end());
+      userX_ = plainDesc(x.shape());
+      userY_ = plainDesc(outShape_);
+      auto d = dnnl::pooling_v2_forward::desc(dnnl::prop_kind::forward_inference, alg_, userX_,
+                                              memory::desc(toDims(outShape_), dt::f32, tag::any), win.strides,
+                                              win.kernel, win.dil, win.padL, win.padR);
+      pd_ = dnnl::pooling_v2_forward::primitive_desc(d, engine());
+      prim_ = dnnl::pooling_v2_forward(pd_);
+      key_ = x.shape();
+    }
+    out.resize(1);
+    if (auto s = out[0].ensure(DType::Float32, outShape_); !s) return s;
+    dnnl::stream s(engine());
+    memory xm = toLayout(s, userMem(userX_, x), pd_.src_desc());
+    memory ym = userMem(userY_, out[0]);
+    memory yp = pd_.dst_desc() == userY_ ? ym : memory(pd_.dst_desc(), engine());
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, yp}};
+    if (pd_.workspace_desc().get_size()) args[DNNL_ARG_WORKSPACE] = memory(pd_.workspace_desc(), engine());
+    prim_.execute(s, args);
+    if (yp != ym) dnnl::reorder(yp, ym).execute(s, yp, ym);
+    s.wait();
+    return Status::ok();
+  }
+
+ private:
+  Node node_;
+  dnnl::algorithm alg_;
+  bool global_;
+  std::vector<int64_t> key_, outShape_;
+  memory::desc userX_, userY_;
+  dnnl::pooling_v2_forward::primitive_desc pd_;
+  dnnl::pooling_v2_forward prim_;
+};
+
+std::string checkPool(const Graph& g, const Node& n, bool global) {
+  if (auto e = checkDTypes(g, n, f32Only()); !e.empty()) return e;
+  if (n.outputs.size() > 1 && n.outputs[1] >= 0) return "the Indices output is not supported";
+  if (n.attrInt("storage_order", 0) != 0) return "storage_order 1 is not supported";
+  const int64_t r = inRank(g, n, 0);
+  if (r != -1 && (r < 3 || r > 5)) return "rank " + std::to_string(r) + " input";
+  if (!global && !n.hasAttr("kernel_shape")) return "kernel_shape missing";
+  return global ? "" : spatialAttrsCheck(n, r > 2 ? static_cast<size_t>(r - 2) : 0);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Normalisations, LRN, softmax
+
+class BatchNormKernel final : public OpKernel {
+ public:
+  explicit BatchNormKernel(const Node& n) : eps_(static_cast<float>(n.attrFloat("epsilon", 1e-5))) {}
+  Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    for (size_t i = 0; i < 5; ++i)
+      if (auto e = expectInput(in, i, "X, scale, B, mean, var"); !e.empty()) return Error{e};
+    const Tensor& x = *in[0];
+    for (size_t i = 0; i < 5; ++i)
+      if (in[i]->dtype() != DType::Float32) return makeError("float32 only");
+    if (x.rank() < 2 || x.rank() > 5) return makeError("input ", x.describe());
+    const int64_t C = x.dim(1);
+    for (size_t i = 1; i < 5; ++i)
+      if (in[i]->numElements() != C) return makeError("input ", std::to_string(i), " ", in[i]->describe(), " for C=", std::to_string(C));
+    if (x.shape() != key_ || !prim_) {
+      std::vector<int64_t> shape = x.shape();
+      if (shape.size() == 2) shape.push_back(1);
+      md_ = plainDesc(shape);
+      auto d = dnnl::batch_normalization_forward::desc(
+          dnnl::prop_kind::forward_inference, md_, eps_,
+          dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale |
+              dnnl::normalization_flags::use_shift);
+      pd_ = dnnl::batch_normalization_forward::primitive_desc(d, engine());
+      prim_ = dnnl::batch_normalization_forward(pd_);
+      key_ = x.shape();
+    }
+    out.resize(1);
+    if (auto s = out[0].ensure(DType::Float32, x.shape()); !s) return s;
+    dnnl::stream s(engine());
+    auto cd = memory::desc({C}, dt::f32, tag::a);
+    prim_.execute(s, {{DNNL_ARG_SRC, userMem(md_, x)},
+                      {DNNL_ARG_SCALE, userMem(cd, *in[1])},
+                      {DNNL_ARG_SHIFT, userMem(cd, *in[2])},
+                      {DNNL_ARG_MEAN, userMem(cd, *in[3])},
+                      {DNNL_ARG_VARIANCE, userMem(cd, *in[4])},
+                      {DNNL_ARG_DST, memory(md_, engine(), out[0].raw())}});
+    s.wait();
+    return Status::ok();
+  }
+
+ private:
+  float eps_;
+  std::vector<int64_t> key_;
+  memory::desc md_;
+  dnnl::batch_normalization_forward::primitive_desc pd_;
+  dnnl::batch_normalization_forward prim_;
+};
+
+class LrnKernel final : public OpKernel {
+ public:
+  explicit LrnKernel(const Node& n)
+      : size_(n.attrInt("size", 1)),
+        alpha_(static_cast<float>(n.attrFloat("alpha", 1e-4))),
+        beta_(static_cast<float>(n.attrFloat("beta", 0.75))),
+        bias_(static_cast<float>(n.attrFloat("bias", 1.0))) {}
+  Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "X"); !e.empty()) return Error{e};
+    const Tensor& x = *in[0];
+    if (x.dtype() != DType::Float32) return makeError("float32 only");
+    if (x.rank() < 3 || x.rank() > 5) return makeError("input ", x.describe());
+    if (x.shape() != key_ || !prim_) {
+      md_ = plainDesc(x.shape());
+      auto d = dnnl::lrn_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::lrn_across_channels, md_,
+                                       size_, alpha_, beta_, bias_);
+      pd_ = dnnl::lrn_forward::primitive_desc(d, engine());
+      prim_ = dnnl::lrn_forward(pd_);
+      key_ = x.shape();
+    }
+    out.resize(1);
+    if (auto s = out[0].ensure(DType::Float32, x.shape()); !s) return s;
+    dnnl::stream s(engine());
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, userMem(md_, x)},
+                                         {DNNL_ARG_DST, memory(md_, engine(), out[0].raw())}};
+    if (pd_.workspace_desc().get_size()) args[DNNL_ARG_WORKSPACE] = memory(pd_.workspace_desc(), engine());
+    prim_.execute(s, args);
+    s.wait();
+    return Status::ok();
+  }
+
+ private:
+  int64_t size_;
+  float alpha_, beta_, bias_;
+  std::vector<int64_t> key_;
+  memory::desc md_;
+  dnnl::lrn_forward::primitive_desc pd_;
+  dnnl::lrn_forward prim_;
+};
+
+class SoftmaxKernel final : public OpKernel {
+ public:
+  SoftmaxKernel(const Node& n, int opset, bool log)
+      : axis_(n.attrInt("axis", opset >= 13 ? -1 : 1)), coerce2d_(opset < 13), log_(log) {}
+  Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "input"); !e.empty()) return Error{e};
+    const Tensor& x = *in[0];
+    if (x.dtype() != DType::Float32) return makeError("float32 only");
+    const int64_t r = x.rank();
+    const int64_t axis = normAxis(axis_, std::max<int64_t>(r, 1));
+    if (axis < 0) return makeError("axis out of range for ", x.describe());
+    out.resize(1);
+    if (auto s = out[0].ensure(DType::Float32, x.shape()); !s) return s;
+    if (x.numElements() == 0) return Status::ok();
+    if (x.shape() != key_ || !prim_) {
+      std::vector<int64_t> shape = x.shape();
+      int ax = static_cast<int>(axis);
+      if (r == 0) shape = {1};
+      if (coerce2d_) {
+        int64_t outer = 1, inner = 1;
+        for (int64_t i = 0; i < r; ++i) (i < axis ? outer : inner) *= x.dim(i);
+        shape = {outer, inner};
+        ax = 1;
+      } else {
+        // Collapse to [outer, axis, inner] so any rank works.
+        int64_t outer = 1, inner = 1;
+        for (int64_t i = 0; i < r; ++i)
+          if (i < axis) outer *= x.dim(i);
+          else if (i > axis) inner *= x.dim(i);
+        shape = {outer, r ? x.dim(axis) : 1, inner};
+        ax = 1;
+      }
+      md_ = plainDesc(shape);
+      auto d = dnnl::softmax_v2_forward::desc(dnnl::prop_kind::forward_inference,
+                                              log_ ? dnnl::algorithm::softmax_log : dnnl::algorithm::softmax_accurate,
+                                              md_, md_, ax);
+      pd_ = dnnl::softmax_v2_forward::primitive_desc(d, engine());
+      prim_ = dnnl::softmax_v2_forward(pd_);
+      key_ = x.shape();
+    }
+    dnnl::stream s(engine());
+    prim_.execute(s, {{DNNL_ARG_SRC, userMem(md_, x)}, {DNNL_ARG_DST, memory(md_, engine(), out[0].raw())}});
+    s.wait();
+    return Status::ok();
+  }
+
+ private:
+  int64_t axis_;
+  bool coerce2d_, log_;
+  std::vector<int64_t> key_;
+  memory::desc md_;
+  dnnl::softmax_v2_forward::primitive_desc pd_;
+  dnnl::softmax_v2_forward prim_;
+};
+
+class LayerNormKernel final : public OpKernel {
+ public:
+  explicit LayerNormKernel(const Node& n)
+      : axis_(n.attrInt("axis", -1)), eps_(static_cast<float>(n.attrFloat("epsilon", 1e-5))) {}
+  Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "X"); !e.empty()) return Error{e};
+    if (auto e = expectInput(in, 1, "Scale"); !e.empty()) return Error{e};
+    const Tensor& x = *in[0];
+    const Tensor& sc = *in[1];
+    const Tensor* b = in.size() > 2 && in[2] && !in[2]->empty() ? in[2] : nullptr;
+    if (x.dtype() != DType::Float32 || sc.dtype() != DType::Float32 || (b && b->dtype() != DType::Float32))
+      return makeError("float32 only");
+    const int64_t axis = normAxis(axis_, x.rank());
+    if (axis < 0) return makeError("axis out of range for ", x.describe());
+    int64_t outer = 1, inner = 1;
+    for (int64_t i = 0; i < x.rank(); ++i) (i < axis ? outer : inner) *= x.dim(i);
+    const std::vector<int64_t> normShape(x.shape().begin() + axis, x.shape().end());
+    // Scale and B broadcast to the normalised shape; oneDNN wants one value per element of it.
+    std::vector<int64_t> bs;
+    if (!broadcastShape({sc.shape(), normShape}, bs) || bs != normShape ||
+        (b && (!broadcastShape({b->shape(), normShape}, bs) || bs != normShape)))
+      return makeError("Scale/B do not broadcast to ", shapeString(normShape));
+    std::vector<int64_t> statShape(x.shape().begin(), x.shape().begin() + axis);
+    statShape.resize(static_cast<size_t>(x.rank()), 1);
+    out.resize(3);
+    if (auto s = out[0].ensure(DType::Float32, x.shape()); !s) return s;
+    for (size_t i = 1; i < 3; ++i)
+      if (auto s = out[i].ensure(DType::Float32, statShape); !s) return s;
+    if (x.numElements() == 0) return Status::ok();
+    if (x.shape() != key_ || !prim_) {
+      md_ = plainDesc({outer, inner});
+      auto d = dnnl::layer_normalization_forward::desc(
+          dnnl::prop_kind::forward_training, md_, eps_,
+          dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift);
+      pd_ = dnnl::layer_normalization_forward::primitive_desc(d, engine());
+      prim_ = dnnl::layer_normalization_forward(pd_);
+      key_ = x.shape();
+    }
+    // Materialise Scale and B at the normalised size.
+    auto expand = [&](const Tensor* t, Tensor& dst, float def) -> Status {
+      if (auto s = dst.ensure(DType::Float32, {inner}); !s) return s;
+      float* d = ptr<float>(dst);
+      if (!t) {
+        for (int64_t i = 0; i < inner; ++i) d[i] = def;
+        return Status::ok();
+      }
+      const std::vector<int64_t> st[1] = {broadcastStrides(t->shape(), normShape)};
+      const float* p = ptr<float>(*t);
+      broadcastWalk<1>(normShape, st, 0, inner, [&](int64_t i, const int64_t* off) { d[i] = p[off[0]]; });
+      return Status::ok();
+    };
+    if (auto s = expand(&sc, scale_, 1.0f); !s) return s;
+    if (auto s = expand(b, shift_, 0.0f); !s) return s;
+    if (auto s = var_.ensure(DType::Float32, {outer}); !s) return s;
+    auto cd = memory::desc({inner}, dt::f32, tag::a);
+    auto sd = memory::desc({outer}, dt::f32, tag::a);
+    dnnl::stream s(engine());
+    prim_.execute(s, {{DNNL_ARG_SRC, userMem(md_, x)},
+                      {DNNL_ARG_SCALE, userMem(cd, scale_)},
+                      {DNNL_ARG_SHIFT, userMem(cd, shift_)},
+                      {DNNL_ARG_MEAN, memory(sd, engine(), out[1].raw())},
+                      {DNNL_ARG_VARIANCE, memory(sd, engine(), var_.raw())},
+                      {DNNL_ARG_DST, memory(md_, engine(), out[0].raw())}});
+    s.wait();
+    float* inv = ptr<float>(out[2]);
+    const float* v = ptr<float>(var_);
+    parallelChunks(ctx, outer, [&](int64_t b0, int64_t e0) {
+      for (int64_t i = b0; i < e0; ++i) inv[i] = 1.0f / std::sqrt(v[i] + eps_);
+    });
+    return Status::ok();
+  }
+
+ private:
+  int64_t axis_;
+  float eps_;
+  std::vector<int64_t> key_;
+  memory::desc md_;
+  Tensor scale_, shift_, var_;
+  dnnl::layer_normalization_forward::primitive_desc pd_;
+  dnnl::layer_normalization_forward prim_;
+};
+
+// ---------------------------------------------------------------------------------------------------------
+// Element-wise activations
+
+/// One oneDNN eltwise primitive (with an optional eltwise post-op) over the flattened tensor.
+class EltwiseKernel final : public OpKernel {
+ public:
+  EltwiseKernel(dnnl::algorithm alg, float alpha, float beta, bool post = false,
+                dnnl::algorithm postAlg = dnnl::algorithm::eltwise_clip, float pa = 0, float pb = 0)
+      : alg_(alg), alpha_(alpha), beta_(beta), post_(post), postAlg_(postAlg), pa_(pa), pb_(pb) {}
+  /// Clip reads min/max from inputs 1 and 2 (opset >= 11).
+  bool clipInputs = false;
+
+  Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "X"); !e.empty()) return Error{e};
+    const Tensor& x = *in[0];
+    if (x.dtype() != DType::Float32) return makeError("float32 only");
+    float alpha = alpha_, beta = beta_;
+    if (clipInputs) {
+      alpha = -INFINITY;
+      beta = INFINITY;
+      for (size_t i = 1; i < 3; ++i) {
+        if (i >= in.size() || !in[i] || in[i]->empty()) continue;
+        if (in[i]->numElements() != 1 || in[i]->dtype() != DType::Float32) return makeError("min/max must be scalars");
+        (i == 1 ? alpha : beta) = ptr<float>(*in[i])[0];
+      }
+    }
+    out.resize(1);
+    if (auto s = out[0].ensure(DType::Float32, x.shape()); !s) return s;
+    const int64_t n = x.numElements();
+    if (n == 0) return Status::ok();
+    if (n != n_ || !prim_ || alpha != curA_ || beta != curB_) {
+      md_ = memory::desc({n}, dt::f32, tag::a);
+      dnnl::primitive_attr attr;
+      if (post_) {
+        dnnl::post_ops po;
+        po.append_eltwise(1.0f, postAlg_, pa_, pb_);
+        attr.set_post_ops(po);
+      }
+      auto d = dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, alg_, md_, alpha, beta);
+      pd_ = dnnl::eltwise_forward::primitive_desc(d, attr, engine());
+      prim_ = dnnl::eltwise_forward(pd_);
+      n_ = n;
+      curA_ = alpha;
+      curB_ = beta;
+    }
+    dnnl::stream s(engine());
+    prim_.execute(s, {{DNNL_ARG_SRC, userMem(md_, x)}, {DNNL_ARG_DST, memory(md_, engine(), out[0].raw())}});
+    s.wait();
+    return Status::ok();
+  }
+
+ private:
+  dnnl::algorithm alg_;
+  float alpha_, beta_;
+  bool post_;
+  dnnl::algorithm postAlg_;
+  float pa_, pb_;
+  int64_t n_ = -1;
+  float curA_ = 0, curB_ = 0;
+  memory::desc md_;
+  dnnl::eltwise_forward::primitive_desc pd_;
+  dnnl::eltwise_forward prim_;
+};
+
+float fattr(const Node& n, const char* k, double def) { return static_cast<float>(n.attrFloat(k, def)); }
+
+int opsetOf(const Graph& g) { return static_cast<int>(g.opsetVersion > 0 ? g.opsetVersion : 17); }
+
+template <class K, class... A>
+Result<std::unique_ptr<OpKernel>> mk(A&&... a) {
+  return std::unique_ptr<OpKernel>(std::make_unique<K>(std::forward<A>(a)...));
+}
+
+}  // namespace
+
+void addOneDnnOps(std::vector<OpEntry>& t) {
+  auto f32 = [](const Graph& g, const Node& n) { return checkDTypes(g, n, f32Only()); };
+  t.push_back({"Conv", checkConv, [](const Graph&, const Node& n) { return mk<ConvKernel>(n); }});
+  t.push_back({"ConvTranspose", checkConvTranspose,
+               [](const Graph&, const Node& n) { return mk<ConvTransposeKernel>(n); }});
+  t.push_back({"MatMul", f32, [](const Graph&, const Node&) { return mk<MatMulKernel>(); }});
+  t.push_back({"Gemm", f32, [](const Graph&, const Node& n) { return mk<GemmKernel>(n); }});
+  t.push_back({"MaxPool", [](const Graph& g, const Node& n) { return checkPool(g, n, false); },
+               [](const Graph&, const Node& n) { return mk<PoolKernel>(n, dnnl::algorithm::pooling_max, false); }});
+  t.push_back({"AveragePool",
+               [](const Graph& g, const Node& n) {
+                 if (n.hasAttr("dilations")) return std::string("dilations are not supported");
+                 return checkPool(g, n, false);
+               },
+               [](const Graph&, const Node& n) {
+                 return mk<PoolKernel>(n,
+                                       n.attrInt("count_include_pad", 0) ? dnnl::algorithm::pooling_avg_include_padding
+                                                                         : dnnl::algorithm::pooling_avg_exclude_padding,
+                                       false);
+               }});
+  t.push_back({"GlobalAveragePool", [](const Graph& g, const Node& n) { return checkPool(g, n, true); },
+               [](const Graph&, const Node& n) {
+                 return mk<PoolKernel>(n, dnnl::algorithm::pooling_avg_exclude_padding, true);
+               }});
+  t.push_back({"GlobalMaxPool", [](const Graph& g, const Node& n) { return checkPool(g, n, true); },
+               [](const Graph&, const Node& n) { return mk<PoolKernel>(n, dnnl::algorithm::pooling_max, true); }});
+  t.push_back({"BatchNormalization",
+               [](const Graph& g, const Node& n) {
+                 if (auto e = checkDTypes(g, n, f32Only()); !e.empty()) return e;
+                 if (n.attrInt("training_mode", 0) != 0) return std::string("training_mode is not supported");
+                 if (n.outputs.size() > 1) return std::string("training outputs are not supported");
+                 if (n.inputs.size() != 5) return std::string("5 inputs expected");
+                 return std::string();
+               },
+               [](const Graph&, const Node& n) { return mk<BatchNormKernel>(n); }});
+  t.push_back({"LRN", f32, [](const Graph&, const Node& n) { return mk<LrnKernel>(n); }});
+  t.push_back({"Softmax", f32, [](const Graph& g, const Node& n) { return mk<SoftmaxKernel>(n, opsetOf(g), false); }});
+  t.push_back(
+      {"LogSoftmax", f32, [](const Graph& g, const Node& n) { return mk<SoftmaxKernel>(n, opsetOf(g), true); }});
+  t.push_back({"LayerNormalization",
+               [](const Graph& g, const Node& n) {
+                 if (auto e = checkDTypes(g, n, f32Only()); !e.empty()) return e;
+                 if (n.attrInt("stash_type", 1) != 1) return std::string("stash_type other than float");
+                 return std::string();
+               },
+               [](const Graph&, const Node& n) { return mk<LayerNormKernel>(n); }});
+
+  using A = dnnl::algorithm;
+  auto elt = [&](const char* op, std::function<std::unique_ptr<EltwiseKernel>(const Node&)> make) {
+    t.push_back({op, f32, [make](const Graph&, const Node& n) -> Result<std::unique_ptr<OpKernel>> {
+                   return std::unique_ptr<OpKernel>(make(n));
+                 }});
+  };
+  elt("Relu", [](const Node&) { return std::make_unique<EltwiseKernel>(A::eltwise_relu, 0.f, 0.f); });
+  elt("LeakyRelu",
+      [](const Node& n) { return std::make_unique<EltwiseKernel>(A::eltwise_relu, fattr(n, "alpha", 0.01), 0.f); });
+  elt("Sigmoid", [](const Node&) { return std::make_unique<EltwiseKernel>(A::eltwise_logistic, 0.f, 0.f); });
+  elt("Tanh", [](const Node&) { return std::make_unique<EltwiseKernel>(A::eltwise_tanh, 0.f, 0.f); });
+  elt("Elu", [](const Node& n) { return std::make_unique<EltwiseKernel>(A::eltwise_elu, fattr(n, "alpha", 1.0), 0.f); });
+  elt("Exp", [](const Node&) { return std::make_unique<EltwiseKernel>(A::eltwise_exp, 0.f, 0.f); });
+  elt("Sqrt", [](const Node&) { return std::make_unique<EltwiseKernel>(A::eltwise_sqrt, 0.f, 0.f); });
+  elt("Abs", [](const Node&) { return std::make_unique<EltwiseKernel>(A::eltwise_abs, 0.f, 0.f); });
+  elt("Neg", [](const Node&) { return std::make_unique<EltwiseKernel>(A::eltwise_linear, -1.f, 0.f); });
+  elt("Softplus", [](const Node&) { return std::make_unique<EltwiseKernel>(A::eltwise_soft_relu, 0.f, 0.f); });
+  elt("HardSwish", [](const Node&) { return std::make_unique<EltwiseKernel>(A::eltwise_hardswish, 0.f, 0.f); });
+  elt("Gelu", [](const Node& n) {
+    return std::make_unique<EltwiseKernel>(n.attrString("approximate", "none") == "tanh" ? A::eltwise_gelu_tanh
+                                                                                           : A::eltwise_gelu_erf,
+                                           0.f, 0.f);
+  });
+  elt("Clip", [](const Node& n) {
+    auto k = std::make_unique<EltwiseKernel>(A::eltwise_clip_v2, fattr(n, "min", -INFINITY), fattr(n, "max", INFINITY));
+    k->clipInputs = !n.hasAttr("min") && !n.hasAttr("max");
+    return k;
+  });
+}
+
+}  // namespace partex::cpu

@@ -1,0 +1,794 @@
+// OpenMP data-movement kernels: Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Concat, Split, Slice,
+// Gather, Expand, Tile, Pad, Shape, Size, Range, ConstantOfShape, Dropout (inference), DepthToSpace,
+// SpaceToDepth, Trilu, Resize/Upsample (nearest and linear). Copies are element-size generic.
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "cpu/kernels.h"
+
+namespace partex::cpu {
+
+namespace {
+
+template <class K, class... A>
+Result<std::unique_ptr<OpKernel>> mk(A&&... a) {
+  return std::unique_ptr<OpKernel>(std::make_unique<K>(std::forward<A>(a)...));
+}
+
+/// Calls fn(T{}) with an unsigned type of `bytes` bytes.
+template <class F>
+bool dispatchSize(int64_t bytes, F&& fn) {
+  switch (bytes) {
+    case 1: fn(uint8_t{}); return true;
+    case 2: fn(uint16_t{}); return true;
+    case 4: fn(uint32_t{}); return true;
+    case 8: fn(uint64_t{}); return true;
+    default: return false;
+  }
+}
+
+/// out[i] = in[base + sum(idx_d * strides_d)] over outShape (a strided gather).
+Status stridedCopy(const ExecContext& ctx, const Tensor& in, Tensor& out, const std::vector<int64_t>& strides,
+                   int64_t base) {
+  const std::vector<int64_t> st[1] = {strides};
+  const bool ok = dispatchSize(tensorElementSize(in.dtype()), [&](auto v) {
+    using T = decltype(v);
+    const T* pi = ptr<T>(in) + base;
+    T* po = ptr<T>(out);
+    parallelChunks(ctx, out.numElements(), [&](int64_t b, int64_t e) {
+      broadcastWalk<1>(out.shape(), st, b, e, [&](int64_t i, const int64_t* off) { po[i] = pi[off[0]]; });
+    });
+  });
+  return ok ? Status::ok() : Status(makeError("element size not supported"));
+}
+
+/// Copies `in` into `out` with a new shape (same element count).
+Status copyReshaped(const Tensor& in, Tensor& out, const std::vector<int64_t>& shape) {
+  if (shapeElements(shape) != in.numElements())
+    return makeError("cannot reshape ", in.describe(), " to ", shapeString(shape));
+  if (auto s = out.ensure(in.dtype(), shape); !s) return s;
+  if (in.bytes()) std::memcpy(out.raw(), in.raw(), static_cast<size_t>(in.bytes()));
+  return Status::ok();
+}
+
+/// Integer list from input i (nullptr/empty -> `def`).
+std::vector<int64_t> intsFrom(const std::vector<const Tensor*>& in, size_t i, std::vector<int64_t> def = {}) {
+  if (i >= in.size() || !in[i] || in[i]->empty()) return def;
+  return in[i]->toInts();
+}
+
+bool present(const std::vector<const Tensor*>& in, size_t i) { return i < in.size() && in[i] && !in[i]->empty(); }
+
+// ---------------------------------------------------------------------------------------------------------
+
+class ReshapeKernel final : public OpKernel {
+ public:
+  explicit ReshapeKernel(const Node& n) : node_(n) {}
+  Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "data"); !e.empty()) return Error{e};
+    const Tensor& x = *in[0];
+    out.resize(node_.outputs.size() ? node_.outputs.size() : 1);
+    const std::string& op = node_.opType;
+    std::vector<int64_t> shape;
+    if (op == "Reshape") {
+      std::vector<int64_t> req = node_.hasAttr("shape") ? node_.attrInts("shape") : intsFrom(in, 1);
+      if (!node_.hasAttr("shape") && !present(in, 1)) return makeError("missing shape input");
+      const bool allowZero = node_.attrInt("allowzero", 0) != 0;
+      int64_t known = 1, infer = -1;
+      for (size_t i = 0; i < req.size(); ++i) {
+        int64_t d = req[i];
+        if (d == 0 && !allowZero) {
+          if (static_cast<int64_t>(i) >= x.rank()) return makeError("shape 0 beyond the input rank");
+          d = x.dim(static_cast<int64_t>(i));
+        }
+        if (d == -1) {
+          if (infer >= 0) return makeError("two -1 in shape");
+          infer = static_cast<int64_t>(i);
+        } else if (d < 0) {
+          return makeError("negative dim in shape");
+        } else {
+          known *= d;
+        }
+        shape.push_back(d);
+      }
+      if (infer >= 0) {
+        if (known == 0 || x.numElements() % known) return makeError("cannot infer -1 for ", x.describe());
+        shape[static_cast<size_t>(infer)] = x.numElements() / known;
+      }
+    } else if (op == "Flatten") {
+      const int64_t axis = node_.attrInt("axis", 1);
+      const int64_t a = axis < 0 ? axis + x.rank() : axis;
+      if (a < 0 || a > x.rank()) return makeError("axis out of range");
+      int64_t outer = 1;
+      for (int64_t i = 0; i < a; ++i) outer *= x.dim(i);
+      shape = {outer, outer ? x.numElements() / outer : 0};
+      if (outer == 0) {
+        int64_t inner = 1;
+        for (int64_t i = a; i < x.rank(); ++i) inner *= x.dim(i);
+        shape[1] = inner;
+      }
+    } else if (op == "Squeeze") {
+      std::vector<int64_t> axes = node_.hasAttr("axes") ? node_.attrInts("axes") : intsFrom(in, 1);
+      std::vector<bool> drop(static_cast<size_t>(x.rank()), false);
+      if (axes.empty()) {
+        for (int64_t i = 0; i < x.rank(); ++i) drop[static_cast<size_t>(i)] = x.dim(i) == 1;
+      }
+      for (int64_t a : axes) {
+        const int64_t ax = normAxis(a, x.rank());
+        if (ax < 0 || x.dim(ax) != 1) return makeError("cannot squeeze axis ", std::to_string(a), " of ", x.describe());
+        drop[static_cast<size_t>(ax)] = true;
+      }
+      for (int64_t i = 0; i < x.rank(); ++i)
+        if (!drop[static_cast<size_t>(i)]) shape.push_back(x.dim(i));
+    } else if (op == "Unsqueeze") {
+      std::vector<int64_t> axes = node_.hasAttr("axes") ? node_.attrInts("axes") : intsFrom(in, 1);
+      const int64_t r = x.rank() + static_cast<int64_t>(axes.size());
+      std::vector<bool> ins(static_cast<size_t>(r), false);
+      for (int64_t a : axes) {
+        const int64_t ax = normAxis(a, r);
+        if (ax < 0 || ins[static_cast<size_t>(ax)]) return makeError("bad axes for ", x.describe());
+        ins[static_cast<size_t>(ax)] = true;
+      }
+      int64_t k = 0;
+      for (int64_t i = 0; i < r; ++i) shape.push_back(ins[static_cast<size_t>(i)] ? 1 : x.dim(k++));
+    } else {  // Identity-like: Dropout
+      shape = x.shape();
+    }
+    if (auto s = copyReshaped(x, out[0], shape); !s) return s;
+    if (op == "Dropout" && out.size() > 1 && node_.outputs[1] >= 0) {
+      if (auto s = out[1].ensure(DType::Bool, x.shape()); !s) return s;
+      out[1].fill(1.0);
+    }
+    return Status::ok();
+  }
+
+ private:
+  Node node_;
+};
+
+class TransposeKernel final : public OpKernel {
+ public:
+  explicit TransposeKernel(const Node& n) : perm_(n.attrInts("perm")) {}
+  Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "data"); !e.empty()) return Error{e};
+    const Tensor& x = *in[0];
+    std::vector<int64_t> perm = perm_;
+    if (perm.empty())
+      for (int64_t i = x.rank(); i-- > 0;) perm.push_back(i);
+    if (static_cast<int64_t>(perm.size()) != x.rank()) return makeError("perm does not match ", x.describe());
+    std::vector<bool> seen(perm.size(), false);
+    for (int64_t p : perm) {
+      if (p < 0 || p >= x.rank() || seen[static_cast<size_t>(p)]) return makeError("bad perm");
+      seen[static_cast<size_t>(p)] = true;
+    }
+    const auto cs = contiguousStrides(x.shape());
+    std::vector<int64_t> shape, strides;
+    for (int64_t p : perm) {
+      shape.push_back(x.dim(p));
+      strides.push_back(cs[static_cast<size_t>(p)]);
+    }
+    out.resize(1);
+    if (auto s = out[0].ensure(x.dtype(), shape); !s) return s;
+    return stridedCopy(ctx, x, out[0], strides, 0);
+  }
+
+ private:
+  std::vector<int64_t> perm_;
+};
+
+class ConcatKernel final : public OpKernel {
+ public:
+  explicit ConcatKernel(const Node& n) : axis_(n.attrInt("axis", 0)) {}
+  Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (in.empty()) return makeError("no inputs");
+    for (size_t i = 0; i < in.size(); ++i)
+      if (auto e = expectInput(in, i, "input"); !e.empty()) return Error{e};
+    const Tensor& x0 = *in[0];
+    const int64_t axis = normAxis(axis_, x0.rank());
+    if (axis < 0) return makeError("axis out of range for ", x0.describe());
+    std::vector<int64_t> shape = x0.shape();
+    shape[static_cast<size_t>(axis)] = 0;
+    for (const Tensor* t : in) {
+      if (t->dtype() != x0.dtype() || t->rank() != x0.rank()) return makeError("inputs differ in dtype or rank");
+      for (int64_t d = 0; d < x0.rank(); ++d)
+        if (d != axis && t->dim(d) != x0.dim(d)) return makeError("inputs differ off the axis: ", t->describe());
+      shape[static_cast<size_t>(axis)] += t->dim(axis);
+    }
+    out.resize(1);
+    if (auto s = out[0].ensure(x0.dtype(), shape); !s) return s;
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < x0.rank(); ++d)
+      if (d < axis) outer *= shape[static_cast<size_t>(d)];
+      else if (d > axis) inner *= shape[static_cast<size_t>(d)];
+    const int64_t es = tensorElementSize(x0.dtype());
+    const int64_t rowOut = shape[static_cast<size_t>(axis)] * inner * es;
+    auto* po = static_cast<std::byte*>(out[0].raw());
+    int64_t at = 0;
+    for (const Tensor* t : in) {
+      const int64_t row = t->dim(axis) * inner * es;
+      const auto* pi = static_cast<const std::byte*>(t->raw());
+      if (row > 0)
+        parallelChunks(ctx, outer, [&](int64_t b, int64_t e) {
+          for (int64_t o = b; o < e; ++o)
+            std::memcpy(po + o * rowOut + at, pi + o * row, static_cast<size_t>(row));
+        }, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, row)));
+      at += row;
+    }
+    return Status::ok();
+  }
+
+ private:
+  int64_t axis_;
+};
+
+class SplitKernel final : public OpKernel {
+ public:
+  explicit SplitKernel(const Node& n) : node_(n) {}
+  Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "input"); !e.empty()) return Error{e};
+    const Tensor& x = *in[0];
+    const int64_t axis = normAxis(node_.attrInt("axis", 0), x.rank());
+    if (axis < 0) return makeError("axis out of range");
+    const size_t nOut = node_.outputs.size();
+    std::vector<int64_t> split = node_.hasAttr("split") ? node_.attrInts("split") : intsFrom(in, 1);
+    const int64_t dim = x.dim(axis);
+    if (split.empty()) {
+      const int64_t n = static_cast<int64_t>(nOut);
+      if (n == 0 || dim % n) return makeError("axis of ", x.describe(), " does not split evenly into ", std::to_string(n));
+      split.assign(nOut, dim / n);
+    }
+    int64_t total = 0;
+    for (int64_t s : split) {
+      if (s < 0) return makeError("negative split");
+      total += s;
+    }
+    if (split.size() != nOut || total != dim) return makeError("split sizes do not match ", x.describe());
+    out.resize(nOut);
+    int64_t at = 0;
+    const auto cs = contiguousStrides(x.shape());
+    for (size_t k = 0; k < nOut; ++k) {
+      std::vector<int64_t> shape = x.shape();
+      shape[static_cast<size_t>(axis)] = split[k];
+      if (auto s = out[k].ensure(x.dtype(), shape); !s) return s;
+      if (auto s = stridedCopy(ctx, x, out[k], cs, at * cs[static_cast<size_t>(axis)]); !s) return s;
+      at += split[k];
+    }
+    return Status::ok();
+  }
+
+ private:
+  Node node_;
+};
+
+class SliceKernel final : public OpKernel {
+ public:
+  explicit SliceKernel(const Node& n) : node_(n) {}
+  Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "data"); !e.empty()) return Error{e};
+    const Tensor& x = *in[0];
+    std::vector<int64_t> starts, ends, axes, steps;
+    if (node_.hasAttr("starts")) {  // opset < 10
+      starts = node_.attrInts("starts");
+      ends = node_.attrInts("ends");
+      axes = node_.attrInts("axes");
+    } else {
+      if (!present(in, 1) || !present(in, 2)) return makeError("missing starts/ends");
+      starts = intsFrom(in, 1);
+      ends = intsFrom(in, 2);
+      axes = intsFrom(in, 3);
+      steps = intsFrom(in, 4);
+    }
+    if (axes.empty())
+      for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+    if (steps.empty()) steps.assign(starts.size(), 1);
+    if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+      return makeError("starts/ends/axes/steps lengths differ");
+    const auto cs = contiguousStrides(x.shape());
+    std::vector<int64_t> shape = x.shape(), strides = cs;
+    int64_t base = 0;
+    std::vector<bool> seen(static_cast<size_t>(x.rank()), false);
+    for (size_t i = 0; i < starts.size(); ++i) {
+      const int64_t ax = normAxis(axes[i], x.rank());
+      if (ax < 0 || seen[static_cast<size_t>(ax)]) return makeError("bad axes");
+      seen[static_cast<size_t>(ax)] = true;
+      const int64_t dim = x.dim(ax), step = steps[i];
+      if (step == 0) return makeError("step 0");
+      int64_t s = starts[i], e = ends[i];
+      if (s < 0) s += dim;
+      if (e < 0) e += dim;
+      int64_t n;
+      if (step > 0) {
+        s = std::clamp<int64_t>(s, 0, dim);
+        e = std::clamp<int64_t>(e, 0, dim);
+        n = e > s ? (e - s + step - 1) / step : 0;
+      } else {
+        s = std::clamp<int64_t>(s, 0, dim - 1);
+        e = std::clamp<int64_t>(e, -1, dim - 1);
+        n = s > e ? (s - e + (-step) - 1) / (-step) : 0;
+      }
+      shape[static_cast<size_t>(ax)] = n;
+      if (n > 0) base += s * cs[static_cast<size_t>(ax)];
+      strides[static_cast<size_t>(ax)] = cs[static_cast<size_t>(ax)] * step;
+    }
+    out.resize(1);
+    if (auto s = out[0].ensure(x.dtype(), shape); !s) return s;
+    return stridedCopy(ctx, x, out[0], strides, base);
+  }
+
+ private:
+  Node node_;
+};
+
+class GatherKernel final : public OpKernel {
+ public:
+  explicit GatherKernel(const Node& n) : axis_(n.attrInt("axis", 0)) {}
+  Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "data"); !e.empty()) return Error{e};
+    if (auto e = expectInput(in, 1, "indices"); !e.empty()) return Error{e};
+    const Tensor& x = *in[0];
+    const Tensor& idx = *in[1];
+    if (idx.dtype() != DType::Int64 && idx.dtype() != DType::Int32) return makeError("indices must be int32/int64");
+    const int64_t axis = normAxis(axis_, x.rank());
+    if (axis < 0) return makeError("axis out of range");
+    std::vector<int64_t> shape(x.shape().begin(), x.shape().begin() + axis);
+    shape.insert(shape.end(), idx.shape().begin(), idx.shape().end());
+    shape.insert(shape.end(), x.shape().begin() + axis + 1, x.shape().end());
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < x.rank(); ++d)
+      if (d < axis) outer *= x.dim(d);
+      else if (d > axis) inner *= x.dim(d);
+    const int64_t dim = x.dim(axis), ni = idx.numElements();
+    std::vector<int64_t> ids(static_cast<size_t>(ni));
+    for (int64_t i = 0; i < ni; ++i) {
+      int64_t v = idx.valueAsInt(i);
+      if (v < 0) v += dim;
+      if (v < 0 || v >= dim) return makeError("index ", std::to_string(idx.valueAsInt(i)), " out of range for ", x.describe());
+      ids[static_cast<size_t>(i)] = v;
+    }
+    out.resize(1);
+    if (auto s = out[0].ensure(x.dtype(), shape); !s) return s;
+    const int64_t es = tensorElementSize(x.dtype());
+    const auto* pi = static_cast<const std::byte*>(x.raw());
+    auto* po = static_cast<std::byte*>(out[0].raw());
+    const size_t row = static_cast<size_t>(inner * es);
+    parallelChunks(ctx, outer * ni, [&](int64_t b, int64_t e) {
+      for (int64_t k = b; k < e; ++k) {
+        const int64_t o = k / ni, j = k % ni;
+        std::memcpy(po + k * inner * es, pi + (o * dim + ids[static_cast<size_t>(j)]) * inner * es, row);
+      }
+    }, 64);
+    return Status::ok();
+  }
+
+ private:
+  int64_t axis_;
+};
+
+class ExpandKernel final : public OpKernel {
+ public:
+  Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "input"); !e.empty()) return Error{e};
+    if (auto e = expectInput(in, 1, "shape"); !e.empty()) return Error{e};
+    const Tensor& x = *in[0];
+    std::vector<int64_t> shape;
+    if (!broadcastShape({x.shape(), in[1]->toInts()}, shape))
+      return makeError("shape does not broadcast with ", x.describe());
+    out.resize(1);
+    if (auto s = out[0].ensure(x.dtype(), shape); !s) return s;
+    return stridedCopy(ctx, x, out[0], broadcastStrides(x.shape(), shape), 0);
+  }
+};
+
+class TileKernel final : public OpKernel {
+ public:
+  Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "input"); !e.empty()) return Error{e};
+    if (auto e = expectInput(in, 1, "repeats"); !e.empty()) return Error{e};
+    const Tensor& x = *in[0];
+    const auto rep = in[1]->toInts();
+    if (static_cast<int64_t>(rep.size()) != x.rank()) return makeError("repeats do not match ", x.describe());
+    // View the output as [rep0, d0, rep1, d1, ...] with stride 0 on the repeat axes.
+    std::vector<int64_t> vshape, vstrides, shape;
+    const auto cs = contiguousStrides(x.shape());
+    for (size_t d = 0; d < rep.size(); ++d) {
+      if (rep[d] < 0) return makeError("negative repeat");
+      vshape.push_back(rep[d]);
+      vshape.push_back(x.shape()[d]);
+      vstrides.push_back(0);
+      vstrides.push_back(cs[d]);
+      shape.push_back(rep[d] * x.shape()[d]);
+    }
+    out.resize(1);
+    if (auto s = out[0].ensure(x.dtype(), vshape); !s) return s;
+    if (auto s = stridedCopy(ctx, x, out[0], vstrides, 0); !s) return s;
+    return out[0].reshape(shape);
+  }
+};
+
+class PadKernel final : public OpKernel {
+ public:
+  explicit PadKernel(const Node& n) : node_(n) {}
+  Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "data"); !e.empty()) return Error{e};
+    const Tensor& x = *in[0];
+    const std::string mode = node_.attrString("mode", "constant");
+    std::vector<int64_t> pads = node_.hasAttr("pads") ? node_.attrInts("pads") : intsFrom(in, 1);
+    double value = node_.attrFloat("value", 0.0);
+    if (present(in, 2)) value = in[2]->valueAsDouble(0);
+    const int64_t r = x.rank();
+    if (static_cast<int64_t>(pads.size()) != 2 * r) return makeError("pads do not match ", x.describe());
+    std::vector<int64_t> shape(static_cast<size_t>(r));
+    for (int64_t d = 0; d < r; ++d) {
+      shape[static_cast<size_t>(d)] = x.dim(d) + pads[static_cast<size_t>(d)] + pads[static_cast<size_t>(d + r)];
+      if (shape[static_cast<size_t>(d)] < 0) return makeError("negative output dim");
+      if (mode != "constant" && x.dim(d) == 0 && shape[static_cast<size_t>(d)] > 0)
+        return makeError(mode, " padding of an empty axis");
+      if (mode == "reflect" && (pads[static_cast<size_t>(d)] >= x.dim(d) || pads[static_cast<size_t>(d + r)] >= x.dim(d)) &&
+          (pads[static_cast<size_t>(d)] > 0 || pads[static_cast<size_t>(d + r)] > 0))
+        return makeError("reflect pads must be smaller than the axis");
+    }
+    if (mode != "constant" && mode != "reflect" && mode != "edge") return makeError("mode ", mode);
+    out.resize(1);
+    if (auto s = out[0].ensure(x.dtype(), shape); !s) return s;
+    const auto cs = contiguousStrides(x.shape());
+    const bool ok = dispatchAll(x.dtype(), [&](auto v) {
+      using T = decltype(v);
+      const T* pi = ptr<T>(x);
+      T* po = ptr<T>(out[0]);
+      const T cval = static_cast<T>(value);
+      parallelChunks(ctx, out[0].numElements(), [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          int64_t rem = i, off = 0;
+          bool inside = true;
+          for (int64_t d = r; d-- > 0;) {
+            const int64_t n = shape[static_cast<size_t>(d)];
+            int64_t c = rem % n - pads[static_cast<size_t>(d)];
+            rem /= n;
+            const int64_t dim = x.dim(d);
+            if (c < 0 || c >= dim) {
+              if (mode == "constant") {
+                inside = false;
+                break;
+              }
+              if (mode == "edge") c = c < 0 ? 0 : dim - 1;
+              else {  // reflect (without repeating the edge)
+                const int64_t period = 2 * (dim - 1);
+                if (period == 0) c = 0;
+                else {
+                  c = ((c % period) + period) % period;
+                  if (c >= dim) c = period - c;
+                }
+              }
+            }
+            off += c * cs[static_cast<size_t>(d)];
+          }
+          po[i] = inside ? pi[off] : cval;
+        }
+      });
+    });
+    return ok ? Status::ok() : Status(makeError("dtype not supported"));
+  }
+
+ private:
+  Node node_;
+};
+
+class ShapeKernel final : public OpKernel {
+ public:
+  explicit ShapeKernel(const Node& n, bool size) : start_(n.attrInt("start", 0)), end_(n.attrInt("end", INT64_MAX)), size_(size) {}
+  Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (!in.empty() && in[0] == nullptr) return makeError("missing input");
+    if (in.empty()) return makeError("missing input");
+    const Tensor& x = *in[0];
+    out.resize(1);
+    if (size_) {
+      if (auto s = out[0].ensure(DType::Int64, {}); !s) return s;
+      ptr<int64_t>(out[0])[0] = x.numElements();
+      return Status::ok();
+    }
+    const int64_t r = x.rank();
+    int64_t s0 = start_ < 0 ? start_ + r : start_, e0 = end_ < 0 ? end_ + r : end_;
+    s0 = std::clamp<int64_t>(s0, 0, r);
+    e0 = std::clamp<int64_t>(e0, 0, r);
+    const int64_t n = std::max<int64_t>(0, e0 - s0);
+    if (auto s = out[0].ensure(DType::Int64, {n}); !s) return s;
+    for (int64_t i = 0; i < n; ++i) ptr<int64_t>(out[0])[i] = x.dim(s0 + i);
+    return Status::ok();
+  }
+
+ private:
+  int64_t start_, end_;
+  bool size_;
+};
+
+class RangeKernel final : public OpKernel {
+ public:
+  Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    for (size_t i = 0; i < 3; ++i)
+      if (auto e = expectInput(in, i, "start, limit, delta"); !e.empty()) return Error{e};
+    const DType dt = in[0]->dtype();
+    out.resize(1);
+    bool ok = false;
+    Status st;
+    dispatchAll(dt, [&](auto v) {
+      using T = decltype(v);
+      const T start = ptr<T>(*in[0])[0], limit = ptr<T>(*in[1])[0], delta = ptr<T>(*in[2])[0];
+      if (delta == T(0)) {
+        st = makeError("delta 0");
+        return;
+      }
+      const double cnt = std::ceil((static_cast<double>(limit) - static_cast<double>(start)) / static_cast<double>(delta));
+      const int64_t n = cnt > 0 ? static_cast<int64_t>(cnt) : 0;
+      if (n > (int64_t{1} << 32)) {
+        st = makeError("range too long");
+        return;
+      }
+      st = out[0].ensure(dt, {n});
+      if (!st) return;
+      T* p = ptr<T>(out[0]);
+      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(start + static_cast<T>(i) * delta);
+      ok = true;
+    });
+    if (!st) return st;
+    return ok ? Status::ok() : Status(makeError("dtype not supported"));
+  }
+};
+
+class ConstantOfShapeKernel final : public OpKernel {
+ public:
+  Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "shape"); !e.empty()) return Error{e};
+    out.resize(1);
+    if (auto s = out[0].ensure(DType::Float32, in[0]->toInts()); !s) return s;
+    out[0].fill(0.0);
+    return Status::ok();
+  }
+};
+
+/// DepthToSpace (DCR/CRD) and SpaceToDepth as one 6-D strided copy.
+class DepthSpaceKernel final : public OpKernel {
+ public:
+  DepthSpaceKernel(const Node& n, bool toSpace)
+      : b_(n.attrInt("blocksize", 0)), crd_(n.attrString("mode", "DCR") == "CRD"), toSpace_(toSpace) {}
+  Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "input"); !e.empty()) return Error{e};
+    const Tensor& x = *in[0];
+    if (x.rank() != 4 || b_ <= 0) return makeError("4-D input and positive blocksize expected");
+    const int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3), b = b_;
+    std::vector<int64_t> vshape, vstr, shape;
+    if (toSpace_) {
+      if (C % (b * b)) return makeError("channels not divisible by blocksize^2");
+      const int64_t c = C / (b * b);
+      shape = {N, c, H * b, W * b};
+      // Output [N, c, H, b1, W, b2]; input channel = DCR: (b1*b + b2)*c + ci, CRD: ci*b*b + b1*b + b2.
+      const int64_t sC = H * W, sN = C * H * W;
+      const int64_t sci = crd_ ? b * b * sC : sC, sb1 = crd_ ? b * sC : b * c * sC, sb2 = crd_ ? sC : c * sC;
+      vshape = {N, c, H, b, W, b};
+      vstr = {sN, sci, W, sb1, 1, sb2};
+    } else {
+      if (H % b || W % b) return makeError("spatial dims not divisible by blocksize");
+      const int64_t h = H / b, w = W / b;
+      shape = {N, C * b * b, h, w};
+      // Output [N, b1, b2, C, h, w] with channel (b1*b + b2)*C + c.
+      vshape = {N, b, b, C, h, w};
+      vstr = {C * H * W, W, 1, H * W, b * W, b};
+    }
+    out.resize(1);
+    if (auto s = out[0].ensure(x.dtype(), vshape); !s) return s;
+    if (auto s = stridedCopy(ctx, x, out[0], vstr, 0); !s) return s;
+    return out[0].reshape(shape);
+  }
+
+ private:
+  int64_t b_;
+  bool crd_, toSpace_;
+};
+
+class TriluKernel final : public OpKernel {
+ public:
+  explicit TriluKernel(const Node& n) : upper_(n.attrInt("upper", 1) != 0) {}
+  Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "input"); !e.empty()) return Error{e};
+    const Tensor& x = *in[0];
+    if (x.rank() < 2) return makeError("rank below 2");
+    const int64_t k = present(in, 1) ? in[1]->valueAsInt(0) : 0;
+    out.resize(1);
+    out[0] = x;
+    const int64_t R = x.dim(-2), C = x.dim(-1), mats = (R * C) != 0 ? x.numElements() / (R * C) : 0;
+    const int64_t es = tensorElementSize(x.dtype());
+    auto* p = static_cast<std::byte*>(out[0].raw());
+    for (int64_t m = 0; m < mats; ++m)
+      for (int64_t i = 0; i < R; ++i)
+        for (int64_t j = 0; j < C; ++j) {
+          const bool keep = upper_ ? j - i >= k : j - i <= k;
+          if (!keep) std::memset(p + ((m * R + i) * C + j) * es, 0, static_cast<size_t>(es));
+        }
+    return Status::ok();
+  }
+
+ private:
+  bool upper_;
+};
+
+// ---------------------------------------------------------------------------------------------------------
+// Resize / Upsample: separable, one axis at a time.
+
+class ResizeKernel final : public OpKernel {
+ public:
+  ResizeKernel(const Node& n, bool upsample) : node_(n), upsample_(upsample) {}
+  Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "X"); !e.empty()) return Error{e};
+    const Tensor& x = *in[0];
+    if (x.dtype() != DType::Float32) return makeError("float32 only");
+    const int64_t r = x.rank();
+    std::vector<double> scales;
+    std::vector<int64_t> sizes;
+    if (upsample_) {
+      if (node_.hasAttr("scales")) scales = attrFloats(node_, "scales");
+      else if (present(in, 1)) for (int64_t i = 0; i < in[1]->numElements(); ++i) scales.push_back(in[1]->valueAsDouble(i));
+    } else {
+      const size_t si = in.size() == 2 ? 1 : 2;  // opset 10: (X, scales)
+      if (present(in, si)) for (int64_t i = 0; i < in[si]->numElements(); ++i) scales.push_back(in[si]->valueAsDouble(i));
+      if (present(in, 3)) sizes = in[3]->toInts();
+    }
+    std::vector<int64_t> outShape(static_cast<size_t>(r));
+    std::vector<double> sc(static_cast<size_t>(r));
+    if (!sizes.empty()) {
+      if (static_cast<int64_t>(sizes.size()) != r) return makeError("sizes do not match the rank");
+      for (int64_t d = 0; d < r; ++d) {
+        outShape[static_cast<size_t>(d)] = sizes[static_cast<size_t>(d)];
+        sc[static_cast<size_t>(d)] = x.dim(d) ? static_cast<double>(sizes[static_cast<size_t>(d)]) / static_cast<double>(x.dim(d)) : 1.0;
+      }
+    } else {
+      if (static_cast<int64_t>(scales.size()) != r) return makeError("scales do not match the rank");
+      for (int64_t d = 0; d < r; ++d) {
+        if (scales[static_cast<size_t>(d)] <= 0) return makeError("non-positive scale");
+        sc[static_cast<size_t>(d)] = scales[static_cast<size_t>(d)];
+        outShape[static_cast<size_t>(d)] = static_cast<int64_t>(std::floor(static_cast<double>(x.dim(d)) * scales[static_cast<size_t>(d)]));
+      }
+    }
+    const std::string mode = node_.attrString("mode", "nearest");
+    const std::string ctm = upsample_ ? "asymmetric" : node_.attrString("coordinate_transformation_mode", "half_pixel");
+    const std::string nm = node_.attrString("nearest_mode", upsample_ ? "floor" : "round_prefer_floor");
+    const bool linear = mode == "linear" || mode == "bilinear" || mode == "trilinear";
+    Tensor cur = x;
+    for (int64_t d = 0; d < r; ++d) {
+      const int64_t inLen = cur.dim(d), outLen = outShape[static_cast<size_t>(d)];
+      if (inLen == outLen && sc[static_cast<size_t>(d)] == 1.0) continue;
+      std::vector<int64_t> ns = cur.shape();
+      ns[static_cast<size_t>(d)] = outLen;
+      Tensor next;
+      if (auto s = next.ensure(DType::Float32, ns); !s) return s;
+      // Per output coordinate: two source indices and a weight.
+      std::vector<int64_t> i0(static_cast<size_t>(outLen)), i1(static_cast<size_t>(outLen));
+      std::vector<float> wt(static_cast<size_t>(outLen));
+      const double s = sc[static_cast<size_t>(d)];
+      for (int64_t o = 0; o < outLen; ++o) {
+        double xo;
+        const double od = static_cast<double>(o);
+        if (ctm == "half_pixel") xo = (od + 0.5) / s - 0.5;
+        else if (ctm == "pytorch_half_pixel") xo = outLen > 1 ? (od + 0.5) / s - 0.5 : 0.0;
+        else if (ctm == "align_corners") {
+          // With scales, ONNX uses the unrounded resized length (in * scale).
+          const double lr = sizes.empty() ? static_cast<double>(inLen) * s : static_cast<double>(outLen);
+          xo = lr == 1.0 ? 0.0 : od * static_cast<double>(inLen - 1) / (lr - 1.0);
+        }
+        else if (ctm == "asymmetric") xo = od / s;
+        else if (ctm == "tf_half_pixel_for_nearest" || ctm == "tf_half_pixel_for_nn") xo = (od + 0.5) / s;
+        else return makeError("coordinate_transformation_mode ", ctm);
+        if (linear) {
+          const double fl = std::floor(xo);
+          const int64_t a = static_cast<int64_t>(fl);
+          wt[static_cast<size_t>(o)] = static_cast<float>(xo - fl);
+          i0[static_cast<size_t>(o)] = std::clamp<int64_t>(a, 0, inLen - 1);
+          i1[static_cast<size_t>(o)] = std::clamp<int64_t>(a + 1, 0, inLen - 1);
+        } else {
+          double v;
+          if (nm == "round_prefer_floor") v = (xo - std::floor(xo) == 0.5) ? std::floor(xo) : std::round(xo);
+          else if (nm == "round_prefer_ceil") v = (xo - std::floor(xo) == 0.5) ? std::ceil(xo) : std::round(xo);
+          else if (nm == "floor") v = std::floor(xo);
+          else if (nm == "ceil") v = std::ceil(xo);
+          else return makeError("nearest_mode ", nm);
+          i0[static_cast<size_t>(o)] = i1[static_cast<size_t>(o)] = std::clamp<int64_t>(static_cast<int64_t>(v), 0, inLen - 1);
+          wt[static_cast<size_t>(o)] = 0.0f;
+        }
+      }
+      int64_t outer = 1, inner = 1;
+      for (int64_t k = 0; k < r; ++k)
+        if (k < d) outer *= cur.dim(k);
+        else if (k > d) inner *= cur.dim(k);
+      const float* pi = ptr<float>(cur);
+      float* po = ptr<float>(next);
+      parallelChunks(ctx, outer * outLen, [&](int64_t b, int64_t e) {
+        for (int64_t k = b; k < e; ++k) {
+          const int64_t ou = k / outLen, o = k % outLen;
+          const float* r0 = pi + (ou * inLen + i0[static_cast<size_t>(o)]) * inner;
+          const float* r1 = pi + (ou * inLen + i1[static_cast<size_t>(o)]) * inner;
+          const float w = wt[static_cast<size_t>(o)];
+          float* dst = po + k * inner;
+          for (int64_t j = 0; j < inner; ++j) dst[j] = r0[j] + w * (r1[j] - r0[j]);
+        }
+      }, 16);
+      cur = std::move(next);
+    }
+    out.resize(1);
+    out[0] = std::move(cur);
+    if (out[0].shape() != outShape) return makeError("internal: resize shape");
+    return Status::ok();
+  }
+
+ private:
+  Node node_;
+  bool upsample_;
+};
+
+std::string anyDType(const Graph& g, const Node& n) { return checkDTypes(g, n, allPlainDTypes()); }
+
+}  // namespace
+
+void addShapeOps(std::vector<OpEntry>& t) {
+  for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze"})
+    t.push_back({op, anyDType, [](const Graph&, const Node& n) { return mk<ReshapeKernel>(n); }});
+  t.push_back({"Dropout",
+               [](const Graph& g, const Node& n) {
+                 if (hasIn(n, 2)) return std::string("training_mode input is not supported");
+                 if (n.attrInt("is_test", 1) == 0 && g.opsetVersion < 7) return std::string("training mode");
+                 return checkDTypes(g, n, allPlainDTypes());
+               },
+               [](const Graph&, const Node& n) { return mk<ReshapeKernel>(n); }});
+  t.push_back({"Transpose", anyDType, [](const Graph&, const Node& n) { return mk<TransposeKernel>(n); }});
+  t.push_back({"Concat", anyDType, [](const Graph&, const Node& n) { return mk<ConcatKernel>(n); }});
+  t.push_back({"Split", anyDType, [](const Graph&, const Node& n) { return mk<SplitKernel>(n); }});
+  t.push_back({"Slice", anyDType, [](const Graph&, const Node& n) { return mk<SliceKernel>(n); }});
+  t.push_back({"Gather", anyDType, [](const Graph&, const Node& n) { return mk<GatherKernel>(n); }});
+  t.push_back({"Expand", anyDType, [](const Graph&, const Node&) { return mk<ExpandKernel>(); }});
+  t.push_back({"Tile", anyDType, [](const Graph&, const Node&) { return mk<TileKernel>(); }});
+  t.push_back({"Pad",
+               [](const Graph& g, const Node& n) {
+                 if (hasIn(n, 3)) return std::string("the axes input is not supported");
+                 return checkDTypes(g, n, numericDTypes());
+               },
+               [](const Graph&, const Node& n) { return mk<PadKernel>(n); }});
+  auto shapeCheck = [](const Graph& g, const Node& n) {
+    const DType d = inDType(g, n, 0);
+    for (DType a : allPlainDTypes())
+      if (a == d) return std::string();
+    return std::string("dtype ") + dtypeName(d);
+  };
+  t.push_back({"Shape", shapeCheck, [](const Graph&, const Node& n) { return mk<ShapeKernel>(n, false); }});
+  t.push_back({"Size", shapeCheck, [](const Graph&, const Node& n) { return mk<ShapeKernel>(n, true); }});
+  t.push_back({"Range", [](const Graph& g, const Node& n) {
+                 return checkDTypes(g, n, {DType::Float32, DType::Float64, DType::Int32, DType::Int64, DType::Int16});
+               },
+               [](const Graph&, const Node&) { return mk<RangeKernel>(); }});
+  t.push_back({"ConstantOfShape",
+               [](const Graph&, const Node& n) {
+                 if (n.hasAttr("value")) return std::string("the IR keeps no value data of the value attribute");
+                 return std::string();
+               },
+               [](const Graph&, const Node&) { return mk<ConstantOfShapeKernel>(); }});
+  t.push_back({"DepthToSpace", anyDType, [](const Graph&, const Node& n) { return mk<DepthSpaceKernel>(n, true); }});
+  t.push_back({"SpaceToDepth", anyDType, [](const Graph&, const Node& n) { return mk<DepthSpaceKernel>(n, false); }});
+  t.push_back({"Trilu", anyDType, [](const Graph&, const Node& n) { return mk<TriluKernel>(n); }});
+  auto resizeCheck = [](const Graph& g, const Node& n) {
+    if (inDType(g, n, 0) != DType::Float32) return std::string("float32 only");
+    const std::string mode = n.attrString("mode", "nearest");
+    if (mode != "nearest" && mode != "linear" && mode != "bilinear") return "mode " + mode + " is not supported";
+    const std::string ctm = n.attrString("coordinate_transformation_mode", "half_pixel");
+    if (ctm != "half_pixel" && ctm != "pytorch_half_pixel" && ctm != "align_corners" && ctm != "asymmetric" &&
+        ctm != "tf_half_pixel_for_nearest" && ctm != "tf_half_pixel_for_nn")
+      return "coordinate_transformation_mode " + ctm + " is not supported";
+    const std::string nm = n.attrString("nearest_mode", "round_prefer_floor");
+    if (nm != "round_prefer_floor" && nm != "round_prefer_ceil" && nm != "floor" && nm != "ceil")
+      return "nearest_mode " + nm + " is not supported";
+    if (n.attrInt("antialias", 0) != 0) return std::string("antialias is not supported");
+    if (n.hasAttr("keep_aspect_ratio_policy") || n.hasAttr("axes")) return std::string("opset-18 attributes");
+    return std::string();
+  };
+  t.push_back({"Resize", resizeCheck, [](const Graph&, const Node& n) { return mk<ResizeKernel>(n, false); }});
+  t.push_back({"Upsample", resizeCheck, [](const Graph&, const Node& n) { return mk<ResizeKernel>(n, true); }});
+}
+
+}  // namespace partex::cpu

@@ -1,0 +1,34 @@
+#pragma once
+/// \file Reading ONNX tensors into backend Tensors: the conformance suite's `input_*.pb`/`output_*.pb`
+/// files, and the constant data (initializers, Constant nodes) of small test models, which the IR keeps
+/// only as dims. Protobuf stays inside core/onnx; callers see Tensor and Graph only.
+
+#include <map>
+#include <string>
+
+#include "backend/tensor.h"
+#include "ir/graph.h"
+#include "support/result.h"
+
+namespace partex {
+
+/// Reads a serialized onnx.TensorProto file. `name` (if not null) receives the tensor's name (may be "").
+/// Fails on unreadable files, unsupported dtypes (string, complex), external data or a data size that
+/// does not match the dims.
+Result<Tensor> readTensorProtoFile(const std::string& path, std::string* name = nullptr);
+/// Same, from serialized bytes; `origin` names the source in messages.
+Result<Tensor> readTensorProtoBytes(const std::string& bytes, const std::string& origin, std::string* name = nullptr);
+
+/// A small model imported for running: the graph, plus the data of its constants by value name
+/// (initializers and the outputs of Constant nodes with a tensor, float(s) or int(s) value).
+/// Weights the importer produced by folding other nodes have no entry.
+struct OnnxModelWithData {
+  Graph graph;
+  std::map<std::string, Tensor> constants;
+};
+
+/// Imports `path` with importOnnxFile() and collects its constants' data. Tensors larger than
+/// `maxConstantBytes` are skipped (their weights then have no data).
+Result<OnnxModelWithData> importOnnxWithData(const std::string& path, int64_t maxConstantBytes = int64_t{1} << 28);
+
+}  // namespace partex

@@ -1,0 +1,52 @@
+#pragma once
+/// \file Test helper: runs a whole graph operator by operator through a Backend, keeping every
+/// intermediate tensor, so that kernels can be checked end to end without an executor.
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "ir/graph.h"
+
+namespace partex::test {
+
+/// Runs every node of `g` in order on `deviceId`. `values` must hold the graph inputs and weights;
+/// outputs are added. `onOutput` (optional) sees each produced tensor; returning a non-empty string
+/// stops the run with that message.
+inline Status runGraph(const Graph& g, const Backend& backend, const std::string& deviceId,
+                       std::map<ValueId, Tensor>& values,
+                       const std::function<std::string(const Node&, const Tensor&)>& onOutput = {}) {
+  for (OpId op = 0; op < static_cast<OpId>(g.nodes.size()); ++op) {
+    const Node& n = g.nodes[static_cast<size_t>(op)];
+    auto k = backend.prepare(g, op, deviceId);
+    if (!k) return Error{k.message()};
+    std::vector<const Tensor*> ins;
+    for (ValueId v : n.inputs) {
+      if (v < 0) {
+        ins.push_back(nullptr);
+        continue;
+      }
+      auto it = values.find(v);
+      if (it == values.end())
+        return makeError("node '", n.name, "': input '", g.values[static_cast<size_t>(v)].name, "' has no data");
+      ins.push_back(&it->second);
+    }
+    std::vector<Tensor> outs;
+    Status s = (*k)->run(ins, outs);
+    if (!s) return s;
+    if (outs.size() < n.outputs.size()) return makeError("node '", n.name, "': too few outputs");
+    for (size_t i = 0; i < n.outputs.size(); ++i) {
+      if (n.outputs[i] < 0) continue;
+      if (onOutput) {
+        std::string why = onOutput(n, outs[i]);
+        if (!why.empty()) return makeError("node '", n.name, "' (", n.opType, "): ", why);
+      }
+      values[n.outputs[i]] = std::move(outs[i]);
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace partex::test
