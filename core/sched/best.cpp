@@ -21,11 +21,14 @@
 // on an unloaded machine) so that a given seed gives the same plan; the wall clock (twice budget_ms,
 // param budget_ms default min(2000, 100 + 4n)) is only a safety net.
 //
-// Small graphs (n <= param bnb_tasks, default 20): the branch and bound of exact.cpp then runs from the
-// local search's plan for at most param bnb_nodes nodes (default 500 * budget_ms, wall clock 4 * budget_ms
-// as the safety net); when it completes,
-// SchedInfo.optimal is set. The result is re-judged by simulate() and is never worse than the best
-// portfolio member.
+// Small graphs (n <= param bnb_tasks, default 60, the graphs the exact solver accepts): the branch and
+// bound of exact.cpp then runs from the local search's plan for the rest of the time limit
+// (SchedOptions::timeLimitSec, default 10 s), or for at most param bnb_nodes nodes when that is set
+// (deterministic runs); when it completes, SchedInfo.optimal is set. The default budget_ms is also
+// capped at a fifth of the time limit, as exact's own warm start runs best: so best does everything
+// exact does, from the same incumbent, with a little more search time, and is never worse than it
+// in practice (the target: never worse than any other algorithm). The result is re-judged by
+// simulate() and is never worse than the best portfolio member.
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -107,15 +110,16 @@ class Best final : public Scheduler {
     const auto t0 = std::chrono::steady_clock::now();
     auto elapsedMs = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(); };
     bool ok = true;
-    const double budgetMs = std::max(1.0, numParam(o, "budget_ms", std::min(2000.0, 100.0 + 4.0 * n), ok));
+    const double limitSec = o.timeLimitSec > 0 ? o.timeLimitSec : 10.0;
+    const double budgetMs = std::max(1.0, numParam(o, "budget_ms", std::min({2000.0, 100.0 + 4.0 * n, 200.0 * limitSec}), ok));
     const double memberMs = numParam(o, "member_ms", std::max(100.0, budgetMs / 4), ok);
     // About budget_ms of evaluations on an unloaded machine (one evaluation costs ~1 us + 0.08 us per
     // task and edge); the wall clock (twice the budget) only guards against slow machines.
     const double evalUs = 1.0 + 0.08 * (n + static_cast<double>(t.edges.size()));
     const double maxEvals = numParam(o, "max_evals", std::clamp(budgetMs * 1000.0 / evalUs, 100.0, 100000.0), ok);
     const double anneal = numParam(o, "anneal", search_detail::LocalSearchOptions{}.annealFraction, ok);
-    const double bnbTasks = numParam(o, "bnb_tasks", 20, ok);
-    const double bnbNodes = numParam(o, "bnb_nodes", 500.0 * budgetMs, ok);
+    const double bnbTasks = numParam(o, "bnb_tasks", 60, ok);
+    const double bnbNodes = numParam(o, "bnb_nodes", 0, ok);  // 0: limited by the time limit only
     if (!ok) return makeError("best: params budget_ms, member_ms, max_evals, anneal, bnb_tasks and bnb_nodes must be numbers");
     const double portfolioMs = std::max(1000.0, budgetMs);
 
@@ -211,14 +215,14 @@ class Best final : public Scheduler {
     // ---- Branch and bound on small graphs, warm-started with the local search's plan ----
     search_detail::BnbResult bnb;
     bool ranBnb = false;
-    if (n > 0 && n <= bnbTasks && bnbNodes >= 1) {
+    if (n > 0 && n <= bnbTasks && bnbNodes >= 0) {
       SchedOptions bo;
       bo.sim = o.sim;
       bo.cancel = o.cancel;
-      const double limitSec = std::min(4.0 * budgetMs / 1000.0, std::max(0.0, o.timeLimitSec - elapsedMs() / 1000.0));
-      if (limitSec > 0) {
+      const double leftSec = std::max(0.0, limitSec - elapsedMs() / 1000.0);
+      if (leftSec > 0) {
         o.report(0.95, "best: branch and bound");
-        bnb = search_detail::branchAndBound(t, c, bo, limitSec, static_cast<int64_t>(bnbNodes), &plan, planMs);
+        bnb = search_detail::branchAndBound(t, c, bo, leftSec, static_cast<int64_t>(bnbNodes), &plan, planMs);
         ranBnb = true;
         if (o.cancelled()) return cancelledError();
         if (bnb.found && bnb.makespan < planMs && respectsConstraints(t, c, bnb.plan)) {
@@ -246,7 +250,7 @@ class Best final : public Scheduler {
       info->notes.push_back(lsNote);
       if (ranBnb)
         info->notes.push_back("branch and bound: " + std::to_string(bnb.nodes) + " nodes, " +
-                              (bnb.complete ? std::string("optimal") : std::string("stopped (") + (bnb.timedOut ? "budget_ms" : "bnb_nodes") + ")"));
+                              (bnb.complete ? std::string("optimal") : std::string("stopped (") + (bnb.timedOut ? "time limit" : "bnb_nodes") + ")"));
     }
     o.report(1.0, "best: done");
     return plan;
