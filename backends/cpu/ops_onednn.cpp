@@ -872,6 +872,7 @@ class EltwiseKernel final : public OpKernel {
         if (in[i]->numElements() != 1 || in[i]->dtype() != DType::Float32) return makeError("min/max must be scalars");
         (i == 1 ? alpha : beta) = ptr<float>(*in[i])[0];
       }
+      if (alpha > beta) alpha = beta;  // min > max: ONNX gives max everywhere
     }
     out.resize(1);
     if (auto s = out[0].ensure(DType::Float32, x.shape()); !s) return s;

@@ -67,19 +67,63 @@ Result<Tensor> syntheticTensor(const Graph& g, ValueId id, uint64_t seed) {
   const int64_t n = t->numElements();
   const uint64_t s = seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(id) + 1;
   if (!v.intData.empty() && static_cast<int64_t>(v.intData.size()) == n) {
+    void* p = t->raw();
     for (int64_t i = 0; i < n; ++i) {
-      const double x = static_cast<double>(v.intData[static_cast<size_t>(i)]);
+      const int64_t x = v.intData[static_cast<size_t>(i)];
       switch (v.dtype) {
-        case DType::Int64: t->data<int64_t>()[i] = v.intData[static_cast<size_t>(i)]; break;
-        case DType::Int32: t->data<int32_t>()[i] = static_cast<int32_t>(v.intData[static_cast<size_t>(i)]); break;
-        case DType::Float32: t->data<float>()[i] = static_cast<float>(x); break;
+        case DType::Int64: static_cast<int64_t*>(p)[i] = x; break;
+        case DType::Int32: static_cast<int32_t*>(p)[i] = static_cast<int32_t>(x); break;
+        case DType::Int16: static_cast<int16_t*>(p)[i] = static_cast<int16_t>(x); break;
+        case DType::Int8: static_cast<int8_t*>(p)[i] = static_cast<int8_t>(x); break;
+        case DType::UInt8: static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(x); break;
+        case DType::Bool: static_cast<uint8_t*>(p)[i] = x != 0; break;
+        case DType::Float32: static_cast<float*>(p)[i] = static_cast<float>(x); break;
+        case DType::Float64: static_cast<double*>(p)[i] = static_cast<double>(x); break;
         default: return makeError("value '", v.name, "': integer payload for dtype ", dtypeName(v.dtype));
       }
     }
     return t;
   }
+  // Float weights whose values decide the operator's meaning get plausible values: Resize/Upsample
+  // scales from the static shapes, Clip bounds 0 and 6, Pow exponents 2.
+  for (OpId c : v.consumers) {
+    if (c < 0 || c >= static_cast<OpId>(g.nodes.size()) || (v.dtype != DType::Float32 && v.dtype != DType::Float64))
+      continue;
+    const Node& node = g.nodes[static_cast<size_t>(c)];
+    for (size_t slot = 0; slot < node.inputs.size(); ++slot) {
+      if (node.inputs[slot] != id) continue;
+      const bool scales = (node.opType == "Resize" && slot == 2 && node.inputs.size() > 2) ||
+                          (node.opType == "Upsample" && slot == 1);
+      if (scales && node.inputs[0] >= 0 && !node.outputs.empty() && node.outputs[0] >= 0) {
+        const Value& x = g.values[static_cast<size_t>(node.inputs[0])];
+        const Value& y = g.values[static_cast<size_t>(node.outputs[0])];
+        if (x.shapeKnown && y.shapeKnown && x.shape.size() == y.shape.size() &&
+            static_cast<int64_t>(x.shape.size()) == n) {
+          for (int64_t i = 0; i < n; ++i) {
+            const double r = x.shape[static_cast<size_t>(i)] > 0 ? static_cast<double>(y.shape[static_cast<size_t>(i)]) /
+                                                                       static_cast<double>(x.shape[static_cast<size_t>(i)])
+                                                                 : 1.0;
+            if (v.dtype == DType::Float32) t->data<float>()[i] = static_cast<float>(r);
+            else t->data<double>()[i] = r;
+          }
+          return t;
+        }
+      }
+      if (node.opType == "Clip" && (slot == 1 || slot == 2)) {
+        t->fill(slot == 1 ? 0.0 : 6.0);
+        return t;
+      }
+      if (node.opType == "Pow" && slot == 1) {
+        t->fill(2.0);
+        return t;
+      }
+    }
+  }
   const bool isFloat = v.dtype == DType::Float32 || v.dtype == DType::Float64;
-  double lo = isFloat ? -1.0 : 0.0, hi = isFloat ? 1.0 : 1.0;
+  double lo = isFloat ? -1.0 : 0.0, hi = 1.0;
+  // Scalar float weights are epsilons, divisors and scale factors far more often than anything else:
+  // keep them positive so that Sqrt/Div/Log chains stay finite.
+  if (isFloat && v.isWeight && n <= 1) lo = 0.5, hi = 1.5;
   for (OpId c : v.consumers) {
     if (c < 0 || c >= static_cast<OpId>(g.nodes.size())) continue;
     const Node& node = g.nodes[static_cast<size_t>(c)];

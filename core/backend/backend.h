@@ -91,7 +91,10 @@ void registerBuiltinBackends(BackendRegistry& registry);
 /// A tensor to feed input `v` of `g` when measuring or testing without real data: the value's dtype and
 /// static shape; small integer payloads (Value::intData) are used as they are; otherwise deterministic
 /// random data from `seed` chosen so that common consumers stay finite (normalisation variances and
-/// scales positive, index tensors inside the gathered axis, float weights scaled by 1/sqrt(fan-in)).
+/// scales positive, index tensors inside the gathered axis, float weights scaled by 1/sqrt(fan-in),
+/// scalar float weights in [0.5, 1.5]) or plausible values where the data decides the operator's meaning
+/// (Resize/Upsample scales from the static shapes, Clip bounds 0 and 6, Pow exponents 2). Other
+/// integer tensors are zeros, Bool tensors true.
 /// Fails when the shape is not fully known or the dtype is not supported.
 Result<Tensor> syntheticTensor(const Graph& g, ValueId v, uint64_t seed);
 
