@@ -1088,6 +1088,7 @@ Result<Graph> importModel(onnx::ModelProto& model, ImportCtx& ctx, const ImportO
   graph.irVersion = model.ir_version();
   graph.opsetVersion = ctx.opset;
   graph.producerName = model.producer_name();
+  graph.graphSha256 = sha256Hex(g.SerializeAsString());  // Model identity of plan and profile files.
   graph.warnings = std::move(ctx.warnings);
   // Subgraphs share the model's metadata.
   std::function<void(Graph&)> stamp = [&](Graph& gr) {

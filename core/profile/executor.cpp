@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "profile/profiler.h"
 #include "support/strings.h"
 
 namespace partex {
@@ -89,7 +90,7 @@ struct RunTimes {
 /// mutex per pair of mutually exclusive devices (taken in a fixed order while a kernel runs).
 Result<RunTimes> runConcurrent(const Graph& g, Prepared& prep, const CostTable& t, const Plan& plan,
                                const std::vector<std::vector<OpId>>& preds, const std::vector<std::vector<OpId>>& succs,
-                               const std::atomic<bool>* cancel) {
+                               const std::vector<int>& coreOf, const std::atomic<bool>* cancel) {
   const size_t n = g.nodes.size();
   const int m = t.numDevices();
   std::vector<int> remaining(n);
@@ -124,6 +125,8 @@ Result<RunTimes> runConcurrent(const Graph& g, Prepared& prep, const CostTable& 
   Clock::time_point t0;
 
   auto worker = [&](DeviceId d) {
+    // Pinned to its device's core for the whole run, so that the kernels' own pinning moves nothing.
+    pinThisThread(coreOf[static_cast<size_t>(d)]);
     start.arrive_and_wait();
     for (TaskId v : plan.order[static_cast<size_t>(d)]) {
       const auto vi = static_cast<size_t>(v);
@@ -227,10 +230,13 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
   if (auto st = checkPlanShape(t, plan); !st) return Error{st.message()};
   if (o.reps < 1) return makeError("executor: reps must be at least 1");
   const auto backendDevices = backend.devices();
+  std::vector<int> coreOf(static_cast<size_t>(t.numDevices()), -1);
   for (DeviceId d = 0; d < t.numDevices(); ++d) {
-    if (plan.order[static_cast<size_t>(d)].empty()) continue;
     const auto& id = t.deviceIds[static_cast<size_t>(d)];
-    if (std::none_of(backendDevices.begin(), backendDevices.end(), [&](const BackendDevice& b) { return b.id == id; }))
+    auto it = std::find_if(backendDevices.begin(), backendDevices.end(), [&](const BackendDevice& b) { return b.id == id; });
+    if (it != backendDevices.end()) coreOf[static_cast<size_t>(d)] = it->core;
+    if (plan.order[static_cast<size_t>(d)].empty()) continue;
+    if (it == backendDevices.end())
       return makeError("executor: device '", id, "' is not a device of backend '", backend.name(),
                        "' (it can only be simulated)");
   }
@@ -265,7 +271,7 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
   for (int rep = 0; rep < o.warmup + o.reps; ++rep) {
     if (cancelled()) return makeError("cancelled");
     step(rep < o.warmup ? "warm-up run" : "timed run " + std::to_string(rep - o.warmup + 1));
-    auto times = runConcurrent(g, prep, t, plan, preds, succs, o.cancel);
+    auto times = runConcurrent(g, prep, t, plan, preds, succs, coreOf, o.cancel);
     if (!times) return Error{times.message()};
     if (rep < o.warmup) continue;
     r.makespansUs.push_back(times->makespanUs);
@@ -298,7 +304,7 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
   step("single-device reference run on " + refId);
   Prepared refPrep(g, leaves);
   if (auto st = refPrep.prepare(backend, single.device, t.deviceIds); !st) return makeError("reference run: ", st.message());
-  auto refTimes = runConcurrent(g, refPrep, t, single, preds, succs, o.cancel);
+  auto refTimes = runConcurrent(g, refPrep, t, single, preds, succs, coreOf, o.cancel);
   if (!refTimes) return makeError("reference run: ", refTimes.message());
   r.outputsChecked = true;
   r.outputsMatch = true;

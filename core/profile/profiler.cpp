@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -58,6 +59,14 @@ void onCore(int core, Fn fn) {
     fn();
   });
   th.join();
+}
+
+/// Runs fn on a thread pinned to the device's core, so that the kernels' own pinning moves nothing:
+/// moving a thread onto a busy core costs a scheduler tick (4 ms on this VM) per kernel call.
+Status onDevice(const BackendDevice& d, const std::function<Status()>& fn) {
+  Status st;
+  onCore(d.core, [&] { st = fn(); });
+  return st;
 }
 
 /// One timed copy of `bytes` from a buffer last written on core `a` to one first touched on core `b`,
@@ -236,6 +245,7 @@ Status profilePerOperator(Ctx& c, Profile& p) {
   const Graph& g = c.g;
   for (const auto& d : c.devices) {
     ProfileDevice& pd = p.device(d.id);
+    auto st = onDevice(d, [&]() -> Status {
     for (OpId op = 0; op < static_cast<OpId>(g.nodes.size()); ++op) {
       if (c.o.cancelled()) return cancelledError();
       const Node& node = g.nodes[static_cast<size_t>(op)];
@@ -254,6 +264,9 @@ Status profilePerOperator(Ctx& c, Profile& p) {
       if (!st) return makeError(g.name, ": operator '", node.name, "' on ", d.id, ": ", st.message());
       pd.ops.push_back(ProfileOp{node.name, node.opType, *st});
     }
+    return Status::ok();
+    });
+    if (!st) return st;
   }
   return Status::ok();
 }
@@ -283,6 +296,7 @@ Status profileMinimalPlan(Ctx& c, Profile& p) {
     }
     std::vector<std::vector<double>> samples(g.nodes.size());
     std::vector<Tensor> values = c.ref;  // Leaves and, for skipped operators, the reference outputs.
+    auto runs = onDevice(d, [&]() -> Status {
     for (int r = 0; r < c.o.warmup + c.o.reps; ++r) {
       if (c.o.cancelled()) return cancelledError();
       for (OpId op : *order) {
@@ -298,6 +312,9 @@ Status profileMinimalPlan(Ctx& c, Profile& p) {
         if (r >= c.o.warmup) samples[static_cast<size_t>(op)].push_back(us);
       }
     }
+    return Status::ok();
+    });
+    if (!runs) return runs;
     c.info.measurements += c.o.reps * static_cast<int>(order->size());
     ProfileDevice& pd = p.device(d.id);
     for (OpId op = 0; op < static_cast<OpId>(g.nodes.size()); ++op)
@@ -397,7 +414,7 @@ Result<Profile> profileModel(const Graph& g, const Backend& backend, const Profi
   for (const auto& d : c.devices) p.device(d.id);
 
   c.step("reference run");
-  if (auto st = referenceRun(c); !st) return Error{st.message()};
+  if (auto st = onDevice(c.devices.front(), [&] { return referenceRun(c); }); !st) return Error{st.message()};
   if (auto st = minimal ? profileMinimalPlan(c, p) : profilePerOperator(c, p); !st) return Error{st.message()};
 
   for (const auto& d : c.devices) {
@@ -422,7 +439,8 @@ Result<Profile> profileModel(const Graph& g, const Backend& backend, const Profi
         kernels.push_back(std::move(k).value());
       }
       if (!ok) continue;
-      auto st = timeGroup(c, grp, kernels);
+      Result<TimingStat> st = TimingStat{};
+      onCore(d.core, [&] { st = timeGroup(c, grp, kernels); });
       if (!st) return makeError(g.name, ": group ", join(names, "+"), " on ", d.id, ": ", st.message());
       pd.groups.push_back(ProfileGroup{names, *st});
     }

@@ -42,7 +42,8 @@ struct ProfilerOptions {
   bool transfers = false;  ///< Also measure transfers between every ordered device pair.
   /// Transfer sizes in bytes; empty = a geometric series from 1 KiB to the largest tensor (at most 64 MiB).
   std::vector<int64_t> transferSizes;
-  /// Progress: (done, total, what is being measured). May be empty. Called on the profiling thread.
+  /// Progress: (done, total, what is being measured). May be empty. Called from the profiling threads
+  /// (one at a time).
   std::function<void(int done, int total, const std::string& what)> progress;
   const std::atomic<bool>* cancel = nullptr;  ///< May be null.
   bool cancelled() const { return cancel && cancel->load(std::memory_order_relaxed); }
