@@ -6,6 +6,7 @@
 #include <iostream>
 #include <string>
 
+#include "cmd_profile.h"
 #include "commands.h"
 
 int main(int argc, char** argv) {
@@ -17,6 +18,8 @@ int main(int argc, char** argv) {
   partex::cli::addPlatforms(app, exitCode);
   partex::cli::addGenerate(app, exitCode);
   partex::cli::addSched(app, exitCode);
+  partex::cli::addProfile(app, exitCode);
+  partex::cli::addExecute(app, exitCode);
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
     std::string names;

@@ -1,0 +1,154 @@
+// partex-cli execute: runs a model with a plan's placement on the real devices, checks its outputs
+// against a single-device run and sets the measured makespan beside the simulator's prediction.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "backend/backend.h"
+#include "cmd_profile.h"
+#include "commands.h"
+#include "cost/work.h"
+#include "plan/planfile.h"
+#include "platform/platform.h"
+#include "profile/executor.h"
+#include "sim/simulator.h"
+#include "support/files.h"
+#include "support/strings.h"
+
+namespace partex::cli {
+
+namespace {
+
+struct ExecuteArgs {
+  std::string model;
+  std::string plan;
+  std::string platform = "this-machine";
+  std::string backend = "cpu";
+  std::string reference;
+  std::vector<std::string> dims;
+  CostSourceArgs costs;
+  int reps = 5;
+  int warmup = 1;
+  uint64_t seed = 1;
+  bool json = false;
+};
+
+double medianOf(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int runExecute(const ExecuteArgs& a) {
+  if (a.reps < 1) return fail("--reps must be at least 1");
+  if (a.warmup < 0) return fail("--warmup must be >= 0");
+  auto bytes = readFile(a.model);
+  if (!bytes) return fail(bytes.message());
+  if (looksLikeTaskGraph(*bytes)) return fail(a.model + ": a task graph has no operators to execute (an ONNX model is needed)");
+  auto plat = loadPlatform(a.platform);
+  if (!plat) return fail(plat.message());
+  auto g = loadModel(a.model, a.dims);
+  if (!g) return fail(g.message());
+  auto t = buildCostTable(*g, characteriseAll(*g), *plat);
+  if (!t) return fail(t.message());
+  if (auto st = applyCostSources(a.costs, *t, baseName(a.model), g->graphSha256); !st) return fail(st.message());
+  PlanIdentity id{baseName(a.model), g->graphSha256, plat->name};
+  auto plan = loadPlanFile(a.plan, *t, id);
+  if (!plan) return fail(plan.message());
+  auto predicted = simulate(*t, *plan);
+  if (!predicted) return fail(a.plan + ": " + predicted.message());
+
+  BackendRegistry reg;
+  registerBuiltinBackends(reg);
+  const Backend* b = reg.find(a.backend);
+  if (!b) return fail("unknown backend '" + a.backend + "'");
+  ExecOptions o;
+  o.reps = a.reps;
+  o.warmup = a.warmup;
+  o.seed = a.seed;
+  o.referenceDevice = a.reference;
+  auto r = executePlan(*g, *b, *t, *plan, o);
+  if (!r) return fail(baseName(a.model) + ": " + baseName(a.plan) + ": " + r.message());
+
+  const double measured = r->makespanUs, pred = predicted->makespan;
+  const double err = measured > 0 ? (pred - measured) / measured : 0.0;
+  std::vector<double> opErrors;
+  const size_t n = g->nodes.size();
+  for (size_t v = 0; v < n; ++v) {
+    const double pv = predicted->tasks[v].end - predicted->tasks[v].start;
+    if (r->opUs[v] > 0) opErrors.push_back(std::fabs(pv - r->opUs[v]) / r->opUs[v]);
+  }
+  const std::string refDev = a.reference.empty() ? t->deviceIds[static_cast<size_t>(t->host)] : a.reference;
+  if (a.json) {
+    nlohmann::json ops = nlohmann::json::array();
+    for (size_t v = 0; v < n; ++v) {
+      const auto& s = predicted->tasks[v];
+      ops.push_back({{"name", g->nodes[v].name},
+                     {"op_type", g->nodes[v].opType},
+                     {"device", t->deviceIds[static_cast<size_t>(plan->device[v])]},
+                     {"measured_us", r->opUs[v]},
+                     {"predicted_us", s.end - s.start},
+                     {"measured_start_us", r->opStartUs[v]},
+                     {"predicted_start_us", s.start}});
+    }
+    nlohmann::json j = {{"model", baseName(a.model)},
+                        {"plan", baseName(a.plan)},
+                        {"algorithm", plan->algorithm},
+                        {"backend", b->name() + " " + b->version()},
+                        {"reps", a.reps},
+                        {"measured_makespan_us", measured},
+                        {"measured_makespans_us", r->makespansUs},
+                        {"predicted_makespan_us", pred},
+                        {"error", err},
+                        {"abs_error", std::fabs(err)},
+                        {"median_op_abs_error", medianOf(opErrors)},
+                        {"outputs_match", r->outputsMatch},
+                        {"reference_device", refDev},
+                        {"max_abs_diff", r->maxAbsDiff},
+                        {"max_rel_diff", r->maxRelDiff},
+                        {"ops", ops}};
+    if (!r->mismatch.empty()) j["mismatch"] = r->mismatch;
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::printf("Model        %s, plan %s (%s)\n", baseName(a.model).c_str(), baseName(a.plan).c_str(), plan->algorithm.c_str());
+    std::printf("Measured     %.1f us (median of %d runs)\n", measured, a.reps);
+    std::printf("Predicted    %.1f us (simulator)\n", pred);
+    std::printf("Error        %+.1f%% (predicted against measured); median per-operator error %.1f%%\n", err * 100.0,
+                medianOf(opErrors) * 100.0);
+    std::printf("Outputs      %s single-device run on %s (max abs diff %.3g, max rel diff %.3g)%s%s\n",
+                r->outputsMatch ? "match the" : "DIFFER from the", refDev.c_str(), r->maxAbsDiff, r->maxRelDiff,
+                r->mismatch.empty() ? "" : ": ", r->mismatch.c_str());
+    std::printf("\n%-32s %-12s %12s %12s %8s\n", "operator", "device", "measured_us", "predicted_us", "error");
+    for (size_t v = 0; v < n; ++v) {
+      const double pv = predicted->tasks[v].end - predicted->tasks[v].start;
+      std::printf("%-32.32s %-12s %12.1f %12.1f %+7.1f%%\n", g->nodes[v].name.c_str(),
+                  t->deviceIds[static_cast<size_t>(plan->device[v])].c_str(), r->opUs[v], pv,
+                  r->opUs[v] > 0 ? (pv - r->opUs[v]) / r->opUs[v] * 100.0 : 0.0);
+    }
+  }
+  return r->outputsMatch ? 0 : 1;
+}
+
+}  // namespace
+
+void addExecute(CLI::App& app, int& exitCode) {
+  auto* cmd = app.add_subcommand("execute", "Run a model with a plan on the real devices; measured against predicted");
+  auto a = std::make_shared<ExecuteArgs>();
+  cmd->add_option("model", a->model, "ONNX model")->required();
+  cmd->add_option("--plan", a->plan, "Plan file (JSON)")->required();
+  cmd->add_option("--platform,-p", a->platform, "Platform the plan was made for")->capture_default_str();
+  cmd->add_option("--backend", a->backend, "Execution backend")->capture_default_str();
+  cmd->add_option("--reference", a->reference, "Device of the single-device reference run (default: the host)");
+  cmd->add_option("--reps", a->reps, "Timed runs")->capture_default_str();
+  cmd->add_option("--warmup", a->warmup, "Untimed runs before them")->capture_default_str();
+  cmd->add_option("--seed", a->seed, "Seed of the synthetic inputs and weights")->capture_default_str();
+  cmd->add_option("--dim", a->dims, "Bind a symbolic input dimension: NAME=VALUE or INPUT:AXIS=VALUE");
+  addCostSourceOptions(cmd, a->costs);
+  cmd->add_flag("--json", a->json, "Print JSON");
+  cmd->callback([a, &exitCode] { exitCode = runExecute(*a); });
+}
+
+}  // namespace partex::cli
