@@ -8,6 +8,7 @@
 #include <iostream>
 #include <optional>
 
+#include "cmd_profile.h"
 #include "commands.h"
 #include "cost/costtable.h"
 #include "cost/work.h"
@@ -41,6 +42,7 @@ struct ProblemArgs {
   double timeLimit = 10.0;
   bool unlimitedLinks = false;
   bool json = false;
+  CostSourceArgs costs;  ///< --profile, --import-ort: measured or imported costs over the modelled ones.
 };
 
 void addProblemOptions(CLI::App* cmd, ProblemArgs& a) {
@@ -52,6 +54,7 @@ void addProblemOptions(CLI::App* cmd, ProblemArgs& a) {
   cmd->add_option("--time-limit", a.timeLimit, "Seconds for exact and search-based algorithms")->capture_default_str();
   cmd->add_flag("--unlimited-links", a.unlimitedLinks, "Transfers never wait for a link (classic HEFT model)");
   cmd->add_flag("--json", a.json, "Print JSON");
+  addCostSourceOptions(cmd, a.costs);
 }
 
 Result<Problem> loadProblem(const ProblemArgs& a) {
@@ -82,6 +85,14 @@ Result<Problem> loadProblem(const ProblemArgs& a) {
   p.id.platformName = plat->name;
   p.graph = std::move(g).value();
   p.platform = std::move(plat).value();
+  return p;
+}
+
+/// loadProblem() with the profiles and imports applied to the cost table.
+Result<Problem> loadCostedProblem(const ProblemArgs& a) {
+  auto p = loadProblem(a);
+  if (!p) return p;
+  if (auto st = applyCostSources(a.costs, p->table, p->id.modelFile, p->id.modelSha256); !st) return Error{st.message()};
   return p;
 }
 
@@ -187,7 +198,7 @@ void addExportOptions(CLI::App* cmd, Exports& e) {
 int runSchedule(const ProblemArgs& a, const std::string& algo, const Exports& ex) {
   const Scheduler* s = findScheduler(algo);
   if (!s) return fail("unknown algorithm '" + algo + "' (algorithms: " + algoList() + ")");
-  auto p = loadProblem(a);
+  auto p = loadCostedProblem(a);
   if (!p) return fail(p.message());
   auto c = parsePins(p->table, a.pins);
   if (!c) return fail(c.message());
@@ -216,7 +227,7 @@ int runSchedule(const ProblemArgs& a, const std::string& algo, const Exports& ex
 }
 
 int runSimulate(const ProblemArgs& a, const std::string& planPath, const Exports& ex) {
-  auto p = loadProblem(a);
+  auto p = loadCostedProblem(a);
   if (!p) return fail(p.message());
   auto plan = loadPlanFile(planPath, p->table, p->id);
   if (!plan) return fail(plan.message());
@@ -233,7 +244,7 @@ int runSimulate(const ProblemArgs& a, const std::string& planPath, const Exports
 }
 
 int runCompare(const ProblemArgs& a, const std::string& algos) {
-  auto p = loadProblem(a);
+  auto p = loadCostedProblem(a);
   if (!p) return fail(p.message());
   auto c = parsePins(p->table, a.pins);
   if (!c) return fail(c.message());
