@@ -1,0 +1,277 @@
+// The CPU backend's contract: devices that match the this-machine preset, errors (not crashes) for bad
+// shapes, dtypes, devices and unsupported operators, and kernels on core0 and core1 running at the same
+// time from two threads with correct results (checked against plain reference loops in this file).
+
+#include <QtTest>
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include "backend/backend.h"
+#include "cpu/cpu_backend.h"
+#include "platform/platform.h"
+
+using namespace partex;
+
+namespace {
+
+struct In {
+  DType dtype;
+  std::vector<int64_t> shape;
+};
+
+/// A one-node graph: inputs (graph inputs), `nOut` outputs with unknown shapes, attributes.
+Graph oneNode(const std::string& op, const std::vector<In>& ins, int nOut = 1,
+              std::map<std::string, Attribute> attrs = {}) {
+  Graph g;
+  g.opsetVersion = 17;
+  Node n;
+  n.name = "node";
+  n.opType = op;
+  n.attrs = std::move(attrs);
+  for (size_t i = 0; i < ins.size(); ++i) {
+    Value v;
+    v.name = "in" + std::to_string(i);
+    v.dtype = ins[i].dtype;
+    v.shape = ins[i].shape;
+    v.shapeKnown = true;
+    v.isGraphInput = true;
+    const ValueId id = g.addValue(v);
+    g.inputs.push_back(id);
+    n.inputs.push_back(id);
+  }
+  for (int i = 0; i < nOut; ++i) {
+    Value v;
+    v.name = "out" + std::to_string(i);
+    v.dtype = ins.empty() ? DType::Float32 : ins[0].dtype;
+    const ValueId id = g.addValue(v);
+    g.outputs.push_back(id);
+    n.outputs.push_back(id);
+  }
+  g.addNode(n);
+  g.rebuildIndex();
+  return g;
+}
+
+Attribute intAttr(int64_t v) { return Attribute{v}; }
+
+Tensor filled(DType dt, std::vector<int64_t> shape, uint64_t seed) {
+  auto t = Tensor::make(dt, std::move(shape));
+  t->fillRandom(seed);
+  return std::move(*t);
+}
+
+/// Naive C = A * B for row-major float matrices: the independent reference.
+std::vector<float> refMatMul(const Tensor& a, const Tensor& b) {
+  const int64_t M = a.dim(0), K = a.dim(1), N = b.dim(1);
+  std::vector<float> c(static_cast<size_t>(M * N), 0.0f);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t j = 0; j < N; ++j) c[static_cast<size_t>(i * N + j)] += a.data<float>()[i * K + k] * b.data<float>()[k * N + j];
+  return c;
+}
+
+}  // namespace
+
+class TestCpuKernels : public QObject {
+  Q_OBJECT
+
+ private slots:
+  /// Device ids are those of the this-machine preset.
+  void devicesMatchThisMachine() {
+    BackendRegistry reg;
+    registerBuiltinBackends(reg);
+    Backend* cpu = reg.find("cpu");
+    QVERIFY(cpu);
+    QVERIFY(!cpu->version().empty());
+    const Platform p = measureThisMachine();
+    std::set<std::string> preset, offered;
+    for (const auto& d : p.devices) preset.insert(d.id);
+    for (const auto& d : cpu->devices()) offered.insert(d.id);
+    QCOMPARE(offered, preset);
+    for (const auto& d : cpu->devices()) {
+      if (d.id == "cpu-parallel") QCOMPARE(d.core, -1);
+      else QVERIFY(d.core >= 0 && d.threads == 1);
+    }
+  }
+
+  /// Bad inputs give an Error naming the node, never a crash.
+  void badInputs_data() {
+    QTest::addColumn<QString>("op");
+    QTest::addColumn<int>("which");
+    QTest::newRow("Add shapes") << "Add" << 0;
+    QTest::newRow("MatMul inner dims") << "MatMul" << 1;
+    QTest::newRow("Conv channels") << "Conv" << 2;
+    QTest::newRow("Reshape count") << "Reshape" << 3;
+    QTest::newRow("Gather index range") << "Gather" << 4;
+    QTest::newRow("Concat dims") << "Concat" << 5;
+    QTest::newRow("Gemm dtype") << "Gemm" << 6;
+    QTest::newRow("Softmax axis") << "Softmax" << 7;
+  }
+  void badInputs() {
+    QFETCH(QString, op);
+    QFETCH(int, which);
+    auto cpu = makeCpuBackend();
+    const DType f = DType::Float32;
+    Graph g;
+    std::vector<Tensor> ins;
+    switch (which) {
+      case 0: g = oneNode("Add", {{f, {2, 3}}, {f, {4}}}); ins = {filled(f, {2, 3}, 1), filled(f, {4}, 2)}; break;
+      case 1: g = oneNode("MatMul", {{f, {2, 3}}, {f, {4, 5}}}); ins = {filled(f, {2, 3}, 1), filled(f, {4, 5}, 2)}; break;
+      case 2:
+        g = oneNode("Conv", {{f, {1, 3, 8, 8}}, {f, {4, 2, 3, 3}}});
+        ins = {filled(f, {1, 3, 8, 8}, 1), filled(f, {4, 2, 3, 3}, 2)};
+        break;
+      case 3: {
+        g = oneNode("Reshape", {{f, {2, 3}}, {DType::Int64, {1}}});
+        auto s = Tensor::make(DType::Int64, {1});
+        s->data<int64_t>()[0] = 7;
+        ins = {filled(f, {2, 3}, 1), std::move(*s)};
+        break;
+      }
+      case 4: {
+        g = oneNode("Gather", {{f, {5, 2}}, {DType::Int64, {1}}});
+        auto s = Tensor::make(DType::Int64, {1});
+        s->data<int64_t>()[0] = 5;
+        ins = {filled(f, {5, 2}, 1), std::move(*s)};
+        break;
+      }
+      case 5: g = oneNode("Concat", {{f, {2, 3}}, {f, {2, 4}}}, 1, {{"axis", intAttr(0)}}); ins = {filled(f, {2, 3}, 1), filled(f, {2, 4}, 2)}; break;
+      case 6: g = oneNode("Gemm", {{f, {2, 3}}, {f, {3, 2}}}); ins = {filled(f, {2, 3}, 1), filled(DType::Int64, {3, 2}, 2)}; break;
+      case 7: g = oneNode("Softmax", {{f, {2, 3}}}, 1, {{"axis", intAttr(5)}}); ins = {filled(f, {2, 3}, 1)}; break;
+    }
+    std::string why;
+    QVERIFY2(cpu->supports(g, 0, &why), why.c_str());
+    auto k = cpu->prepare(g, 0, "cpu-serial");
+    QVERIFY2(k.isOk(), k.message().c_str());
+    std::vector<const Tensor*> ptrs;
+    for (const auto& t : ins) ptrs.push_back(&t);
+    std::vector<Tensor> outs;
+    Status s = (*k)->run(ptrs, outs);
+    QVERIFY(!s.isOk());
+    QVERIFY2(s.message().find("node") != std::string::npos, s.message().c_str());
+    QVERIFY(s.message().find('\n') == std::string::npos);
+    Q_UNUSED(op);
+  }
+
+  /// Declined operators and unknown devices are errors with a reason.
+  void refusals() {
+    auto cpu = makeCpuBackend();
+    std::string why;
+    Graph g = oneNode("NonMaxSuppression", {{DType::Float32, {1, 4, 4}}, {DType::Float32, {1, 1, 4}}});
+    QVERIFY(!cpu->supports(g, 0, &why));
+    QVERIFY(!why.empty());
+    QVERIFY(!cpu->prepare(g, 0, "cpu-serial").isOk());
+    Graph h = oneNode("Relu", {{DType::Int8, {4}}});
+    QVERIFY(!cpu->supports(h, 0, &why));
+    QVERIFY2(why.find("int8") != std::string::npos, why.c_str());
+    Graph r = oneNode("Relu", {{DType::Float32, {4}}});
+    auto k = cpu->prepare(r, 0, "npu0");
+    QVERIFY(!k.isOk());
+    QVERIFY2(k.message().find("npu0") != std::string::npos, k.message().c_str());
+    QVERIFY(!cpu->supports(r, 5, &why));
+  }
+
+  /// Two MatMul kernels on core0 and core1, each run repeatedly from its own thread at the same time:
+  /// both results equal the reference, and each thread's affinity is restored after every call.
+  void concurrentCores() {
+    auto cpu = makeCpuBackend();
+    bool have1 = false;
+    for (const auto& d : cpu->devices()) have1 = have1 || d.id == "core1";
+    if (!have1) QSKIP("one core only");
+    const int64_t n = 192;
+    Graph g = oneNode("MatMul", {{DType::Float32, {n, n}}, {DType::Float32, {n, n}}});
+    const Tensor a0 = filled(DType::Float32, {n, n}, 1), b0 = filled(DType::Float32, {n, n}, 2);
+    const Tensor a1 = filled(DType::Float32, {n, n}, 3), b1 = filled(DType::Float32, {n, n}, 4);
+    const auto ref0 = refMatMul(a0, b0), ref1 = refMatMul(a1, b1);
+    auto k0 = cpu->prepare(g, 0, "core0");
+    auto k1 = cpu->prepare(g, 0, "core1");
+    QVERIFY(k0.isOk() && k1.isOk());
+    std::atomic<int> ready{0};
+    std::atomic<bool> failed{false};
+    std::string err[2];
+    double busy[2][2] = {};  // first start, last end (ms since t0)
+    const auto t0 = std::chrono::steady_clock::now();
+    auto work = [&](int idx, Kernel& k, const Tensor& a, const Tensor& b, const std::vector<float>& ref) {
+      cpu_set_t before, after;
+      pthread_getaffinity_np(pthread_self(), sizeof(before), &before);
+      ++ready;
+      while (ready.load() < 2) std::this_thread::yield();
+      busy[idx][0] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      for (int it = 0; it < 20; ++it) {
+        std::vector<Tensor> outs;
+        Status s = k.run({&a, &b}, outs);
+        if (!s) {
+          err[idx] = s.message();
+          failed = true;
+          return;
+        }
+        for (int64_t i = 0; i < n * n; ++i)
+          if (std::abs(outs[0].data<float>()[i] - ref[static_cast<size_t>(i)]) > 1e-3f * (1.0f + std::abs(ref[static_cast<size_t>(i)]))) {
+            err[idx] = "wrong value at " + std::to_string(i);
+            failed = true;
+            return;
+          }
+        pthread_getaffinity_np(pthread_self(), sizeof(after), &after);
+        if (!CPU_EQUAL(&before, &after)) {
+          err[idx] = "affinity not restored";
+          failed = true;
+          return;
+        }
+      }
+      busy[idx][1] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    };
+    std::thread t1(work, 0, std::ref(**k0), std::cref(a0), std::cref(b0), std::cref(ref0));
+    std::thread t2(work, 1, std::ref(**k1), std::cref(a1), std::cref(b1), std::cref(ref1));
+    t1.join();
+    t2.join();
+    QVERIFY2(!failed, (err[0] + " " + err[1]).c_str());
+    qInfo("core0 busy %.1f-%.1f ms, core1 busy %.1f-%.1f ms", busy[0][0], busy[0][1], busy[1][0], busy[1][1]);
+  }
+
+  /// The same kernel gives the same result on every device.
+  void sameResultOnEveryDevice() {
+    auto cpu = makeCpuBackend();
+    Graph g = oneNode("Conv", {{DType::Float32, {1, 8, 16, 16}}, {DType::Float32, {16, 8, 3, 3}}}, 1,
+                      {{"pads", Attribute{std::vector<int64_t>{1, 1, 1, 1}}}});
+    const Tensor x = filled(DType::Float32, {1, 8, 16, 16}, 5), w = filled(DType::Float32, {16, 8, 3, 3}, 6);
+    std::vector<Tensor> first;
+    for (const auto& d : cpu->devices()) {
+      auto k = cpu->prepare(g, 0, d.id);
+      QVERIFY2(k.isOk(), k.message().c_str());
+      std::vector<Tensor> outs;
+      QVERIFY((*k)->run({&x, &w}, outs).isOk());
+      QCOMPARE(outs[0].shape(), (std::vector<int64_t>{1, 16, 16, 16}));
+      if (first.empty()) {
+        first = std::move(outs);
+        continue;
+      }
+      for (int64_t i = 0; i < first[0].numElements(); ++i)
+        QVERIFY(std::abs(first[0].data<float>()[i] - outs[0].data<float>()[i]) < 1e-4f);
+    }
+  }
+
+  /// Tensor basics: alignment, reshape checks, seeded fill is deterministic.
+  void tensor() {
+    auto t = Tensor::make(DType::Float32, {3, 5});
+    QVERIFY(t.isOk());
+    QCOMPARE(reinterpret_cast<uintptr_t>(t->raw()) % Tensor::kAlignment, uintptr_t{0});
+    QCOMPARE(t->bytes(), int64_t{60});
+    QVERIFY(!t->reshape({4, 4}).isOk());
+    QVERIFY(t->reshape({15}).isOk());
+    QVERIFY(t->data<int64_t>() == nullptr);
+    Tensor a = filled(DType::Float32, {100}, 9), b = filled(DType::Float32, {100}, 9);
+    QCOMPARE(std::memcmp(a.raw(), b.raw(), 400), 0);
+    QVERIFY(!Tensor::make(DType::String, {2}).isOk());
+    QVERIFY(!Tensor::make(DType::Float32, {-1}).isOk());
+    QVERIFY(!Tensor::make(DType::Float32, {int64_t{1} << 40}).isOk());
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCpuKernels)
+#include "tst_cpu_kernels.moc"
