@@ -4,6 +4,8 @@
 
 namespace partex {
 
-void registerBuiltinBackends(BackendRegistry& registry) { registry.add(makeCpuBackend()); }
+void registerBuiltinBackends(BackendRegistry& registry) {
+  registry.add(makeCpuBackend());
+}
 
 }  // namespace partex

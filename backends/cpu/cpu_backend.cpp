@@ -36,7 +36,9 @@ DType outDType(const Graph& g, const Node& n, size_t i) {
   return g.values[static_cast<size_t>(n.outputs[i])].dtype;
 }
 
-bool hasIn(const Node& n, size_t i) { return i < n.inputs.size() && n.inputs[i] >= 0; }
+bool hasIn(const Node& n, size_t i) {
+  return i < n.inputs.size() && n.inputs[i] >= 0;
+}
 
 std::string checkDTypes(const Graph& g, const Node& n, const std::vector<DType>& allowed) {
   auto ok = [&](DType t) {
@@ -104,14 +106,14 @@ class CpuBackend final : public Backend {
     devices_.push_back({"cpu-serial", "CPU, 1 thread on CPU " + std::to_string(cpus[0]), 1, cpus[0]});
     devices_.push_back({"cpu-parallel", "CPU, " + std::to_string(n) + " threads", n, -1});
     for (int i = 0; i < n; ++i)
-      devices_.push_back({"core" + std::to_string(i), "CPU " + std::to_string(cpus[static_cast<size_t>(i)]) +
-                                                          ", 1 pinned thread",
-                          1, cpus[static_cast<size_t>(i)]});
+      devices_.push_back({"core" + std::to_string(i),
+                          "CPU " + std::to_string(cpus[static_cast<size_t>(i)]) + ", 1 pinned thread", 1,
+                          cpus[static_cast<size_t>(i)]});
     const dnnl_version_t* v = dnnl_version();
     version_ = "partex-cpu 1; oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
                std::to_string(v->patch) + " (" + std::string(v->hash) + "); OpenMP " + std::to_string(_OPENMP) +
-               "; isa " + std::to_string(static_cast<int>(dnnl::get_effective_cpu_isa())) + "; " +
-               std::to_string(n) + " cpus";
+               "; isa " + std::to_string(static_cast<int>(dnnl::get_effective_cpu_isa())) + "; " + std::to_string(n) +
+               " cpus";
   }
 
   std::string name() const override { return "cpu"; }
@@ -126,8 +128,8 @@ class CpuBackend final : public Backend {
 
   Result<std::unique_ptr<Kernel>> prepare(const Graph& g, OpId op, const std::string& deviceId) const override {
     std::string why = check(g, op);
-    const std::string name = op >= 0 && op < static_cast<OpId>(g.nodes.size()) ? g.nodes[static_cast<size_t>(op)].name
-                                                                                 : std::to_string(op);
+    const std::string name =
+        op >= 0 && op < static_cast<OpId>(g.nodes.size()) ? g.nodes[static_cast<size_t>(op)].name : std::to_string(op);
     if (!why.empty()) return makeError("cpu backend: node '", name, "': ", why);
     const BackendDevice* dev = nullptr;
     for (const auto& d : devices_)
@@ -165,6 +167,8 @@ class CpuBackend final : public Backend {
 }  // namespace
 }  // namespace cpu
 
-std::unique_ptr<Backend> makeCpuBackend() { return std::make_unique<cpu::CpuBackend>(); }
+std::unique_ptr<Backend> makeCpuBackend() {
+  return std::make_unique<cpu::CpuBackend>();
+}
 
 }  // namespace partex

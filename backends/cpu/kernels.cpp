@@ -55,14 +55,15 @@ std::vector<double> attrFloats(const Node& n, const std::string& key) {
 }
 
 std::string expectInput(const std::vector<const Tensor*>& in, size_t i, const char* what) {
-  if (i >= in.size() || !in[i] || in[i]->empty()) return std::string("missing input ") + std::to_string(i) + " (" + what + ")";
+  if (i >= in.size() || !in[i] || in[i]->empty())
+    return std::string("missing input ") + std::to_string(i) + " (" + what + ")";
   return "";
 }
 
 const std::vector<DType>& allPlainDTypes() {
-  static const std::vector<DType> v{DType::Float32, DType::Float64, DType::Int32, DType::Int64, DType::Int8,
-                                    DType::UInt8,   DType::Bool,    DType::Int16, DType::UInt16, DType::UInt32,
-                                    DType::UInt64};
+  static const std::vector<DType> v{DType::Float32, DType::Float64, DType::Int32, DType::Int64,
+                                    DType::Int8,    DType::UInt8,   DType::Bool,  DType::Int16,
+                                    DType::UInt16,  DType::UInt32,  DType::UInt64};
   return v;
 }
 const std::vector<DType>& f32Only() {
@@ -74,7 +75,7 @@ const std::vector<DType>& floatDTypes() {
   return v;
 }
 const std::vector<DType>& numericDTypes() {
-  static const std::vector<DType> v{DType::Float32, DType::Float64, DType::Int32, DType::Int64, DType::Int8,
+  static const std::vector<DType> v{DType::Float32, DType::Float64, DType::Int32,  DType::Int64,  DType::Int8,
                                     DType::UInt8,   DType::Int16,   DType::UInt16, DType::UInt32, DType::UInt64};
   return v;
 }

@@ -97,18 +97,41 @@ std::string expectInput(const std::vector<const Tensor*>& in, size_t i, const ch
 template <class F>
 bool dispatchAll(DType t, F&& fn) {
   switch (t) {
-    case DType::Float32: fn(float{}); return true;
-    case DType::Float64: fn(double{}); return true;
-    case DType::Int32: fn(int32_t{}); return true;
-    case DType::Int64: fn(int64_t{}); return true;
-    case DType::Int8: fn(int8_t{}); return true;
-    case DType::UInt8: fn(uint8_t{}); return true;
-    case DType::Bool: fn(uint8_t{}); return true;
-    case DType::Int16: fn(int16_t{}); return true;
-    case DType::UInt16: fn(uint16_t{}); return true;
-    case DType::UInt32: fn(uint32_t{}); return true;
-    case DType::UInt64: fn(uint64_t{}); return true;
-    default: return false;
+    case DType::Float32:
+      fn(float{});
+      return true;
+    case DType::Float64:
+      fn(double{});
+      return true;
+    case DType::Int32:
+      fn(int32_t{});
+      return true;
+    case DType::Int64:
+      fn(int64_t{});
+      return true;
+    case DType::Int8:
+      fn(int8_t{});
+      return true;
+    case DType::UInt8:
+      fn(uint8_t{});
+      return true;
+    case DType::Bool:
+      fn(uint8_t{});
+      return true;
+    case DType::Int16:
+      fn(int16_t{});
+      return true;
+    case DType::UInt16:
+      fn(uint16_t{});
+      return true;
+    case DType::UInt32:
+      fn(uint32_t{});
+      return true;
+    case DType::UInt64:
+      fn(uint64_t{});
+      return true;
+    default:
+      return false;
   }
 }
 

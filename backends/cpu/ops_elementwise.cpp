@@ -19,22 +19,52 @@ Result<std::unique_ptr<OpKernel>> mk(A&&... a) {
 // ---------------------------------------------------------------------------------------------------------
 // Binary and variadic ops
 
-enum class Bin { Add, Sub, Mul, Div, Pow, Mod, FMod, Max, Min, PRelu, Eq, Lt, Gt, Le, Ge, And, Or, Xor, BitShiftL, BitShiftR };
+enum class Bin {
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Pow,
+  Mod,
+  FMod,
+  Max,
+  Min,
+  PRelu,
+  Eq,
+  Lt,
+  Gt,
+  Le,
+  Ge,
+  And,
+  Or,
+  Xor,
+  BitShiftL,
+  BitShiftR
+};
 
-bool isCompare(Bin b) { return b == Bin::Eq || b == Bin::Lt || b == Bin::Gt || b == Bin::Le || b == Bin::Ge; }
+bool isCompare(Bin b) {
+  return b == Bin::Eq || b == Bin::Lt || b == Bin::Gt || b == Bin::Le || b == Bin::Ge;
+}
 
 template <class T>
 inline T applyBin(Bin op, T a, T b) {
   switch (op) {
-    case Bin::Add: return static_cast<T>(a + b);
-    case Bin::Sub: return static_cast<T>(a - b);
-    case Bin::Mul: return static_cast<T>(a * b);
+    case Bin::Add:
+      return static_cast<T>(a + b);
+    case Bin::Sub:
+      return static_cast<T>(a - b);
+    case Bin::Mul:
+      return static_cast<T>(a * b);
     case Bin::Div:
-      if constexpr (std::is_integral_v<T>) return b == 0 ? T(0) : static_cast<T>(a / b);
-      else return a / b;
+      if constexpr (std::is_integral_v<T>)
+        return b == 0 ? T(0) : static_cast<T>(a / b);
+      else
+        return a / b;
     case Bin::Pow:
-      if constexpr (std::is_integral_v<T>) return static_cast<T>(std::pow(static_cast<double>(a), static_cast<double>(b)));
-      else return static_cast<T>(std::pow(a, b));
+      if constexpr (std::is_integral_v<T>)
+        return static_cast<T>(std::pow(static_cast<double>(a), static_cast<double>(b)));
+      else
+        return static_cast<T>(std::pow(a, b));
     case Bin::Mod:  // sign of the divisor (Python)
       if constexpr (std::is_integral_v<T>) {
         if (b == 0) return T(0);
@@ -48,8 +78,10 @@ inline T applyBin(Bin op, T a, T b) {
         return r;
       }
     case Bin::FMod:
-      if constexpr (std::is_integral_v<T>) return b == 0 ? T(0) : static_cast<T>(a % b);
-      else return std::fmod(a, b);
+      if constexpr (std::is_integral_v<T>)
+        return b == 0 ? T(0) : static_cast<T>(a % b);
+      else
+        return std::fmod(a, b);
     case Bin::Max:
       if constexpr (std::is_floating_point_v<T>) {
         if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
@@ -60,29 +92,44 @@ inline T applyBin(Bin op, T a, T b) {
         if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
       }
       return a < b ? a : b;
-    case Bin::PRelu: return a < T(0) ? static_cast<T>(a * b) : a;
-    case Bin::And: return static_cast<T>(a && b);
-    case Bin::Or: return static_cast<T>(a || b);
-    case Bin::Xor: return static_cast<T>((a != 0) != (b != 0));
+    case Bin::PRelu:
+      return a < T(0) ? static_cast<T>(a * b) : a;
+    case Bin::And:
+      return static_cast<T>(a && b);
+    case Bin::Or:
+      return static_cast<T>(a || b);
+    case Bin::Xor:
+      return static_cast<T>((a != 0) != (b != 0));
     case Bin::BitShiftL:
-      if constexpr (std::is_integral_v<T>) return b >= static_cast<T>(sizeof(T) * 8) ? T(0) : static_cast<T>(a << b);
-      else return a;
+      if constexpr (std::is_integral_v<T>)
+        return b >= static_cast<T>(sizeof(T) * 8) ? T(0) : static_cast<T>(a << b);
+      else
+        return a;
     case Bin::BitShiftR:
-      if constexpr (std::is_integral_v<T>) return b >= static_cast<T>(sizeof(T) * 8) ? T(0) : static_cast<T>(a >> b);
-      else return a;
-    default: return a;
+      if constexpr (std::is_integral_v<T>)
+        return b >= static_cast<T>(sizeof(T) * 8) ? T(0) : static_cast<T>(a >> b);
+      else
+        return a;
+    default:
+      return a;
   }
 }
 
 template <class T>
 inline bool applyCmp(Bin op, T a, T b) {
   switch (op) {
-    case Bin::Eq: return a == b;
-    case Bin::Lt: return a < b;
-    case Bin::Gt: return a > b;
-    case Bin::Le: return a <= b;
-    case Bin::Ge: return a >= b;
-    default: return false;
+    case Bin::Eq:
+      return a == b;
+    case Bin::Lt:
+      return a < b;
+    case Bin::Gt:
+      return a > b;
+    case Bin::Le:
+      return a <= b;
+    case Bin::Ge:
+      return a >= b;
+    default:
+      return false;
   }
 }
 
@@ -94,11 +141,13 @@ void binaryLoop(const ExecContext& ctx, Bin op, const Tensor& a, const Tensor& b
   TO* po = ptr<TO>(out);
   const int64_t n = out.numElements();
   auto f = [op](T x, T y) -> TO {
-    if constexpr (std::is_same_v<TO, uint8_t> && !std::is_same_v<T, uint8_t>) return applyCmp(op, x, y);
+    if constexpr (std::is_same_v<TO, uint8_t> && !std::is_same_v<T, uint8_t>)
+      return applyCmp(op, x, y);
     else if constexpr (std::is_same_v<T, uint8_t>) {
       if (isCompare(op)) return applyCmp(op, x, y);
       return applyBin(op, x, y);
-    } else return applyBin(op, x, y);
+    } else
+      return applyBin(op, x, y);
   };
   if (a.shape() == out.shape() && b.shape() == out.shape()) {
     parallelChunks(ctx, n, [&](int64_t s, int64_t e) {
@@ -113,7 +162,8 @@ void binaryLoop(const ExecContext& ctx, Bin op, const Tensor& a, const Tensor& b
     });
     return;
   }
-  const std::vector<int64_t> st[2] = {broadcastStrides(a.shape(), out.shape()), broadcastStrides(b.shape(), out.shape())};
+  const std::vector<int64_t> st[2] = {broadcastStrides(a.shape(), out.shape()),
+                                      broadcastStrides(b.shape(), out.shape())};
   parallelChunks(ctx, n, [&](int64_t s, int64_t e) {
     broadcastWalk<2>(out.shape(), st, s, e, [&](int64_t i, const int64_t* off) { po[i] = f(pa[off[0]], pb[off[1]]); });
   });
@@ -181,8 +231,10 @@ class BinaryKernel final : public OpKernel {
     } else {
       ok = dispatchAll(a->dtype(), [&](auto v) {
         using T = decltype(v);
-        if (cmp) binaryLoop<T, uint8_t>(ctx, op_, *a, *b, out[0]);
-        else binaryLoop<T, T>(ctx, op_, *a, *b, out[0]);
+        if (cmp)
+          binaryLoop<T, uint8_t>(ctx, op_, *a, *b, out[0]);
+        else
+          binaryLoop<T, T>(ctx, op_, *a, *b, out[0]);
       });
     }
     if (!ok) return makeError("dtype ", dtypeName(a->dtype()), " is not supported");
@@ -295,8 +347,37 @@ class CastKernel final : public OpKernel {
 // ---------------------------------------------------------------------------------------------------------
 // Unary functions
 
-enum class Un { Erf, Floor, Ceil, Reciprocal, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh, Sign,
-                Round, Softsign, Log, HardSigmoid, Selu, Celu, ThresholdedRelu, Shrink, Identity, Not, IsNaN, IsInf, Mish };
+enum class Un {
+  Erf,
+  Floor,
+  Ceil,
+  Reciprocal,
+  Sin,
+  Cos,
+  Tan,
+  Asin,
+  Acos,
+  Atan,
+  Sinh,
+  Cosh,
+  Asinh,
+  Acosh,
+  Atanh,
+  Sign,
+  Round,
+  Softsign,
+  Log,
+  HardSigmoid,
+  Selu,
+  Celu,
+  ThresholdedRelu,
+  Shrink,
+  Identity,
+  Not,
+  IsNaN,
+  IsInf,
+  Mish
+};
 
 struct UnParams {
   double alpha = 0, beta = 0, gamma = 0, bias = 0, lambd = 0;
@@ -307,45 +388,73 @@ template <class T>
 inline T applyUn(Un op, T x, const UnParams& p) {
   if constexpr (std::is_floating_point_v<T>) {
     switch (op) {
-      case Un::Erf: return std::erf(x);
-      case Un::Floor: return std::floor(x);
-      case Un::Ceil: return std::ceil(x);
-      case Un::Reciprocal: return T(1) / x;
-      case Un::Sin: return std::sin(x);
-      case Un::Cos: return std::cos(x);
-      case Un::Tan: return std::tan(x);
-      case Un::Asin: return std::asin(x);
-      case Un::Acos: return std::acos(x);
-      case Un::Atan: return std::atan(x);
-      case Un::Sinh: return std::sinh(x);
-      case Un::Cosh: return std::cosh(x);
-      case Un::Asinh: return std::asinh(x);
-      case Un::Acosh: return std::acosh(x);
-      case Un::Atanh: return std::atanh(x);
-      case Un::Sign: return static_cast<T>((x > 0) - (x < 0));
-      case Un::Round: return std::nearbyint(x);
-      case Un::Softsign: return x / (T(1) + std::abs(x));
-      case Un::Log: return std::log(x);
-      case Un::HardSigmoid: return static_cast<T>(std::max(0.0, std::min(1.0, p.alpha * static_cast<double>(x) + p.beta)));
+      case Un::Erf:
+        return std::erf(x);
+      case Un::Floor:
+        return std::floor(x);
+      case Un::Ceil:
+        return std::ceil(x);
+      case Un::Reciprocal:
+        return T(1) / x;
+      case Un::Sin:
+        return std::sin(x);
+      case Un::Cos:
+        return std::cos(x);
+      case Un::Tan:
+        return std::tan(x);
+      case Un::Asin:
+        return std::asin(x);
+      case Un::Acos:
+        return std::acos(x);
+      case Un::Atan:
+        return std::atan(x);
+      case Un::Sinh:
+        return std::sinh(x);
+      case Un::Cosh:
+        return std::cosh(x);
+      case Un::Asinh:
+        return std::asinh(x);
+      case Un::Acosh:
+        return std::acosh(x);
+      case Un::Atanh:
+        return std::atanh(x);
+      case Un::Sign:
+        return static_cast<T>((x > 0) - (x < 0));
+      case Un::Round:
+        return std::nearbyint(x);
+      case Un::Softsign:
+        return x / (T(1) + std::abs(x));
+      case Un::Log:
+        return std::log(x);
+      case Un::HardSigmoid:
+        return static_cast<T>(std::max(0.0, std::min(1.0, p.alpha * static_cast<double>(x) + p.beta)));
       case Un::Selu:
         return static_cast<T>(x > 0 ? p.gamma * x : p.gamma * (p.alpha * std::exp(static_cast<double>(x)) - p.alpha));
       case Un::Celu:
         return static_cast<T>(std::max(0.0, static_cast<double>(x)) +
                               std::min(0.0, p.alpha * (std::exp(static_cast<double>(x) / p.alpha) - 1.0)));
-      case Un::ThresholdedRelu: return x > static_cast<T>(p.alpha) ? x : T(0);
+      case Un::ThresholdedRelu:
+        return x > static_cast<T>(p.alpha) ? x : T(0);
       case Un::Shrink:
         return x < -static_cast<T>(p.lambd) ? static_cast<T>(x + p.bias)
                                             : (x > static_cast<T>(p.lambd) ? static_cast<T>(x - p.bias) : T(0));
-      case Un::Mish: return static_cast<T>(x * std::tanh(std::log1p(std::exp(static_cast<double>(x)))));
-      case Un::Identity: return x;
-      default: return x;
+      case Un::Mish:
+        return static_cast<T>(x * std::tanh(std::log1p(std::exp(static_cast<double>(x)))));
+      case Un::Identity:
+        return x;
+      default:
+        return x;
     }
   } else {
     switch (op) {
-      case Un::Sign: return static_cast<T>((x > 0) - (x < T(0)));
-      case Un::Not: return static_cast<T>(!x);
-      case Un::Identity: return x;
-      default: return x;
+      case Un::Sign:
+        return static_cast<T>((x > 0) - (x < T(0)));
+      case Un::Not:
+        return static_cast<T>(!x);
+      case Un::Identity:
+        return x;
+      default:
+        return x;
     }
   }
 }
@@ -432,12 +541,13 @@ void addElementwiseOps(std::vector<OpEntry>& t) {
                  return std::string();
                },
                [](const Graph&, const Node&) { return mk<BinaryKernel>(Bin::Pow); }});
-  t.push_back({"Mod",
-               [arithAll](const Graph& g, const Node& n) {
-                 if (auto e = checkDTypes(g, n, arithAll); !e.empty()) return e;
-                 return sameDTypeInputs(g, n, 2);
-               },
-               [](const Graph&, const Node& n) { return mk<BinaryKernel>(n.attrInt("fmod", 0) ? Bin::FMod : Bin::Mod); }});
+  t.push_back(
+      {"Mod",
+       [arithAll](const Graph& g, const Node& n) {
+         if (auto e = checkDTypes(g, n, arithAll); !e.empty()) return e;
+         return sameDTypeInputs(g, n, 2);
+       },
+       [](const Graph&, const Node& n) { return mk<BinaryKernel>(n.attrInt("fmod", 0) ? Bin::FMod : Bin::Mod); }});
   t.push_back({"BitShift",
                [](const Graph& g, const Node& n) {
                  return checkDTypes(g, n, {DType::UInt8, DType::UInt16, DType::UInt32, DType::UInt64});
@@ -495,18 +605,34 @@ void addElementwiseOps(std::vector<OpEntry>& t) {
   t.push_back({"Cast", castCheck, [](const Graph&, const Node& n) {
                  return mk<CastKernel>(static_cast<DType>(n.attrInt("to", 0)), false);
                }});
-  t.push_back({"CastLike", castCheck, [](const Graph&, const Node&) { return mk<CastKernel>(DType::Undefined, true); }});
+  t.push_back(
+      {"CastLike", castCheck, [](const Graph&, const Node&) { return mk<CastKernel>(DType::Undefined, true); }});
 
   auto unary = [&](const char* op, Un u, std::vector<DType> dts, std::function<UnParams(const Node&)> params = {}) {
-    t.push_back({op, [dts](const Graph& g, const Node& n) { return checkDTypes(g, n, dts); },
-                 [u, params](const Graph&, const Node& n) { return mk<UnaryKernel>(u, params ? params(n) : UnParams{}); }});
+    t.push_back(
+        {op, [dts](const Graph& g, const Node& n) { return checkDTypes(g, n, dts); },
+         [u, params](const Graph&, const Node& n) { return mk<UnaryKernel>(u, params ? params(n) : UnParams{}); }});
   };
   const std::vector<DType> fl = floatDTypes();
-  for (auto [op, u] : {std::pair{"Erf", Un::Erf}, {"Floor", Un::Floor}, {"Ceil", Un::Ceil},
-                       {"Reciprocal", Un::Reciprocal}, {"Sin", Un::Sin}, {"Cos", Un::Cos}, {"Tan", Un::Tan},
-                       {"Asin", Un::Asin}, {"Acos", Un::Acos}, {"Atan", Un::Atan}, {"Sinh", Un::Sinh},
-                       {"Cosh", Un::Cosh}, {"Asinh", Un::Asinh}, {"Acosh", Un::Acosh}, {"Atanh", Un::Atanh},
-                       {"Round", Un::Round}, {"Softsign", Un::Softsign}, {"Log", Un::Log}, {"Mish", Un::Mish}})
+  for (auto [op, u] : {std::pair{"Erf", Un::Erf},
+                       {"Floor", Un::Floor},
+                       {"Ceil", Un::Ceil},
+                       {"Reciprocal", Un::Reciprocal},
+                       {"Sin", Un::Sin},
+                       {"Cos", Un::Cos},
+                       {"Tan", Un::Tan},
+                       {"Asin", Un::Asin},
+                       {"Acos", Un::Acos},
+                       {"Atan", Un::Atan},
+                       {"Sinh", Un::Sinh},
+                       {"Cosh", Un::Cosh},
+                       {"Asinh", Un::Asinh},
+                       {"Acosh", Un::Acosh},
+                       {"Atanh", Un::Atanh},
+                       {"Round", Un::Round},
+                       {"Softsign", Un::Softsign},
+                       {"Log", Un::Log},
+                       {"Mish", Un::Mish}})
     unary(op, u, fl);
   unary("Sign", Un::Sign, arithAll);
   unary("Not", Un::Not, {DType::Bool});
@@ -541,9 +667,15 @@ void addElementwiseOps(std::vector<OpEntry>& t) {
     p.lambd = n.attrFloat("lambd", 0.5);
     return p;
   });
-  t.push_back({"IsNaN", [](const Graph& g, const Node& n) { return checkDTypes(g, n, {DType::Float32, DType::Float64, DType::Bool}); },
+  t.push_back({"IsNaN",
+               [](const Graph& g, const Node& n) {
+                 return checkDTypes(g, n, {DType::Float32, DType::Float64, DType::Bool});
+               },
                [](const Graph&, const Node&) { return mk<UnaryKernel>(Un::IsNaN, UnParams{}); }});
-  t.push_back({"IsInf", [](const Graph& g, const Node& n) { return checkDTypes(g, n, {DType::Float32, DType::Float64, DType::Bool}); },
+  t.push_back({"IsInf",
+               [](const Graph& g, const Node& n) {
+                 return checkDTypes(g, n, {DType::Float32, DType::Float64, DType::Bool});
+               },
                [](const Graph&, const Node& n) {
                  UnParams p;
                  p.detectNeg = n.attrInt("detect_negative", 1) != 0;

@@ -25,17 +25,26 @@ dnnl::engine& engine() {
   return e;
 }
 
-memory::dims toDims(const std::vector<int64_t>& s) { return memory::dims(s.begin(), s.end()); }
+memory::dims toDims(const std::vector<int64_t>& s) {
+  return memory::dims(s.begin(), s.end());
+}
 
 tag plainTag(size_t rank) {
   switch (rank) {
-    case 1: return tag::a;
-    case 2: return tag::ab;
-    case 3: return tag::abc;
-    case 4: return tag::abcd;
-    case 5: return tag::abcde;
-    case 6: return tag::abcdef;
-    default: return tag::undef;
+    case 1:
+      return tag::a;
+    case 2:
+      return tag::ab;
+    case 3:
+      return tag::abc;
+    case 4:
+      return tag::abcd;
+    case 5:
+      return tag::abcde;
+    case 6:
+      return tag::abcdef;
+    default:
+      return tag::undef;
   }
 }
 
@@ -203,12 +212,11 @@ class ConvKernel final : public OpKernel {
       auto anyW = memory::desc(wd, dt::f32, tag::any);
       auto anyY = memory::desc(toDims(outShape_), dt::f32, tag::any);
       auto bd = memory::desc({M}, dt::f32, tag::a);
-      auto d = b ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                   dnnl::algorithm::convolution_direct, anyX, anyW, bd, anyY,
-                                                   win.strides, win.dil, win.padL, win.padR)
-                 : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                   dnnl::algorithm::convolution_direct, anyX, anyW, anyY, win.strides,
-                                                   win.dil, win.padL, win.padR);
+      auto d =
+          b ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                              anyX, anyW, bd, anyY, win.strides, win.dil, win.padL, win.padR)
+            : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                              anyX, anyW, anyY, win.strides, win.dil, win.padL, win.padR);
       pd_ = dnnl::convolution_forward::primitive_desc(d, engine());
       prim_ = dnnl::convolution_forward(pd_);
       cache_ = WeightCache{};
@@ -437,7 +445,8 @@ class MatMulPrim {
       acc_ = accumulate;
     }
     dnnl::stream s(engine());
-    prim_.execute(s, {{DNNL_ARG_SRC, userMem(ad_, a)}, {DNNL_ARG_WEIGHTS, userMem(bd_, b)},
+    prim_.execute(s, {{DNNL_ARG_SRC, userMem(ad_, a)},
+                      {DNNL_ARG_WEIGHTS, userMem(bd_, b)},
                       {DNNL_ARG_DST, memory(cd_, engine(), c.raw())}});
     s.wait();
     return Status::ok();
@@ -635,15 +644,16 @@ class BatchNormKernel final : public OpKernel {
     if (x.rank() < 2 || x.rank() > 5) return makeError("input ", x.describe());
     const int64_t C = x.dim(1);
     for (size_t i = 1; i < 5; ++i)
-      if (in[i]->numElements() != C) return makeError("input ", std::to_string(i), " ", in[i]->describe(), " for C=", std::to_string(C));
+      if (in[i]->numElements() != C)
+        return makeError("input ", std::to_string(i), " ", in[i]->describe(), " for C=", std::to_string(C));
     if (x.shape() != key_ || !prim_) {
       std::vector<int64_t> shape = x.shape();
       if (shape.size() == 2) shape.push_back(1);
       md_ = plainDesc(shape);
-      auto d = dnnl::batch_normalization_forward::desc(
-          dnnl::prop_kind::forward_inference, md_, eps_,
-          dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale |
-              dnnl::normalization_flags::use_shift);
+      auto d = dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_inference, md_, eps_,
+                                                       dnnl::normalization_flags::use_global_stats |
+                                                           dnnl::normalization_flags::use_scale |
+                                                           dnnl::normalization_flags::use_shift);
       pd_ = dnnl::batch_normalization_forward::primitive_desc(d, engine());
       prim_ = dnnl::batch_normalization_forward(pd_);
       key_ = x.shape();
@@ -737,8 +747,10 @@ class SoftmaxKernel final : public OpKernel {
         // Collapse to [outer, axis, inner] so any rank works.
         int64_t outer = 1, inner = 1;
         for (int64_t i = 0; i < r; ++i)
-          if (i < axis) outer *= x.dim(i);
-          else if (i > axis) inner *= x.dim(i);
+          if (i < axis)
+            outer *= x.dim(i);
+          else if (i > axis)
+            inner *= x.dim(i);
         shape = {outer, r ? x.dim(axis) : 1, inner};
         ax = 1;
       }
@@ -912,9 +924,13 @@ class EltwiseKernel final : public OpKernel {
   dnnl::eltwise_forward prim_;
 };
 
-float fattr(const Node& n, const char* k, double def) { return static_cast<float>(n.attrFloat(k, def)); }
+float fattr(const Node& n, const char* k, double def) {
+  return static_cast<float>(n.attrFloat(k, def));
+}
 
-int opsetOf(const Graph& g) { return static_cast<int>(g.opsetVersion > 0 ? g.opsetVersion : 17); }
+int opsetOf(const Graph& g) {
+  return static_cast<int>(g.opsetVersion > 0 ? g.opsetVersion : 17);
+}
 
 template <class K, class... A>
 Result<std::unique_ptr<OpKernel>> mk(A&&... a) {
@@ -926,8 +942,8 @@ Result<std::unique_ptr<OpKernel>> mk(A&&... a) {
 void addOneDnnOps(std::vector<OpEntry>& t) {
   auto f32 = [](const Graph& g, const Node& n) { return checkDTypes(g, n, f32Only()); };
   t.push_back({"Conv", checkConv, [](const Graph&, const Node& n) { return mk<ConvKernel>(n); }});
-  t.push_back({"ConvTranspose", checkConvTranspose,
-               [](const Graph&, const Node& n) { return mk<ConvTransposeKernel>(n); }});
+  t.push_back(
+      {"ConvTranspose", checkConvTranspose, [](const Graph&, const Node& n) { return mk<ConvTransposeKernel>(n); }});
   t.push_back({"MatMul", f32, [](const Graph&, const Node&) { return mk<MatMulKernel>(); }});
   t.push_back({"Gemm", f32, [](const Graph&, const Node& n) { return mk<GemmKernel>(n); }});
   t.push_back({"MaxPool", [](const Graph& g, const Node& n) { return checkPool(g, n, false); },
@@ -981,7 +997,8 @@ void addOneDnnOps(std::vector<OpEntry>& t) {
       [](const Node& n) { return std::make_unique<EltwiseKernel>(A::eltwise_relu, fattr(n, "alpha", 0.01), 0.f); });
   elt("Sigmoid", [](const Node&) { return std::make_unique<EltwiseKernel>(A::eltwise_logistic, 0.f, 0.f); });
   elt("Tanh", [](const Node&) { return std::make_unique<EltwiseKernel>(A::eltwise_tanh, 0.f, 0.f); });
-  elt("Elu", [](const Node& n) { return std::make_unique<EltwiseKernel>(A::eltwise_elu, fattr(n, "alpha", 1.0), 0.f); });
+  elt("Elu",
+      [](const Node& n) { return std::make_unique<EltwiseKernel>(A::eltwise_elu, fattr(n, "alpha", 1.0), 0.f); });
   elt("Exp", [](const Node&) { return std::make_unique<EltwiseKernel>(A::eltwise_exp, 0.f, 0.f); });
   elt("Sqrt", [](const Node&) { return std::make_unique<EltwiseKernel>(A::eltwise_sqrt, 0.f, 0.f); });
   elt("Abs", [](const Node&) { return std::make_unique<EltwiseKernel>(A::eltwise_abs, 0.f, 0.f); });
@@ -989,9 +1006,8 @@ void addOneDnnOps(std::vector<OpEntry>& t) {
   elt("Softplus", [](const Node&) { return std::make_unique<EltwiseKernel>(A::eltwise_soft_relu, 0.f, 0.f); });
   elt("HardSwish", [](const Node&) { return std::make_unique<EltwiseKernel>(A::eltwise_hardswish, 0.f, 0.f); });
   elt("Gelu", [](const Node& n) {
-    return std::make_unique<EltwiseKernel>(n.attrString("approximate", "none") == "tanh" ? A::eltwise_gelu_tanh
-                                                                                           : A::eltwise_gelu_erf,
-                                           0.f, 0.f);
+    return std::make_unique<EltwiseKernel>(
+        n.attrString("approximate", "none") == "tanh" ? A::eltwise_gelu_tanh : A::eltwise_gelu_erf, 0.f, 0.f);
   });
   elt("Clip", [](const Node& n) {
     auto k = std::make_unique<EltwiseKernel>(A::eltwise_clip_v2, fattr(n, "min", -INFINITY), fattr(n, "max", INFINITY));

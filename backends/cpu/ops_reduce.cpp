@@ -116,26 +116,42 @@ class ReduceKernel final : public OpKernel {
         for (int64_t j = 0; j < rn; ++j) {
           const A y = static_cast<A>(q[p.roff[static_cast<size_t>(j)]]);
           switch (op) {
-            case Red::Prod: acc = static_cast<A>(acc * y); break;
-            case Red::L1: acc = static_cast<A>(acc + (y < A(0) ? A(-y) : y)); break;
-            case Red::L2: case Red::SumSquare: acc = static_cast<A>(acc + y * y); break;
-            default: acc = static_cast<A>(acc + y); break;
+            case Red::Prod:
+              acc = static_cast<A>(acc * y);
+              break;
+            case Red::L1:
+              acc = static_cast<A>(acc + (y < A(0) ? A(-y) : y));
+              break;
+            case Red::L2:
+            case Red::SumSquare:
+              acc = static_cast<A>(acc + y * y);
+              break;
+            default:
+              acc = static_cast<A>(acc + y);
+              break;
           }
         }
         switch (op) {
-          case Red::Mean: return static_cast<T>(rn ? acc / static_cast<A>(rn) : acc);
-          case Red::L2: return static_cast<T>(std::sqrt(static_cast<double>(acc)));
-          case Red::LogSum: return static_cast<T>(std::log(static_cast<double>(acc)));
-          default: return static_cast<T>(acc);
+          case Red::Mean:
+            return static_cast<T>(rn ? acc / static_cast<A>(rn) : acc);
+          case Red::L2:
+            return static_cast<T>(std::sqrt(static_cast<double>(acc)));
+          case Red::LogSum:
+            return static_cast<T>(std::log(static_cast<double>(acc)));
+          default:
+            return static_cast<T>(acc);
         }
       };
-      parallelChunks(ctx, out[0].numElements(), [&](int64_t b, int64_t e) {
-        if (p.keptShape.empty()) {
-          for (int64_t i = b; i < e; ++i) po[i] = reduceAt(0);
-          return;
-        }
-        broadcastWalk<1>(p.keptShape, st, b, e, [&](int64_t i, const int64_t* off) { po[i] = reduceAt(off[0]); });
-      }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, rn)));
+      parallelChunks(
+          ctx, out[0].numElements(),
+          [&](int64_t b, int64_t e) {
+            if (p.keptShape.empty()) {
+              for (int64_t i = b; i < e; ++i) po[i] = reduceAt(0);
+              return;
+            }
+            broadcastWalk<1>(p.keptShape, st, b, e, [&](int64_t i, const int64_t* off) { po[i] = reduceAt(off[0]); });
+          },
+          std::max<int64_t>(1, 16384 / std::max<int64_t>(1, rn)));
     });
     return ok ? Status::ok() : Status(makeError("dtype not supported"));
   }
@@ -149,7 +165,9 @@ class ReduceKernel final : public OpKernel {
 class ArgKernel final : public OpKernel {
  public:
   ArgKernel(const Node& n, bool max)
-      : axis_(n.attrInt("axis", 0)), keep_(n.attrInt("keepdims", 1) != 0), last_(n.attrInt("select_last_index", 0) != 0),
+      : axis_(n.attrInt("axis", 0)),
+        keep_(n.attrInt("keepdims", 1) != 0),
+        last_(n.attrInt("select_last_index", 0) != 0),
         max_(max) {}
   Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
     if (auto e = expectInput(in, 0, "data"); !e.empty()) return Error{e};
@@ -161,10 +179,14 @@ class ArgKernel final : public OpKernel {
     int64_t outer = 1, inner = 1;
     std::vector<int64_t> shape;
     for (int64_t d = 0; d < x.rank(); ++d) {
-      if (d < axis) outer *= x.dim(d);
-      else if (d > axis) inner *= x.dim(d);
-      if (d != axis) shape.push_back(x.dim(d));
-      else if (keep_) shape.push_back(1);
+      if (d < axis)
+        outer *= x.dim(d);
+      else if (d > axis)
+        inner *= x.dim(d);
+      if (d != axis)
+        shape.push_back(x.dim(d));
+      else if (keep_)
+        shape.push_back(1);
     }
     out.resize(1);
     if (auto s = out[0].ensure(DType::Int64, shape); !s) return s;
@@ -172,19 +194,22 @@ class ArgKernel final : public OpKernel {
     const bool ok = dispatchAll(x.dtype(), [&](auto v) {
       using T = decltype(v);
       const T* px = ptr<T>(x);
-      parallelChunks(ctx, outer * inner, [&](int64_t b, int64_t e) {
-        for (int64_t k = b; k < e; ++k) {
-          const int64_t o = k / inner, i = k % inner;
-          const T* q = px + o * dim * inner + i;
-          int64_t best = 0;
-          for (int64_t j = 1; j < dim; ++j) {
-            const T y = q[j * inner], m = q[best * inner];
-            const bool better = max_ ? (last_ ? y >= m : y > m) : (last_ ? y <= m : y < m);
-            if (better) best = j;
-          }
-          po[k] = best;
-        }
-      }, 256);
+      parallelChunks(
+          ctx, outer * inner,
+          [&](int64_t b, int64_t e) {
+            for (int64_t k = b; k < e; ++k) {
+              const int64_t o = k / inner, i = k % inner;
+              const T* q = px + o * dim * inner + i;
+              int64_t best = 0;
+              for (int64_t j = 1; j < dim; ++j) {
+                const T y = q[j * inner], m = q[best * inner];
+                const bool better = max_ ? (last_ ? y >= m : y > m) : (last_ ? y <= m : y < m);
+                if (better) best = j;
+              }
+              po[k] = best;
+            }
+          },
+          256);
     });
     return ok ? Status::ok() : Status(makeError("dtype not supported"));
   }
@@ -196,7 +221,8 @@ class ArgKernel final : public OpKernel {
 
 class CumSumKernel final : public OpKernel {
  public:
-  explicit CumSumKernel(const Node& n) : exclusive_(n.attrInt("exclusive", 0) != 0), reverse_(n.attrInt("reverse", 0) != 0) {}
+  explicit CumSumKernel(const Node& n)
+      : exclusive_(n.attrInt("exclusive", 0) != 0), reverse_(n.attrInt("reverse", 0) != 0) {}
   Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
     if (auto e = expectInput(in, 0, "x"); !e.empty()) return Error{e};
     if (auto e = expectInput(in, 1, "axis"); !e.empty()) return Error{e};
@@ -205,8 +231,10 @@ class CumSumKernel final : public OpKernel {
     if (axis < 0) return makeError("axis out of range");
     int64_t outer = 1, inner = 1;
     for (int64_t d = 0; d < x.rank(); ++d)
-      if (d < axis) outer *= x.dim(d);
-      else if (d > axis) inner *= x.dim(d);
+      if (d < axis)
+        outer *= x.dim(d);
+      else if (d > axis)
+        inner *= x.dim(d);
     const int64_t dim = x.dim(axis);
     out.resize(1);
     if (auto s = out[0].ensure(x.dtype(), x.shape()); !s) return s;
@@ -252,8 +280,10 @@ class TopKKernel final : public OpKernel {
     if (k < 0 || k > dim) return makeError("k=", std::to_string(k), " out of range for ", x.describe());
     int64_t outer = 1, inner = 1;
     for (int64_t d = 0; d < x.rank(); ++d)
-      if (d < axis) outer *= x.dim(d);
-      else if (d > axis) inner *= x.dim(d);
+      if (d < axis)
+        outer *= x.dim(d);
+      else if (d > axis)
+        inner *= x.dim(d);
     std::vector<int64_t> shape = x.shape();
     shape[static_cast<size_t>(axis)] = k;
     out.resize(2);
@@ -264,26 +294,29 @@ class TopKKernel final : public OpKernel {
       using T = decltype(v);
       const T* px = ptr<T>(x);
       T* pv = ptr<T>(out[0]);
-      parallelChunks(ctx, outer * inner, [&](int64_t b, int64_t e) {
-        std::vector<int64_t> idx(static_cast<size_t>(dim));
-        for (int64_t c = b; c < e; ++c) {
-          const int64_t o = c / inner, i = c % inner;
-          const T* q = px + o * dim * inner + i;
-          std::iota(idx.begin(), idx.end(), 0);
-          // Ties: the lower index first (ONNX).
-          auto cmp = [&](int64_t a, int64_t bb) {
-            const T va = q[a * inner], vb = q[bb * inner];
-            if (va != vb) return largest_ ? va > vb : va < vb;
-            return a < bb;
-          };
-          std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), cmp);
-          for (int64_t j = 0; j < k; ++j) {
-            const int64_t at = (o * k + j) * inner + i;
-            pv[at] = q[idx[static_cast<size_t>(j)] * inner];
-            pi[at] = idx[static_cast<size_t>(j)];
-          }
-        }
-      }, 16);
+      parallelChunks(
+          ctx, outer * inner,
+          [&](int64_t b, int64_t e) {
+            std::vector<int64_t> idx(static_cast<size_t>(dim));
+            for (int64_t c = b; c < e; ++c) {
+              const int64_t o = c / inner, i = c % inner;
+              const T* q = px + o * dim * inner + i;
+              std::iota(idx.begin(), idx.end(), 0);
+              // Ties: the lower index first (ONNX).
+              auto cmp = [&](int64_t a, int64_t bb) {
+                const T va = q[a * inner], vb = q[bb * inner];
+                if (va != vb) return largest_ ? va > vb : va < vb;
+                return a < bb;
+              };
+              std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), cmp);
+              for (int64_t j = 0; j < k; ++j) {
+                const int64_t at = (o * k + j) * inner + i;
+                pv[at] = q[idx[static_cast<size_t>(j)] * inner];
+                pi[at] = idx[static_cast<size_t>(j)];
+              }
+            }
+          },
+          16);
     });
     return ok ? Status::ok() : Status(makeError("dtype not supported"));
   }
@@ -312,19 +345,22 @@ class InstanceNormKernel final : public OpKernel {
     const float* sc = ptr<float>(*in[1]);
     const float* bb = ptr<float>(*in[2]);
     float* po = ptr<float>(out[0]);
-    parallelChunks(ctx, N * C, [&](int64_t b, int64_t e) {
-      for (int64_t k = b; k < e; ++k) {
-        const int64_t c = k % C;
-        const float* q = px + k * S;
-        double m = 0, v = 0;
-        for (int64_t j = 0; j < S; ++j) m += q[j];
-        m /= static_cast<double>(S);
-        for (int64_t j = 0; j < S; ++j) v += (q[j] - m) * (q[j] - m);
-        v /= static_cast<double>(S);
-        const double inv = 1.0 / std::sqrt(v + eps_);
-        for (int64_t j = 0; j < S; ++j) po[k * S + j] = static_cast<float>((q[j] - m) * inv * sc[c] + bb[c]);
-      }
-    }, 1);
+    parallelChunks(
+        ctx, N * C,
+        [&](int64_t b, int64_t e) {
+          for (int64_t k = b; k < e; ++k) {
+            const int64_t c = k % C;
+            const float* q = px + k * S;
+            double m = 0, v = 0;
+            for (int64_t j = 0; j < S; ++j) m += q[j];
+            m /= static_cast<double>(S);
+            for (int64_t j = 0; j < S; ++j) v += (q[j] - m) * (q[j] - m);
+            v /= static_cast<double>(S);
+            const double inv = 1.0 / std::sqrt(v + eps_);
+            for (int64_t j = 0; j < S; ++j) po[k * S + j] = static_cast<float>((q[j] - m) * inv * sc[c] + bb[c]);
+          }
+        },
+        1);
     return Status::ok();
   }
 

@@ -14,7 +14,9 @@ namespace {
 
 enum class Cell { Rnn, Gru, Lstm };
 
-inline float sigm(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+inline float sigm(float x) {
+  return 1.0f / (1.0f + std::exp(-x));
+}
 
 class RnnKernel final : public OpKernel {
  public:
@@ -80,63 +82,70 @@ class RnnKernel final : public OpKernel {
       std::vector<float> hn(h.size());
       for (int64_t s = 0; s < T; ++s) {
         const int64_t t = reverse ? T - 1 - s : s;
-        parallelChunks(ctx, N, [&](int64_t b0, int64_t e0) {
-          std::vector<float> xg(static_cast<size_t>(G * H)), hg(static_cast<size_t>(G * H));
-          for (int64_t n = b0; n < e0; ++n) {
-            const float* xt = xAt(t, n);
-            const float* hp = h.data() + n * H;
-            for (int64_t j = 0; j < G * H; ++j) {
-              float a = wb ? wb[j] : 0.0f, b = rb ? rb[j] : 0.0f;
-              const float* wr = w + j * I;
-              for (int64_t k = 0; k < I; ++k) a += wr[k] * xt[k];
-              const float* rr = r + j * H;
-              for (int64_t k = 0; k < H; ++k) b += rr[k] * hp[k];
-              xg[static_cast<size_t>(j)] = a;
-              hg[static_cast<size_t>(j)] = b;
-            }
-            float* ho = hn.data() + n * H;
-            if (cell_ == Cell::Rnn) {
-              for (int64_t j = 0; j < H; ++j) ho[j] = std::tanh(cl(xg[static_cast<size_t>(j)] + hg[static_cast<size_t>(j)]));
-            } else if (cell_ == Cell::Gru) {
-              for (int64_t j = 0; j < H; ++j) {
-                const float z = sigm(cl(xg[static_cast<size_t>(j)] + hg[static_cast<size_t>(j)]));
-                const float rr = sigm(cl(xg[static_cast<size_t>(H + j)] + hg[static_cast<size_t>(H + j)]));
-                float hh;
-                if (lbr_) {
-                  hh = std::tanh(cl(xg[static_cast<size_t>(2 * H + j)] + rr * hg[static_cast<size_t>(2 * H + j)]));
-                } else {
-                  // (r . h_prev) * Rh + Rbh: recompute with the reset-gated state.
-                  float b = rb ? rb[2 * H + j] : 0.0f;
-                  const float* rrow = r + (2 * H + j) * H;
-                  for (int64_t k = 0; k < H; ++k) {
-                    const float rk = sigm(cl(xg[static_cast<size_t>(H + k)] + hg[static_cast<size_t>(H + k)]));
-                    b += rrow[k] * rk * hp[k];
-                  }
-                  hh = std::tanh(cl(xg[static_cast<size_t>(2 * H + j)] + b));
+        parallelChunks(
+            ctx, N,
+            [&](int64_t b0, int64_t e0) {
+              std::vector<float> xg(static_cast<size_t>(G * H)), hg(static_cast<size_t>(G * H));
+              for (int64_t n = b0; n < e0; ++n) {
+                const float* xt = xAt(t, n);
+                const float* hp = h.data() + n * H;
+                for (int64_t j = 0; j < G * H; ++j) {
+                  float a = wb ? wb[j] : 0.0f, b = rb ? rb[j] : 0.0f;
+                  const float* wr = w + j * I;
+                  for (int64_t k = 0; k < I; ++k) a += wr[k] * xt[k];
+                  const float* rr = r + j * H;
+                  for (int64_t k = 0; k < H; ++k) b += rr[k] * hp[k];
+                  xg[static_cast<size_t>(j)] = a;
+                  hg[static_cast<size_t>(j)] = b;
                 }
-                ho[j] = (1.0f - z) * hh + z * hp[j];
+                float* ho = hn.data() + n * H;
+                if (cell_ == Cell::Rnn) {
+                  for (int64_t j = 0; j < H; ++j)
+                    ho[j] = std::tanh(cl(xg[static_cast<size_t>(j)] + hg[static_cast<size_t>(j)]));
+                } else if (cell_ == Cell::Gru) {
+                  for (int64_t j = 0; j < H; ++j) {
+                    const float z = sigm(cl(xg[static_cast<size_t>(j)] + hg[static_cast<size_t>(j)]));
+                    const float rr = sigm(cl(xg[static_cast<size_t>(H + j)] + hg[static_cast<size_t>(H + j)]));
+                    float hh;
+                    if (lbr_) {
+                      hh = std::tanh(cl(xg[static_cast<size_t>(2 * H + j)] + rr * hg[static_cast<size_t>(2 * H + j)]));
+                    } else {
+                      // (r . h_prev) * Rh + Rbh: recompute with the reset-gated state.
+                      float b = rb ? rb[2 * H + j] : 0.0f;
+                      const float* rrow = r + (2 * H + j) * H;
+                      for (int64_t k = 0; k < H; ++k) {
+                        const float rk = sigm(cl(xg[static_cast<size_t>(H + k)] + hg[static_cast<size_t>(H + k)]));
+                        b += rrow[k] * rk * hp[k];
+                      }
+                      hh = std::tanh(cl(xg[static_cast<size_t>(2 * H + j)] + b));
+                    }
+                    ho[j] = (1.0f - z) * hh + z * hp[j];
+                  }
+                } else {
+                  float* cp = c.data() + n * H;
+                  for (int64_t j = 0; j < H; ++j) {
+                    auto g = [&](int64_t q) {
+                      return xg[static_cast<size_t>(q * H + j)] + hg[static_cast<size_t>(q * H + j)];
+                    };
+                    const float ig = sigm(cl(g(0) + (pp ? pp[j] * cp[j] : 0.0f)));
+                    const float fg = sigm(cl(g(2) + (pp ? pp[2 * H + j] * cp[j] : 0.0f)));
+                    const float cc = std::tanh(cl(g(3)));
+                    const float cn = fg * cp[j] + ig * cc;
+                    const float og = sigm(cl(g(1) + (pp ? pp[H + j] * cn : 0.0f)));
+                    cp[j] = cn;
+                    ho[j] = og * std::tanh(cn);
+                  }
+                }
+                std::memcpy(yAt(t, d, n), ho, static_cast<size_t>(H) * sizeof(float));
               }
-            } else {
-              float* cp = c.data() + n * H;
-              for (int64_t j = 0; j < H; ++j) {
-                auto g = [&](int64_t q) { return xg[static_cast<size_t>(q * H + j)] + hg[static_cast<size_t>(q * H + j)]; };
-                const float ig = sigm(cl(g(0) + (pp ? pp[j] * cp[j] : 0.0f)));
-                const float fg = sigm(cl(g(2) + (pp ? pp[2 * H + j] * cp[j] : 0.0f)));
-                const float cc = std::tanh(cl(g(3)));
-                const float cn = fg * cp[j] + ig * cc;
-                const float og = sigm(cl(g(1) + (pp ? pp[H + j] * cn : 0.0f)));
-                cp[j] = cn;
-                ho[j] = og * std::tanh(cn);
-              }
-            }
-            std::memcpy(yAt(t, d, n), ho, static_cast<size_t>(H) * sizeof(float));
-          }
-        }, 1);
+            },
+            1);
         std::swap(h, hn);
       }
       for (int64_t n = 0; n < N; ++n) {
         std::memcpy(hAt(out[1], d, n), h.data() + n * H, static_cast<size_t>(H) * sizeof(float));
-        if (cell_ == Cell::Lstm) std::memcpy(hAt(out[2], d, n), c.data() + n * H, static_cast<size_t>(H) * sizeof(float));
+        if (cell_ == Cell::Lstm)
+          std::memcpy(hAt(out[2], d, n), c.data() + n * H, static_cast<size_t>(H) * sizeof(float));
       }
     }
     return Status::ok();
@@ -160,9 +169,9 @@ std::string checkRnn(const Graph& g, const Node& n, Cell cell) {
   if (n.hasAttr("activations")) {
     auto it = n.attrs.find("activations");
     const auto* acts = std::get_if<std::vector<std::string>>(&it->second.value);
-    std::vector<std::string> def = cell == Cell::Lstm ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
-                                  : cell == Cell::Gru ? std::vector<std::string>{"Sigmoid", "Tanh"}
-                                                      : std::vector<std::string>{"Tanh"};
+    std::vector<std::string> def = cell == Cell::Lstm  ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+                                   : cell == Cell::Gru ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                                                       : std::vector<std::string>{"Tanh"};
     if (!acts) return "activations attribute unreadable";
     for (size_t i = 0; i < acts->size(); ++i)
       if ((*acts)[i] != def[i % def.size()]) return "activation " + (*acts)[i] + " is not supported";

@@ -21,11 +21,20 @@ Result<std::unique_ptr<OpKernel>> mk(A&&... a) {
 template <class F>
 bool dispatchSize(int64_t bytes, F&& fn) {
   switch (bytes) {
-    case 1: fn(uint8_t{}); return true;
-    case 2: fn(uint16_t{}); return true;
-    case 4: fn(uint32_t{}); return true;
-    case 8: fn(uint64_t{}); return true;
-    default: return false;
+    case 1:
+      fn(uint8_t{});
+      return true;
+    case 2:
+      fn(uint16_t{});
+      return true;
+    case 4:
+      fn(uint32_t{});
+      return true;
+    case 8:
+      fn(uint64_t{});
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -59,7 +68,9 @@ std::vector<int64_t> intsFrom(const std::vector<const Tensor*>& in, size_t i, st
   return in[i]->toInts();
 }
 
-bool present(const std::vector<const Tensor*>& in, size_t i) { return i < in.size() && in[i] && !in[i]->empty(); }
+bool present(const std::vector<const Tensor*>& in, size_t i) {
+  return i < in.size() && in[i] && !in[i]->empty();
+}
 
 // ---------------------------------------------------------------------------------------------------------
 
@@ -200,8 +211,10 @@ class ConcatKernel final : public OpKernel {
     if (auto s = out[0].ensure(x0.dtype(), shape); !s) return s;
     int64_t outer = 1, inner = 1;
     for (int64_t d = 0; d < x0.rank(); ++d)
-      if (d < axis) outer *= shape[static_cast<size_t>(d)];
-      else if (d > axis) inner *= shape[static_cast<size_t>(d)];
+      if (d < axis)
+        outer *= shape[static_cast<size_t>(d)];
+      else if (d > axis)
+        inner *= shape[static_cast<size_t>(d)];
     const int64_t es = tensorElementSize(x0.dtype());
     const int64_t rowOut = shape[static_cast<size_t>(axis)] * inner * es;
     auto* po = static_cast<std::byte*>(out[0].raw());
@@ -210,10 +223,12 @@ class ConcatKernel final : public OpKernel {
       const int64_t row = t->dim(axis) * inner * es;
       const auto* pi = static_cast<const std::byte*>(t->raw());
       if (row > 0)
-        parallelChunks(ctx, outer, [&](int64_t b, int64_t e) {
-          for (int64_t o = b; o < e; ++o)
-            std::memcpy(po + o * rowOut + at, pi + o * row, static_cast<size_t>(row));
-        }, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, row)));
+        parallelChunks(
+            ctx, outer,
+            [&](int64_t b, int64_t e) {
+              for (int64_t o = b; o < e; ++o) std::memcpy(po + o * rowOut + at, pi + o * row, static_cast<size_t>(row));
+            },
+            std::max<int64_t>(1, 65536 / std::max<int64_t>(1, row)));
       at += row;
     }
     return Status::ok();
@@ -236,7 +251,8 @@ class SplitKernel final : public OpKernel {
     const int64_t dim = x.dim(axis);
     if (split.empty()) {
       const int64_t n = static_cast<int64_t>(nOut);
-      if (n == 0 || dim % n) return makeError("axis of ", x.describe(), " does not split evenly into ", std::to_string(n));
+      if (n == 0 || dim % n)
+        return makeError("axis of ", x.describe(), " does not split evenly into ", std::to_string(n));
       split.assign(nOut, dim / n);
     }
     int64_t total = 0;
@@ -337,14 +353,17 @@ class GatherKernel final : public OpKernel {
     shape.insert(shape.end(), x.shape().begin() + axis + 1, x.shape().end());
     int64_t outer = 1, inner = 1;
     for (int64_t d = 0; d < x.rank(); ++d)
-      if (d < axis) outer *= x.dim(d);
-      else if (d > axis) inner *= x.dim(d);
+      if (d < axis)
+        outer *= x.dim(d);
+      else if (d > axis)
+        inner *= x.dim(d);
     const int64_t dim = x.dim(axis), ni = idx.numElements();
     std::vector<int64_t> ids(static_cast<size_t>(ni));
     for (int64_t i = 0; i < ni; ++i) {
       int64_t v = idx.valueAsInt(i);
       if (v < 0) v += dim;
-      if (v < 0 || v >= dim) return makeError("index ", std::to_string(idx.valueAsInt(i)), " out of range for ", x.describe());
+      if (v < 0 || v >= dim)
+        return makeError("index ", std::to_string(idx.valueAsInt(i)), " out of range for ", x.describe());
       ids[static_cast<size_t>(i)] = v;
     }
     out.resize(1);
@@ -353,12 +372,15 @@ class GatherKernel final : public OpKernel {
     const auto* pi = static_cast<const std::byte*>(x.raw());
     auto* po = static_cast<std::byte*>(out[0].raw());
     const size_t row = static_cast<size_t>(inner * es);
-    parallelChunks(ctx, outer * ni, [&](int64_t b, int64_t e) {
-      for (int64_t k = b; k < e; ++k) {
-        const int64_t o = k / ni, j = k % ni;
-        std::memcpy(po + k * inner * es, pi + (o * dim + ids[static_cast<size_t>(j)]) * inner * es, row);
-      }
-    }, 64);
+    parallelChunks(
+        ctx, outer * ni,
+        [&](int64_t b, int64_t e) {
+          for (int64_t k = b; k < e; ++k) {
+            const int64_t o = k / ni, j = k % ni;
+            std::memcpy(po + k * inner * es, pi + (o * dim + ids[static_cast<size_t>(j)]) * inner * es, row);
+          }
+        },
+        64);
     return Status::ok();
   }
 
@@ -425,7 +447,8 @@ class PadKernel final : public OpKernel {
       if (shape[static_cast<size_t>(d)] < 0) return makeError("negative output dim");
       if (mode != "constant" && x.dim(d) == 0 && shape[static_cast<size_t>(d)] > 0)
         return makeError(mode, " padding of an empty axis");
-      if (mode == "reflect" && (pads[static_cast<size_t>(d)] >= x.dim(d) || pads[static_cast<size_t>(d + r)] >= x.dim(d)) &&
+      if (mode == "reflect" &&
+          (pads[static_cast<size_t>(d)] >= x.dim(d) || pads[static_cast<size_t>(d + r)] >= x.dim(d)) &&
           (pads[static_cast<size_t>(d)] > 0 || pads[static_cast<size_t>(d + r)] > 0))
         return makeError("reflect pads must be smaller than the axis");
     }
@@ -452,10 +475,12 @@ class PadKernel final : public OpKernel {
                 inside = false;
                 break;
               }
-              if (mode == "edge") c = c < 0 ? 0 : dim - 1;
+              if (mode == "edge")
+                c = c < 0 ? 0 : dim - 1;
               else {  // reflect (without repeating the edge)
                 const int64_t period = 2 * (dim - 1);
-                if (period == 0) c = 0;
+                if (period == 0)
+                  c = 0;
                 else {
                   c = ((c % period) + period) % period;
                   if (c >= dim) c = period - c;
@@ -477,7 +502,8 @@ class PadKernel final : public OpKernel {
 
 class ShapeKernel final : public OpKernel {
  public:
-  explicit ShapeKernel(const Node& n, bool size) : start_(n.attrInt("start", 0)), end_(n.attrInt("end", INT64_MAX)), size_(size) {}
+  explicit ShapeKernel(const Node& n, bool size)
+      : start_(n.attrInt("start", 0)), end_(n.attrInt("end", INT64_MAX)), size_(size) {}
   Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
     if (!in.empty() && in[0] == nullptr) return makeError("missing input");
     if (in.empty()) return makeError("missing input");
@@ -519,7 +545,8 @@ class RangeKernel final : public OpKernel {
         st = makeError("delta 0");
         return;
       }
-      const double cnt = std::ceil((static_cast<double>(limit) - static_cast<double>(start)) / static_cast<double>(delta));
+      const double cnt =
+          std::ceil((static_cast<double>(limit) - static_cast<double>(start)) / static_cast<double>(delta));
       const int64_t n = cnt > 0 ? static_cast<int64_t>(cnt) : 0;
       if (n > (int64_t{1} << 32)) {
         st = makeError("range too long");
@@ -626,11 +653,14 @@ class ResizeKernel final : public OpKernel {
     std::vector<double> scales;
     std::vector<int64_t> sizes;
     if (upsample_) {
-      if (node_.hasAttr("scales")) scales = attrFloats(node_, "scales");
-      else if (present(in, 1)) for (int64_t i = 0; i < in[1]->numElements(); ++i) scales.push_back(in[1]->valueAsDouble(i));
+      if (node_.hasAttr("scales"))
+        scales = attrFloats(node_, "scales");
+      else if (present(in, 1))
+        for (int64_t i = 0; i < in[1]->numElements(); ++i) scales.push_back(in[1]->valueAsDouble(i));
     } else {
       const size_t si = in.size() == 2 ? 1 : 2;  // opset 10: (X, scales)
-      if (present(in, si)) for (int64_t i = 0; i < in[si]->numElements(); ++i) scales.push_back(in[si]->valueAsDouble(i));
+      if (present(in, si))
+        for (int64_t i = 0; i < in[si]->numElements(); ++i) scales.push_back(in[si]->valueAsDouble(i));
       if (present(in, 3)) sizes = in[3]->toInts();
     }
     std::vector<int64_t> outShape(static_cast<size_t>(r));
@@ -639,14 +669,16 @@ class ResizeKernel final : public OpKernel {
       if (static_cast<int64_t>(sizes.size()) != r) return makeError("sizes do not match the rank");
       for (int64_t d = 0; d < r; ++d) {
         outShape[static_cast<size_t>(d)] = sizes[static_cast<size_t>(d)];
-        sc[static_cast<size_t>(d)] = x.dim(d) ? static_cast<double>(sizes[static_cast<size_t>(d)]) / static_cast<double>(x.dim(d)) : 1.0;
+        sc[static_cast<size_t>(d)] =
+            x.dim(d) ? static_cast<double>(sizes[static_cast<size_t>(d)]) / static_cast<double>(x.dim(d)) : 1.0;
       }
     } else {
       if (static_cast<int64_t>(scales.size()) != r) return makeError("scales do not match the rank");
       for (int64_t d = 0; d < r; ++d) {
         if (scales[static_cast<size_t>(d)] <= 0) return makeError("non-positive scale");
         sc[static_cast<size_t>(d)] = scales[static_cast<size_t>(d)];
-        outShape[static_cast<size_t>(d)] = static_cast<int64_t>(std::floor(static_cast<double>(x.dim(d)) * scales[static_cast<size_t>(d)]));
+        outShape[static_cast<size_t>(d)] =
+            static_cast<int64_t>(std::floor(static_cast<double>(x.dim(d)) * scales[static_cast<size_t>(d)]));
       }
     }
     const std::string mode = node_.attrString("mode", "nearest");
@@ -668,16 +700,20 @@ class ResizeKernel final : public OpKernel {
       for (int64_t o = 0; o < outLen; ++o) {
         double xo;
         const double od = static_cast<double>(o);
-        if (ctm == "half_pixel") xo = (od + 0.5) / s - 0.5;
-        else if (ctm == "pytorch_half_pixel") xo = outLen > 1 ? (od + 0.5) / s - 0.5 : 0.0;
+        if (ctm == "half_pixel")
+          xo = (od + 0.5) / s - 0.5;
+        else if (ctm == "pytorch_half_pixel")
+          xo = outLen > 1 ? (od + 0.5) / s - 0.5 : 0.0;
         else if (ctm == "align_corners") {
           // With scales, ONNX uses the unrounded resized length (in * scale).
           const double lr = sizes.empty() ? static_cast<double>(inLen) * s : static_cast<double>(outLen);
           xo = lr == 1.0 ? 0.0 : od * static_cast<double>(inLen - 1) / (lr - 1.0);
-        }
-        else if (ctm == "asymmetric") xo = od / s;
-        else if (ctm == "tf_half_pixel_for_nearest" || ctm == "tf_half_pixel_for_nn") xo = (od + 0.5) / s;
-        else return makeError("coordinate_transformation_mode ", ctm);
+        } else if (ctm == "asymmetric")
+          xo = od / s;
+        else if (ctm == "tf_half_pixel_for_nearest" || ctm == "tf_half_pixel_for_nn")
+          xo = (od + 0.5) / s;
+        else
+          return makeError("coordinate_transformation_mode ", ctm);
         if (linear) {
           const double fl = std::floor(xo);
           const int64_t a = static_cast<int64_t>(fl);
@@ -686,31 +722,42 @@ class ResizeKernel final : public OpKernel {
           i1[static_cast<size_t>(o)] = std::clamp<int64_t>(a + 1, 0, inLen - 1);
         } else {
           double v;
-          if (nm == "round_prefer_floor") v = (xo - std::floor(xo) == 0.5) ? std::floor(xo) : std::round(xo);
-          else if (nm == "round_prefer_ceil") v = (xo - std::floor(xo) == 0.5) ? std::ceil(xo) : std::round(xo);
-          else if (nm == "floor") v = std::floor(xo);
-          else if (nm == "ceil") v = std::ceil(xo);
-          else return makeError("nearest_mode ", nm);
-          i0[static_cast<size_t>(o)] = i1[static_cast<size_t>(o)] = std::clamp<int64_t>(static_cast<int64_t>(v), 0, inLen - 1);
+          if (nm == "round_prefer_floor")
+            v = (xo - std::floor(xo) == 0.5) ? std::floor(xo) : std::round(xo);
+          else if (nm == "round_prefer_ceil")
+            v = (xo - std::floor(xo) == 0.5) ? std::ceil(xo) : std::round(xo);
+          else if (nm == "floor")
+            v = std::floor(xo);
+          else if (nm == "ceil")
+            v = std::ceil(xo);
+          else
+            return makeError("nearest_mode ", nm);
+          i0[static_cast<size_t>(o)] = i1[static_cast<size_t>(o)] =
+              std::clamp<int64_t>(static_cast<int64_t>(v), 0, inLen - 1);
           wt[static_cast<size_t>(o)] = 0.0f;
         }
       }
       int64_t outer = 1, inner = 1;
       for (int64_t k = 0; k < r; ++k)
-        if (k < d) outer *= cur.dim(k);
-        else if (k > d) inner *= cur.dim(k);
+        if (k < d)
+          outer *= cur.dim(k);
+        else if (k > d)
+          inner *= cur.dim(k);
       const float* pi = ptr<float>(cur);
       float* po = ptr<float>(next);
-      parallelChunks(ctx, outer * outLen, [&](int64_t b, int64_t e) {
-        for (int64_t k = b; k < e; ++k) {
-          const int64_t ou = k / outLen, o = k % outLen;
-          const float* r0 = pi + (ou * inLen + i0[static_cast<size_t>(o)]) * inner;
-          const float* r1 = pi + (ou * inLen + i1[static_cast<size_t>(o)]) * inner;
-          const float w = wt[static_cast<size_t>(o)];
-          float* dst = po + k * inner;
-          for (int64_t j = 0; j < inner; ++j) dst[j] = r0[j] + w * (r1[j] - r0[j]);
-        }
-      }, 16);
+      parallelChunks(
+          ctx, outer * outLen,
+          [&](int64_t b, int64_t e) {
+            for (int64_t k = b; k < e; ++k) {
+              const int64_t ou = k / outLen, o = k % outLen;
+              const float* r0 = pi + (ou * inLen + i0[static_cast<size_t>(o)]) * inner;
+              const float* r1 = pi + (ou * inLen + i1[static_cast<size_t>(o)]) * inner;
+              const float w = wt[static_cast<size_t>(o)];
+              float* dst = po + k * inner;
+              for (int64_t j = 0; j < inner; ++j) dst[j] = r0[j] + w * (r1[j] - r0[j]);
+            }
+          },
+          16);
       cur = std::move(next);
     }
     out.resize(1);
@@ -724,7 +771,9 @@ class ResizeKernel final : public OpKernel {
   bool upsample_;
 };
 
-std::string anyDType(const Graph& g, const Node& n) { return checkDTypes(g, n, allPlainDTypes()); }
+std::string anyDType(const Graph& g, const Node& n) {
+  return checkDTypes(g, n, allPlainDTypes());
+}
 
 }  // namespace
 
@@ -759,7 +808,8 @@ void addShapeOps(std::vector<OpEntry>& t) {
   };
   t.push_back({"Shape", shapeCheck, [](const Graph&, const Node& n) { return mk<ShapeKernel>(n, false); }});
   t.push_back({"Size", shapeCheck, [](const Graph&, const Node& n) { return mk<ShapeKernel>(n, true); }});
-  t.push_back({"Range", [](const Graph& g, const Node& n) {
+  t.push_back({"Range",
+               [](const Graph& g, const Node& n) {
                  return checkDTypes(g, n, {DType::Float32, DType::Float64, DType::Int32, DType::Int64, DType::Int16});
                },
                [](const Graph&, const Node&) { return mk<RangeKernel>(); }});

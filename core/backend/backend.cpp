@@ -34,16 +34,32 @@ namespace {
 bool floatRangeFor(const Graph& g, const Node& n, size_t slot, const Value& v, double& lo, double& hi) {
   const std::string& t = n.opType;
   if (t == "BatchNormalization") {
-    if (slot == 1 || slot == 4) { lo = 0.5; hi = 1.5; return true; }  // scale, variance
-    if (slot == 2 || slot == 3) { lo = -0.5; hi = 0.5; return true; }
+    if (slot == 1 || slot == 4) {
+      lo = 0.5;
+      hi = 1.5;
+      return true;
+    }  // scale, variance
+    if (slot == 2 || slot == 3) {
+      lo = -0.5;
+      hi = 0.5;
+      return true;
+    }
   }
-  if ((t == "InstanceNormalization" || t == "LayerNormalization") && slot == 1) { lo = 0.5; hi = 1.5; return true; }
+  if ((t == "InstanceNormalization" || t == "LayerNormalization") && slot == 1) {
+    lo = 0.5;
+    hi = 1.5;
+    return true;
+  }
   if (slot == 1 && v.isWeight && v.shape.size() >= 2) {
     int64_t fanIn = 0;
-    if (t == "Conv") fanIn = v.numElements() / std::max<int64_t>(1, v.shape[0]);
-    else if (t == "ConvTranspose") fanIn = v.numElements() / std::max<int64_t>(1, v.shape[1]);
-    else if (t == "MatMul") fanIn = v.shape[v.shape.size() - 2];
-    else if (t == "Gemm") fanIn = n.attrInt("transB", 0) ? v.shape[1] : v.shape[0];
+    if (t == "Conv")
+      fanIn = v.numElements() / std::max<int64_t>(1, v.shape[0]);
+    else if (t == "ConvTranspose")
+      fanIn = v.numElements() / std::max<int64_t>(1, v.shape[1]);
+    else if (t == "MatMul")
+      fanIn = v.shape[v.shape.size() - 2];
+    else if (t == "Gemm")
+      fanIn = n.attrInt("transB", 0) ? v.shape[1] : v.shape[0];
     if (fanIn > 0) {
       hi = std::sqrt(3.0 / static_cast<double>(fanIn));  // variance 1/fan-in keeps activations O(1)
       lo = -hi;
@@ -59,9 +75,9 @@ bool floatRangeFor(const Graph& g, const Node& n, size_t slot, const Value& v, d
 Result<Tensor> syntheticTensor(const Graph& g, ValueId id, uint64_t seed) {
   if (id < 0 || id >= static_cast<ValueId>(g.values.size())) return makeError("synthetic tensor: bad value id");
   const Value& v = g.values[static_cast<size_t>(id)];
-  if (!v.shapeKnown || shapeElements(v.shape) < 0)
-    return makeError("value '", v.name, "': shape not fully known");
-  if (!tensorDTypeSupported(v.dtype)) return makeError("value '", v.name, "': dtype ", dtypeName(v.dtype), " not supported");
+  if (!v.shapeKnown || shapeElements(v.shape) < 0) return makeError("value '", v.name, "': shape not fully known");
+  if (!tensorDTypeSupported(v.dtype))
+    return makeError("value '", v.name, "': dtype ", dtypeName(v.dtype), " not supported");
   auto t = Tensor::make(v.dtype, v.shape);
   if (!t) return makeError("value '", v.name, "': ", t.message());
   const int64_t n = t->numElements();
@@ -71,15 +87,32 @@ Result<Tensor> syntheticTensor(const Graph& g, ValueId id, uint64_t seed) {
     for (int64_t i = 0; i < n; ++i) {
       const int64_t x = v.intData[static_cast<size_t>(i)];
       switch (v.dtype) {
-        case DType::Int64: static_cast<int64_t*>(p)[i] = x; break;
-        case DType::Int32: static_cast<int32_t*>(p)[i] = static_cast<int32_t>(x); break;
-        case DType::Int16: static_cast<int16_t*>(p)[i] = static_cast<int16_t>(x); break;
-        case DType::Int8: static_cast<int8_t*>(p)[i] = static_cast<int8_t>(x); break;
-        case DType::UInt8: static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(x); break;
-        case DType::Bool: static_cast<uint8_t*>(p)[i] = x != 0; break;
-        case DType::Float32: static_cast<float*>(p)[i] = static_cast<float>(x); break;
-        case DType::Float64: static_cast<double*>(p)[i] = static_cast<double>(x); break;
-        default: return makeError("value '", v.name, "': integer payload for dtype ", dtypeName(v.dtype));
+        case DType::Int64:
+          static_cast<int64_t*>(p)[i] = x;
+          break;
+        case DType::Int32:
+          static_cast<int32_t*>(p)[i] = static_cast<int32_t>(x);
+          break;
+        case DType::Int16:
+          static_cast<int16_t*>(p)[i] = static_cast<int16_t>(x);
+          break;
+        case DType::Int8:
+          static_cast<int8_t*>(p)[i] = static_cast<int8_t>(x);
+          break;
+        case DType::UInt8:
+          static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(x);
+          break;
+        case DType::Bool:
+          static_cast<uint8_t*>(p)[i] = x != 0;
+          break;
+        case DType::Float32:
+          static_cast<float*>(p)[i] = static_cast<float>(x);
+          break;
+        case DType::Float64:
+          static_cast<double*>(p)[i] = static_cast<double>(x);
+          break;
+        default:
+          return makeError("value '", v.name, "': integer payload for dtype ", dtypeName(v.dtype));
       }
     }
     return t;
@@ -92,19 +125,22 @@ Result<Tensor> syntheticTensor(const Graph& g, ValueId id, uint64_t seed) {
     const Node& node = g.nodes[static_cast<size_t>(c)];
     for (size_t slot = 0; slot < node.inputs.size(); ++slot) {
       if (node.inputs[slot] != id) continue;
-      const bool scales = (node.opType == "Resize" && slot == 2 && node.inputs.size() > 2) ||
-                          (node.opType == "Upsample" && slot == 1);
+      const bool scales =
+          (node.opType == "Resize" && slot == 2 && node.inputs.size() > 2) || (node.opType == "Upsample" && slot == 1);
       if (scales && node.inputs[0] >= 0 && !node.outputs.empty() && node.outputs[0] >= 0) {
         const Value& x = g.values[static_cast<size_t>(node.inputs[0])];
         const Value& y = g.values[static_cast<size_t>(node.outputs[0])];
         if (x.shapeKnown && y.shapeKnown && x.shape.size() == y.shape.size() &&
             static_cast<int64_t>(x.shape.size()) == n) {
           for (int64_t i = 0; i < n; ++i) {
-            const double r = x.shape[static_cast<size_t>(i)] > 0 ? static_cast<double>(y.shape[static_cast<size_t>(i)]) /
-                                                                       static_cast<double>(x.shape[static_cast<size_t>(i)])
-                                                                 : 1.0;
-            if (v.dtype == DType::Float32) t->data<float>()[i] = static_cast<float>(r);
-            else t->data<double>()[i] = r;
+            const double r = x.shape[static_cast<size_t>(i)] > 0
+                                 ? static_cast<double>(y.shape[static_cast<size_t>(i)]) /
+                                       static_cast<double>(x.shape[static_cast<size_t>(i)])
+                                 : 1.0;
+            if (v.dtype == DType::Float32)
+              t->data<float>()[i] = static_cast<float>(r);
+            else
+              t->data<double>()[i] = r;
           }
           return t;
         }
@@ -145,7 +181,10 @@ Result<Tensor> syntheticTensor(const Graph& g, ValueId id, uint64_t seed) {
     }
   }
   if (!isFloat && v.dtype != DType::Bool) hi = 1.0;  // zeros: the neutral integer
-  if (v.dtype == DType::Bool) { t->fill(1.0); return t; }  // masks: keep everything
+  if (v.dtype == DType::Bool) {
+    t->fill(1.0);
+    return t;
+  }  // masks: keep everything
 chosen:
   t->fillRandom(s, lo, hi);
   return t;

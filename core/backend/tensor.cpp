@@ -8,15 +8,31 @@
 
 namespace partex {
 
-bool tensorDTypeSupported(DType t) { return tensorElementSize(t) > 0; }
+bool tensorDTypeSupported(DType t) {
+  return tensorElementSize(t) > 0;
+}
 
 int64_t tensorElementSize(DType t) {
   switch (t) {
-    case DType::Float32: case DType::Int32: case DType::UInt32: return 4;
-    case DType::Float64: case DType::Int64: case DType::UInt64: return 8;
-    case DType::Int16: case DType::UInt16: case DType::Float16: case DType::BFloat16: return 2;
-    case DType::Int8: case DType::UInt8: case DType::Bool: return 1;
-    default: return 0;
+    case DType::Float32:
+    case DType::Int32:
+    case DType::UInt32:
+      return 4;
+    case DType::Float64:
+    case DType::Int64:
+    case DType::UInt64:
+      return 8;
+    case DType::Int16:
+    case DType::UInt16:
+    case DType::Float16:
+    case DType::BFloat16:
+      return 2;
+    case DType::Int8:
+    case DType::UInt8:
+    case DType::Bool:
+      return 1;
+    default:
+      return 0;
   }
 }
 
@@ -36,7 +52,9 @@ std::string shapeString(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
-void Tensor::AlignedFree::operator()(std::byte* p) const noexcept { std::free(p); }
+void Tensor::AlignedFree::operator()(std::byte* p) const noexcept {
+  std::free(p);
+}
 
 Tensor::Tensor(const Tensor& o) : dtype_(o.dtype_), shape_(o.shape_), numel_(o.numel_) {
   const int64_t n = o.bytes();
@@ -105,17 +123,29 @@ namespace {
 template <class F>
 auto visitNumeric(DType t, const void* p, int64_t i, F&& f) {
   switch (t) {
-    case DType::Float32: return f(static_cast<const float*>(p)[i]);
-    case DType::Float64: return f(static_cast<const double*>(p)[i]);
-    case DType::Int64: return f(static_cast<const int64_t*>(p)[i]);
-    case DType::Int32: return f(static_cast<const int32_t*>(p)[i]);
-    case DType::Int16: return f(static_cast<const int16_t*>(p)[i]);
-    case DType::Int8: return f(static_cast<const int8_t*>(p)[i]);
-    case DType::UInt8: case DType::Bool: return f(static_cast<const uint8_t*>(p)[i]);
-    case DType::UInt16: return f(static_cast<const uint16_t*>(p)[i]);
-    case DType::UInt32: return f(static_cast<const uint32_t*>(p)[i]);
-    case DType::UInt64: return f(static_cast<const uint64_t*>(p)[i]);
-    default: return f(0);
+    case DType::Float32:
+      return f(static_cast<const float*>(p)[i]);
+    case DType::Float64:
+      return f(static_cast<const double*>(p)[i]);
+    case DType::Int64:
+      return f(static_cast<const int64_t*>(p)[i]);
+    case DType::Int32:
+      return f(static_cast<const int32_t*>(p)[i]);
+    case DType::Int16:
+      return f(static_cast<const int16_t*>(p)[i]);
+    case DType::Int8:
+      return f(static_cast<const int8_t*>(p)[i]);
+    case DType::UInt8:
+    case DType::Bool:
+      return f(static_cast<const uint8_t*>(p)[i]);
+    case DType::UInt16:
+      return f(static_cast<const uint16_t*>(p)[i]);
+    case DType::UInt32:
+      return f(static_cast<const uint32_t*>(p)[i]);
+    case DType::UInt64:
+      return f(static_cast<const uint64_t*>(p)[i]);
+    default:
+      return f(0);
   }
 }
 
@@ -126,18 +156,41 @@ void store(void* p, int64_t i, double v) {
 
 void storeAs(DType t, void* p, int64_t i, double v) {
   switch (t) {
-    case DType::Float32: store<float>(p, i, v); break;
-    case DType::Float64: store<double>(p, i, v); break;
-    case DType::Int64: store<int64_t>(p, i, v); break;
-    case DType::Int32: store<int32_t>(p, i, v); break;
-    case DType::Int16: store<int16_t>(p, i, v); break;
-    case DType::Int8: store<int8_t>(p, i, v); break;
-    case DType::UInt8: store<uint8_t>(p, i, v); break;
-    case DType::Bool: store<uint8_t>(p, i, v != 0.0 ? 1.0 : 0.0); break;
-    case DType::UInt16: store<uint16_t>(p, i, v); break;
-    case DType::UInt32: store<uint32_t>(p, i, v); break;
-    case DType::UInt64: store<uint64_t>(p, i, v); break;
-    default: break;  // half types: left as zero bytes
+    case DType::Float32:
+      store<float>(p, i, v);
+      break;
+    case DType::Float64:
+      store<double>(p, i, v);
+      break;
+    case DType::Int64:
+      store<int64_t>(p, i, v);
+      break;
+    case DType::Int32:
+      store<int32_t>(p, i, v);
+      break;
+    case DType::Int16:
+      store<int16_t>(p, i, v);
+      break;
+    case DType::Int8:
+      store<int8_t>(p, i, v);
+      break;
+    case DType::UInt8:
+      store<uint8_t>(p, i, v);
+      break;
+    case DType::Bool:
+      store<uint8_t>(p, i, v != 0.0 ? 1.0 : 0.0);
+      break;
+    case DType::UInt16:
+      store<uint16_t>(p, i, v);
+      break;
+    case DType::UInt32:
+      store<uint32_t>(p, i, v);
+      break;
+    case DType::UInt64:
+      store<uint64_t>(p, i, v);
+      break;
+    default:
+      break;  // half types: left as zero bytes
   }
 }
 }  // namespace
@@ -190,6 +243,8 @@ void Tensor::fill(double v) {
   for (int64_t i = 0; i < numel_; ++i) storeAs(dtype_, data_.get(), i, v);
 }
 
-std::string Tensor::describe() const { return std::string(dtypeName(dtype_)) + shapeString(shape_); }
+std::string Tensor::describe() const {
+  return std::string(dtypeName(dtype_)) + shapeString(shape_);
+}
 
 }  // namespace partex

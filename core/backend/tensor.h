@@ -17,27 +17,49 @@ namespace partex {
 template <class T>
 constexpr DType dtypeOf();
 template <>
-constexpr DType dtypeOf<float>() { return DType::Float32; }
+constexpr DType dtypeOf<float>() {
+  return DType::Float32;
+}
 template <>
-constexpr DType dtypeOf<double>() { return DType::Float64; }
+constexpr DType dtypeOf<double>() {
+  return DType::Float64;
+}
 template <>
-constexpr DType dtypeOf<int64_t>() { return DType::Int64; }
+constexpr DType dtypeOf<int64_t>() {
+  return DType::Int64;
+}
 template <>
-constexpr DType dtypeOf<int32_t>() { return DType::Int32; }
+constexpr DType dtypeOf<int32_t>() {
+  return DType::Int32;
+}
 template <>
-constexpr DType dtypeOf<int16_t>() { return DType::Int16; }
+constexpr DType dtypeOf<int16_t>() {
+  return DType::Int16;
+}
 template <>
-constexpr DType dtypeOf<int8_t>() { return DType::Int8; }
+constexpr DType dtypeOf<int8_t>() {
+  return DType::Int8;
+}
 template <>
-constexpr DType dtypeOf<uint8_t>() { return DType::UInt8; }
+constexpr DType dtypeOf<uint8_t>() {
+  return DType::UInt8;
+}
 template <>
-constexpr DType dtypeOf<uint16_t>() { return DType::UInt16; }
+constexpr DType dtypeOf<uint16_t>() {
+  return DType::UInt16;
+}
 template <>
-constexpr DType dtypeOf<uint32_t>() { return DType::UInt32; }
+constexpr DType dtypeOf<uint32_t>() {
+  return DType::UInt32;
+}
 template <>
-constexpr DType dtypeOf<uint64_t>() { return DType::UInt64; }
+constexpr DType dtypeOf<uint64_t>() {
+  return DType::UInt64;
+}
 template <>
-constexpr DType dtypeOf<bool>() { return DType::Bool; }
+constexpr DType dtypeOf<bool>() {
+  return DType::Bool;
+}
 
 /// True for the dtypes a Tensor can hold (every fixed-size numeric type and Bool; not String or complex).
 bool tensorDTypeSupported(DType t);
@@ -99,7 +121,7 @@ class Tensor {
   std::string describe() const;
 
   static constexpr int64_t kDefaultMaxBytes = int64_t{16} << 30;  ///< 16 GiB: a guard, not a budget.
-  static constexpr size_t kAlignment = 64;                         ///< Storage alignment (a cache line).
+  static constexpr size_t kAlignment = 64;                        ///< Storage alignment (a cache line).
 
  private:
   struct AlignedFree {

@@ -39,8 +39,7 @@ Result<Tensor> fromProto(const onnx::TensorProto& p, const std::string& origin) 
   Tensor& t = *r;
   const int64_t n = t.numElements();
   auto sizeError = [&](int64_t got) {
-    return makeError(origin, ": tensor '", p.name(), "': ", std::to_string(got), " values for ",
-                     shapeString(dims));
+    return makeError(origin, ": tensor '", p.name(), "': ", std::to_string(got), " values for ", shapeString(dims));
   };
   if (p.has_raw_data()) {
     if (static_cast<int64_t>(p.raw_data().size()) != t.bytes())

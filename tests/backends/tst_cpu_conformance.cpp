@@ -25,7 +25,8 @@ const char* kSuite = "/usr/share/libonnx-testdata/data/node";
 std::string compareTensors(const Tensor& got, const Tensor& want, double rtol, double atol) {
   if (got.dtype() != want.dtype())
     return std::string("dtype ") + dtypeName(got.dtype()) + ", expected " + dtypeName(want.dtype());
-  if (got.shape() != want.shape()) return "shape " + shapeString(got.shape()) + ", expected " + shapeString(want.shape());
+  if (got.shape() != want.shape())
+    return "shape " + shapeString(got.shape()) + ", expected " + shapeString(want.shape());
   const bool isFloat = want.dtype() == DType::Float32 || want.dtype() == DType::Float64;
   for (int64_t i = 0; i < want.numElements(); ++i) {
     if (isFloat) {
@@ -146,7 +147,8 @@ class TestCpuConformance : public QObject {
  private slots:
   /// The whole suite on cpu-serial: every claimed case passes.
   void suite() {
-    if (!fs::is_directory(kSuite)) QSKIP("libonnx-testdata is absent (/usr/share/libonnx-testdata): apt-get install libonnx-testdata");
+    if (!fs::is_directory(kSuite))
+      QSKIP("libonnx-testdata is absent (/usr/share/libonnx-testdata): apt-get install libonnx-testdata");
     auto backend = makeCpuBackend();
     std::vector<fs::path> cases;
     for (const auto& e : fs::directory_iterator(kSuite))
@@ -165,8 +167,10 @@ class TestCpuConformance : public QObject {
         continue;
       }
       ++claimed;
-      if (o == Outcome::Passed) ++passed;
-      else failures.push_back(dir.filename().string() + ": " + why);
+      if (o == Outcome::Passed)
+        ++passed;
+      else
+        failures.push_back(dir.filename().string() + ": " + why);
     }
     for (const auto& f : failures) qWarning("FAILED %s", f.c_str());
     const std::string line = "conformance: " + std::to_string(passed) + " passed of " + std::to_string(claimed) +
@@ -184,7 +188,8 @@ class TestCpuConformance : public QObject {
     for (const char* c : {"test_conv_with_strides_padding", "test_matmul_3d", "test_gemm_all_attributes",
                           "test_maxpool_2d_pads", "test_softmax_axis_1", "test_lstm_defaults", "test_add_bcast",
                           "test_transpose_all_permutations_3", "test_reduce_mean_keepdims_example"})
-      for (const char* d : {"cpu-parallel", "core0", "core1"}) QTest::newRow((std::string(c) + "@" + d).c_str()) << c << d;
+      for (const char* d : {"cpu-parallel", "core0", "core1"})
+        QTest::newRow((std::string(c) + "@" + d).c_str()) << c << d;
   }
   void otherDevices() {
     if (!fs::is_directory(kSuite)) QSKIP("libonnx-testdata is absent");

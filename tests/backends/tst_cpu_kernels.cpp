@@ -58,7 +58,9 @@ Graph oneNode(const std::string& op, const std::vector<In>& ins, int nOut = 1,
   return g;
 }
 
-Attribute intAttr(int64_t v) { return Attribute{v}; }
+Attribute intAttr(int64_t v) {
+  return Attribute{v};
+}
 
 Tensor filled(DType dt, std::vector<int64_t> shape, uint64_t seed) {
   auto t = Tensor::make(dt, std::move(shape));
@@ -72,7 +74,8 @@ std::vector<float> refMatMul(const Tensor& a, const Tensor& b) {
   std::vector<float> c(static_cast<size_t>(M * N), 0.0f);
   for (int64_t i = 0; i < M; ++i)
     for (int64_t k = 0; k < K; ++k)
-      for (int64_t j = 0; j < N; ++j) c[static_cast<size_t>(i * N + j)] += a.data<float>()[i * K + k] * b.data<float>()[k * N + j];
+      for (int64_t j = 0; j < N; ++j)
+        c[static_cast<size_t>(i * N + j)] += a.data<float>()[i * K + k] * b.data<float>()[k * N + j];
   return c;
 }
 
@@ -95,8 +98,10 @@ class TestCpuKernels : public QObject {
     for (const auto& d : cpu->devices()) offered.insert(d.id);
     QCOMPARE(offered, preset);
     for (const auto& d : cpu->devices()) {
-      if (d.id == "cpu-parallel") QCOMPARE(d.core, -1);
-      else QVERIFY(d.core >= 0 && d.threads == 1);
+      if (d.id == "cpu-parallel")
+        QCOMPARE(d.core, -1);
+      else
+        QVERIFY(d.core >= 0 && d.threads == 1);
     }
   }
 
@@ -121,8 +126,14 @@ class TestCpuKernels : public QObject {
     Graph g;
     std::vector<Tensor> ins;
     switch (which) {
-      case 0: g = oneNode("Add", {{f, {2, 3}}, {f, {4}}}); ins = {filled(f, {2, 3}, 1), filled(f, {4}, 2)}; break;
-      case 1: g = oneNode("MatMul", {{f, {2, 3}}, {f, {4, 5}}}); ins = {filled(f, {2, 3}, 1), filled(f, {4, 5}, 2)}; break;
+      case 0:
+        g = oneNode("Add", {{f, {2, 3}}, {f, {4}}});
+        ins = {filled(f, {2, 3}, 1), filled(f, {4}, 2)};
+        break;
+      case 1:
+        g = oneNode("MatMul", {{f, {2, 3}}, {f, {4, 5}}});
+        ins = {filled(f, {2, 3}, 1), filled(f, {4, 5}, 2)};
+        break;
       case 2:
         g = oneNode("Conv", {{f, {1, 3, 8, 8}}, {f, {4, 2, 3, 3}}});
         ins = {filled(f, {1, 3, 8, 8}, 1), filled(f, {4, 2, 3, 3}, 2)};
@@ -141,9 +152,18 @@ class TestCpuKernels : public QObject {
         ins = {filled(f, {5, 2}, 1), std::move(*s)};
         break;
       }
-      case 5: g = oneNode("Concat", {{f, {2, 3}}, {f, {2, 4}}}, 1, {{"axis", intAttr(0)}}); ins = {filled(f, {2, 3}, 1), filled(f, {2, 4}, 2)}; break;
-      case 6: g = oneNode("Gemm", {{f, {2, 3}}, {f, {3, 2}}}); ins = {filled(f, {2, 3}, 1), filled(DType::Int64, {3, 2}, 2)}; break;
-      case 7: g = oneNode("Softmax", {{f, {2, 3}}}, 1, {{"axis", intAttr(5)}}); ins = {filled(f, {2, 3}, 1)}; break;
+      case 5:
+        g = oneNode("Concat", {{f, {2, 3}}, {f, {2, 4}}}, 1, {{"axis", intAttr(0)}});
+        ins = {filled(f, {2, 3}, 1), filled(f, {2, 4}, 2)};
+        break;
+      case 6:
+        g = oneNode("Gemm", {{f, {2, 3}}, {f, {3, 2}}});
+        ins = {filled(f, {2, 3}, 1), filled(DType::Int64, {3, 2}, 2)};
+        break;
+      case 7:
+        g = oneNode("Softmax", {{f, {2, 3}}}, 1, {{"axis", intAttr(5)}});
+        ins = {filled(f, {2, 3}, 1)};
+        break;
     }
     std::string why;
     QVERIFY2(cpu->supports(g, 0, &why), why.c_str());
@@ -212,7 +232,8 @@ class TestCpuKernels : public QObject {
           return;
         }
         for (int64_t i = 0; i < n * n; ++i)
-          if (std::abs(outs[0].data<float>()[i] - ref[static_cast<size_t>(i)]) > 1e-3f * (1.0f + std::abs(ref[static_cast<size_t>(i)]))) {
+          if (std::abs(outs[0].data<float>()[i] - ref[static_cast<size_t>(i)]) >
+              1e-3f * (1.0f + std::abs(ref[static_cast<size_t>(i)]))) {
             err[idx] = "wrong value at " + std::to_string(i);
             failed = true;
             return;

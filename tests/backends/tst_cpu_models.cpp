@@ -68,10 +68,10 @@ class TestCpuModels : public QObject {
   void sharedModels_data() {
     QTest::addColumn<QString>("file");
     QTest::addColumn<QStringList>("dims");
-    for (const char* f : {"mnist.onnx", "light_squeezenet.onnx", "light_bvlc_alexnet.onnx", "light_zfnet512.onnx",
-                          "light_shufflenet.onnx", "light_inception_v1.onnx", "light_inception_v2.onnx",
-                          "light_resnet50.onnx", "light_densenet121.onnx", "light_vgg19.onnx", "yolox_nano.onnx",
-                          "Ultraface.version-RFB-320.onnx"})
+    for (const char* f :
+         {"mnist.onnx", "light_squeezenet.onnx", "light_bvlc_alexnet.onnx", "light_zfnet512.onnx",
+          "light_shufflenet.onnx", "light_inception_v1.onnx", "light_inception_v2.onnx", "light_resnet50.onnx",
+          "light_densenet121.onnx", "light_vgg19.onnx", "yolox_nano.onnx", "Ultraface.version-RFB-320.onnx"})
       QTest::newRow(f) << f << QStringList();
     QTest::newRow("ch_ppocr_mobile_v2.0_cls_infer.onnx")
         << "ch_ppocr_mobile_v2.0_cls_infer.onnx" << QStringList{"x:0=1", "x:2=48", "x:3=192"};
