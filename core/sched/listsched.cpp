@@ -494,13 +494,41 @@ Result<Plan> listSchedule(const CostTable& t, const Constraints& c, const SchedO
   const int step = std::max(1, n / 100);
   int done = 0;
   o.report(0.0, algorithm + ": scheduling");
+  if (o.trace) {
+    TraceStep r;
+    r.kind = "ranks";
+    r.values = priority;
+    r.note = algorithm + ": task priorities (the ready list takes the highest first)";
+    o.trace(r);
+  }
   while (!readyQ.empty()) {
     if (o.cancelled()) return cancelledError();
+    TraceStep st;
+    if (o.trace) {
+      // The ready list in priority order (a copy of the queue, drained).
+      auto copy = readyQ;
+      while (!copy.empty()) {
+        st.ready.push_back(copy.top());
+        st.readyPriority.push_back(priority[static_cast<size_t>(copy.top())]);
+        copy.pop();
+      }
+    }
     const TaskId v = readyQ.top();
     readyQ.pop();
     const DeviceId d = choose(v, tl);
     if (d < 0 || d >= t.numDevices() || !c.allowed(t, v, d))
       return makeError("task '", t.taskNames[static_cast<size_t>(v)], "': no allowed device");
+    if (o.trace) {
+      st.kind = "place";
+      st.task = v;
+      st.chosen = d;
+      st.finish.assign(static_cast<size_t>(t.numDevices()), kInf);
+      for (DeviceId x = 0; x < t.numDevices(); ++x)
+        if (c.allowed(t, v, x)) st.finish[static_cast<size_t>(x)] = tl.evaluate(v, x).finish;
+      st.note = algorithm + ": '" + t.taskNames[static_cast<size_t>(v)] + "' heads the ready list and goes to " +
+                t.deviceIds[static_cast<size_t>(d)];
+      o.trace(st);
+    }
     tl.place(v, d);
     for (int32_t e : t.outEdges[static_cast<size_t>(v)]) {
       const TaskId s = t.edges[static_cast<size_t>(e)].dst;

@@ -215,6 +215,25 @@ class PartitionTuner final : public Scheduler {
           b = a;
         }
       }
+      if (o.trace) {
+        // Teaching mode: one step per chain position, with the DP row and the device back-tracking chose.
+        for (size_t i = 0; i < L; ++i) {
+          TraceStep st;
+          st.kind = "dp";
+          st.task = chain[i];
+          st.ready = chain;
+          st.finish.assign(dp.begin() + static_cast<std::ptrdiff_t>(i * M), dp.begin() + static_cast<std::ptrdiff_t>((i + 1) * M));
+          st.chosen = dev[static_cast<size_t>(chain[i])];
+          const int32_t prevDev = i > 0 ? dev[static_cast<size_t>(chain[i - 1])] : -1;
+          st.note = name() + ": branch " + std::to_string(bi + 1) + " of " + std::to_string(byLevel.size()) + ", step " +
+                    std::to_string(i + 1) + " of " + std::to_string(L) + ": '" + t.taskNames[static_cast<size_t>(chain[i])] +
+                    "' on " + t.deviceIds[static_cast<size_t>(st.chosen)] +
+                    (fused[i * M + static_cast<size_t>(st.chosen)] ? " (fused with its producer)"
+                     : i > 0 && prevDev != st.chosen                ? " (a switch: pays the transfer" + std::string(faithful_ ? " and the penalty)" : ")")
+                                                                    : "");
+          o.trace(st);
+        }
+      }
       if (bi % 64 == 0) o.report(0.8 * static_cast<double>(bi + 1) / static_cast<double>(byLevel.size()), name() + ": branch DP");
     }
 

@@ -24,6 +24,28 @@ struct Constraints {
   bool allowed(const CostTable& t, TaskId v, DeviceId d) const;
 };
 
+/// One decision of a scheduler, recorded for the GUI's teaching mode (step through an algorithm one
+/// decision at a time). Kinds:
+///  - "ranks": before the first decision; `values` holds the priority of every task (HEFT's upward
+///    rank, CPOP's rank sum, PEFT's OCT mean, ...), `note` what the priority is.
+///  - "place": a list scheduler takes `task`, the head of the ready list `ready` (in priority order,
+///    `readyPriority` beside it); `finish` per device is the finish time it would have there (kInf
+///    where not allowed); it goes to `chosen`.
+///  - "dp": PartitionTuner's dynamic programme decides `task` (one step of a branch's chain):
+///    `finish` per device is the DP's best cost of the branch prefix ending with `task` on that device
+///    (kInf where not allowed); `chosen` is the device the back-tracking picked; `ready` holds the
+///    branch's tasks.
+struct TraceStep {
+  std::string kind;
+  TaskId task = -1;
+  std::vector<TaskId> ready;
+  std::vector<double> readyPriority;
+  std::vector<double> values;
+  std::vector<double> finish;
+  DeviceId chosen = -1;
+  std::string note;
+};
+
 struct SchedOptions {
   SimOptions sim;                 ///< The simulator model the plan is judged by.
   double timeLimitSec = 10.0;     ///< For exact and search-based algorithms.
@@ -31,6 +53,9 @@ struct SchedOptions {
   std::map<std::string, std::string> params;  ///< Algorithm-specific ("penalty_us", "priority", ...).
   std::function<void(double fraction, const std::string& what)> progress;  ///< May be empty.
   const std::atomic<bool>* cancel = nullptr;  ///< May be null.
+  /// Teaching mode: called at every decision of the algorithms that support it (the list schedulers
+  /// heft, cpop, peft, greedy, and partitiontuner's DP); may be empty. Costs time only when set.
+  std::function<void(const TraceStep&)> trace;
   bool cancelled() const { return cancel && cancel->load(std::memory_order_relaxed); }
   void report(double f, const std::string& what) const {
     if (progress) progress(f, what);

@@ -249,6 +249,65 @@ class TestSchedClassic : public QObject {
     QVERIFY(lowerBound(t) <= ms);
   }
 
+  // ---- Teaching mode: the decision trace ----------------------------------------------------------
+
+  void heftTraceStepsThroughThePaper() {
+    const CostTable t = loadTaskGraph("heft2002.json");
+    std::vector<TraceStep> steps;
+    SchedOptions o = unlimited();
+    o.trace = [&](const TraceStep& s) { steps.push_back(s); };
+    auto traced = makeHeft()->schedule(t, {}, o);
+    QVERIFY2(traced, traced.message().c_str());
+    auto plain = makeHeft()->schedule(t, {}, unlimited());
+    QVERIFY(plain);
+    QCOMPARE(traced->device, plain->device);  // tracing never changes the decisions
+    QCOMPARE(traced->order, plain->order);
+    QCOMPARE(static_cast<int>(steps.size()), 1 + t.numTasks());
+    QCOMPARE(steps[0].kind, std::string("ranks"));
+    QCOMPARE(steps[0].values.size(), static_cast<size_t>(t.numTasks()));
+    QVERIFY(std::fabs(steps[0].values[static_cast<size_t>(taskByName(t, "T1"))] - 108.0) < 1e-9);
+    // The paper's scheduling order (Fig. 2, by decreasing rank_u): T1, T3, T4, T2, T5, T6, T9, T7, T8, T10.
+    const std::vector<std::string> order{"T1", "T3", "T4", "T2", "T5", "T6", "T9", "T7", "T8", "T10"};
+    for (size_t i = 1; i < steps.size(); ++i) {
+      const TraceStep& st = steps[i];
+      QCOMPARE(st.kind, std::string("place"));
+      QCOMPARE(t.taskNames[static_cast<size_t>(st.task)], order[i - 1]);
+      QVERIFY(!st.ready.empty());
+      QCOMPARE(st.ready.front(), st.task);  // the head of the ready list goes next
+      QCOMPARE(st.ready.size(), st.readyPriority.size());
+      for (size_t k = 1; k < st.readyPriority.size(); ++k) QVERIFY(st.readyPriority[k - 1] >= st.readyPriority[k] - 1e-9);
+      QCOMPARE(st.chosen, traced->device[static_cast<size_t>(st.task)]);
+      QCOMPARE(st.finish.size(), static_cast<size_t>(t.numDevices()));
+      // HEFT: the chosen device gives the earliest finish time.
+      for (double f : st.finish) QVERIFY(st.finish[static_cast<size_t>(st.chosen)] <= f + 1e-9);
+    }
+    // T1's finish times on P1, P2, P3 are its costs 14, 16, 9 (an entry task starts at 0).
+    QCOMPARE(steps[1].finish, (std::vector<double>{14, 16, 9}));
+  }
+
+  void partitionTunerTraceCoversEveryTask() {
+    const CostTable t = loadTaskGraph("heft2002.json");
+    for (const char* algo : {"partitiontuner", "partitiontuner-clean"}) {
+      std::vector<TraceStep> steps;
+      SchedOptions o;
+      o.trace = [&](const TraceStep& s) { steps.push_back(s); };
+      auto plan = findScheduler(algo)->schedule(t, {}, o);
+      QVERIFY2(plan, plan.message().c_str());
+      std::vector<int> seen(static_cast<size_t>(t.numTasks()), 0);
+      for (const auto& st : steps) {
+        QCOMPARE(st.kind, std::string("dp"));
+        QVERIFY(st.task >= 0 && st.task < t.numTasks());
+        ++seen[static_cast<size_t>(st.task)];
+        QCOMPARE(st.chosen, plan->device[static_cast<size_t>(st.task)]);
+        QVERIFY(std::find(st.ready.begin(), st.ready.end(), st.task) != st.ready.end());
+        QCOMPARE(st.finish.size(), static_cast<size_t>(t.numDevices()));
+        QVERIFY(std::isfinite(st.finish[static_cast<size_t>(st.chosen)]));
+        QVERIFY(!st.note.empty());
+      }
+      for (int k : seen) QCOMPARE(k, 1);  // one decision per task
+    }
+  }
+
   void cpopPaperMakespan() {
     const CostTable t = loadTaskGraph("heft2002.json");
     Plan plan;
