@@ -57,6 +57,31 @@ std::string checkDTypes(const Graph& g, const Node& n, const std::vector<DType>&
 
 namespace {
 
+/// oneDNN's effective ISA by name, for the version string (profiles differ by ISA).
+std::string isaName() {
+  using I = dnnl::cpu_isa;
+  switch (dnnl::get_effective_cpu_isa()) {
+    case I::sse41:
+      return "sse41";
+    case I::avx:
+      return "avx";
+    case I::avx2:
+      return "avx2";
+    case I::avx2_vnni:
+      return "avx2_vnni";
+    case I::avx512_core:
+      return "avx512_core";
+    case I::avx512_core_vnni:
+      return "avx512_core_vnni";
+    case I::avx512_core_bf16:
+      return "avx512_core_bf16";
+    case I::avx512_core_amx:
+      return "avx512_core_amx";
+    default:
+      return std::to_string(static_cast<int>(dnnl::get_effective_cpu_isa()));
+  }
+}
+
 const OpEntry* findEntry(const Node& n) {
   if (!n.domain.empty() && n.domain != "ai.onnx") return nullptr;
   for (const OpEntry& e : opTable())
@@ -112,8 +137,7 @@ class CpuBackend final : public Backend {
     const dnnl_version_t* v = dnnl_version();
     version_ = "partex-cpu 1; oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
                std::to_string(v->patch) + " (" + std::string(v->hash) + "); OpenMP " + std::to_string(_OPENMP) +
-               "; isa " + std::to_string(static_cast<int>(dnnl::get_effective_cpu_isa())) + "; " + std::to_string(n) +
-               " cpus";
+               "; isa " + isaName() + "; " + std::to_string(n) + " cpus";
   }
 
   std::string name() const override { return "cpu"; }
