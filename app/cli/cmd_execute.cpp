@@ -47,7 +47,8 @@ int runExecute(const ExecuteArgs& a) {
   if (a.warmup < 0) return fail("--warmup must be >= 0");
   auto bytes = readFile(a.model);
   if (!bytes) return fail(bytes.message());
-  if (looksLikeTaskGraph(*bytes)) return fail(a.model + ": a task graph has no operators to execute (an ONNX model is needed)");
+  if (looksLikeTaskGraph(*bytes))
+    return fail(a.model + ": a task graph has no operators to execute (an ONNX model is needed)");
   auto plat = loadPlatform(a.platform);
   if (!plat) return fail(plat.message());
   auto g = loadModel(a.model, a.dims);
@@ -113,7 +114,8 @@ int runExecute(const ExecuteArgs& a) {
     if (!r->mismatch.empty()) j["mismatch"] = r->mismatch;
     std::cout << j.dump(2) << "\n";
   } else {
-    std::printf("Model        %s, plan %s (%s)\n", baseName(a.model).c_str(), baseName(a.plan).c_str(), plan->algorithm.c_str());
+    std::printf("Model        %s, plan %s (%s)\n", baseName(a.model).c_str(), baseName(a.plan).c_str(),
+                plan->algorithm.c_str());
     std::printf("Measured     %.1f us (median of %d runs)\n", measured, a.reps);
     std::printf("Predicted    %.1f us (simulator)\n", pred);
     std::printf("Error        %+.1f%% (predicted against measured); median per-operator error %.1f%%\n", err * 100.0,

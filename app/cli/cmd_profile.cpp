@@ -23,11 +23,14 @@ namespace partex::cli {
 namespace {
 
 std::atomic<bool> gCancel{false};
-extern "C" void onInterrupt(int) { gCancel.store(true); }
+extern "C" void onInterrupt(int) {
+  gCancel.store(true);
+}
 
 /// A short list for notes: the first few names and a count.
 std::string listSome(const std::vector<std::string>& names, size_t max = 5) {
-  std::vector<std::string> head(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(std::min(max, names.size())));
+  std::vector<std::string> head(names.begin(),
+                                names.begin() + static_cast<std::ptrdiff_t>(std::min(max, names.size())));
   std::string s = join(head, ", ");
   if (names.size() > max) s += ", ... (" + std::to_string(names.size()) + " in all)";
   return s;
@@ -43,9 +46,11 @@ void printReport(const std::string& file, const ApplyReport& r, const CostTable&
               << " profiled nodes are not in the model: " << listSome(r.unmatchedProfileOps) << "\n";
   if (!r.unprofiledOps.empty() && static_cast<int>(r.unprofiledOps.size()) < t.numTasks() * t.numDevices())
     std::cerr << "partex-cli: note: " << baseName(file) << ": " << r.unprofiledOps.size()
-              << " model operators have no time in it and keep their modelled cost: " << listSome(r.unprofiledOps) << "\n";
+              << " model operators have no time in it and keep their modelled cost: " << listSome(r.unprofiledOps)
+              << "\n";
   if (!r.typeMismatches.empty())
-    std::cerr << "partex-cli: note: " << baseName(file) << ": op types differ for " << listSome(r.typeMismatches, 3) << "\n";
+    std::cerr << "partex-cli: note: " << baseName(file) << ": op types differ for " << listSome(r.typeMismatches, 3)
+              << "\n";
   for (const auto& n : r.notes) std::cerr << "partex-cli: note: " << n << "\n";
 }
 
@@ -83,7 +88,8 @@ int runProfile(const ProfileArgs& a) {
   ProfilerOptions o;
   for (const auto& d : split(a.devices, ','))
     if (!trim(d).empty()) o.devices.push_back(trim(d));
-  if (o.devices.empty()) for (const auto& d : b->devices()) o.devices.push_back(d.id);
+  if (o.devices.empty())
+    for (const auto& d : b->devices()) o.devices.push_back(d.id);
   o.reps = a.reps;
   o.warmup = a.warmup;
   o.seed = a.seed;
@@ -97,16 +103,20 @@ int runProfile(const ProfileArgs& a) {
     auto old = loadProfileFile(a.output);
     std::string why;
     if (old && profileMatches(*old, *g, *b, o.devices, &why) && old->reps >= a.reps &&
-        (!a.groups || std::any_of(old->devices.begin(), old->devices.end(), [](const ProfileDevice& d) { return !d.groups.empty(); })) &&
+        (!a.groups || std::any_of(old->devices.begin(), old->devices.end(),
+                                  [](const ProfileDevice& d) { return !d.groups.empty(); })) &&
         (!a.transfers || !old->transfers.empty())) {
       if (a.json)
-        std::cout << nlohmann::json{{"reused", true}, {"file", a.output}, {"measured_at", old->measuredAt}}.dump(2) << "\n";
+        std::cout << nlohmann::json{{"reused", true}, {"file", a.output}, {"measured_at", old->measuredAt}}.dump(2)
+                  << "\n";
       else
-        std::printf("Reusing %s (measured %s for this model, backend %s %s; --force measures again)\n", a.output.c_str(),
-                    old->measuredAt.c_str(), old->backendName.c_str(), old->backendVersion.c_str());
+        std::printf("Reusing %s (measured %s for this model, backend %s %s; --force measures again)\n",
+                    a.output.c_str(), old->measuredAt.c_str(), old->backendName.c_str(), old->backendVersion.c_str());
       return 0;
     }
-    if (!a.quiet) std::cerr << "partex-cli: note: " << a.output << " is stale (" << (old ? why : old.message()) << "): measuring again\n";
+    if (!a.quiet)
+      std::cerr << "partex-cli: note: " << a.output << " is stale (" << (old ? why : old.message())
+                << "): measuring again\n";
   }
 
   const bool tty = isatty(STDERR_FILENO) != 0;
@@ -140,9 +150,10 @@ int runProfile(const ProfileArgs& a) {
       for (const auto& op : d.ops) sum += op.time.medianUs;
       devs.push_back({{"id", d.id}, {"ops", d.ops.size()}, {"groups", d.groups.size()}, {"sum_of_medians_us", sum}});
     }
-    nlohmann::json j = {{"model", baseName(a.model)}, {"backend", b->name() + " " + b->version()}, {"method", p->method},
-                        {"seconds", info.seconds}, {"measurements", info.measurements}, {"devices", devs},
-                        {"skipped", info.skipped}, {"transfers", p->transfers.size()}, {"output", a.output}};
+    nlohmann::json j = {
+        {"model", baseName(a.model)}, {"backend", b->name() + " " + b->version()}, {"method", p->method},
+        {"seconds", info.seconds},    {"measurements", info.measurements},         {"devices", devs},
+        {"skipped", info.skipped},    {"transfers", p->transfers.size()},          {"output", a.output}};
     if (runs) j["profiling_runs"] = runs;
     std::cout << j.dump(2) << "\n";
     return 0;
@@ -160,10 +171,11 @@ int runProfile(const ProfileArgs& a) {
   }
   for (const auto& t : p->transfers) {
     auto [lat, bpu] = fitTransfer(t.samples);
-    std::printf("transfer %s -> %s: %zu sizes, latency %.2f us, %.2f GB/s\n", t.from.c_str(), t.to.c_str(), t.samples.size(), lat,
-                bpu / 1e3);
+    std::printf("transfer %s -> %s: %zu sizes, latency %.2f us, %.2f GB/s\n", t.from.c_str(), t.to.c_str(),
+                t.samples.size(), lat, bpu / 1e3);
   }
-  if (!info.skipped.empty()) std::printf("Skipped      %zu (%s)\n", info.skipped.size(), listSome(info.skipped, 3).c_str());
+  if (!info.skipped.empty())
+    std::printf("Skipped      %zu (%s)\n", info.skipped.size(), listSome(info.skipped, 3).c_str());
   if (!a.output.empty()) std::printf("Wrote        %s\n", a.output.c_str());
   return 0;
 }
@@ -172,12 +184,15 @@ int runProfile(const ProfileArgs& a) {
 
 void addCostSourceOptions(CLI::App* cmd, CostSourceArgs& a) {
   cmd->add_option("--profile", a.profiles, "Measured costs: a profile file from 'partex-cli profile' (repeatable)");
-  cmd->add_option("--import-ort", a.ortFiles, "Imported costs: an ONNX Runtime profiling JSON (repeatable; needs --device)");
+  cmd->add_option("--import-ort", a.ortFiles,
+                  "Imported costs: an ONNX Runtime profiling JSON (repeatable; needs --device)");
   cmd->add_option("--device", a.ortDevice, "Device the --import-ort times are for");
-  cmd->add_option("--ort-provider", a.ortProvider, "Keep only this execution provider's events (e.g. CPUExecutionProvider)");
+  cmd->add_option("--ort-provider", a.ortProvider,
+                  "Keep only this execution provider's events (e.g. CPUExecutionProvider)");
 }
 
-Status applyCostSources(const CostSourceArgs& a, CostTable& t, const std::string& modelFile, const std::string& modelSha) {
+Status applyCostSources(const CostSourceArgs& a, CostTable& t, const std::string& modelFile,
+                        const std::string& modelSha) {
   for (const auto& file : a.profiles) {
     auto p = loadProfileFile(file);
     if (!p) return Error{p.message()};
@@ -190,7 +205,8 @@ Status applyCostSources(const CostSourceArgs& a, CostTable& t, const std::string
     if (!r) return Error{r.message()};
     printReport(file, *r, t);
   }
-  if (!a.ortFiles.empty() && a.ortDevice.empty()) return makeError("--import-ort needs --device ID (the device the times were measured on)");
+  if (!a.ortFiles.empty() && a.ortDevice.empty())
+    return makeError("--import-ort needs --device ID (the device the times were measured on)");
   if (a.ortFiles.empty() && !a.ortDevice.empty()) return makeError("--device is only used with --import-ort");
   for (const auto& file : a.ortFiles) {
     OrtImportInfo info;

@@ -27,6 +27,7 @@ struct CostSourceArgs {
 void addCostSourceOptions(CLI::App* cmd, CostSourceArgs& a);
 /// Applies the profiles, then the ORT imports, to `t` (later files override earlier ones). Notes
 /// (counts, unmatched nodes) go to stderr; errors name the file and the reason.
-Status applyCostSources(const CostSourceArgs& a, CostTable& t, const std::string& modelFile, const std::string& modelSha);
+Status applyCostSources(const CostSourceArgs& a, CostTable& t, const std::string& modelFile,
+                        const std::string& modelSha);
 
 }  // namespace partex::cli

@@ -53,7 +53,8 @@ class Prepared {
       const std::string& dev = deviceIds[static_cast<size_t>(devOf[op])];
       std::string why;
       if (!b.supports(g_, static_cast<OpId>(op), &why))
-        return makeError("operator '", node.name, "' (", node.opType, "): backend '", b.name(), "' cannot run it: ", why);
+        return makeError("operator '", node.name, "' (", node.opType, "): backend '", b.name(),
+                         "' cannot run it: ", why);
       auto k = b.prepare(g_, static_cast<OpId>(op), dev);
       if (!k) return makeError("operator '", node.name, "' (", node.opType, ") on ", dev, ": ", k.message());
       kernels_[op] = std::move(k).value();
@@ -182,9 +183,10 @@ bool tensorsClose(const Tensor& ref, const Tensor& got, double rtol, double& max
     return false;
   }
   const int64_t n = ref.numElements();
-  if (n > 0 && ref.raw() && got.raw() && std::memcmp(ref.raw(), got.raw(), static_cast<size_t>(ref.bytes())) == 0) return true;
-  const bool isFloat = ref.dtype() == DType::Float32 || ref.dtype() == DType::Float64 || ref.dtype() == DType::Float16 ||
-                       ref.dtype() == DType::BFloat16;
+  if (n > 0 && ref.raw() && got.raw() && std::memcmp(ref.raw(), got.raw(), static_cast<size_t>(ref.bytes())) == 0)
+    return true;
+  const bool isFloat = ref.dtype() == DType::Float32 || ref.dtype() == DType::Float64 ||
+                       ref.dtype() == DType::Float16 || ref.dtype() == DType::BFloat16;
   double scale = 0;
   if (isFloat)
     for (int64_t i = 0; i < n; ++i) {
@@ -195,8 +197,9 @@ bool tensorsClose(const Tensor& ref, const Tensor& got, double rtol, double& max
   for (int64_t i = 0; i < n; ++i) {
     if (!isFloat) {
       if (ref.valueAsInt(i) != got.valueAsInt(i)) {
-        if (ok && why) *why = "element " + std::to_string(i) + ": expected " + std::to_string(ref.valueAsInt(i)) + ", got " +
-                                std::to_string(got.valueAsInt(i));
+        if (ok && why)
+          *why = "element " + std::to_string(i) + ": expected " + std::to_string(ref.valueAsInt(i)) + ", got " +
+                 std::to_string(got.valueAsInt(i));
         ok = false;
         maxAbs = std::max(maxAbs, std::fabs(static_cast<double>(ref.valueAsInt(i) - got.valueAsInt(i))));
       }
@@ -224,16 +227,19 @@ bool tensorsClose(const Tensor& ref, const Tensor& got, double rtol, double& max
 Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const CostTable& t, const Plan& plan,
                                const ExecOptions& o) {
   const size_t n = g.nodes.size();
-  if (static_cast<size_t>(t.numTasks()) != n) return makeError("executor: the plan is for a task graph, not for this model");
+  if (static_cast<size_t>(t.numTasks()) != n)
+    return makeError("executor: the plan is for a task graph, not for this model");
   for (size_t v = 0; v < n; ++v)
-    if (t.taskNames[v] != g.nodes[v].name) return makeError("executor: the cost table does not match the model at '", g.nodes[v].name, "'");
+    if (t.taskNames[v] != g.nodes[v].name)
+      return makeError("executor: the cost table does not match the model at '", g.nodes[v].name, "'");
   if (auto st = checkPlanShape(t, plan); !st) return Error{st.message()};
   if (o.reps < 1) return makeError("executor: reps must be at least 1");
   const auto backendDevices = backend.devices();
   std::vector<int> coreOf(static_cast<size_t>(t.numDevices()), -1);
   for (DeviceId d = 0; d < t.numDevices(); ++d) {
     const auto& id = t.deviceIds[static_cast<size_t>(d)];
-    auto it = std::find_if(backendDevices.begin(), backendDevices.end(), [&](const BackendDevice& b) { return b.id == id; });
+    auto it =
+        std::find_if(backendDevices.begin(), backendDevices.end(), [&](const BackendDevice& b) { return b.id == id; });
     if (it != backendDevices.end()) coreOf[static_cast<size_t>(d)] = it->core;
     if (plan.order[static_cast<size_t>(d)].empty()) continue;
     if (it == backendDevices.end())
@@ -303,7 +309,8 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
   if (cancelled()) return makeError("cancelled");
   step("single-device reference run on " + refId);
   Prepared refPrep(g, leaves);
-  if (auto st = refPrep.prepare(backend, single.device, t.deviceIds); !st) return makeError("reference run: ", st.message());
+  if (auto st = refPrep.prepare(backend, single.device, t.deviceIds); !st)
+    return makeError("reference run: ", st.message());
   auto refTimes = runConcurrent(g, refPrep, t, single, preds, succs, coreOf, o.cancel);
   if (!refTimes) return makeError("reference run: ", refTimes.message());
   r.outputsChecked = true;

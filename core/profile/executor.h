@@ -30,7 +30,7 @@ struct ExecOptions {
   bool checkOutputs = true;
   double rtol = 1e-5;  ///< Relative tolerance of the output check (bitwise equality always passes).
   std::function<void(int done, int total, const std::string& what)> progress;  ///< May be empty.
-  const std::atomic<bool>* cancel = nullptr;                                    ///< May be null.
+  const std::atomic<bool>* cancel = nullptr;                                   ///< May be null.
 };
 
 struct ExecResult {

@@ -37,7 +37,8 @@ Result<Profile> parseOrtProfile(const std::string& text, const std::string& orig
   } else if (j.is_object()) {
     auto it = j.find("traceEvents");
     if (it == j.end() || !it->is_array())
-      return makeError(origin, ": not an ONNX Runtime profile (expected an array of trace events or an object with 'traceEvents')");
+      return makeError(
+          origin, ": not an ONNX Runtime profile (expected an array of trace events or an object with 'traceEvents')");
     events = &*it;
   } else {
     return makeError(origin, ": not an ONNX Runtime profile (expected an array of trace events)");
@@ -60,7 +61,8 @@ Result<Profile> parseOrtProfile(const std::string& text, const std::string& orig
     auto cat = e.find("cat");
     if (cat == e.end() || !cat->is_string() || cat->get<std::string>() != "Node") continue;
     auto nameIt = e.find("name");
-    if (nameIt == e.end() || !nameIt->is_string()) return makeError(origin, ": event ", std::to_string(i), ": 'name' must be a string");
+    if (nameIt == e.end() || !nameIt->is_string())
+      return makeError(origin, ": event ", std::to_string(i), ": 'name' must be a string");
     std::string name = nameIt->get<std::string>();
     const size_t n = std::char_traits<char>::length(kSuffix);
     if (name.size() <= n || name.compare(name.size() - n, n, kSuffix) != 0) continue;  // fence_before/after
@@ -70,7 +72,8 @@ Result<Profile> parseOrtProfile(const std::string& text, const std::string& orig
       return makeError(origin, ": event ", std::to_string(i), " (node '", oneLine(name), "'): 'dur' must be a number");
     const double dur = durIt->get<double>();
     if (!std::isfinite(dur) || dur < 0)
-      return makeError(origin, ": event ", std::to_string(i), " (node '", oneLine(name), "'): negative or non-finite 'dur'");
+      return makeError(origin, ": event ", std::to_string(i), " (node '", oneLine(name),
+                       "'): negative or non-finite 'dur'");
     std::string opName, prov;
     if (auto args = e.find("args"); args != e.end() && args->is_object()) {
       if (auto o = args->find("op_name"); o != args->end() && o->is_string()) opName = o->get<std::string>();

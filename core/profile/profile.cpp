@@ -73,7 +73,8 @@ class Reader {
     if (!std::isfinite(v) || v < 0) return err(where, std::string("field '") + key + "' must be a finite number >= 0");
     return v;
   }
-  Result<int64_t> integer(const json& o, const char* key, const std::string& where, bool required, int64_t def = 0) const {
+  Result<int64_t> integer(const json& o, const char* key, const std::string& where, bool required,
+                          int64_t def = 0) const {
     auto it = o.find(key);
     if (it == o.end()) {
       if (required) return err(where, std::string("missing field '") + key + "'");
@@ -230,12 +231,13 @@ Result<Profile> parseProfile(const std::string& text, const std::string& origin)
   auto fmt = r.str(j, "format", "top level", true);
   if (!fmt) return Error{fmt.message()};
   if (*fmt != kProfileFormat)
-    return makeError(origin, ": format is '", oneLine(*fmt), "', expected '", kProfileFormat, "' (is this a profile file?)");
+    return makeError(origin, ": format is '", oneLine(*fmt), "', expected '", kProfileFormat,
+                     "' (is this a profile file?)");
   auto ver = r.integer(j, "version", "top level", true);
   if (!ver) return Error{ver.message()};
   if (*ver < 1 || *ver > kProfileFormatVersion)
-    return makeError(origin, ": profile format version ", std::to_string(*ver), " is not supported (this build reads 1 to ",
-                     std::to_string(kProfileFormatVersion), ")");
+    return makeError(origin, ": profile format version ", std::to_string(*ver),
+                     " is not supported (this build reads 1 to ", std::to_string(kProfileFormatVersion), ")");
   Profile p;
   if (auto it = j.find("model"); it != j.end()) {
     if (!it->is_object()) return makeError(origin, ": field 'model' must be an object");
@@ -441,8 +443,9 @@ Result<ApplyReport> applyProfile(CostTable& t, const Profile& p, const ApplyOpti
   ApplyReport rep;
   if (!o.matchByName && !p.modelSha256.empty() && !o.modelSha256.empty() && p.modelSha256 != o.modelSha256)
     return makeError(origin, ": profile is for model ", p.modelFile.empty() ? std::string("?") : oneLine(p.modelFile),
-                     " (sha256 ", shortSha(p.modelSha256), "), not ", o.modelFile.empty() ? std::string("this model") : o.modelFile,
-                     " (sha256 ", shortSha(o.modelSha256), "): profile the model again");
+                     " (sha256 ", shortSha(p.modelSha256), "), not ",
+                     o.modelFile.empty() ? std::string("this model") : o.modelFile, " (sha256 ",
+                     shortSha(o.modelSha256), "): profile the model again");
   if (!o.matchByName && p.modelSha256.empty() && !o.modelSha256.empty())
     rep.notes.push_back(origin + ": the profile names no model hash; operators matched by name");
   std::unordered_map<std::string, TaskId> byName;
@@ -461,7 +464,8 @@ Result<ApplyReport> applyProfile(CostTable& t, const Profile& p, const ApplyOpti
     const std::string devId = o.deviceOverride.empty() ? pd.id : o.deviceOverride;
     const DeviceId d = deviceOf(devId);
     if (d == kNone)
-      return makeError(origin, ": device '", oneLine(devId), "' is not on the platform (devices: ", join(t.deviceIds, ", "), ")");
+      return makeError(origin, ": device '", oneLine(devId),
+                       "' is not on the platform (devices: ", join(t.deviceIds, ", "), ")");
     std::vector<bool> seen(static_cast<size_t>(t.numTasks()), false);
     for (const auto& op : pd.ops) {
       auto it = byName.find(op.name);
@@ -472,9 +476,10 @@ Result<ApplyReport> applyProfile(CostTable& t, const Profile& p, const ApplyOpti
       const TaskId v = it->second;
       seen[static_cast<size_t>(v)] = true;
       const size_t idx = static_cast<size_t>(v) * m + static_cast<size_t>(d);
-      if (!op.opType.empty() && static_cast<size_t>(v) < t.taskTypes.size() && !t.taskTypes[static_cast<size_t>(v)].empty() &&
-          op.opType != t.taskTypes[static_cast<size_t>(v)])
-        rep.typeMismatches.push_back(op.name + ": profile says " + op.opType + ", model says " + t.taskTypes[static_cast<size_t>(v)]);
+      if (!op.opType.empty() && static_cast<size_t>(v) < t.taskTypes.size() &&
+          !t.taskTypes[static_cast<size_t>(v)].empty() && op.opType != t.taskTypes[static_cast<size_t>(v)])
+        rep.typeMismatches.push_back(op.name + ": profile says " + op.opType + ", model says " +
+                                     t.taskTypes[static_cast<size_t>(v)]);
       t.cost[idx] = op.time.medianUs;
       t.provenance[idx] = prov;
       ++rep.opsApplied;
@@ -506,7 +511,8 @@ Result<ApplyReport> applyProfile(CostTable& t, const Profile& p, const ApplyOpti
     auto measured = std::make_shared<std::vector<double>>(t.cost);
     auto measuredProv = std::make_shared<std::vector<Provenance>>(t.provenance);
     auto previous = t.groupCost;
-    t.groupCost = [groups, previous, measured, measuredProv, m](const std::vector<TaskId>& group, DeviceId d) -> double {
+    t.groupCost = [groups, previous, measured, measuredProv, m](const std::vector<TaskId>& group,
+                                                                DeviceId d) -> double {
       if (group.empty()) return 0.0;
       if (group.size() > 1) {
         auto it = groups->find(groupKey(group, d));
@@ -528,7 +534,8 @@ Result<ApplyReport> applyProfile(CostTable& t, const Profile& p, const ApplyOpti
     for (const auto& tr : p.transfers) {
       const DeviceId a = deviceOf(tr.from), b = deviceOf(tr.to);
       if (a == kNone || b == kNone) {
-        rep.notes.push_back(origin + ": transfers " + tr.from + " -> " + tr.to + " skipped: device not on the platform");
+        rep.notes.push_back(origin + ": transfers " + tr.from + " -> " + tr.to +
+                            " skipped: device not on the platform");
         continue;
       }
       if (tr.samples.empty()) continue;

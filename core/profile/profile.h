@@ -65,19 +65,19 @@ struct ProfileTransfer {
 
 /// A whole profile file.
 struct Profile {
-  std::string modelFile;     ///< Model file base name (informational).
-  std::string modelSha256;   ///< Graph::graphSha256; "" for imports matched by node name.
-  std::string backendName;   ///< e.g. "cpu"; for imports the tool, e.g. "onnxruntime".
+  std::string modelFile;    ///< Model file base name (informational).
+  std::string modelSha256;  ///< Graph::graphSha256; "" for imports matched by node name.
+  std::string backendName;  ///< e.g. "cpu"; for imports the tool, e.g. "onnxruntime".
   std::string backendVersion;
-  bool imported = false;     ///< Imported from another tool (entries become Provenance::Imported).
-  std::string source;        ///< What produced it: "partex-cli profile", "onnxruntime profiling JSON", ...
-  std::string measuredAt;    ///< ISO 8601 UTC date and time.
-  std::string machine;       ///< Host name and CPU model of the machine it was measured on.
-  int warmup = 0;            ///< Warm-up runs per measurement.
-  int reps = 0;              ///< Timed repetitions asked for.
-  uint64_t seed = 0;         ///< Seed of the random inputs.
-  int profilingRuns = 0;     ///< Whole-model runs of the minimal profiling plan (0 when not used).
-  std::string method;        ///< "per-operator" or "minimal-plan" (PIM paper) or "import".
+  bool imported = false;   ///< Imported from another tool (entries become Provenance::Imported).
+  std::string source;      ///< What produced it: "partex-cli profile", "onnxruntime profiling JSON", ...
+  std::string measuredAt;  ///< ISO 8601 UTC date and time.
+  std::string machine;     ///< Host name and CPU model of the machine it was measured on.
+  int warmup = 0;          ///< Warm-up runs per measurement.
+  int reps = 0;            ///< Timed repetitions asked for.
+  uint64_t seed = 0;       ///< Seed of the random inputs.
+  int profilingRuns = 0;   ///< Whole-model runs of the minimal profiling plan (0 when not used).
+  std::string method;      ///< "per-operator" or "minimal-plan" (PIM paper) or "import".
   std::vector<ProfileDevice> devices;
   std::vector<ProfileTransfer> transfers;
 
@@ -113,9 +113,9 @@ struct ApplyOptions {
 
 /// What applying a profile did.
 struct ApplyReport {
-  int opsApplied = 0;     ///< Cost entries overridden.
-  int groupsApplied = 0;  ///< Group costs now answered from the profile.
-  int pairsApplied = 0;   ///< Device pairs whose transfer model came from the profile.
+  int opsApplied = 0;                            ///< Cost entries overridden.
+  int groupsApplied = 0;                         ///< Group costs now answered from the profile.
+  int pairsApplied = 0;                          ///< Device pairs whose transfer model came from the profile.
   std::vector<std::string> unmatchedProfileOps;  ///< Profile operators the model does not have.
   std::vector<std::string> unprofiledOps;        ///< Model operators with no entry, per profiled device "op@dev".
   std::vector<std::string> typeMismatches;       ///< "name: profile says X, model says Y".

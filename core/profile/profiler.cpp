@@ -25,12 +25,15 @@ double usSince(Clock::time_point t0) {
   return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
 }
 
-Error cancelledError() { return Error{"cancelled"}; }
+Error cancelledError() {
+  return Error{"cancelled"};
+}
 
 /// Kernel inputs of `op` from a value table (nullptr for omitted inputs).
 std::vector<const Tensor*> inputsOf(const Graph& g, OpId op, const std::vector<Tensor>& values) {
   std::vector<const Tensor*> ins;
-  for (ValueId v : g.nodes[static_cast<size_t>(op)].inputs) ins.push_back(v >= 0 ? &values[static_cast<size_t>(v)] : nullptr);
+  for (ValueId v : g.nodes[static_cast<size_t>(op)].inputs)
+    ins.push_back(v >= 0 ? &values[static_cast<size_t>(v)] : nullptr);
   return ins;
 }
 
@@ -141,13 +144,15 @@ Status referenceRun(Ctx& c) {
       }
       std::vector<Tensor> outs;
       auto st = (*k)->run(inputsOf(g, op, c.ref), outs);
-      if (!st) return makeError(g.name, ": operator '", node.name, "' (", node.opType, ") on ", d.id, ": ", st.message());
+      if (!st)
+        return makeError(g.name, ": operator '", node.name, "' (", node.opType, ") on ", d.id, ": ", st.message());
       storeOutputs(g, op, outs, c.ref);
       ran = true;
       break;
     }
     if (!ran)
-      return makeError(g.name, ": operator '", node.name, "' (", node.opType, ") cannot run on the profiled devices: ", reasons);
+      return makeError(g.name, ": operator '", node.name, "' (", node.opType,
+                       ") cannot run on the profiled devices: ", reasons);
   }
   return Status::ok();
 }
@@ -246,25 +251,25 @@ Status profilePerOperator(Ctx& c, Profile& p) {
   for (const auto& d : c.devices) {
     ProfileDevice& pd = p.device(d.id);
     auto st = onDevice(d, [&]() -> Status {
-    for (OpId op = 0; op < static_cast<OpId>(g.nodes.size()); ++op) {
-      if (c.o.cancelled()) return cancelledError();
-      const Node& node = g.nodes[static_cast<size_t>(op)];
-      c.step(node.name + " on " + d.id);
-      std::string why;
-      if (!c.b.supports(g, op, &why)) {
-        c.info.skipped.push_back(node.name + "@" + d.id + ": " + why);
-        continue;
+      for (OpId op = 0; op < static_cast<OpId>(g.nodes.size()); ++op) {
+        if (c.o.cancelled()) return cancelledError();
+        const Node& node = g.nodes[static_cast<size_t>(op)];
+        c.step(node.name + " on " + d.id);
+        std::string why;
+        if (!c.b.supports(g, op, &why)) {
+          c.info.skipped.push_back(node.name + "@" + d.id + ": " + why);
+          continue;
+        }
+        auto k = c.b.prepare(g, op, d.id);
+        if (!k) {
+          c.info.skipped.push_back(node.name + "@" + d.id + ": " + k.message());
+          continue;
+        }
+        auto st = timeKernel(c, **k, op);
+        if (!st) return makeError(g.name, ": operator '", node.name, "' on ", d.id, ": ", st.message());
+        pd.ops.push_back(ProfileOp{node.name, node.opType, *st});
       }
-      auto k = c.b.prepare(g, op, d.id);
-      if (!k) {
-        c.info.skipped.push_back(node.name + "@" + d.id + ": " + k.message());
-        continue;
-      }
-      auto st = timeKernel(c, **k, op);
-      if (!st) return makeError(g.name, ": operator '", node.name, "' on ", d.id, ": ", st.message());
-      pd.ops.push_back(ProfileOp{node.name, node.opType, *st});
-    }
-    return Status::ok();
+      return Status::ok();
     });
     if (!st) return st;
   }
@@ -297,22 +302,24 @@ Status profileMinimalPlan(Ctx& c, Profile& p) {
     std::vector<std::vector<double>> samples(g.nodes.size());
     std::vector<Tensor> values = c.ref;  // Leaves and, for skipped operators, the reference outputs.
     auto runs = onDevice(d, [&]() -> Status {
-    for (int r = 0; r < c.o.warmup + c.o.reps; ++r) {
-      if (c.o.cancelled()) return cancelledError();
-      for (OpId op : *order) {
-        auto& k = kernels[static_cast<size_t>(op)];
-        if (!k) continue;
-        std::vector<Tensor> outs;
-        auto ins = inputsOf(g, op, values);
-        auto t0 = Clock::now();
-        auto st = k->run(ins, outs);
-        const double us = usSince(t0);
-        if (!st) return makeError(g.name, ": operator '", g.nodes[static_cast<size_t>(op)].name, "' on ", d.id, ": ", st.message());
-        storeOutputs(g, op, outs, values);
-        if (r >= c.o.warmup) samples[static_cast<size_t>(op)].push_back(us);
+      for (int r = 0; r < c.o.warmup + c.o.reps; ++r) {
+        if (c.o.cancelled()) return cancelledError();
+        for (OpId op : *order) {
+          auto& k = kernels[static_cast<size_t>(op)];
+          if (!k) continue;
+          std::vector<Tensor> outs;
+          auto ins = inputsOf(g, op, values);
+          auto t0 = Clock::now();
+          auto st = k->run(ins, outs);
+          const double us = usSince(t0);
+          if (!st)
+            return makeError(g.name, ": operator '", g.nodes[static_cast<size_t>(op)].name, "' on ", d.id, ": ",
+                             st.message());
+          storeOutputs(g, op, outs, values);
+          if (r >= c.o.warmup) samples[static_cast<size_t>(op)].push_back(us);
+        }
       }
-    }
-    return Status::ok();
+      return Status::ok();
     });
     if (!runs) return runs;
     c.info.measurements += c.o.reps * static_cast<int>(order->size());
@@ -323,33 +330,41 @@ Status profileMinimalPlan(Ctx& c, Profile& p) {
                                    summarise(samples[static_cast<size_t>(op)])});
   }
   // The crossing run: operators alternate between the devices along the topological order, so that
-  // edges cross every device pair; each crossing tensor is copied to its consumer's device and timed.
+  // edges cross devices; the crossing tensors are copied between the devices' cores and timed.
   const int m = static_cast<int>(c.devices.size());
   if (m > 1) {
     c.step("crossing run");
     std::vector<int> devOf(g.nodes.size(), 0);
-    for (size_t i = 0; i < order->size(); ++i) devOf[static_cast<size_t>((*order)[i])] = static_cast<int>(i % static_cast<size_t>(m));
-    std::map<std::pair<int, int>, std::map<int64_t, std::vector<TimingStat>>> byPair;
+    for (size_t i = 0; i < order->size(); ++i)
+      devOf[static_cast<size_t>((*order)[i])] = static_cast<int>(i % static_cast<size_t>(m));
+    // Edge costs depend only on the device pair and the bytes: every size that crosses in this run is
+    // measured on every ordered pair (at most 8 sizes, spread over the range), so no pair is left out.
+    std::set<int64_t> crossing;
     for (size_t v = 0; v < g.values.size(); ++v) {
-      if (c.o.cancelled()) return cancelledError();
       const Value& val = g.values[v];
       if (val.producer < 0 || val.bytes() <= 0) continue;
-      std::set<int> dests;
-      for (OpId consumer : val.consumers) dests.insert(devOf[static_cast<size_t>(consumer)]);
-      const int a = devOf[static_cast<size_t>(val.producer)];
-      for (int b : dests) {
-        if (b == a) continue;
-        auto key = std::make_pair(a, b);
-        if (byPair[key].count(val.bytes())) continue;  // One sample per size and pair is enough.
-        byPair[key][val.bytes()].push_back(measureTransfer(val.bytes(), c.devices[static_cast<size_t>(a)].core,
-                                                           c.devices[static_cast<size_t>(b)].core, c.o.warmup, c.o.reps));
+      for (OpId consumer : val.consumers)
+        if (devOf[static_cast<size_t>(consumer)] != devOf[static_cast<size_t>(val.producer)])
+          crossing.insert(val.bytes());
+    }
+    std::vector<int64_t> sizes(crossing.begin(), crossing.end());
+    if (sizes.size() > 8) {
+      std::vector<int64_t> picked;
+      for (size_t k = 0; k < 8; ++k) picked.push_back(sizes[k * (sizes.size() - 1) / 7]);
+      sizes = picked;
+    }
+    for (int a = 0; a < m && !sizes.empty(); ++a)
+      for (int b = 0; b < m; ++b) {
+        if (a == b) continue;
+        ProfileTransfer t{c.devices[static_cast<size_t>(a)].id, c.devices[static_cast<size_t>(b)].id, {}};
+        for (int64_t bytes : sizes) {
+          if (c.o.cancelled()) return cancelledError();
+          t.samples.push_back(
+              TransferSample{bytes, measureTransfer(bytes, c.devices[static_cast<size_t>(a)].core,
+                                                    c.devices[static_cast<size_t>(b)].core, c.o.warmup, c.o.reps)});
+        }
+        p.transfers.push_back(std::move(t));
       }
-    }
-    for (auto& [pair, sizes] : byPair) {
-      ProfileTransfer t{c.devices[static_cast<size_t>(pair.first)].id, c.devices[static_cast<size_t>(pair.second)].id, {}};
-      for (auto& [bytes, stats] : sizes) t.samples.push_back(TransferSample{bytes, stats.front()});
-      p.transfers.push_back(std::move(t));
-    }
   }
   p.profilingRuns = minimalPlanRuns(m);
   return Status::ok();
@@ -471,8 +486,8 @@ bool profileMatches(const Profile& p, const Graph& g, const Backend& backend, co
   if (p.imported) return say("it was imported from " + p.backendName);
   if (p.modelSha256 != g.graphSha256) return say("it is for another model (sha256 differs)");
   if (p.backendName != backend.name() || p.backendVersion != backend.version())
-    return say("it was measured with backend " + p.backendName + " " + p.backendVersion + ", this is " + backend.name() + " " +
-               backend.version());
+    return say("it was measured with backend " + p.backendName + " " + p.backendVersion + ", this is " +
+               backend.name() + " " + backend.version());
   for (const auto& d : devices)
     if (!p.findDevice(d)) return say("it has no device '" + d + "'");
   return true;

@@ -37,8 +37,8 @@ struct ProfilerOptions {
   int warmup = 2;
   int reps = 10;
   uint64_t seed = 1;
-  bool groups = false;  ///< Also measure fused groups of consecutive operators.
-  int maxGroup = 3;     ///< Largest group size (>= 2).
+  bool groups = false;     ///< Also measure fused groups of consecutive operators.
+  int maxGroup = 3;        ///< Largest group size (>= 2).
   bool transfers = false;  ///< Also measure transfers between every ordered device pair.
   /// Transfer sizes in bytes; empty = a geometric series from 1 KiB to the largest tensor (at most 64 MiB).
   std::vector<int64_t> transferSizes;
@@ -51,8 +51,8 @@ struct ProfilerOptions {
 
 /// What the profiler did besides the numbers.
 struct ProfilerInfo {
-  double seconds = 0;               ///< Wall time of the whole profiling.
-  int measurements = 0;             ///< Kernel runs timed (warm-up excluded).
+  double seconds = 0;                ///< Wall time of the whole profiling.
+  int measurements = 0;              ///< Kernel runs timed (warm-up excluded).
   std::vector<std::string> skipped;  ///< "op@device: reason" for operators the backend cannot run there.
 };
 
@@ -63,7 +63,9 @@ Result<Profile> profileModel(const Graph& g, const Backend& backend, const Profi
                              ProfilerInfo* info = nullptr);
 
 /// Whole-model distinct runs of the PIM paper's minimal profiling plan for `numDevices` devices.
-inline int minimalPlanRuns(int numDevices) { return numDevices + (numDevices > 1 ? 1 : 0); }
+inline int minimalPlanRuns(int numDevices) {
+  return numDevices + (numDevices > 1 ? 1 : 0);
+}
 
 /// Checks that a stored profile fits this model, backend and device set: same graph hash, same backend
 /// name and version, every requested device present. On a mismatch `why` says what differs.

@@ -1,0 +1,274 @@
+// The executor on a fake backend: a two-device plan's outputs equal the single-device run's, every
+// operator gets a time, exclusive devices never overlap, wrong kernels are caught by the output check,
+// and bad plans or devices give errors. With the real CPU backend (when built): a generated model on
+// core0 + core1 through `partex-cli execute --json`.
+#include <QtTest>
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+
+#include <atomic>
+
+#include "fake_backend.h"
+#include "platform/platform.h"
+#include "profile/executor.h"
+#include "sim/plan.h"
+#include "support/files.h"
+#include "testutil.h"
+
+using namespace partex;
+
+namespace {
+
+/// Places every operator by name ("stem" -> "dev0", ...), ordered by upward rank.
+Plan planOf(const CostTable& t, const std::map<std::string, std::string>& where) {
+  Plan p;
+  p.algorithm = "test";
+  p.device.assign(static_cast<size_t>(t.numTasks()), 0);
+  for (TaskId v = 0; v < t.numTasks(); ++v) {
+    auto it = where.find(t.taskNames[static_cast<size_t>(v)]);
+    const std::string dev = it == where.end() ? "dev0" : it->second;
+    p.device[static_cast<size_t>(v)] =
+        static_cast<DeviceId>(std::find(t.deviceIds.begin(), t.deviceIds.end(), dev) - t.deviceIds.begin());
+  }
+  orderByUpwardRank(t, p);
+  return p;
+}
+
+/// The this-machine platform cut down to core0 and core1 (host core0), sharing memory.
+Platform twoCores() {
+  Platform p = measureThisMachine();
+  p.name = "two-cores";
+  std::vector<Device> keep;
+  for (const auto& d : p.devices)
+    if (d.id == "core0" || d.id == "core1") keep.push_back(d);
+  p.devices = keep;
+  p.host = "core0";
+  p.exclusiveGroups.clear();
+  Link l;
+  l.from = "core0";
+  l.to = "core1";
+  l.sharedMemory = true;
+  l.bandwidthGBs = p.links.empty() ? 10.0 : p.links.front().bandwidthGBs;
+  p.links = {l};
+  return p;
+}
+
+}  // namespace
+
+class TestExecute : public QObject {
+  Q_OBJECT
+ private slots:
+  void twoDevicePlanMatchesSingleDevice_data();
+  void twoDevicePlanMatchesSingleDevice();
+  void wrongKernelsAreCaught();
+  void exclusiveDevicesNeverOverlap();
+  void errorsAreValues();
+  void cancelStops();
+  void tensorsCloseTolerance_data();
+  void tensorsCloseTolerance();
+  void cliExecuteOnGeneratedModel();
+};
+
+void TestExecute::twoDevicePlanMatchesSingleDevice_data() {
+  QTest::addColumn<QString>("left");
+  QTest::addColumn<QString>("right");
+  QTest::addColumn<int>("reps");
+  QTest::newRow("branches split") << "dev0"
+                                  << "dev1" << 3;
+  QTest::newRow("all on dev1") << "dev1"
+                               << "dev1" << 1;
+  QTest::newRow("crossed") << "dev1"
+                           << "dev0" << 2;
+}
+
+void TestExecute::twoDevicePlanMatchesSingleDevice() {
+  QFETCH(QString, left);
+  QFETCH(QString, right);
+  QFETCH(int, reps);
+  const Graph g = test::diamondGraph();
+  const CostTable t = test::fakeTable(g);
+  QCOMPARE(t.numTasks(), 6);
+  const Plan plan = planOf(t, {{"left1", left.toStdString()},
+                               {"left2", left.toStdString()},
+                               {"right1", right.toStdString()},
+                               {"right2", right.toStdString()}});
+  test::FakeBackend b;
+  ExecOptions o;
+  o.reps = reps;
+  int progressCalls = 0, lastDone = 0, lastTotal = 0;
+  o.progress = [&](int done, int total, const std::string&) {
+    ++progressCalls;
+    QVERIFY(done > lastDone);
+    lastDone = done;
+    lastTotal = total;
+  };
+  auto r = executePlan(g, b, t, plan, o);
+  QVERIFY2(r.isOk(), r.message().c_str());
+  QVERIFY(r->outputsChecked);
+  QVERIFY2(r->outputsMatch, r->mismatch.c_str());
+  QCOMPARE(r->maxAbsDiff, 0.0);  // Same kernels: bitwise equal.
+  QCOMPARE(static_cast<int>(r->makespansUs.size()), reps);
+  QCOMPARE(r->opUs.size(), size_t{6});
+  for (TaskId v = 0; v < 6; ++v) {
+    QVERIFY2(r->opUs[static_cast<size_t>(v)] > 0, t.taskNames[static_cast<size_t>(v)].c_str());
+    // Every operator ends within the makespan and starts after all its predecessors ended (medians of
+    // the same runs can mix runs, so check the dependency order on the ranks only).
+    QVERIFY(r->opStartUs[static_cast<size_t>(v)] + r->opUs[static_cast<size_t>(v)] <= r->makespansUs.back() * 10);
+  }
+  QVERIFY(r->opStartUs[5] >= r->opStartUs[0]);  // join after stem
+  QVERIFY(r->makespanUs > 0);
+  QCOMPARE(lastDone, lastTotal);
+  QVERIFY(progressCalls >= reps + 2);
+}
+
+void TestExecute::wrongKernelsAreCaught() {
+  const Graph g = test::diamondGraph();
+  const CostTable t = test::fakeTable(g);
+  const Plan plan = planOf(t, {{"right2", "dev-bad"}});
+  test::FakeBackend b;
+  ExecOptions o;
+  o.reps = 1;
+  auto r = executePlan(g, b, t, plan, o);
+  QVERIFY2(r.isOk(), r.message().c_str());
+  QVERIFY(!r->outputsMatch);
+  QVERIFY2(QString::fromStdString(r->mismatch).startsWith("output 'join_out': element "), r->mismatch.c_str());
+  QVERIFY(r->maxAbsDiff > 0.005);
+}
+
+void TestExecute::exclusiveDevicesNeverOverlap() {
+  const Graph g = test::diamondGraph();
+  const CostTable t = test::fakeTable(g, /*exclusive01=*/true);
+  const Plan plan = planOf(t, {{"left1", "dev0"}, {"left2", "dev0"}, {"right1", "dev1"}, {"right2", "dev1"}});
+  test::FakeBackend b(2000);
+  ExecOptions o;
+  o.reps = 1;
+  o.warmup = 0;
+  o.checkOutputs = false;
+  auto r = executePlan(g, b, t, plan, o);
+  QVERIFY2(r.isOk(), r.message().c_str());
+  // With one timed run the per-operator values are that run's: intervals on dev0 and dev1 are disjoint.
+  for (TaskId a = 0; a < 6; ++a)
+    for (TaskId c = 0; c < 6; ++c) {
+      if (plan.device[static_cast<size_t>(a)] == plan.device[static_cast<size_t>(c)]) continue;
+      const double s1 = r->opStartUs[static_cast<size_t>(a)], e1 = s1 + r->opUs[static_cast<size_t>(a)];
+      const double s2 = r->opStartUs[static_cast<size_t>(c)], e2 = s2 + r->opUs[static_cast<size_t>(c)];
+      QVERIFY2(e1 <= s2 + 1e-6 || e2 <= s1 + 1e-6, qPrintable(QString("%1 and %2 overlap")
+                                                                  .arg(t.taskNames[static_cast<size_t>(a)].c_str(),
+                                                                       t.taskNames[static_cast<size_t>(c)].c_str())));
+    }
+}
+
+void TestExecute::errorsAreValues() {
+  const Graph g = test::diamondGraph();
+  const CostTable t = test::fakeTable(g);
+  test::FakeBackend b;
+  // A plan missing an operator.
+  Plan bad = planOf(t, {});
+  bad.order[0].pop_back();
+  auto r = executePlan(g, b, t, bad, ExecOptions{});
+  QVERIFY(!r.isOk());
+  // A device the backend lacks.
+  Graph g2 = test::diamondGraph();
+  Platform p = test::fakePlatform();
+  p.devices[1].id = "npu";
+  p.links[0].to = "npu";
+  auto t2 = buildCostTable(g2, characteriseAll(g2), p);
+  QVERIFY2(t2.isOk(), t2.message().c_str());
+  const Plan onNpu = planOf(*t2, {{"left1", "npu"}});
+  auto r2 = executePlan(g2, b, *t2, onNpu, ExecOptions{});
+  QVERIFY(!r2.isOk());
+  QVERIFY2(QString::fromStdString(r2.message()).contains("device 'npu' is not a device of backend 'fake'"),
+           r2.message().c_str());
+  // An operator the backend cannot run.
+  Graph g3 = test::diamondGraph();
+  g3.nodes[2].opType = "Softmax";
+  const CostTable t3 = test::fakeTable(g3);
+  auto r3 = executePlan(g3, b, t3, planOf(t3, {}), ExecOptions{});
+  QVERIFY(!r3.isOk());
+  QVERIFY2(QString::fromStdString(r3.message()).contains("operator 'left2' (Softmax)"), r3.message().c_str());
+}
+
+void TestExecute::cancelStops() {
+  const Graph g = test::diamondGraph();
+  const CostTable t = test::fakeTable(g);
+  test::FakeBackend b;
+  std::atomic<bool> cancel{true};
+  ExecOptions o;
+  o.cancel = &cancel;
+  auto r = executePlan(g, b, t, planOf(t, {{"left1", "dev1"}}), o);
+  QVERIFY(!r.isOk());
+  QCOMPARE(r.message(), std::string("cancelled"));
+}
+
+void TestExecute::tensorsCloseTolerance_data() {
+  QTest::addColumn<float>("a");
+  QTest::addColumn<float>("b");
+  QTest::addColumn<bool>("close");
+  QTest::newRow("equal") << 1.0f << 1.0f << true;
+  QTest::newRow("within 1e-5") << 1000.0f << 1000.004f << true;
+  QTest::newRow("beyond 1e-5") << 1000.0f << 1000.1f << false;
+  QTest::newRow("sign") << 1.0f << -1.0f << false;
+}
+
+void TestExecute::tensorsCloseTolerance() {
+  QFETCH(float, a);
+  QFETCH(float, b);
+  QFETCH(bool, close);
+  auto x = Tensor::make(DType::Float32, {2});
+  auto y = Tensor::make(DType::Float32, {2});
+  QVERIFY(x.isOk() && y.isOk());
+  x->data<float>()[0] = a;
+  y->data<float>()[0] = b;
+  x->data<float>()[1] = y->data<float>()[1] = 0.5f;
+  double maxAbs = 0, maxRel = 0;
+  std::string why;
+  QCOMPARE(tensorsClose(*x, *y, 1e-5, maxAbs, maxRel, &why), close);
+  QCOMPARE(why.empty(), close);
+  auto z = Tensor::make(DType::Float32, {3});
+  QVERIFY(!tensorsClose(*x, *z, 1e-5, maxAbs, maxRel, &why));
+  QVERIFY2(QString::fromStdString(why).contains("float32[3]"), why.c_str());
+}
+
+void TestExecute::cliExecuteOnGeneratedModel() {
+  if (!QFileInfo::exists(test::cliPath())) QSKIP("partex-cli is not built");
+  const QString dir = QString::fromStdString(test::tempDir());
+  const QString model = dir + "/rand.onnx";
+  QProcess gen;
+  gen.start(test::cliPath(), {"generate", "random", "--nodes", "24", "--seed", "3", "-o", model});
+  QVERIFY(gen.waitForFinished(120000));
+  QCOMPARE(gen.exitCode(), 0);
+  // A two-core plan from HEFT on a platform of core0 + core1 only (this machine's figures).
+  const QString platform = dir + "/two-cores.json";
+  QVERIFY(writeFileAtomic(platform.toStdString(), platformToJson(twoCores())).isOk());
+  const QString plan = dir + "/rand.plan.json";
+  QProcess sched;
+  sched.start(test::cliPath(), {"schedule", model, "-p", platform, "--algo", "heft", "-o", plan});
+  QVERIFY(sched.waitForFinished(120000));
+  if (sched.exitCode() != 0) QSKIP(qPrintable("schedule failed: " + sched.readAllStandardError()));
+  QProcess ex;
+  ex.start(test::cliPath(), {"execute", model, "-p", platform, "--plan", plan, "--reps", "2", "--json"});
+  QVERIFY(ex.waitForFinished(300000));
+  const QByteArray err = ex.readAllStandardError();
+  if (err.contains("cannot run it")) QSKIP(qPrintable("the CPU backend lacks an operator: " + err));
+  QVERIFY2(ex.exitCode() == 0, err.constData());
+  QJsonParseError perr;
+  const QJsonObject o = QJsonDocument::fromJson(ex.readAllStandardOutput(), &perr).object();
+  QVERIFY2(perr.error == QJsonParseError::NoError, qPrintable(perr.errorString()));
+  for (const char* key : {"measured_makespan_us", "predicted_makespan_us", "outputs_match", "ops", "error"})
+    QVERIFY2(o.contains(key), key);
+  QVERIFY(o["outputs_match"].toBool());
+  QVERIFY(o["measured_makespan_us"].toDouble() > 0);
+  QVERIFY(o["predicted_makespan_us"].toDouble() > 0);
+  const QJsonArray ops = o["ops"].toArray();
+  QVERIFY(ops.size() > 0);
+  for (const auto& op : ops) {
+    const QJsonObject j = op.toObject();
+    for (const char* key : {"name", "device", "measured_us", "predicted_us"}) QVERIFY2(j.contains(key), key);
+  }
+}
+
+QTEST_GUILESS_MAIN(TestExecute)
+#include "tst_execute.moc"

@@ -1,0 +1,375 @@
+// Profile files: round trip, validation with errors naming the file, statistics, and applying a
+// profile to a cost table (provenance, stale-hash refusal, unknown devices, groups, transfers).
+#include <QtTest>
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+
+#include <cmath>
+#include <functional>
+
+#include "plan_fixture.h"
+#include "profile/profile.h"
+#include "support/files.h"
+#include "testutil.h"
+
+using namespace partex;
+
+namespace {
+
+const char* kSha = "ab12cd34ef56ab12cd34ef56ab12cd34ef56ab12cd34ef56ab12cd34ef56ab12";
+
+TimingStat stat(double median, int reps = 5) {
+  return TimingStat{median, median * 0.01, median * 0.9, median * 1.2, reps};
+}
+
+/// A profile of the tiny fixture: every operator on cpu, two on gpu, one group, one transfer pair.
+Profile tinyProfile() {
+  Profile p;
+  p.modelFile = "tiny.onnx";
+  p.modelSha256 = kSha;
+  p.backendName = "cpu";
+  p.backendVersion = "test-1";
+  p.source = "test";
+  p.method = "per-operator";
+  p.measuredAt = "2026-11-22T10:00:00Z";
+  p.machine = "test machine";
+  p.warmup = 2;
+  p.reps = 5;
+  p.seed = 7;
+  ProfileDevice& cpu = p.device("cpu");
+  cpu.ops = {{"input_conv", "Conv", stat(100)},
+             {"relu1", "Relu", stat(20)},
+             {"branch_a", "MatMul", stat(50)},
+             {"branch_b", "Gemm", stat(60)},
+             {"concat,\"out\"", "Concat", stat(5)}};
+  cpu.groups = {{{"input_conv", "relu1"}, stat(110)}};
+  ProfileDevice& gpu = p.device("gpu");
+  gpu.ops = {{"input_conv", "Conv", stat(30)}, {"branch_a", "MatMul", stat(12)}};
+  p.transfers = {{"cpu", "gpu", {{1024, stat(2)}, {1024 * 1024, stat(101)}}}};
+  return p;
+}
+
+QJsonObject goodObject() {
+  return QJsonDocument::fromJson(QByteArray::fromStdString(profileToJson(tinyProfile()))).object();
+}
+
+QString mutated(const std::function<void(QJsonObject&)>& f) {
+  QJsonObject o = goodObject();
+  f(o);
+  return QString::fromUtf8(QJsonDocument(o).toJson());
+}
+
+/// Edits devices[0].ops[0].
+std::function<void(QJsonObject&)> editFirstOp(const std::function<void(QJsonObject&)>& f) {
+  return [f](QJsonObject& o) {
+    QJsonArray devs = o["devices"].toArray();
+    QJsonObject d = devs[0].toObject();
+    QJsonArray ops = d["ops"].toArray();
+    QJsonObject op = ops[0].toObject();
+    f(op);
+    ops[0] = op;
+    d["ops"] = ops;
+    devs[0] = d;
+    o["devices"] = devs;
+  };
+}
+
+ApplyOptions opts(const std::string& sha = kSha) {
+  ApplyOptions o;
+  o.modelSha256 = sha;
+  o.modelFile = "tiny.onnx";
+  o.origin = "tiny.profile.json";
+  return o;
+}
+
+}  // namespace
+
+class TestProfile : public QObject {
+  Q_OBJECT
+ private slots:
+  void summariseGivesMedianAndSpread_data();
+  void summariseGivesMedianAndSpread();
+  void roundTripKeepsEverything();
+  void malformedProfilesAreRefused_data();
+  void malformedProfilesAreRefused();
+  void missingFileNamesTheFile();
+  void saveIntoMissingDirectoryFails();
+  void applyingSetsCostsAndProvenance();
+  void importedProfilesGiveImportedProvenance();
+  void staleHashIsRefused();
+  void matchByNameIgnoresHash();
+  void unknownDeviceIsRefused();
+  void unmatchedAndUnprofiledAreReported();
+  void groupCostsComeFromTheProfile();
+  void transferFit_data();
+  void transferFit();
+  void transfersReplaceTheLinkModel();
+};
+
+void TestProfile::summariseGivesMedianAndSpread_data() {
+  QTest::addColumn<QList<double>>("samples");
+  QTest::addColumn<double>("median");
+  QTest::addColumn<double>("spread");
+  QTest::addColumn<double>("minimum");
+  QTest::addColumn<double>("maximum");
+  QTest::newRow("one") << QList<double>{4.0} << 4.0 << 0.0 << 4.0 << 4.0;
+  QTest::newRow("odd, unsorted") << QList<double>{9.0, 1.0, 5.0} << 5.0 << 4.0 << 1.0 << 9.0;
+  QTest::newRow("even") << QList<double>{1.0, 2.0, 3.0, 10.0} << 2.5 << 1.0 << 1.0 << 10.0;
+  QTest::newRow("outlier does not move it") << QList<double>{10, 10, 11, 10, 1000} << 10.0 << 0.0 << 10.0 << 1000.0;
+}
+
+void TestProfile::summariseGivesMedianAndSpread() {
+  QFETCH(QList<double>, samples);
+  QFETCH(double, median);
+  QFETCH(double, spread);
+  QFETCH(double, minimum);
+  QFETCH(double, maximum);
+  const auto s = summarise(std::vector<double>(samples.begin(), samples.end()));
+  QCOMPARE(s.medianUs, median);
+  QCOMPARE(s.spreadUs, spread);
+  QCOMPARE(s.minUs, minimum);
+  QCOMPARE(s.maxUs, maximum);
+  QCOMPARE(s.reps, static_cast<int>(samples.size()));
+}
+
+void TestProfile::roundTripKeepsEverything() {
+  const Profile p = tinyProfile();
+  const std::string text = profileToJson(p);
+  auto back = parseProfile(text, "rt.json");
+  QVERIFY2(back.isOk(), back.message().c_str());
+  QCOMPARE(back->modelSha256, p.modelSha256);
+  QCOMPARE(back->modelFile, p.modelFile);
+  QCOMPARE(back->backendName, p.backendName);
+  QCOMPARE(back->backendVersion, p.backendVersion);
+  QCOMPARE(back->measuredAt, p.measuredAt);
+  QCOMPARE(back->machine, p.machine);
+  QCOMPARE(back->reps, 5);
+  QCOMPARE(back->warmup, 2);
+  QCOMPARE(back->seed, uint64_t{7});
+  QCOMPARE(back->devices.size(), size_t{2});
+  QCOMPARE(back->devices[0].ops.size(), size_t{5});
+  QCOMPARE(back->devices[0].ops[4].name, std::string("concat,\"out\""));
+  QCOMPARE(back->devices[0].ops[0].time.medianUs, 100.0);
+  QCOMPARE(back->devices[0].ops[0].time.maxUs, 120.0);
+  QCOMPARE(back->devices[0].groups.size(), size_t{1});
+  QCOMPARE(back->devices[0].groups[0].ops, (std::vector<std::string>{"input_conv", "relu1"}));
+  QCOMPARE(back->transfers.size(), size_t{1});
+  QCOMPARE(back->transfers[0].samples[1].bytes, int64_t{1024 * 1024});
+  // Writing what was read gives the same text.
+  QCOMPARE(profileToJson(*back), text);
+  // And through a file.
+  const std::string path = test::tempDir() + "/rt.profile.json";
+  QVERIFY(saveProfile(path, p).isOk());
+  auto loaded = loadProfileFile(path);
+  QVERIFY2(loaded.isOk(), loaded.message().c_str());
+  QCOMPARE(profileToJson(*loaded), text);
+}
+
+void TestProfile::malformedProfilesAreRefused_data() {
+  QTest::addColumn<QString>("text");
+  QTest::addColumn<QString>("reason");
+  QTest::newRow("not json") << "{ nope"
+                            << "not valid JSON";
+  QTest::newRow("array") << "[1,2]"
+                         << "must be a JSON object";
+  QTest::newRow("plan file") << mutated([](QJsonObject& o) { o["format"] = "partex-plan"; })
+                             << "expected 'partex-profile'";
+  QTest::newRow("future version") << mutated([](QJsonObject& o) { o["version"] = 9; }) << "version 9 is not supported";
+  QTest::newRow("no model") << mutated([](QJsonObject& o) { o.remove("model"); }) << "missing field 'model'";
+  QTest::newRow("no backend name") << mutated([](QJsonObject& o) {
+    o["backend"] = QJsonObject{{"version", "1"}};
+  }) << "missing field 'name'";
+  QTest::newRow("no devices") << mutated([](QJsonObject& o) { o.remove("devices"); }) << "missing field 'devices'";
+  QTest::newRow("devices not array") << mutated([](QJsonObject& o) { o["devices"] = 3; })
+                                     << "'devices' must be an array";
+  QTest::newRow("duplicate device") << mutated([](QJsonObject& o) {
+    QJsonArray d = o["devices"].toArray();
+    d.append(d[0]);
+    o["devices"] = d;
+  }) << "device 'cpu' appears twice";
+  QTest::newRow("no median") << mutated(editFirstOp([](QJsonObject& op) { op.remove("median_us"); }))
+                             << "device 'cpu': operator 'input_conv': missing field 'median_us'";
+  QTest::newRow("negative time") << mutated(editFirstOp([](QJsonObject& op) { op["median_us"] = -1; }))
+                                 << "'median_us' must be a finite number >= 0";
+  QTest::newRow("string time") << mutated(editFirstOp([](QJsonObject& op) { op["median_us"] = "fast"; }))
+                               << "'median_us' must be a number";
+  QTest::newRow("min above median") << mutated(editFirstOp([](QJsonObject& op) { op["min_us"] = 1000; }))
+                                    << "min_us <= median_us <= max_us";
+  QTest::newRow("no op name") << mutated(editFirstOp([](QJsonObject& op) { op.remove("name"); }))
+                              << "ops[0]: missing field 'name'";
+  QTest::newRow("same pair") << mutated([](QJsonObject& o) {
+    QJsonArray t = o["transfers"].toArray();
+    QJsonObject x = t[0].toObject();
+    x["to"] = "cpu";
+    t[0] = x;
+    o["transfers"] = t;
+  }) << "are the same device";
+  QTest::newRow("one-op group") << mutated([](QJsonObject& o) {
+    QJsonArray devs = o["devices"].toArray();
+    QJsonObject d = devs[0].toObject();
+    d["groups"] = QJsonArray{QJsonObject{{"ops", QJsonArray{"relu1"}}, {"median_us", 1}}};
+    devs[0] = d;
+    o["devices"] = devs;
+  }) << "at least two operator names";
+}
+
+void TestProfile::malformedProfilesAreRefused() {
+  QFETCH(QString, text);
+  QFETCH(QString, reason);
+  auto r = parseProfile(text.toStdString(), "bad.profile.json");
+  QVERIFY(!r.isOk());
+  const QString msg = QString::fromStdString(r.message());
+  QVERIFY2(msg.startsWith("bad.profile.json: "), qPrintable(msg));
+  QVERIFY2(msg.contains(reason), qPrintable(msg));
+  QVERIFY2(!msg.contains('\n'), qPrintable(msg));
+}
+
+void TestProfile::missingFileNamesTheFile() {
+  const std::string path = test::tempDir() + "/absent.profile.json";
+  auto r = loadProfileFile(path);
+  QVERIFY(!r.isOk());
+  QVERIFY2(QString::fromStdString(r.message()).contains("absent.profile.json"), r.message().c_str());
+}
+
+void TestProfile::saveIntoMissingDirectoryFails() {
+  auto st = saveProfile(test::tempDir() + "/no/such/dir/p.json", tinyProfile());
+  QVERIFY(!st.isOk());
+  QVERIFY2(QString::fromStdString(st.message()).contains("p.json"), st.message().c_str());
+}
+
+void TestProfile::applyingSetsCostsAndProvenance() {
+  CostTable t = test::tinyTable();
+  auto r = applyProfile(t, tinyProfile(), opts());
+  QVERIFY2(r.isOk(), r.message().c_str());
+  QCOMPARE(r->opsApplied, 7);
+  QCOMPARE(t.w(0, 0), 100.0);
+  QCOMPARE(t.w(0, 1), 30.0);
+  QCOMPARE(t.w(2, 1), 12.0);
+  QCOMPARE(t.provenance[0 * 3 + 0], Provenance::Measured);
+  QCOMPARE(t.provenance[4 * 3 + 0], Provenance::Measured);  // was Imported: the newer measurement wins
+  // Not profiled: unchanged cost and provenance.
+  QCOMPARE(t.w(1, 1), 1.0);
+  QCOMPARE(t.provenance[1 * 3 + 1], Provenance::Modelled);
+  QCOMPARE(t.w(0, 2), 2.0);
+  QCOMPARE(t.provenance[0 * 3 + 2], Provenance::Modelled);
+}
+
+void TestProfile::importedProfilesGiveImportedProvenance() {
+  CostTable t = test::tinyTable();
+  Profile p = tinyProfile();
+  p.imported = true;
+  p.modelSha256.clear();
+  auto o = opts();
+  o.matchByName = true;
+  auto r = applyProfile(t, p, o);
+  QVERIFY2(r.isOk(), r.message().c_str());
+  QCOMPARE(t.provenance[0 * 3 + 0], Provenance::Imported);
+  QCOMPARE(t.provenance[2 * 3 + 1], Provenance::Imported);
+}
+
+void TestProfile::staleHashIsRefused() {
+  CostTable t = test::tinyTable();
+  const std::vector<double> before = t.cost;
+  auto r = applyProfile(t, tinyProfile(), opts("ffff0000ffff0000ffff0000ffff0000ffff0000ffff0000ffff0000ffff0000"));
+  QVERIFY(!r.isOk());
+  const QString msg = QString::fromStdString(r.message());
+  QVERIFY2(msg.startsWith("tiny.profile.json: profile is for model tiny.onnx (sha256 ab12cd34ef56...)"),
+           qPrintable(msg));
+  QVERIFY2(msg.contains("ffff0000ffff..."), qPrintable(msg));
+  QCOMPARE(t.cost, before);  // Nothing applied.
+}
+
+void TestProfile::matchByNameIgnoresHash() {
+  CostTable t = test::tinyTable();
+  auto o = opts("ffff");
+  o.matchByName = true;
+  auto r = applyProfile(t, tinyProfile(), o);
+  QVERIFY2(r.isOk(), r.message().c_str());
+  QCOMPARE(t.w(0, 0), 100.0);
+}
+
+void TestProfile::unknownDeviceIsRefused() {
+  CostTable t = test::tinyTable();
+  Profile p = tinyProfile();
+  p.device("dsp").ops = {{"relu1", "Relu", stat(3)}};
+  auto r = applyProfile(t, p, opts());
+  QVERIFY(!r.isOk());
+  QVERIFY2(QString::fromStdString(r.message()).contains("device 'dsp' is not on the platform (devices: cpu, gpu, npu)"),
+           r.message().c_str());
+}
+
+void TestProfile::unmatchedAndUnprofiledAreReported() {
+  CostTable t = test::tinyTable();
+  Profile p = tinyProfile();
+  p.devices[1].ops.push_back({"ghost", "Relu", stat(1)});
+  p.devices[1].ops.push_back({"relu1", "Sigmoid", stat(1)});
+  auto r = applyProfile(t, p, opts());
+  QVERIFY2(r.isOk(), r.message().c_str());
+  QCOMPARE(r->unmatchedProfileOps, std::vector<std::string>{"ghost"});
+  // gpu lacks branch_b and concat.
+  QCOMPARE(r->unprofiledOps, (std::vector<std::string>{"branch_b@gpu", "concat,\"out\"@gpu"}));
+  QCOMPARE(r->typeMismatches.size(), size_t{1});
+  QVERIFY(QString::fromStdString(r->typeMismatches[0]).contains("profile says Sigmoid, model says Relu"));
+}
+
+void TestProfile::groupCostsComeFromTheProfile() {
+  CostTable t = test::tinyTable();
+  t.groupCost = [](const std::vector<TaskId>& g, DeviceId) { return 1000.0 * static_cast<double>(g.size()); };
+  auto r = applyProfile(t, tinyProfile(), opts());
+  QVERIFY2(r.isOk(), r.message().c_str());
+  QCOMPARE(r->groupsApplied, 1);
+  QCOMPARE(t.groupCost({0, 1}, 0), 110.0);
+  QCOMPARE(t.groupCost({1, 0}, 0), 110.0);  // Order does not matter.
+  // Measured members, unprofiled group: their sum.
+  QCOMPARE(t.groupCost({2, 3}, 0), 110.0);
+  QCOMPARE(t.groupCost({0}, 1), 30.0);
+  // A member still modelled on that device: the previous (modelled) group cost.
+  QCOMPARE(t.groupCost({0, 1}, 1), 2000.0);
+}
+
+void TestProfile::transferFit_data() {
+  QTest::addColumn<QList<qint64>>("bytes");
+  QTest::addColumn<QList<double>>("us");
+  QTest::addColumn<double>("latency");
+  QTest::addColumn<double>("bytesPerUs");
+  QTest::newRow("exact line") << QList<qint64>{1000, 2000, 4000} << QList<double>{3.0, 5.0, 9.0} << 1.0 << 500.0;
+  QTest::newRow("single sample") << QList<qint64>{8000} << QList<double>{4.0} << 0.0 << 2000.0;
+  QTest::newRow("negative intercept clamps")
+      << QList<qint64>{1000, 2000} << QList<double>{1.0, 3.0} << 0.0 << 1000.0 * 5 / 7;
+}
+
+void TestProfile::transferFit() {
+  QFETCH(QList<qint64>, bytes);
+  QFETCH(QList<double>, us);
+  QFETCH(double, latency);
+  QFETCH(double, bytesPerUs);
+  std::vector<TransferSample> s;
+  for (int i = 0; i < bytes.size(); ++i) s.push_back({bytes[i], stat(us[i])});
+  auto [lat, bpu] = fitTransfer(s);
+  QVERIFY2(std::fabs(lat - latency) < 1e-9, qPrintable(QString::number(lat)));
+  QVERIFY2(std::fabs(bpu - bytesPerUs) < 1e-6 * bytesPerUs, qPrintable(QString::number(bpu)));
+}
+
+void TestProfile::transfersReplaceTheLinkModel() {
+  CostTable t = test::tinyTable();
+  const double before = t.transferUs(0, 1, 1024 * 1024);
+  auto r = applyProfile(t, tinyProfile(), opts());
+  QVERIFY2(r.isOk(), r.message().c_str());
+  QCOMPARE(r->pairsApplied, 1);
+  const double after = t.transferUs(0, 1, 1024 * 1024);
+  QVERIFY(std::fabs(after - 101.0) < 1e-6);
+  QVERIFY(after != before);
+  // The reverse direction keeps its model.
+  QCOMPARE(t.transferUs(1, 0, 1024 * 1024), before);
+  // applyTransfers = false leaves links alone.
+  CostTable u = test::tinyTable();
+  auto o = opts();
+  o.applyTransfers = false;
+  QVERIFY(applyProfile(u, tinyProfile(), o).isOk());
+  QCOMPARE(u.transferUs(0, 1, 1024 * 1024), before);
+}
+
+QTEST_GUILESS_MAIN(TestProfile)
+#include "tst_profile.moc"
