@@ -1,6 +1,7 @@
 // bench_sched: scheduling quality and speed.
 //
 // Usage: bench_sched [quality|papers|speed|small|sim|all] [--models DIR] [--max-ms N]
+//                    [--tasks 100,1000] [--devices 2,4] [--algos heft,peft]  (speed only)
 //   quality  models x presets x algorithms: makespan / lower bound and / best of all
 //   papers   the published comparisons in shape (PartitionTuner, DUET, PIM DP, DLFusion)
 //   speed    scheduler time against graph size on random DAGs (100 .. 100k tasks, 2-8 devices)
@@ -274,16 +275,32 @@ CostTable randomTable(int n, int m, uint64_t seed) {
   return t;
 }
 
+std::vector<int> gTasks = {100, 1000, 10000, 100000};
+std::vector<int> gDevices = {2, 4, 8};
+std::vector<std::string> gAlgos = {"greedy", "heft", "cpop", "peft", "partitiontuner-clean", "duet", "pimdp", "best"};
+
+std::vector<std::string> splitList(const std::string& s) {
+  std::vector<std::string> out;
+  size_t a = 0;
+  while (a <= s.size()) {
+    const size_t b = s.find(',', a);
+    out.push_back(s.substr(a, b == std::string::npos ? std::string::npos : b - a));
+    if (b == std::string::npos) break;
+    a = b + 1;
+  }
+  return out;
+}
+
 void speed() {
   std::printf("\n## (c) Scheduler time (ms) against graph size, random DAGs\n\n");
-  const std::vector<std::string> algos = {"greedy", "heft", "cpop", "peft", "partitiontuner-clean", "duet", "pimdp", "best"};
+  const std::vector<std::string>& algos = gAlgos;
   std::printf("| tasks | devices |");
   for (const auto& a : algos) std::printf(" %s |", a.c_str());
   std::printf("\n|---:|---:|");
   for (size_t i = 0; i < algos.size(); ++i) std::printf("---:|");
   std::printf("\n");
-  for (int n : {100, 1000, 10000, 100000})
-    for (int m : {2, 4, 8}) {
+  for (int n : gTasks)
+    for (int m : gDevices) {
       CostTable t = randomTable(n, m, static_cast<uint64_t>(n * 31 + m));
       std::printf("| %d | %d |", n, m);
       for (const auto& a : algos) {
@@ -362,6 +379,13 @@ int main(int argc, char** argv) {
     std::string a = argv[i];
     if (a == "--models" && i + 1 < argc) dir = argv[++i];
     else if (a == "--max-ms" && i + 1 < argc) gMaxMs = std::atof(argv[++i]);
+    else if (a == "--tasks" && i + 1 < argc) {
+      gTasks.clear();
+      for (const auto& x : splitList(argv[++i])) gTasks.push_back(std::atoi(x.c_str()));
+    } else if (a == "--devices" && i + 1 < argc) {
+      gDevices.clear();
+      for (const auto& x : splitList(argv[++i])) gDevices.push_back(std::atoi(x.c_str()));
+    } else if (a == "--algos" && i + 1 < argc) gAlgos = splitList(argv[++i]);
     else what = a;
   }
   if (what == "quality" || what == "all") quality(dir);

@@ -321,27 +321,35 @@ ListTimeline::Eval ListTimeline::evaluate(TaskId v, DeviceId d) { return compute
 
 ListTimeline::Eval ListTimeline::place(TaskId v, DeviceId d) { return compute(v, d, true); }
 
-double ListTimeline::scheduleTransfer(int32_t link, double ready, double dur, bool commit,
-                                      std::vector<std::pair<int32_t, int64_t>>& added, std::vector<double>& addedStart) {
+double ListTimeline::scheduleTransfer(int32_t link, double ready, double dur, bool commit) {
   if (dur <= 0) return ready;
   if (sim_.unlimitedLinks || link < 0 || link >= static_cast<int32_t>(linkBusy_.size())) return ready + dur;
   IntervalSet& set = linkBusy_[static_cast<size_t>(link)];
-  const double s = set.fit(ready, dur);
-  const int64_t id = nextId_++;
-  set.insert({s, s + dur, id});
-  if (!commit) {
-    added.emplace_back(link, id);
-    addedStart.push_back(s);
+  double s = set.fit(ready, dur);
+  if (commit) {
+    set.insert({s, s + dur, nextId_++});
+    return s + dur;
   }
+  // The earliest start that also misses this evaluation's earlier transfers on the link: the same
+  // answer as inserting them into the set (touching is fine, as in IntervalSet::fit).
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (const Tentative& x : tentative_)
+      if (x.link == link && s < x.end && s + dur > x.start) {
+        s = set.fit(x.end, dur);
+        moved = true;
+      }
+  }
+  tentative_.push_back({link, s, s + dur});
   return s + dur;
 }
 
 ListTimeline::Eval ListTimeline::compute(TaskId v, DeviceId d, bool commit) {
   const auto vi = static_cast<size_t>(v);
   const DeviceId host = t_.host;
-  std::vector<std::pair<int32_t, int64_t>> added;  // tentative link intervals to roll back
-  std::vector<double> addedStart;
-  std::vector<std::pair<int64_t, Sent>> newSent;  // tentative reuse entries
+  tentative_.clear();
+  std::vector<std::pair<int64_t, Sent>>& newSent = newSent_;  // tentative reuse entries
+  newSent.clear();
   auto linkOf = [&](DeviceId a, DeviceId b) -> int32_t {
     const size_t k = static_cast<size_t>(a) * static_cast<size_t>(nd_) + static_cast<size_t>(b);
     return k < t_.linkResource.size() ? t_.linkResource[k] : -1;
@@ -351,10 +359,11 @@ ListTimeline::Eval ListTimeline::compute(TaskId v, DeviceId d, bool commit) {
   // Model inputs come from the host.
   if (vi < t_.inputBytes.size() && t_.inputBytes[vi] > 0 && d != host) {
     const double dur = t_.transferUs(host, d, t_.inputBytes[vi]);
-    ready = std::max(ready, scheduleTransfer(linkOf(host, d), 0.0, dur, commit, added, addedStart));
+    ready = std::max(ready, scheduleTransfer(linkOf(host, d), 0.0, dur, commit));
   }
   // Inputs from predecessors, in the order they were produced.
-  std::vector<int32_t> in = t_.inEdges[vi];
+  std::vector<int32_t>& in = inScratch_;
+  in.assign(t_.inEdges[vi].begin(), t_.inEdges[vi].end());
   std::stable_sort(in.begin(), in.end(), [&](int32_t a, int32_t b) {
     return finish_[static_cast<size_t>(t_.edges[static_cast<size_t>(a)].src)] <
            finish_[static_cast<size_t>(t_.edges[static_cast<size_t>(b)].src)];
@@ -381,7 +390,7 @@ ListTimeline::Eval ListTimeline::compute(TaskId v, DeviceId d, bool commit) {
         if (prior && prior->bytes >= edge.bytes) {
           arrival = prior->arrival;
         } else {
-          arrival = scheduleTransfer(linkOf(p, d), finish_[ui], dur, commit, added, addedStart);
+          arrival = scheduleTransfer(linkOf(p, d), finish_[ui], dur, commit);
           if (reusable) {
             if (commit)
               sent_[key] = Sent{arrival, edge.bytes};
@@ -414,7 +423,7 @@ ListTimeline::Eval ListTimeline::compute(TaskId v, DeviceId d, bool commit) {
   // Model outputs return to the host.
   if (vi < t_.outputBytes.size() && t_.outputBytes[vi] > 0 && d != host) {
     const double dur = t_.transferUs(d, host, t_.outputBytes[vi]);
-    ev.effFinish = std::max(ev.finish, scheduleTransfer(linkOf(d, host), ev.finish, dur, commit, added, addedStart));
+    ev.effFinish = std::max(ev.finish, scheduleTransfer(linkOf(d, host), ev.finish, dur, commit));
   }
 
   if (commit) {
@@ -425,9 +434,6 @@ ListTimeline::Eval ListTimeline::compute(TaskId v, DeviceId d, bool commit) {
     devBusy_[static_cast<size_t>(d)].insert(iv);
     for (DeviceId x : feeds_[static_cast<size_t>(d)]) groupBusy_[static_cast<size_t>(x)].insert(iv);
     makespan_ = std::max(makespan_, ev.effFinish);
-  } else {
-    for (size_t i = added.size(); i-- > 0;)
-      linkBusy_[static_cast<size_t>(added[i].first)].erase(added[i].second, addedStart[i]);
   }
   return ev;
 }

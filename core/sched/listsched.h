@@ -110,8 +110,10 @@ class ListTimeline {
 
  private:
   Eval compute(TaskId v, DeviceId d, bool commit);
-  double scheduleTransfer(int32_t link, double ready, double dur, bool commit, std::vector<std::pair<int32_t, int64_t>>& added,
-                          std::vector<double>& addedStart);
+  /// Books a transfer on `link` in the first gap after `ready`; returns its end. Without commit
+  /// (evaluate) the link sets are left untouched: the interval is kept in tentative_ so that the other
+  /// transfers of the same evaluation still see it.
+  double scheduleTransfer(int32_t link, double ready, double dur, bool commit);
 
   const CostTable& t_;
   SimOptions sim_;
@@ -131,6 +133,15 @@ class ListTimeline {
     int64_t bytes = 0;
   };
   std::unordered_map<int64_t, Sent> sent_;  ///< key src * numDevices + to.
+  // Scratch of compute(), kept between calls so that evaluate() allocates nothing.
+  struct Tentative {
+    int32_t link;
+    double start;
+    double end;
+  };
+  std::vector<Tentative> tentative_;
+  std::vector<std::pair<int64_t, Sent>> newSent_;
+  std::vector<int32_t> inScratch_;
   int64_t nextId_ = 1;
   double makespan_ = 0;
 };
