@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Builds the "fuzz" preset (clang, libFuzzer + ASan + UBSan, into build-fuzz/) and fuzzes the ONNX
 # importer for ${1:-60} seconds. Seed corpus: the importer's hand-built test models plus the models in
-# ../shared/models up to PARTEX_FUZZ_MAX_SEED bytes (default 1 MiB; bigger ones make each run slow).
+# ../shared/models up to PARTEX_FUZZ_MAX_SEED bytes (default 256 KiB: bigger seeds make every run slow, since libFuzzer mutates up to the largest seed size).
 # Exits non-zero on a finding (crash, sanitizer report, leak, timeout); the reproducer is left in
 # build-fuzz/fuzz-artifacts/<time>/ and replays with: build-fuzz/bin/fuzz_import FILE
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 jobs="${PARTEX_JOBS:-$(nproc)}"
-max_seed="${PARTEX_FUZZ_MAX_SEED:-1048576}"
+max_seed="${PARTEX_FUZZ_MAX_SEED:-262144}"
 
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz -j "$jobs"
