@@ -2,92 +2,93 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QComboBox>
+#include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QHBoxLayout>
 #include <QHeaderView>
 #include <QInputDialog>
 #include <QLabel>
 #include <QLineEdit>
+#include <QListWidget>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
 #include <QProgressBar>
+#include <QPushButton>
 #include <QSettings>
 #include <QSortFilterProxyModel>
 #include <QStatusBar>
 #include <QTableView>
+#include <QTextBrowser>
 #include <QToolBar>
+#include <QUndoStack>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
 
-#include "onnx/importer.h"
+#include <algorithm>
+#include <cmath>
+
+#if __has_include("gantt/ganttview.h")
+#include "gantt/ganttview.h"
+#define PARTEX_HAVE_GANTT 1
+#endif
+#include "graph/devicepalette.h"
+#include "graph/graphscene.h"
+#include "graph/graphview.h"
+#include "gui/comparemodel.h"
+#include "gui/inspector.h"
 #include "support/strings.h"
 
 namespace partex::gui {
 
-Result<std::shared_ptr<const LoadedModel>> loadModel(const std::string& path, const std::vector<std::string>& dims) {
-  ImportOptions opts;
-  for (const auto& d : dims) {
-    auto b = parseDimBinding(d);
-    if (!b) return makeError("--dim ", d, ": ", b.message());
-    opts.dims.push_back(*b);
-  }
-  auto g = importOnnxFile(path, opts);
-  if (!g) return Error{g.message()};
-  auto m = std::make_shared<LoadedModel>();
-  m->graph = std::move(g).value();
-  m->work = characteriseAll(m->graph);
-  m->total = summarise(m->graph, m->work);
-  return std::shared_ptr<const LoadedModel>(std::move(m));
-}
-
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setWindowTitle(tr("Partex"));
   setAcceptDrops(true);
-  resize(1400, 900);
+  resize(1600, 1000);
+  setDockNestingEnabled(true);
 
-  table_ = new OperatorTableModel(this);
-  proxy_ = new QSortFilterProxyModel(this);
-  proxy_->setSourceModel(table_);
-  proxy_->setSortRole(Qt::UserRole);
-  proxy_->setFilterKeyColumn(-1);
-  proxy_->setFilterCaseSensitivity(Qt::CaseInsensitive);
+  session_ = new Session(this);
+  connect(session_, &Session::modelChanged, this, &MainWindow::onModelChanged);
+  connect(session_, &Session::loadFailed, this, &MainWindow::onLoadFailed);
+  connect(session_, &Session::planChanged, this, &MainWindow::onPlanChanged);
+  connect(session_, &Session::selectionChanged, this, &MainWindow::onSelectionChanged);
+  connect(session_, &Session::message, this, [this](const QString& m) { statusBar()->showMessage(m, 8000); });
+  connect(session_, &Session::loadStarted, this, [this](const QString& what) {
+    progress_->show();
+    statusBar()->showMessage(what);
+  });
 
+  // Centre: a header (model summary, makespan) over the graph.
   auto* central = new QWidget(this);
   auto* layout = new QVBoxLayout(central);
+  layout->setContentsMargins(4, 4, 4, 0);
+  auto* header = new QHBoxLayout;
   summary_ = new QLabel(tr("Open an ONNX model (File > Open, or drop a file here)."), central);
   summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   summary_->setWordWrap(true);
-  filter_ = new QLineEdit(central);
-  filter_->setPlaceholderText(tr("Filter operators by name, type or class (Ctrl+F)"));
-  filter_->setClearButtonEnabled(true);
-  connect(filter_, &QLineEdit::textChanged, proxy_, &QSortFilterProxyModel::setFilterFixedString);
-  view_ = new QTableView(central);
-  view_->setModel(proxy_);
-  view_->setSortingEnabled(true);
-  view_->sortByColumn(OperatorTableModel::Index, Qt::AscendingOrder);
-  view_->setSelectionBehavior(QAbstractItemView::SelectRows);
-  view_->setAlternatingRowColors(true);
-  view_->verticalHeader()->hide();
-  view_->horizontalHeader()->setStretchLastSection(true);
-  layout->addWidget(summary_);
-  layout->addWidget(filter_);
-  layout->addWidget(view_, 1);
+  auto* ms = new QVBoxLayout;
+  makespan_ = new QLabel(central);
+  QFont big = makespan_->font();
+  big.setPointSizeF(big.pointSizeF() * 1.9);
+  big.setBold(true);
+  makespan_->setFont(big);
+  makespan_->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
+  delta_ = new QLabel(central);
+  delta_->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
+  ms->addWidget(makespan_);
+  ms->addWidget(delta_);
+  header->addWidget(summary_, 1);
+  header->addLayout(ms);
+  graph_ = new GraphView(session_, central);
+  layout->addLayout(header);
+  layout->addWidget(graph_, 1);
   setCentralWidget(central);
-
-  auto* file = menuBar()->addMenu(tr("&File"));
-  auto* open = file->addAction(tr("&Open..."), this, &MainWindow::chooseFile);
-  open->setShortcut(QKeySequence::Open);
-  recentMenu_ = file->addMenu(tr("Open &Recent"));
-  file->addSeparator();
-  auto* quit = file->addAction(tr("&Quit"), qApp, &QApplication::closeAllWindows);
-  quit->setShortcut(QKeySequence::Quit);
-  auto* find = new QAction(tr("Find"), this);
-  find->setShortcut(QKeySequence::Find);
-  connect(find, &QAction::triggered, filter_, [this] { filter_->setFocus(); filter_->selectAll(); });
-  addAction(find);
-  updateRecentMenu();
+  connect(graph_, &GraphView::dragMoved, this, &MainWindow::onDragMoved);
+  connect(graph_, &GraphView::dragDropped, this, &MainWindow::onDragDropped);
+  connect(graph_, &GraphView::dragCancelled, this, &MainWindow::clearDragFeedback);
+  connect(graph_, &GraphView::statusMessage, this, [this](const QString& m) { statusBar()->showMessage(m, 5000); });
 
   progress_ = new QProgressBar(this);
   progress_->setRange(0, 0);
@@ -95,66 +96,525 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   progress_->hide();
   statusBar()->addPermanentWidget(progress_);
 
-  watcher_ = new QFutureWatcher<Result<std::shared_ptr<const LoadedModel>>>(this);
-  connect(watcher_, &QFutureWatcherBase::finished, this, &MainWindow::onLoadFinished);
+  buildDocks();
+  buildMenus();
 }
 
-MainWindow::~MainWindow() { watcher_->waitForFinished(); }
+MainWindow::~MainWindow() {
+  session_->waitForJobs();
+  // The views read the session while they go: delete them before it.
+  delete centralWidget();
+  graph_ = nullptr;
+}
+
+void MainWindow::buildDocks() {
+  // Platform: preset chooser and the device palette (a drop target).
+  auto* platDock = new QDockWidget(tr("Platform"), this);
+  platDock->setObjectName(QStringLiteral("platformDock"));
+  auto* pw = new QWidget(platDock);
+  auto* pl = new QVBoxLayout(pw);
+  auto* row = new QHBoxLayout;
+  platformBox_ = new QComboBox(pw);
+  for (const auto& n : presetNames()) platformBox_->addItem(QString::fromStdString(n));
+  platformBox_->setCurrentText(session_->platformName());
+  platformBox_->setToolTip(tr("Platform preset (devices, links, cost models)"));
+  auto* fileButton = new QPushButton(tr("File..."), pw);
+  fileButton->setToolTip(tr("Open a platform JSON file"));
+  row->addWidget(platformBox_, 1);
+  row->addWidget(fileButton);
+  pl->addLayout(row);
+  palette_ = new DevicePalette(session_, pw);
+  palette_->setToolTip(tr("Drop operators on a device to move them there"));
+  pl->addWidget(palette_, 1);
+  platDock->setWidget(pw);
+  addDockWidget(Qt::LeftDockWidgetArea, platDock);
+  connect(platformBox_, &QComboBox::textActivated, this, &MainWindow::setPlatform);
+  connect(fileButton, &QPushButton::clicked, this, &MainWindow::choosePlatformFile);
+
+  // Scheduler: run one algorithm, or compare several.
+  auto* schedDock = new QDockWidget(tr("Scheduler"), this);
+  schedDock->setObjectName(QStringLiteral("schedulerDock"));
+  auto* sw = new QWidget(schedDock);
+  auto* sl = new QVBoxLayout(sw);
+  algoBox_ = new QComboBox(sw);
+  for (const auto& s : allSchedulers()) {
+    algoBox_->addItem(QString::fromStdString(s->title()), QString::fromStdString(s->name()));
+    algoBox_->setItemData(algoBox_->count() - 1, QString::fromStdString(s->description()), Qt::ToolTipRole);
+  }
+  algoBox_->setCurrentIndex(std::max(0, algoBox_->findData(QStringLiteral("heft"))));
+  sl->addWidget(algoBox_);
+  auto* buttons = new QHBoxLayout;
+  runButton_ = new QPushButton(tr("Run"), sw);
+  runButton_->setToolTip(tr("Schedule every operator with this algorithm (pins are dropped)"));
+  reoptButton_ = new QPushButton(tr("Re-optimise unpinned"), sw);
+  reoptButton_->setToolTip(tr("Schedule again, keeping pinned operators where they are"));
+  cancelButton_ = new QPushButton(tr("Cancel"), sw);
+  cancelButton_->setEnabled(false);
+  buttons->addWidget(runButton_);
+  buttons->addWidget(reoptButton_);
+  buttons->addWidget(cancelButton_);
+  sl->addLayout(buttons);
+  schedProgress_ = new QProgressBar(sw);
+  schedProgress_->setRange(0, 1000);
+  schedProgress_->setValue(0);
+  schedProgress_->setTextVisible(false);
+  schedProgress_->setMaximumHeight(8);
+  sl->addWidget(schedProgress_);
+  schedStatus_ = new QLabel(tr("Idle"), sw);
+  schedStatus_->setWordWrap(true);
+  sl->addWidget(schedStatus_);
+  sl->addWidget(new QLabel(tr("Compare (tick algorithms):"), sw));
+  compareAlgos_ = new QListWidget(sw);
+  const QStringList defaults = {QStringLiteral("single"), QStringLiteral("greedy"), QStringLiteral("heft"),
+                                QStringLiteral("cpop"), QStringLiteral("peft")};
+  for (const auto& s : allSchedulers()) {
+    auto* item = new QListWidgetItem(QString::fromStdString(s->title()), compareAlgos_);
+    item->setData(Qt::UserRole, QString::fromStdString(s->name()));
+    item->setToolTip(QString::fromStdString(s->description()));
+    item->setFlags(item->flags() | Qt::ItemIsUserCheckable);
+    item->setCheckState(defaults.contains(QString::fromStdString(s->name())) ? Qt::Checked : Qt::Unchecked);
+  }
+  compareAlgos_->setMaximumHeight(120);
+  sl->addWidget(compareAlgos_);
+  auto* compareButton = new QPushButton(tr("Compare"), sw);
+  sl->addWidget(compareButton);
+  compare_ = new CompareModel(this);
+  auto* compareProxy = new QSortFilterProxyModel(this);
+  compareProxy->setSourceModel(compare_);
+  compareProxy->setSortRole(Qt::UserRole);
+  compareView_ = new QTableView(sw);
+  compareView_->setModel(compareProxy);
+  compareView_->setSortingEnabled(true);
+  compareView_->verticalHeader()->hide();
+  compareView_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  compareView_->setToolTip(tr("Double-click a row to apply that algorithm's plan"));
+  sl->addWidget(compareView_, 1);
+  schedDock->setWidget(sw);
+  addDockWidget(Qt::LeftDockWidgetArea, schedDock);
+  splitDockWidget(platDock, schedDock, Qt::Vertical);
+
+  connect(runButton_, &QPushButton::clicked, this, [this] { runScheduler(algoBox_->currentData().toString(), false); });
+  connect(reoptButton_, &QPushButton::clicked, this,
+          [this] { runScheduler(algoBox_->currentData().toString(), true); });
+  connect(cancelButton_, &QPushButton::clicked, session_, &Session::cancelScheduler);
+  connect(compareButton, &QPushButton::clicked, this, [this] {
+    QStringList algos;
+    for (int i = 0; i < compareAlgos_->count(); ++i)
+      if (compareAlgos_->item(i)->checkState() == Qt::Checked)
+        algos << compareAlgos_->item(i)->data(Qt::UserRole).toString();
+    if (algos.isEmpty()) {
+      schedStatus_->setText(tr("Tick at least one algorithm to compare."));
+      return;
+    }
+    session_->runCompare(algos);
+  });
+  connect(compareView_, &QTableView::doubleClicked, this, [this, compareProxy](const QModelIndex& i) {
+    const QModelIndex src = compareProxy->mapToSource(i);
+    if (src.isValid() && src.row() < compare_->rows().size())
+      runScheduler(compare_->rows()[src.row()].algorithm, false);
+  });
+  connect(session_, &Session::schedulerStarted, this, [this](const QString& what) {
+    schedStatus_->setText(tr("Running %1...").arg(what));
+    schedProgress_->setValue(0);
+    cancelButton_->setEnabled(true);
+  });
+  connect(session_, &Session::schedulerProgress, this, [this](double f, const QString& what) {
+    schedProgress_->setValue(static_cast<int>(f * 1000));
+    if (!what.isEmpty()) schedStatus_->setText(what);
+  });
+  connect(session_, &Session::schedulerFinished, this, [this](bool ok, const QString& msg) {
+    schedProgress_->setValue(ok ? 1000 : 0);
+    schedStatus_->setText(msg);
+    cancelButton_->setEnabled(session_->schedulerRunning());
+    statusBar()->showMessage(msg, 8000);
+  });
+  connect(session_, &Session::compareFinished, this, [this](const QList<CompareRow>& rows) {
+    compare_->setRows(rows);
+    compareView_->resizeColumnsToContents();
+  });
+
+  // Inspector and operator table, tabbed on the right.
+  auto* inspDock = new QDockWidget(tr("Inspector"), this);
+  inspDock->setObjectName(QStringLiteral("inspectorDock"));
+  inspector_ = new QTextBrowser(inspDock);
+  inspector_->setOpenLinks(false);
+  inspDock->setWidget(inspector_);
+  addDockWidget(Qt::RightDockWidgetArea, inspDock);
+
+  auto* opsDock = new QDockWidget(tr("Operators"), this);
+  opsDock->setObjectName(QStringLiteral("operatorsDock"));
+  auto* ow = new QWidget(opsDock);
+  auto* ol = new QVBoxLayout(ow);
+  table_ = new OperatorTableModel(this);
+  table_->setSession(session_);
+  proxy_ = new QSortFilterProxyModel(this);
+  proxy_->setSourceModel(table_);
+  proxy_->setSortRole(Qt::UserRole);
+  proxy_->setFilterKeyColumn(-1);
+  proxy_->setFilterCaseSensitivity(Qt::CaseInsensitive);
+  filter_ = new QLineEdit(ow);
+  filter_->setPlaceholderText(tr("Filter operators by name, type, class or device"));
+  filter_->setClearButtonEnabled(true);
+  connect(filter_, &QLineEdit::textChanged, proxy_, &QSortFilterProxyModel::setFilterFixedString);
+  view_ = new QTableView(ow);
+  view_->setModel(proxy_);
+  view_->setSortingEnabled(true);
+  view_->sortByColumn(OperatorTableModel::Index, Qt::AscendingOrder);
+  view_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  view_->setAlternatingRowColors(true);
+  view_->verticalHeader()->hide();
+  view_->horizontalHeader()->setStretchLastSection(true);
+  connect(view_, &QTableView::clicked, this, [this](const QModelIndex& i) {
+    const int op = proxy_->mapToSource(i).row();
+    session_->setSelection({op});
+    graph_->centerOnOp(op);
+  });
+  ol->addWidget(filter_);
+  ol->addWidget(view_, 1);
+  opsDock->setWidget(ow);
+  addDockWidget(Qt::RightDockWidgetArea, opsDock);
+  tabifyDockWidget(inspDock, opsDock);
+  inspDock->raise();
+
+  // Gantt chart (app/gantt); a marked placeholder in builds without it.
+  ganttDock_ = new QDockWidget(tr("Gantt chart"), this);
+  ganttDock_->setObjectName(QStringLiteral("ganttDock"));
+#ifdef PARTEX_HAVE_GANTT
+  gantt_ = new GanttView(ganttDock_);
+  gantt_->setMinimumHeight(180);
+  ganttDock_->setWidget(gantt_);
+  connect(gantt_, &GanttView::taskClicked, this, [this](int task, Qt::KeyboardModifiers mods) {
+    QList<int> sel = session_->selection();
+    if (mods & (Qt::ControlModifier | Qt::ShiftModifier)) {
+      if (sel.contains(task))
+        sel.removeAll(task);
+      else
+        sel << task;
+    } else {
+      sel = {task};
+    }
+    session_->setSelection(sel);
+    graph_->centerOnOp(task);
+  });
+#else
+  auto* placeholder =
+      new QLabel(tr("The Gantt chart is not integrated yet (app/gantt is in progress).\n"
+                    "Makespan, utilisation and drag previews show in the header, the palette and the status bar."),
+                 ganttDock_);
+  placeholder->setAlignment(Qt::AlignCenter);
+  placeholder->setEnabled(false);
+  placeholder->setMinimumHeight(80);
+  ganttDock_->setWidget(placeholder);
+#endif
+  addDockWidget(Qt::BottomDockWidgetArea, ganttDock_);
+  resizeDocks({platDock, inspDock}, {330, 380}, Qt::Horizontal);
+}
+
+void MainWindow::buildMenus() {
+  auto* file = menuBar()->addMenu(tr("&File"));
+  auto* open = file->addAction(tr("&Open..."), this, &MainWindow::chooseFile);
+  open->setShortcut(QKeySequence::Open);
+  recentMenu_ = file->addMenu(tr("Open &Recent"));
+  file->addAction(tr("Open &platform file..."), this, &MainWindow::choosePlatformFile);
+  file->addSeparator();
+  auto* quit = file->addAction(tr("&Quit"), qApp, &QApplication::closeAllWindows);
+  quit->setShortcut(QKeySequence::Quit);
+  updateRecentMenu();
+
+  auto* edit = menuBar()->addMenu(tr("&Edit"));
+  QAction* undo = session_->undoStack()->createUndoAction(this, tr("&Undo"));
+  undo->setShortcut(QKeySequence(QStringLiteral("Ctrl+Z")));
+  QAction* redo = session_->undoStack()->createRedoAction(this, tr("&Redo"));
+  redo->setShortcuts({QKeySequence(QStringLiteral("Ctrl+Shift+Z")), QKeySequence(QStringLiteral("Ctrl+Y"))});
+  edit->addAction(undo);
+  edit->addAction(redo);
+  edit->addSeparator();
+  auto* find = edit->addAction(tr("&Find operator..."), this, [this] {
+    search_->setFocus();
+    search_->selectAll();
+  });
+  find->setShortcut(QKeySequence::Find);
+  auto* pin = edit->addAction(tr("&Pin / unpin selection"), this, &MainWindow::togglePin);
+  pin->setShortcut(QKeySequence(Qt::Key_P));
+  QMenu* moveMenu = edit->addMenu(tr("&Move selection to"));
+  for (int i = 0; i < 9; ++i) {
+    QAction* a = moveMenu->addAction(tr("Device %1").arg(i + 1), this, [this, i] { moveSelectionTo(i); });
+    a->setShortcut(QKeySequence(Qt::Key_1 + i));
+    a->setVisible(false);
+    moveActions_ << a;
+  }
+
+  auto* viewMenu = menuBar()->addMenu(tr("&View"));
+  QToolBar* tb = addToolBar(tr("Graph"));
+  tb->setObjectName(QStringLiteral("graphToolbar"));
+  search_ = new QLineEdit(tb);
+  search_->setPlaceholderText(tr("Find operator by name or type (Ctrl+F, Enter for next)"));
+  search_->setClearButtonEnabled(true);
+  search_->setMaximumWidth(360);
+  connect(search_, &QLineEdit::returnPressed, this, [this] { graph_->findNext(search_->text()); });
+  auto* zin = viewMenu->addAction(tr("Zoom &in"), this, [this] { graph_->zoomBy(1.25); });
+  zin->setShortcut(QKeySequence::ZoomIn);
+  auto* zout = viewMenu->addAction(tr("Zoom &out"), this, [this] { graph_->zoomBy(0.8); });
+  zout->setShortcut(QKeySequence::ZoomOut);
+  auto* fit = viewMenu->addAction(tr("&Fit"), this, [this] { graph_->fitAll(); });
+  fit->setShortcut(QKeySequence(QStringLiteral("Ctrl+0")));
+  auto* one = viewMenu->addAction(tr("Actual size (1:1)"), this, [this] { graph_->resetZoom(); });
+  one->setShortcut(QKeySequence(QStringLiteral("Ctrl+1")));
+  auto* crit = viewMenu->addAction(tr("&Critical path"));
+  crit->setCheckable(true);
+  crit->setShortcut(QKeySequence(QStringLiteral("Ctrl+K")));
+  connect(crit, &QAction::toggled, graph_, &GraphView::setShowCriticalPath);
+  tb->addAction(undo);
+  tb->addAction(redo);
+  tb->addSeparator();
+  tb->addAction(zin);
+  tb->addAction(zout);
+  tb->addAction(fit);
+  tb->addAction(one);
+  tb->addAction(crit);
+  tb->addSeparator();
+  tb->addWidget(search_);
+  viewMenu->addSeparator();
+  for (QDockWidget* d : findChildren<QDockWidget*>()) viewMenu->addAction(d->toggleViewAction());
+}
 
 void MainWindow::openModel(const QString& path, const QStringList& dims) {
-  if (watcher_->isRunning()) watcher_->waitForFinished();
   loadingPath_ = path;
   loadingDims_ = dims;
-  std::vector<std::string> d;
-  for (const auto& s : dims) d.push_back(s.toStdString());
-  progress_->show();
-  statusBar()->showMessage(tr("Loading %1...").arg(QFileInfo(path).fileName()));
-  watcher_->setFuture(QtConcurrent::run(loadModel, path.toStdString(), d));
+  session_->open(path, dims);
 }
 
-void MainWindow::onLoadFinished() {
+void MainWindow::setPlatform(const QString& nameOrPath) {
+  if (platformBox_->findText(nameOrPath) < 0) platformBox_->addItem(nameOrPath);
+  platformBox_->setCurrentText(nameOrPath);
+  session_->setPlatform(nameOrPath);
+}
+
+void MainWindow::runScheduler(const QString& algorithm, bool respectPins) {
+  session_->runScheduler(algorithm, respectPins);
+}
+
+bool MainWindow::busy() const {
+  return session_->loading() || session_->schedulerRunning() || graph_->layoutRunning();
+}
+
+void MainWindow::onLoadFailed(const QString& message) {
   progress_->hide();
-  auto result = watcher_->result();
-  if (!result) {
-    QString msg = QString::fromStdString(result.message());
-    // Symbolic input dimensions: ask the user to bind them, then retry.
-    if (dialogsEnabled_ && msg.contains(QLatin1String("not bound"))) {
-      bool ok = false;
-      QString text = QInputDialog::getText(this, tr("Bind symbolic dimensions"),
-                                           msg + tr("\n\nBindings, comma separated (NAME=VALUE or INPUT:AXIS=VALUE):"),
-                                           QLineEdit::Normal, loadingDims_.join(QLatin1Char(',')), &ok);
-      if (ok && !text.trimmed().isEmpty()) {
-        openModel(loadingPath_, text.split(QLatin1Char(','), Qt::SkipEmptyParts));
-        return;
-      }
+  // Symbolic input dimensions: ask the user to bind them, then retry.
+  if (dialogsEnabled_ && !loadingPath_.isEmpty() && message.contains(QLatin1String("not bound"))) {
+    bool ok = false;
+    QString text =
+        QInputDialog::getText(this, tr("Bind symbolic dimensions"),
+                              message + tr("\n\nBindings, comma separated (NAME=VALUE or INPUT:AXIS=VALUE):"),
+                              QLineEdit::Normal, loadingDims_.join(QLatin1Char(',')), &ok);
+    if (ok && !text.trimmed().isEmpty()) {
+      openModel(loadingPath_, text.split(QLatin1Char(','), Qt::SkipEmptyParts));
+      return;
     }
-    showError(msg);
+  }
+  showError(message);
+  platformBox_->setCurrentText(session_->platformName());
+  if (!loadingPath_.isEmpty()) {
+    loadingPath_.clear();
     emit modelLoaded(false);
+  }
+}
+
+void MainWindow::onModelChanged() {
+  progress_->hide();
+  lastError_.clear();
+  const LoadedModel* m = session_->model();
+  if (!m) return;
+  view_->resizeColumnsToContents();
+  const auto& g = m->graph;
+  const QString file = QFileInfo(QString::fromStdString(m->path)).fileName();
+  summary_->setText(tr("<b>%1</b> &nbsp; %2 operators &nbsp; %3 MACs &nbsp; %4 FLOPs &nbsp; parameters %5 &nbsp; peak "
+                       "activations %6 &nbsp; opset %7%8<br>"
+                       "platform <b>%9</b>: %10")
+                        .arg(file.toHtmlEscaped())
+                        .arg(g.nodes.size())
+                        .arg(QString::fromStdString(humanCount(static_cast<double>(m->total.macs))))
+                        .arg(QString::fromStdString(humanCount(static_cast<double>(m->total.flops))))
+                        .arg(QString::fromStdString(humanBytes(static_cast<double>(m->total.paramBytes))))
+                        .arg(QString::fromStdString(humanBytes(static_cast<double>(m->total.peakActivationBytes))))
+                        .arg(g.opsetVersion)
+                        .arg(g.warnings.empty()
+                                 ? QString()
+                                 : tr(" &nbsp; <font color=#b35806>%1 warning(s)</font>").arg(g.warnings.size()))
+                        .arg(QString::fromStdString(session_->platform().name).toHtmlEscaped())
+                        .arg(QString::fromStdString(session_->platform().description).toHtmlEscaped().left(140)));
+  setWindowTitle(tr("%1 - Partex").arg(file));
+  platformBox_->setCurrentText(session_->platformName());
+  for (int i = 0; i < moveActions_.size(); ++i) {
+    moveActions_[i]->setVisible(i < session_->numDevices());
+    moveActions_[i]->setEnabled(i < session_->numDevices());
+    if (i < session_->numDevices()) moveActions_[i]->setText(session_->deviceLabel(i));
+  }
+  if (!loadingPath_.isEmpty()) {
+    statusBar()->showMessage(tr("Loaded %1").arg(loadingPath_), 5000);
+    addRecent(QFileInfo(loadingPath_).absoluteFilePath());
+    loadingPath_.clear();
+    emit modelLoaded(true);
+  }
+}
+
+void MainWindow::onPlanChanged() {
+  updateGantt();
+  updateMakespan();
+  updateInspector();
+}
+
+void MainWindow::onSelectionChanged() {
+  updateInspector();
+#ifdef PARTEX_HAVE_GANTT
+  if (gantt_) gantt_->setSelectedTasks(session_->selection());
+#endif
+}
+
+void MainWindow::updateMakespan() {
+  if (!session_->hasModel()) {
+    makespan_->clear();
+    delta_->clear();
     return;
   }
-  lastError_.clear();
-  model_ = result.value();
-  table_->setModel(model_);
-  view_->resizeColumnsToContents();
-  const auto& g = model_->graph;
-  summary_->setText(tr("<b>%1</b> &nbsp; %2 operators &nbsp; %3 MACs &nbsp; %4 FLOPs &nbsp; parameters %5 &nbsp; peak activations %6 &nbsp; opset %7%8")
-                        .arg(QFileInfo(loadingPath_).fileName().toHtmlEscaped())
-                        .arg(g.nodes.size())
-                        .arg(QString::fromStdString(humanCount(static_cast<double>(model_->total.macs))))
-                        .arg(QString::fromStdString(humanCount(static_cast<double>(model_->total.flops))))
-                        .arg(QString::fromStdString(humanBytes(static_cast<double>(model_->total.paramBytes))))
-                        .arg(QString::fromStdString(humanBytes(static_cast<double>(model_->total.peakActivationBytes))))
-                        .arg(g.opsetVersion)
-                        .arg(g.warnings.empty() ? QString() : tr(" &nbsp; <font color=#b35806>%1 warning(s)</font>").arg(g.warnings.size())));
-  setWindowTitle(tr("%1 - Partex").arg(QFileInfo(loadingPath_).fileName()));
-  statusBar()->showMessage(tr("Loaded %1").arg(loadingPath_), 5000);
-  addRecent(QFileInfo(loadingPath_).absoluteFilePath());
-  emit modelLoaded(true);
+  const double ms = session_->timeline().makespan;
+  makespan_->setText(tr("Makespan %1 us").arg(QString::fromStdString(withCommas(static_cast<uint64_t>(ms + 0.5)))));
+  const auto& st = session_->state();
+  const Scheduler* s = findScheduler(st.algorithm);
+  const QString algo = s ? QString::fromStdString(s->title()) : QString::fromStdString(st.algorithm);
+  QString text;
+  if (st.schedulerMakespan > 0) {
+    const double pct = (ms - st.schedulerMakespan) / st.schedulerMakespan * 100;
+    const QString color = std::abs(pct) < 0.05 ? QStringLiteral("#555")
+                                               : (pct < 0 ? QStringLiteral("#1a7f37") : QStringLiteral("#b42318"));
+    text = tr("<font color=%1>%2%3 %</font> against the %4 plan (%5 us)")
+               .arg(color)
+               .arg(pct > 0 ? QStringLiteral("+") : QString())
+               .arg(pct, 0, 'f', 1)
+               .arg(algo)
+               .arg(st.schedulerMakespan, 0, 'f', 1);
+  }
+  if (session_->lowerBoundUs() > 0) text += tr(" &nbsp; lower bound %1 us").arg(session_->lowerBoundUs(), 0, 'f', 1);
+  delta_->setText(text);
+}
+
+void MainWindow::updateInspector() {
+  inspector_->setHtml(inspectorHtml(*session_, session_->selection()));
+}
+
+int MainWindow::dropTargetAt(const QPoint& globalPos) const {
+  const int d = palette_->deviceAt(globalPos);
+  if (d >= 0) return d;
+#ifdef PARTEX_HAVE_GANTT
+  if (gantt_ && gantt_->isVisible()) return gantt_->deviceAt(globalPos);
+#endif
+  return -1;
+}
+
+void MainWindow::setPreview(const Timeline* tl) {
+#ifdef PARTEX_HAVE_GANTT
+  if (gantt_) gantt_->setPreview(tl);
+#else
+  (void)tl;
+#endif
+}
+
+void MainWindow::updateGantt() {
+#ifdef PARTEX_HAVE_GANTT
+  if (!gantt_) return;
+  if (!session_->hasModel()) return;
+  const auto& st = session_->state();
+  const Scheduler* s = findScheduler(st.algorithm);
+  const QString algo = s ? QString::fromStdString(s->title()) : QString::fromStdString(st.algorithm);
+  gantt_->setTimeline(session_->table(), session_->timeline(), session_->deviceColors());
+  gantt_->setReferenceMakespan(st.schedulerMakespan);
+  gantt_->setReferenceLabel(tr("%1 plan").arg(algo));
+  gantt_->setTitle(session_->plan().algorithm == "manual" ? tr("Edited %1 plan").arg(algo) : algo);
+  gantt_->setSelectedTasks(session_->selection());
+#endif
+}
+
+void MainWindow::onDragMoved(const QList<int>& ops, const QPoint& globalPos) {
+  const int d = dropTargetAt(globalPos);
+  if (d == previewDevice_) return;
+  previewDevice_ = d;
+  if (d < 0) {
+    palette_->paletteModel()->setHighlight(-1, true);
+    setPreview(nullptr);
+    graph_->setDragFeedback(tr("%n operator(s): drop on a device", nullptr, static_cast<int>(ops.size())), true);
+    return;
+  }
+  const Status ok = session_->canMove(ops, d);
+  palette_->paletteModel()->setHighlight(d, ok.isOk());
+  if (!ok) {
+    setPreview(nullptr);
+    graph_->setDragFeedback(QString::fromStdString(ok.message()), false);
+    return;
+  }
+  auto tl = session_->previewMove(ops, d);
+  if (!tl) {
+    graph_->setDragFeedback(QString::fromStdString(tl.message()), false);
+    return;
+  }
+  setPreview(&tl.value());
+  const double now = session_->timeline().makespan, then = tl->makespan;
+  const QString msg =
+      tr("%n operator(s) to %1: makespan %2 us -> %3 us (%4%5 %)", nullptr, static_cast<int>(ops.size()))
+          .arg(session_->deviceLabel(d))
+          .arg(now, 0, 'f', 1)
+          .arg(then, 0, 'f', 1)
+          .arg(then > now ? QStringLiteral("+") : QString())
+          .arg(now > 0 ? (then - now) / now * 100 : 0.0, 0, 'f', 1);
+  graph_->setDragFeedback(msg, true);
+  statusBar()->showMessage(msg, 5000);
+}
+
+void MainWindow::clearDragFeedback() {
+  previewDevice_ = -1;
+  palette_->paletteModel()->setHighlight(-1, true);
+  setPreview(nullptr);
+}
+
+void MainWindow::onDragDropped(const QList<int>& ops, const QPoint& globalPos) {
+  const int d = dropTargetAt(globalPos);
+  clearDragFeedback();
+  if (d < 0) {
+    statusBar()->showMessage(tr("Dropped outside a device: nothing moved"), 4000);
+    return;
+  }
+  if (session_->moveOps(ops, d))
+    statusBar()->showMessage(
+        tr("Moved to %1: makespan %2 us").arg(session_->deviceLabel(d)).arg(session_->timeline().makespan, 0, 'f', 1),
+        6000);
+}
+
+void MainWindow::moveSelectionTo(int device) {
+  const QList<int> sel = session_->selection();
+  if (sel.isEmpty()) {
+    statusBar()->showMessage(tr("Select operators first"), 4000);
+    return;
+  }
+  (void)session_->moveOps(sel, device);
+}
+
+void MainWindow::togglePin() {
+  const QList<int> sel = session_->selection();
+  if (sel.isEmpty()) return;
+  bool all = true;
+  for (int op : sel) all = all && session_->isPinned(op);
+  (void)session_->setPinned(sel, !all);
 }
 
 void MainWindow::chooseFile() {
-  QString path = QFileDialog::getOpenFileName(this, tr("Open ONNX model"), QString(), tr("ONNX models (*.onnx);;All files (*)"));
+  QString path =
+      QFileDialog::getOpenFileName(this, tr("Open ONNX model"), QString(), tr("ONNX models (*.onnx);;All files (*)"));
   if (!path.isEmpty()) openModel(path);
+}
+
+void MainWindow::choosePlatformFile() {
+  QString path =
+      QFileDialog::getOpenFileName(this, tr("Open platform"), QString(), tr("Platform JSON (*.json);;All files (*)"));
+  if (!path.isEmpty()) setPlatform(path);
 }
 
 void MainWindow::updateRecentMenu() {
@@ -177,7 +637,7 @@ void MainWindow::addRecent(const QString& path) {
 void MainWindow::showError(const QString& message) {
   lastError_ = message;
   statusBar()->showMessage(message);
-  if (dialogsEnabled_) QMessageBox::critical(this, tr("Cannot open model"), message);
+  if (dialogsEnabled_) QMessageBox::critical(this, tr("Partex"), message);
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* e) {

@@ -1,15 +1,17 @@
 #pragma once
-/// \file Main window. Until the visual explorer lands it opens a model (menu, recent files, drag
-/// and drop, command line) off the GUI thread and lists its operators with their work.
+/// \file Main window: the graph coloured by device in the centre; docks for the platform and its
+/// device palette, the schedulers and their comparison, the inspector of the selected operator, the
+/// operator table and the Gantt chart. It wires the graph view's hand-made drag to the drop targets
+/// (palette entries, Gantt device rows) and shows a preview while a drag hovers a device.
 
-#include <QFutureWatcher>
+#include <QList>
 #include <QMainWindow>
 #include <QStringList>
 
 #include <memory>
 
 #include "gui/operatortablemodel.h"
-#include "support/result.h"
+#include "session/session.h"
 
 class QLabel;
 class QTableView;
@@ -17,9 +19,21 @@ class QSortFilterProxyModel;
 class QLineEdit;
 class QMenu;
 class QProgressBar;
+class QComboBox;
+class QPushButton;
+class QTextBrowser;
+class QListWidget;
+class QDockWidget;
+class QAction;
 
 namespace partex::gui {
 
+class GraphView;
+class DevicePalette;
+class CompareModel;
+class GanttView;
+
+/// See the file comment.
 class MainWindow : public QMainWindow {
   Q_OBJECT
  public:
@@ -28,13 +42,28 @@ class MainWindow : public QMainWindow {
 
   /// Starts loading a model in the background; `dims` are "NAME=VALUE" or "INPUT:AXIS=VALUE".
   void openModel(const QString& path, const QStringList& dims = {});
+  /// Chooses the platform (preset name or file) for this and later models.
+  void setPlatform(const QString& nameOrPath);
+  /// Runs a scheduler in the background (as the Run button does).
+  void runScheduler(const QString& algorithm, bool respectPins = false);
   /// The model shown now (null before the first load).
-  std::shared_ptr<const LoadedModel> model() const { return model_; }
+  std::shared_ptr<const LoadedModel> model() const { return session_->modelPtr(); }
+  Session* session() const { return session_; }
+  GraphView* graphView() const { return graph_; }
+  DevicePalette* palette() const { return palette_; }
   QTableView* operatorView() const { return view_; }
+  QTableView* compareView() const { return compareView_; }
+  QLabel* makespanLabel() const { return makespan_; }
+  /// The Gantt chart (null in builds without app/gantt).
+  GanttView* ganttView() const { return gantt_; }
   /// The last load error ("" when none); also shown in a dialog unless dialogs are suppressed.
   QString lastError() const { return lastError_; }
   /// Tests and screenshots turn modal dialogs off (errors then go to the status bar only).
   void setDialogsEnabled(bool on) { dialogsEnabled_ = on; }
+  /// True while a load, a layout or a scheduler runs (screenshots wait for it).
+  bool busy() const;
+  /// The device under a global position: a palette entry or a Gantt device row; -1 when none.
+  int dropTargetAt(const QPoint& globalPos) const;
 
  signals:
   /// Emitted when a load finished (ok or not).
@@ -45,28 +74,59 @@ class MainWindow : public QMainWindow {
   void dropEvent(QDropEvent* e) override;
 
  private:
-  void onLoadFinished();
+  void buildDocks();
+  void buildMenus();
+  void onModelChanged();
+  void onLoadFailed(const QString& message);
+  void onPlanChanged();
+  void onSelectionChanged();
+  void onDragMoved(const QList<int>& ops, const QPoint& globalPos);
+  void onDragDropped(const QList<int>& ops, const QPoint& globalPos);
+  void clearDragFeedback();
+  void moveSelectionTo(int device);
+  void togglePin();
   void chooseFile();
+  void choosePlatformFile();
   void updateRecentMenu();
   void addRecent(const QString& path);
   void showError(const QString& message);
+  void updateInspector();
+  void updateMakespan();
+  void setPreview(const Timeline* tl);
+  void updateGantt();
 
+  Session* session_ = nullptr;
+  GraphView* graph_ = nullptr;
+  DevicePalette* palette_ = nullptr;
   OperatorTableModel* table_ = nullptr;
   QSortFilterProxyModel* proxy_ = nullptr;
   QTableView* view_ = nullptr;
   QLineEdit* filter_ = nullptr;
+  QLineEdit* search_ = nullptr;
   QLabel* summary_ = nullptr;
+  QLabel* makespan_ = nullptr;
+  QLabel* delta_ = nullptr;
   QProgressBar* progress_ = nullptr;
   QMenu* recentMenu_ = nullptr;
-  std::shared_ptr<const LoadedModel> model_;
-  QFutureWatcher<Result<std::shared_ptr<const LoadedModel>>>* watcher_ = nullptr;
+  QComboBox* platformBox_ = nullptr;
+  QComboBox* algoBox_ = nullptr;
+  QPushButton* runButton_ = nullptr;
+  QPushButton* reoptButton_ = nullptr;
+  QPushButton* cancelButton_ = nullptr;
+  QProgressBar* schedProgress_ = nullptr;
+  QLabel* schedStatus_ = nullptr;
+  QListWidget* compareAlgos_ = nullptr;
+  CompareModel* compare_ = nullptr;
+  QTableView* compareView_ = nullptr;
+  QTextBrowser* inspector_ = nullptr;
+  QDockWidget* ganttDock_ = nullptr;
+  GanttView* gantt_ = nullptr;
+  QList<QAction*> moveActions_;
   QString loadingPath_;
   QStringList loadingDims_;
   QString lastError_;
   bool dialogsEnabled_ = true;
+  int previewDevice_ = -1;
 };
-
-/// Imports and characterises a model (runs on a worker thread).
-Result<std::shared_ptr<const LoadedModel>> loadModel(const std::string& path, const std::vector<std::string>& dims);
 
 }  // namespace partex::gui

@@ -1,5 +1,6 @@
 #include "gui/operatortablemodel.h"
 
+#include "session/session.h"
 #include "support/strings.h"
 
 namespace partex::gui {
@@ -12,12 +13,22 @@ void OperatorTableModel::setModel(std::shared_ptr<const LoadedModel> model) {
   endResetModel();
 }
 
+void OperatorTableModel::setSession(Session* session) {
+  session_ = session;
+  connect(session, &Session::modelChanged, this, [this] { setModel(session_->modelPtr()); });
+  connect(session, &Session::planChanged, this, [this] {
+    if (rowCount() > 0) emit dataChanged(index(0, Device), index(rowCount() - 1, Device));
+  });
+}
+
 int OperatorTableModel::rowCount(const QModelIndex& parent) const {
   if (parent.isValid() || !model_) return 0;
   return static_cast<int>(model_->graph.nodes.size());
 }
 
-int OperatorTableModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+int OperatorTableModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : ColumnCount;
+}
 
 QVariant OperatorTableModel::data(const QModelIndex& index, int role) const {
   if (!model_ || !index.isValid() || index.row() >= rowCount()) return {};
@@ -47,14 +58,21 @@ QVariant OperatorTableModel::data(const QModelIndex& index, int role) const {
       return QString::fromStdString(n.domain.empty() ? n.opType : n.domain + "::" + n.opType);
     case Class:
       return QString::fromLatin1(opClassName(w.cls));
+    case Device:
+      if (!session_ || session_->modelPtr() != model_) return {};
+      return session_->deviceLabel(session_->deviceOf(index.row()));
     case Macs:
-      return sortRole ? QVariant::fromValue<qlonglong>(w.macs) : QVariant(QString::fromStdString(withCommas(static_cast<uint64_t>(w.macs))));
+      return sortRole ? QVariant::fromValue<qlonglong>(w.macs)
+                      : QVariant(QString::fromStdString(withCommas(static_cast<uint64_t>(w.macs))));
     case Flops:
-      return sortRole ? QVariant::fromValue<qlonglong>(w.flops) : QVariant(QString::fromStdString(withCommas(static_cast<uint64_t>(w.flops))));
+      return sortRole ? QVariant::fromValue<qlonglong>(w.flops)
+                      : QVariant(QString::fromStdString(withCommas(static_cast<uint64_t>(w.flops))));
     case BytesIn:
-      return sortRole ? QVariant::fromValue<qlonglong>(w.bytesRead()) : QVariant(QString::fromStdString(humanBytes(static_cast<double>(w.bytesRead()))));
+      return sortRole ? QVariant::fromValue<qlonglong>(w.bytesRead())
+                      : QVariant(QString::fromStdString(humanBytes(static_cast<double>(w.bytesRead()))));
     case BytesOut:
-      return sortRole ? QVariant::fromValue<qlonglong>(w.bytesWritten) : QVariant(QString::fromStdString(humanBytes(static_cast<double>(w.bytesWritten))));
+      return sortRole ? QVariant::fromValue<qlonglong>(w.bytesWritten)
+                      : QVariant(QString::fromStdString(humanBytes(static_cast<double>(w.bytesWritten))));
     case Shapes: {
       QStringList parts;
       for (ValueId v : n.outputs) {
@@ -70,8 +88,10 @@ QVariant OperatorTableModel::data(const QModelIndex& index, int role) const {
 }
 
 QVariant OperatorTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
-  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return QAbstractTableModel::headerData(section, orientation, role);
-  static const char* names[ColumnCount] = {"#", "Name", "Op type", "Class", "MACs", "FLOPs", "Bytes in", "Bytes out", "Output shapes"};
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
+    return QAbstractTableModel::headerData(section, orientation, role);
+  static const char* names[ColumnCount] = {"#",    "Name",  "Op type",  "Class",     "Device",
+                                           "MACs", "FLOPs", "Bytes in", "Bytes out", "Output shapes"};
   return (section >= 0 && section < ColumnCount) ? tr(names[section]) : QVariant();
 }
 

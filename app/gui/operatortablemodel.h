@@ -1,29 +1,27 @@
 #pragma once
-/// \file Table model of a graph's operators (name, type, class, MACs, FLOPs, bytes, output shapes).
+/// \file Table model of a graph's operators (name, type, class, device, MACs, FLOPs, bytes, output
+/// shapes).
 
 #include <QAbstractTableModel>
 
 #include <memory>
 #include <vector>
 
-#include "cost/work.h"
-#include "ir/graph.h"
+#include "session/loadedmodel.h"
 
 namespace partex::gui {
 
-/// A loaded model: the graph and its per-operator work, shared read-only with views.
-struct LoadedModel {
-  Graph graph;
-  std::vector<OpWork> work;
-  GraphWork total;
-};
+class Session;
 
+/// One row per operator. With a session set, the Device column shows where the current plan puts it.
 class OperatorTableModel : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Column { Index, Name, OpType, Class, Macs, Flops, BytesIn, BytesOut, Shapes, ColumnCount };
+  enum Column { Index, Name, OpType, Class, Device, Macs, Flops, BytesIn, BytesOut, Shapes, ColumnCount };
   explicit OperatorTableModel(QObject* parent = nullptr);
   void setModel(std::shared_ptr<const LoadedModel> model);
+  /// Follows the session's model and plan (the Device column).
+  void setSession(Session* session);
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
@@ -31,6 +29,7 @@ class OperatorTableModel : public QAbstractTableModel {
 
  private:
   std::shared_ptr<const LoadedModel> model_;
+  Session* session_ = nullptr;
 };
 
 }  // namespace partex::gui

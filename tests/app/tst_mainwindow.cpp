@@ -1,14 +1,97 @@
-// The main window opens a model off the GUI thread and lists its operators; a bad file is refused.
+// The main window: opens a model off the GUI thread, lists its operators and lays the graph out;
+// operators are dragged with real mouse events onto a device of the palette (the plan, the timeline
+// and the makespan change, undo restores them exactly); a drag onto a device that cannot run the
+// operator is refused; number keys and P act on the selection; a bad file is refused.
 #include <QtTest>
 
 #include <QAbstractItemModelTester>
+#include <QLabel>
 #include <QTableView>
+#include <QUndoStack>
 
+#include "graph/devicepalette.h"
+#include "graph/graphscene.h"
+#include "graph/graphview.h"
 #include "gui/mainwindow.h"
 #include "onnx/generator.h"
+#include "session/session.h"
 #include "testutil.h"
 
 using namespace partex;
+using namespace partex::gui;
+
+namespace {
+
+/// Opens `path` on `platform` and waits for the model and the graph layout.
+bool openAndLayOut(MainWindow& w, const QString& path, const QString& platform) {
+  w.setDialogsEnabled(false);
+  w.setPlatform(platform);
+  QSignalSpy loaded(&w, &MainWindow::modelLoaded);
+  QSignalSpy laid(w.graphView(), &GraphView::layoutReady);
+  w.openModel(path);
+  if (!loaded.wait(120000) || !loaded.first().first().toBool()) return false;
+  if (laid.isEmpty() && !laid.wait(120000)) return false;
+  return true;
+}
+
+/// Presses on `op`'s node, moves in steps to the palette entry of `device` and releases there:
+/// the view holds the implicit grab, so every event goes to its viewport (as in real use).
+void dragOpToDevice(MainWindow& w, int op, int device) {
+  GraphView* g = w.graphView();
+  g->centerOnOp(op);
+  const QPoint from = g->viewportPosOfOp(op);
+  const QPoint to = g->viewport()->mapFromGlobal(w.palette()->globalCenterOf(device));
+  QTest::mousePress(g->viewport(), Qt::LeftButton, {}, from);
+  for (int i = 1; i <= 6; ++i) QTest::mouseMove(g->viewport(), from + (to - from) * i / 6);
+  QTest::mouseRelease(g->viewport(), Qt::LeftButton, {}, to);
+}
+
+bool sameTimes(const Timeline& a, const Timeline& b) {
+  if (a.tasks.size() != b.tasks.size() || a.makespan != b.makespan) return false;
+  for (size_t i = 0; i < a.tasks.size(); ++i)
+    if (a.tasks[i].device != b.tasks[i].device || a.tasks[i].start != b.tasks[i].start ||
+        a.tasks[i].end != b.tasks[i].end)
+      return false;
+  return true;
+}
+
+/// An operator and another device that runs it and changes the makespan.
+bool findEffectiveMove(Session& s, int* op, int* device) {
+  for (int v = 0; v < s.numOps(); ++v)
+    for (int d = 0; d < s.numDevices(); ++d) {
+      if (d == s.deviceOf(v) || !s.canMove({v}, d)) continue;
+      auto tl = s.previewMove({v}, d);
+      if (tl && tl->makespan != s.timeline().makespan) {
+        *op = v;
+        *device = d;
+        return true;
+      }
+    }
+  return false;
+}
+
+/// Drags an effective move in `w` and checks the plan and makespan change and undo restores them.
+void checkDragAndUndo(MainWindow& w) {
+  Session* s = w.session();
+  int op = -1, dev = -1;
+  QVERIFY(findEffectiveMove(*s, &op, &dev));
+  const PlanState before = s->state();
+  const Timeline tl0 = s->timeline();
+  const QString label0 = w.makespanLabel()->text();
+  dragOpToDevice(w, op, dev);
+  QCOMPARE(s->deviceOf(op), dev);
+  QCOMPARE(s->undoStack()->count(), 1);
+  QVERIFY(s->timeline().makespan != tl0.makespan);
+  QVERIFY(w.makespanLabel()->text() != label0);
+  QVERIFY(!w.graphView()->dragging());
+  QCOMPARE(w.palette()->paletteModel()->highlight(), -1);
+  s->undoStack()->undo();
+  QVERIFY(s->state() == before);
+  QVERIFY(sameTimes(s->timeline(), tl0));
+  QCOMPARE(w.makespanLabel()->text(), label0);
+}
+
+}  // namespace
 
 class TestMainWindow : public QObject {
   Q_OBJECT
@@ -20,16 +103,137 @@ class TestMainWindow : public QObject {
     GenSpec spec;
     spec.kind = "mobilenetv2";
     QVERIFY(generateModelFile(spec, path).isOk());
-    gui::MainWindow w;
+    MainWindow w;
     w.setDialogsEnabled(false);
-    QSignalSpy spy(&w, &gui::MainWindow::modelLoaded);
+    QSignalSpy spy(&w, &MainWindow::modelLoaded);
     w.openModel(QString::fromStdString(path));
     QVERIFY(spy.wait(60000));
     QCOMPARE(spy.first().first().toBool(), true);
     QVERIFY(w.model());
     QAbstractItemModelTester tester(w.operatorView()->model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QAbstractItemModelTester paletteTester(w.palette()->model(),
+                                           QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QAbstractItemModelTester compareTester(w.compareView()->model(),
+                                           QAbstractItemModelTester::FailureReportingMode::QtTest);
     QCOMPARE(w.operatorView()->model()->rowCount(), static_cast<int>(w.model()->graph.nodes.size()));
     QVERIFY(w.operatorView()->model()->rowCount() > 50);
+    QCOMPARE(w.palette()->model()->rowCount(), 4);  // mobile-soc
+    QTRY_VERIFY_WITH_TIMEOUT(!w.busy(), 120000);
+    QCOMPARE(static_cast<int>(w.graphView()->graphScene()->display().nodes.size()), w.session()->numOps());
+  }
+
+  void dragOntoPaletteMovesAndUndoRestores() {
+    const std::string path = test::tempDir() + "/r18.onnx";
+    GenSpec spec;
+    spec.kind = "resnet18";
+    QVERIFY(generateModelFile(spec, path).isOk());
+    MainWindow w;
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(openAndLayOut(w, QString::fromStdString(path), "mobile-soc"));
+    checkDragAndUndo(w);
+  }
+
+  void dragOfSharedModel() {
+    const std::string path = test::sharedModel("light_resnet50.onnx");
+    if (path.empty() || !QFileInfo::exists(QString::fromStdString(path)))
+      QSKIP("PARTEX_SHARED_MODELS (../shared/models) is absent: the real-model drag test is skipped");
+    MainWindow w;
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(openAndLayOut(w, QString::fromStdString(path), "mobile-soc"));
+    QVERIFY(w.session()->numOps() > 100);
+    checkDragAndUndo(w);
+  }
+
+  void dragOntoIncapableDeviceIsRefused() {
+    // A small BERT: its Softmax cannot run on cpu-npu's NPU (Conv and Relu only).
+    const std::string path = test::tempDir() + "/bert-small.onnx";
+    GenSpec spec;
+    spec.kind = "bert";
+    spec.layers = 1;
+    spec.seqLen = 16;
+    spec.hidden = 64;
+    spec.heads = 2;
+    spec.vocab = 100;
+    QVERIFY(generateModelFile(spec, path).isOk());
+    MainWindow w;
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(openAndLayOut(w, QString::fromStdString(path), "cpu-npu"));
+    Session* s = w.session();
+    int softmax = -1;
+    for (int v = 0; v < s->numOps(); ++v)
+      if (s->table()->taskTypes[static_cast<size_t>(v)] == "Softmax") softmax = v;
+    QVERIFY(softmax >= 0);
+    const int npu = s->platform().findDevice("npu");
+    QVERIFY(npu >= 0 && s->deviceOf(softmax) != npu);
+    const PlanState before = s->state();
+    const double makespan = s->timeline().makespan;
+    QSignalSpy msg(s, &Session::message);
+    dragOpToDevice(w, softmax, npu);
+    QVERIFY(s->state() == before);
+    QCOMPARE(s->timeline().makespan, makespan);
+    QCOMPARE(s->undoStack()->count(), 0);
+    QCOMPARE(msg.count(), 1);
+    QVERIFY2(msg.first().first().toString().contains("Softmax"), qPrintable(msg.first().first().toString()));
+  }
+
+  void keysMoveAndPinTheSelection() {
+    const std::string path = test::tempDir() + "/r18k.onnx";
+    GenSpec spec;
+    spec.kind = "resnet18";
+    QVERIFY(generateModelFile(spec, path).isOk());
+    MainWindow w;
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(openAndLayOut(w, QString::fromStdString(path), "mobile-soc"));
+    QApplication::setActiveWindow(&w);
+    Session* s = w.session();
+    const int op = 4;
+    const int target = s->deviceOf(op) == 0 ? 1 : 0;  // both CPU clusters run everything
+    // Click selects it (press and release without moving is not a drag).
+    GraphView* g = w.graphView();
+    g->centerOnOp(op);
+    QTest::mouseClick(g->viewport(), Qt::LeftButton, {}, g->viewportPosOfOp(op));
+    QCOMPARE(s->selection(), QList<int>{op});
+    g->setFocus();
+    QTest::keyClick(g, static_cast<Qt::Key>(Qt::Key_1 + target));
+    QCOMPARE(s->deviceOf(op), target);
+    QTest::keyClick(g, Qt::Key_P);
+    QVERIFY(s->isPinned(op));
+    QCOMPARE(s->undoStack()->count(), 2);
+    QTest::keyClick(g, Qt::Key_Z, Qt::ControlModifier);
+    QVERIFY(!s->isPinned(op));
+    QTest::keyClick(g, Qt::Key_Z, Qt::ControlModifier | Qt::ShiftModifier);
+    QVERIFY(s->isPinned(op));
+  }
+
+  void bigModelOpensCollapsedAndExpands() {
+    const std::string path = test::tempDir() + "/random3000.onnx";
+    GenSpec spec;
+    spec.kind = "random";
+    spec.nodes = 3000;
+    QVERIFY(generateModelFile(spec, path).isOk());
+    MainWindow w;
+    QVERIFY(openAndLayOut(w, QString::fromStdString(path), "mobile-soc"));
+    GraphScene* sc = w.graphView()->graphScene();
+    QVERIFY(sc->grouped());
+    const size_t groups = sc->display().nodes.size();
+    QCOMPARE(static_cast<int>(groups), sc->grouping().size());
+    QSignalSpy laid(w.graphView(), &GraphView::layoutReady);
+    w.graphView()->expandGroup(2);
+    QVERIFY(laid.wait(120000));
+    QCOMPARE(sc->display().nodes.size(), groups - 1 + sc->grouping().ops[2].size());
+    // Moving a whole group is one undo step.
+    Session* s = w.session();
+    QList<int> ops;
+    for (TaskId v : sc->grouping().ops[5]) ops << v;
+    QVERIFY(s->moveOps(ops, 0).isOk());
+    QCOMPARE(s->undoStack()->count(), 1);
+    // Search finds an operator by name and selects it.
+    QVERIFY(w.graphView()->findNext(QString::fromStdString(s->table()->taskNames[1000])));
+    QCOMPARE(s->selection(), QList<int>{1000});
   }
 
   void badFileIsRefusedWithMessage() {
@@ -38,9 +242,9 @@ class TestMainWindow : public QObject {
     QVERIFY(f.open(QIODevice::WriteOnly));
     f.write("definitely not protobuf");
     f.close();
-    gui::MainWindow w;
+    MainWindow w;
     w.setDialogsEnabled(false);
-    QSignalSpy spy(&w, &gui::MainWindow::modelLoaded);
+    QSignalSpy spy(&w, &MainWindow::modelLoaded);
     w.openModel(QString::fromStdString(path));
     QVERIFY(spy.wait(30000));
     QCOMPARE(spy.first().first().toBool(), false);

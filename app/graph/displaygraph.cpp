@@ -1,0 +1,91 @@
+#include "graph/displaygraph.h"
+
+#include <algorithm>
+#include <map>
+
+namespace partex::gui {
+
+static std::string topScope(const std::string& name) {
+  if (name.empty()) return {};
+  const size_t start = name.front() == '/' ? 1 : 0;
+  const size_t slash = name.find('/', start);
+  return slash == std::string::npos ? std::string() : name.substr(0, slash);
+}
+
+static std::string commonScope(const CostTable& t, const std::vector<TaskId>& ops) {
+  if (ops.empty()) return {};
+  std::string prefix = t.taskNames[static_cast<size_t>(ops.front())];
+  for (TaskId v : ops) {
+    const std::string& n = t.taskNames[static_cast<size_t>(v)];
+    size_t k = 0;
+    while (k < prefix.size() && k < n.size() && prefix[k] == n[k]) ++k;
+    prefix.resize(k);
+  }
+  const size_t slash = prefix.rfind('/');
+  return slash == std::string::npos || slash == 0 ? std::string() : prefix.substr(0, slash);
+}
+
+Grouping groupOperators(const CostTable& t, int maxGroup) {
+  Grouping g;
+  maxGroup = std::max(1, maxGroup);
+  g.groupOf.assign(static_cast<size_t>(t.numTasks()), 0);
+  std::vector<TaskId> cur;
+  std::string curScope;
+  auto flush = [&] {
+    if (cur.empty()) return;
+    const int id = g.size();
+    std::string name = commonScope(t, cur);
+    const std::string range = "ops " + std::to_string(cur.front()) + "-" + std::to_string(cur.back());
+    g.names.push_back(name.empty() ? range : name + " (" + range + ")");
+    for (TaskId v : cur) g.groupOf[static_cast<size_t>(v)] = id;
+    g.ops.push_back(std::move(cur));
+    cur.clear();
+  };
+  for (TaskId v : t.topoOrder()) {
+    const std::string scope = topScope(t.taskNames[static_cast<size_t>(v)]);
+    if (static_cast<int>(cur.size()) >= maxGroup ||
+        (scope != curScope && static_cast<int>(cur.size()) >= maxGroup / 4 && !cur.empty()))
+      flush();
+    if (cur.empty()) curScope = scope;
+    cur.push_back(v);
+  }
+  flush();
+  return g;
+}
+
+DisplayGraph buildDisplayGraph(const CostTable& t, const Grouping* grouping, const std::vector<uint8_t>& expanded) {
+  DisplayGraph d;
+  const int n = t.numTasks();
+  d.nodeOfOp.assign(static_cast<size_t>(n), -1);
+  if (!grouping) {
+    for (TaskId v = 0; v < n; ++v) {
+      d.nodeOfOp[static_cast<size_t>(v)] = static_cast<int>(d.nodes.size());
+      d.nodes.push_back({v, -1});
+    }
+  } else {
+    for (int gi = 0; gi < grouping->size(); ++gi) {
+      const bool open = static_cast<size_t>(gi) < expanded.size() && expanded[static_cast<size_t>(gi)];
+      if (open) {
+        for (TaskId v : grouping->ops[static_cast<size_t>(gi)]) {
+          d.nodeOfOp[static_cast<size_t>(v)] = static_cast<int>(d.nodes.size());
+          d.nodes.push_back({v, -1});
+        }
+      } else {
+        const int node = static_cast<int>(d.nodes.size());
+        d.nodes.push_back({-1, gi});
+        for (TaskId v : grouping->ops[static_cast<size_t>(gi)]) d.nodeOfOp[static_cast<size_t>(v)] = node;
+      }
+    }
+  }
+  std::map<std::pair<int, int>, size_t> index;
+  for (size_t e = 0; e < t.edges.size(); ++e) {
+    const int a = d.nodeOfOp[static_cast<size_t>(t.edges[e].src)], b = d.nodeOfOp[static_cast<size_t>(t.edges[e].dst)];
+    if (a < 0 || b < 0 || a == b) continue;
+    auto [it, fresh] = index.try_emplace({a, b}, d.edges.size());
+    if (fresh) d.edges.push_back({a, b, {}});
+    d.edges[it->second].costEdges.push_back(static_cast<int32_t>(e));
+  }
+  return d;
+}
+
+}  // namespace partex::gui

@@ -1,0 +1,49 @@
+#pragma once
+/// \file What the graph view shows: operators, or for big models groups of operators (name scopes
+/// cut into contiguous chunks of the topological order) that expand on demand, and the edges
+/// between them. Plain data built from the cost table, independent of Qt items and of Graphviz.
+
+#include <string>
+#include <vector>
+
+#include "cost/costtable.h"
+
+namespace partex::gui {
+
+/// Operators cut into groups.
+struct Grouping {
+  std::vector<std::string> names;        ///< Per group: common name scope, or "ops a-b".
+  std::vector<std::vector<TaskId>> ops;  ///< Per group: its operators, in topological order.
+  std::vector<int> groupOf;              ///< Per operator: its group.
+  int size() const { return static_cast<int>(names.size()); }
+};
+
+/// Groups of at most `maxGroup` operators, contiguous in topological order; a group also ends
+/// where the top-level name scope changes (when it already holds a quarter of `maxGroup`), so
+/// that groups follow the model's blocks where the names have scopes ("layer3/conv2").
+Grouping groupOperators(const CostTable& t, int maxGroup);
+
+/// A node of the display graph: one operator, or one collapsed group.
+struct DisplayNode {
+  int op = -1;     ///< Operator, or -1.
+  int group = -1;  ///< Collapsed group, or -1.
+};
+
+/// An edge of the display graph: every cost-table edge between the two display nodes.
+struct DisplayEdge {
+  int src = 0;  ///< Display node.
+  int dst = 0;
+  std::vector<int32_t> costEdges;  ///< Indexes into CostTable::edges.
+};
+
+struct DisplayGraph {
+  std::vector<DisplayNode> nodes;
+  std::vector<DisplayEdge> edges;
+  std::vector<int> nodeOfOp;  ///< Per operator: the display node showing it (itself or its group).
+};
+
+/// Builds the display graph: every operator when `grouping` is null, otherwise one node per
+/// collapsed group and one per operator of an expanded group (`expanded` is per group).
+DisplayGraph buildDisplayGraph(const CostTable& t, const Grouping* grouping, const std::vector<uint8_t>& expanded);
+
+}  // namespace partex::gui

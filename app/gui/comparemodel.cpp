@@ -1,0 +1,68 @@
+#include "gui/comparemodel.h"
+
+namespace partex::gui {
+
+CompareModel::CompareModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+void CompareModel::setRows(const QList<CompareRow>& rows) {
+  beginResetModel();
+  rows_ = rows;
+  endResetModel();
+}
+
+int CompareModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(rows_.size());
+}
+int CompareModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : ColumnCount;
+}
+
+QVariant CompareModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || index.row() < 0 || index.row() >= rows_.size()) return {};
+  const CompareRow& r = rows_[index.row()];
+  const bool failed = !r.error.isEmpty();
+  if (role == Qt::TextAlignmentRole)
+    return index.column() == Algorithm ? QVariant()
+                                       : QVariant::fromValue(Qt::Alignment(Qt::AlignRight | Qt::AlignVCenter));
+  if (role == Qt::ToolTipRole) return failed ? r.error : r.title;
+  if (role == Qt::UserRole) {
+    switch (index.column()) {
+      case Algorithm:
+        return r.title;
+      case Makespan:
+        return r.makespanUs;
+      case Speedup:
+        return r.speedup;
+      case Ratio:
+        return r.ratioToBound;
+      case SchedMs:
+        return r.schedMs;
+      default:
+        return {};
+    }
+  }
+  if (role != Qt::DisplayRole) return {};
+  switch (index.column()) {
+    case Algorithm:
+      return r.title.isEmpty() ? r.algorithm : r.title;
+    case Makespan:
+      return failed ? tr("failed: %1").arg(r.error) : QString::number(r.makespanUs, 'f', 1);
+    case Speedup:
+      return failed || r.speedup <= 0 ? QString() : QStringLiteral("%1x").arg(r.speedup, 0, 'f', 2);
+    case Ratio:
+      return failed || r.ratioToBound <= 0 ? QString() : QString::number(r.ratioToBound, 'f', 3);
+    case SchedMs:
+      return QString::number(r.schedMs, 'f', 1);
+    default:
+      return {};
+  }
+}
+
+QVariant CompareModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
+    return QAbstractTableModel::headerData(section, orientation, role);
+  static const char* names[ColumnCount] = {"Algorithm", "Makespan (us)", "Speed-up", "/ lower bound", "Sched (ms)"};
+  return section >= 0 && section < ColumnCount ? tr(names[section]) : QVariant();
+}
+
+}  // namespace partex::gui

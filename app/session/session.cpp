@@ -1,0 +1,646 @@
+#include "session/session.h"
+
+#include <QElapsedTimer>
+#include <QFileInfo>
+#include <QMetaObject>
+#include <QPointer>
+#include <QUndoStack>
+#include <QtConcurrent/QtConcurrentRun>
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include "session/commands.h"
+#include "session/palette.h"
+
+namespace partex::gui {
+
+bool PlanState::operator==(const PlanState& o) const {
+  return plan.device == o.plan.device && plan.order == o.plan.order && pinned == o.pinned && manual == o.manual &&
+         algorithm == o.algorithm && schedulerMakespan == o.schedulerMakespan;
+}
+
+/// Everything on one device in topological order: the plan of last resort.
+static Plan singleDevicePlan(const CostTable& t, DeviceId d) {
+  Plan p;
+  p.device.assign(static_cast<size_t>(t.numTasks()), d);
+  p.order.assign(static_cast<size_t>(t.numDevices()), {});
+  p.order[static_cast<size_t>(d)] = t.topoOrder();
+  p.algorithm = "single";
+  return p;
+}
+
+Result<Prepared> prepareSession(std::shared_ptr<const LoadedModel> model, const std::string& platformNameOrPath) {
+  if (!model) return makeError("no model loaded");
+  auto platform = loadPlatform(platformNameOrPath);
+  if (!platform) return makeError("platform ", platformNameOrPath, ": ", platform.message());
+  auto table = buildCostTable(model->graph, model->work, *platform);
+  if (!table)
+    return makeError(QFileInfo(QString::fromStdString(model->path)).fileName().toStdString(), ": ", table.message());
+  Prepared p;
+  p.model = std::move(model);
+  p.platformName = platformNameOrPath;
+  p.platform = std::move(platform).value();
+  p.table = std::make_shared<const CostTable>(std::move(table).value());
+  const CostTable& t = *p.table;
+  p.state.manual.assign(static_cast<size_t>(t.numTasks()), 0);
+  // The initial plan is HEFT's: quick on any size, and a sensible partition to start editing from.
+  Result<Plan> plan = makeError("no scheduler");
+  if (const Scheduler* heft = findScheduler("heft")) plan = heft->schedule(t, {}, SchedOptions{});
+  Result<Timeline> tl = makeError("no plan");
+  if (plan) tl = simulate(t, *plan);
+  if (plan && tl) {
+    p.state.plan = std::move(plan).value();
+    p.state.algorithm = "heft";
+  } else {
+    // HEFT failed (it should not): fall back to the first device that runs everything.
+    for (DeviceId d = 0; d < t.numDevices() && !tl; ++d) {
+      bool all = true;
+      for (TaskId v = 0; v < t.numTasks() && all; ++v) all = t.canRun(v, d);
+      if (!all) continue;
+      p.state.plan = singleDevicePlan(t, d);
+      tl = simulate(t, p.state.plan);
+      p.state.algorithm = "single";
+    }
+    if (!tl) return makeError("no initial plan: ", tl.message());
+  }
+  p.timeline = std::move(tl).value();
+  p.state.schedulerMakespan = p.timeline.makespan;
+  return p;
+}
+
+CriticalPath criticalPath(const CostTable& t, const Plan& plan, const Timeline& tl) {
+  CriticalPath cp;
+  const int n = t.numTasks();
+  cp.task.assign(static_cast<size_t>(n), 0);
+  cp.edge.assign(t.edges.size(), 0);
+  if (n == 0 || tl.tasks.size() != static_cast<size_t>(n) || plan.device.size() != static_cast<size_t>(n)) return cp;
+  // Previous task on the same device, and when each tensor reached each device.
+  std::vector<TaskId> prev(static_cast<size_t>(n), -1);
+  for (const auto& order : plan.order)
+    for (size_t i = 1; i < order.size(); ++i) prev[static_cast<size_t>(order[i])] = order[i - 1];
+  std::map<std::pair<TaskId, DeviceId>, double> arrival;
+  for (const auto& x : tl.transfers) {
+    if (x.src < 0) continue;
+    auto key = std::make_pair(x.src, x.to);
+    auto it = arrival.find(key);
+    if (it == arrival.end() || x.end < it->second) arrival[key] = x.end;
+  }
+  TaskId v = 0;
+  for (TaskId u = 1; u < n; ++u)
+    if (tl.tasks[static_cast<size_t>(u)].end > tl.tasks[static_cast<size_t>(v)].end) v = u;
+  std::vector<uint8_t> seen(static_cast<size_t>(n), 0);
+  while (v >= 0 && !seen[static_cast<size_t>(v)]) {
+    seen[static_cast<size_t>(v)] = 1;
+    cp.task[static_cast<size_t>(v)] = 1;
+    const auto& slot = tl.tasks[static_cast<size_t>(v)];
+    double best = -1;
+    TaskId next = -1;
+    int32_t nextEdge = -1;
+    if (TaskId p = prev[static_cast<size_t>(v)]; p >= 0) {
+      best = tl.tasks[static_cast<size_t>(p)].end;
+      next = p;
+    }
+    for (int32_t e : t.inEdges[static_cast<size_t>(v)]) {
+      const TaskId u = t.edges[static_cast<size_t>(e)].src;
+      double ready = tl.tasks[static_cast<size_t>(u)].end;
+      if (tl.tasks[static_cast<size_t>(u)].device != slot.device) {
+        auto it = arrival.find({u, slot.device});
+        ready =
+            it != arrival.end() ? it->second : ready + t.comm(e, tl.tasks[static_cast<size_t>(u)].device, slot.device);
+      }
+      if (ready > best + 1e-9) {
+        best = ready;
+        next = u;
+        nextEdge = e;
+      }
+    }
+    if (nextEdge >= 0) cp.edge[static_cast<size_t>(nextEdge)] = 1;
+    v = next;
+  }
+  return cp;
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+/// A scheduler run's result, built on the worker.
+struct Session::SchedOutcome {
+  int generation = 0;
+  QString algorithm;
+  bool respectPins = true;
+  Result<Plan> plan = makeError("not run");
+  double ms = 0;
+  std::vector<std::string> notes;
+};
+
+Session::Session(QObject* parent) : QObject(parent) {
+  undo_ = new QUndoStack(this);
+  prepWatcher_ = new QFutureWatcher<Result<Prepared>>(this);
+  connect(prepWatcher_, &QFutureWatcherBase::finished, this, &Session::onPrepared);
+  schedWatcher_ = new QFutureWatcher<std::shared_ptr<SchedOutcome>>(this);
+  connect(schedWatcher_, &QFutureWatcherBase::finished, this, &Session::onScheduled);
+  compareWatcher_ = new QFutureWatcher<QList<CompareRow>>(this);
+  connect(compareWatcher_, &QFutureWatcherBase::finished, this, &Session::onCompared);
+}
+
+Session::~Session() {
+  if (schedCancel_) schedCancel_->store(true);
+  if (compareCancel_) compareCancel_->store(true);
+  prepWatcher_->waitForFinished();
+  schedWatcher_->waitForFinished();
+  compareWatcher_->waitForFinished();
+  undo_->clear();  // commands point at this session
+}
+
+void Session::open(const QString& path, const QStringList& dims) {
+  emit loadStarted(tr("Loading %1...").arg(QFileInfo(path).fileName()));
+  startPrepare(nullptr, path, dims);
+}
+
+void Session::setPlatform(const QString& nameOrPath) {
+  if (nameOrPath.toStdString() == platformName_ && hasModel()) return;
+  if (!model_) {
+    platformName_ = nameOrPath.toStdString();
+    return;
+  }
+  emit loadStarted(tr("Building the cost table on %1...").arg(nameOrPath));
+  startPrepare(model_, QString(), {}, nameOrPath);
+}
+
+void Session::startPrepare(std::shared_ptr<const LoadedModel> model, const QString& path, const QStringList& dims,
+                           const QString& platform) {
+  const int gen = ++prepGeneration_;
+  prepPending_ = true;
+  std::vector<std::string> d;
+  for (const auto& s : dims) d.push_back(s.toStdString());
+  const std::string plat = platform.isEmpty() ? platformName_ : platform.toStdString();
+  const std::string file = path.toStdString();
+  // The generation travels with the result so that a superseded job's result is dropped.
+  prepWatcher_->setFuture(QtConcurrent::run([model, file, d, plat, gen]() -> Result<Prepared> {
+    std::shared_ptr<const LoadedModel> m = model;
+    if (!m) {
+      auto loaded = loadModel(file, d);
+      if (!loaded) return Error{loaded.message()};
+      m = loaded.value();
+    }
+    auto p = prepareSession(m, plat);
+    if (p) p->generation = gen;
+    return p;
+  }));
+}
+
+bool Session::loading() const {
+  return prepPending_;
+}
+
+void Session::waitForJobs() {
+  prepWatcher_->waitForFinished();
+  schedWatcher_->waitForFinished();
+  compareWatcher_->waitForFinished();
+}
+
+void Session::onPrepared() {
+  auto result = prepWatcher_->result();
+  prepPending_ = false;
+  if (!result) {
+    emit loadFailed(QString::fromStdString(result.message()));
+    return;
+  }
+  if (result->generation != prepGeneration_) {
+    prepPending_ = true;  // the newer job is still running
+    return;
+  }
+  install(std::move(result).value());
+}
+
+void Session::install(Prepared p) {
+  // Stop whatever ran on the old table: its plan would not fit the new one.
+  if (schedCancel_) schedCancel_->store(true);
+  if (compareCancel_) compareCancel_->store(true);
+  ++schedGeneration_;  // a running scheduler's result is dropped when it arrives
+  schedPending_ = false;
+  undo_->clear();
+  sim_.reset();
+  preview_.reset();
+  model_ = std::move(p.model);
+  platformName_ = p.platformName;
+  platform_ = std::move(p.platform);
+  table_ = std::move(p.table);
+  sim_ = std::make_unique<Simulator>(*table_);
+  preview_ = std::make_unique<Simulator>(*table_);
+  topoPos_.assign(static_cast<size_t>(table_->numTasks()), 0);
+  const auto topo = table_->topoOrder();
+  for (size_t i = 0; i < topo.size(); ++i) topoPos_[static_cast<size_t>(topo[i])] = static_cast<int>(i);
+  lowerBound_ = lowerBound(*table_);
+  selection_.clear();
+  state_ = std::move(p.state);
+  // Run once through the session's simulator so that its incremental move() knows the plan.
+  auto tl = sim_->run(state_.plan);
+  timeline_ = tl ? std::move(tl).value() : std::move(p.timeline);
+  refreshDerived();
+  emit modelChanged();
+  emit selectionChanged(selection_);
+  emit planChanged(timeline_);
+}
+
+void Session::refreshDerived() {
+  if (!table_) return;
+  critical_ = criticalPath(*table_, state_.plan, timeline_);
+}
+
+DeviceId Session::deviceOf(int op) const {
+  if (op < 0 || static_cast<size_t>(op) >= state_.plan.device.size()) return -1;
+  return state_.plan.device[static_cast<size_t>(op)];
+}
+
+bool Session::isManual(int op) const {
+  return op >= 0 && static_cast<size_t>(op) < state_.manual.size() && state_.manual[static_cast<size_t>(op)];
+}
+
+Constraints Session::constraints() const {
+  Constraints c;
+  c.pinned = state_.pinned;
+  return c;
+}
+
+std::vector<QColor> Session::deviceColors() const {
+  std::vector<QColor> c;
+  for (int d = 0; d < static_cast<int>(platform_.devices.size()); ++d)
+    c.push_back(gui::deviceColor(d, platform_.devices[static_cast<size_t>(d)].color));
+  return c;
+}
+
+QColor Session::deviceColor(int device) const {
+  if (device < 0 || device >= static_cast<int>(platform_.devices.size())) return QColor(Qt::lightGray);
+  return gui::deviceColor(device, platform_.devices[static_cast<size_t>(device)].color);
+}
+
+QString Session::deviceLabel(int device) const {
+  if (!table_ || device < 0 || device >= table_->numDevices()) return tr("device %1").arg(device);
+  return QString::fromStdString(table_->deviceIds[static_cast<size_t>(device)]);
+}
+
+QString Session::opLabel(int op) const {
+  return QStringLiteral("'%1' (%2)")
+      .arg(QString::fromStdString(table_->taskNames[static_cast<size_t>(op)]),
+           QString::fromStdString(table_->taskTypes[static_cast<size_t>(op)]));
+}
+
+Status Session::canMove(const QList<int>& ops, int device) const {
+  if (!table_) return makeError("no model loaded");
+  if (device < 0 || device >= table_->numDevices())
+    return makeError("no device ", std::to_string(device + 1), " on ", platform_.name, " (it has ",
+                     std::to_string(table_->numDevices()), ")");
+  if (ops.isEmpty()) return makeError("no operator selected");
+  const std::string dev = table_->deviceIds[static_cast<size_t>(device)];
+  for (int op : ops) {
+    if (op < 0 || op >= table_->numTasks()) return makeError("no operator with index ", std::to_string(op));
+    auto pin = state_.pinned.find(op);
+    if (pin != state_.pinned.end() && pin->second != device)
+      return makeError(opLabel(op).toStdString(), " is pinned to '",
+                       table_->deviceIds[static_cast<size_t>(pin->second)], "': unpin it first (P)");
+    if (!table_->canRun(op, device)) {
+      std::string reason;
+      const bool modelled = model_ && static_cast<size_t>(device) < platform_.devices.size() &&
+                            static_cast<size_t>(op) < model_->graph.nodes.size();
+      if (modelled && !deviceSupports(platform_.devices[static_cast<size_t>(device)], model_->graph, op, &reason))
+        return makeError("'", dev, "' cannot run ", opLabel(op).toStdString(), ": ", reason);
+      return makeError("'", dev, "' cannot run ", opLabel(op).toStdString(), ": it has no cost for it");
+    }
+  }
+  return {};
+}
+
+/// Moves `ops` in `plan` to `device`, inserting each into the device order by its start time in
+/// `tl` (ties by topological position), as Simulator::move does for one operator: all device
+/// orders stay subsequences of one topological order, so the plan cannot deadlock.
+static void insertByStart(Plan& plan, const std::vector<int>& ops, DeviceId device, const Timeline& tl,
+                          const std::vector<int>& topoPos) {
+  auto before = [&](TaskId a, TaskId b) {
+    const double sa = tl.tasks[static_cast<size_t>(a)].start, sb = tl.tasks[static_cast<size_t>(b)].start;
+    if (sa != sb) return sa < sb;
+    return topoPos[static_cast<size_t>(a)] < topoPos[static_cast<size_t>(b)];
+  };
+  std::vector<int> moving = ops;
+  std::sort(moving.begin(), moving.end(), before);
+  std::set<int> set(moving.begin(), moving.end());
+  for (auto& order : plan.order)
+    order.erase(std::remove_if(order.begin(), order.end(), [&](TaskId x) { return set.count(x) != 0; }), order.end());
+  auto& to = plan.order[static_cast<size_t>(device)];
+  for (int v : moving) {
+    plan.device[static_cast<size_t>(v)] = device;
+    to.insert(std::find_if(to.begin(), to.end(), [&](TaskId x) { return before(v, x); }), v);
+  }
+  plan.algorithm = "manual";
+}
+
+Status Session::moveOps(const QList<int>& ops, int device) {
+  if (auto st = canMove(ops, device); !st) {
+    emit message(tr("Move refused: %1").arg(QString::fromStdString(st.message())));
+    return st;
+  }
+  std::vector<int> changing;
+  for (int op : ops)
+    if (deviceOf(op) != device && std::find(changing.begin(), changing.end(), op) == changing.end())
+      changing.push_back(op);
+  if (changing.empty()) return {};  // nothing changes: no undo step
+  PlanState after = state_;
+  Result<Timeline> tl = makeError("not simulated");
+  if (changing.size() == 1) {
+    tl = sim_->move(after.plan, changing.front(), device);
+  } else {
+    insertByStart(after.plan, changing, device, timeline_, topoPos_);
+    tl = sim_->run(after.plan);
+    if (!tl) {
+      orderByUpwardRank(*table_, after.plan);
+      tl = sim_->run(after.plan);
+    }
+  }
+  if (!tl) {
+    (void)sim_->run(state_.plan);  // keep the simulator on the current plan
+    emit message(tr("Move refused: %1").arg(QString::fromStdString(tl.message())));
+    return tl.status();
+  }
+  fillPeakBytes(*table_, *tl);
+  for (int op : changing) after.manual[static_cast<size_t>(op)] = 1;
+  QList<int> sortedOps(changing.begin(), changing.end());
+  undo_->push(new MoveOpsCommand(this, sortedOps, device, state_, std::move(after), std::move(tl).value()));
+  return {};
+}
+
+Result<Timeline> Session::previewMove(const QList<int>& ops, int device) {
+  if (auto st = canMove(ops, device); !st) return Error{st.message()};
+  Plan p = state_.plan;
+  std::vector<int> changing;
+  for (int op : ops)
+    if (deviceOf(op) != device) changing.push_back(op);
+  if (changing.empty()) return timeline_;
+  insertByStart(p, changing, device, timeline_, topoPos_);
+  auto tl = preview_->run(p);
+  if (!tl) {
+    orderByUpwardRank(*table_, p);
+    tl = preview_->run(p);
+  }
+  return tl;
+}
+
+Status Session::setPinned(const QList<int>& ops, bool pinned) {
+  if (!table_) return makeError("no model loaded");
+  PlanState after = state_;
+  for (int op : ops) {
+    if (op < 0 || op >= table_->numTasks()) return makeError("no operator with index ", std::to_string(op));
+    if (pinned)
+      after.pinned[op] = deviceOf(op);
+    else
+      after.pinned.erase(op);
+  }
+  if (after == state_) return {};
+  const QString what =
+      ops.size() == 1
+          ? QStringLiteral("'%1'").arg(QString::fromStdString(table_->taskNames[static_cast<size_t>(ops.first())]))
+          : tr("%1 operators").arg(ops.size());
+  undo_->push(new PlanCommand(this, state_, std::move(after),
+                              pinned ? tr("Pin %1").arg(what) : tr("Unpin %1").arg(what), timeline_));
+  return {};
+}
+
+void Session::applyState(const PlanState& s, const Timeline* tl) {
+  if (!sim_) return;
+  const bool samePlan = s.plan.device == state_.plan.device && s.plan.order == state_.plan.order;
+  state_ = s;
+  if (tl) {
+    timeline_ = *tl;
+  } else if (!samePlan || timeline_.tasks.empty()) {
+    auto r = sim_->run(state_.plan);
+    if (!r) {
+      emit message(tr("Cannot simulate the plan: %1").arg(QString::fromStdString(r.message())));
+      return;
+    }
+    timeline_ = std::move(r).value();
+  }
+  refreshDerived();
+  emit planChanged(timeline_);
+}
+
+void Session::setSelection(const QList<int>& ops) {
+  QList<int> s = ops;
+  std::sort(s.begin(), s.end());
+  s.erase(std::unique(s.begin(), s.end()), s.end());
+  if (table_) s.removeIf([this](int op) { return op < 0 || op >= table_->numTasks(); });
+  if (s == selection_) return;
+  selection_ = s;
+  emit selectionChanged(selection_);
+}
+
+QStringList Session::placementReasons(int op) const {
+  QStringList r;
+  if (!table_ || op < 0 || op >= table_->numTasks()) return r;
+  const DeviceId d = deviceOf(op);
+  if (isPinned(op)) r << tr("pinned to %1 by you").arg(deviceLabel(state_.pinned.at(op)));
+  if (isManual(op)) r << tr("moved here by hand");
+  int capable = 0;
+  DeviceId cheapest = -1;
+  for (DeviceId k = 0; k < table_->numDevices(); ++k) {
+    if (!table_->canRun(op, k)) continue;
+    ++capable;
+    if (cheapest < 0 || table_->w(op, k) < table_->w(op, cheapest)) cheapest = k;
+  }
+  if (capable == 1)
+    r << tr("only %1 can run it").arg(deviceLabel(d));
+  else if (cheapest == d)
+    r << tr("%1 runs it fastest").arg(deviceLabel(d));
+  else if (cheapest >= 0)
+    r << tr("not the fastest device (%1 is: %2 us vs %3 us): placed here to overlap work or save transfers")
+             .arg(deviceLabel(cheapest))
+             .arg(table_->w(op, cheapest), 0, 'f', 1)
+             .arg(table_->w(op, d), 0, 'f', 1);
+  if (!isManual(op) && !state_.algorithm.empty()) {
+    const Scheduler* s = findScheduler(state_.algorithm);
+    r << tr("chosen by %1").arg(s ? QString::fromStdString(s->title()) : QString::fromStdString(state_.algorithm));
+  }
+  if (static_cast<size_t>(op) < critical_.task.size() && critical_.task[static_cast<size_t>(op)])
+    r << tr("on the critical path: making it faster shortens the makespan");
+  return r;
+}
+
+// --- Scheduling --------------------------------------------------------------------------------
+
+/// Posts progress from a worker to the session, at most every 50 ms.
+static std::function<void(double, const std::string&)> throttledProgress(QPointer<Session> s) {
+  auto last = std::make_shared<std::chrono::steady_clock::time_point>();
+  return [s, last](double f, const std::string& what) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - *last < std::chrono::milliseconds(50) && f < 1.0) return;
+    *last = now;
+    if (!s) return;
+    QString w = QString::fromStdString(what);
+    QMetaObject::invokeMethod(
+        s.data(),
+        [s, f, w] {
+          if (s) emit s->schedulerProgress(f, w);
+        },
+        Qt::QueuedConnection);
+  };
+}
+
+void Session::runScheduler(const QString& algorithm, bool respectPins, double timeLimitSec) {
+  if (!table_) {
+    emit schedulerFinished(false, tr("No model loaded"));
+    return;
+  }
+  const Scheduler* sched = findScheduler(algorithm.toStdString());
+  if (!sched) {
+    emit schedulerFinished(false, tr("Unknown scheduler '%1'").arg(algorithm));
+    return;
+  }
+  if (schedCancel_) schedCancel_->store(true);  // the newest job wins
+  auto cancel = std::make_shared<std::atomic<bool>>(false);
+  schedCancel_ = cancel;
+  const int gen = ++schedGeneration_;
+  schedPending_ = true;
+  auto table = table_;
+  Constraints c;
+  if (respectPins) c = constraints();
+  SchedOptions o;
+  o.timeLimitSec = timeLimitSec;
+  o.cancel = cancel.get();
+  o.progress = throttledProgress(QPointer<Session>(this));
+  emit schedulerStarted(QString::fromStdString(sched->title()));
+  schedWatcher_->setFuture(QtConcurrent::run([sched, table, c, o, cancel, gen, algorithm, respectPins] {
+    auto out = std::make_shared<SchedOutcome>();
+    out->generation = gen;
+    out->algorithm = algorithm;
+    out->respectPins = respectPins;
+    QElapsedTimer timer;
+    timer.start();
+    SchedInfo info;
+    out->plan = sched->schedule(*table, c, o, &info);
+    out->ms = static_cast<double>(timer.nsecsElapsed()) / 1e6;
+    out->notes = info.notes;
+    return out;
+  }));
+}
+
+void Session::cancelScheduler() {
+  if (schedCancel_) schedCancel_->store(true);
+  if (compareCancel_) compareCancel_->store(true);
+}
+
+bool Session::schedulerRunning() const {
+  return schedPending_ || comparePending_;
+}
+
+void Session::onScheduled() {
+  auto out = schedWatcher_->result();
+  if (!out || out->generation != schedGeneration_) return;  // superseded
+  schedPending_ = false;
+  const bool cancelled = schedCancel_ && schedCancel_->load();
+  if (!out->plan) {
+    emit schedulerFinished(false, cancelled ? tr("Cancelled") : QString::fromStdString(out->plan.message()));
+    return;
+  }
+  if (cancelled) {
+    emit schedulerFinished(false, tr("Cancelled"));
+    return;
+  }
+  PlanState after = state_;
+  after.plan = std::move(out->plan).value();
+  auto tl = sim_->run(after.plan);
+  if (!tl) {
+    (void)sim_->run(state_.plan);
+    emit schedulerFinished(
+        false, tr("The plan of %1 does not simulate: %2").arg(out->algorithm, QString::fromStdString(tl.message())));
+    return;
+  }
+  after.manual.assign(static_cast<size_t>(table_->numTasks()), 0);
+  after.algorithm = out->algorithm.toStdString();
+  after.schedulerMakespan = tl->makespan;
+  if (!out->respectPins) after.pinned.clear();
+  const Scheduler* s = findScheduler(after.algorithm);
+  const QString title = s ? QString::fromStdString(s->title()) : out->algorithm;
+  QString note = tr("%1: makespan %2 us in %3 ms").arg(title).arg(tl->makespan, 0, 'f', 1).arg(out->ms, 0, 'f', 0);
+  for (const auto& n : out->notes) note += QStringLiteral("; ") + QString::fromStdString(n);
+  if (!(after == state_))
+    undo_->push(
+        new PlanCommand(this, state_, std::move(after), tr("Schedule with %1").arg(title), std::move(tl).value()));
+  emit schedulerFinished(true, note);
+}
+
+void Session::runCompare(const QStringList& algorithms, double timeLimitSec) {
+  if (!table_) {
+    emit compareFinished({});
+    return;
+  }
+  if (compareCancel_) compareCancel_->store(true);
+  auto cancel = std::make_shared<std::atomic<bool>>(false);
+  compareCancel_ = cancel;
+  comparePending_ = true;
+  auto table = table_;
+  std::vector<std::string> algos;
+  for (const auto& a : algorithms) algos.push_back(a.toStdString());
+  SchedOptions o;
+  o.timeLimitSec = timeLimitSec;
+  o.cancel = cancel.get();
+  emit schedulerStarted(tr("Comparing %1 algorithms").arg(algorithms.size()));
+  QPointer<Session> self(this);
+  compareWatcher_->setFuture(QtConcurrent::run([table, algos, o, cancel, self] {
+    QList<CompareRow> rows;
+    const CostTable& t = *table;
+    double bestSingle = kInf;
+    for (DeviceId d = 0; d < t.numDevices(); ++d) {
+      bool all = true;
+      for (TaskId v = 0; v < t.numTasks() && all; ++v) all = t.canRun(v, d);
+      if (!all) continue;
+      auto tl = simulate(t, singleDevicePlan(t, d));
+      if (tl) bestSingle = std::min(bestSingle, tl->makespan);
+    }
+    const double lb = lowerBound(t);
+    for (size_t i = 0; i < algos.size() && !cancel->load(); ++i) {
+      CompareRow row;
+      row.algorithm = QString::fromStdString(algos[i]);
+      const Scheduler* s = findScheduler(algos[i]);
+      if (!s) {
+        row.error = QStringLiteral("unknown scheduler");
+        rows << row;
+        continue;
+      }
+      row.title = QString::fromStdString(s->title());
+      const double f0 = static_cast<double>(i) / static_cast<double>(algos.size());
+      const QString what = row.title;
+      if (self)
+        QMetaObject::invokeMethod(
+            self.data(),
+            [self, f0, what] {
+              if (self) emit self->schedulerProgress(f0, what);
+            },
+            Qt::QueuedConnection);
+      QElapsedTimer timer;
+      timer.start();
+      auto plan = s->schedule(t, {}, o);
+      row.schedMs = static_cast<double>(timer.nsecsElapsed()) / 1e6;
+      if (!plan) {
+        row.error = QString::fromStdString(plan.message());
+      } else if (auto tl = simulate(t, *plan); !tl) {
+        row.error = QString::fromStdString(tl.message());
+      } else {
+        row.makespanUs = tl->makespan;
+        row.speedup = bestSingle < kInf && tl->makespan > 0 ? bestSingle / tl->makespan : 0;
+        row.ratioToBound = lb > 0 ? tl->makespan / lb : 0;
+      }
+      rows << row;
+    }
+    return rows;
+  }));
+}
+
+void Session::onCompared() {
+  comparePending_ = false;
+  const bool cancelled = compareCancel_ && compareCancel_->load();
+  auto rows = compareWatcher_->result();
+  emit schedulerFinished(!cancelled,
+                         cancelled ? tr("Comparison cancelled") : tr("Compared %1 algorithms").arg(rows.size()));
+  emit compareFinished(rows);
+}
+
+}  // namespace partex::gui

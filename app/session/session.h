@@ -1,0 +1,209 @@
+#pragma once
+/// \file The session: one loaded model on one platform, its cost table, the current plan and its
+/// simulated timeline, the user's pins, and an undo stack over every change of the plan. Views
+/// (graph, palette, Gantt, inspector) read from it and react to its signals; nothing else edits the
+/// plan. Heavy work (import, cost table, schedulers) runs on worker threads; the newest job wins.
+
+#include <QColor>
+#include <QFutureWatcher>
+#include <QList>
+#include <QObject>
+#include <QString>
+#include <QStringList>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cost/costtable.h"
+#include "platform/platform.h"
+#include "sched/scheduler.h"
+#include "session/loadedmodel.h"
+#include "sim/plan.h"
+#include "sim/simulator.h"
+#include "support/result.h"
+
+class QUndoStack;
+
+namespace partex::gui {
+
+/// The undoable part of a session: the plan, the pins, which operators were placed by hand since
+/// the last scheduler plan, and that scheduler's name and makespan (the reference for "change
+/// against the last scheduler plan"). Undo restores exactly this.
+struct PlanState {
+  Plan plan;
+  std::map<TaskId, DeviceId> pinned;
+  std::vector<uint8_t> manual;   ///< Per task: 1 when moved by hand after `algorithm` placed it.
+  std::string algorithm;         ///< Scheduler that made the base plan ("" when none).
+  double schedulerMakespan = 0;  ///< Its simulated makespan.
+  bool operator==(const PlanState& o) const;
+};
+
+/// What a model or platform change installs, built off the GUI thread by prepareSession().
+struct Prepared {
+  std::shared_ptr<const LoadedModel> model;
+  std::string platformName;  ///< Preset name or platform file, as the user gave it.
+  Platform platform;
+  std::shared_ptr<const CostTable> table;
+  PlanState state;     ///< The initial plan: HEFT, or everything on the host when HEFT fails.
+  Timeline timeline;   ///< Its simulation.
+  int generation = 0;  ///< Job number, so that a superseded job's result is dropped.
+};
+
+/// Builds the cost table of `model` on a platform (preset name or file) and an initial HEFT plan.
+/// Runs on a worker thread; every failure is a one-line message.
+Result<Prepared> prepareSession(std::shared_ptr<const LoadedModel> model, const std::string& platformNameOrPath);
+
+/// One row of the algorithm comparison.
+struct CompareRow {
+  QString algorithm;  ///< Scheduler name ("heft").
+  QString title;      ///< Display name.
+  double makespanUs = 0;
+  double speedup = 0;       ///< Best single device makespan / makespan.
+  double ratioToBound = 0;  ///< makespan / lowerBound().
+  double schedMs = 0;       ///< Wall time of the scheduler.
+  QString error;            ///< Non-empty when the scheduler failed.
+};
+
+/// The longest chain of the timeline: from the task that ends last, back through whichever of its
+/// inputs (data arrival or the previous task on its device) released it. Per task and per cost-table
+/// edge: 1 when on that chain.
+struct CriticalPath {
+  std::vector<uint8_t> task;
+  std::vector<uint8_t> edge;
+};
+CriticalPath criticalPath(const CostTable& t, const Plan& plan, const Timeline& tl);
+
+/// See the file comment.
+class Session : public QObject {
+  Q_OBJECT
+ public:
+  explicit Session(QObject* parent = nullptr);
+  /// Cancels running jobs and waits for them (they hold no pointer to the session afterwards).
+  ~Session() override;
+
+  // --- Loading -------------------------------------------------------------------------------
+  /// Loads a model in the background and installs it on the current platform; emits modelChanged
+  /// or loadFailed. A newer open() or setPlatform() supersedes a running one.
+  void open(const QString& path, const QStringList& dims = {});
+  /// Switches platform (preset name or file); with a model loaded, rebuilds the cost table and the
+  /// initial plan in the background (the undo history is cleared: its plans belong to the old table).
+  void setPlatform(const QString& nameOrPath);
+  /// Installs a prepared model synchronously (the end of open(); tests call it directly).
+  void install(Prepared p);
+  bool loading() const;
+  /// Blocks until background loads finish (tests, shutdown).
+  void waitForJobs();
+
+  // --- State ---------------------------------------------------------------------------------
+  bool hasModel() const { return table_ != nullptr; }
+  const LoadedModel* model() const { return model_.get(); }
+  std::shared_ptr<const LoadedModel> modelPtr() const { return model_; }
+  const Platform& platform() const { return platform_; }
+  QString platformName() const { return QString::fromStdString(platformName_); }
+  const CostTable* table() const { return table_.get(); }
+  std::shared_ptr<const CostTable> tablePtr() const { return table_; }
+  const PlanState& state() const { return state_; }
+  const Plan& plan() const { return state_.plan; }
+  const Timeline& timeline() const { return timeline_; }
+  int numDevices() const { return table_ ? table_->numDevices() : 0; }
+  int numOps() const { return table_ ? table_->numTasks() : 0; }
+  DeviceId deviceOf(int op) const;
+  bool isPinned(int op) const { return state_.pinned.count(op) != 0; }
+  bool isManual(int op) const;
+  /// Constraints for schedulers: the pins.
+  Constraints constraints() const;
+  QUndoStack* undoStack() const { return undo_; }
+  /// Device colours from the one palette (platform colours first).
+  std::vector<QColor> deviceColors() const;
+  QColor deviceColor(int device) const;
+  QString deviceLabel(int device) const;
+  const CriticalPath& critical() const { return critical_; }
+  double lowerBoundUs() const { return lowerBound_; }
+  /// Why `op` sits on its device, in words (pinned, moved by hand, unsupported elsewhere, cheapest,
+  /// chosen by the scheduler, on the critical path).
+  QStringList placementReasons(int op) const;
+
+  // --- Editing -------------------------------------------------------------------------------
+  /// Ok when every op of `ops` may go to `device`; otherwise the reason (device cannot run the
+  /// operator, with the platform's own reason; pinned elsewhere; no such device).
+  Status canMove(const QList<int>& ops, int device) const;
+  /// Moves `ops` to `device` as one undoable command (pushed only if some op changes device).
+  /// Refused moves leave the plan untouched and return the reason (also emitted as message()).
+  Status moveOps(const QList<int>& ops, int device);
+  /// The timeline `moveOps(ops, device)` would give, without changing anything (drag preview).
+  Result<Timeline> previewMove(const QList<int>& ops, int device);
+  /// Pins `ops` to their current devices (or unpins them) as one undoable command.
+  Status setPinned(const QList<int>& ops, bool pinned);
+  /// Applies a state (used by undo commands); `tl` is its timeline when the caller already
+  /// simulated it with this session's simulator, else the plan is re-simulated.
+  void applyState(const PlanState& s, const Timeline* tl);
+
+  // --- Selection -----------------------------------------------------------------------------
+  QList<int> selection() const { return selection_; }
+  void setSelection(const QList<int>& ops);
+
+  // --- Scheduling ----------------------------------------------------------------------------
+  /// Runs a scheduler in the background; its plan is applied as one undoable command. With
+  /// `respectPins`, pinned operators stay where they are ("re-optimise unpinned").
+  void runScheduler(const QString& algorithm, bool respectPins = true, double timeLimitSec = 10.0);
+  /// Asks the running scheduler or comparison to stop.
+  void cancelScheduler();
+  bool schedulerRunning() const;
+  /// Runs the given schedulers one after the other in the background; emits compareFinished.
+  void runCompare(const QStringList& algorithms, double timeLimitSec = 5.0);
+
+ signals:
+  void modelChanged();
+  void loadFailed(const QString& message);
+  void loadStarted(const QString& what);
+  /// The plan or pins changed; `timeline` is the new simulation.
+  void planChanged(const partex::Timeline& timeline);
+  void selectionChanged(const QList<int>& ops);
+  /// A refusal or a note for the status bar.
+  void message(const QString& text);
+  void schedulerStarted(const QString& what);
+  void schedulerProgress(double fraction, const QString& what);
+  void schedulerFinished(bool ok, const QString& message);
+  void compareFinished(const QList<partex::gui::CompareRow>& rows);
+
+ private:
+  struct SchedJob;
+  struct SchedOutcome;
+  void onPrepared();
+  void onScheduled();
+  void onCompared();
+  void refreshDerived();
+  QString opLabel(int op) const;
+  void startPrepare(std::shared_ptr<const LoadedModel> model, const QString& path, const QStringList& dims,
+                    const QString& platform = {});
+
+  std::shared_ptr<const LoadedModel> model_;
+  std::string platformName_ = "mobile-soc";
+  Platform platform_;
+  std::shared_ptr<const CostTable> table_;
+  std::unique_ptr<Simulator> sim_;      ///< Keeps buffers; its last run is always the current plan.
+  std::unique_ptr<Simulator> preview_;  ///< Drag previews, so they never disturb sim_.
+  std::vector<int> topoPos_;
+  PlanState state_;
+  Timeline timeline_;
+  CriticalPath critical_;
+  double lowerBound_ = 0;
+  QList<int> selection_;
+  QUndoStack* undo_ = nullptr;
+
+  QFutureWatcher<Result<Prepared>>* prepWatcher_ = nullptr;
+  int prepGeneration_ = 0;
+  bool prepPending_ = false;   ///< From a load request until its result is handled.
+  bool schedPending_ = false;  ///< Same for a scheduler run.
+  bool comparePending_ = false;
+  QFutureWatcher<std::shared_ptr<SchedOutcome>>* schedWatcher_ = nullptr;
+  QFutureWatcher<QList<CompareRow>>* compareWatcher_ = nullptr;
+  std::shared_ptr<std::atomic<bool>> schedCancel_;
+  std::shared_ptr<std::atomic<bool>> compareCancel_;
+  int schedGeneration_ = 0;
+};
+
+}  // namespace partex::gui
