@@ -19,6 +19,7 @@ const std::vector<OpEntry>& opTable() {
     addShapeOps(t);
     addReduceOps(t);
     addMiscOps(t);
+    addExtraOps(t);
     return t;
   }();
   return table;

@@ -43,6 +43,7 @@ void addElementwiseOps(std::vector<OpEntry>& table);
 void addShapeOps(std::vector<OpEntry>& table);
 void addReduceOps(std::vector<OpEntry>& table);
 void addMiscOps(std::vector<OpEntry>& table);
+void addExtraOps(std::vector<OpEntry>& table);
 
 // Helpers shared by the check functions.
 

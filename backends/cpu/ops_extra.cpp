@@ -1,0 +1,394 @@
+// Less common operators in plain C++: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, Hardmax,
+// GatherElements, ScatterElements/Scatter, GatherND (batch_dims 0), ScatterND, OneHot, EyeLike.
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "cpu/kernels.h"
+
+namespace partex::cpu {
+
+namespace {
+
+template <class K, class... A>
+Result<std::unique_ptr<OpKernel>> mk(A&&... a) {
+  return std::unique_ptr<OpKernel>(std::make_unique<K>(std::forward<A>(a)...));
+}
+
+bool present(const std::vector<const Tensor*>& in, size_t i) {
+  return i < in.size() && in[i] && !in[i]->empty();
+}
+
+/// NegativeLogLikelihoodLoss, and SoftmaxCrossEntropyLoss (log-softmax over axis 1 first), following
+/// the ONNX reference: weights gathered per target (clipped), ignored targets weigh 0, "mean" divides by
+/// the weight sum when weights or ignore_index are given.
+class LossKernel final : public OpKernel {
+ public:
+  LossKernel(const Node& n, bool softmax)
+      : softmax_(softmax),
+        reduction_(n.attrString("reduction", "mean")),
+        hasIgnore_(n.hasAttr("ignore_index")),
+        ignore_(n.attrInt("ignore_index", 0)) {}
+  Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "input"); !e.empty()) return Error{e};
+    if (auto e = expectInput(in, 1, "target"); !e.empty()) return Error{e};
+    const Tensor& x = *in[0];
+    const Tensor& tg = *in[1];
+    const Tensor* w = present(in, 2) ? in[2] : nullptr;
+    if (x.dtype() != DType::Float32 && x.dtype() != DType::Float64) return makeError("float input expected");
+    if (x.rank() < 2) return makeError("input rank below 2");
+    const int64_t N = x.dim(0), C = x.dim(1), D = (N * C) != 0 ? x.numElements() / (N * C) : 0;
+    if (tg.numElements() != N * D || tg.rank() != x.rank() - 1) return makeError("target shape does not match");
+    if (w && w->numElements() != C) return makeError("weight size differs from C");
+    std::vector<double> lp(static_cast<size_t>(x.numElements()));
+    for (int64_t i = 0; i < x.numElements(); ++i) lp[static_cast<size_t>(i)] = x.valueAsDouble(i);
+    if (softmax_) {
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t d = 0; d < D; ++d) {
+          double m = -std::numeric_limits<double>::infinity(), s = 0;
+          for (int64_t c = 0; c < C; ++c) m = std::max(m, lp[static_cast<size_t>((n * C + c) * D + d)]);
+          for (int64_t c = 0; c < C; ++c) s += std::exp(lp[static_cast<size_t>((n * C + c) * D + d)] - m);
+          for (int64_t c = 0; c < C; ++c) {
+            double& v = lp[static_cast<size_t>((n * C + c) * D + d)];
+            v = std::log(std::exp(v - m) / s);
+          }
+        }
+    }
+    std::vector<double> loss(static_cast<size_t>(N * D)), wt(static_cast<size_t>(N * D), 1.0);
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t d = 0; d < D; ++d) {
+        const size_t k = static_cast<size_t>(n * D + d);
+        const int64_t t = tg.valueAsInt(static_cast<int64_t>(k));
+        if (hasIgnore_ && t == ignore_) {
+          loss[k] = 0;
+          wt[k] = 0;
+          continue;
+        }
+        if (t < 0 || t >= C) return makeError("target ", std::to_string(t), " out of range");
+        loss[k] = -lp[static_cast<size_t>((n * C + t) * D + d)];
+        if (w) wt[k] = w->valueAsDouble(t);
+        loss[k] *= wt[k];
+      }
+    out.resize(softmax_ ? 2 : 1);
+    if (reduction_ == "none") {
+      if (auto s = out[0].ensure(x.dtype(), tg.shape()); !s) return s;
+      for (size_t k = 0; k < loss.size(); ++k) setD(out[0], static_cast<int64_t>(k), loss[k]);
+    } else {
+      if (auto s = out[0].ensure(x.dtype(), {}); !s) return s;
+      double sum = 0, wsum = 0;
+      for (size_t k = 0; k < loss.size(); ++k) {
+        sum += loss[k];
+        wsum += wt[k];
+      }
+      double r = sum;
+      if (reduction_ == "mean") r = (w || hasIgnore_) ? sum / wsum : sum / static_cast<double>(loss.size());
+      setD(out[0], 0, r);
+    }
+    if (softmax_) {
+      if (auto s = out[1].ensure(x.dtype(), x.shape()); !s) return s;
+      for (size_t k = 0; k < lp.size(); ++k) setD(out[1], static_cast<int64_t>(k), lp[k]);
+    }
+    return Status::ok();
+  }
+
+ private:
+  static void setD(Tensor& t, int64_t i, double v) {
+    if (t.dtype() == DType::Float32)
+      ptr<float>(t)[i] = static_cast<float>(v);
+    else
+      ptr<double>(t)[i] = v;
+  }
+  bool softmax_;
+  std::string reduction_;
+  bool hasIgnore_;
+  int64_t ignore_;
+};
+
+class HardmaxKernel final : public OpKernel {
+ public:
+  HardmaxKernel(const Node& n, int64_t opset) : axis_(n.attrInt("axis", opset >= 13 ? -1 : 1)), coerce_(opset < 13) {}
+  Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "input"); !e.empty()) return Error{e};
+    const Tensor& x = *in[0];
+    if (x.dtype() != DType::Float32) return makeError("float32 only");
+    const int64_t axis = normAxis(axis_, x.rank());
+    if (axis < 0) return makeError("axis out of range");
+    int64_t outer = 1, dim = 1, inner = 1;
+    for (int64_t d = 0; d < x.rank(); ++d) {
+      if (coerce_)
+        (d < axis ? outer : dim) *= x.dim(d);
+      else if (d < axis)
+        outer *= x.dim(d);
+      else if (d == axis)
+        dim = x.dim(d);
+      else
+        inner *= x.dim(d);
+    }
+    out.resize(1);
+    if (auto s = out[0].ensure(DType::Float32, x.shape()); !s) return s;
+    out[0].fill(0.0);
+    const float* px = ptr<float>(x);
+    float* po = ptr<float>(out[0]);
+    if (dim == 0) return Status::ok();
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        int64_t best = 0;
+        for (int64_t j = 1; j < dim; ++j)
+          if (px[(o * dim + j) * inner + i] > px[(o * dim + best) * inner + i]) best = j;
+        po[(o * dim + best) * inner + i] = 1.0f;
+      }
+    return Status::ok();
+  }
+
+ private:
+  int64_t axis_;
+  bool coerce_;
+};
+
+/// Element-size generic copy of one element.
+inline void copyElem(std::byte* dst, const std::byte* src, int64_t es) {
+  std::memcpy(dst, src, static_cast<size_t>(es));
+}
+
+/// Applies a scatter reduction for a float/int element at `dst` with `src`.
+Status reduceInto(DType dt, void* dst, const void* src, const std::string& red) {
+  if (red == "none") {
+    std::memcpy(dst, src, static_cast<size_t>(tensorElementSize(dt)));
+    return Status::ok();
+  }
+  bool ok = dispatchAll(dt, [&](auto v) {
+    using T = decltype(v);
+    T& d = *static_cast<T*>(dst);
+    const T s = *static_cast<const T*>(src);
+    if (red == "add")
+      d = static_cast<T>(d + s);
+    else if (red == "mul")
+      d = static_cast<T>(d * s);
+    else if (red == "max")
+      d = std::max(d, s);
+    else if (red == "min")
+      d = std::min(d, s);
+  });
+  return ok ? Status::ok() : Status(makeError("dtype not supported"));
+}
+
+class ElementsKernel final : public OpKernel {
+ public:
+  ElementsKernel(const Node& n, bool scatter)
+      : axis_(n.attrInt("axis", 0)), scatter_(scatter), red_(n.attrString("reduction", "none")) {}
+  Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "data"); !e.empty()) return Error{e};
+    if (auto e = expectInput(in, 1, "indices"); !e.empty()) return Error{e};
+    const Tensor& x = *in[0];
+    const Tensor& idx = *in[1];
+    const Tensor* upd = scatter_ && present(in, 2) ? in[2] : nullptr;
+    if (scatter_ && (!upd || upd->shape() != idx.shape() || upd->dtype() != x.dtype()))
+      return makeError("updates must match indices");
+    const int64_t axis = normAxis(axis_, x.rank());
+    if (axis < 0 || idx.rank() != x.rank()) return makeError("axis or rank mismatch");
+    for (int64_t d = 0; d < x.rank(); ++d)
+      if (d != axis && idx.dim(d) > x.dim(d)) return makeError("indices larger than data");
+    const int64_t es = tensorElementSize(x.dtype());
+    out.resize(1);
+    if (scatter_)
+      out[0] = x;
+    else if (auto s = out[0].ensure(x.dtype(), idx.shape()); !s)
+      return s;
+    const auto xs = contiguousStrides(x.shape());
+    const auto* px = static_cast<const std::byte*>(x.raw());
+    auto* po = static_cast<std::byte*>(out[0].raw());
+    const int64_t dim = x.dim(axis);
+    for (int64_t i = 0; i < idx.numElements(); ++i) {
+      int64_t rem = i, off = 0;
+      for (int64_t d = idx.rank(); d-- > 0;) {
+        const int64_t c = rem % idx.dim(d);
+        rem /= idx.dim(d);
+        if (d == axis) {
+          int64_t t = idx.valueAsInt(i);
+          if (t < 0) t += dim;
+          if (t < 0 || t >= dim) return makeError("index out of range");
+          off += t * xs[static_cast<size_t>(d)];
+        } else {
+          off += c * xs[static_cast<size_t>(d)];
+        }
+      }
+      if (scatter_) {
+        if (auto s = reduceInto(x.dtype(), po + off * es, static_cast<const std::byte*>(upd->raw()) + i * es, red_); !s)
+          return s;
+      } else {
+        copyElem(po + i * es, px + off * es, es);
+      }
+    }
+    return Status::ok();
+  }
+
+ private:
+  int64_t axis_;
+  bool scatter_;
+  std::string red_;
+};
+
+class NdKernel final : public OpKernel {
+ public:
+  NdKernel(const Node& n, bool scatter) : scatter_(scatter), red_(n.attrString("reduction", "none")) {}
+  Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "data"); !e.empty()) return Error{e};
+    if (auto e = expectInput(in, 1, "indices"); !e.empty()) return Error{e};
+    const Tensor& x = *in[0];
+    const Tensor& idx = *in[1];
+    if (idx.rank() < 1) return makeError("indices rank 0");
+    const int64_t q = idx.dim(-1);
+    if (q > x.rank() || q < 1) return makeError("last indices dim exceeds data rank");
+    const int64_t tuples = idx.numElements() / q;
+    int64_t slice = 1;
+    std::vector<int64_t> sliceShape(x.shape().begin() + q, x.shape().end());
+    for (int64_t d : sliceShape) slice *= d;
+    const auto xs = contiguousStrides(x.shape());
+    const int64_t es = tensorElementSize(x.dtype());
+    out.resize(1);
+    if (scatter_) {
+      if (auto e = expectInput(in, 2, "updates"); !e.empty()) return Error{e};
+      if (in[2]->numElements() != tuples * slice || in[2]->dtype() != x.dtype())
+        return makeError("updates do not match");
+      out[0] = x;
+    } else {
+      std::vector<int64_t> shape(idx.shape().begin(), idx.shape().end() - 1);
+      shape.insert(shape.end(), sliceShape.begin(), sliceShape.end());
+      if (auto s = out[0].ensure(x.dtype(), shape); !s) return s;
+    }
+    auto* po = static_cast<std::byte*>(out[0].raw());
+    const auto* px = static_cast<const std::byte*>(x.raw());
+    for (int64_t t = 0; t < tuples; ++t) {
+      int64_t off = 0;
+      for (int64_t j = 0; j < q; ++j) {
+        int64_t v = idx.valueAsInt(t * q + j);
+        const int64_t dim = x.dim(j);
+        if (v < 0) v += dim;
+        if (v < 0 || v >= dim) return makeError("index out of range");
+        off += v * xs[static_cast<size_t>(j)];
+      }
+      if (scatter_) {
+        const auto* pu = static_cast<const std::byte*>(in[2]->raw());
+        for (int64_t e = 0; e < slice; ++e)
+          if (auto s = reduceInto(x.dtype(), po + (off + e) * es, pu + (t * slice + e) * es, red_); !s) return s;
+      } else {
+        std::memcpy(po + t * slice * es, px + off * es, static_cast<size_t>(slice * es));
+      }
+    }
+    return Status::ok();
+  }
+
+ private:
+  bool scatter_;
+  std::string red_;
+};
+
+class OneHotKernel final : public OpKernel {
+ public:
+  explicit OneHotKernel(const Node& n) : axis_(n.attrInt("axis", -1)) {}
+  Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    for (size_t i = 0; i < 3; ++i)
+      if (auto e = expectInput(in, i, "indices, depth, values"); !e.empty()) return Error{e};
+    const Tensor& idx = *in[0];
+    const int64_t depth = static_cast<int64_t>(in[1]->valueAsDouble(0));
+    const Tensor& vals = *in[2];
+    if (depth <= 0 || vals.numElements() != 2) return makeError("bad depth or values");
+    const int64_t r = idx.rank() + 1;
+    const int64_t axis = normAxis(axis_, r);
+    if (axis < 0) return makeError("axis out of range");
+    std::vector<int64_t> shape = idx.shape();
+    shape.insert(shape.begin() + axis, depth);
+    out.resize(1);
+    if (auto s = out[0].ensure(vals.dtype(), shape); !s) return s;
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < idx.rank(); ++d) (d < axis ? outer : inner) *= idx.dim(d);
+    const int64_t es = tensorElementSize(vals.dtype());
+    const auto* pv = static_cast<const std::byte*>(vals.raw());
+    auto* po = static_cast<std::byte*>(out[0].raw());
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t j = 0; j < depth; ++j)
+        for (int64_t i = 0; i < inner; ++i) {
+          int64_t v = static_cast<int64_t>(idx.valueAsDouble(o * inner + i));
+          if (v < 0) v += depth;
+          copyElem(po + ((o * depth + j) * inner + i) * es, pv + (v == j ? es : 0), es);
+        }
+    return Status::ok();
+  }
+
+ private:
+  int64_t axis_;
+};
+
+class EyeLikeKernel final : public OpKernel {
+ public:
+  explicit EyeLikeKernel(const Node& n) : k_(n.attrInt("k", 0)), dtype_(n.attrInt("dtype", 0)) {}
+  Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "input"); !e.empty()) return Error{e};
+    const Tensor& x = *in[0];
+    if (x.rank() != 2) return makeError("2-D input expected");
+    const DType dt = dtype_ ? static_cast<DType>(dtype_) : x.dtype();
+    out.resize(1);
+    if (auto s = out[0].ensure(dt, x.shape()); !s) return s;
+    out[0].fill(0.0);
+    Tensor one;
+    if (auto s = one.ensure(dt, {1}); !s) return s;
+    one.fill(1.0);
+    const int64_t es = tensorElementSize(dt);
+    for (int64_t i = 0; i < x.dim(0); ++i) {
+      const int64_t j = i + k_;
+      if (j >= 0 && j < x.dim(1))
+        copyElem(static_cast<std::byte*>(out[0].raw()) + (i * x.dim(1) + j) * es,
+                 static_cast<const std::byte*>(one.raw()), es);
+    }
+    return Status::ok();
+  }
+
+ private:
+  int64_t k_, dtype_;
+};
+
+std::string lossCheck(const Graph& g, const Node& n) {
+  const DType d = inDType(g, n, 0);
+  if (d != DType::Float32 && d != DType::Float64) return std::string("dtype ") + dtypeName(d);
+  const std::string red = n.attrString("reduction", "mean");
+  if (red != "mean" && red != "sum" && red != "none") return "reduction " + red;
+  return "";
+}
+
+std::string anyDType(const Graph& g, const Node& n) {
+  return checkDTypes(g, n, allPlainDTypes());
+}
+
+std::string scatterCheck(const Graph& g, const Node& n) {
+  const std::string red = n.attrString("reduction", "none");
+  if (red != "none" && red != "add" && red != "mul") return "reduction " + red;
+  return checkDTypes(g, n, allPlainDTypes());
+}
+
+}  // namespace
+
+void addExtraOps(std::vector<OpEntry>& t) {
+  t.push_back(
+      {"NegativeLogLikelihoodLoss", lossCheck, [](const Graph&, const Node& n) { return mk<LossKernel>(n, false); }});
+  t.push_back(
+      {"SoftmaxCrossEntropyLoss", lossCheck, [](const Graph&, const Node& n) { return mk<LossKernel>(n, true); }});
+  t.push_back({"Hardmax", [](const Graph& g, const Node& n) { return checkDTypes(g, n, f32Only()); },
+               [](const Graph& g, const Node& n) { return mk<HardmaxKernel>(n, g.opsetVersion); }});
+  t.push_back({"GatherElements", anyDType, [](const Graph&, const Node& n) { return mk<ElementsKernel>(n, false); }});
+  t.push_back(
+      {"ScatterElements", scatterCheck, [](const Graph&, const Node& n) { return mk<ElementsKernel>(n, true); }});
+  t.push_back({"Scatter", scatterCheck, [](const Graph&, const Node& n) { return mk<ElementsKernel>(n, true); }});
+  t.push_back({"GatherND",
+               [](const Graph& g, const Node& n) {
+                 if (n.attrInt("batch_dims", 0) != 0) return std::string("batch_dims is not supported");
+                 return checkDTypes(g, n, allPlainDTypes());
+               },
+               [](const Graph&, const Node& n) { return mk<NdKernel>(n, false); }});
+  t.push_back({"ScatterND", scatterCheck, [](const Graph&, const Node& n) { return mk<NdKernel>(n, true); }});
+  t.push_back({"OneHot", anyDType, [](const Graph&, const Node& n) { return mk<OneHotKernel>(n); }});
+  t.push_back({"EyeLike", anyDType, [](const Graph&, const Node& n) { return mk<EyeLikeKernel>(n); }});
+}
+
+}  // namespace partex::cpu
