@@ -348,6 +348,8 @@ class CastKernel final : public OpKernel {
 // Unary functions
 
 enum class Un {
+  Abs,
+  Neg,
   Erf,
   Floor,
   Ceil,
@@ -388,6 +390,10 @@ template <class T>
 inline T applyUn(Un op, T x, const UnParams& p) {
   if constexpr (std::is_floating_point_v<T>) {
     switch (op) {
+      case Un::Abs:
+        return std::abs(x);
+      case Un::Neg:
+        return -x;
       case Un::Erf:
         return std::erf(x);
       case Un::Floor:
@@ -449,6 +455,13 @@ inline T applyUn(Un op, T x, const UnParams& p) {
     switch (op) {
       case Un::Sign:
         return static_cast<T>((x > 0) - (x < T(0)));
+      case Un::Abs:
+        if constexpr (std::is_signed_v<T>)
+          return x < 0 ? static_cast<T>(-x) : x;
+        else
+          return x;
+      case Un::Neg:
+        return static_cast<T>(-x);
       case Un::Not:
         return static_cast<T>(!x);
       case Un::Identity:
@@ -635,6 +648,9 @@ void addElementwiseOps(std::vector<OpEntry>& t) {
                        {"Mish", Un::Mish}})
     unary(op, u, fl);
   unary("Sign", Un::Sign, arithAll);
+  // Abs and Neg are memory-bound and needed for integers too: OpenMP, not oneDNN.
+  unary("Abs", Un::Abs, arithAll);
+  unary("Neg", Un::Neg, {DType::Float32, DType::Float64, DType::Int8, DType::Int16, DType::Int32, DType::Int64});
   unary("Not", Un::Not, {DType::Bool});
   unary("Identity", Un::Identity, allPlainDTypes());
   // HardSigmoid and Log here, not in oneDNN: oneDNN 2.6's log is approximate (log(1) = -1e-6, beyond the

@@ -1001,8 +1001,6 @@ void addOneDnnOps(std::vector<OpEntry>& t) {
       [](const Node& n) { return std::make_unique<EltwiseKernel>(A::eltwise_elu, fattr(n, "alpha", 1.0), 0.f); });
   elt("Exp", [](const Node&) { return std::make_unique<EltwiseKernel>(A::eltwise_exp, 0.f, 0.f); });
   elt("Sqrt", [](const Node&) { return std::make_unique<EltwiseKernel>(A::eltwise_sqrt, 0.f, 0.f); });
-  elt("Abs", [](const Node&) { return std::make_unique<EltwiseKernel>(A::eltwise_abs, 0.f, 0.f); });
-  elt("Neg", [](const Node&) { return std::make_unique<EltwiseKernel>(A::eltwise_linear, -1.f, 0.f); });
   elt("Softplus", [](const Node&) { return std::make_unique<EltwiseKernel>(A::eltwise_soft_relu, 0.f, 0.f); });
   elt("HardSwish", [](const Node&) { return std::make_unique<EltwiseKernel>(A::eltwise_hardswish, 0.f, 0.f); });
   elt("Gelu", [](const Node& n) {

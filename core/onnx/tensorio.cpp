@@ -3,7 +3,9 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "onnx/importer.h"
@@ -113,20 +115,22 @@ Result<Tensor> readTensorProtoFile(const std::string& path, std::string* name) {
   return readTensorProtoBytes(*bytes, path, name);
 }
 
-Result<OnnxModelWithData> importOnnxWithData(const std::string& path, int64_t maxConstantBytes) {
-  auto g = importOnnxFile(path);
-  if (!g) return Error{g.message()};
-  OnnxModelWithData out{std::move(*g), {}};
+Result<OnnxModelWithData> importOnnxWithData(const std::string& path, bool constantsAsInputs,
+                                             int64_t maxConstantBytes) {
   auto bytes = readFile(path);
   if (!bytes) return Error{bytes.message()};
   onnx::ModelProto m;
   if (!m.ParseFromString(*bytes)) return makeError(path, ": not a ModelProto");
+  OnnxModelWithData out;
+  std::vector<std::pair<std::string, onnx::TensorProto>> asInputs;
   auto keep = [&](const onnx::TensorProto& p, const std::string& name) {
     int64_t n = 1;
     for (auto d : p.dims()) n *= d < 0 ? 0 : d;
     if (n * 8 > maxConstantBytes) return;
     auto t = fromProto(p, path);
-    if (t) out.constants[name] = std::move(*t);
+    if (!t) return;
+    out.constants[name] = std::move(*t);
+    asInputs.emplace_back(name, p);
   };
   for (const auto& init : m.graph().initializer()) keep(init, init.name());
   for (const auto& node : m.graph().node()) {
@@ -155,6 +159,44 @@ Result<OnnxModelWithData> importOnnxWithData(const std::string& path, int64_t ma
       keep(p, node.output(0));
     }
   }
+  if (!constantsAsInputs) {
+    auto g = importOnnxFile(path);
+    if (!g) return Error{g.message()};
+    out.graph = std::move(*g);
+    return out;
+  }
+  // Constants become graph inputs, so that the importer folds nothing: every node stays an operator
+  // and the constants' data is fed at run time.
+  onnx::GraphProto* gp = m.mutable_graph();
+  std::set<std::string> inputs;
+  for (const auto& in : gp->input()) inputs.insert(in.name());
+  std::set<std::string> moved;
+  for (const auto& [name, p] : asInputs) {
+    moved.insert(name);
+    if (inputs.count(name)) continue;
+    onnx::ValueInfoProto* vi = gp->add_input();
+    vi->set_name(name);
+    auto* tt = vi->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(p.data_type());
+    auto* shape = tt->mutable_shape();
+    for (auto d : p.dims()) shape->add_dim()->set_dim_value(d);
+  }
+  onnx::GraphProto rewritten = *gp;
+  rewritten.clear_initializer();
+  rewritten.clear_node();
+  for (const auto& init : gp->initializer())
+    if (!moved.count(init.name())) *rewritten.add_initializer() = init;
+  for (const auto& node : gp->node())
+    if (!(node.op_type() == "Constant" && node.domain().empty() && node.output_size() == 1 &&
+          moved.count(node.output(0))))
+      *rewritten.add_node() = node;
+  *gp = std::move(rewritten);
+  std::string serialized;
+  if (!m.SerializeToString(&serialized)) return makeError(path, ": cannot re-serialize");
+  const std::string base = std::filesystem::path(path).parent_path().string();
+  auto g = importOnnxBytes(serialized, path, ImportOptions{}, base);
+  if (!g) return Error{g.message()};
+  out.graph = std::move(*g);
   return out;
 }
 

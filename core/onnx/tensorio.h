@@ -27,8 +27,12 @@ struct OnnxModelWithData {
   std::map<std::string, Tensor> constants;
 };
 
-/// Imports `path` with importOnnxFile() and collects its constants' data. Tensors larger than
-/// `maxConstantBytes` are skipped (their weights then have no data).
-Result<OnnxModelWithData> importOnnxWithData(const std::string& path, int64_t maxConstantBytes = int64_t{1} << 28);
+/// Imports `path` and collects its constants' data. With `constantsAsInputs` (for running small test
+/// models), initializers and Constant nodes become graph inputs before import, so that the importer's
+/// constant folding keeps every operator and the constants are fed as inputs (by name, from
+/// `constants`); otherwise the model imports as importOnnxFile() does and folded weights have no data.
+/// Tensors larger than `maxConstantBytes` are skipped.
+Result<OnnxModelWithData> importOnnxWithData(const std::string& path, bool constantsAsInputs = true,
+                                             int64_t maxConstantBytes = int64_t{1} << 28);
 
 }  // namespace partex

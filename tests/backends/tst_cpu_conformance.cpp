@@ -105,6 +105,10 @@ Outcome runCase(const Backend& backend, const fs::path& dir, const std::string& 
       return Outcome::Unclaimed;
     }
   }
+  for (ValueId v : g.inputs) {
+    auto c = m->constants.find(g.values[static_cast<size_t>(v)].name);
+    if (!values.count(v) && c != m->constants.end()) values[v] = c->second;
+  }
   for (ValueId v : g.inputs)
     if (!values.count(v)) {
       why = "graph input '" + g.values[static_cast<size_t>(v)].name + "' has no data file";
