@@ -535,6 +535,9 @@ class RangeKernel final : public OpKernel {
     for (size_t i = 0; i < 3; ++i)
       if (auto e = expectInput(in, i, "start, limit, delta"); !e.empty()) return Error{e};
     const DType dt = in[0]->dtype();
+    for (size_t i = 0; i < 3; ++i)
+      if (in[i]->dtype() != dt || in[i]->numElements() != 1)
+        return makeError("start, limit and delta must be scalars of one dtype");
     out.resize(1);
     bool ok = false;
     Status st;

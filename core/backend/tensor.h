@@ -120,7 +120,7 @@ class Tensor {
   /// "float32[1,3,224,224]".
   std::string describe() const;
 
-  static constexpr int64_t kDefaultMaxBytes = int64_t{16} << 30;  ///< 16 GiB: a guard, not a budget.
+  static constexpr int64_t kDefaultMaxBytes = int64_t{4} << 30;  ///< 4 GiB: a guard against hostile shapes.
   static constexpr size_t kAlignment = 64;                        ///< Storage alignment (a cache line).
 
  private:
