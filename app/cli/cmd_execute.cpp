@@ -110,6 +110,7 @@ int runExecute(const ExecuteArgs& a) {
                         {"reference_device", refDev},
                         {"max_abs_diff", r->maxAbsDiff},
                         {"max_rel_diff", r->maxRelDiff},
+                        {"cpu_share", r->cpuShare},
                         {"ops", ops}};
     if (!r->mismatch.empty()) j["mismatch"] = r->mismatch;
     std::cout << j.dump(2) << "\n";
@@ -120,6 +121,11 @@ int runExecute(const ExecuteArgs& a) {
     std::printf("Predicted    %.1f us (simulator)\n", pred);
     std::printf("Error        %+.1f%% (predicted against measured); median per-operator error %.1f%%\n", err * 100.0,
                 medianOf(opErrors) * 100.0);
+    if (r->cpuShare < 0.9)
+      std::printf(
+          "Note         the kernels' threads got %.0f%% of their cores (other programs are running): measured times "
+          "are stretched\n",
+          r->cpuShare * 100.0);
     std::printf("Outputs      %s single-device run on %s (max abs diff %.3g, max rel diff %.3g)%s%s\n",
                 r->outputsMatch ? "match the" : "DIFFER from the", refDev.c_str(), r->maxAbsDiff, r->maxRelDiff,
                 r->mismatch.empty() ? "" : ": ", r->mismatch.c_str());

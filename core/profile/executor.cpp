@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <latch>
 #include <map>
 #include <memory>
@@ -85,7 +86,15 @@ class Prepared {
 struct RunTimes {
   double makespanUs = 0;
   std::vector<double> startUs, endUs;
+  std::vector<double> cpuUs;  ///< Per task: CPU time of the calling thread during the kernel.
 };
+
+/// CPU time of the calling thread in microseconds.
+double threadCpuUs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) * 1e-3;
+}
 
 /// One concurrent run: a worker per device with tasks, dependency counters under one lock, and a
 /// mutex per pair of mutually exclusive devices (taken in a fixed order while a kernel runs).
@@ -119,6 +128,7 @@ Result<RunTimes> runConcurrent(const Graph& g, Prepared& prep, const CostTable& 
   RunTimes times;
   times.startUs.assign(n, 0);
   times.endUs.assign(n, 0);
+  times.cpuUs.assign(n, 0);
   std::vector<DeviceId> active;
   for (DeviceId d = 0; d < m; ++d)
     if (static_cast<size_t>(d) < plan.order.size() && !plan.order[static_cast<size_t>(d)].empty()) active.push_back(d);
@@ -144,9 +154,11 @@ Result<RunTimes> runConcurrent(const Graph& g, Prepared& prep, const CostTable& 
         return;
       }
       for (size_t l : locksOf[static_cast<size_t>(d)]) pairMutex[l].lock();
+      const double c0 = threadCpuUs();
       const auto s = Clock::now();
       Status st = prep.runOne(vi);
       const auto e = Clock::now();
+      times.cpuUs[vi] = threadCpuUs() - c0;
       for (auto it = locksOf[static_cast<size_t>(d)].rbegin(); it != locksOf[static_cast<size_t>(d)].rend(); ++it)
         pairMutex[*it].unlock();
       times.startUs[vi] = std::chrono::duration<double, std::micro>(s - t0).count();
@@ -274,6 +286,7 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
   if (auto st = prep.prepare(backend, plan.device, t.deviceIds); !st) return Error{st.message()};
   ExecResult r;
   std::vector<std::vector<double>> opSamples(n), startSamples(n);
+  double cpuSum = 0, wallSum = 0;
   for (int rep = 0; rep < o.warmup + o.reps; ++rep) {
     if (cancelled()) return makeError("cancelled");
     step(rep < o.warmup ? "warm-up run" : "timed run " + std::to_string(rep - o.warmup + 1));
@@ -284,6 +297,10 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
     for (size_t v = 0; v < n; ++v) {
       opSamples[v].push_back(times->endUs[v] - times->startUs[v]);
       startSamples[v].push_back(times->startUs[v]);
+      if (t.deviceCores.empty() || t.deviceCores[static_cast<size_t>(plan.device[v])] <= 1) {
+        cpuSum += times->cpuUs[v];
+        wallSum += times->endUs[v] - times->startUs[v];
+      }
     }
   }
   r.makespanUs = medianOf(r.makespansUs);
@@ -293,6 +310,7 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
     r.opUs[v] = medianOf(opSamples[v]);
     r.opStartUs[v] = medianOf(startSamples[v]);
   }
+  r.cpuShare = wallSum > 0 ? std::min(1.0, cpuSum / wallSum) : 1.0;
   if (!o.checkOutputs) return r;
 
   // The reference: every operator on one device, in topological order.

@@ -38,6 +38,10 @@ struct ExecResult {
   double makespanUs = 0;            ///< Median of makespansUs.
   std::vector<double> opUs;         ///< Per task: median kernel time.
   std::vector<double> opStartUs;    ///< Per task: median start time from the run's start.
+  /// CPU time the kernels' threads got over their wall time (single-thread devices only): 1 on an
+  /// idle machine; on a shared one the fraction of a core the scheduler gave, which stretches every
+  /// measured time that is longer than a time slice.
+  double cpuShare = 1.0;
   bool outputsChecked = false;
   bool outputsMatch = false;
   double maxAbsDiff = 0;
