@@ -172,7 +172,7 @@ void GroupItem::paint(QPainter* p, const QStyleOptionGraphicsItem* option, QWidg
   f.setBold(false);
   p->setFont(f);
   p->drawText(QRectF(inner.left(), inner.top() + inner.height() / 2, inner.width(), inner.height() / 2),
-              Qt::AlignLeft | Qt::AlignVCenter, QObject::tr("%1 operators - double-click to expand").arg(ops.size()));
+              Qt::AlignLeft | Qt::AlignVCenter, QObject::tr("%1 ops, double-click to expand").arg(ops.size()));
   if (pinned) drawPin(p, QPointF(r.right() - 4, r.top() - 2));
 }
 
@@ -267,9 +267,10 @@ void EdgeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* option, QWidge
     QFont f = p->font();
     f.setPointSizeF(7.5);
     p->setFont(f);
-    const QString label = QStringLiteral("%1, %2 us")
-                              .arg(QString::fromStdString(humanBytes(static_cast<double>(bytes))))
-                              .arg(us, 0, 'f', us < 10 ? 2 : 1);
+    const QString size = QString::fromStdString(humanBytes(static_cast<double>(bytes)));
+    // Shared memory between the two devices: the tensor crosses devices but nothing is copied.
+    const QString label = us > 0 ? QStringLiteral("%1, %2 us").arg(size, QString::number(us, 'g', 3))
+                                 : QObject::tr("%1, shared memory").arg(size);
     QFontMetricsF fm(f);
     QRectF box(labelPos_ + QPointF(4, -13), QSizeF(fm.horizontalAdvance(label) + 6, fm.height() + 2));
     p->setPen(Qt::NoPen);

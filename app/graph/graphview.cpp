@@ -126,6 +126,15 @@ void GraphView::onLayoutFinished() {
   emit layoutReady();
 }
 
+QString GraphView::layoutSummary() const {
+  const auto& d = scene_->display();
+  if (!scene_->grouped()) return tr("%1 nodes").arg(d.nodes.size());
+  return tr("%1 nodes (%2 operators in %3 groups)")
+      .arg(d.nodes.size())
+      .arg(d.nodeOfOp.size())
+      .arg(scene_->grouping().size());
+}
+
 void GraphView::expandGroup(int group) {
   if (!grouped_ || group < 0 || group >= grouping_.size() || expanded_[static_cast<size_t>(group)]) return;
   expanded_[static_cast<size_t>(group)] = 1;

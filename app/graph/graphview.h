@@ -41,6 +41,8 @@ class GraphView : public QGraphicsView {
   /// Milliseconds the last layout took (Graphviz plus item building).
   double lastLayoutMs() const { return lastLayoutMs_; }
   QString layoutEngine() const { return layoutEngine_; }
+  /// "176 nodes" or "250 nodes (10,000 operators in 250 groups)" for the last layout.
+  QString layoutSummary() const;
   void expandGroup(int group);
   void collapseGroup(int group);
 

@@ -44,7 +44,7 @@ QVariant CompareModel::data(const QModelIndex& index, int role) const {
   if (role != Qt::DisplayRole) return {};
   switch (index.column()) {
     case Algorithm:
-      return r.title.isEmpty() ? r.algorithm : r.title;
+      return r.title.isEmpty() ? r.algorithm : r.title.section(QStringLiteral(" ("), 0, 0);
     case Makespan:
       return failed ? tr("failed: %1").arg(r.error) : QString::number(r.makespanUs, 'f', 1);
     case Speedup:
@@ -59,9 +59,15 @@ QVariant CompareModel::data(const QModelIndex& index, int role) const {
 }
 
 QVariant CompareModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation == Qt::Horizontal && role == Qt::ToolTipRole) {
+    static const char* tips[ColumnCount] = {
+        "Scheduler", "Simulated makespan in microseconds", "Best single-device makespan / this makespan",
+        "Makespan / lower bound (1.0 = provably optimal)", "Scheduler run time in milliseconds"};
+    return section >= 0 && section < ColumnCount ? tr(tips[section]) : QVariant();
+  }
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
     return QAbstractTableModel::headerData(section, orientation, role);
-  static const char* names[ColumnCount] = {"Algorithm", "Makespan (us)", "Speed-up", "/ lower bound", "Sched (ms)"};
+  static const char* names[ColumnCount] = {"Algorithm", "Makespan us", "Speed-up", "/ bound", "ms"};
   return section >= 0 && section < ColumnCount ? tr(names[section]) : QVariant();
 }
 

@@ -18,7 +18,12 @@ QString swatch(const QColor& c) {
 }
 
 QString us(double v) {
-  return QString::number(v, 'f', v < 10 ? 2 : 1) + QStringLiteral(" us");
+  return (v < 1 ? QString::number(v, 'g', 3) : QString::number(v, 'f', 1)) + QStringLiteral(" us");
+}
+
+/// A transfer's time, or "no copy" over shared memory.
+QString xfer(double v) {
+  return v > 0 ? us(v) : QObject::tr("no copy (shared memory)");
 }
 
 QString bytes(int64_t b) {
@@ -146,7 +151,7 @@ QString inspectorHtml(const Session& s, const QList<int>& selection) {
     if (a == dev) continue;
     in << QObject::tr("from %1 on %2: %3, %4")
               .arg(esc(t->taskNames[static_cast<size_t>(ce.src)]), s.deviceLabel(a), bytes(ce.bytes),
-                   us(t->comm(e, a, dev)));
+                   xfer(t->comm(e, a, dev)));
   }
   for (int32_t e : t->outEdges[static_cast<size_t>(op)]) {
     const Edge& ce = t->edges[static_cast<size_t>(e)];
@@ -154,7 +159,7 @@ QString inspectorHtml(const Session& s, const QList<int>& selection) {
     if (b == dev) continue;
     out << QObject::tr("to %1 on %2: %3, %4")
                .arg(esc(t->taskNames[static_cast<size_t>(ce.dst)]), s.deviceLabel(b), bytes(ce.bytes),
-                    us(t->comm(e, dev, b)));
+                    xfer(t->comm(e, dev, b)));
   }
   h += QObject::tr("<p><b>Transfers in:</b> %1<br><b>Transfers out:</b> %2</p>")
            .arg(in.isEmpty() ? QObject::tr("none") : in.join(QStringLiteral("<br>")),

@@ -4,17 +4,40 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFileInfo>
 #include <QStandardPaths>
 #include <QTimer>
 
 #include <cstdio>
+#include <string>
+#include <vector>
 
+#include "graph/graphview.h"
 #include "gui/mainwindow.h"
 #include "onnx/generator.h"
+#include "session/session.h"
 
 int main(int argc, char** argv) {
-  QApplication app(argc, argv);
+  // Qt's own -platform/--platform option picks the windowing plugin: take ours out of argv first,
+  // so that `--platform mobile-soc` means the device platform, as in partex-cli.
+  QString devicePlatform;
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    if ((a == "--platform" || a == "-platform") && i + 1 < argc) {
+      devicePlatform = QString::fromLocal8Bit(argv[++i]);
+      continue;
+    }
+    if (a.rfind("--platform=", 0) == 0) {
+      devicePlatform = QString::fromLocal8Bit(argv[i] + 11);
+      continue;
+    }
+    args.push_back(argv[i]);
+  }
+  int qtArgc = static_cast<int>(args.size());
+  args.push_back(nullptr);
+  QApplication app(qtArgc, args.data());
   QApplication::setApplicationName(QStringLiteral("Partex"));
   QApplication::setOrganizationName(QStringLiteral("Partex"));
   QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
@@ -36,6 +59,16 @@ int main(int argc, char** argv) {
   QCommandLineOption algoOpt(QStringLiteral("algo"),
                              QStringLiteral("Run this scheduler once the model is loaded (see partex-cli algos)."),
                              QStringLiteral("algorithm"));
+  QCommandLineOption selectOpt(QStringLiteral("select"),
+                               QStringLiteral("Select and centre the first operator whose name or type contains TEXT."),
+                               QStringLiteral("text"));
+  QCommandLineOption criticalOpt(QStringLiteral("critical-path"), QStringLiteral("Show the critical path."));
+  QCommandLineOption compareOpt(QStringLiteral("compare"),
+                                QStringLiteral("Compare these schedulers (comma separated) once loaded."),
+                                QStringLiteral("algorithms"));
+  parser.addOption(compareOpt);
+  parser.addOption(selectOpt);
+  parser.addOption(criticalOpt);
   parser.addOption(dimOpt);
   parser.addOption(shotOpt);
   parser.addOption(platOpt);
@@ -58,8 +91,17 @@ int main(int argc, char** argv) {
   }
 
   partex::gui::MainWindow w;
-  if (parser.isSet(platOpt)) w.setPlatform(parser.value(platOpt));
+  if (!devicePlatform.isEmpty()) w.setPlatform(devicePlatform);
+  if (parser.isSet(criticalOpt)) w.setShowCriticalPath(true);
   const QString shot = parser.value(shotOpt);
+  const QString select = parser.value(selectOpt);
+  const QStringList compare = parser.value(compareOpt).split(QLatin1Char(','), Qt::SkipEmptyParts);
+  if (!compare.isEmpty())
+    QObject::connect(&w, &partex::gui::MainWindow::modelLoaded, &w, [&w, compare](bool ok) {
+      if (ok) w.session()->runCompare(compare);
+    });
+  QElapsedTimer clock;
+  clock.start();
   const QString algo = parser.value(algoOpt);
   if (shot.isEmpty() && !algo.isEmpty()) {
     QObject::connect(&w, &partex::gui::MainWindow::modelLoaded, &w, [&w, algo](bool ok) {
@@ -68,13 +110,22 @@ int main(int argc, char** argv) {
   }
   if (!shot.isEmpty()) {
     w.setDialogsEnabled(false);
-    QObject::connect(&w, &partex::gui::MainWindow::modelLoaded, &w, [&w, shot, algo](bool ok) {
+    QObject::connect(&w, &partex::gui::MainWindow::modelLoaded, &w, [&w, shot, algo, select, &clock](bool ok) {
+      if (ok)
+        std::fprintf(stderr, "partex: loaded %d operators (import, cost table, HEFT) in %lld ms\n",
+                     w.session()->numOps(), static_cast<long long>(clock.elapsed()));
       if (ok && !algo.isEmpty()) w.runScheduler(algo);
       // Wait until the layout and the scheduler are done (polled: either may finish first), then grab.
       auto* poll = new QTimer(&w);
-      QObject::connect(poll, &QTimer::timeout, &w, [&w, shot, ok, poll] {
+      QObject::connect(poll, &QTimer::timeout, &w, [&w, shot, ok, poll, select, &clock] {
         if (ok && w.busy()) return;
         poll->stop();
+        if (ok) {
+          std::fprintf(stderr, "partex: ready after %lld ms (layout of %s took %.0f ms)\n",
+                       static_cast<long long>(clock.elapsed()),
+                       w.graphView()->layoutSummary().toLocal8Bit().constData(), w.graphView()->lastLayoutMs());
+          if (!select.isEmpty()) w.graphView()->findNext(select);
+        }
         QTimer::singleShot(300, &w, [&w, shot, ok] {
           w.grab().save(shot);
           if (!ok) std::fprintf(stderr, "partex: %s\n", w.lastError().toLocal8Bit().constData());

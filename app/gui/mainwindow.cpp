@@ -43,6 +43,13 @@
 
 namespace partex::gui {
 
+/// "HEFT" for "heft": the scheduler's title without its citation.
+static QString shortTitle(const std::string& algorithm) {
+  const Scheduler* s = findScheduler(algorithm);
+  if (!s) return QString::fromStdString(algorithm);
+  return QString::fromStdString(s->title()).section(QStringLiteral(" ("), 0, 0);
+}
+
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setWindowTitle(tr("Partex"));
   setAcceptDrops(true);
@@ -186,6 +193,7 @@ void MainWindow::buildDocks() {
   compareView_->setModel(compareProxy);
   compareView_->setSortingEnabled(true);
   compareView_->verticalHeader()->hide();
+  compareView_->verticalHeader()->setDefaultSectionSize(compareView_->fontMetrics().height() + 6);
   compareView_->setSelectionBehavior(QAbstractItemView::SelectRows);
   compareView_->setToolTip(tr("Double-click a row to apply that algorithm's plan"));
   sl->addWidget(compareView_, 1);
@@ -360,7 +368,7 @@ void MainWindow::buildMenus() {
   fit->setShortcut(QKeySequence(QStringLiteral("Ctrl+0")));
   auto* one = viewMenu->addAction(tr("Actual size (1:1)"), this, [this] { graph_->resetZoom(); });
   one->setShortcut(QKeySequence(QStringLiteral("Ctrl+1")));
-  auto* crit = viewMenu->addAction(tr("&Critical path"));
+  auto* crit = criticalAction_ = viewMenu->addAction(tr("&Critical path"));
   crit->setCheckable(true);
   crit->setShortcut(QKeySequence(QStringLiteral("Ctrl+K")));
   connect(crit, &QAction::toggled, graph_, &GraphView::setShowCriticalPath);
@@ -388,6 +396,10 @@ void MainWindow::setPlatform(const QString& nameOrPath) {
   if (platformBox_->findText(nameOrPath) < 0) platformBox_->addItem(nameOrPath);
   platformBox_->setCurrentText(nameOrPath);
   session_->setPlatform(nameOrPath);
+}
+
+void MainWindow::setShowCriticalPath(bool on) {
+  criticalAction_->setChecked(on);
 }
 
 void MainWindow::runScheduler(const QString& algorithm, bool respectPins) {
@@ -430,7 +442,7 @@ void MainWindow::onModelChanged() {
   const QString file = QFileInfo(QString::fromStdString(m->path)).fileName();
   summary_->setText(tr("<b>%1</b> &nbsp; %2 operators &nbsp; %3 MACs &nbsp; %4 FLOPs &nbsp; parameters %5 &nbsp; peak "
                        "activations %6 &nbsp; opset %7%8<br>"
-                       "platform <b>%9</b>: %10")
+                       "platform <b>%9</b> (%10 devices)")
                         .arg(file.toHtmlEscaped())
                         .arg(g.nodes.size())
                         .arg(QString::fromStdString(humanCount(static_cast<double>(m->total.macs))))
@@ -442,7 +454,8 @@ void MainWindow::onModelChanged() {
                                  ? QString()
                                  : tr(" &nbsp; <font color=#b35806>%1 warning(s)</font>").arg(g.warnings.size()))
                         .arg(QString::fromStdString(session_->platform().name).toHtmlEscaped())
-                        .arg(QString::fromStdString(session_->platform().description).toHtmlEscaped().left(140)));
+                        .arg(session_->numDevices()));
+  summary_->setToolTip(QString::fromStdString(session_->platform().description));
   setWindowTitle(tr("%1 - Partex").arg(file));
   platformBox_->setCurrentText(session_->platformName());
   for (int i = 0; i < moveActions_.size(); ++i) {
@@ -480,8 +493,7 @@ void MainWindow::updateMakespan() {
   const double ms = session_->timeline().makespan;
   makespan_->setText(tr("Makespan %1 us").arg(QString::fromStdString(withCommas(static_cast<uint64_t>(ms + 0.5)))));
   const auto& st = session_->state();
-  const Scheduler* s = findScheduler(st.algorithm);
-  const QString algo = s ? QString::fromStdString(s->title()) : QString::fromStdString(st.algorithm);
+  const QString algo = shortTitle(st.algorithm);
   QString text;
   if (st.schedulerMakespan > 0) {
     const double pct = (ms - st.schedulerMakespan) / st.schedulerMakespan * 100;
@@ -524,8 +536,7 @@ void MainWindow::updateGantt() {
   if (!gantt_) return;
   if (!session_->hasModel()) return;
   const auto& st = session_->state();
-  const Scheduler* s = findScheduler(st.algorithm);
-  const QString algo = s ? QString::fromStdString(s->title()) : QString::fromStdString(st.algorithm);
+  const QString algo = shortTitle(st.algorithm);
   gantt_->setTimeline(session_->table(), session_->timeline(), session_->deviceColors());
   gantt_->setReferenceMakespan(st.schedulerMakespan);
   gantt_->setReferenceLabel(tr("%1 plan").arg(algo));

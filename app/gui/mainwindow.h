@@ -60,6 +60,8 @@ class MainWindow : public QMainWindow {
   QString lastError() const { return lastError_; }
   /// Tests and screenshots turn modal dialogs off (errors then go to the status bar only).
   void setDialogsEnabled(bool on) { dialogsEnabled_ = on; }
+  /// Turns the critical-path overlay on or off (View > Critical path).
+  void setShowCriticalPath(bool on);
   /// True while a load, a layout or a scheduler runs (screenshots wait for it).
   bool busy() const;
   /// The device under a global position: a palette entry or a Gantt device row; -1 when none.
@@ -122,6 +124,7 @@ class MainWindow : public QMainWindow {
   QDockWidget* ganttDock_ = nullptr;
   GanttView* gantt_ = nullptr;
   QList<QAction*> moveActions_;
+  QAction* criticalAction_ = nullptr;
   QString loadingPath_;
   QStringList loadingDims_;
   QString lastError_;
