@@ -9,6 +9,10 @@
 #include <QTableView>
 #include <QUndoStack>
 
+#if __has_include("gantt/ganttview.h")
+#include "gantt/ganttview.h"
+#define PARTEX_HAVE_GANTT 1
+#endif
 #include "graph/devicepalette.h"
 #include "graph/graphscene.h"
 #include "graph/graphview.h"
@@ -207,6 +211,76 @@ class TestMainWindow : public QObject {
     QVERIFY(!s->isPinned(op));
     QTest::keyClick(g, Qt::Key_Z, Qt::ControlModifier | Qt::ShiftModifier);
     QVERIFY(s->isPinned(op));
+  }
+
+  void hoverPreviewsAndGanttRowIsADropTarget() {
+#ifndef PARTEX_HAVE_GANTT
+    QSKIP("app/gantt is not in this build: the Gantt preview and drop target are not integrated");
+#else
+    const std::string path = test::tempDir() + "/r18p.onnx";
+    GenSpec spec;
+    spec.kind = "resnet18";
+    QVERIFY(generateModelFile(spec, path).isOk());
+    MainWindow w;
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(openAndLayOut(w, QString::fromStdString(path), "mobile-soc"));
+    Session* s = w.session();
+    GanttView* gantt = w.ganttView();
+    QVERIFY(gantt);
+    int op = -1, dev = -1;
+    QVERIFY(findEffectiveMove(*s, &op, &dev));
+    const double expected = s->previewMove({op}, dev)->makespan;
+    GraphView* g = w.graphView();
+    g->centerOnOp(op);
+    const QPoint from = g->viewportPosOfOp(op);
+    const QPoint over = g->viewport()->mapFromGlobal(w.palette()->globalCenterOf(dev));
+    QTest::mousePress(g->viewport(), Qt::LeftButton, {}, from);
+    QTest::mouseMove(g->viewport(), from + QPoint(10, 10));
+    QTest::mouseMove(g->viewport(), over);
+    // Hovering shows the preview in the Gantt chart and highlights the palette entry; nothing moves.
+    QVERIFY(g->dragging());
+    QCOMPARE(gantt->shownMakespan(), expected);
+    QCOMPARE(w.palette()->paletteModel()->highlight(), dev);
+    QVERIFY(s->deviceOf(op) != dev);
+    // Find a point of the Gantt chart's row of `dev` and release there.
+    QPoint rowPos(-1, -1);
+    for (int y = 0; y < gantt->height() && rowPos.x() < 0; y += 2) {
+      const QPoint p(gantt->width() / 2, y);
+      if (gantt->deviceAt(gantt->mapToGlobal(p)) == dev) rowPos = p;
+    }
+    QVERIFY(rowPos.x() >= 0);
+    const QPoint onRow = g->viewport()->mapFromGlobal(gantt->mapToGlobal(rowPos));
+    QTest::mouseMove(g->viewport(), onRow);
+    QTest::mouseRelease(g->viewport(), Qt::LeftButton, {}, onRow);
+    QCOMPARE(s->deviceOf(op), dev);
+    QCOMPARE(s->timeline().makespan, expected);
+    QCOMPARE(gantt->shownMakespan(), expected);  // the preview is gone, the chart shows the new plan
+    QCOMPARE(w.palette()->paletteModel()->highlight(), -1);
+#endif
+  }
+
+  void platformSwitchRebuildsEverything() {
+    const std::string path = test::tempDir() + "/r18s.onnx";
+    GenSpec spec;
+    spec.kind = "resnet18";
+    QVERIFY(generateModelFile(spec, path).isOk());
+    MainWindow w;
+    QVERIFY(openAndLayOut(w, QString::fromStdString(path), "mobile-soc"));
+    QVERIFY(w.session()->moveOps({3}, w.session()->deviceOf(3) == 0 ? 1 : 0).isOk());
+    QSignalSpy changed(w.session(), &Session::modelChanged);
+    w.setPlatform("cpu-npu");
+    QVERIFY(changed.wait(60000));
+    QCOMPARE(w.session()->numDevices(), 2);
+    QCOMPARE(w.palette()->model()->rowCount(), 2);
+    QCOMPARE(w.session()->undoStack()->count(), 0);
+    QTRY_VERIFY_WITH_TIMEOUT(!w.busy(), 60000);
+    QCOMPARE(static_cast<int>(w.graphView()->graphScene()->display().nodes.size()), w.session()->numOps());
+    // A platform that does not exist: an error, the old one stays.
+    w.setPlatform("/nonexistent/platform.json");
+    QTRY_VERIFY_WITH_TIMEOUT(!w.busy(), 60000);
+    QVERIFY(w.lastError().contains("platform"));
+    QCOMPARE(w.session()->numDevices(), 2);
   }
 
   void bigModelOpensCollapsedAndExpands() {
