@@ -470,7 +470,19 @@ Result<Profile> profileModel(const Graph& g, const Backend& backend, const Profi
           c.step("transfer " + a.id + " -> " + b.id + " " + humanBytes(static_cast<double>(bytes)));
           t.samples.push_back(TransferSample{bytes, measureTransfer(bytes, a.core, b.core, o.warmup, o.reps)});
         }
-        p.transfers.push_back(std::move(t));
+        // The minimal plan may have measured this pair already: one entry per pair, sizes merged.
+        auto same = std::find_if(p.transfers.begin(), p.transfers.end(),
+                                 [&](const ProfileTransfer& x) { return x.from == a.id && x.to == b.id; });
+        if (same == p.transfers.end()) {
+          p.transfers.push_back(std::move(t));
+        } else {
+          for (auto& smp : t.samples)
+            if (std::none_of(same->samples.begin(), same->samples.end(),
+                             [&](const TransferSample& x) { return x.bytes == smp.bytes; }))
+              same->samples.push_back(smp);
+          std::sort(same->samples.begin(), same->samples.end(),
+                    [](const TransferSample& x, const TransferSample& y) { return x.bytes < y.bytes; });
+        }
       }
   }
   info.seconds = std::chrono::duration<double>(Clock::now() - t0).count();

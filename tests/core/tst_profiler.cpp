@@ -21,6 +21,7 @@ class TestProfiler : public QObject {
   void minimalPlanCountsRuns_data();
   void minimalPlanCountsRuns();
   void transfersAreMeasured();
+  void minimalPlanAndTransfersShareOneEntryPerPair();
   void progressAndCancel();
   void unknownDeviceIsAnError();
   void matchesChecksTheKey();
@@ -154,6 +155,25 @@ void TestProfiler::transfersAreMeasured() {
     QCOMPARE(t.samples[1].bytes, int64_t{1 << 20});
     QCOMPARE(t.samples[1].time.reps, 3);
     QVERIFY(t.samples[1].time.medianUs > 0);
+  }
+}
+
+void TestProfiler::minimalPlanAndTransfersShareOneEntryPerPair() {
+  const Graph g = test::diamondGraph();
+  test::FakeBackend b(0);
+  ProfilerOptions o;
+  o.devices = {"dev0", "dev1"};
+  o.method = ProfilerOptions::Method::MinimalPlan;
+  o.transfers = true;
+  o.transferSizes = {1024, 4096};
+  o.reps = 1;
+  auto p = profileModel(g, b, o);
+  QVERIFY2(p.isOk(), p.message().c_str());
+  QCOMPARE(p->transfers.size(), size_t{2});
+  for (const auto& t : p->transfers) {
+    QCOMPARE(t.samples.size(), size_t{2});  // 1024 (crossing run and asked for) and 4096
+    QCOMPARE(t.samples[0].bytes, int64_t{1024});
+    QCOMPARE(t.samples[1].bytes, int64_t{4096});
   }
 }
 
