@@ -39,6 +39,8 @@
 #include "graph/graphview.h"
 #include "gui/comparemodel.h"
 #include "gui/inspector.h"
+#include "gui/platformeditor.h"
+#include "gui/teachpanel.h"
 #include "support/strings.h"
 
 namespace partex::gui {
@@ -282,6 +284,34 @@ void MainWindow::buildDocks() {
   opsDock->setWidget(ow);
   addDockWidget(Qt::RightDockWidgetArea, opsDock);
   tabifyDockWidget(inspDock, opsDock);
+
+  // Platform editor: an accepted edit re-builds the cost table on the edited platform.
+  auto* editDock = new QDockWidget(tr("Platform editor"), this);
+  editDock->setObjectName(QStringLiteral("platformEditorDock"));
+  editor_ = new PlatformEditor(editDock);
+  editDock->setWidget(editor_);
+  addDockWidget(Qt::RightDockWidgetArea, editDock);
+  tabifyDockWidget(opsDock, editDock);
+  connect(editor_, &PlatformEditor::platformEdited, this, [this](const Platform& p) {
+    // The editor also reports the platform it was just shown: only a real change re-builds.
+    if (session_->hasModel() && platformToJson(p) == platformToJson(session_->platform())) return;
+    const QString label = p.name.empty() ? tr("edited platform") : QString::fromStdString(p.name);
+    session_->setPlatform(p, label);
+  });
+
+  // Teaching: step through a list scheduler's decisions; each step selects its task in the graph.
+  auto* teachDock = new QDockWidget(tr("Teach"), this);
+  teachDock->setObjectName(QStringLiteral("teachDock"));
+  teach_ = new TeachPanel(teachDock);
+  teachDock->setWidget(teach_);
+  addDockWidget(Qt::RightDockWidgetArea, teachDock);
+  tabifyDockWidget(editDock, teachDock);
+  connect(teach_, &TeachPanel::stepChanged, this,
+          [this](int task, int, const QList<int>&, const std::vector<DeviceId>&) {
+            if (task < 0 || task >= session_->numOps()) return;
+            session_->setSelection({task});
+            graph_->centerOnOp(task);
+          });
   inspDock->raise();
 
   // Gantt chart (app/gantt); a marked placeholder in builds without it.
@@ -457,7 +487,9 @@ void MainWindow::onModelChanged() {
                         .arg(session_->numDevices()));
   summary_->setToolTip(QString::fromStdString(session_->platform().description));
   setWindowTitle(tr("%1 - Partex").arg(file));
-  platformBox_->setCurrentText(session_->platformName());
+  if (platformBox_->findText(session_->platformName()) >= 0) platformBox_->setCurrentText(session_->platformName());
+  editor_->setPlatform(session_->platform(), session_->platformName());
+  teach_->setProblem(session_->tablePtr(), session_->deviceColors(), session_->constraints());
   for (int i = 0; i < moveActions_.size(); ++i) {
     moveActions_[i]->setVisible(i < session_->numDevices());
     moveActions_[i]->setEnabled(i < session_->numDevices());

@@ -32,6 +32,8 @@ class GraphView;
 class DevicePalette;
 class CompareModel;
 class GanttView;
+class PlatformEditor;
+class TeachPanel;
 
 /// See the file comment.
 class MainWindow : public QMainWindow {
@@ -56,6 +58,8 @@ class MainWindow : public QMainWindow {
   QLabel* makespanLabel() const { return makespan_; }
   /// The Gantt chart (null in builds without app/gantt).
   GanttView* ganttView() const { return gantt_; }
+  PlatformEditor* platformEditor() const { return editor_; }
+  TeachPanel* teachPanel() const { return teach_; }
   /// The last load error ("" when none); also shown in a dialog unless dialogs are suppressed.
   QString lastError() const { return lastError_; }
   /// Tests and screenshots turn modal dialogs off (errors then go to the status bar only).
@@ -123,6 +127,8 @@ class MainWindow : public QMainWindow {
   QTextBrowser* inspector_ = nullptr;
   QDockWidget* ganttDock_ = nullptr;
   GanttView* gantt_ = nullptr;
+  PlatformEditor* editor_ = nullptr;
+  TeachPanel* teach_ = nullptr;
   QList<QAction*> moveActions_;
   QAction* criticalAction_ = nullptr;
   QString loadingPath_;

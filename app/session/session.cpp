@@ -32,16 +32,21 @@ static Plan singleDevicePlan(const CostTable& t, DeviceId d) {
 }
 
 Result<Prepared> prepareSession(std::shared_ptr<const LoadedModel> model, const std::string& platformNameOrPath) {
-  if (!model) return makeError("no model loaded");
   auto platform = loadPlatform(platformNameOrPath);
   if (!platform) return makeError("platform ", platformNameOrPath, ": ", platform.message());
-  auto table = buildCostTable(model->graph, model->work, *platform);
+  return prepareSession(std::move(model), std::move(platform).value(), platformNameOrPath);
+}
+
+Result<Prepared> prepareSession(std::shared_ptr<const LoadedModel> model, Platform platform,
+                                const std::string& platformNameOrPath) {
+  if (!model) return makeError("no model loaded");
+  auto table = buildCostTable(model->graph, model->work, platform);
   if (!table)
     return makeError(QFileInfo(QString::fromStdString(model->path)).fileName().toStdString(), ": ", table.message());
   Prepared p;
   p.model = std::move(model);
   p.platformName = platformNameOrPath;
-  p.platform = std::move(platform).value();
+  p.platform = std::move(platform);
   p.table = std::make_shared<const CostTable>(std::move(table).value());
   const CostTable& t = *p.table;
   p.state.manual.assign(static_cast<size_t>(t.numTasks()), 0);
@@ -159,32 +164,39 @@ void Session::open(const QString& path, const QStringList& dims) {
 }
 
 void Session::setPlatform(const QString& nameOrPath) {
-  if (nameOrPath.toStdString() == platformName_ && hasModel()) return;
-  if (!model_) {
-    platformName_ = nameOrPath.toStdString();
-    return;
-  }
+  if (nameOrPath.toStdString() == platformName_ && !customPlatform_ && hasModel()) return;
+  platformName_ = nameOrPath.toStdString();
+  customPlatform_.reset();
+  if (!model_) return;
   emit loadStarted(tr("Building the cost table on %1...").arg(nameOrPath));
-  startPrepare(model_, QString(), {}, nameOrPath);
+  startPrepare(model_, QString(), {});
 }
 
-void Session::startPrepare(std::shared_ptr<const LoadedModel> model, const QString& path, const QStringList& dims,
-                           const QString& platform) {
+void Session::setPlatform(const Platform& platform, const QString& label) {
+  platformName_ = label.toStdString();
+  customPlatform_ = platform;
+  if (!model_) return;
+  emit loadStarted(tr("Building the cost table on %1...").arg(label));
+  startPrepare(model_, QString(), {});
+}
+
+void Session::startPrepare(std::shared_ptr<const LoadedModel> model, const QString& path, const QStringList& dims) {
   const int gen = ++prepGeneration_;
   prepPending_ = true;
   std::vector<std::string> d;
   for (const auto& s : dims) d.push_back(s.toStdString());
-  const std::string plat = platform.isEmpty() ? platformName_ : platform.toStdString();
+  const std::string plat = platformName_;
+  const std::optional<Platform> custom = customPlatform_;
   const std::string file = path.toStdString();
   // The generation travels with the result so that a superseded job's result is dropped.
-  prepWatcher_->setFuture(QtConcurrent::run([model, file, d, plat, gen]() -> Result<Prepared> {
+  prepWatcher_->setFuture(QtConcurrent::run([model, file, d, plat, custom, gen]() -> Result<Prepared> {
     std::shared_ptr<const LoadedModel> m = model;
     if (!m) {
       auto loaded = loadModel(file, d);
       if (!loaded) return Error{loaded.message()};
       m = loaded.value();
     }
-    auto p = prepareSession(m, plat);
+    auto p = custom ? prepareSession(m, *custom, plat) : prepareSession(m, plat);
     if (p) p->generation = gen;
     return p;
   }));
@@ -204,6 +216,10 @@ void Session::onPrepared() {
   auto result = prepWatcher_->result();
   prepPending_ = false;
   if (!result) {
+    if (model_) {  // keep the platform that is installed
+      platformName_ = installedName_;
+      customPlatform_ = installedCustom_;
+    }
     emit loadFailed(QString::fromStdString(result.message()));
     return;
   }
@@ -225,6 +241,8 @@ void Session::install(Prepared p) {
   preview_.reset();
   model_ = std::move(p.model);
   platformName_ = p.platformName;
+  installedName_ = platformName_;
+  installedCustom_ = customPlatform_;
   platform_ = std::move(p.platform);
   table_ = std::move(p.table);
   sim_ = std::make_unique<Simulator>(*table_);

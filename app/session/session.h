@@ -14,6 +14,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,8 @@ struct Prepared {
 /// Builds the cost table of `model` on a platform (preset name or file) and an initial HEFT plan.
 /// Runs on a worker thread; every failure is a one-line message.
 Result<Prepared> prepareSession(std::shared_ptr<const LoadedModel> model, const std::string& platformNameOrPath);
+/// The same on a platform given as an object (an edited platform); `label` names it.
+Result<Prepared> prepareSession(std::shared_ptr<const LoadedModel> model, Platform platform, const std::string& label);
 
 /// One row of the algorithm comparison.
 struct CompareRow {
@@ -91,6 +94,9 @@ class Session : public QObject {
   /// Switches platform (preset name or file); with a model loaded, rebuilds the cost table and the
   /// initial plan in the background (the undo history is cleared: its plans belong to the old table).
   void setPlatform(const QString& nameOrPath);
+  /// Switches to a platform object (the platform editor's); `label` is shown as its name. Later
+  /// models open on it too, until setPlatform(nameOrPath) picks a preset or file again.
+  void setPlatform(const Platform& platform, const QString& label);
   /// Installs a prepared model synchronously (the end of open(); tests call it directly).
   void install(Prepared p);
   bool loading() const;
@@ -177,11 +183,13 @@ class Session : public QObject {
   void onCompared();
   void refreshDerived();
   QString opLabel(int op) const;
-  void startPrepare(std::shared_ptr<const LoadedModel> model, const QString& path, const QStringList& dims,
-                    const QString& platform = {});
+  void startPrepare(std::shared_ptr<const LoadedModel> model, const QString& path, const QStringList& dims);
 
   std::shared_ptr<const LoadedModel> model_;
   std::string platformName_ = "mobile-soc";
+  std::optional<Platform> customPlatform_;   ///< Set: prepare on this object instead of platformName_.
+  std::string installedName_;                ///< The platform of the installed model, restored when a
+  std::optional<Platform> installedCustom_;  ///< switch to another platform fails.
   Platform platform_;
   std::shared_ptr<const CostTable> table_;
   std::unique_ptr<Simulator> sim_;      ///< Keeps buffers; its last run is always the current plan.

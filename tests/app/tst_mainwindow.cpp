@@ -17,6 +17,8 @@
 #include "graph/graphscene.h"
 #include "graph/graphview.h"
 #include "gui/mainwindow.h"
+#include "gui/platformeditor.h"
+#include "gui/teachpanel.h"
 #include "onnx/generator.h"
 #include "session/session.h"
 #include "testutil.h"
@@ -281,6 +283,41 @@ class TestMainWindow : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(!w.busy(), 60000);
     QVERIFY(w.lastError().contains("platform"));
     QCOMPARE(w.session()->numDevices(), 2);
+  }
+
+  void platformEditsAndTeachingReachTheSession() {
+    const std::string path = test::tempDir() + "/r18e.onnx";
+    GenSpec spec;
+    spec.kind = "resnet18";
+    QVERIFY(generateModelFile(spec, path).isOk());
+    MainWindow w;
+    QVERIFY(openAndLayOut(w, QString::fromStdString(path), "cpu-npu"));
+    Session* s = w.session();
+    const double before = s->timeline().makespan;
+    // An edit in the platform editor: a twice as fast CPU re-builds the table and the plan.
+    Platform p = s->platform();
+    p.devices[0].defaultPeakGflops *= 2;
+    for (auto& [cls, peak] : p.devices[0].peakGflops) peak *= 2;
+    p.devices[0].memBandwidthGBs *= 2;
+    QSignalSpy changed(s, &Session::modelChanged);
+    emit w.platformEditor()->platformEdited(p);
+    QVERIFY(changed.wait(60000));
+    QVERIFY(s->timeline().makespan < before);
+    QCOMPARE(platformToJson(s->platform()), platformToJson(p));
+    // The editor is shown the installed platform: that does not loop back into another rebuild.
+    QTest::qWait(200);
+    QCOMPARE(changed.count(), 1);
+    QVERIFY(!s->loading());
+    // Teaching: each step selects its task.
+    TeachPanel* t = w.teachPanel();
+    QVERIFY2(t->unavailableReason().isEmpty(), qPrintable(t->unavailableReason()));
+    QVERIFY(t->stepCount() > 1);
+    int task = -1;
+    for (int i = 0; i < 3 && task < 0; ++i) {
+      t->next();
+      if (t->step()) task = s->selection().value(0, -1);
+    }
+    QVERIFY(task >= 0);
   }
 
   void bigModelOpensCollapsedAndExpands() {
