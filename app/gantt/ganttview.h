@@ -1,0 +1,160 @@
+#pragma once
+/// \file The Gantt chart widget: one row per device and per link, the makespan large with its
+/// change against a reference, a time axis, tooltips, zoom (wheel), pan (drag the background), fit
+/// (double-click), a preview timeline drawn over ghosts of the current one while a drag hovers over
+/// a device, and export to SVG or PNG.
+
+#include <QColor>
+#include <QList>
+#include <QWidget>
+
+#include <optional>
+#include <vector>
+
+#include "cost/costtable.h"
+#include "gantt/ganttdata.h"
+#include "gantt/timescale.h"
+#include "sim/simulator.h"
+#include "support/result.h"
+
+class QPainter;
+
+namespace partex::gui {
+
+/// Paints a timeline cheaply: only the visible rows and the bars inside the visible time range
+/// (binary search on start-sorted rows), and bars narrower than two pixels merged into one mark per
+/// run of pixel columns, so that a repaint costs O(visible bars + width), not O(tasks) of drawing.
+class GanttView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit GanttView(QWidget* parent = nullptr);
+
+  /// Shows `tl` of table `t` with one colour per device (missing colours come from the palette).
+  /// The table must outlive the view or the next call; null clears the view. Refits the time
+  /// scale unless the user has zoomed or panned since the last fit.
+  void setTimeline(const partex::CostTable* t, const partex::Timeline& tl, const std::vector<QColor>& deviceColors);
+  /// While set, draws `tl` solid over ghosts of the current timeline, with its makespan and its
+  /// change against the current one; nullptr clears. The timeline is copied.
+  void setPreview(const partex::Timeline* tl);
+  /// A makespan to compare against, e.g. the HEFT plan's (<= 0: none).
+  void setReferenceMakespan(double us);
+  /// What the reference is, as in "-12.3% vs HEFT plan" (default "reference").
+  void setReferenceLabel(const QString& label);
+  /// A title drawn before the makespan (e.g. the plan's algorithm); empty: none.
+  void setTitle(const QString& title);
+  /// Highlights these tasks with an outline (ids out of range are ignored).
+  void setSelectedTasks(const QList<int>& tasks);
+
+  /// The device row under a global position, -1 if none (link rows, axis, outside): the drop
+  /// target of the drag controller.
+  int deviceAt(const QPoint& globalPos) const;
+  /// The task bar under a widget position, -1 if none.
+  int taskAt(const QPoint& pos) const;
+  /// Where task `task` is drawn in widget coordinates now (empty when unknown or off the plot).
+  QRectF taskRect(int task) const;
+
+  /// Draws the whole chart (time fitted to the width of `target`) into `target`.
+  void renderTo(QPainter* p, const QRectF& target);
+  /// Writes the whole chart as SVG (QSvgGenerator) or PNG by the file extension, through a
+  /// temporary file and a rename, so that a failure never leaves a half-written file.
+  partex::Status saveImage(const QString& path);
+  /// Width of exported images in pixels (height follows the rows); default 1600.
+  void setExportWidth(int px);
+  /// The size saveImage() writes.
+  QSize exportSize() const;
+
+  /// The time scale of the plot area (pixel 0 = left edge of the bars).
+  const TimeScale& timeScale() const { return scale_; }
+  /// Sets the time scale (a compare view keeps two charts on one); emits timeScaleChanged when it changes.
+  void setTimeScale(const TimeScale& s);
+  /// Time fit() shows up to; <= 0: the larger of the makespan and the preview's.
+  void setFitEnd(double us);
+  /// The label column is at least this wide, so that stacked charts line up.
+  void setMinimumLabelWidth(int px);
+  int labelWidth() const;
+
+  /// Makespan shown now: the preview's while one is set.
+  double shownMakespan() const;
+  /// The header line, e.g. "HEFT  1.234 ms (-12.3% vs reference)".
+  QString makespanText() const;
+  /// The tooltip text of the bar under a widget position ("" if none).
+  QString toolTipAt(const QPoint& pos) const;
+  const std::vector<GanttRow>& rows() const { return rows_; }
+  /// Bars of the timeline shown (the preview while one is set), per row.
+  const GanttBars& bars() const { return preview_ ? previewBars_ : bars_; }
+  /// Marks drawn by the last paint (filled rectangles for bars and merged runs): lets tests check
+  /// the level of detail, and the bench report it.
+  int lastMarkCount() const { return lastMarks_; }
+
+  QSize sizeHint() const override;
+  QSize minimumSizeHint() const override;
+
+ public slots:
+  /// Fits the time axis to [0, fit end] and resumes automatic fitting on new timelines.
+  void fit();
+  void zoomIn();
+  void zoomOut();
+
+ signals:
+  /// A task bar was clicked.
+  void taskClicked(int task, Qt::KeyboardModifiers mods);
+  /// The time scale changed by zoom, pan, fit or resize.
+  void timeScaleChanged(const partex::gui::TimeScale& scale);
+
+ protected:
+  bool event(QEvent* e) override;
+  void paintEvent(QPaintEvent* e) override;
+  void resizeEvent(QResizeEvent* e) override;
+  void mousePressEvent(QMouseEvent* e) override;
+  void mouseMoveEvent(QMouseEvent* e) override;
+  void mouseReleaseEvent(QMouseEvent* e) override;
+  void mouseDoubleClickEvent(QMouseEvent* e) override;
+  void wheelEvent(QWheelEvent* e) override;
+
+ private:
+  /// Geometry of one paint: where the header, axis, labels, rows and plot are.
+  struct Frame {
+    QRectF area;
+    double plotLeft = 0;
+    double plotWidth = 0;
+    double rowsTop = 0;
+    double rowHeight = 0;
+  };
+  Frame frameFor(const QRectF& area, bool compactRows) const;
+  Frame widgetFrame() const;
+  void paintChart(QPainter& p, const Frame& f, const TimeScale& sc, const QRectF& dirty);
+  void paintRowBars(QPainter& p, const Frame& f, const TimeScale& sc, int row, const GanttBars& bars,
+                    const partex::Timeline& tl, bool ghost);
+  void relayout();
+  double fitEnd() const;
+  int rowAtY(const Frame& f, double y) const;
+  /// The bar under a widget position in the shown timeline: row and bar index, or {-1, -1}.
+  std::pair<int, int> barAt(const QPoint& pos) const;
+  QColor deviceColorOf(int device) const;
+  void setScaleInternal(const TimeScale& s);
+
+  const partex::CostTable* table_ = nullptr;
+  partex::Timeline tl_;
+  std::optional<partex::Timeline> preview_;
+  std::vector<QColor> colors_;
+  std::vector<GanttRow> rows_;
+  GanttBars bars_;
+  GanttBars previewBars_;
+  std::vector<char> selected_;  ///< Per task.
+  QList<int> selectedList_;
+  double referenceUs_ = 0;
+  QString referenceLabel_;
+  QString title_;
+  TimeScale scale_;
+  bool autoFit_ = true;
+  double fitEnd_ = 0;
+  int minLabelWidth_ = 0;
+  int labelWidth_ = 90;
+  int exportWidth_ = 1600;
+  int lastMarks_ = 0;
+  bool panning_ = false;
+  QPoint panStart_;
+  double panOrigin_ = 0;
+};
+
+}  // namespace partex::gui
