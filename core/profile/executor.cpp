@@ -100,11 +100,13 @@ double threadCpuUs() {
 /// mutex per pair of mutually exclusive devices (taken in a fixed order while a kernel runs).
 Result<RunTimes> runConcurrent(const Graph& g, Prepared& prep, const CostTable& t, const Plan& plan,
                                const std::vector<std::vector<OpId>>& preds, const std::vector<std::vector<OpId>>& succs,
-                               const std::vector<int>& coreOf, const std::atomic<bool>* cancel) {
+                               const std::vector<int>& coreOf, int spinUs, const std::atomic<bool>* cancel) {
   const size_t n = g.nodes.size();
   const int m = t.numDevices();
-  std::vector<int> remaining(n);
-  for (size_t v = 0; v < n; ++v) remaining[v] = static_cast<int>(preds[v].size());
+  // Dependency counters: atomics, so that a waiting worker can spin on them before it sleeps (a sleeping
+  // thread woken on a busy core can wait a whole scheduler slice).
+  auto remaining = std::make_unique<std::atomic<int>[]>(n);
+  for (size_t v = 0; v < n; ++v) remaining[v].store(static_cast<int>(preds[v].size()), std::memory_order_relaxed);
   // Exclusive pairs: one mutex each; a device takes the mutexes of all its pairs, in pair order.
   std::map<std::pair<int, int>, size_t> pairIndex;
   for (DeviceId a = 0; a < m; ++a)
@@ -123,7 +125,7 @@ Result<RunTimes> runConcurrent(const Graph& g, Prepared& prep, const CostTable& 
 
   std::mutex mu;
   std::condition_variable cv;
-  bool failed = false;
+  std::atomic<bool> failed{false};
   std::string error;
   RunTimes times;
   times.startUs.assign(n, 0);
@@ -141,15 +143,21 @@ Result<RunTimes> runConcurrent(const Graph& g, Prepared& prep, const CostTable& 
     start.arrive_and_wait();
     for (TaskId v : plan.order[static_cast<size_t>(d)]) {
       const auto vi = static_cast<size_t>(v);
-      {
-        std::unique_lock lk(mu);
-        cv.wait(lk, [&] { return remaining[vi] == 0 || failed; });
-        if (failed) return;
+      auto ready = [&] { return remaining[vi].load(std::memory_order_acquire) == 0 || failed.load(); };
+      if (!ready()) {
+        const auto spinUntil = Clock::now() + std::chrono::microseconds(spinUs);
+        for (int i = 1; !ready() && Clock::now() < spinUntil; ++i)
+          if (i % 64 == 0) std::this_thread::yield();
+        if (!ready()) {
+          std::unique_lock lk(mu);
+          cv.wait(lk, ready);
+        }
       }
+      if (failed.load()) return;
       if (cancel && cancel->load(std::memory_order_relaxed)) {
         std::lock_guard lk(mu);
-        if (!failed) error = "cancelled";
-        failed = true;
+        if (!failed.load()) error = "cancelled";
+        failed.store(true);
         cv.notify_all();
         return;
       }
@@ -163,14 +171,13 @@ Result<RunTimes> runConcurrent(const Graph& g, Prepared& prep, const CostTable& 
         pairMutex[*it].unlock();
       times.startUs[vi] = std::chrono::duration<double, std::micro>(s - t0).count();
       times.endUs[vi] = std::chrono::duration<double, std::micro>(e - t0).count();
-      {
+      if (st) {
+        for (OpId sc : succs[vi]) remaining[static_cast<size_t>(sc)].fetch_sub(1, std::memory_order_release);
+        { std::lock_guard lk(mu); }  // A sleeper checks its counter under mu: no lost wake-up.
+      } else {
         std::lock_guard lk(mu);
-        if (!st) {
-          if (!failed) error = st.message();
-          failed = true;
-        } else {
-          for (OpId sc : succs[vi]) --remaining[static_cast<size_t>(sc)];
-        }
+        if (!failed.load()) error = st.message();
+        failed.store(true);
       }
       cv.notify_all();
       if (!st) return;
@@ -182,7 +189,7 @@ Result<RunTimes> runConcurrent(const Graph& g, Prepared& prep, const CostTable& 
   t0 = Clock::now();
   start.arrive_and_wait();
   for (auto& th : threads) th.join();
-  if (failed) return Error{error};
+  if (failed.load()) return Error{error};
   for (size_t v = 0; v < n; ++v) times.makespanUs = std::max(times.makespanUs, times.endUs[v]);
   return times;
 }
@@ -290,7 +297,7 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
   for (int rep = 0; rep < o.warmup + o.reps; ++rep) {
     if (cancelled()) return makeError("cancelled");
     step(rep < o.warmup ? "warm-up run" : "timed run " + std::to_string(rep - o.warmup + 1));
-    auto times = runConcurrent(g, prep, t, plan, preds, succs, coreOf, o.cancel);
+    auto times = runConcurrent(g, prep, t, plan, preds, succs, coreOf, o.spinUs, o.cancel);
     if (!times) return Error{times.message()};
     if (rep < o.warmup) continue;
     r.makespansUs.push_back(times->makespanUs);
@@ -329,7 +336,7 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
   Prepared refPrep(g, leaves);
   if (auto st = refPrep.prepare(backend, single.device, t.deviceIds); !st)
     return makeError("reference run: ", st.message());
-  auto refTimes = runConcurrent(g, refPrep, t, single, preds, succs, coreOf, o.cancel);
+  auto refTimes = runConcurrent(g, refPrep, t, single, preds, succs, coreOf, o.spinUs, o.cancel);
   if (!refTimes) return makeError("reference run: ", refTimes.message());
   r.outputsChecked = true;
   r.outputsMatch = true;

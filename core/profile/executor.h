@@ -28,6 +28,9 @@ struct ExecOptions {
   /// Device of the single-device reference run; "" = the table's host device.
   std::string referenceDevice;
   bool checkOutputs = true;
+  /// A worker whose next operator is not ready spins this long (yielding now and then) before it
+  /// sleeps: waking a sleeping thread costs tens of microseconds on an idle machine, a slice on a busy one.
+  int spinUs = 200;
   double rtol = 1e-5;  ///< Relative tolerance of the output check (bitwise equality always passes).
   std::function<void(int done, int total, const std::string& what)> progress;  ///< May be empty.
   const std::atomic<bool>* cancel = nullptr;                                   ///< May be null.
