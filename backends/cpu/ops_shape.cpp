@@ -3,6 +3,7 @@
 // SpaceToDepth, Trilu, Resize/Upsample (nearest and linear). Copies are element-size generic.
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -688,6 +689,9 @@ class ResizeKernel final : public OpKernel {
     const std::string ctm = upsample_ ? "asymmetric" : node_.attrString("coordinate_transformation_mode", "half_pixel");
     const std::string nm = node_.attrString("nearest_mode", upsample_ ? "floor" : "round_prefer_floor");
     const bool linear = mode == "linear" || mode == "bilinear" || mode == "trilinear";
+    const bool cubic = mode == "cubic" || mode == "bicubic";
+    const double A = node_.attrFloat("cubic_coeff_a", -0.75);
+    const bool excludeOutside = node_.attrInt("exclude_outside", 0) != 0;
     Tensor cur = x;
     for (int64_t d = 0; d < r; ++d) {
       const int64_t inLen = cur.dim(d), outLen = outShape[static_cast<size_t>(d)];
@@ -699,6 +703,9 @@ class ResizeKernel final : public OpKernel {
       // Per output coordinate: two source indices and a weight.
       std::vector<int64_t> i0(static_cast<size_t>(outLen)), i1(static_cast<size_t>(outLen));
       std::vector<float> wt(static_cast<size_t>(outLen));
+      // Cubic: four taps per output coordinate (ONNX reference: points x0-1..x0+2, ratio in (0, 1]).
+      std::vector<std::array<int64_t, 4>> ci(cubic ? static_cast<size_t>(outLen) : 0);
+      std::vector<std::array<float, 4>> cw(cubic ? static_cast<size_t>(outLen) : 0);
       const double s = sc[static_cast<size_t>(d)];
       for (int64_t o = 0; o < outLen; ++o) {
         double xo;
@@ -717,7 +724,24 @@ class ResizeKernel final : public OpKernel {
           xo = (od + 0.5) / s;
         else
           return makeError("coordinate_transformation_mode ", ctm);
-        if (linear) {
+        if (cubic) {
+          const double fl = std::floor(xo);
+          const int64_t x0 = fl == xo ? static_cast<int64_t>(fl) - 1 : static_cast<int64_t>(fl);
+          const double t = xo - static_cast<double>(x0);
+          auto near = [A](double x) { return ((A + 2) * x - (A + 3)) * x * x + 1; };       // |x| <= 1
+          auto far = [A](double x) { return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A; };  // 1 < |x| < 2
+          std::array<double, 4> c{far(t + 1), near(t), near(1 - t), far(2 - t)};
+          double sum = 0;
+          for (int q = 0; q < 4; ++q) {
+            const int64_t idx = x0 - 1 + q;
+            if (excludeOutside && (idx < 0 || idx >= inLen)) c[static_cast<size_t>(q)] = 0;
+            sum += c[static_cast<size_t>(q)];
+            ci[static_cast<size_t>(o)][static_cast<size_t>(q)] = std::clamp<int64_t>(idx, 0, inLen - 1);
+          }
+          for (int q = 0; q < 4; ++q)
+            cw[static_cast<size_t>(o)][static_cast<size_t>(q)] = static_cast<float>(
+                excludeOutside && sum != 0 ? c[static_cast<size_t>(q)] / sum : c[static_cast<size_t>(q)]);
+        } else if (linear) {
           const double fl = std::floor(xo);
           const int64_t a = static_cast<int64_t>(fl);
           wt[static_cast<size_t>(o)] = static_cast<float>(xo - fl);
@@ -757,6 +781,16 @@ class ResizeKernel final : public OpKernel {
               const float* r1 = pi + (ou * inLen + i1[static_cast<size_t>(o)]) * inner;
               const float w = wt[static_cast<size_t>(o)];
               float* dst = po + k * inner;
+              if (cubic) {
+                const auto& ix = ci[static_cast<size_t>(o)];
+                const auto& c = cw[static_cast<size_t>(o)];
+                const float* p0 = pi + (ou * inLen + ix[0]) * inner;
+                const float* p1 = pi + (ou * inLen + ix[1]) * inner;
+                const float* p2 = pi + (ou * inLen + ix[2]) * inner;
+                const float* p3 = pi + (ou * inLen + ix[3]) * inner;
+                for (int64_t j = 0; j < inner; ++j) dst[j] = c[0] * p0[j] + c[1] * p1[j] + c[2] * p2[j] + c[3] * p3[j];
+                continue;
+              }
               for (int64_t j = 0; j < inner; ++j) dst[j] = r0[j] + w * (r1[j] - r0[j]);
             }
           },
@@ -828,7 +862,8 @@ void addShapeOps(std::vector<OpEntry>& t) {
   auto resizeCheck = [](const Graph& g, const Node& n) {
     if (inDType(g, n, 0) != DType::Float32) return std::string("float32 only");
     const std::string mode = n.attrString("mode", "nearest");
-    if (mode != "nearest" && mode != "linear" && mode != "bilinear") return "mode " + mode + " is not supported";
+    if (mode != "nearest" && mode != "linear" && mode != "bilinear" && mode != "cubic" && mode != "bicubic")
+      return "mode " + mode + " is not supported";
     const std::string ctm = n.attrString("coordinate_transformation_mode", "half_pixel");
     if (ctm != "half_pixel" && ctm != "pytorch_half_pixel" && ctm != "align_corners" && ctm != "asymmetric" &&
         ctm != "tf_half_pixel_for_nearest" && ctm != "tf_half_pixel_for_nn")
