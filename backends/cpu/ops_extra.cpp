@@ -349,6 +349,172 @@ class EyeLikeKernel final : public OpKernel {
   int64_t k_, dtype_;
 };
 
+/// Compress: the slices of `input` along `axis` (or of the flattened input) where `condition` is true.
+class CompressKernel final : public OpKernel {
+ public:
+  explicit CompressKernel(const Node& n) : hasAxis_(n.hasAttr("axis")), axis_(n.attrInt("axis", 0)) {}
+  Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "input"); !e.empty()) return Error{e};
+    if (auto e = expectInput(in, 1, "condition"); !e.empty()) return Error{e};
+    const Tensor& x = *in[0];
+    const Tensor& c = *in[1];
+    if (c.rank() != 1) return makeError("condition must be 1-D");
+    int64_t outer = 1, dim = x.numElements(), inner = 1;
+    std::vector<int64_t> shape;
+    int64_t axis = 0;
+    if (hasAxis_) {
+      axis = normAxis(axis_, x.rank());
+      if (axis < 0) return makeError("axis out of range");
+      dim = x.dim(axis);
+      for (int64_t d = 0; d < x.rank(); ++d)
+        if (d < axis)
+          outer *= x.dim(d);
+        else if (d > axis)
+          inner *= x.dim(d);
+    }
+    std::vector<int64_t> keep;
+    for (int64_t i = 0; i < std::min(dim, c.numElements()); ++i)
+      if (c.valueAsInt(i) != 0) keep.push_back(i);
+    if (hasAxis_) {
+      shape = x.shape();
+      shape[static_cast<size_t>(axis)] = static_cast<int64_t>(keep.size());
+    } else {
+      shape = {static_cast<int64_t>(keep.size())};
+    }
+    out.resize(1);
+    if (auto s = out[0].ensure(x.dtype(), shape); !s) return s;
+    const int64_t es = tensorElementSize(x.dtype());
+    const auto* px = static_cast<const std::byte*>(x.raw());
+    auto* po = static_cast<std::byte*>(out[0].raw());
+    const int64_t k = static_cast<int64_t>(keep.size());
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t j = 0; j < k; ++j)
+        std::memcpy(po + (o * k + j) * inner * es, px + (o * dim + keep[static_cast<size_t>(j)]) * inner * es,
+                    static_cast<size_t>(inner * es));
+    return Status::ok();
+  }
+
+ private:
+  bool hasAxis_;
+  int64_t axis_;
+};
+
+/// NonZero: the indices of the non-zero elements, one row per input dimension.
+class NonZeroKernel final : public OpKernel {
+ public:
+  Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "X"); !e.empty()) return Error{e};
+    const Tensor& x = *in[0];
+    std::vector<int64_t> nz;
+    for (int64_t i = 0; i < x.numElements(); ++i)
+      if (x.valueAsDouble(i) != 0.0) nz.push_back(i);
+    const int64_t n = static_cast<int64_t>(nz.size());
+    out.resize(1);
+    if (auto s = out[0].ensure(DType::Int64, {x.rank(), n}); !s) return s;
+    int64_t* po = ptr<int64_t>(out[0]);
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t rem = nz[static_cast<size_t>(j)];
+      for (int64_t d = x.rank(); d-- > 0;) {
+        po[d * n + j] = rem % x.dim(d);
+        rem /= x.dim(d);
+      }
+    }
+    return Status::ok();
+  }
+};
+
+/// ReverseSequence: reverses the first seq_lens[b] elements along time_axis for every batch entry.
+class ReverseSequenceKernel final : public OpKernel {
+ public:
+  explicit ReverseSequenceKernel(const Node& n)
+      : batchAxis_(n.attrInt("batch_axis", 1)), timeAxis_(n.attrInt("time_axis", 0)) {}
+  Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "input"); !e.empty()) return Error{e};
+    if (auto e = expectInput(in, 1, "sequence_lens"); !e.empty()) return Error{e};
+    const Tensor& x = *in[0];
+    if (x.rank() < 2 || (batchAxis_ != 0 && batchAxis_ != 1) || (timeAxis_ != 0 && timeAxis_ != 1) ||
+        batchAxis_ == timeAxis_)
+      return makeError("batch_axis/time_axis must be 0 and 1");
+    const int64_t B = x.dim(batchAxis_), T = x.dim(timeAxis_);
+    if (in[1]->numElements() != B) return makeError("sequence_lens size differs from the batch");
+    const int64_t inner = (B * T) != 0 ? x.numElements() / (B * T) : 0;
+    out.resize(1);
+    out[0] = x;
+    const int64_t es = tensorElementSize(x.dtype());
+    const auto* px = static_cast<const std::byte*>(x.raw());
+    auto* po = static_cast<std::byte*>(out[0].raw());
+    auto at = [&](int64_t b, int64_t t) { return (batchAxis_ == 0 ? b * T + t : t * B + b) * inner * es; };
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t len = in[1]->valueAsInt(b);
+      if (len < 0 || len > T) return makeError("sequence length out of range");
+      for (int64_t t = 0; t < len; ++t)
+        std::memcpy(po + at(b, t), px + at(b, len - 1 - t), static_cast<size_t>(inner * es));
+    }
+    return Status::ok();
+  }
+
+ private:
+  int64_t batchAxis_, timeAxis_;
+};
+
+/// MeanVarianceNormalization: (x - mean) / sqrt(var) over `axes` (default 0, 2, 3), no epsilon
+/// beyond the reference's 1e-9.
+class MvnKernel final : public OpKernel {
+ public:
+  explicit MvnKernel(const Node& n) : axes_(attrIntsOr(n, "axes", {0, 2, 3})) {}
+  Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "X"); !e.empty()) return Error{e};
+    const Tensor& x = *in[0];
+    if (x.dtype() != DType::Float32) return makeError("float32 only");
+    std::vector<bool> red(static_cast<size_t>(x.rank()), false);
+    for (int64_t a : axes_) {
+      const int64_t ax = normAxis(a, x.rank());
+      if (ax < 0) return makeError("axis out of range");
+      red[static_cast<size_t>(ax)] = true;
+    }
+    // Group elements by their kept coordinates.
+    const auto cs = contiguousStrides(x.shape());
+    std::vector<int64_t> key(static_cast<size_t>(x.numElements()));
+    std::vector<int64_t> keptShape;
+    for (int64_t d = 0; d < x.rank(); ++d)
+      if (!red[static_cast<size_t>(d)]) keptShape.push_back(x.dim(d));
+    const int64_t groups = shapeElements(keptShape);
+    for (int64_t i = 0; i < x.numElements(); ++i) {
+      int64_t rem = i, k = 0, mul = 1;
+      for (int64_t d = x.rank(); d-- > 0;) {
+        const int64_t c = rem % x.dim(d);
+        rem /= x.dim(d);
+        if (!red[static_cast<size_t>(d)]) {
+          k += c * mul;
+          mul *= x.dim(d);
+        }
+      }
+      key[static_cast<size_t>(i)] = k;
+    }
+    std::vector<double> sum(static_cast<size_t>(groups), 0), sq(static_cast<size_t>(groups), 0),
+        cnt(static_cast<size_t>(groups), 0);
+    const float* px = ptr<float>(x);
+    for (int64_t i = 0; i < x.numElements(); ++i) {
+      const size_t k = static_cast<size_t>(key[static_cast<size_t>(i)]);
+      sum[k] += px[i];
+      sq[k] += static_cast<double>(px[i]) * px[i];
+      cnt[k] += 1;
+    }
+    out.resize(1);
+    if (auto s = out[0].ensure(DType::Float32, x.shape()); !s) return s;
+    float* po = ptr<float>(out[0]);
+    for (int64_t i = 0; i < x.numElements(); ++i) {
+      const size_t k = static_cast<size_t>(key[static_cast<size_t>(i)]);
+      const double m = sum[k] / cnt[k], v = sq[k] / cnt[k] - m * m;
+      po[i] = static_cast<float>((px[i] - m) / (std::sqrt(std::max(v, 0.0)) + 1e-9));
+    }
+    return Status::ok();
+  }
+
+ private:
+  std::vector<int64_t> axes_;
+};
+
 std::string lossCheck(const Graph& g, const Node& n) {
   const DType d = inDType(g, n, 0);
   if (d != DType::Float32 && d != DType::Float64) return std::string("dtype ") + dtypeName(d);
@@ -388,6 +554,11 @@ void addExtraOps(std::vector<OpEntry>& t) {
                [](const Graph&, const Node& n) { return mk<NdKernel>(n, false); }});
   t.push_back({"ScatterND", scatterCheck, [](const Graph&, const Node& n) { return mk<NdKernel>(n, true); }});
   t.push_back({"OneHot", anyDType, [](const Graph&, const Node& n) { return mk<OneHotKernel>(n); }});
+  t.push_back({"Compress", anyDType, [](const Graph&, const Node& n) { return mk<CompressKernel>(n); }});
+  t.push_back({"NonZero", anyDType, [](const Graph&, const Node&) { return mk<NonZeroKernel>(); }});
+  t.push_back({"ReverseSequence", anyDType, [](const Graph&, const Node& n) { return mk<ReverseSequenceKernel>(n); }});
+  t.push_back({"MeanVarianceNormalization", [](const Graph& g, const Node& n) { return checkDTypes(g, n, f32Only()); },
+               [](const Graph&, const Node& n) { return mk<MvnKernel>(n); }});
   t.push_back({"EyeLike", anyDType, [](const Graph&, const Node& n) { return mk<EyeLikeKernel>(n); }});
 }
 
