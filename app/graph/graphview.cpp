@@ -17,6 +17,7 @@
 
 #include "graph/graphitems.h"
 #include "graph/graphscene.h"
+#include "graph/minimap.h"
 #include "session/session.h"
 
 namespace partex::gui {
@@ -51,6 +52,36 @@ GraphView::GraphView(Session* session, QWidget* parent) : QGraphicsView(parent),
   ghost_->setWindowFlags(Qt::ToolTip);
   ghost_->setAttribute(Qt::WA_TransparentForMouseEvents);
   ghost_->hide();
+  minimap_ = new MiniMap(this);
+  minimap_->hide();
+}
+
+void GraphView::placeMiniMap() {
+  // Follow the scene's aspect ratio (tall for CNN chains, wide for branchy graphs), within bounds.
+  const QRect vp = viewport()->geometry();
+  const QRectF sr = scene_->sceneRect();
+  const double aspect = sr.height() > 0 ? sr.width() / sr.height() : 1.0;
+  const int maxW = std::max(80, std::min(240, vp.width() / 4)), maxH = std::max(60, std::min(200, vp.height() / 3));
+  int w = maxW, h = static_cast<int>(maxW / std::max(aspect, 1e-3));
+  if (h > maxH) {
+    h = maxH;
+    w = std::max(40, static_cast<int>(maxH * aspect));
+  }
+  minimap_->setGeometry(vp.right() - w - 8, vp.bottom() - h - 8, w, h);
+  minimap_->refit();
+}
+
+void GraphView::setMiniMapVisible(bool on) {
+  minimap_->setVisible(on);
+  if (on) {
+    placeMiniMap();
+    minimap_->raise();
+  }
+}
+
+void GraphView::resizeEvent(QResizeEvent* e) {
+  QGraphicsView::resizeEvent(e);
+  if (minimap_->isVisible()) placeMiniMap();
 }
 
 void GraphView::relayout() {
@@ -115,6 +146,7 @@ void GraphView::onLayoutFinished() {
       centerOn(r.center().x(), r.top() + viewport()->height() / 1.2 / 0.6 / 2);
     }
   }
+  if (minimap_->isVisible()) placeMiniMap();
   if (centerAfterLayout_ >= 0) {
     centerOnOp(centerAfterLayout_);
     centerAfterLayout_ = -1;

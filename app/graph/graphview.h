@@ -19,6 +19,7 @@ namespace partex::gui {
 
 class Session;
 class GraphScene;
+class MiniMap;
 
 /// See the file comment.
 class GraphView : public QGraphicsView {
@@ -56,6 +57,9 @@ class GraphView : public QGraphicsView {
   void fitAll();
   void resetZoom();
   void setShowCriticalPath(bool on);
+  /// Shows or hides the minimap in the bottom-right corner.
+  void setMiniMapVisible(bool on);
+  MiniMap* miniMap() const { return minimap_; }
 
   bool dragging() const { return dragging_; }
   /// Text and look of the drag ghost ("3 operators -> npu: 812 us" or the refusal).
@@ -78,6 +82,7 @@ class GraphView : public QGraphicsView {
   void wheelEvent(QWheelEvent* e) override;
   void keyPressEvent(QKeyEvent* e) override;
   void contextMenuEvent(QContextMenuEvent* e) override;
+  void resizeEvent(QResizeEvent* e) override;
 
  private:
   struct Pending {
@@ -121,6 +126,8 @@ class GraphView : public QGraphicsView {
   QPoint lastPanPos_;
   QList<int> dragOps_;
   QLabel* ghost_ = nullptr;
+  MiniMap* minimap_ = nullptr;
+  void placeMiniMap();
 };
 
 }  // namespace partex::gui

@@ -402,6 +402,11 @@ void MainWindow::buildMenus() {
   crit->setCheckable(true);
   crit->setShortcut(QKeySequence(QStringLiteral("Ctrl+K")));
   connect(crit, &QAction::toggled, graph_, &GraphView::setShowCriticalPath);
+  auto* mini = viewMenu->addAction(tr("&Minimap"));
+  mini->setCheckable(true);
+  mini->setShortcut(QKeySequence(QStringLiteral("Ctrl+M")));
+  connect(mini, &QAction::toggled, graph_, &GraphView::setMiniMapVisible);
+  mini->setChecked(true);
   tb->addAction(undo);
   tb->addAction(redo);
   tb->addSeparator();
@@ -410,6 +415,7 @@ void MainWindow::buildMenus() {
   tb->addAction(fit);
   tb->addAction(one);
   tb->addAction(crit);
+  tb->addAction(mini);
   tb->addSeparator();
   tb->addWidget(search_);
   viewMenu->addSeparator();
