@@ -10,6 +10,7 @@
 #include "graph/displaygraph.h"
 #include "graph/layout.h"
 #include "gui/comparemodel.h"
+#include "gui/inspector.h"
 #include "gui/operatortablemodel.h"
 #include "onnx/generator.h"
 #include "session/commands.h"
@@ -334,6 +335,29 @@ class TestSession : public QObject {
     QVERIFY2(installGenerated(s, spec2, "cpu-npu", &err), qPrintable(err));
     QCOMPARE(palette.rowCount(), 2);
     QCOMPARE(ops.rowCount(), s.numOps());
+  }
+
+  void inspectorExplainsPlacement() {
+    Session s;
+    QVERIFY(inspectorHtml(s, {}).contains("No model"));
+    QString err;
+    QVERIFY2(installGenerated(s, smallBert(), "cpu-npu", &err), qPrintable(err));
+    int softmax = -1;
+    for (int v = 0; v < s.numOps(); ++v)
+      if (s.table()->taskTypes[static_cast<size_t>(v)] == "Softmax") softmax = v;
+    QVERIFY(softmax >= 0);
+    // Only the CPU runs Softmax on cpu-npu: the reason says so, and the NPU row says why not.
+    QVERIFY(s.placementReasons(softmax).join(' ').contains("only cpu can run it"));
+    const QString html = inspectorHtml(s, {softmax});
+    QVERIFY(html.contains("Softmax"));
+    QVERIFY2(html.contains("cannot run"), qPrintable(html));
+    QVERIFY(html.contains("Transfers in"));
+    QVERIFY(html.contains("Inputs"));
+    QVERIFY(inspectorHtml(s, {0, 1, 2}).contains("3 operators selected"));
+    QVERIFY(inspectorHtml(s, {}).contains("Select an operator"));
+    QVERIFY(inspectorHtml(s, {-5}).isEmpty());
+    QVERIFY(s.setPinned({softmax}, true).isOk());
+    QVERIFY(s.placementReasons(softmax).join(' ').contains("pinned"));
   }
 
   void groupingCoversEveryOperatorOnce() {
