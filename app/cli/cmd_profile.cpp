@@ -102,10 +102,16 @@ int runProfile(const ProfileArgs& a) {
   if (!a.force && !a.output.empty() && access(a.output.c_str(), F_OK) == 0) {
     auto old = loadProfileFile(a.output);
     std::string why;
-    if (old && profileMatches(*old, *g, *b, o.devices, &why) && old->reps >= a.reps &&
-        (!a.groups || std::any_of(old->devices.begin(), old->devices.end(),
-                                  [](const ProfileDevice& d) { return !d.groups.empty(); })) &&
-        (!a.transfers || !old->transfers.empty())) {
+    bool fits = old && profileMatches(*old, *g, *b, o.devices, &why);
+    const bool hasGroups = old && std::any_of(old->devices.begin(), old->devices.end(),
+                                              [](const ProfileDevice& d) { return !d.groups.empty(); });
+    if (fits && old->reps < a.reps)
+      fits = false, why = "it has " + std::to_string(old->reps) + " timed runs per measurement";
+    if (fits && a.minimal != (old->method == "minimal-plan")) fits = false, why = "it was measured by " + old->method;
+    if (fits && a.groups && !hasGroups) fits = false, why = "it has no group times";
+    if (fits && a.transfers && old->transfers.empty()) fits = false, why = "it has no transfer times";
+    if (!old) why = old.message();
+    if (fits) {
       if (a.json)
         std::cout << nlohmann::json{{"reused", true}, {"file", a.output}, {"measured_at", old->measuredAt}}.dump(2)
                   << "\n";
@@ -114,9 +120,7 @@ int runProfile(const ProfileArgs& a) {
                     a.output.c_str(), old->measuredAt.c_str(), old->backendName.c_str(), old->backendVersion.c_str());
       return 0;
     }
-    if (!a.quiet)
-      std::cerr << "partex-cli: note: " << a.output << " is stale (" << (old ? why : old.message())
-                << "): measuring again\n";
+    if (!a.quiet) std::cerr << "partex-cli: note: " << a.output << " is stale (" << why << "): measuring again\n";
   }
 
   const bool tty = isatty(STDERR_FILENO) != 0;

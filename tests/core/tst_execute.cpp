@@ -10,10 +10,12 @@
 #include <QProcess>
 
 #include <atomic>
+#include <cmath>
 
 #include "fake_backend.h"
 #include "platform/platform.h"
 #include "profile/executor.h"
+#include "profile/profile.h"
 #include "sim/plan.h"
 #include "support/files.h"
 #include "testutil.h"
@@ -70,6 +72,7 @@ class TestExecute : public QObject {
   void tensorsCloseTolerance_data();
   void tensorsCloseTolerance();
   void cliExecuteOnGeneratedModel();
+  void cliProfileReuseAndSchedule();
 };
 
 void TestExecute::twoDevicePlanMatchesSingleDevice_data() {
@@ -268,6 +271,61 @@ void TestExecute::cliExecuteOnGeneratedModel() {
     const QJsonObject j = op.toObject();
     for (const char* key : {"name", "device", "measured_us", "predicted_us"}) QVERIFY2(j.contains(key), key);
   }
+}
+
+void TestExecute::cliProfileReuseAndSchedule() {
+  if (!QFileInfo::exists(test::cliPath())) QSKIP("partex-cli is not built");
+  const QString dir = QString::fromStdString(test::tempDir());
+  const QString model = dir + "/rand_p.onnx";
+  auto run = [](const QStringList& args, QByteArray* out = nullptr, QByteArray* err = nullptr) {
+    QProcess p;
+    p.start(test::cliPath(), args);
+    if (!p.waitForFinished(300000)) return -1;
+    if (out) *out = p.readAllStandardOutput();
+    if (err) *err = p.readAllStandardError();
+    return p.exitCode();
+  };
+  QCOMPARE(run({"generate", "random", "--nodes", "12", "--seed", "5", "-o", model}), 0);
+  const QString profile = dir + "/rand_p.profile.json";
+  QByteArray out, err;
+  const int rc =
+      run({"profile", model, "--devices", "core0,core1", "--reps", "2", "-q", "--json", "-o", profile}, &out, &err);
+  if (err.contains("cannot run")) QSKIP(qPrintable("the CPU backend lacks an operator: " + err));
+  QVERIFY2(rc == 0, err.constData());
+  auto p = loadProfileFile(profile.toStdString());
+  QVERIFY2(p.isOk(), p.message().c_str());
+  QCOMPARE(p->devices.size(), size_t{2});
+  QCOMPARE(p->devices[0].ops.size(), size_t{12});
+  QVERIFY(!p->modelSha256.empty());
+  // Asked again: the file matches, nothing is measured.
+  QCOMPARE(run({"profile", model, "--devices", "core0,core1", "--reps", "2", "-o", profile}, &out, &err), 0);
+  QVERIFY2(out.startsWith("Reusing"), out.constData());
+  // More repetitions than the file has: measured again.
+  QCOMPARE(run({"profile", model, "--devices", "core0", "--reps", "3", "-o", profile}, &out, &err), 0);
+  QVERIFY2(err.contains("is stale (it has 2 timed runs per measurement)"), err.constData());
+  QVERIFY(!out.startsWith("Reusing"));
+  auto p3 = loadProfileFile(profile.toStdString());
+  QVERIFY2(p3.isOk(), p3.message().c_str());
+  QCOMPARE(p3->reps, 3);
+
+  // Everything on core0: with the profile the makespan is the sum of core0's medians (no transfers).
+  const QString platform = dir + "/two-cores-p.json";
+  QVERIFY(writeFileAtomic(platform.toStdString(), platformToJson(twoCores())).isOk());
+  auto makespan = [&](const QStringList& extra) {
+    QByteArray o;
+    if (run(QStringList{"schedule", model, "-p", platform, "--algo", "single", "--param", "device=core0", "--json"} +
+                extra,
+            &o) != 0)
+      return -1.0;
+    return QJsonDocument::fromJson(o).object()["makespan_us"].toDouble();
+  };
+  const double modelled = makespan({});
+  const double measured = makespan({"--profile", profile});
+  QVERIFY(modelled > 0 && measured > 0);
+  double sum = 0;
+  for (const auto& op : p3->devices[0].ops) sum += op.time.medianUs;
+  QVERIFY2(std::fabs(measured - sum) <= 1e-6 * sum + 0.01, qPrintable(QString("%1 vs %2").arg(measured).arg(sum)));
+  QVERIFY(std::fabs(measured - modelled) > 1e-6);
 }
 
 QTEST_GUILESS_MAIN(TestExecute)
