@@ -87,7 +87,7 @@ void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* option, QWidge
   f.setBold(true);
   p->setFont(f);
   const QString type = QString::fromStdString(t->taskTypes[static_cast<size_t>(op_)]);
-  if (lod < 0.6) {
+  if (lod < 0.5) {
     p->drawText(r, Qt::AlignCenter, type);
   } else {
     const QRectF inner = r.adjusted(6, 3, -6, -3);
@@ -263,7 +263,7 @@ void EdgeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* option, QWidge
     p->setBrush(c);
     p->drawPolygon(head);
   }
-  if (cross && lod >= 0.55) {
+  if (cross && lod >= 0.45) {
     QFont f = p->font();
     f.setPointSizeF(7.5);
     p->setFont(f);

@@ -141,9 +141,9 @@ void GraphView::onLayoutFinished() {
     // Fitting a big graph makes it unreadable: start at a readable zoom on the first operators.
     if (transform().m11() < 0.35) {
       resetZoom();
-      scale(0.6, 0.6);
+      scale(0.65, 0.65);
       const QRectF r = scene_->itemsBoundingRect();
-      centerOn(r.center().x(), r.top() + viewport()->height() / 1.2 / 0.6 / 2);
+      centerOn(r.center().x(), r.top() + viewport()->height() / 1.2 / 0.65 / 2);
     }
   }
   if (minimap_->isVisible()) placeMiniMap();
