@@ -620,10 +620,97 @@ class PoolKernel final : public OpKernel {
   dnnl::pooling_v2_forward prim_;
 };
 
+/// MaxPool with its Indices output (flattened input offsets, row-major): plain loops, since oneDNN's
+/// workspace is not ONNX's index layout.
+class MaxPoolIndicesKernel final : public OpKernel {
+ public:
+  explicit MaxPoolIndicesKernel(const Node& n) : node_(n), colMajor_(n.attrInt("storage_order", 0) == 1) {}
+  Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "X"); !e.empty()) return Error{e};
+    const Tensor& x = *in[0];
+    if (x.dtype() != DType::Float32) return makeError("float32 only");
+    if (x.rank() < 3 || x.rank() > 5) return makeError("input ", x.describe());
+    const size_t s = static_cast<size_t>(x.rank() - 2);
+    std::vector<int64_t> spatial(x.shape().begin() + 2, x.shape().end());
+    auto kernel = node_.attrInts("kernel_shape");
+    if (kernel.size() != s) return makeError("kernel_shape does not match the input rank");
+    Window w;
+    if (auto e = windowGeometry(node_, spatial, kernel, node_.attrInt("ceil_mode", 0) != 0, w); !e.empty())
+      return Error{e};
+    std::vector<int64_t> shape{x.dim(0), x.dim(1)};
+    shape.insert(shape.end(), w.out.begin(), w.out.end());
+    out.resize(2);
+    if (auto st = out[0].ensure(DType::Float32, shape); !st) return st;
+    if (auto st = out[1].ensure(DType::Int64, shape); !st) return st;
+    int64_t inSp = 1, outSp = 1, kSz = 1;
+    for (size_t i = 0; i < s; ++i) {
+      inSp *= spatial[i];
+      outSp *= w.out[i];
+      kSz *= kernel[i];
+    }
+    const float* px = ptr<float>(x);
+    float* pv = ptr<float>(out[0]);
+    int64_t* pi = ptr<int64_t>(out[1]);
+    parallelChunks(
+        ctx, x.dim(0) * x.dim(1) * outSp,
+        [&](int64_t b, int64_t e) {
+          for (int64_t k = b; k < e; ++k) {
+            const int64_t plane = k / outSp;
+            int64_t o = k % outSp;
+            int64_t oc[3] = {0, 0, 0};
+            for (size_t d = s; d-- > 0;) {
+              oc[d] = o % w.out[d];
+              o /= w.out[d];
+            }
+            float best = -INFINITY;
+            int64_t bestIdx = -1;
+            for (int64_t q = 0; q < kSz; ++q) {
+              int64_t rem = q, off = 0, offCm = 0;
+              bool inside = true;
+              for (size_t d = s; d-- > 0;) {
+                const int64_t kk = rem % kernel[d];
+                rem /= kernel[d];
+                const int64_t c = oc[d] * w.strides[d] - w.padL[d] + kk * (w.dil[d] + 1);
+                if (c < 0 || c >= spatial[d]) inside = false;
+                int64_t mul = 1;
+                for (size_t dd = d + 1; dd < s; ++dd) mul *= spatial[dd];
+                off += c * mul;
+                int64_t mulCm = 1;  // storage_order 1: column-major spatial index
+                for (size_t dd = 0; dd < d; ++dd) mulCm *= spatial[dd];
+                offCm += c * mulCm;
+              }
+              if (!inside) continue;
+              const float v = px[plane * inSp + off];
+              if (bestIdx < 0 || v > best) {
+                best = v;
+                bestIdx = plane * inSp + (colMajor_ ? offCm : off);
+              }
+            }
+            pv[k] = best;
+            pi[k] = bestIdx < 0 ? 0 : bestIdx;
+          }
+        },
+        256);
+    return Status::ok();
+  }
+
+ private:
+  Node node_;
+  bool colMajor_;
+};
+
 std::string checkPool(const Graph& g, const Node& n, bool global) {
-  if (auto e = checkDTypes(g, n, f32Only()); !e.empty()) return e;
-  if (n.outputs.size() > 1 && n.outputs[1] >= 0) return "the Indices output is not supported";
-  if (n.attrInt("storage_order", 0) != 0) return "storage_order 1 is not supported";
+  if (auto e = checkDTypes(g, n, f32Only()); !e.empty()) {
+    // MaxPool's Indices output is int64.
+    const bool indices = !global && n.opType == "MaxPool" && n.outputs.size() > 1 && n.outputs[1] >= 0;
+    if (!indices || inDType(g, n, 0) != DType::Float32 || outDType(g, n, 0) != DType::Float32 ||
+        outDType(g, n, 1) != DType::Int64)
+      return e;
+  }
+  if (n.outputs.size() > 1 && n.outputs[1] >= 0 && (global || n.opType != "MaxPool"))
+    return "the Indices output is not supported";
+  // storage_order only changes the Indices output, which the indices kernel computes both ways.
+  if (n.attrInt("storage_order", 0) != 0 && n.attrInt("storage_order", 0) != 1) return "storage_order must be 0 or 1";
   const int64_t r = inRank(g, n, 0);
   if (r != -1 && (r < 3 || r > 5)) return "rank " + std::to_string(r) + " input";
   if (!global && !n.hasAttr("kernel_shape")) return "kernel_shape missing";
@@ -974,7 +1061,10 @@ void addOneDnnOps(std::vector<OpEntry>& t) {
   t.push_back({"MatMul", f32, [](const Graph&, const Node&) { return mk<MatMulKernel>(); }});
   t.push_back({"Gemm", f32, [](const Graph&, const Node& n) { return mk<GemmKernel>(n); }});
   t.push_back({"MaxPool", [](const Graph& g, const Node& n) { return checkPool(g, n, false); },
-               [](const Graph&, const Node& n) { return mk<PoolKernel>(n, dnnl::algorithm::pooling_max, false); }});
+               [](const Graph&, const Node& n) {
+                 if (n.outputs.size() > 1 && n.outputs[1] >= 0) return mk<MaxPoolIndicesKernel>(n);
+                 return mk<PoolKernel>(n, dnnl::algorithm::pooling_max, false);
+               }});
   t.push_back({"AveragePool",
                [](const Graph& g, const Node& n) {
                  if (n.hasAttr("dilations")) return std::string("dilations are not supported");
