@@ -259,6 +259,12 @@ class TestMainWindow : public QObject {
     QCOMPARE(s->timeline().makespan, expected);
     QCOMPARE(gantt->shownMakespan(), expected);  // the preview is gone, the chart shows the new plan
     QCOMPARE(w.palette()->paletteModel()->highlight(), -1);
+    // Clicking a bar in the Gantt chart selects its operator (the graph and inspector follow).
+    const int other = (op + 7) % s->numOps();
+    const QRectF bar = gantt->taskRect(other);
+    if (bar.isEmpty()) QSKIP("the bar is too thin to click at this width");
+    QTest::mouseClick(gantt, Qt::LeftButton, {}, bar.center().toPoint());
+    QCOMPARE(s->selection(), QList<int>{other});
 #endif
   }
 
