@@ -407,8 +407,18 @@ void MainWindow::buildMenus() {
   mini->setShortcut(QKeySequence(QStringLiteral("Ctrl+M")));
   connect(mini, &QAction::toggled, graph_, &GraphView::setMiniMapVisible);
   mini->setChecked(true);
-  tb->addAction(undo);
-  tb->addAction(redo);
+  // Toolbar buttons with fixed labels (the menu's actions carry the command's text, which can be long).
+  QUndoStack* stack = session_->undoStack();
+  auto* tbUndo = tb->addAction(tr("Undo"), stack, &QUndoStack::undo);
+  auto* tbRedo = tb->addAction(tr("Redo"), stack, &QUndoStack::redo);
+  tbUndo->setEnabled(false);
+  tbRedo->setEnabled(false);
+  connect(stack, &QUndoStack::canUndoChanged, tbUndo, &QAction::setEnabled);
+  connect(stack, &QUndoStack::canRedoChanged, tbRedo, &QAction::setEnabled);
+  connect(stack, &QUndoStack::undoTextChanged, tbUndo,
+          [tbUndo](const QString& t) { tbUndo->setToolTip(tr("Undo %1 (Ctrl+Z)").arg(t)); });
+  connect(stack, &QUndoStack::redoTextChanged, tbRedo,
+          [tbRedo](const QString& t) { tbRedo->setToolTip(tr("Redo %1 (Ctrl+Shift+Z)").arg(t)); });
   tb->addSeparator();
   tb->addAction(zin);
   tb->addAction(zout);
