@@ -24,14 +24,6 @@ namespace partex::cli {
 
 namespace {
 
-/// A model (or task graph) on a platform, ready to schedule.
-struct Problem {
-  std::optional<Graph> graph;
-  std::optional<Platform> platform;
-  CostTable table;
-  PlanIdentity id;
-};
-
 /// Common options of the scheduling subcommands.
 struct ProblemArgs {
   std::string model;
@@ -57,36 +49,7 @@ void addProblemOptions(CLI::App* cmd, ProblemArgs& a) {
   addCostSourceOptions(cmd, a.costs);
 }
 
-Result<Problem> loadProblem(const ProblemArgs& a) {
-  Problem p;
-  auto bytes = readFile(a.model);
-  if (!bytes) return Error{bytes.message()};
-  if (looksLikeTaskGraph(*bytes)) {
-    auto t = parseTaskGraph(*bytes, a.model);
-    if (!t) return Error{t.message()};
-    p.table = std::move(t).value();
-    p.id.modelFile = baseName(a.model);
-    p.id.modelSha256 = sha256Hex(*bytes);
-    p.id.platformName = "task graph";
-    if (!a.platform.empty()) std::cerr << "partex-cli: note: " << a.model << " is a task graph; it carries its own devices, --platform is ignored\n";
-    return p;
-  }
-  if (a.platform.empty()) return makeError(a.model, ": an ONNX model needs --platform (see partex-cli platforms)");
-  auto plat = loadPlatform(a.platform);
-  if (!plat) return Error{plat.message()};
-  auto g = loadModel(a.model, a.dims);
-  if (!g) return Error{g.message()};
-  auto work = characteriseAll(*g);
-  auto t = buildCostTable(*g, work, *plat);
-  if (!t) return Error{t.message()};
-  p.table = std::move(t).value();
-  p.id.modelFile = baseName(a.model);
-  p.id.modelSha256 = g->graphSha256;
-  p.id.platformName = plat->name;
-  p.graph = std::move(g).value();
-  p.platform = std::move(plat).value();
-  return p;
-}
+Result<Problem> loadProblem(const ProblemArgs& a) { return cli::loadProblem(a.model, a.platform, a.dims); }
 
 /// loadProblem() with the profiles and imports applied to the cost table.
 Result<Problem> loadCostedProblem(const ProblemArgs& a) {

@@ -4,10 +4,14 @@
 
 #include <CLI/CLI.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "cost/costtable.h"
 #include "ir/graph.h"
+#include "plan/planfile.h"
+#include "platform/platform.h"
 #include "support/result.h"
 
 namespace partex::cli {
@@ -17,6 +21,19 @@ void addInspect(CLI::App& app, int& exitCode);
 void addPlatforms(CLI::App& app, int& exitCode);
 void addGenerate(CLI::App& app, int& exitCode);
 void addSched(CLI::App& app, int& exitCode);  ///< algos, schedule, simulate, compare
+void addRender(CLI::App& app, int& exitCode);  ///< render (Gantt chart and graph images)
+
+/// A model (or task graph) on a platform, ready to schedule.
+struct Problem {
+  std::optional<Graph> graph;
+  std::optional<Platform> platform;
+  CostTable table;
+  PlanIdentity id;
+};
+
+/// Loads a JSON task graph (which carries its own devices; a platform is then ignored with a note)
+/// or an ONNX model on a platform preset or file, and builds its cost table.
+Result<Problem> loadProblem(const std::string& model, const std::string& platform, const std::vector<std::string>& dims);
 
 /// Imports a model with the user's --dim bindings.
 Result<Graph> loadModel(const std::string& path, const std::vector<std::string>& dims);

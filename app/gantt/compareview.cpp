@@ -91,14 +91,16 @@ void CompareView::setPlans(const partex::CostTable* t, const std::vector<QColor>
   const int n = t->numTasks();
   auto name = [&](const partex::Plan& p, int v) {
     const int d = v < static_cast<int>(p.device.size()) ? p.device[static_cast<size_t>(v)] : -1;
-    return d >= 0 && d < t->numDevices() ? QString::fromStdString(t->deviceIds[static_cast<size_t>(d)]) : QStringLiteral("-");
+    return d >= 0 && d < t->numDevices() ? QString::fromStdString(t->deviceIds[static_cast<size_t>(d)])
+                                         : QStringLiteral("-");
   };
   if (static_cast<int>(a.device.size()) == n && static_cast<int>(b.device.size()) == n) {
     QList<QTreeWidgetItem*> items;
     for (int v = 0; v < n; ++v) {
       if (a.device[static_cast<size_t>(v)] == b.device[static_cast<size_t>(v)]) continue;
       diff_.push_back(v);
-      auto* item = new QTreeWidgetItem({QString::fromStdString(t->taskNames[static_cast<size_t>(v)]), name(a, v), name(b, v)});
+      auto* item =
+          new QTreeWidgetItem({QString::fromStdString(t->taskNames[static_cast<size_t>(v)]), name(a, v), name(b, v)});
       item->setData(0, Qt::UserRole, v);
       items.push_back(item);
     }

@@ -9,7 +9,9 @@ namespace partex::gui {
 
 namespace {
 
-bool validDevice(const partex::CostTable& t, int d) { return d >= 0 && d < t.numDevices(); }
+bool validDevice(const partex::CostTable& t, int d) {
+  return d >= 0 && d < t.numDevices();
+}
 
 }  // namespace
 

@@ -23,7 +23,9 @@ void GanttModel::setTimeline(const partex::CostTable* t, const partex::Timeline&
   endResetModel();
 }
 
-void GanttModel::clear() { setTimeline(nullptr, {}); }
+void GanttModel::clear() {
+  setTimeline(nullptr, {});
+}
 
 QModelIndex GanttModel::index(int row, int column, const QModelIndex& parent) const {
   if (column < 0 || column >= ColumnCount || row < 0) return {};

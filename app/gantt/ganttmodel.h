@@ -23,12 +23,12 @@ class GanttModel : public QAbstractItemModel {
   enum Role {
     StartTimeRole = Qt::UserRole + 1,  ///< Bar start; for rows the first bar's start.
     EndTimeRole,                       ///< Bar end; for rows the last bar's end.
-    DeviceRole,                        ///< Task: its device; transfer: the source device; device row: the device; else -1.
-    TaskRole,                          ///< Task: its id; transfer: the producer (-1: a model input); rows: -1.
-    KindRole,                          ///< "device" or "link" for rows, "task" or "transfer" for bars.
-    ProvenanceRole,                    ///< Task: "modelled", "measured" or "imported" (of the cost used); transfer: "modelled".
-    ToDeviceRole,                      ///< Transfer: destination device; otherwise -1.
-    BytesRole,                         ///< Transfer: bytes moved (qint64); otherwise 0.
+    DeviceRole,      ///< Task: its device; transfer: the source device; device row: the device; else -1.
+    TaskRole,        ///< Task: its id; transfer: the producer (-1: a model input); rows: -1.
+    KindRole,        ///< "device" or "link" for rows, "task" or "transfer" for bars.
+    ProvenanceRole,  ///< Task: "modelled", "measured" or "imported" (of the cost used); transfer: "modelled".
+    ToDeviceRole,    ///< Transfer: destination device; otherwise -1.
+    BytesRole,       ///< Transfer: bytes moved (qint64); otherwise 0.
   };
   enum Column { NameColumn, StartColumn, EndColumn, DurationColumn, ColumnCount };
 

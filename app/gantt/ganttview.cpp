@@ -19,11 +19,11 @@ namespace partex::gui {
 
 namespace {
 
-constexpr double kHeaderH = 44;     ///< Makespan line.
-constexpr double kAxisH = 26;       ///< Time axis.
-constexpr double kRowH = 26;        ///< Row height in exports and at full size.
-constexpr double kMinRowH = 12;     ///< Rows shrink to this when the widget is short.
-constexpr double kBottom = 8;       ///< Margin under the last row.
+constexpr double kHeaderH = 44;  ///< Makespan line.
+constexpr double kAxisH = 26;    ///< Time axis.
+constexpr double kRowH = 26;     ///< Row height in exports and at full size.
+constexpr double kMinRowH = 12;  ///< Rows shrink to this when the widget is short.
+constexpr double kBottom = 8;    ///< Margin under the last row.
 constexpr double kRightMargin = 16;
 constexpr double kFitMargin = 1.03;  ///< fit() leaves 3% of room right of the makespan.
 constexpr int kLabelFontPx = 12;
@@ -60,7 +60,8 @@ GanttView::GanttView(QWidget* parent) : QWidget(parent), referenceLabel_(tr("ref
   setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Preferred);
 }
 
-void GanttView::setTimeline(const partex::CostTable* t, const partex::Timeline& tl, const std::vector<QColor>& deviceColors) {
+void GanttView::setTimeline(const partex::CostTable* t, const partex::Timeline& tl,
+                            const std::vector<QColor>& deviceColors) {
   table_ = t;
   preview_.reset();
   previewBars_ = {};
@@ -129,7 +130,9 @@ void GanttView::relayout() {
   updateGeometry();
 }
 
-int GanttView::labelWidth() const { return labelWidth_; }
+int GanttView::labelWidth() const {
+  return labelWidth_;
+}
 
 void GanttView::setMinimumLabelWidth(int px) {
   minLabelWidth_ = std::max(0, px);
@@ -144,7 +147,9 @@ QColor GanttView::deviceColorOf(int device) const {
   return deviceColor(device);
 }
 
-double GanttView::shownMakespan() const { return preview_ ? preview_->makespan : tl_.makespan; }
+double GanttView::shownMakespan() const {
+  return preview_ ? preview_->makespan : tl_.makespan;
+}
 
 double GanttView::fitEnd() const {
   if (fitEnd_ > 0) return fitEnd_;
@@ -185,7 +190,9 @@ GanttView::Frame GanttView::frameFor(const QRectF& area, bool compactRows) const
   return f;
 }
 
-GanttView::Frame GanttView::widgetFrame() const { return frameFor(QRectF(rect()), true); }
+GanttView::Frame GanttView::widgetFrame() const {
+  return frameFor(QRectF(rect()), true);
+}
 
 int GanttView::rowAtY(const Frame& f, double y) const {
   if (y < f.rowsTop) return -1;
@@ -213,7 +220,8 @@ std::pair<int, int> GanttView::barAt(const QPoint& pos) const {
   const double tol = 2 * scale_.usPerPixel;  // a bar narrower than a pixel is still hit within 2 px
   int best = -1;
   double bestDist = kInf;
-  for (size_t i = firstVisibleBar(rowBars, shown.maxDuration[static_cast<size_t>(r)], t - tol); i < rowBars.size(); ++i) {
+  for (size_t i = firstVisibleBar(rowBars, shown.maxDuration[static_cast<size_t>(r)], t - tol); i < rowBars.size();
+       ++i) {
     const auto& b = rowBars[i];
     if (b.start > t + tol) break;
     if (b.end < t - tol) continue;
@@ -256,12 +264,14 @@ QString GanttView::toolTipAt(const QPoint& pos) const {
                                  TimeScale::formatDuration(b.end - b.start));
   if (b.kind == GanttBarKind::Task) {
     const int d = tl.tasks[static_cast<size_t>(b.index)].device;
-    const std::string& type = static_cast<size_t>(b.index) < t.taskTypes.size() ? t.taskTypes[static_cast<size_t>(b.index)] : std::string();
+    const std::string& type =
+        static_cast<size_t>(b.index) < t.taskTypes.size() ? t.taskTypes[static_cast<size_t>(b.index)] : std::string();
     const size_t ci = static_cast<size_t>(b.index) * static_cast<size_t>(t.numDevices()) + static_cast<size_t>(d);
     const auto prov = ci < t.provenance.size() ? t.provenance[ci] : partex::Provenance::Modelled;
     return tr("<b>%1</b>%2<br>device %3<br>%4<br>cost %5")
         .arg(taskLabel(t, b.index).toHtmlEscaped(),
-             type.empty() ? QString() : QStringLiteral(" (") + QString::fromStdString(type).toHtmlEscaped() + QLatin1Char(')'),
+             type.empty() ? QString()
+                          : QStringLiteral(" (") + QString::fromStdString(type).toHtmlEscaped() + QLatin1Char(')'),
              QString::fromStdString(t.deviceIds[static_cast<size_t>(d)]).toHtmlEscaped(), times,
              QString::fromLatin1(partex::provenanceName(prov)));
   }
@@ -274,11 +284,13 @@ QString GanttView::toolTipAt(const QPoint& pos) const {
 }
 
 QSize GanttView::sizeHint() const {
-  return {900, static_cast<int>(kHeaderH + kAxisH + kBottom + kRowH * static_cast<double>(std::max<size_t>(rows_.size(), 2)))};
+  return {900, static_cast<int>(kHeaderH + kAxisH + kBottom +
+                                kRowH * static_cast<double>(std::max<size_t>(rows_.size(), 2)))};
 }
 
 QSize GanttView::minimumSizeHint() const {
-  return {300, static_cast<int>(kHeaderH + kAxisH + kBottom + kMinRowH * static_cast<double>(std::max<size_t>(rows_.size(), 2)))};
+  return {300, static_cast<int>(kHeaderH + kAxisH + kBottom +
+                                kMinRowH * static_cast<double>(std::max<size_t>(rows_.size(), 2)))};
 }
 
 // ---- Time scale ---------------------------------------------------------------------------------
@@ -420,8 +432,9 @@ void GanttView::paintRowBars(QPainter& p, const Frame& f, const TimeScale& sc, i
   const int alpha = ghost ? 70 : 255;
   const QColor rowColor = r.kind == GanttRowKind::Device ? deviceColorOf(r.device) : QColor();
   auto colorOf = [&](const GanttBar& b) {
-    QColor c = b.kind == GanttBarKind::Task ? rowColor
-                                            : deviceColorOf(tl.transfers[static_cast<size_t>(b.index)].from).lighter(125);
+    QColor c = b.kind == GanttBarKind::Task
+                   ? rowColor
+                   : deviceColorOf(tl.transfers[static_cast<size_t>(b.index)].from).lighter(125);
     c.setAlpha(alpha);
     return c;
   };
@@ -488,7 +501,8 @@ void GanttView::paintChart(QPainter& p, const Frame& f, const TimeScale& sc, con
   // Header: the makespan, large.
   p.setPen(ink);
   p.setFont(pixelFont(font(), kHeaderFontPx, true));
-  p.drawText(QRectF(a.left() + 10, a.top(), a.width() - 20, kHeaderH), Qt::AlignLeft | Qt::AlignVCenter, makespanText());
+  p.drawText(QRectF(a.left() + 10, a.top(), a.width() - 20, kHeaderH), Qt::AlignLeft | Qt::AlignVCenter,
+             makespanText());
   if (!table_) return;
 
   const double rowsBottom = f.rowsTop + f.rowHeight * static_cast<double>(rows_.size());
@@ -514,8 +528,8 @@ void GanttView::paintChart(QPainter& p, const Frame& f, const TimeScale& sc, con
       p.setFont(linkFont);
       p.setPen(muted);
     }
-    p.drawText(QRectF(textLeft, rowRect.top(), f.plotLeft - textLeft - 4, f.rowHeight), Qt::AlignLeft | Qt::AlignVCenter,
-               r.label);
+    p.drawText(QRectF(textLeft, rowRect.top(), f.plotLeft - textLeft - 4, f.rowHeight),
+               Qt::AlignLeft | Qt::AlignVCenter, r.label);
   }
 
   // Time axis and grid.
@@ -572,7 +586,9 @@ void GanttView::paintChart(QPainter& p, const Frame& f, const TimeScale& sc, con
 
 // ---- Export -------------------------------------------------------------------------------------
 
-void GanttView::setExportWidth(int px) { exportWidth_ = std::clamp(px, 200, 20000); }
+void GanttView::setExportWidth(int px) {
+  exportWidth_ = std::clamp(px, 200, 20000);
+}
 
 QSize GanttView::exportSize() const {
   const double h = kHeaderH + kAxisH + kBottom + kRowH * static_cast<double>(rows_.size());
@@ -597,7 +613,8 @@ partex::Status GanttView::saveImage(const QString& path) {
   if (ext != QLatin1String("svg") && ext != QLatin1String("png"))
     return partex::makeError(where, ": unsupported image type '", ext.toStdString(), "' (use .svg or .png)");
   QSaveFile file(path);
-  if (!file.open(QIODevice::WriteOnly)) return partex::makeError(where, ": cannot write: ", file.errorString().toStdString());
+  if (!file.open(QIODevice::WriteOnly))
+    return partex::makeError(where, ": cannot write: ", file.errorString().toStdString());
   const QSize size = exportSize();
   if (ext == QLatin1String("svg")) {
     QSvgGenerator gen;

@@ -17,8 +17,8 @@ struct TimeTick {
 
 /// A linear map between time in microseconds and pixels: x = (t - originUs) / usPerPixel.
 struct TimeScale {
-  double originUs = 0;     ///< Time at pixel 0.
-  double usPerPixel = 1;   ///< Zoom level; always > 0.
+  double originUs = 0;    ///< Time at pixel 0.
+  double usPerPixel = 1;  ///< Zoom level; always > 0.
 
   /// Finest and coarsest zoom: 1 ps per pixel up to 1,000 s per pixel.
   static constexpr double kMinUsPerPixel = 1e-6;

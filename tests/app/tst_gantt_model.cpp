@@ -25,7 +25,8 @@ class TestGanttModel : public QObject {
       const QModelIndex row = m.index(r, 0);
       const bool device = m.data(row, GanttModel::KindRole).toString() == "device";
       QCOMPARE(device, r < 3);
-      if (device) QCOMPARE(m.data(row, Qt::DisplayRole).toString(), QString::fromStdString(p.table.deviceIds[size_t(r)]));
+      if (device)
+        QCOMPARE(m.data(row, Qt::DisplayRole).toString(), QString::fromStdString(p.table.deviceIds[size_t(r)]));
       double lastStart = -1;
       for (int i = 0; i < m.rowCount(row); ++i) {
         const QModelIndex bar = m.index(i, 0, row);
@@ -77,7 +78,8 @@ class TestGanttModel : public QObject {
     QVERIFY(m.rowCount() >= p.table.numDevices() + p.table.numLinkResources);
     QVERIFY(p.table.numLinkResources > 0);
     for (int l = 0; l < p.table.numLinkResources; ++l)
-      QCOMPARE(m.data(m.index(p.table.numDevices() + l, 0)).toString(), QString::fromStdString(p.table.linkNames[size_t(l)]));
+      QCOMPARE(m.data(m.index(p.table.numDevices() + l, 0)).toString(),
+               QString::fromStdString(p.table.linkNames[size_t(l)]));
     bool found = false;
     const QModelIndex row = m.index(d, 0);
     for (int i = 0; i < m.rowCount(row); ++i) {

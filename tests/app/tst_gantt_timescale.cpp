@@ -123,11 +123,16 @@ class TestGanttTimeScale : public QObject {
     QTest::addColumn<double>("usPerPixel");
     QTest::addColumn<QString>("firstLabel");
     QTest::addColumn<QString>("secondLabel");
-    QTest::newRow("80 us from 0") << 0.0 << 1.0 << "0 us" << "100 us";
-    QTest::newRow("ms scale") << 0.0 << 20.0 << "0 ms" << "2 ms";
-    QTest::newRow("offset origin") << 130.0 << 1.0 << "200 us" << "300 us";
-    QTest::newRow("ns scale") << 0.0 << 0.001 << "0 ns" << "100 ns";
-    QTest::newRow("negative origin") << -150.0 << 1.0 << "-100 us" << "0 us";
+    QTest::newRow("80 us from 0") << 0.0 << 1.0 << "0 us"
+                                  << "100 us";
+    QTest::newRow("ms scale") << 0.0 << 20.0 << "0 ms"
+                              << "2 ms";
+    QTest::newRow("offset origin") << 130.0 << 1.0 << "200 us"
+                                   << "300 us";
+    QTest::newRow("ns scale") << 0.0 << 0.001 << "0 ns"
+                              << "100 ns";
+    QTest::newRow("negative origin") << -150.0 << 1.0 << "-100 us"
+                                     << "0 us";
   }
   void ticksCoverWidthOnMultiples() {
     QFETCH(double, origin);

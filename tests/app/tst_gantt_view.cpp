@@ -125,18 +125,21 @@ class TestGanttView : public QObject {
     QCOMPARE(spy.first().at(0).toInt(), task);
     QCOMPARE(spy.first().at(1).value<Qt::KeyboardModifiers>(), Qt::KeyboardModifiers(Qt::ControlModifier));
     QCOMPARE(v.deviceAt(v.mapToGlobal(c)), heft_.timeline.tasks[size_t(task)].device);
-    QCOMPARE(v.deviceAt(v.mapToGlobal(QPoint(5, 5))), -1);  // header
+    QCOMPARE(v.deviceAt(v.mapToGlobal(QPoint(5, 5))), -1);        // header
     QCOMPARE(v.deviceAt(v.mapToGlobal(QPoint(-20, c.y()))), -1);  // outside
     // A link row (device pair) is no drop target.
-    const int linkRowY = int(v.taskRect(task).center().y() + (3 - heft_.timeline.tasks[size_t(task)].device) * v.taskRect(task).height());
+    const int linkRowY = int(v.taskRect(task).center().y() +
+                             (3 - heft_.timeline.tasks[size_t(task)].device) * v.taskRect(task).height());
     if (v.rows().size() > 3) QCOMPARE(v.deviceAt(v.mapToGlobal(QPoint(c.x(), linkRowY))), -1);
     // The tooltip names the operator, its device, times and where its cost comes from.
     const QString tip = v.toolTipAt(c);
     QVERIFY(tip.contains(QString::fromStdString(heft_.table.taskNames[size_t(task)])));
-    QVERIFY(tip.contains(QString::fromStdString(heft_.table.deviceIds[size_t(heft_.timeline.tasks[size_t(task)].device)])));
+    QVERIFY(
+        tip.contains(QString::fromStdString(heft_.table.deviceIds[size_t(heft_.timeline.tasks[size_t(task)].device)])));
     QVERIFY(tip.contains("start"));
     QVERIFY(tip.contains("duration"));
-    const size_t ci = size_t(task) * size_t(heft_.table.numDevices()) + size_t(heft_.timeline.tasks[size_t(task)].device);
+    const size_t ci =
+        size_t(task) * size_t(heft_.table.numDevices()) + size_t(heft_.timeline.tasks[size_t(task)].device);
     QVERIFY(tip.contains(provenanceName(heft_.table.provenance[ci])));
   }
 
