@@ -15,6 +15,7 @@ Result<std::shared_ptr<const LoadedModel>> loadModel(const std::string& path, co
   if (!g) return Error{g.message()};
   auto m = std::make_shared<LoadedModel>();
   m->path = path;
+  m->dims = dims;
   m->graph = std::move(g).value();
   m->work = characteriseAll(m->graph);
   m->total = summarise(m->graph, m->work);

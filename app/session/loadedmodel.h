@@ -13,7 +13,8 @@ namespace partex::gui {
 
 /// A loaded model: the graph and its per-operator work, shared read-only with views and jobs.
 struct LoadedModel {
-  std::string path;  ///< File it was read from.
+  std::string path;               ///< File it was read from.
+  std::vector<std::string> dims;  ///< The symbolic dimensions bound at import ("NAME=VALUE", ...).
   Graph graph;
   std::vector<OpWork> work;
   GraphWork total;

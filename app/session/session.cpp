@@ -2,6 +2,8 @@
 
 #include <QElapsedTimer>
 #include <QFileInfo>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QMetaObject>
 #include <QPointer>
 #include <QUndoStack>
@@ -11,6 +13,7 @@
 #include <chrono>
 #include <set>
 
+#include "plan/planfile.h"
 #include "session/commands.h"
 #include "session/palette.h"
 
@@ -73,6 +76,59 @@ Result<Prepared> prepareSession(std::shared_ptr<const LoadedModel> model, Platfo
   p.timeline = std::move(tl).value();
   p.state.schedulerMakespan = p.timeline.makespan;
   return p;
+}
+
+Result<Prepared> prepareProject(const Project& project, const std::string& origin) {
+  const std::string file = QFileInfo(QString::fromStdString(origin)).fileName().toStdString();
+  auto model = loadModel(project.modelPath, project.dims);
+  if (!model) return makeError(file, ": ", model.message());
+  auto prepared = prepareSession(model.value(), project.platform);
+  if (!prepared) return makeError(file, ": ", prepared.message());
+  Prepared out = std::move(prepared).value();
+  const CostTable& t = *out.table;
+  auto pins = resolvePins(project, t, origin);
+  if (!pins) return Error{pins.message()};
+  std::vector<std::string> notes;
+  const std::string& sha = out.model->graph.graphSha256;
+  if (!project.modelSha256.empty() && !sha.empty() && project.modelSha256 != sha)
+    notes.push_back(file + ": the model changed since the project was saved");
+  // The hash was compared above (a warning): readPlan checks everything else operator by operator.
+  Result<Plan> plan = makeError(file, ": no plan saved");
+  if (!project.planJson.empty()) plan = readPlan(project.planJson, file, t, PlanIdentity{});
+  Result<Timeline> tl = makeError("not simulated");
+  if (plan) {
+    tl = simulate(t, *plan);
+    if (!tl) plan = makeError(file, ": the saved plan does not simulate: ", tl.message());
+  }
+  if (plan) {
+    out.state.plan = std::move(plan).value();
+    out.state.algorithm = project.algorithm;
+    std::map<std::string, TaskId> byName;
+    for (TaskId v = 0; v < t.numTasks(); ++v) byName[t.taskNames[static_cast<size_t>(v)]] = v;
+    for (const auto& [op, dev] : project.moves)
+      if (auto it = byName.find(op); it != byName.end()) out.state.manual[static_cast<size_t>(it->second)] = 1;
+    // The reference makespan of the last scheduler plan lives in the view (a GUI notion); without
+    // manual moves it is the plan's own.
+    const QJsonObject view = QJsonDocument::fromJson(QByteArray::fromStdString(project.viewJson)).object();
+    out.state.schedulerMakespan = view.value(QStringLiteral("reference_makespan_us")).toDouble(0);
+    if (out.state.schedulerMakespan <= 0 || project.moves.empty()) out.state.schedulerMakespan = tl->makespan;
+    out.timeline = std::move(tl).value();
+  } else {
+    if (!project.planJson.empty()) notes.push_back(plan.message() + " (using the HEFT plan)");
+    if (!pins->pinned.empty()) {  // HEFT again, keeping the pinned operators where they are
+      const Scheduler* heft = findScheduler("heft");
+      Result<Plan> p2 = heft ? heft->schedule(t, *pins, SchedOptions{}) : Result<Plan>(makeError("no HEFT"));
+      Result<Timeline> tl2 = p2 ? simulate(t, *p2) : Result<Timeline>(makeError("no plan"));
+      if (p2 && tl2) {
+        out.state.plan = std::move(p2).value();
+        out.state.schedulerMakespan = tl2->makespan;
+        out.timeline = std::move(tl2).value();
+      }
+    }
+  }
+  out.state.pinned = pins->pinned;
+  for (size_t i = 0; i < notes.size(); ++i) out.note += (i ? "; " : "") + notes[i];
+  return out;
 }
 
 CriticalPath criticalPath(const CostTable& t, const Plan& plan, const Timeline& tl) {
@@ -202,6 +258,23 @@ void Session::startPrepare(std::shared_ptr<const LoadedModel> model, const QStri
   }));
 }
 
+void Session::openProject(const Project& project, const QString& origin, bool modified) {
+  emit loadStarted(tr("Opening %1...").arg(QFileInfo(origin).fileName()));
+  platformName_ = project.platform;
+  customPlatform_.reset();
+  const int gen = ++prepGeneration_;
+  prepPending_ = true;
+  const std::string file = origin.toStdString();
+  prepWatcher_->setFuture(QtConcurrent::run([project, file, gen, modified]() -> Result<Prepared> {
+    auto p = prepareProject(project, file);
+    if (p) {
+      p->generation = gen;
+      p->modified = modified;
+    }
+    return p;
+  }));
+}
+
 bool Session::loading() const {
   return prepPending_;
 }
@@ -227,7 +300,9 @@ void Session::onPrepared() {
     prepPending_ = true;  // the newer job is still running
     return;
   }
+  const QString note = QString::fromStdString(result->note);
   install(std::move(result).value());
+  if (!note.isEmpty()) emit loadWarning(note);
 }
 
 void Session::install(Prepared p) {
@@ -253,6 +328,8 @@ void Session::install(Prepared p) {
   lowerBound_ = lowerBound(*table_);
   selection_.clear();
   state_ = std::move(p.state);
+  savedState_ = state_;
+  dirty_ = p.modified;
   // Run once through the session's simulator so that its incremental move() knows the plan.
   auto tl = sim_->run(state_.plan);
   timeline_ = tl ? std::move(tl).value() : std::move(p.timeline);
@@ -265,6 +342,16 @@ void Session::install(Prepared p) {
 void Session::refreshDerived() {
   if (!table_) return;
   critical_ = criticalPath(*table_, state_.plan, timeline_);
+}
+
+bool Session::modified() const {
+  return table_ && (dirty_ || !undo_->isClean() || !(state_ == savedState_));
+}
+
+void Session::markSaved() {
+  savedState_ = state_;
+  dirty_ = false;
+  undo_->setClean();
 }
 
 DeviceId Session::deviceOf(int op) const {

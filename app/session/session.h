@@ -12,6 +12,7 @@
 #include <QStringList>
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "cost/costtable.h"
+#include "plan/project.h"
 #include "platform/platform.h"
 #include "sched/scheduler.h"
 #include "session/loadedmodel.h"
@@ -48,9 +50,11 @@ struct Prepared {
   std::string platformName;  ///< Preset name or platform file, as the user gave it.
   Platform platform;
   std::shared_ptr<const CostTable> table;
-  PlanState state;     ///< The initial plan: HEFT, or everything on the host when HEFT fails.
-  Timeline timeline;   ///< Its simulation.
-  int generation = 0;  ///< Job number, so that a superseded job's result is dropped.
+  PlanState state;        ///< The initial plan: HEFT, or everything on the host when HEFT fails.
+  Timeline timeline;      ///< Its simulation.
+  int generation = 0;     ///< Job number, so that a superseded job's result is dropped.
+  std::string note;       ///< A problem that did not stop the load (a project's plan that did not fit).
+  bool modified = false;  ///< Install as unsaved work (a recovered autosave).
 };
 
 /// Builds the cost table of `model` on a platform (preset name or file) and an initial HEFT plan.
@@ -58,6 +62,12 @@ struct Prepared {
 Result<Prepared> prepareSession(std::shared_ptr<const LoadedModel> model, const std::string& platformNameOrPath);
 /// The same on a platform given as an object (an edited platform); `label` names it.
 Result<Prepared> prepareSession(std::shared_ptr<const LoadedModel> model, Platform platform, const std::string& label);
+
+/// Builds a session from a project (runs on a worker thread): the model with its dimensions, the
+/// platform, then the embedded plan validated against the cost table (readPlan), the pins and the
+/// manual flags. A plan that does not fit falls back to HEFT (respecting the pins) and says so in
+/// Prepared::note; a missing model or platform, or an invalid pin, fails. `origin` names the file.
+Result<Prepared> prepareProject(const Project& project, const std::string& origin);
 
 /// One row of the algorithm comparison.
 struct CompareRow {
@@ -97,6 +107,10 @@ class Session : public QObject {
   /// Switches to a platform object (the platform editor's); `label` is shown as its name. Later
   /// models open on it too, until setPlatform(nameOrPath) picks a preset or file again.
   void setPlatform(const Platform& platform, const QString& label);
+  /// Opens a project (read by loadProjectFile) in the background: emits modelChanged or loadFailed;
+  /// a plan that did not fit is reported through loadWarning after the install. With `modified`,
+  /// the result counts as unsaved work (a recovered autosave).
+  void openProject(const Project& project, const QString& origin, bool modified = false);
   /// Installs a prepared model synchronously (the end of open(); tests call it directly).
   void install(Prepared p);
   bool loading() const;
@@ -108,6 +122,8 @@ class Session : public QObject {
   const LoadedModel* model() const { return model_.get(); }
   std::shared_ptr<const LoadedModel> modelPtr() const { return model_; }
   const Platform& platform() const { return platform_; }
+  /// The installed platform when it came from the platform editor (no file or preset names it).
+  const std::optional<Platform>& editedPlatform() const { return installedCustom_; }
   QString platformName() const { return QString::fromStdString(platformName_); }
   const CostTable* table() const { return table_.get(); }
   std::shared_ptr<const CostTable> tablePtr() const { return table_; }
@@ -122,6 +138,10 @@ class Session : public QObject {
   /// Constraints for schedulers: the pins.
   Constraints constraints() const;
   QUndoStack* undoStack() const { return undo_; }
+  /// True when the plan, pins or flags changed since the install or the last markSaved().
+  bool modified() const;
+  /// The current state is saved (a project file holds it): modified() turns false.
+  void markSaved();
   /// Device colours from the one palette (platform colours first).
   std::vector<QColor> deviceColors() const;
   QColor deviceColor(int device) const;
@@ -164,6 +184,8 @@ class Session : public QObject {
  signals:
   void modelChanged();
   void loadFailed(const QString& message);
+  /// A load succeeded with a problem (e.g. a project's plan did not fit and HEFT's was used).
+  void loadWarning(const QString& message);
   void loadStarted(const QString& what);
   /// The plan or pins changed; `timeline` is the new simulation.
   void planChanged(const partex::Timeline& timeline);
@@ -184,6 +206,7 @@ class Session : public QObject {
   void refreshDerived();
   QString opLabel(int op) const;
   void startPrepare(std::shared_ptr<const LoadedModel> model, const QString& path, const QStringList& dims);
+  void startJob(std::function<Result<Prepared>()> job);
 
   std::shared_ptr<const LoadedModel> model_;
   std::string platformName_ = "mobile-soc";
@@ -196,6 +219,8 @@ class Session : public QObject {
   std::unique_ptr<Simulator> preview_;  ///< Drag previews, so they never disturb sim_.
   std::vector<int> topoPos_;
   PlanState state_;
+  PlanState savedState_;  ///< The state at the install or the last markSaved().
+  bool dirty_ = false;    ///< Unsaved regardless of the state (a recovered autosave).
   Timeline timeline_;
   CriticalPath critical_;
   double lowerBound_ = 0;
