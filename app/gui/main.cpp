@@ -1,6 +1,6 @@
 // partex: the Qt front end.
-// `partex [MODEL] [--dim NAME=VALUE]... [--platform P] [--algo A] [--screenshot FILE]`.
-// Without a model it opens the bundled example (a generated ResNet-18).
+// `partex [MODEL|PROJECT.partex] [--dim NAME=VALUE]... [--platform P] [--algo A] [--screenshot FILE]`.
+// Without a model it offers to recover an autosave, else opens the bundled example (a generated ResNet-18).
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
@@ -77,6 +77,7 @@ int main(int argc, char** argv) {
   parser.process(app);
 
   QString model = parser.positionalArguments().value(0);
+  const bool explicitModel = !model.isEmpty();
   if (model.isEmpty()) {
     // First start: the bundled example, generated in code (no model files ship with Partex).
     QString dir = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/examples");
@@ -136,6 +137,8 @@ int main(int argc, char** argv) {
     });
   }
   w.show();
+  // Without a model to open, unsaved work from a session that did not exit cleanly comes first.
+  if (!explicitModel && shot.isEmpty() && w.checkRecovery()) return QApplication::exec();
   w.openModel(model, parser.values(dimOpt));
   return QApplication::exec();
 }

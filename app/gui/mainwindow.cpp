@@ -2,25 +2,37 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QCloseEvent>
 #include <QComboBox>
+#include <QDateTime>
+#include <QDir>
 #include <QDockWidget>
 #include <QDragEnterEvent>
+#include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QImage>
 #include <QInputDialog>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QPainter>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QSaveFile>
 #include <QSettings>
 #include <QSortFilterProxyModel>
+#include <QStandardPaths>
 #include <QStatusBar>
+#include <QSvgGenerator>
 #include <QTableView>
 #include <QTextBrowser>
 #include <QToolBar>
@@ -41,6 +53,8 @@
 #include "gui/inspector.h"
 #include "gui/platformeditor.h"
 #include "gui/teachpanel.h"
+#include "plan/exports.h"
+#include "plan/planfile.h"
 #include "support/strings.h"
 
 namespace partex::gui {
@@ -53,7 +67,7 @@ static QString shortTitle(const std::string& algorithm) {
 }
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
-  setWindowTitle(tr("Partex"));
+  setWindowTitle(tr("Partex[*]"));
   setAcceptDrops(true);
   resize(1600, 1000);
   setDockNestingEnabled(true);
@@ -61,6 +75,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   session_ = new Session(this);
   connect(session_, &Session::modelChanged, this, &MainWindow::onModelChanged);
   connect(session_, &Session::loadFailed, this, &MainWindow::onLoadFailed);
+  connect(session_, &Session::loadWarning, this, &MainWindow::showError);
+  connect(session_->undoStack(), &QUndoStack::cleanChanged, this, [this] { setWindowModified(session_->modified()); });
   connect(session_, &Session::planChanged, this, &MainWindow::onPlanChanged);
   connect(session_, &Session::selectionChanged, this, &MainWindow::onSelectionChanged);
   connect(session_, &Session::message, this, [this](const QString& m) { statusBar()->showMessage(m, 8000); });
@@ -97,6 +113,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(graph_, &GraphView::dragMoved, this, &MainWindow::onDragMoved);
   connect(graph_, &GraphView::dragDropped, this, &MainWindow::onDragDropped);
   connect(graph_, &GraphView::dragCancelled, this, &MainWindow::clearDragFeedback);
+  connect(graph_, &GraphView::layoutReady, this, &MainWindow::applyViewState);
   connect(graph_, &GraphView::statusMessage, this, [this](const QString& m) { statusBar()->showMessage(m, 5000); });
 
   progress_ = new QProgressBar(this);
@@ -107,6 +124,12 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
   buildDocks();
   buildMenus();
+
+  // Autosave while there are unsaved changes (the timer ticks always; autosaveNow() checks).
+  autosave_ = new QTimer(this);
+  autosave_->setInterval(30000);
+  connect(autosave_, &QTimer::timeout, this, [this] { (void)autosaveNow(); });
+  autosave_->start();
 }
 
 MainWindow::~MainWindow() {
@@ -352,8 +375,40 @@ void MainWindow::buildMenus() {
   auto* file = menuBar()->addMenu(tr("&File"));
   auto* open = file->addAction(tr("&Open..."), this, &MainWindow::chooseFile);
   open->setShortcut(QKeySequence::Open);
+  file->addAction(tr("Open Pro&ject..."), this, &MainWindow::chooseProject);
   recentMenu_ = file->addMenu(tr("Open &Recent"));
   file->addAction(tr("Open &platform file..."), this, &MainWindow::choosePlatformFile);
+  file->addSeparator();
+  auto* save = file->addAction(tr("&Save Project"), this, [this] {
+    if (projectPath_.isEmpty()) {
+      saveProjectAs();
+      return;
+    }
+    if (auto st = saveProject(projectPath_); !st) showError(QString::fromStdString(st.message()));
+  });
+  save->setShortcut(QKeySequence::Save);
+  auto* saveAs = file->addAction(tr("Save Project &As..."), this, &MainWindow::saveProjectAs);
+  saveAs->setShortcut(QKeySequence::SaveAs);
+  QMenu* exportMenu = file->addMenu(tr("&Export"));
+  exportMenu->addAction(tr("&Plan (JSON)..."), this, [this] {
+    exportWithDialog(tr("Export plan"), tr("Plan JSON (*.json)"), &MainWindow::exportPlan);
+  });
+  exportMenu->addAction(tr("Perfetto / Chrome &trace..."), this, [this] {
+    exportWithDialog(tr("Export trace"), tr("Trace JSON (*.json)"), &MainWindow::exportTrace);
+  });
+  exportMenu->addAction(tr("Operators as &CSV..."), this, [this] {
+    exportWithDialog(tr("Export operators"), tr("CSV (*.csv)"), &MainWindow::exportCsv);
+  });
+  exportMenu->addAction(tr("&Graph as SVG or PNG..."), this, [this] {
+    exportWithDialog(tr("Export graph"), tr("SVG (*.svg);;PNG (*.png)"), &MainWindow::exportGraphImage);
+  });
+  auto* ganttExport = exportMenu->addAction(tr("G&antt chart as SVG or PNG..."), this, [this] {
+    exportWithDialog(tr("Export Gantt chart"), tr("SVG (*.svg);;PNG (*.png)"), &MainWindow::exportGanttImage);
+  });
+#ifndef PARTEX_HAVE_GANTT
+  ganttExport->setEnabled(false);
+#endif
+  (void)ganttExport;
   file->addSeparator();
   auto* quit = file->addAction(tr("&Quit"), qApp, &QApplication::closeAllWindows);
   quit->setShortcut(QKeySequence::Quit);
@@ -433,6 +488,13 @@ void MainWindow::buildMenus() {
 }
 
 void MainWindow::openModel(const QString& path, const QStringList& dims) {
+  if (path.endsWith(QLatin1String(kProjectExtension), Qt::CaseInsensitive)) {
+    (void)openProject(path);
+    return;
+  }
+  loadingProject_ = false;
+  recovering_ = false;
+  pendingView_.clear();
   loadingPath_ = path;
   loadingDims_ = dims;
   session_->open(path, dims);
@@ -459,7 +521,7 @@ bool MainWindow::busy() const {
 void MainWindow::onLoadFailed(const QString& message) {
   progress_->hide();
   // Symbolic input dimensions: ask the user to bind them, then retry.
-  if (dialogsEnabled_ && !loadingPath_.isEmpty() && message.contains(QLatin1String("not bound"))) {
+  if (dialogsEnabled_ && !loadingProject_ && !loadingPath_.isEmpty() && message.contains(QLatin1String("not bound"))) {
     bool ok = false;
     QString text =
         QInputDialog::getText(this, tr("Bind symbolic dimensions"),
@@ -474,6 +536,9 @@ void MainWindow::onLoadFailed(const QString& message) {
   platformBox_->setCurrentText(session_->platformName());
   if (!loadingPath_.isEmpty()) {
     loadingPath_.clear();
+    loadingProject_ = false;
+    recovering_ = false;
+    pendingView_.clear();
     emit modelLoaded(false);
   }
 }
@@ -502,7 +567,9 @@ void MainWindow::onModelChanged() {
                         .arg(QString::fromStdString(session_->platform().name).toHtmlEscaped())
                         .arg(session_->numDevices()));
   summary_->setToolTip(QString::fromStdString(session_->platform().description));
-  setWindowTitle(tr("%1 - Partex").arg(file));
+  if (!loadingPath_.isEmpty()) projectPath_ = loadingProject_ && !recovering_ ? loadingPath_ : QString();
+  setWindowTitle(tr("%1[*] - Partex").arg(projectPath_.isEmpty() ? file : QFileInfo(projectPath_).fileName()));
+  setWindowModified(session_->modified());
   if (platformBox_->findText(session_->platformName()) >= 0) platformBox_->setCurrentText(session_->platformName());
   editor_->setPlatform(session_->platform(), session_->platformName());
   teach_->setProblem(session_->tablePtr(), session_->deviceColors(), session_->constraints());
@@ -513,13 +580,25 @@ void MainWindow::onModelChanged() {
   }
   if (!loadingPath_.isEmpty()) {
     statusBar()->showMessage(tr("Loaded %1").arg(loadingPath_), 5000);
-    addRecent(QFileInfo(loadingPath_).absoluteFilePath());
+    if (!recovering_) addRecent(QFileInfo(loadingPath_).absoluteFilePath());
+    if (loadingProject_) {  // the saved selection (the zoom and centre wait for the layout)
+      const QJsonObject view = QJsonDocument::fromJson(pendingView_.toUtf8()).object();
+      const auto* t = session_->table();
+      QList<int> sel;
+      for (const auto& name : view.value(QStringLiteral("selected")).toArray())
+        for (int v = 0; v < t->numTasks(); ++v)
+          if (t->taskNames[static_cast<size_t>(v)] == name.toString().toStdString()) sel << v;
+      session_->setSelection(sel);
+    }
     loadingPath_.clear();
+    loadingProject_ = false;
+    recovering_ = false;
     emit modelLoaded(true);
   }
 }
 
 void MainWindow::onPlanChanged() {
+  setWindowModified(session_->modified());
   updateGantt();
   updateMakespan();
   updateInspector();
@@ -665,8 +744,8 @@ void MainWindow::togglePin() {
 }
 
 void MainWindow::chooseFile() {
-  QString path =
-      QFileDialog::getOpenFileName(this, tr("Open ONNX model"), QString(), tr("ONNX models (*.onnx);;All files (*)"));
+  QString path = QFileDialog::getOpenFileName(this, tr("Open ONNX model or project"), QString(),
+                                              tr("ONNX models and projects (*.onnx *.partex);;All files (*)"));
   if (!path.isEmpty()) openModel(path);
 }
 
@@ -706,6 +785,280 @@ void MainWindow::dragEnterEvent(QDragEnterEvent* e) {
 void MainWindow::dropEvent(QDropEvent* e) {
   const auto urls = e->mimeData()->urls();
   if (!urls.isEmpty() && urls.first().isLocalFile()) openModel(urls.first().toLocalFile());
+}
+
+// --- Projects ----------------------------------------------------------------------------------
+
+/// "dir/name.platform.json" for "dir/name.partex": where an edited platform is saved beside a project.
+static QString sidecarPlatformPath(const QString& projectPath) {
+  const QFileInfo fi(projectPath);
+  return fi.dir().filePath(fi.completeBaseName() + QStringLiteral(".platform.json"));
+}
+
+/// "name: " + the message, unless the message already names the file.
+static Status namingFile(const QString& path, Status st) {
+  if (st) return st;
+  const QString name = QFileInfo(path).fileName();
+  if (QString::fromStdString(st.message()).contains(name)) return st;
+  return makeError(name.toStdString(), ": ", st.message());
+}
+
+QString MainWindow::viewStateJson() const {
+  QJsonObject v;
+  v.insert(QStringLiteral("zoom"), graph_->transform().m11());
+  const QPointF c = graph_->mapToScene(graph_->viewport()->rect().center());
+  v.insert(QStringLiteral("center"), QJsonArray{c.x(), c.y()});
+  QJsonArray sel;
+  if (const auto* t = session_->table())
+    for (int op : session_->selection()) sel.append(QString::fromStdString(t->taskNames[static_cast<size_t>(op)]));
+  v.insert(QStringLiteral("selected"), sel);
+  v.insert(QStringLiteral("reference_makespan_us"), session_->state().schedulerMakespan);
+  return QString::fromUtf8(QJsonDocument(v).toJson(QJsonDocument::Compact));
+}
+
+void MainWindow::applyViewState() {
+  if (pendingView_.isEmpty() || session_->loading()) return;
+  const QJsonObject v = QJsonDocument::fromJson(pendingView_.toUtf8()).object();
+  pendingView_.clear();
+  const double zoom = v.value(QStringLiteral("zoom")).toDouble(0);
+  if (zoom >= 0.01 && zoom <= 8) graph_->setTransform(QTransform::fromScale(zoom, zoom));
+  const QJsonArray c = v.value(QStringLiteral("center")).toArray();
+  if (c.size() == 2) graph_->centerOn(c[0].toDouble(), c[1].toDouble());
+}
+
+Result<Project> MainWindow::buildProject(const QString& path, bool sidecarPlatform) {
+  const LoadedModel* m = session_->model();
+  const CostTable* t = session_->table();
+  if (!m || !t) return makeError(QFileInfo(path).fileName().toStdString(), ": no model loaded to save");
+  Project p;
+  p.modelPath = QFileInfo(QString::fromStdString(m->path)).absoluteFilePath().toStdString();
+  p.modelSha256 = m->graph.graphSha256;
+  p.dims = m->dims;
+  if (const auto& edited = session_->editedPlatform(); edited && sidecarPlatform) {
+    // An edited platform has no file or preset name: it goes beside the project.
+    const QString side = sidecarPlatformPath(path);
+    if (auto st = saveExport(side.toStdString(), platformToJson(*edited)); !st) return Error{st.message()};
+    p.platform = QFileInfo(side).absoluteFilePath().toStdString();
+  } else {
+    const QString name = session_->platformName();
+    const auto presets = presetNames();
+    const bool preset = std::find(presets.begin(), presets.end(), name.toStdString()) != presets.end();
+    p.platform =
+        preset || !QFileInfo::exists(name) ? name.toStdString() : QFileInfo(name).absoluteFilePath().toStdString();
+  }
+  const PlanState& st = session_->state();
+  PlanIdentity id{QFileInfo(QString::fromStdString(m->path)).fileName().toStdString(), m->graph.graphSha256,
+                  session_->platform().name};
+  p.planJson = planToJson(*t, st.plan, session_->timeline(), id);
+  p.algorithm = st.algorithm;
+  for (const auto& [op, dev] : st.pinned)
+    p.pins.emplace_back(t->taskNames[static_cast<size_t>(op)], t->deviceIds[static_cast<size_t>(dev)]);
+  for (int op = 0; op < t->numTasks(); ++op)
+    if (session_->isManual(op))
+      p.moves.emplace_back(t->taskNames[static_cast<size_t>(op)],
+                           t->deviceIds[static_cast<size_t>(session_->deviceOf(op))]);
+  p.viewJson = viewStateJson().toStdString();
+  return p;
+}
+
+Status MainWindow::writeProject(const QString& path) {
+  auto p = buildProject(path, true);
+  if (!p) return p.status();
+  return namingFile(path, partex::saveProject(path.toStdString(), *p));
+}
+
+Status MainWindow::saveProject(const QString& path) {
+  if (auto st = writeProject(path); !st) return st;
+  projectPath_ = QFileInfo(path).absoluteFilePath();
+  session_->markSaved();
+  removeAutosave();  // the work is safe in the project now
+  addRecent(projectPath_);
+  setWindowTitle(tr("%1[*] - Partex").arg(QFileInfo(path).fileName()));
+  setWindowModified(false);
+  statusBar()->showMessage(tr("Saved %1").arg(path), 5000);
+  return {};
+}
+
+Status MainWindow::openProject(const QString& path) {
+  auto p = loadProjectFile(path.toStdString());
+  if (!p) {
+    const QString msg = QString::fromStdString(namingFile(path, p.status()).message());
+    showError(msg);
+    emit modelLoaded(false);
+    return Error{msg.toStdString()};
+  }
+  loadingPath_ = path;
+  loadingDims_.clear();
+  loadingProject_ = true;
+  pendingView_ = QString::fromStdString(p->viewJson);
+  platformBox_->setCurrentText(QString::fromStdString(p->platform));
+  session_->openProject(*p, path, recovering_);
+  return {};
+}
+
+void MainWindow::chooseProject() {
+  const QString path = QFileDialog::getOpenFileName(this, tr("Open project"), QString(),
+                                                    tr("Partex projects (*.partex);;All files (*)"));
+  if (!path.isEmpty()) (void)openProject(path);
+}
+
+void MainWindow::saveProjectAs() {
+  if (!session_->hasModel()) {
+    showError(tr("Open a model first: there is nothing to save"));
+    return;
+  }
+  QString path = QFileDialog::getSaveFileName(this, tr("Save project"), projectPath_,
+                                              tr("Partex projects (*.partex);;All files (*)"));
+  if (path.isEmpty()) return;
+  if (QFileInfo(path).suffix().isEmpty()) path += QLatin1String(kProjectExtension);
+  if (auto st = saveProject(path); !st) showError(QString::fromStdString(st.message()));
+}
+
+// --- Autosave and recovery ---------------------------------------------------------------------
+
+QString MainWindow::autosavePath() {
+  return QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/autosave.partex");
+}
+
+void MainWindow::setAutosaveInterval(int ms) {
+  autosave_->start(ms);
+}
+
+bool MainWindow::autosaveNow() {
+  if (!session_->hasModel() || session_->loading() || !session_->modified()) return false;
+  const QString path = autosavePath();
+  QDir().mkpath(QFileInfo(path).path());
+  if (auto st = writeProject(path); !st) {
+    statusBar()->showMessage(tr("Autosave failed: %1").arg(QString::fromStdString(st.message())), 8000);
+    return false;
+  }
+  return true;
+}
+
+void MainWindow::removeAutosave() {
+  QFile::remove(autosavePath());
+  QFile::remove(sidecarPlatformPath(autosavePath()));
+}
+
+bool MainWindow::checkRecovery() {
+  const QFileInfo fi(autosavePath());
+  if (!fi.exists() || !dialogsEnabled_) return false;
+  const auto answer = QMessageBox::question(
+      this, tr("Partex"),
+      tr("Recover unsaved work from %1?").arg(QLocale().toString(fi.lastModified(), QLocale::ShortFormat)),
+      QMessageBox::Yes | QMessageBox::No, QMessageBox::Yes);
+  if (answer != QMessageBox::Yes) {
+    removeAutosave();
+    return false;
+  }
+  return recoverAutosave().isOk();
+}
+
+Status MainWindow::recoverAutosave() {
+  const QString path = autosavePath();
+  if (!QFileInfo::exists(path)) return makeError(path.toStdString(), ": no autosave to recover");
+  recovering_ = true;
+  auto st = openProject(path);
+  if (!st) recovering_ = false;
+  return st;
+}
+
+void MainWindow::closeEvent(QCloseEvent* e) {
+  removeAutosave();
+  QMainWindow::closeEvent(e);
+}
+
+// --- Exports -----------------------------------------------------------------------------------
+
+void MainWindow::exportWithDialog(const QString& title, const QString& filter,
+                                  Status (MainWindow::*fn)(const QString&)) {
+  if (!session_->hasModel()) {
+    showError(tr("Open a model first: there is nothing to export"));
+    return;
+  }
+  QString selected;
+  QString path = QFileDialog::getSaveFileName(this, title, QString(), filter, &selected);
+  if (path.isEmpty()) return;
+  if (QFileInfo(path).suffix().isEmpty()) {  // take the extension from the chosen filter
+    const int a = selected.indexOf(QLatin1String("*.")), b = selected.indexOf(QLatin1Char(')'), a);
+    if (a >= 0 && b > a) path += selected.mid(a + 1, b - a - 1);
+  }
+  if (auto st = (this->*fn)(path); !st)
+    showError(QString::fromStdString(st.message()));
+  else
+    statusBar()->showMessage(tr("Exported %1").arg(path), 5000);
+}
+
+/// The plan's identity for plan files written from the session.
+static PlanIdentity identityOf(const Session& s) {
+  const LoadedModel* m = s.model();
+  return PlanIdentity{QFileInfo(QString::fromStdString(m->path)).fileName().toStdString(), m->graph.graphSha256,
+                      s.platform().name};
+}
+
+Status MainWindow::exportPlan(const QString& path) {
+  if (!session_->hasModel()) return makeError(QFileInfo(path).fileName().toStdString(), ": no model loaded");
+  return namingFile(path, savePlan(path.toStdString(), *session_->table(), session_->plan(), session_->timeline(),
+                                   identityOf(*session_)));
+}
+
+Status MainWindow::exportTrace(const QString& path) {
+  if (!session_->hasModel()) return makeError(QFileInfo(path).fileName().toStdString(), ": no model loaded");
+  const std::string label = session_->plan().algorithm.empty() ? "plan" : session_->plan().algorithm;
+  return namingFile(path, saveExport(path.toStdString(), traceJson(*session_->table(), session_->timeline(), label)));
+}
+
+Status MainWindow::exportCsv(const QString& path) {
+  if (!session_->hasModel()) return makeError(QFileInfo(path).fileName().toStdString(), ": no model loaded");
+  return namingFile(path, saveExport(path.toStdString(), timelineToCsv(*session_->table(), session_->timeline())));
+}
+
+Status MainWindow::exportGraphImage(const QString& path) {
+  const std::string name = QFileInfo(path).fileName().toStdString();
+  const QString suffix = QFileInfo(path).suffix().toLower();
+  if (suffix != QLatin1String("svg") && suffix != QLatin1String("png"))
+    return makeError(name, ": unknown image type (use .svg or .png)");
+  if (!session_->hasModel()) return makeError(name, ": no model loaded");
+  if (graph_->layoutRunning()) return makeError(name, ": the graph is still being laid out");
+  QGraphicsScene* scene = graph_->scene();
+  const QRectF source = scene->itemsBoundingRect().adjusted(-20, -20, 20, 20);
+  if (source.isEmpty()) return makeError(name, ": the graph is empty");
+  // Through QSaveFile: written to a temporary file beside the target, renamed on commit.
+  QSaveFile file(path);
+  if (!file.open(QIODevice::WriteOnly)) return makeError(name, ": ", file.errorString().toStdString());
+  if (suffix == QLatin1String("svg")) {
+    QSvgGenerator gen;
+    gen.setOutputDevice(&file);
+    gen.setSize(source.size().toSize());
+    gen.setViewBox(QRectF(QPointF(0, 0), source.size()));
+    gen.setTitle(QString::fromStdString(session_->platform().name));
+    QPainter painter(&gen);
+    scene->render(&painter, QRectF(QPointF(0, 0), source.size()), source);
+  } else {
+    // At most 8,000 pixels on a side (a 10,000-operator graph is far bigger at 1:1).
+    const double scale = std::min({2.0, 8000.0 / source.width(), 8000.0 / source.height()});
+    QImage img((source.size() * scale).toSize().expandedTo(QSize(1, 1)), QImage::Format_ARGB32_Premultiplied);
+    img.fill(Qt::white);
+    {
+      QPainter painter(&img);
+      painter.setRenderHint(QPainter::Antialiasing);
+      scene->render(&painter, QRectF(QPointF(0, 0), QSizeF(img.size())), source);
+    }
+    if (!img.save(&file, "PNG")) return makeError(name, ": cannot encode the PNG image");
+  }
+  if (!file.commit()) return makeError(name, ": ", file.errorString().toStdString());
+  return {};
+}
+
+Status MainWindow::exportGanttImage(const QString& path) {
+  const std::string name = QFileInfo(path).fileName().toStdString();
+  if (!session_->hasModel()) return makeError(name, ": no model loaded");
+#ifdef PARTEX_HAVE_GANTT
+  if (!gantt_) return makeError(name, ": no Gantt chart in this build");
+  return namingFile(path, gantt_->saveImage(path));
+#else
+  return makeError(name, ": no Gantt chart in this build");
+#endif
 }
 
 }  // namespace partex::gui

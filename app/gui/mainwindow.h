@@ -7,6 +7,7 @@
 #include <QList>
 #include <QMainWindow>
 #include <QStringList>
+#include <QTimer>
 
 #include <memory>
 
@@ -42,8 +43,47 @@ class MainWindow : public QMainWindow {
   explicit MainWindow(QWidget* parent = nullptr);
   ~MainWindow() override;
 
-  /// Starts loading a model in the background; `dims` are "NAME=VALUE" or "INPUT:AXIS=VALUE".
+  /// Starts loading a model in the background; `dims` are "NAME=VALUE" or "INPUT:AXIS=VALUE". A
+  /// `.partex` file opens as a project (so the command line, drops and recent files take them).
   void openModel(const QString& path, const QStringList& dims = {});
+
+  // --- Projects (docs/project-format.md) ---------------------------------------------------------
+  /// Reads a project file and restores it in the background as one fresh session (undo history
+  /// cleared); modelLoaded() reports the end. An unreadable file is refused at once (the error,
+  /// naming the file, is returned and shown); a plan that does not fit the model falls back to HEFT
+  /// with the error shown.
+  Status openProject(const QString& path);
+  /// Saves the session as a project, atomically; an edited platform goes beside it as
+  /// `<project>.platform.json`. The session counts as saved afterwards and the autosave is removed.
+  Status saveProject(const QString& path);
+  /// The project file the session was opened from or saved to ("" when none).
+  QString projectPath() const { return projectPath_; }
+  /// The graph view's zoom, centre and selection (and the reference makespan) as a JSON object.
+  QString viewStateJson() const;
+
+  // --- Autosave and recovery -----------------------------------------------------------------
+  /// AppDataLocation/autosave.partex.
+  static QString autosavePath();
+  /// Autosave period while there are unsaved changes (default 30 s; tests shorten it).
+  void setAutosaveInterval(int ms);
+  /// Writes the autosave now when the session has unsaved changes; false when nothing was written.
+  bool autosaveNow();
+  /// On start: when an autosave exists, asks "Recover unsaved work from <time>?" (only with dialogs
+  /// enabled) and recovers it or deletes it. True when a recovery was started.
+  bool checkRecovery();
+  /// Restores the autosave without asking, as unsaved work (tests, and checkRecovery's yes).
+  Status recoverAutosave();
+
+  // --- Exports: each writes atomically and returns the error naming the file ---------------------
+  Status exportPlan(const QString& path);
+  /// Chrome / Perfetto trace JSON.
+  Status exportTrace(const QString& path);
+  /// One CSV row per operator.
+  Status exportCsv(const QString& path);
+  /// The whole graph scene as SVG or PNG, by the file extension.
+  Status exportGraphImage(const QString& path);
+  /// The Gantt chart as SVG or PNG, by the file extension.
+  Status exportGanttImage(const QString& path);
   /// Chooses the platform (preset name or file) for this and later models.
   void setPlatform(const QString& nameOrPath);
   /// Runs a scheduler in the background (as the Run button does).
@@ -78,6 +118,8 @@ class MainWindow : public QMainWindow {
  protected:
   void dragEnterEvent(QDragEnterEvent* e) override;
   void dropEvent(QDropEvent* e) override;
+  /// A clean exit: the autosave is removed.
+  void closeEvent(QCloseEvent* e) override;
 
  private:
   void buildDocks();
@@ -100,6 +142,13 @@ class MainWindow : public QMainWindow {
   void updateMakespan();
   void setPreview(const Timeline* tl);
   void updateGantt();
+  Result<Project> buildProject(const QString& path, bool sidecarPlatform);
+  Status writeProject(const QString& path);
+  void removeAutosave();
+  void applyViewState();
+  void saveProjectAs();
+  void chooseProject();
+  void exportWithDialog(const QString& title, const QString& filter, Status (MainWindow::*fn)(const QString&));
 
   Session* session_ = nullptr;
   GraphView* graph_ = nullptr;
@@ -132,6 +181,11 @@ class MainWindow : public QMainWindow {
   QList<QAction*> moveActions_;
   QAction* criticalAction_ = nullptr;
   QString loadingPath_;
+  QString projectPath_;  ///< See projectPath().
+  bool loadingProject_ = false;
+  bool recovering_ = false;  ///< The load in progress is a recovered autosave.
+  QString pendingView_;      ///< View state of an opened project, applied once the layout is ready.
+  QTimer* autosave_ = nullptr;
   QStringList loadingDims_;
   QString lastError_;
   bool dialogsEnabled_ = true;
