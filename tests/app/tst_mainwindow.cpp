@@ -6,6 +6,7 @@
 
 #include <QAbstractItemModelTester>
 #include <QLabel>
+#include <QStandardPaths>
 #include <QTableView>
 #include <QUndoStack>
 
@@ -102,7 +103,10 @@ void checkDragAndUndo(MainWindow& w) {
 class TestMainWindow : public QObject {
   Q_OBJECT
  private slots:
-  void initTestCase() { QCoreApplication::setOrganizationName("PartexTest"); }
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);  // autosaves go to a test folder
+    QCoreApplication::setOrganizationName("PartexTest");
+  }
 
   void opensGeneratedModelAndListsOperators() {
     const std::string path = test::tempDir() + "/mnv2.onnx";
