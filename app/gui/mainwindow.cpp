@@ -880,6 +880,10 @@ Status MainWindow::saveProject(const QString& path) {
 }
 
 Status MainWindow::openProject(const QString& path) {
+  return startProject(path, false);
+}
+
+Status MainWindow::startProject(const QString& path, bool recovery) {
   auto p = loadProjectFile(path.toStdString());
   if (!p) {
     const QString msg = QString::fromStdString(namingFile(path, p.status()).message());
@@ -890,9 +894,10 @@ Status MainWindow::openProject(const QString& path) {
   loadingPath_ = path;
   loadingDims_.clear();
   loadingProject_ = true;
+  recovering_ = recovery;
   pendingView_ = QString::fromStdString(p->viewJson);
   platformBox_->setCurrentText(QString::fromStdString(p->platform));
-  session_->openProject(*p, path, recovering_);
+  session_->openProject(*p, path, recovery);
   return {};
 }
 
@@ -957,13 +962,29 @@ bool MainWindow::checkRecovery() {
 Status MainWindow::recoverAutosave() {
   const QString path = autosavePath();
   if (!QFileInfo::exists(path)) return makeError(path.toStdString(), ": no autosave to recover");
-  recovering_ = true;
-  auto st = openProject(path);
-  if (!st) recovering_ = false;
-  return st;
+  return startProject(path, true);
 }
 
 void MainWindow::closeEvent(QCloseEvent* e) {
+  if (dialogsEnabled_ && session_->modified()) {
+    const auto answer =
+        QMessageBox::question(this, tr("Partex"), tr("Save the changes to the project before closing?"),
+                              QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
+    if (answer == QMessageBox::Cancel) {
+      e->ignore();
+      return;
+    }
+    if (answer == QMessageBox::Save) {
+      if (projectPath_.isEmpty())
+        saveProjectAs();
+      else if (auto st = saveProject(projectPath_); !st)
+        showError(QString::fromStdString(st.message()));
+      if (session_->modified()) {  // not saved (cancelled or failed): stay open
+        e->ignore();
+        return;
+      }
+    }
+  }
   removeAutosave();
   QMainWindow::closeEvent(e);
 }

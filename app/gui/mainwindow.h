@@ -118,7 +118,7 @@ class MainWindow : public QMainWindow {
  protected:
   void dragEnterEvent(QDragEnterEvent* e) override;
   void dropEvent(QDropEvent* e) override;
-  /// A clean exit: the autosave is removed.
+  /// A clean exit (after offering to save unsaved changes, with dialogs enabled): the autosave is removed.
   void closeEvent(QCloseEvent* e) override;
 
  private:
@@ -144,6 +144,7 @@ class MainWindow : public QMainWindow {
   void updateGantt();
   Result<Project> buildProject(const QString& path, bool sidecarPlatform);
   Status writeProject(const QString& path);
+  Status startProject(const QString& path, bool recovery);
   void removeAutosave();
   void applyViewState();
   void saveProjectAs();

@@ -112,6 +112,7 @@ class TestGuiProject : public QObject {
     QVERIFY(moveAndPin(*w.session()));
     QVERIFY(w.session()->modified());
     w.session()->setSelection({2, 3});
+    w.graphView()->zoomBy(1.25);
     const Status st = w.saveProject(proj);
     QVERIFY2(st.isOk(), st.message().c_str());
     QVERIFY(!w.session()->modified());
@@ -127,6 +128,7 @@ class TestGuiProject : public QObject {
     QCOMPARE(w2.projectPath(), proj);
     QCOMPARE(w2.session()->platformName(), QString("mobile-soc"));
     QCOMPARE(w2.session()->selection(), (QList<int>{2, 3}));
+    QCOMPARE(w2.graphView()->transform().m11(), w.graphView()->transform().m11());
     // The restored session edits like any other, and undo returns to the saved state.
     int op = -1, dev = -1;
     QVERIFY(findEffectiveMove(*w2.session(), &op, &dev));
