@@ -219,6 +219,44 @@ class TestGuiProject : public QObject {
     QVERIFY(w2.session()->moveOps({op}, dev).isOk());
   }
 
+  void badPinOrMissingModelIsRefused() {
+    const QString dir = QString::fromStdString(test::tempDir()) + "/badpin";
+    QVERIFY(QDir().mkpath(dir));
+    const QString good = dir + "/good.partex";
+    MainWindow w;
+    QVERIFY(openAndWait(w, resnetPath()));
+    QVERIFY(moveAndPin(*w.session()));
+    QVERIFY(w.saveProject(good).isOk());
+    QFile in(good);
+    QVERIFY(in.open(QIODevice::ReadOnly));
+    const QJsonObject doc = QJsonDocument::fromJson(in.readAll()).object();
+    in.close();
+    auto write = [&](const QString& name, const QJsonObject& o) {
+      QFile out(dir + "/" + name);
+      if (!out.open(QIODevice::WriteOnly)) return QString();
+      out.write(QJsonDocument(o).toJson());
+      return out.fileName();
+    };
+    QJsonObject badPin = doc;
+    badPin["pins"] = QJsonArray{QJsonObject{{"op", "nowhere"}, {"device", "cpu"}}};
+    QJsonObject noModel = doc;
+    noModel["model"] = QJsonObject{{"path", "gone.onnx"}, {"dims", QJsonArray()}};
+    for (const auto& [name, o] : {std::pair{QString("badpin.partex"), badPin}, {QString("nomodel.partex"), noModel}}) {
+      const QString path = write(name, o);
+      QVERIFY(!path.isEmpty());
+      MainWindow w2;
+      w2.setDialogsEnabled(false);
+      QSignalSpy loaded(&w2, &MainWindow::modelLoaded);
+      QVERIFY(w2.openProject(path).isOk());  // readable: the failure comes from the load
+      QVERIFY(loaded.wait(60000));
+      QCOMPARE(loaded.first().first().toBool(), false);
+      QVERIFY2(w2.lastError().contains(name), qPrintable(w2.lastError()));
+      QVERIFY(!w2.lastError().contains('\n'));
+      QVERIFY(!w2.model());
+      QVERIFY(openAndWait(w2, resnetPath()));  // still usable
+    }
+  }
+
   void autosaveFollowsChangesAndRecoveryRestores() {
     const QString autosave = MainWindow::autosavePath();
     QVERIFY(autosave.contains("qttest"));  // test mode: never the user's data
