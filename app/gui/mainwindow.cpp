@@ -42,10 +42,8 @@
 #include <algorithm>
 #include <cmath>
 
-#if __has_include("gantt/ganttview.h")
+#include "gantt/compareview.h"
 #include "gantt/ganttview.h"
-#define PARTEX_HAVE_GANTT 1
-#endif
 #include "graph/devicepalette.h"
 #include "graph/graphscene.h"
 #include "graph/graphview.h"
@@ -264,6 +262,8 @@ void MainWindow::buildDocks() {
   connect(session_, &Session::compareFinished, this, [this](const QList<CompareRow>& rows) {
     compare_->setRows(rows);
     compareView_->resizeColumnsToContents();
+    updateSideBySide();
+    if (!rows.isEmpty()) sideDock_->show();
   });
 
   // Inspector and operator table, tabbed on the right.
@@ -340,7 +340,6 @@ void MainWindow::buildDocks() {
   // Gantt chart (app/gantt); a marked placeholder in builds without it.
   ganttDock_ = new QDockWidget(tr("Gantt chart"), this);
   ganttDock_->setObjectName(QStringLiteral("ganttDock"));
-#ifdef PARTEX_HAVE_GANTT
   gantt_ = new GanttView(ganttDock_);
   gantt_->setMinimumHeight(180);
   ganttDock_->setWidget(gantt_);
@@ -357,17 +356,37 @@ void MainWindow::buildDocks() {
     session_->setSelection(sel);
     graph_->centerOnOp(task);
   });
-#else
-  auto* placeholder =
-      new QLabel(tr("The Gantt chart is not integrated yet (app/gantt is in progress).\n"
-                    "Makespan, utilisation and drag previews show in the header, the palette and the status bar."),
-                 ganttDock_);
-  placeholder->setAlignment(Qt::AlignCenter);
-  placeholder->setEnabled(false);
-  placeholder->setMinimumHeight(80);
-  ganttDock_->setWidget(placeholder);
-#endif
   addDockWidget(Qt::BottomDockWidgetArea, ganttDock_);
+
+  // Two plans side by side (the compare table's rows, or the current plan against one of them),
+  // tabbed with the Gantt chart; "Select in graph" highlights the operators they place differently.
+  auto* sideDock = sideDock_ = new QDockWidget(tr("Side by side"), this);
+  sideDock->setObjectName(QStringLiteral("sideBySideDock"));
+  auto* sideWidget = new QWidget(sideDock);
+  auto* sideLayout = new QVBoxLayout(sideWidget);
+  sideLayout->setContentsMargins(0, 0, 0, 0);
+  sideStatus_ =
+      new QLabel(tr("Run Compare in the scheduler dock, then pick one row (the current plan against it) or two rows."),
+                 sideWidget);
+  sideStatus_->setWordWrap(true);
+  auto* selectDiff = new QPushButton(tr("Select the differently placed operators in the graph"), sideWidget);
+  sideBySide_ = new CompareView(sideWidget);
+  sideLayout->addWidget(sideStatus_);
+  sideLayout->addWidget(sideBySide_, 1);
+  sideLayout->addWidget(selectDiff);
+  sideDock->setWidget(sideWidget);
+  addDockWidget(Qt::BottomDockWidgetArea, sideDock);
+  tabifyDockWidget(ganttDock_, sideDock);
+  // Hidden until a comparison has rows, so that its two charts do not take room from the others.
+  sideDock->hide();
+  ganttDock_->raise();
+  connect(selectDiff, &QPushButton::clicked, this, &MainWindow::selectSideBySideDifferences);
+  connect(sideBySide_, &CompareView::taskClicked, this, [this](int task, Qt::KeyboardModifiers) {
+    if (!session_->hasModel() || task < 0 || task >= session_->numOps()) return;
+    session_->setSelection({task});
+    graph_->centerOnOp(task);
+  });
+  connect(compareView_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &MainWindow::updateSideBySide);
   resizeDocks({platDock, inspDock}, {330, 380}, Qt::Horizontal);
 }
 
@@ -405,9 +424,6 @@ void MainWindow::buildMenus() {
   auto* ganttExport = exportMenu->addAction(tr("G&antt chart as SVG or PNG..."), this, [this] {
     exportWithDialog(tr("Export Gantt chart"), tr("SVG (*.svg);;PNG (*.png)"), &MainWindow::exportGanttImage);
   });
-#ifndef PARTEX_HAVE_GANTT
-  ganttExport->setEnabled(false);
-#endif
   (void)ganttExport;
   file->addSeparator();
   auto* quit = file->addAction(tr("&Quit"), qApp, &QApplication::closeAllWindows);
@@ -546,6 +562,9 @@ void MainWindow::onLoadFailed(const QString& message) {
 void MainWindow::onModelChanged() {
   progress_->hide();
   lastError_.clear();
+  // Compare rows and the side-by-side plans belong to the previous cost table.
+  compare_->setRows({});
+  updateSideBySide();
   const LoadedModel* m = session_->model();
   if (!m) return;
   view_->resizeColumnsToContents();
@@ -606,9 +625,7 @@ void MainWindow::onPlanChanged() {
 
 void MainWindow::onSelectionChanged() {
   updateInspector();
-#ifdef PARTEX_HAVE_GANTT
   if (gantt_) gantt_->setSelectedTasks(session_->selection());
-#endif
 }
 
 void MainWindow::updateMakespan() {
@@ -644,22 +661,15 @@ void MainWindow::updateInspector() {
 int MainWindow::dropTargetAt(const QPoint& globalPos) const {
   const int d = palette_->deviceAt(globalPos);
   if (d >= 0) return d;
-#ifdef PARTEX_HAVE_GANTT
   if (gantt_ && gantt_->isVisible()) return gantt_->deviceAt(globalPos);
-#endif
   return -1;
 }
 
 void MainWindow::setPreview(const Timeline* tl) {
-#ifdef PARTEX_HAVE_GANTT
   if (gantt_) gantt_->setPreview(tl);
-#else
-  (void)tl;
-#endif
 }
 
 void MainWindow::updateGantt() {
-#ifdef PARTEX_HAVE_GANTT
   if (!gantt_) return;
   if (!session_->hasModel()) return;
   const auto& st = session_->state();
@@ -669,7 +679,6 @@ void MainWindow::updateGantt() {
   gantt_->setReferenceLabel(tr("%1 plan").arg(algo));
   gantt_->setTitle(session_->plan().algorithm == "manual" ? tr("Edited %1 plan").arg(algo) : algo);
   gantt_->setSelectedTasks(session_->selection());
-#endif
 }
 
 void MainWindow::onDragMoved(const QList<int>& ops, const QPoint& globalPos) {
@@ -1074,12 +1083,64 @@ Status MainWindow::exportGraphImage(const QString& path) {
 Status MainWindow::exportGanttImage(const QString& path) {
   const std::string name = QFileInfo(path).fileName().toStdString();
   if (!session_->hasModel()) return makeError(name, ": no model loaded");
-#ifdef PARTEX_HAVE_GANTT
   if (!gantt_) return makeError(name, ": no Gantt chart in this build");
   return namingFile(path, gantt_->saveImage(path));
-#else
-  return makeError(name, ": no Gantt chart in this build");
-#endif
+}
+
+void MainWindow::updateSideBySide() {
+  if (!sideBySide_) return;
+  const CostTable* t = session_->table();
+  const auto& rows = compare_->rows();
+  auto clear = [this](const QString& why) {
+    sideBySide_->setPlans(nullptr, {}, {}, {}, {}, {}, {}, {});
+    sideStatus_->setText(why);
+  };
+  if (!t || rows.isEmpty())
+    return clear(tr("Run Compare in the scheduler dock, then pick one row (the current plan against it) or two rows."));
+  // Rows picked in the table (in source order); without a pick, the best row.
+  QList<int> picked;
+  if (auto* sel = compareView_->selectionModel())
+    for (const QModelIndex& i : sel->selectedRows()) {
+      const auto* proxy = qobject_cast<const QSortFilterProxyModel*>(compareView_->model());
+      const QModelIndex src = proxy ? proxy->mapToSource(i) : i;
+      if (src.isValid() && src.row() < rows.size() && rows[src.row()].error.isEmpty() && rows[src.row()].makespanUs > 0)
+        picked << src.row();
+    }
+  if (picked.isEmpty()) {
+    int best = -1;
+    for (int r = 0; r < rows.size(); ++r)
+      if (rows[r].error.isEmpty() && rows[r].makespanUs > 0 && (best < 0 || rows[r].makespanUs < rows[best].makespanUs))
+        best = r;
+    if (best < 0) return clear(tr("No algorithm of the comparison produced a plan."));
+    picked << best;
+  }
+  const auto colors = session_->deviceColors();
+  auto valid = [t](const CompareRow& r) { return static_cast<int>(r.plan.device.size()) == t->numTasks(); };
+  if (picked.size() >= 2) {
+    const CompareRow& a = rows[picked[0]];
+    const CompareRow& b = rows[picked[1]];
+    if (!valid(a) || !valid(b)) return clear(tr("These rows belong to another model: run Compare again."));
+    sideBySide_->setPlans(t, colors, a.title, a.plan, a.timeline, b.title, b.plan, b.timeline);
+    sideStatus_->setText(tr("%1 against %2: %3 operators placed differently.")
+                             .arg(a.title, b.title)
+                             .arg(sideBySide_->differentTasks().size()));
+    return;
+  }
+  const CompareRow& b = rows[picked[0]];
+  if (!valid(b)) return clear(tr("This row belongs to another model: run Compare again."));
+  sideBySide_->setPlans(t, colors, tr("Current plan"), session_->plan(), session_->timeline(), b.title, b.plan,
+                        b.timeline);
+  sideStatus_->setText(tr("The current plan against %1: %2 operators placed differently.")
+                           .arg(b.title)
+                           .arg(sideBySide_->differentTasks().size()));
+}
+
+void MainWindow::selectSideBySideDifferences() {
+  if (!sideBySide_ || !session_->hasModel()) return;
+  const QList<int> diff = sideBySide_->differentTasks();
+  session_->setSelection(diff);
+  if (!diff.isEmpty()) graph_->centerOnOp(diff.front());
+  statusBar()->showMessage(tr("%1 operators placed differently are selected").arg(diff.size()), 8000);
 }
 
 }  // namespace partex::gui

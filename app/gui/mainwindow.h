@@ -33,6 +33,7 @@ class GraphView;
 class DevicePalette;
 class CompareModel;
 class GanttView;
+class CompareView;
 class PlatformEditor;
 class TeachPanel;
 
@@ -98,6 +99,13 @@ class MainWindow : public QMainWindow {
   QLabel* makespanLabel() const { return makespan_; }
   /// The Gantt chart (null in builds without app/gantt).
   GanttView* ganttView() const { return gantt_; }
+  /// Two plans side by side (a dock tabbed with the Gantt chart), fed by the compare table.
+  CompareView* sideBySideView() const { return sideBySide_; }
+  /// Re-shows the side-by-side view from the compare table's selection: one row is compared with
+  /// the current plan, two rows with each other; without a selection, the best row.
+  void updateSideBySide();
+  /// Selects, in the graph, the operators the side-by-side plans place on different devices.
+  void selectSideBySideDifferences();
   PlatformEditor* platformEditor() const { return editor_; }
   TeachPanel* teachPanel() const { return teach_; }
   /// The last load error ("" when none); also shown in a dialog unless dialogs are suppressed.
@@ -177,6 +185,9 @@ class MainWindow : public QMainWindow {
   QTextBrowser* inspector_ = nullptr;
   QDockWidget* ganttDock_ = nullptr;
   GanttView* gantt_ = nullptr;
+  CompareView* sideBySide_ = nullptr;
+  QLabel* sideStatus_ = nullptr;
+  QDockWidget* sideDock_ = nullptr;
   PlatformEditor* editor_ = nullptr;
   TeachPanel* teach_ = nullptr;
   QList<QAction*> moveActions_;

@@ -732,6 +732,8 @@ void Session::runCompare(const QStringList& algorithms, double timeLimitSec) {
         row.makespanUs = tl->makespan;
         row.speedup = bestSingle < kInf && tl->makespan > 0 ? bestSingle / tl->makespan : 0;
         row.ratioToBound = lb > 0 ? tl->makespan / lb : 0;
+        row.plan = std::move(plan).value();
+        row.timeline = std::move(tl).value();
       }
       rows << row;
     }

@@ -78,6 +78,8 @@ struct CompareRow {
   double ratioToBound = 0;  ///< makespan / lowerBound().
   double schedMs = 0;       ///< Wall time of the scheduler.
   QString error;            ///< Non-empty when the scheduler failed.
+  Plan plan;                ///< Its plan and timeline (when it succeeded), for the side-by-side view.
+  Timeline timeline;
 };
 
 /// The longest chain of the timeline: from the task that ends last, back through whichever of its

@@ -19,12 +19,16 @@
 #include "onnx/generator.h"
 #include "plan/planfile.h"
 #include "session/session.h"
+#include "sessiontestutil.h"
 #include "testutil.h"
 
 using namespace partex;
 using namespace partex::gui;
 
 namespace {
+
+using partex::test::findEffectiveMove;
+using partex::test::sameTimes;
 
 /// A generated ResNet-18, written once per process.
 QString resnetPath() {
@@ -46,21 +50,6 @@ bool openAndWait(MainWindow& w, const QString& path) {
   if (loaded.isEmpty() && !loaded.wait(120000)) return false;
   if (!loaded.first().first().toBool()) return false;
   return QTest::qWaitFor([&w] { return !w.busy(); }, 120000);
-}
-
-/// An operator and another device that runs it and changes the makespan.
-bool findEffectiveMove(Session& s, int* op, int* device) {
-  for (int v = 0; v < s.numOps(); ++v)
-    for (int d = 0; d < s.numDevices(); ++d) {
-      if (d == s.deviceOf(v) || !s.canMove({v}, d)) continue;
-      auto tl = s.previewMove({v}, d);
-      if (tl && tl->makespan != s.timeline().makespan) {
-        *op = v;
-        *device = d;
-        return true;
-      }
-    }
-  return false;
 }
 
 /// A manual move and a pin of another operator, both through the session's undoable commands.

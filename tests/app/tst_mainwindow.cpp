@@ -6,14 +6,13 @@
 
 #include <QAbstractItemModelTester>
 #include <QLabel>
+#include <QSortFilterProxyModel>
 #include <QStandardPaths>
 #include <QTableView>
 #include <QUndoStack>
 
-#if __has_include("gantt/ganttview.h")
+#include "gantt/compareview.h"
 #include "gantt/ganttview.h"
-#define PARTEX_HAVE_GANTT 1
-#endif
 #include "graph/devicepalette.h"
 #include "graph/graphscene.h"
 #include "graph/graphview.h"
@@ -22,12 +21,16 @@
 #include "gui/teachpanel.h"
 #include "onnx/generator.h"
 #include "session/session.h"
+#include "sessiontestutil.h"
 #include "testutil.h"
 
 using namespace partex;
 using namespace partex::gui;
 
 namespace {
+
+using partex::test::findEffectiveMove;
+using partex::test::sameTimes;
 
 /// Opens `path` on `platform` and waits for the model and the graph layout.
 bool openAndLayOut(MainWindow& w, const QString& path, const QString& platform) {
@@ -51,30 +54,6 @@ void dragOpToDevice(MainWindow& w, int op, int device) {
   QTest::mousePress(g->viewport(), Qt::LeftButton, {}, from);
   for (int i = 1; i <= 6; ++i) QTest::mouseMove(g->viewport(), from + (to - from) * i / 6);
   QTest::mouseRelease(g->viewport(), Qt::LeftButton, {}, to);
-}
-
-bool sameTimes(const Timeline& a, const Timeline& b) {
-  if (a.tasks.size() != b.tasks.size() || a.makespan != b.makespan) return false;
-  for (size_t i = 0; i < a.tasks.size(); ++i)
-    if (a.tasks[i].device != b.tasks[i].device || a.tasks[i].start != b.tasks[i].start ||
-        a.tasks[i].end != b.tasks[i].end)
-      return false;
-  return true;
-}
-
-/// An operator and another device that runs it and changes the makespan.
-bool findEffectiveMove(Session& s, int* op, int* device) {
-  for (int v = 0; v < s.numOps(); ++v)
-    for (int d = 0; d < s.numDevices(); ++d) {
-      if (d == s.deviceOf(v) || !s.canMove({v}, d)) continue;
-      auto tl = s.previewMove({v}, d);
-      if (tl && tl->makespan != s.timeline().makespan) {
-        *op = v;
-        *device = d;
-        return true;
-      }
-    }
-  return false;
 }
 
 /// Drags an effective move in `w` and checks the plan and makespan change and undo restores them.
@@ -220,9 +199,6 @@ class TestMainWindow : public QObject {
   }
 
   void hoverPreviewsAndGanttRowIsADropTarget() {
-#ifndef PARTEX_HAVE_GANTT
-    QSKIP("app/gantt is not in this build: the Gantt preview and drop target are not integrated");
-#else
     const std::string path = test::tempDir() + "/r18p.onnx";
     GenSpec spec;
     spec.kind = "resnet18";
@@ -269,7 +245,6 @@ class TestMainWindow : public QObject {
     if (bar.isEmpty()) QSKIP("the bar is too thin to click at this width");
     QTest::mouseClick(gantt, Qt::LeftButton, {}, bar.center().toPoint());
     QCOMPARE(s->selection(), QList<int>{other});
-#endif
   }
 
   void platformSwitchRebuildsEverything() {
@@ -355,6 +330,65 @@ class TestMainWindow : public QObject {
     // Search finds an operator by name and selects it.
     QVERIFY(w.graphView()->findNext(QString::fromStdString(s->table()->taskNames[1000])));
     QCOMPARE(s->selection(), QList<int>{1000});
+  }
+
+  void compareSideBySide() {
+    // Compare two algorithms; the side-by-side view shows the current plan against the best row,
+    // then two picked rows, and selects the operators they place differently in the graph.
+    const std::string path = test::tempDir() + "/incep.onnx";
+    GenSpec spec;
+    spec.kind = "inception";
+    spec.imageSize = 64;
+    QVERIFY(generateModelFile(spec, path).isOk());
+    MainWindow w;
+    w.setDialogsEnabled(false);
+    QVERIFY(openAndLayOut(w, QString::fromStdString(path), "mobile-soc"));
+    QVERIFY(w.sideBySideView());
+    QVERIFY(w.sideBySideView()->differentTasks().isEmpty());
+    QSignalSpy done(w.session(), &Session::compareFinished);
+    w.session()->runCompare({"greedy", "heft", "single"});
+    QVERIFY(done.wait(120000));
+    const auto rows = done.first().first().value<QList<CompareRow>>();
+    QCOMPARE(rows.size(), 3);
+    for (const auto& r : rows) {
+      QVERIFY2(r.error.isEmpty(), qPrintable(r.error));
+      QCOMPARE(static_cast<int>(r.plan.device.size()), w.session()->numOps());
+      QCOMPARE(r.timeline.makespan, r.makespanUs);
+    }
+    QTRY_VERIFY(w.compareView()->model()->rowCount() == 3);
+    // No pick: the current plan (HEFT's, installed on open) against the best row.
+    auto diff = [](const Plan& a, const Plan& b) {
+      QList<int> d;
+      for (size_t v = 0; v < a.device.size(); ++v)
+        if (a.device[v] != b.device[v]) d << static_cast<int>(v);
+      return d;
+    };
+    int best = 0;
+    for (int r = 1; r < rows.size(); ++r)
+      if (rows[r].makespanUs < rows[best].makespanUs) best = r;
+    QCOMPARE(w.sideBySideView()->differentTasks(), diff(w.session()->plan(), rows[best].plan));
+    // Two picked rows: greedy against single device, which differ wherever greedy left the host.
+    auto* view = w.compareView();
+    auto* proxy = qobject_cast<QSortFilterProxyModel*>(view->model());
+    QVERIFY(proxy);
+    view->selectionModel()->clearSelection();
+    for (int r = 0; r < proxy->rowCount(); ++r) {
+      const int src = proxy->mapToSource(proxy->index(r, 0)).row();
+      if (rows[src].algorithm == "greedy" || rows[src].algorithm == "single")
+        view->selectionModel()->select(proxy->index(r, 0), QItemSelectionModel::Select | QItemSelectionModel::Rows);
+    }
+    int g = 0, sd = 0;
+    for (int r = 0; r < rows.size(); ++r) {
+      if (rows[r].algorithm == "greedy") g = r;
+      if (rows[r].algorithm == "single") sd = r;
+    }
+    const QList<int> expected = diff(rows[g].plan, rows[sd].plan);
+    QVERIFY(!expected.isEmpty());
+    QCOMPARE(w.sideBySideView()->differentTasks(), expected);
+    w.selectSideBySideDifferences();
+    QList<int> sel = w.session()->selection();
+    std::sort(sel.begin(), sel.end());
+    QCOMPARE(sel, expected);
   }
 
   void badFileIsRefusedWithMessage() {

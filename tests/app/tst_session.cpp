@@ -15,12 +15,16 @@
 #include "onnx/generator.h"
 #include "session/commands.h"
 #include "session/session.h"
+#include "sessiontestutil.h"
 #include "testutil.h"
 
 using namespace partex;
 using namespace partex::gui;
 
 namespace {
+
+using partex::test::findEffectiveMove;
+using partex::test::sameTimes;
 
 /// Generates a model, loads and prepares it on `platform` (synchronously) and installs it.
 bool installGenerated(Session& s, const GenSpec& spec, const std::string& platform, QString* error) {
@@ -52,31 +56,6 @@ GenSpec smallBert() {
   g.heads = 2;
   g.vocab = 100;
   return g;
-}
-
-/// Same times for every task and the same makespan.
-bool sameTimes(const Timeline& a, const Timeline& b) {
-  if (a.tasks.size() != b.tasks.size() || a.makespan != b.makespan) return false;
-  for (size_t i = 0; i < a.tasks.size(); ++i)
-    if (a.tasks[i].device != b.tasks[i].device || a.tasks[i].start != b.tasks[i].start ||
-        a.tasks[i].end != b.tasks[i].end)
-      return false;
-  return true;
-}
-
-/// An operator and a device (other than its own) that can run it and that changes the makespan.
-bool findEffectiveMove(Session& s, int* op, int* device) {
-  for (int v = 0; v < s.numOps(); ++v)
-    for (int d = 0; d < s.numDevices(); ++d) {
-      if (d == s.deviceOf(v) || !s.canMove({v}, d)) continue;
-      auto tl = s.previewMove({v}, d);
-      if (tl && tl->makespan != s.timeline().makespan) {
-        *op = v;
-        *device = d;
-        return true;
-      }
-    }
-  return false;
 }
 
 }  // namespace
