@@ -562,6 +562,9 @@ void MainWindow::onLoadFailed(const QString& message) {
 void MainWindow::onModelChanged() {
   progress_->hide();
   lastError_.clear();
+  // Views that keep a raw pointer to the cost table move to the new one first: the old table may be
+  // freed below (the teaching panel holds the last reference) and selectionChanged follows at once.
+  if (gantt_) gantt_->setTimeline(session_->table(), session_->timeline(), session_->deviceColors());
   // Compare rows and the side-by-side plans belong to the previous cost table.
   compare_->setRows({});
   updateSideBySide();
