@@ -132,6 +132,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
 MainWindow::~MainWindow() {
   session_->waitForJobs();
+  // The session and its undo stack are children deleted after this destructor has run; signals
+  // they emit while they go (cleanChanged, selectionChanged) must not reach a half-destroyed window.
+  session_->undoStack()->disconnect(this);
+  session_->disconnect(this);
   // The views read the session while they go: delete them before it.
   delete centralWidget();
   graph_ = nullptr;
