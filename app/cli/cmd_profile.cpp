@@ -67,6 +67,7 @@ struct ProfileArgs {
   int maxGroup = 3;
   bool transfers = false;
   bool minimal = false;
+  std::string method = "per-operator";
   bool force = false;
   bool json = false;
   bool quiet = false;
@@ -96,7 +97,16 @@ int runProfile(const ProfileArgs& a) {
   o.groups = a.groups;
   o.maxGroup = a.maxGroup;
   o.transfers = a.transfers;
-  o.method = a.minimal ? ProfilerOptions::Method::MinimalPlan : ProfilerOptions::Method::PerOperator;
+  if (a.minimal && a.method != "minimal" && a.method != "per-operator")
+    return fail("--minimal and --method " + a.method + " contradict each other");
+  if (a.minimal || a.method == "minimal")
+    o.method = ProfilerOptions::Method::MinimalPlan;
+  else if (a.method == "in-context")
+    o.method = ProfilerOptions::Method::InContext;
+  else if (a.method == "per-operator")
+    o.method = ProfilerOptions::Method::PerOperator;
+  else
+    return fail("unknown --method '" + a.method + "' (methods: per-operator, in-context, minimal)");
 
   // Reuse: an existing output file measured for this model, backend version and these devices.
   if (!a.force && !a.output.empty() && access(a.output.c_str(), F_OK) == 0) {
@@ -107,7 +117,7 @@ int runProfile(const ProfileArgs& a) {
                                               [](const ProfileDevice& d) { return !d.groups.empty(); });
     if (fits && old->reps < a.reps)
       fits = false, why = "it has " + std::to_string(old->reps) + " timed runs per measurement";
-    if (fits && a.minimal != (old->method == "minimal-plan")) fits = false, why = "it was measured by " + old->method;
+    if (fits && old->method != methodName(o.method)) fits = false, why = "it was measured by " + old->method;
     if (fits && a.groups && !hasGroups) fits = false, why = "it has no group times";
     if (fits && a.transfers && old->transfers.empty()) fits = false, why = "it has no transfer times";
     if (!old) why = old.message();
@@ -244,7 +254,12 @@ void addProfile(CLI::App& app, int& exitCode) {
   cmd->add_flag("--groups", a->groups, "Also measure fused groups of consecutive operators");
   cmd->add_option("--max-group", a->maxGroup, "Largest group size")->capture_default_str();
   cmd->add_flag("--transfers", a->transfers, "Also measure transfers between every pair of devices");
-  cmd->add_flag("--minimal", a->minimal, "PIM paper's minimal profiling plan: #devices + 1 whole-model runs");
+  cmd->add_option("--method", a->method,
+                  "per-operator: each operator alone, repeated on hot caches; in-context: each operator timed "
+                  "inside whole-model runs on each device (predicts whole runs best); minimal: the PIM paper's "
+                  "minimal plan, in-context runs plus one crossing run for transfers (#devices + 1 runs)")
+      ->capture_default_str();
+  cmd->add_flag("--minimal", a->minimal, "Same as --method minimal");
   cmd->add_flag("--force", a->force, "Measure even when the output file matches");
   cmd->add_flag("--quiet,-q", a->quiet, "No progress on stderr");
   cmd->add_flag("--json", a->json, "Print a JSON summary");

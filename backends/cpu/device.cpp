@@ -24,11 +24,15 @@ const std::vector<int>& allowedCpus() {
 }
 
 DeviceScope::DeviceScope(int threads, int core) : prevThreads_(omp_get_max_threads()) {
-  omp_set_num_threads(threads < 1 ? 1 : threads);
+  if (threads < 1) threads = 1;
+  if (prevThreads_ != threads) omp_set_num_threads(threads);
   if (core >= 0) {
     cpu_set_t prev;
     CPU_ZERO(&prev);
     if (pthread_getaffinity_np(pthread_self(), sizeof(prev), &prev) == 0) {
+      // Already pinned to exactly this core (the executor's and profiler's threads are): nothing to
+      // move or restore, one system call instead of three per kernel call.
+      if (CPU_COUNT(&prev) == 1 && CPU_ISSET(core, &prev)) return;
       cpu_set_t one;
       CPU_ZERO(&one);
       CPU_SET(core, &one);
@@ -47,7 +51,7 @@ DeviceScope::~DeviceScope() {
     std::memcpy(&prev, prevMask_.data(), sizeof(prev));
     pthread_setaffinity_np(pthread_self(), sizeof(prev), &prev);
   }
-  omp_set_num_threads(prevThreads_);
+  if (omp_get_max_threads() != prevThreads_) omp_set_num_threads(prevThreads_);
 }
 
 }  // namespace partex::cpu

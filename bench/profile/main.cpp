@@ -1,9 +1,9 @@
 // bench_profile: the measurement issue's benchmarks, printed as Markdown tables.
 //  (b) profiling time for ResNet-50 on cpu-serial and cpu-parallel (per operator and the PIM minimal plan);
-//  (c) predicted against measured makespan for plans on core0 + core1 across the shared models (measured
-//      per-operator profile applied, plans from several schedulers executed on the real cores);
+//  (c) predicted against measured makespan for plans on core0 + core1 across the shared models (profiles
+//      per operator and in context, interleaved with the plans' executions on the real cores);
 //  (d) measured speed-up of the best two-core plan over the best single core.
-// Usage: bench_profile [MODELS_DIR] [--reps N] [--only b|c] [--models a.onnx,b.onnx] [--time-limit S]
+// Usage: bench_profile [MODELS_DIR] [--reps N (b)] [--rounds R (c, d)] [--only b|c] [--models a.onnx,b.onnx] [--time-limit S]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,24 +38,6 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/// The this-machine platform cut down to core0 and core1 (host core0), sharing memory.
-Platform twoCores() {
-  Platform p = measureThisMachine();
-  p.name = "two-cores";
-  std::vector<Device> keep;
-  for (const auto& d : p.devices)
-    if (d.id == "core0" || d.id == "core1") keep.push_back(d);
-  p.devices = keep;
-  p.host = "core0";
-  p.exclusiveGroups.clear();
-  Link l;
-  l.from = "core0";
-  l.to = "core1";
-  l.sharedMemory = true;
-  l.bandwidthGBs = p.links.empty() ? 10.0 : p.links.front().bandwidthGBs;
-  p.links = {l};
-  return p;
-}
 
 /// "" when the backend runs every operator, otherwise the first reason.
 std::string unsupported(const Graph& g, const Backend& b) {
@@ -103,29 +86,88 @@ void benchProfilingTime(const std::string& dir, const Backend& b, int reps) {
   }
 }
 
+/// Per-operator medians of several profiles of the same model and devices, taken at different times:
+/// each round's sample (one timed run per round) becomes one sample of the merged profile.
+struct SampleSink {
+  std::map<std::string, std::map<std::string, std::vector<double>>> samples;  // device -> op -> samples
+  Profile shape;                                                               // The first profile seen.
+  void add(const Profile& p) {
+    if (shape.devices.empty()) shape = p;
+    for (const auto& d : p.devices)
+      for (const auto& op : d.ops) samples[d.id][op.name].push_back(op.time.medianUs);
+  }
+  Profile merged() const {
+    Profile p = shape;
+    for (auto& d : p.devices)
+      for (auto& op : d.ops) {
+        auto dit = samples.find(d.id);
+        if (dit == samples.end()) continue;
+        auto oit = dit->second.find(op.name);
+        if (oit != dit->second.end()) op.time = summarise(oit->second);
+      }
+    p.reps = static_cast<int>(samples.empty() ? 0 : samples.begin()->second.begin()->second.size());
+    return p;
+  }
+};
+
+struct Candidate {
+  std::string name;  ///< "single core0", "heft", ...
+  Plan plan;
+  int used = 0;
+  bool match = false;
+  std::string error;
+  std::vector<double> makespans;
+  double cpuShareSum = 0;
+};
+
 struct PlanRow {
   std::string model, algo;
-  double predicted = 0, measured = 0, error = 0, share = 1, corrected = 0;
+  double predictedIso = 0, predictedCtx = 0, measured = 0, errorIso = 0, errorCtx = 0, share = 1;
   bool twoDevice = false, match = false;
 };
 
-void benchPredictedVsMeasured(const std::string& dir, const std::vector<std::string>& only, const Backend& b, int reps,
+/// Builds the cost table of `g` on `plat` with `prof` applied; empty on failure (reason in `why`).
+std::optional<CostTable> measuredTable(const Graph& g, const Platform& plat, const Profile& prof, std::string& why) {
+  auto t = buildCostTable(g, characteriseAll(g), plat);
+  if (!t) {
+    why = t.message();
+    return std::nullopt;
+  }
+  ApplyOptions ao;
+  ao.modelSha256 = g.graphSha256;
+  if (auto r = applyProfile(*t, prof, ao); !r) {
+    why = r.message();
+    return std::nullopt;
+  }
+  return std::move(*t);
+}
+
+double predictedMakespan(const CostTable& t, const Plan& plan) {
+  auto tl = simulate(t, plan);
+  return tl ? tl->makespan : 0.0;
+}
+
+/// (c) and (d). Host noise on a shared VM comes in phases of seconds (the same run of SqueezeNet takes
+/// 18 ms for a while, then 34 ms), so profiles and executions are interleaved: every round profiles both
+/// cores once (in context and per operator) and then runs every plan once; predictions use the
+/// per-operator medians over the rounds and are set against the median makespan over the same rounds.
+void benchPredictedVsMeasured(const std::string& dir, const std::vector<std::string>& only, const Backend& b, int rounds,
                               double timeLimit) {
-  const Platform plat = twoCores();
+  const Platform plat = thisMachineCores(2);
   std::vector<std::string> files;
   for (const auto& e : std::filesystem::directory_iterator(dir))
     if (e.path().extension() == ".onnx") files.push_back(e.path().filename().string());
   std::sort(files.begin(), files.end());
-  std::printf("\n### (c) Predicted against measured makespan on core0 + core1 (%d timed runs per plan)\n\n", reps);
+  std::printf("\n### (c) Predicted against measured makespan on core0 + core1 (%d interleaved rounds)\n\n", rounds);
   std::printf(
-      "| model | ops | plan | devices used | predicted us | measured us | error | CPU share | error at CPU share | "
-      "outputs match |\n");
-  std::printf("|---|---:|---|---:|---:|---:|---:|---:|---:|---|\n");
+      "| model | ops | plan | devices used | measured us | predicted us, per-operator profile | error | predicted us, "
+      "in-context profile | error | CPU share | outputs match |\n");
+  std::printf("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|\n");
   std::vector<PlanRow> rows;
   std::vector<std::string> skipped;
   struct Speedup {
     std::string model;
-    double single = 0, two = 0;
+    double single = kInf, two = kInf;
     std::string singleAlgo, twoAlgo;
   };
   std::vector<Speedup> speedups;
@@ -140,27 +182,27 @@ void benchPredictedVsMeasured(const std::string& dir, const std::vector<std::str
       skipped.push_back(file + " (" + why + ")");
       continue;
     }
-    ProfilerOptions po;
-    po.devices = {"core0", "core1"};
-    po.reps = reps;
-    po.warmup = 1;
-    auto prof = profileModel(*g, b, po);
-    if (!prof) {
-      skipped.push_back(file + " (profile: " + prof.message() + ")");
+    auto profileOnce = [&](ProfilerOptions::Method method, int reps) {
+      ProfilerOptions po;
+      po.devices = {"core0", "core1"};
+      po.reps = reps;
+      po.warmup = 1;
+      po.method = method;
+      return profileModel(*g, b, po);
+    };
+    // Plans come from a first in-context profile; the rounds below measure what they predict.
+    auto first = profileOnce(ProfilerOptions::Method::InContext, 3);
+    if (!first) {
+      skipped.push_back(file + " (profile: " + first.message() + ")");
       continue;
     }
-    auto t = buildCostTable(*g, characteriseAll(*g), plat);
-    if (!t) {
-      skipped.push_back(file + " (" + t.message() + ")");
+    std::string why;
+    auto t0 = measuredTable(*g, plat, *first, why);
+    if (!t0) {
+      skipped.push_back(file + " (" + why + ")");
       continue;
     }
-    ApplyOptions ao;
-    ao.modelSha256 = g->graphSha256;
-    if (auto r = applyProfile(*t, *prof, ao); !r) {
-      skipped.push_back(file + " (" + r.message() + ")");
-      continue;
-    }
-    Speedup sp{file, kInf, kInf, "", ""};
+    std::vector<Candidate> cands;
     const std::vector<std::pair<std::string, std::string>> algos = {
         {"single", "core0"}, {"single", "core1"}, {"heft", ""}, {"peft", ""}, {"best", ""}};
     for (const auto& [algo, dev] : algos) {
@@ -169,59 +211,108 @@ void benchPredictedVsMeasured(const std::string& dir, const std::vector<std::str
       SchedOptions so;
       so.timeLimitSec = timeLimit;
       if (!dev.empty()) so.params["device"] = dev;
-      auto plan = s->schedule(*t, Constraints{}, so);
+      auto plan = s->schedule(*t0, Constraints{}, so);
       if (!plan) continue;
-      auto tl = simulate(*t, *plan);
-      if (!tl) continue;
+      Candidate c;
+      c.name = dev.empty() ? algo : algo + " " + dev;
+      c.plan = *plan;
+      for (const auto& o : plan->order) c.used += o.empty() ? 0 : 1;
+      // Outputs checked once, against a single-device run.
       ExecOptions eo;
-      eo.reps = reps;
-      eo.warmup = 1;
-      auto r = executePlan(*g, b, *t, *plan, eo);
-      const std::string name = dev.empty() ? algo : algo + " " + dev;
-      if (!r) {
-        std::printf("| %s | %zu | %s | - | %.0f | error: %s | | |\n", file.c_str(), g->nodes.size(), name.c_str(),
-                    tl->makespan, r.message().c_str());
+      eo.reps = 1;
+      eo.warmup = 0;
+      auto r = executePlan(*g, b, *t0, c.plan, eo);
+      if (!r)
+        c.error = r.message();
+      else
+        c.match = r->outputsMatch;
+      cands.push_back(std::move(c));
+    }
+    SampleSink ctx, iso;
+    bool failed = false;
+    for (int round = 0; round < rounds && !failed; ++round) {
+      auto pc = profileOnce(ProfilerOptions::Method::InContext, 1);
+      auto pi = profileOnce(ProfilerOptions::Method::PerOperator, 1);
+      if (!pc || !pi) {
+        skipped.push_back(file + " (profile: " + (pc ? pi.message() : pc.message()) + ")");
+        failed = true;
+        break;
+      }
+      ctx.add(*pc);
+      iso.add(*pi);
+      for (auto& c : cands) {
+        if (!c.error.empty()) continue;
+        ExecOptions eo;
+        eo.reps = 1;
+        eo.warmup = 1;
+        eo.checkOutputs = false;
+        auto r = executePlan(*g, b, *t0, c.plan, eo);
+        if (!r) {
+          c.error = r.message();
+          continue;
+        }
+        c.makespans.push_back(r->makespanUs);
+        c.cpuShareSum += r->cpuShare;
+      }
+    }
+    if (failed) continue;
+    auto tCtx = measuredTable(*g, plat, ctx.merged(), why);
+    auto tIso = measuredTable(*g, plat, iso.merged(), why);
+    if (!tCtx || !tIso) {
+      skipped.push_back(file + " (" + why + ")");
+      continue;
+    }
+    Speedup sp;
+    sp.model = file;
+    for (const auto& c : cands) {
+      if (!c.error.empty() || c.makespans.empty()) {
+        std::printf("| %s | %zu | %s | %d | error: %s | | | | | | |\n", file.c_str(), g->nodes.size(), c.name.c_str(),
+                    c.used, c.error.c_str());
         continue;
       }
-      int used = 0;
-      for (const auto& o : plan->order) used += o.empty() ? 0 : 1;
       PlanRow row;
       row.model = file;
-      row.algo = name;
-      row.predicted = tl->makespan;
-      row.measured = r->makespanUs;
-      row.error = (tl->makespan - r->makespanUs) / r->makespanUs;
-      row.share = r->cpuShare;
-      row.corrected = (tl->makespan - r->makespanUs * r->cpuShare) / (r->makespanUs * r->cpuShare);
-      row.twoDevice = used > 1;
-      row.match = r->outputsMatch;
+      row.algo = c.name;
+      row.measured = median(c.makespans);
+      row.predictedIso = predictedMakespan(*tIso, c.plan);
+      row.predictedCtx = predictedMakespan(*tCtx, c.plan);
+      row.errorIso = (row.predictedIso - row.measured) / row.measured;
+      row.errorCtx = (row.predictedCtx - row.measured) / row.measured;
+      row.share = c.cpuShareSum / static_cast<double>(c.makespans.size());
+      row.twoDevice = c.used > 1;
+      row.match = c.match;
       rows.push_back(row);
-      std::printf("| %s | %zu | %s | %d | %.0f | %.0f | %+.1f%% | %.2f | %+.1f%% | %s |\n", file.c_str(),
-                  g->nodes.size(), name.c_str(), used, row.predicted, row.measured, row.error * 100.0, row.share,
-                  row.corrected * 100.0, row.match ? "yes" : "NO");
+      std::printf("| %s | %zu | %s | %d | %.0f | %.0f | %+.1f%% | %.0f | %+.1f%% | %.2f | %s |\n", file.c_str(),
+                  g->nodes.size(), c.name.c_str(), c.used, row.measured, row.predictedIso, row.errorIso * 100.0,
+                  row.predictedCtx, row.errorCtx * 100.0, row.share, row.match ? "yes" : "NO");
       std::fflush(stdout);
-      if (algo == "single") {
-        if (row.measured < sp.single) sp.single = row.measured, sp.singleAlgo = name;
+      if (c.used <= 1) {
+        if (row.measured < sp.single) sp.single = row.measured, sp.singleAlgo = c.name;
       } else if (row.measured < sp.two) {
-        sp.two = row.measured, sp.twoAlgo = name;
+        sp.two = row.measured, sp.twoAlgo = c.name;
       }
     }
     if (sp.single < kInf && sp.two < kInf) speedups.push_back(sp);
   }
-  std::vector<double> all, two, allC, twoC;
+  std::vector<double> allIso, allCtx, twoIso, twoCtx, oneCtx;
   for (const auto& r : rows) {
-    all.push_back(std::fabs(r.error));
-    allC.push_back(std::fabs(r.corrected));
-    if (r.twoDevice) two.push_back(std::fabs(r.error)), twoC.push_back(std::fabs(r.corrected));
+    allIso.push_back(std::fabs(r.errorIso));
+    allCtx.push_back(std::fabs(r.errorCtx));
+    if (r.twoDevice)
+      twoIso.push_back(std::fabs(r.errorIso)), twoCtx.push_back(std::fabs(r.errorCtx));
+    else
+      oneCtx.push_back(std::fabs(r.errorCtx));
   }
   std::printf(
-      "\nMedian |error| over %zu plans: %.1f%% (at CPU share: %.1f%%); over the %zu plans that use both cores: "
-      "%.1f%% (at CPU share: %.1f%%).\n",
-      all.size(), median(all) * 100.0, median(allC) * 100.0, two.size(), median(two) * 100.0, median(twoC) * 100.0);
+      "\nMedian |error| over %zu plans: per-operator profile %.1f%%, in-context profile %.1f%%. Single-core plans "
+      "(%zu), in-context: %.1f%%. Plans using both cores (%zu): per-operator %.1f%%, in-context %.1f%%.\n",
+      allIso.size(), median(allIso) * 100.0, median(allCtx) * 100.0, oneCtx.size(), median(oneCtx) * 100.0,
+      twoCtx.size(), median(twoIso) * 100.0, median(twoCtx) * 100.0);
   if (!skipped.empty()) std::printf("Skipped: %s.\n", join(skipped, "; ").c_str());
 
   std::printf("\n### (d) Measured speed-up of the best two-core plan over the best single core\n\n");
-  std::printf("| model | best single core | us | best other plan | us | speed-up |\n|---|---|---:|---|---:|---:|\n");
+  std::printf(
+      "| model | best single core | us | best two-core plan | us | speed-up |\n|---|---|---:|---|---:|---:|\n");
   std::vector<double> ups;
   for (const auto& s : speedups) {
     ups.push_back(s.single / s.two);
@@ -236,12 +327,14 @@ void benchPredictedVsMeasured(const std::string& dir, const std::vector<std::str
 int main(int argc, char** argv) {
   std::string dir = "../shared/models", only;
   std::vector<std::string> models;
-  int reps = 5;
+  int reps = 5, rounds = 10;
   double timeLimit = 2.0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--reps" && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--rounds" && i + 1 < argc) {
+      rounds = std::max(1, std::atoi(argv[++i]));
     } else if (a == "--only" && i + 1 < argc) {
       only = argv[++i];
     } else if (a == "--models" && i + 1 < argc) {
@@ -252,7 +345,7 @@ int main(int argc, char** argv) {
       dir = a;
     } else {
       std::fprintf(
-          stderr, "usage: bench_profile [MODELS_DIR] [--reps N] [--only b|c] [--models a.onnx,...] [--time-limit S]\n");
+          stderr, "usage: bench_profile [MODELS_DIR] [--reps N] [--rounds R] [--only b|c] [--models a.onnx,...] [--time-limit S]\n");
       return 2;
     }
   }
@@ -265,6 +358,6 @@ int main(int argc, char** argv) {
   }
   std::printf("Backend: %s %s; machine: %s\n", b->name().c_str(), b->version().c_str(), machineDescription().c_str());
   if (only.empty() || only == "b") benchProfilingTime(dir, *b, reps);
-  if (only.empty() || only == "c") benchPredictedVsMeasured(dir, models, *b, reps, timeLimit);
+  if (only.empty() || only == "c") benchPredictedVsMeasured(dir, models, *b, rounds, timeLimit);
   return 0;
 }

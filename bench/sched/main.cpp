@@ -266,12 +266,7 @@ CostTable randomTable(int n, int m, uint64_t seed) {
   t.outputBytes.assign(static_cast<size_t>(n), 0);
   t.exclusiveWith.assign(static_cast<size_t>(m), {});
   t.memCapacity.assign(static_cast<size_t>(m), 0);
-  auto costs = t.cost;
-  t.groupCost = [costs, m](const std::vector<TaskId>& g, DeviceId d) {
-    double s = 0;
-    for (TaskId v : g) s += costs[static_cast<size_t>(v) * static_cast<size_t>(m) + static_cast<size_t>(d)];
-    return s;
-  };
+  useSumGroupCost(t);
   return t;
 }
 

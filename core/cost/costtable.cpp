@@ -355,13 +355,18 @@ Result<CostTable> parseTaskGraph(const std::string& text, const std::string& ori
   t.linkLatencyUs.assign(m * m, 0.0);
   t.linkBytesPerUs.assign(m * m, kInf);
   t.memCapacity.assign(m, 0);
-  auto costs = std::make_shared<std::vector<double>>(t.cost);
+  useSumGroupCost(t);
+  return t;
+}
+
+void useSumGroupCost(CostTable& t) {
+  auto costs = std::make_shared<const std::vector<double>>(t.cost);
+  const auto m = static_cast<size_t>(t.numDevices());
   t.groupCost = [costs, m](const std::vector<TaskId>& group, DeviceId d) {
     double s = 0;
     for (TaskId v : group) s += (*costs)[static_cast<size_t>(v) * m + static_cast<size_t>(d)];
     return s;
   };
-  return t;
 }
 
 }  // namespace partex

@@ -103,6 +103,10 @@ struct CostTable {
   void indexEdges();
 };
 
+/// Sets t.groupCost to the plain sum of the members' costs (no fusion gain), over a snapshot of t.cost:
+/// the group model of task graphs, whose tasks have no work to fuse.
+void useSumGroupCost(CostTable& t);
+
 /// Builds the cost table for an imported model on a platform from the roofline device models.
 /// Fails when some operator can run on no device (the message names the operator).
 Result<CostTable> buildCostTable(const Graph& g, const std::vector<OpWork>& work, const Platform& p);

@@ -110,6 +110,10 @@ Result<Platform> loadPreset(const std::string& name);
 Result<Platform> loadPlatform(const std::string& nameOrPath);
 /// Builds the this-machine platform from a short measurement of this computer.
 Platform measureThisMachine();
+/// The this-machine platform cut down to its first `cores` per-core devices (core0, core1, ...; host
+/// core0), all joined by shared memory: what a plan that really runs on several pinned cores is made
+/// for (the executor's benchmarks and tests).
+Platform thisMachineCores(int cores);
 
 /// Whether device d can run node `op`; on false, `reason` says why (for the GUI and validation).
 bool deviceSupports(const Device& d, const Graph& g, OpId op, std::string* reason = nullptr);

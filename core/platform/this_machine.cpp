@@ -387,4 +387,29 @@ Platform measureThisMachine() {
   return p;
 }
 
+Platform thisMachineCores(int cores) {
+  Platform p = measureThisMachine();
+  p.name = "this-machine-" + std::to_string(cores) + "-cores";
+  std::vector<Device> keep;
+  for (int c = 0; c < cores; ++c)
+    for (const auto& d : p.devices)
+      if (d.id == "core" + std::to_string(c)) keep.push_back(d);
+  const double bandwidth = p.links.empty() ? 10.0 : p.links.front().bandwidthGBs;
+  p.devices = keep;
+  p.host = keep.empty() ? std::string() : keep.front().id;
+  p.exclusiveGroups.clear();
+  p.links.clear();
+  for (size_t a = 0; a < keep.size(); ++a)
+    for (size_t b = a + 1; b < keep.size(); ++b) {
+      Link l;
+      l.from = keep[a].id;
+      l.to = keep[b].id;
+      l.sharedMemory = true;
+      l.bidirectional = true;
+      l.bandwidthGBs = bandwidth;
+      p.links.push_back(l);
+    }
+  return p;
+}
+
 }  // namespace partex

@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <latch>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -134,13 +133,18 @@ Result<RunTimes> runConcurrent(const Graph& g, Prepared& prep, const CostTable& 
   std::vector<DeviceId> active;
   for (DeviceId d = 0; d < m; ++d)
     if (static_cast<size_t>(d) < plan.order.size() && !plan.order[static_cast<size_t>(d)].empty()) active.push_back(d);
-  std::latch start(static_cast<std::ptrdiff_t>(active.size()) + 1);
+  // Start line: every worker, pinned and running, spins until the clock starts, so that the makespan
+  // does not include a thread's creation or its wake-up from a sleep (a whole slice on a busy core).
+  std::atomic<int> atStart{0};
+  std::atomic<bool> go{false};
   Clock::time_point t0;
 
   auto worker = [&](DeviceId d) {
     // Pinned to its device's core for the whole run, so that the kernels' own pinning moves nothing.
     pinThisThread(coreOf[static_cast<size_t>(d)]);
-    start.arrive_and_wait();
+    atStart.fetch_add(1, std::memory_order_acq_rel);
+    for (int i = 1; !go.load(std::memory_order_acquire); ++i)
+      if (i % 64 == 0) std::this_thread::yield();
     for (TaskId v : plan.order[static_cast<size_t>(d)]) {
       const auto vi = static_cast<size_t>(v);
       auto ready = [&] { return remaining[vi].load(std::memory_order_acquire) == 0 || failed.load(); };
@@ -186,8 +190,9 @@ Result<RunTimes> runConcurrent(const Graph& g, Prepared& prep, const CostTable& 
   std::vector<std::thread> threads;
   threads.reserve(active.size());
   for (DeviceId d : active) threads.emplace_back(worker, d);
+  while (atStart.load(std::memory_order_acquire) < static_cast<int>(active.size())) std::this_thread::yield();
   t0 = Clock::now();
-  start.arrive_and_wait();
+  go.store(true, std::memory_order_release);
   for (auto& th : threads) th.join();
   if (failed.load()) return Error{error};
   for (size_t v = 0; v < n; ++v) times.makespanUs = std::max(times.makespanUs, times.endUs[v]);

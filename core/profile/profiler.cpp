@@ -276,17 +276,16 @@ Status profilePerOperator(Ctx& c, Profile& p) {
   return Status::ok();
 }
 
-/// Minimal plan: one whole-model run per device (repeated warmup + reps times), each operator timed
-/// inside the run on the tensors the run itself produced.
-Status profileMinimalPlan(Ctx& c, Profile& p) {
+/// Whole-model runs: per device, the model runs all-on-d in topological order (repeated warmup + reps
+/// times), each operator timed inside the run on the tensors the run itself produced, with the cache
+/// state a real run leaves it (the in-context method, and the node costs of the minimal plan).
+Status profileWholeModelRuns(Ctx& c, Profile& p, const std::vector<OpId>& order) {
   const Graph& g = c.g;
-  auto order = g.topologicalOrder();
-  if (!order) return Error{order.message()};
   for (const auto& d : c.devices) {
     if (c.o.cancelled()) return cancelledError();
     c.step("whole-model runs on " + d.id);
     std::vector<std::unique_ptr<Kernel>> kernels(g.nodes.size());
-    for (OpId op : *order) {
+    for (OpId op : order) {
       std::string why;
       if (!c.b.supports(g, op, &why)) {
         c.info.skipped.push_back(g.nodes[static_cast<size_t>(op)].name + "@" + d.id + ": " + why);
@@ -300,35 +299,52 @@ Status profileMinimalPlan(Ctx& c, Profile& p) {
       kernels[static_cast<size_t>(op)] = std::move(k).value();
     }
     std::vector<std::vector<double>> samples(g.nodes.size());
-    std::vector<Tensor> values = c.ref;  // Leaves and, for skipped operators, the reference outputs.
+    // Every operator writes into its own output tensors, kept from run to run as an executor's arena
+    // would: a fresh allocation per run would time the kernel's page faults, which no deployed runtime
+    // (nor the executor) pays. Inputs point at the producers' outputs, or at the reference values for
+    // leaves and skipped operators.
+    std::vector<std::vector<Tensor>> outs(g.nodes.size());
+    std::vector<const Tensor*> valuePtr(g.values.size());
+    for (size_t v = 0; v < g.values.size(); ++v) valuePtr[v] = &c.ref[v];
     auto runs = onDevice(d, [&]() -> Status {
       for (int r = 0; r < c.o.warmup + c.o.reps; ++r) {
         if (c.o.cancelled()) return cancelledError();
-        for (OpId op : *order) {
+        for (OpId op : order) {
           auto& k = kernels[static_cast<size_t>(op)];
           if (!k) continue;
-          std::vector<Tensor> outs;
-          auto ins = inputsOf(g, op, values);
+          const Node& node = g.nodes[static_cast<size_t>(op)];
+          std::vector<const Tensor*> ins;
+          ins.reserve(node.inputs.size());
+          for (ValueId v : node.inputs) ins.push_back(v >= 0 ? valuePtr[static_cast<size_t>(v)] : nullptr);
+          auto& o = outs[static_cast<size_t>(op)];
           auto t0 = Clock::now();
-          auto st = k->run(ins, outs);
+          auto st = k->run(ins, o);
           const double us = usSince(t0);
-          if (!st)
-            return makeError(g.name, ": operator '", g.nodes[static_cast<size_t>(op)].name, "' on ", d.id, ": ",
-                             st.message());
-          storeOutputs(g, op, outs, values);
+          if (!st) return makeError(g.name, ": operator '", node.name, "' on ", d.id, ": ", st.message());
+          for (size_t j = 0; j < node.outputs.size() && j < o.size(); ++j)
+            if (node.outputs[j] >= 0) valuePtr[static_cast<size_t>(node.outputs[j])] = &o[j];
           if (r >= c.o.warmup) samples[static_cast<size_t>(op)].push_back(us);
         }
       }
       return Status::ok();
     });
     if (!runs) return runs;
-    c.info.measurements += c.o.reps * static_cast<int>(order->size());
+    c.info.measurements += c.o.reps * static_cast<int>(order.size());
     ProfileDevice& pd = p.device(d.id);
     for (OpId op = 0; op < static_cast<OpId>(g.nodes.size()); ++op)
       if (kernels[static_cast<size_t>(op)])
         pd.ops.push_back(ProfileOp{g.nodes[static_cast<size_t>(op)].name, g.nodes[static_cast<size_t>(op)].opType,
                                    summarise(samples[static_cast<size_t>(op)])});
   }
+  return Status::ok();
+}
+
+/// Minimal plan: the whole-model runs give every node cost, one crossing run every edge cost.
+Status profileMinimalPlan(Ctx& c, Profile& p) {
+  const Graph& g = c.g;
+  auto order = g.topologicalOrder();
+  if (!order) return Error{order.message()};
+  if (auto st = profileWholeModelRuns(c, p, *order); !st) return st;
   // The crossing run: operators alternate between the devices along the topological order, so that
   // edges cross devices; the crossing tensors are copied between the devices' cores and timed.
   const int m = static_cast<int>(c.devices.size());
@@ -372,6 +388,18 @@ Status profileMinimalPlan(Ctx& c, Profile& p) {
 
 }  // namespace
 
+const char* methodName(ProfilerOptions::Method m) {
+  switch (m) {
+    case ProfilerOptions::Method::PerOperator:
+      return "per-operator";
+    case ProfilerOptions::Method::InContext:
+      return "in-context";
+    case ProfilerOptions::Method::MinimalPlan:
+      return "minimal-plan";
+  }
+  return "per-operator";
+}
+
 bool pinThisThread(int core) {
   if (core < 0) return true;
   cpu_set_t set;
@@ -411,7 +439,8 @@ Result<Profile> profileModel(const Graph& g, const Backend& backend, const Profi
   const auto groups = o.groups ? chainGroups(g, o.maxGroup) : std::vector<std::vector<OpId>>{};
   const auto sizes = o.transferSizes.empty() ? defaultTransferSizes(g) : o.transferSizes;
   const bool minimal = o.method == ProfilerOptions::Method::MinimalPlan;
-  c.total = 1 + (minimal ? m + (m > 1 ? 1 : 0) : n * m) + static_cast<int>(groups.size()) * m +
+  const bool inContext = o.method == ProfilerOptions::Method::InContext;
+  c.total = 1 + (minimal ? m + (m > 1 ? 1 : 0) : inContext ? m : n * m) + static_cast<int>(groups.size()) * m +
             (o.transfers ? static_cast<int>(sizes.size()) * m * (m - 1) : 0);
 
   Profile p;
@@ -420,7 +449,7 @@ Result<Profile> profileModel(const Graph& g, const Backend& backend, const Profi
   p.backendName = backend.name();
   p.backendVersion = backend.version();
   p.source = "partex profiler";
-  p.method = minimal ? "minimal-plan" : "per-operator";
+  p.method = methodName(o.method);
   p.measuredAt = isoNowUtc();
   p.machine = machineDescription();
   p.warmup = o.warmup;
@@ -430,7 +459,17 @@ Result<Profile> profileModel(const Graph& g, const Backend& backend, const Profi
 
   c.step("reference run");
   if (auto st = onDevice(c.devices.front(), [&] { return referenceRun(c); }); !st) return Error{st.message()};
-  if (auto st = minimal ? profileMinimalPlan(c, p) : profilePerOperator(c, p); !st) return Error{st.message()};
+  Status measured;
+  if (minimal) {
+    measured = profileMinimalPlan(c, p);
+  } else if (inContext) {
+    auto order = g.topologicalOrder();
+    if (!order) return Error{order.message()};
+    measured = profileWholeModelRuns(c, p, *order);
+  } else {
+    measured = profilePerOperator(c, p);
+  }
+  if (!measured) return Error{measured.message()};
 
   for (const auto& d : c.devices) {
     ProfileDevice& pd = p.device(d.id);

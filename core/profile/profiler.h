@@ -7,6 +7,11 @@
 /// operator is measured on the data it will really see. Then, per device:
 ///  - method PerOperator: every operator alone, `warmup` untimed runs then `reps` timed runs; the
 ///    median and the median absolute deviation are kept;
+///  - method InContext: per device, whole-model runs all-on-d in topological order (`warmup` + `reps`
+///    times), each operator timed inside the run on the tensors the run produced, its outputs kept from
+///    run to run as an executor keeps them. The caches are as a real run leaves them (an operator's
+///    weights cold, its input just written by its producer), so these times predict whole-model runs
+///    better than PerOperator's, which repeat one kernel on hot caches (docs/benchmarks.md);
 ///  - method MinimalPlan (Kim et al., TODAES 2024): `#devices + 1` whole-model runs: one all-on-d run
 ///    per device gives every node cost (each operator timed inside the run; repeated warmup + reps
 ///    times), one run alternating devices along the topological order gives transfer samples on every
@@ -31,7 +36,7 @@
 namespace partex {
 
 struct ProfilerOptions {
-  enum class Method { PerOperator, MinimalPlan };
+  enum class Method { PerOperator, InContext, MinimalPlan };
   Method method = Method::PerOperator;
   std::vector<std::string> devices;  ///< Backend device ids; empty = all of the backend's devices.
   int warmup = 2;
@@ -71,6 +76,9 @@ inline int minimalPlanRuns(int numDevices) {
 /// name and version, every requested device present. On a mismatch `why` says what differs.
 bool profileMatches(const Profile& p, const Graph& g, const Backend& backend, const std::vector<std::string>& devices,
                     std::string* why = nullptr);
+
+/// The method's name in profile files: "per-operator", "in-context" or "minimal-plan".
+const char* methodName(ProfilerOptions::Method m);
 
 /// Pins the calling thread to logical CPU `core` (no-op for core < 0). Returns false on failure.
 bool pinThisThread(int core);

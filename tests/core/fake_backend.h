@@ -7,6 +7,7 @@
 ///   x --> stem (Relu) --> left1 (Sigmoid) --> left2 (Relu) --> join (Add) --> y
 ///                    \--> right1 (Sigmoid) -> right2 (Neg) --^
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <thread>
@@ -19,12 +20,17 @@
 
 namespace partex::test {
 
+/// Output buffers the fake kernels had to allocate (a call whose outputs came in without storage of
+/// the right size): tells whether a caller keeps its output tensors from run to run.
+inline std::atomic<int> gFakeOutputAllocations{0};
+
 class FakeKernel final : public Kernel {
  public:
   FakeKernel(std::string op, bool bad, int sleepUs) : op_(std::move(op)), bad_(bad), sleepUs_(sleepUs) {}
   Status run(const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
     if (in.empty() || !in[0] || in[0]->dtype() != DType::Float32) return makeError(op_, ": float32 input expected");
     out.resize(1);
+    if (!out[0].raw() || out[0].bytes() != in[0]->bytes()) gFakeOutputAllocations.fetch_add(1);
     if (auto st = out[0].ensure(DType::Float32, in[0]->shape()); !st) return st;
     const float* a = in[0]->data<float>();
     const float* b = in.size() > 1 && in[1] ? in[1]->data<float>() : nullptr;

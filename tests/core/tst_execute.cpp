@@ -39,24 +39,6 @@ Plan planOf(const CostTable& t, const std::map<std::string, std::string>& where)
   return p;
 }
 
-/// The this-machine platform cut down to core0 and core1 (host core0), sharing memory.
-Platform twoCores() {
-  Platform p = measureThisMachine();
-  p.name = "two-cores";
-  std::vector<Device> keep;
-  for (const auto& d : p.devices)
-    if (d.id == "core0" || d.id == "core1") keep.push_back(d);
-  p.devices = keep;
-  p.host = "core0";
-  p.exclusiveGroups.clear();
-  Link l;
-  l.from = "core0";
-  l.to = "core1";
-  l.sharedMemory = true;
-  l.bandwidthGBs = p.links.empty() ? 10.0 : p.links.front().bandwidthGBs;
-  p.links = {l};
-  return p;
-}
 
 }  // namespace
 
@@ -245,7 +227,7 @@ void TestExecute::cliExecuteOnGeneratedModel() {
   QCOMPARE(gen.exitCode(), 0);
   // A two-core plan from HEFT on a platform of core0 + core1 only (this machine's figures).
   const QString platform = dir + "/two-cores.json";
-  QVERIFY(writeFileAtomic(platform.toStdString(), platformToJson(twoCores())).isOk());
+  QVERIFY(writeFileAtomic(platform.toStdString(), platformToJson(thisMachineCores(2))).isOk());
   const QString plan = dir + "/rand.plan.json";
   QProcess sched;
   sched.start(test::cliPath(), {"schedule", model, "-p", platform, "--algo", "heft", "-o", plan});
@@ -307,10 +289,35 @@ void TestExecute::cliProfileReuseAndSchedule() {
   auto p3 = loadProfileFile(profile.toStdString());
   QVERIFY2(p3.isOk(), p3.message().c_str());
   QCOMPARE(p3->reps, 3);
+  QCOMPARE(p3->method, std::string("per-operator"));
+
+  // Another method: the per-operator file is stale for it; the in-context profile is written to its own file.
+  const QString inContext = dir + "/rand_p.in-context.json";
+  QVERIFY(QFile::copy(profile, inContext));
+  QCOMPARE(run({"profile", model, "--devices", "core0", "--reps", "3", "--method", "in-context", "-o", inContext}, &out,
+               &err),
+           0);
+  QVERIFY2(err.contains("is stale (it was measured by per-operator)"), err.constData());
+  auto pc = loadProfileFile(inContext.toStdString());
+  QVERIFY2(pc.isOk(), pc.message().c_str());
+  QCOMPARE(pc->method, std::string("in-context"));
+  QCOMPARE(pc->devices[0].ops.size(), size_t{12});
+  // Bad method choices: one-line errors, exit code 2, the file untouched.
+  const QByteArray before = [&] {
+    QFile f(inContext);
+    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+  }();
+  QCOMPARE(run({"profile", model, "--method", "fastest", "-o", inContext}, &out, &err), 2);
+  QVERIFY2(err.contains("unknown --method 'fastest'"), err.constData());
+  QCOMPARE(run({"profile", model, "--minimal", "--method", "in-context", "-o", inContext}, &out, &err), 2);
+  QVERIFY2(err.contains("contradict"), err.constData());
+  QFile after(inContext);
+  QVERIFY(after.open(QIODevice::ReadOnly));
+  QCOMPARE(after.readAll(), before);
 
   // Everything on core0: with the profile the makespan is the sum of core0's medians (no transfers).
   const QString platform = dir + "/two-cores-p.json";
-  QVERIFY(writeFileAtomic(platform.toStdString(), platformToJson(twoCores())).isOk());
+  QVERIFY(writeFileAtomic(platform.toStdString(), platformToJson(thisMachineCores(2))).isOk());
   auto makespan = [&](const QStringList& extra) {
     QByteArray o;
     if (run(QStringList{"schedule", model, "-p", platform, "--algo", "single", "--param", "device=core0", "--json"} +

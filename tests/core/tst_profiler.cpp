@@ -18,6 +18,7 @@ class TestProfiler : public QObject {
   void perOperatorProfile_data();
   void perOperatorProfile();
   void groupsFollowChains();
+  void inContextProfile();
   void minimalPlanCountsRuns_data();
   void minimalPlanCountsRuns();
   void transfersAreMeasured();
@@ -93,6 +94,37 @@ void TestProfiler::groupsFollowChains() {
                                                        {"stem", "right1"}, {"stem", "right1", "right2"},
                                                        {"left1", "left2"}, {"right1", "right2"}};
   QCOMPARE(groups, expected);
+}
+
+void TestProfiler::inContextProfile() {
+  const Graph g = test::diamondGraph();
+  test::FakeBackend b(50);
+  ProfilerOptions o;
+  o.devices = {"dev0", "dev1"};
+  o.method = ProfilerOptions::Method::InContext;
+  o.reps = 3;
+  o.warmup = 1;
+  ProfilerInfo info;
+  const int allocBefore = test::gFakeOutputAllocations.load();
+  auto p = profileModel(g, b, o, &info);
+  QVERIFY2(p.isOk(), p.message().c_str());
+  QCOMPARE(p->method, std::string("in-context"));
+  QCOMPARE(p->profilingRuns, 0);
+  QVERIFY(p->transfers.empty());  // No crossing run: that is the minimal plan's.
+  QCOMPARE(p->devices.size(), size_t{2});
+  for (const auto& d : p->devices) {
+    QCOMPARE(d.ops.size(), g.nodes.size());
+    for (const auto& op : d.ops) {
+      QCOMPARE(op.time.reps, 3);
+      QVERIFY(op.time.medianUs >= 40.0);  // Each fake kernel sleeps 50 us.
+    }
+  }
+  QCOMPARE(info.measurements, 2 * static_cast<int>(g.nodes.size()) * 3);
+  // Outputs are kept from run to run, as an executor keeps them: one allocation per operator in the
+  // reference run and one per operator and device in the first whole-model run, none in the 3 others
+  // (allocating in every run would time the page faults of fresh memory).
+  QCOMPARE(test::gFakeOutputAllocations.load() - allocBefore, 3 * static_cast<int>(g.nodes.size()));
+  QCOMPARE(std::string(methodName(ProfilerOptions::Method::InContext)), p->method);
 }
 
 void TestProfiler::minimalPlanCountsRuns_data() {

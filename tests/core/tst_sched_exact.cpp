@@ -93,12 +93,7 @@ CostTable buildTable(const Spec& s) {
       }
     }
   t.memCapacity.assign(static_cast<size_t>(m), 0);
-  const auto costs = t.cost;
-  t.groupCost = [costs, m](const std::vector<TaskId>& g, DeviceId d) {
-    double sum = 0;
-    for (TaskId v : g) sum += costs[static_cast<size_t>(v) * static_cast<size_t>(m) + static_cast<size_t>(d)];
-    return sum;
-  };
+  useSumGroupCost(t);
   return t;
 }
 

@@ -54,12 +54,7 @@ CostTable makeTable(int n, int m, const std::vector<double>& cost, const std::ve
   t.linkLatencyUs = latency;
   t.linkBytesPerUs = bytesPerUs;
   t.memCapacity.assign(static_cast<size_t>(m), 0);
-  auto costs = std::make_shared<std::vector<double>>(cost);
-  t.groupCost = [costs, m](const std::vector<TaskId>& g, DeviceId d) {
-    double s = 0;
-    for (TaskId v : g) s += (*costs)[static_cast<size_t>(v) * static_cast<size_t>(m) + static_cast<size_t>(d)];
-    return s;
-  };
+  useSumGroupCost(t);
   return t;
 }
 
