@@ -230,19 +230,6 @@ CostTable randomTable(int n, int m, uint64_t seed) {
   CostTable t;
   t.name = "random";
   for (int d = 0; d < m; ++d) t.deviceIds.push_back("d" + std::to_string(d));
-  const size_t mm = static_cast<size_t>(m * m);
-  t.linkResource.assign(mm, -1);
-  t.linkLatencyUs.assign(mm, 0.0);
-  t.linkBytesPerUs.assign(mm, kInf);
-  for (int a = 0; a < m; ++a)
-    for (int b = 0; b < m; ++b)
-      if (a != b) {
-        const size_t i = static_cast<size_t>(a * m + b);
-        t.linkResource[i] = t.numLinkResources++;
-        t.linkNames.push_back(t.deviceIds[static_cast<size_t>(a)] + "->" + t.deviceIds[static_cast<size_t>(b)]);
-        t.linkLatencyUs[i] = 5;
-        t.linkBytesPerUs[i] = 10000;
-      }
   std::uniform_real_distribution<double> cost(1, 100);
   for (int v = 0; v < n; ++v) {
     t.taskNames.push_back("t" + std::to_string(v));
@@ -261,12 +248,8 @@ CostTable randomTable(int n, int m, uint64_t seed) {
     preds.erase(std::unique(preds.begin(), preds.end()), preds.end());
     for (int p : preds) t.edges.push_back(Edge{p, v, static_cast<int64_t>(rng() % 200000), -1.0});
   }
-  t.indexEdges();
-  t.inputBytes.assign(static_cast<size_t>(n), 0);
-  t.outputBytes.assign(static_cast<size_t>(n), 0);
-  t.exclusiveWith.assign(static_cast<size_t>(m), {});
-  t.memCapacity.assign(static_cast<size_t>(m), 0);
-  useSumGroupCost(t);
+  finishTaskTable(t);
+  setUniformLinks(t, 5, 10000, true);
   return t;
 }
 

@@ -346,17 +346,44 @@ Result<CostTable> parseTaskGraph(const std::string& text, const std::string& ori
   }
   t.indexEdges();
   if (t.topoOrder().size() != t.taskNames.size()) return makeError(origin, ": the task graph has a cycle");
-  const size_t n = t.taskNames.size();
+  finishTaskTable(t);  // Links are free and never contend, as in the papers.
+  return t;
+}
+
+void finishTaskTable(CostTable& t) {
+  t.indexEdges();
+  const size_t n = t.taskNames.size(), m = t.deviceIds.size();
   t.inputBytes.assign(n, 0);
   t.outputBytes.assign(n, 0);
   t.host = 0;
   t.exclusiveWith.assign(m, {});
-  t.linkResource.assign(m * m, -1);  // links never contend, as in the papers
+  t.linkResource.assign(m * m, -1);
+  t.numLinkResources = 0;
+  t.linkNames.clear();
   t.linkLatencyUs.assign(m * m, 0.0);
   t.linkBytesPerUs.assign(m * m, kInf);
   t.memCapacity.assign(m, 0);
   useSumGroupCost(t);
-  return t;
+}
+
+void setUniformLinks(CostTable& t, double latencyUs, double bytesPerUs, bool contended) {
+  const size_t m = t.deviceIds.size();
+  t.linkResource.assign(m * m, -1);
+  t.linkLatencyUs.assign(m * m, 0.0);
+  t.linkBytesPerUs.assign(m * m, kInf);
+  t.numLinkResources = 0;
+  t.linkNames.clear();
+  for (size_t a = 0; a < m; ++a)
+    for (size_t b = 0; b < m; ++b) {
+      if (a == b) continue;
+      const size_t k = a * m + b;
+      t.linkLatencyUs[k] = latencyUs;
+      t.linkBytesPerUs[k] = bytesPerUs;
+      if (contended) {
+        t.linkResource[k] = t.numLinkResources++;
+        t.linkNames.push_back(t.deviceIds[a] + "->" + t.deviceIds[b]);
+      }
+    }
 }
 
 void useSumGroupCost(CostTable& t) {

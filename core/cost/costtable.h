@@ -103,6 +103,16 @@ struct CostTable {
   void indexEdges();
 };
 
+/// Completes a table built in code (task graphs of tests, benches and the task-graph parser) once its
+/// devices, tasks, costs and edges are set: indexes the edges and resets the rest to a task graph's
+/// defaults (no host input or output bytes, host device 0, no exclusive devices, unlimited memory,
+/// free links that never contend, group cost the plain sum). Customise after calling it.
+void finishTaskTable(CostTable& t);
+
+/// Gives every ordered pair of distinct devices the same link: `latencyUs` + bytes / `bytesPerUs`; when
+/// `contended`, each pair is its own link resource (one transfer at a time), named "a->b".
+void setUniformLinks(CostTable& t, double latencyUs, double bytesPerUs, bool contended);
+
 /// Sets t.groupCost to the plain sum of the members' costs (no fusion gain), over a snapshot of t.cost:
 /// the group model of task graphs, whose tasks have no work to fuse.
 void useSumGroupCost(CostTable& t);

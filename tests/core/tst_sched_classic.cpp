@@ -148,36 +148,17 @@ CostTable randomTable(const RandomSpec& s) {
     if (v > 2 && coin(0.2)) preds.clear();  // some extra entry tasks
     for (int p : preds) t.edges.push_back(Edge{p, v, static_cast<int64_t>(uni(1e3, 4e4)), -1.0});
   }
-  t.indexEdges();
-  t.inputBytes.assign(static_cast<size_t>(n), 0);
-  t.outputBytes.assign(static_cast<size_t>(n), 0);
+  finishTaskTable(t);
   if (s.io)
     for (int v = 0; v < n; ++v) {
       if (t.inEdges[static_cast<size_t>(v)].empty()) t.inputBytes[static_cast<size_t>(v)] = 20000;
       if (t.outEdges[static_cast<size_t>(v)].empty()) t.outputBytes[static_cast<size_t>(v)] = 5000;
     }
-  t.host = 0;
-  t.exclusiveWith.assign(static_cast<size_t>(m), {});
   if (s.exclusive && m >= 3) {
     t.exclusiveWith[1].push_back(2);
     t.exclusiveWith[2].push_back(1);
   }
-  t.linkResource.assign(static_cast<size_t>(m * m), -1);
-  t.linkLatencyUs.assign(static_cast<size_t>(m * m), 0.0);
-  t.linkBytesPerUs.assign(static_cast<size_t>(m * m), kInf);
-  for (int a = 0; a < m; ++a)
-    for (int b = 0; b < m; ++b) {
-      if (a == b) continue;
-      const size_t k = static_cast<size_t>(a * m + b);
-      t.linkLatencyUs[k] = 2.0;
-      t.linkBytesPerUs[k] = 1000.0;  // 1 GB/s
-      if (s.contended) {
-        t.linkResource[k] = t.numLinkResources++;
-        t.linkNames.push_back(t.deviceIds[static_cast<size_t>(a)] + "->" + t.deviceIds[static_cast<size_t>(b)]);
-      }
-    }
-  t.memCapacity.assign(static_cast<size_t>(m), 0);
-  useSumGroupCost(t);
+  setUniformLinks(t, 2.0, 1000.0, s.contended);  // 1 GB/s
   return t;
 }
 

@@ -63,37 +63,18 @@ CostTable buildTable(const Spec& s) {
     for (int p : preds)
       t.edges.push_back(Edge{p, v, static_cast<int64_t>(std::round(uni(2e3, 3e4))), s.fixedComm ? std::round(uni(1, 25)) : -1.0});
   }
-  t.indexEdges();
-  t.inputBytes.assign(static_cast<size_t>(n), 0);
-  t.outputBytes.assign(static_cast<size_t>(n), 0);
+  finishTaskTable(t);
   if (s.io)
     for (int v = 0; v < n; ++v) {
       if (t.inEdges[static_cast<size_t>(v)].empty()) t.inputBytes[static_cast<size_t>(v)] = 8000;
       if (t.outEdges[static_cast<size_t>(v)].empty()) t.outputBytes[static_cast<size_t>(v)] = 4000;
     }
-  t.host = 0;
-  t.exclusiveWith.assign(static_cast<size_t>(m), {});
   if (s.exclusive && m >= 2) {
     const DeviceId a = m >= 3 ? 1 : 0, b = m >= 3 ? 2 : 1;
     t.exclusiveWith[static_cast<size_t>(a)].push_back(b);
     t.exclusiveWith[static_cast<size_t>(b)].push_back(a);
   }
-  t.linkResource.assign(static_cast<size_t>(m * m), -1);
-  t.linkLatencyUs.assign(static_cast<size_t>(m * m), 0.0);
-  t.linkBytesPerUs.assign(static_cast<size_t>(m * m), kInf);
-  for (int a = 0; a < m; ++a)
-    for (int b = 0; b < m; ++b) {
-      if (a == b) continue;
-      const auto k = static_cast<size_t>(a * m + b);
-      t.linkLatencyUs[k] = 1.0;
-      t.linkBytesPerUs[k] = 1000.0;
-      if (s.contended) {
-        t.linkResource[k] = t.numLinkResources++;
-        t.linkNames.push_back(t.deviceIds[static_cast<size_t>(a)] + "->" + t.deviceIds[static_cast<size_t>(b)]);
-      }
-    }
-  t.memCapacity.assign(static_cast<size_t>(m), 0);
-  useSumGroupCost(t);
+  setUniformLinks(t, 1.0, 1000.0, s.contended);
   return t;
 }
 

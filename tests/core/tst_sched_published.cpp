@@ -45,16 +45,9 @@ CostTable makeTable(int n, int m, const std::vector<double>& cost, const std::ve
   t.cost = cost;
   t.provenance.assign(cost.size(), Provenance::Imported);
   for (const auto& e : edges) t.edges.push_back(Edge{e.src, e.dst, e.bytes, -1.0});
-  t.indexEdges();
-  t.inputBytes.assign(static_cast<size_t>(n), 0);
-  t.outputBytes.assign(static_cast<size_t>(n), 0);
-  t.host = 0;
-  t.exclusiveWith.assign(static_cast<size_t>(m), {});
-  t.linkResource.assign(static_cast<size_t>(m * m), -1);
+  finishTaskTable(t);
   t.linkLatencyUs = latency;
   t.linkBytesPerUs = bytesPerUs;
-  t.memCapacity.assign(static_cast<size_t>(m), 0);
-  useSumGroupCost(t);
   return t;
 }
 
