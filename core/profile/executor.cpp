@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -85,7 +86,8 @@ class Prepared {
 struct RunTimes {
   double makespanUs = 0;
   std::vector<double> startUs, endUs;
-  std::vector<double> cpuUs;  ///< Per task: CPU time of the calling thread during the kernel.
+  double cpuUs = 0;   ///< CPU time of the single-thread devices' workers while they ran or spun.
+  double busyUs = 0;  ///< Their wall time from the start to their last operator, less their sleeps.
 };
 
 /// CPU time of the calling thread in microseconds.
@@ -95,12 +97,74 @@ double threadCpuUs() {
   return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) * 1e-3;
 }
 
-/// One concurrent run: a worker per device with tasks, dependency counters under one lock, and a
-/// mutex per pair of mutually exclusive devices (taken in a fixed order while a kernel runs).
-Result<RunTimes> runConcurrent(const Graph& g, Prepared& prep, const CostTable& t, const Plan& plan,
+/// One thread per device, created and pinned once and kept for every run of a placement, as a
+/// runtime keeps its threads: a fresh thread per run would time its first touches (stack, the OpenMP
+/// and oneDNN per-thread state and scratchpads) inside the kernels. run() hands each member the same
+/// job and returns when all have finished it.
+class DeviceTeam {
+ public:
+  explicit DeviceTeam(const std::vector<int>& coreOf) {
+    threads_.reserve(coreOf.size());
+    for (size_t i = 0; i < coreOf.size(); ++i)
+      threads_.emplace_back([this, i, core = coreOf[i]] {
+        pinThisThread(core);
+        uint64_t seen = 0;
+        for (;;) {
+          std::unique_lock lk(mu_);
+          cv_.wait(lk, [&] { return stop_ || generation_ != seen; });
+          if (stop_) return;
+          seen = generation_;
+          const auto* job = job_;
+          lk.unlock();
+          (*job)(static_cast<DeviceId>(i));
+          lk.lock();
+          if (--pending_ == 0) doneCv_.notify_all();
+        }
+      });
+  }
+  ~DeviceTeam() {
+    {
+      std::lock_guard lk(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+  DeviceTeam(const DeviceTeam&) = delete;
+  DeviceTeam& operator=(const DeviceTeam&) = delete;
+
+  /// Runs job(d) on every member d (concurrently) and waits for all; `whileRunning` runs on the calling
+  /// thread meanwhile (it starts the clock).
+  void run(const std::function<void(DeviceId)>& job, const std::function<void()>& whileRunning) {
+    {
+      std::lock_guard lk(mu_);
+      job_ = &job;
+      pending_ = threads_.size();
+      ++generation_;
+    }
+    cv_.notify_all();
+    whileRunning();
+    std::unique_lock lk(mu_);
+    doneCv_.wait(lk, [&] { return pending_ == 0; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_, doneCv_;
+  const std::function<void(DeviceId)>* job_ = nullptr;
+  size_t pending_ = 0;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+};
+
+/// One concurrent run on the team: each device's member walks its operators, dependency counters are
+/// atomics, and a mutex per pair of mutually exclusive devices is taken (in a fixed order) while a
+/// kernel runs.
+Result<RunTimes> runConcurrent(DeviceTeam& team, Prepared& prep, const CostTable& t, const Plan& plan,
                                const std::vector<std::vector<OpId>>& preds, const std::vector<std::vector<OpId>>& succs,
-                               const std::vector<int>& coreOf, int spinUs, const std::atomic<bool>* cancel) {
-  const size_t n = g.nodes.size();
+                               int spinUs, const std::atomic<bool>* cancel) {
+  const size_t n = preds.size();
   const int m = t.numDevices();
   // Dependency counters: atomics, so that a waiting worker can spin on them before it sleeps (a sleeping
   // thread woken on a busy core can wait a whole scheduler slice).
@@ -129,22 +193,27 @@ Result<RunTimes> runConcurrent(const Graph& g, Prepared& prep, const CostTable& 
   RunTimes times;
   times.startUs.assign(n, 0);
   times.endUs.assign(n, 0);
-  times.cpuUs.assign(n, 0);
-  std::vector<DeviceId> active;
+  std::vector<double> cpuOf(static_cast<size_t>(m), 0.0), busyOf(static_cast<size_t>(m), 0.0);
+  int active = 0;
   for (DeviceId d = 0; d < m; ++d)
-    if (static_cast<size_t>(d) < plan.order.size() && !plan.order[static_cast<size_t>(d)].empty()) active.push_back(d);
-  // Start line: every worker, pinned and running, spins until the clock starts, so that the makespan
-  // does not include a thread's creation or its wake-up from a sleep (a whole slice on a busy core).
+    if (static_cast<size_t>(d) < plan.order.size() && !plan.order[static_cast<size_t>(d)].empty()) ++active;
+  // Start line: every worker with operators spins until the clock starts, so that the makespan does
+  // not include a wake-up from a sleep (a whole slice on a busy core).
   std::atomic<int> atStart{0};
   std::atomic<bool> go{false};
   Clock::time_point t0;
 
   auto worker = [&](DeviceId d) {
-    // Pinned to its device's core for the whole run, so that the kernels' own pinning moves nothing.
-    pinThisThread(coreOf[static_cast<size_t>(d)]);
+    if (static_cast<size_t>(d) >= plan.order.size() || plan.order[static_cast<size_t>(d)].empty()) return;
     atStart.fetch_add(1, std::memory_order_acq_rel);
     for (int i = 1; !go.load(std::memory_order_acquire); ++i)
       if (i % 64 == 0) std::this_thread::yield();
+    const double cpu0 = threadCpuUs();
+    double sleptUs = 0, lastEnd = 0;
+    auto finish = [&] {
+      cpuOf[static_cast<size_t>(d)] = threadCpuUs() - cpu0;
+      busyOf[static_cast<size_t>(d)] = std::max(0.0, lastEnd - sleptUs);
+    };
     for (TaskId v : plan.order[static_cast<size_t>(d)]) {
       const auto vi = static_cast<size_t>(v);
       auto ready = [&] { return remaining[vi].load(std::memory_order_acquire) == 0 || failed.load(); };
@@ -153,49 +222,60 @@ Result<RunTimes> runConcurrent(const Graph& g, Prepared& prep, const CostTable& 
         for (int i = 1; !ready() && Clock::now() < spinUntil; ++i)
           if (i % 64 == 0) std::this_thread::yield();
         if (!ready()) {
+          const auto s0 = Clock::now();
           std::unique_lock lk(mu);
           cv.wait(lk, ready);
+          sleptUs += std::chrono::duration<double, std::micro>(Clock::now() - s0).count();
         }
       }
-      if (failed.load()) return;
+      if (failed.load()) return finish();
       if (cancel && cancel->load(std::memory_order_relaxed)) {
         std::lock_guard lk(mu);
         if (!failed.load()) error = "cancelled";
         failed.store(true);
         cv.notify_all();
-        return;
+        return finish();
       }
       for (size_t l : locksOf[static_cast<size_t>(d)]) pairMutex[l].lock();
-      const double c0 = threadCpuUs();
       const auto s = Clock::now();
       Status st = prep.runOne(vi);
       const auto e = Clock::now();
-      times.cpuUs[vi] = threadCpuUs() - c0;
       for (auto it = locksOf[static_cast<size_t>(d)].rbegin(); it != locksOf[static_cast<size_t>(d)].rend(); ++it)
         pairMutex[*it].unlock();
       times.startUs[vi] = std::chrono::duration<double, std::micro>(s - t0).count();
-      times.endUs[vi] = std::chrono::duration<double, std::micro>(e - t0).count();
+      times.endUs[vi] = lastEnd = std::chrono::duration<double, std::micro>(e - t0).count();
       if (st) {
-        for (OpId sc : succs[vi]) remaining[static_cast<size_t>(sc)].fetch_sub(1, std::memory_order_release);
-        { std::lock_guard lk(mu); }  // A sleeper checks its counter under mu: no lost wake-up.
+        bool wake = false;
+        for (OpId sc : succs[vi])
+          if (remaining[static_cast<size_t>(sc)].fetch_sub(1, std::memory_order_acq_rel) == 1) wake = true;
+        if (wake) {
+          { std::lock_guard lk(mu); }  // A sleeper checks its counter under mu: no lost wake-up.
+          cv.notify_all();
+        }
       } else {
-        std::lock_guard lk(mu);
-        if (!failed.load()) error = st.message();
-        failed.store(true);
+        {
+          std::lock_guard lk(mu);
+          if (!failed.load()) error = st.message();
+          failed.store(true);
+        }
+        cv.notify_all();
+        return finish();
       }
-      cv.notify_all();
-      if (!st) return;
     }
+    finish();
   };
-  std::vector<std::thread> threads;
-  threads.reserve(active.size());
-  for (DeviceId d : active) threads.emplace_back(worker, d);
-  while (atStart.load(std::memory_order_acquire) < static_cast<int>(active.size())) std::this_thread::yield();
-  t0 = Clock::now();
-  go.store(true, std::memory_order_release);
-  for (auto& th : threads) th.join();
+  team.run(worker, [&] {
+    while (atStart.load(std::memory_order_acquire) < active) std::this_thread::yield();
+    t0 = Clock::now();
+    go.store(true, std::memory_order_release);
+  });
   if (failed.load()) return Error{error};
   for (size_t v = 0; v < n; ++v) times.makespanUs = std::max(times.makespanUs, times.endUs[v]);
+  for (DeviceId d = 0; d < m; ++d)
+    if (t.deviceCores.empty() || t.deviceCores[static_cast<size_t>(d)] <= 1) {
+      times.cpuUs += cpuOf[static_cast<size_t>(d)];
+      times.busyUs += busyOf[static_cast<size_t>(d)];
+    }
   return times;
 }
 
@@ -294,6 +374,7 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
   }
 
   step("preparing kernels");
+  DeviceTeam team(coreOf);
   Prepared prep(g, leaves);
   if (auto st = prep.prepare(backend, plan.device, t.deviceIds); !st) return Error{st.message()};
   ExecResult r;
@@ -302,18 +383,16 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
   for (int rep = 0; rep < o.warmup + o.reps; ++rep) {
     if (cancelled()) return makeError("cancelled");
     step(rep < o.warmup ? "warm-up run" : "timed run " + std::to_string(rep - o.warmup + 1));
-    auto times = runConcurrent(g, prep, t, plan, preds, succs, coreOf, o.spinUs, o.cancel);
+    auto times = runConcurrent(team, prep, t, plan, preds, succs, o.spinUs, o.cancel);
     if (!times) return Error{times.message()};
     if (rep < o.warmup) continue;
     r.makespansUs.push_back(times->makespanUs);
     for (size_t v = 0; v < n; ++v) {
       opSamples[v].push_back(times->endUs[v] - times->startUs[v]);
       startSamples[v].push_back(times->startUs[v]);
-      if (t.deviceCores.empty() || t.deviceCores[static_cast<size_t>(plan.device[v])] <= 1) {
-        cpuSum += times->cpuUs[v];
-        wallSum += times->endUs[v] - times->startUs[v];
-      }
     }
+    cpuSum += times->cpuUs;
+    wallSum += times->busyUs;
   }
   r.makespanUs = medianOf(r.makespansUs);
   r.opUs.resize(n);
@@ -341,7 +420,7 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
   Prepared refPrep(g, leaves);
   if (auto st = refPrep.prepare(backend, single.device, t.deviceIds); !st)
     return makeError("reference run: ", st.message());
-  auto refTimes = runConcurrent(g, refPrep, t, single, preds, succs, coreOf, o.spinUs, o.cancel);
+  auto refTimes = runConcurrent(team, refPrep, t, single, preds, succs, o.spinUs, o.cancel);
   if (!refTimes) return makeError("reference run: ", refTimes.message());
   r.outputsChecked = true;
   r.outputsMatch = true;

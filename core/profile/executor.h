@@ -1,7 +1,8 @@
 #pragma once
 /// \file The executor: runs a whole model with a plan's placement on a backend's real devices,
-/// concurrently: one worker thread per device walks that device's operators in plan order, each
-/// operator starting when its inputs are ready (dependency counters under one lock) and when no
+/// concurrently: one worker thread per device (created and pinned once, kept for every run, as a
+/// runtime keeps its threads) walks that device's operators in plan order, each operator starting
+/// when its inputs are ready (atomic dependency counters; a waiting worker spins, then sleeps) and when no
 /// mutually exclusive device (CostTable::exclusiveWith: cpu-serial vs core0, cpu-parallel vs every
 /// core) is running. Devices share this process's memory, so tensors pass by pointer (zero copy),
 /// as the this-machine platform models it. After `warmup` untimed runs, `reps` timed runs give the
@@ -41,7 +42,8 @@ struct ExecResult {
   double makespanUs = 0;            ///< Median of makespansUs.
   std::vector<double> opUs;         ///< Per task: median kernel time.
   std::vector<double> opStartUs;    ///< Per task: median start time from the run's start.
-  /// CPU time the kernels' threads got over their wall time (single-thread devices only): 1 on an
+  /// CPU time the workers got over their busy wall time (running or spinning, sleeps excluded;
+  /// single-thread devices only): 1 on an
   /// idle machine; on a shared one the fraction of a core the scheduler gave, which stretches every
   /// measured time that is longer than a time slice.
   double cpuShare = 1.0;

@@ -10,6 +10,8 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <mutex>
+#include <set>
 #include <thread>
 
 #include "backend/backend.h"
@@ -23,6 +25,10 @@ namespace partex::test {
 /// Output buffers the fake kernels had to allocate (a call whose outputs came in without storage of
 /// the right size): tells whether a caller keeps its output tensors from run to run.
 inline std::atomic<int> gFakeOutputAllocations{0};
+/// Threads the fake kernels ran on (recorded when gFakeRecordThreads is set).
+inline std::atomic<bool> gFakeRecordThreads{false};
+inline std::mutex gFakeThreadsMu;
+inline std::set<std::thread::id> gFakeThreads;
 
 class FakeKernel final : public Kernel {
  public:
@@ -31,6 +37,10 @@ class FakeKernel final : public Kernel {
     if (in.empty() || !in[0] || in[0]->dtype() != DType::Float32) return makeError(op_, ": float32 input expected");
     out.resize(1);
     if (!out[0].raw() || out[0].bytes() != in[0]->bytes()) gFakeOutputAllocations.fetch_add(1);
+    if (gFakeRecordThreads.load()) {
+      std::lock_guard lk(gFakeThreadsMu);
+      gFakeThreads.insert(std::this_thread::get_id());
+    }
     if (auto st = out[0].ensure(DType::Float32, in[0]->shape()); !st) return st;
     const float* a = in[0]->data<float>();
     const float* b = in.size() > 1 && in[1] ? in[1]->data<float>() : nullptr;

@@ -47,6 +47,7 @@ class TestExecute : public QObject {
  private slots:
   void twoDevicePlanMatchesSingleDevice_data();
   void twoDevicePlanMatchesSingleDevice();
+  void threadsAndBuffersAreKeptAcrossRuns();
   void wrongKernelsAreCaught();
   void exclusiveDevicesNeverOverlap();
   void errorsAreValues();
@@ -107,6 +108,34 @@ void TestExecute::twoDevicePlanMatchesSingleDevice() {
   QVERIFY(r->makespanUs > 0);
   QCOMPARE(lastDone, lastTotal);
   QVERIFY(progressCalls >= reps + 2);
+}
+
+void TestExecute::threadsAndBuffersAreKeptAcrossRuns() {
+  // Like a runtime: one thread per device for all runs, and each operator's output buffers allocated in
+  // the first run only. A thread or a buffer per run would time thread start-up and page faults.
+  const Graph g = test::diamondGraph();
+  const CostTable t = test::fakeTable(g);
+  const Plan plan = planOf(t, {{"left1", "dev1"}, {"left2", "dev1"}});
+  test::FakeBackend b(20);
+  ExecOptions o;
+  o.reps = 4;
+  o.warmup = 1;
+  o.checkOutputs = false;
+  {
+    std::lock_guard lk(test::gFakeThreadsMu);
+    test::gFakeThreads.clear();
+  }
+  test::gFakeRecordThreads = true;
+  const int allocBefore = test::gFakeOutputAllocations.load();
+  auto r = executePlan(g, b, t, plan, o);
+  test::gFakeRecordThreads = false;
+  QVERIFY2(r.isOk(), r.message().c_str());
+  QCOMPARE(static_cast<int>(r->makespansUs.size()), 4);
+  QCOMPARE(test::gFakeOutputAllocations.load() - allocBefore, static_cast<int>(g.nodes.size()));
+  std::lock_guard lk(test::gFakeThreadsMu);
+  QCOMPARE(test::gFakeThreads.size(), size_t{2});  // dev0 and dev1, five runs each.
+  QVERIFY(!test::gFakeThreads.count(std::this_thread::get_id()));
+  QVERIFY(r->cpuShare > 0 && r->cpuShare <= 1.0);
 }
 
 void TestExecute::wrongKernelsAreCaught() {
