@@ -594,6 +594,7 @@ Result<ApplyReport> Session::installProfiles(std::vector<LoadedProfile> profiles
   if (schedCancel_) schedCancel_->store(true);
   if (compareCancel_) compareCancel_->store(true);
   ++schedGeneration_;  // a running scheduler's plan was made on the old costs: dropped when it arrives
+  const bool schedulerStopped = schedPending_;
   schedPending_ = false;
   dirty_ = true;  // the profile list is part of the project
   undo_->clear();  // its timelines and reference makespans belong to the old costs
@@ -613,6 +614,7 @@ Result<ApplyReport> Session::installProfiles(std::vector<LoadedProfile> profiles
   emit costsChanged();
   emit profilesChanged();
   emit planChanged(timeline_);
+  if (schedulerStopped) emit schedulerFinished(false, tr("Scheduler cancelled: the costs changed"));
   if (changed >= 0 && static_cast<size_t>(changed) < profiles_.size())
     return profiles_[static_cast<size_t>(changed)].report;
   return ApplyReport{};
@@ -961,6 +963,7 @@ void Session::runCompare(const QStringList& algorithms, double timeLimitSec) {
   compareCancel_ = cancel;
   comparePending_ = true;
   auto table = table_;
+  compareTable_ = table_;
   std::vector<std::string> algos;
   for (const auto& a : algorithms) algos.push_back(a.toStdString());
   SchedOptions o;
@@ -1024,6 +1027,13 @@ void Session::onCompared() {
   comparePending_ = false;
   const bool cancelled = compareCancel_ && compareCancel_->load();
   auto rows = compareWatcher_->result();
+  if (compareTable_.lock() != table_) {
+    // Computed on a cost table that was replaced meanwhile (a profile was added or removed): the
+    // rows' plans still fit the model, but their makespans belong to costs that no longer hold.
+    emit schedulerFinished(false, tr("Comparison cancelled: the costs changed"));
+    emit compareFinished({});
+    return;
+  }
   emit schedulerFinished(!cancelled,
                          cancelled ? tr("Comparison cancelled") : tr("Compared %1 algorithms").arg(rows.size()));
   emit compareFinished(rows);

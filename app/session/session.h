@@ -320,6 +320,7 @@ class Session : public QObject {
   QFutureWatcher<QList<CompareRow>>* compareWatcher_ = nullptr;
   std::shared_ptr<std::atomic<bool>> schedCancel_;
   std::shared_ptr<std::atomic<bool>> compareCancel_;
+  std::weak_ptr<const CostTable> compareTable_;  ///< The table the running comparison works on.
   int schedGeneration_ = 0;
 };
 
