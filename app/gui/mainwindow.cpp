@@ -1449,12 +1449,13 @@ Status MainWindow::startProfiling(const QString& savePath, int reps, int warmup)
   // Progress comes from the profiling threads: posted to the window, at most every 50 ms.
   QPointer<MainWindow> self(this);
   auto last = std::make_shared<std::chrono::steady_clock::time_point>();
-  o.progress = [self, last](int done, int total, const std::string& step) {
+  const QString head = tr("Profiling %1 (%2 timed runs per operator)").arg(file).arg(o.reps);
+  o.progress = [self, last, head](int done, int total, const std::string& step) {
     const auto now = std::chrono::steady_clock::now();
     if (now - *last < std::chrono::milliseconds(50) && done < total) return;
     *last = now;
     if (!self) return;
-    const QString text = QString::fromStdString(step);
+    const QString text = head + QLatin1Char('\n') + QString::fromStdString(step);
     QMetaObject::invokeMethod(
         self.data(),
         [self, done, total, text] {
