@@ -1,5 +1,6 @@
 // partex: the Qt front end.
-// `partex [MODEL|PROJECT.partex] [--dim NAME=VALUE]... [--platform P] [--algo A] [--screenshot FILE]`.
+// `partex [MODEL|PROJECT.partex] [--dim NAME=VALUE]... [--platform P] [--profile FILE]... [--algo A]
+//  [--screenshot FILE]`.
 // Without a model it offers to recover an autosave, else opens the bundled example (a generated ResNet-18).
 #include <QApplication>
 #include <QCommandLineParser>
@@ -62,10 +63,14 @@ int main(int argc, char** argv) {
   QCommandLineOption selectOpt(QStringLiteral("select"),
                                QStringLiteral("Select and centre the first operator whose name or type contains TEXT."),
                                QStringLiteral("text"));
+  QCommandLineOption profileOpt(QStringLiteral("profile"),
+                                QStringLiteral("Apply a measured profile (partex-cli profile) once loaded; repeatable."),
+                                QStringLiteral("file"));
   QCommandLineOption criticalOpt(QStringLiteral("critical-path"), QStringLiteral("Show the critical path."));
   QCommandLineOption compareOpt(QStringLiteral("compare"),
                                 QStringLiteral("Compare these schedulers (comma separated) once loaded."),
                                 QStringLiteral("algorithms"));
+  parser.addOption(profileOpt);
   parser.addOption(compareOpt);
   parser.addOption(selectOpt);
   parser.addOption(criticalOpt);
@@ -95,6 +100,13 @@ int main(int argc, char** argv) {
   if (!devicePlatform.isEmpty()) w.setPlatform(devicePlatform);
   if (parser.isSet(criticalOpt)) w.setShowCriticalPath(true);
   const QString shot = parser.value(shotOpt);
+  // Profiles go on first: the scheduler, the comparison and the screenshot below see measured costs.
+  const QStringList profiles = parser.values(profileOpt);
+  if (!profiles.isEmpty())
+    QObject::connect(&w, &partex::gui::MainWindow::modelLoaded, &w, [&w, profiles](bool ok) {
+      if (!ok) return;
+      for (const auto& f : profiles) (void)w.loadProfile(f);
+    });
   const QString select = parser.value(selectOpt);
   const QStringList compare = parser.value(compareOpt).split(QLatin1Char(','), Qt::SkipEmptyParts);
   if (!compare.isEmpty())

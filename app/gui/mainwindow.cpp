@@ -26,6 +26,7 @@
 #include <QMimeData>
 #include <QPainter>
 #include <QProgressBar>
+#include <QProgressDialog>
 #include <QPushButton>
 #include <QSaveFile>
 #include <QSettings>
@@ -38,8 +39,10 @@
 #include <QToolBar>
 #include <QUndoStack>
 #include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "gantt/compareview.h"
@@ -53,6 +56,9 @@
 #include "gui/teachpanel.h"
 #include "plan/exports.h"
 #include "plan/planfile.h"
+#include "backend/backend.h"
+#include "profile/ortprofile.h"
+#include "profile/profiler.h"
 #include "support/strings.h"
 
 namespace partex::gui {
@@ -72,6 +78,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
   session_ = new Session(this);
   connect(session_, &Session::modelChanged, this, &MainWindow::onModelChanged);
+  connect(session_, &Session::costsChanged, this, &MainWindow::onCostsChanged);
+  connect(session_, &Session::profilesChanged, this, &MainWindow::updateProfiles);
   connect(session_, &Session::loadFailed, this, &MainWindow::onLoadFailed);
   connect(session_, &Session::loadWarning, this, &MainWindow::showError);
   connect(session_->undoStack(), &QUndoStack::cleanChanged, this, [this] { setWindowModified(session_->modified()); });
@@ -81,6 +89,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(session_, &Session::loadStarted, this, [this](const QString& what) {
     progress_->show();
     statusBar()->showMessage(what);
+    if (profileAction_) updateProfiles();  // no profiling while the model or platform changes
   });
 
   // Centre: a header (model summary, makespan) over the graph.
@@ -119,9 +128,17 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   progress_->setMaximumWidth(200);
   progress_->hide();
   statusBar()->addPermanentWidget(progress_);
+  costs_ = new QLabel(this);
+  costs_->setToolTip(tr("Operator/device cost entries by source: measured (a Partex profile), imported (ONNX "
+                        "Runtime profiling) or modelled (the platform's device models)"));
+  statusBar()->addPermanentWidget(costs_);
+
+  profileWatcher_ = new QFutureWatcher<std::shared_ptr<ProfileRun>>(this);
+  connect(profileWatcher_, &QFutureWatcherBase::finished, this, &MainWindow::onProfiled);
 
   buildDocks();
   buildMenus();
+  updateProfiles();
 
   // Autosave while there are unsaved changes (the timer ticks always; autosaveNow() checks).
   autosave_ = new QTimer(this);
@@ -131,6 +148,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 }
 
 MainWindow::~MainWindow() {
+  // The profiler runs on the backend this window owns: stop it and wait before anything goes.
+  if (profileCancel_) profileCancel_->store(true);
+  profileWatcher_->waitForFinished();
   session_->waitForJobs();
   // The session and its undo stack are children deleted after this destructor has run; signals
   // they emit while they go (cleanChanged, selectionChanged) must not reach a half-destroyed window.
@@ -160,6 +180,37 @@ void MainWindow::buildDocks() {
   palette_ = new DevicePalette(session_, pw);
   palette_->setToolTip(tr("Drop operators on a device to move them there"));
   pl->addWidget(palette_, 1);
+  // Profiles: measured or imported costs applied over the modelled ones, in application order.
+  // Compact, so that the device palette above keeps its room: the list shows only when not empty.
+  profileCosts_ = new QLabel(pw);
+  profileCosts_->setWordWrap(true);
+  profileCosts_->setToolTip(tr("Measured costs (profiles) override the platform's modelled ones"));
+  pl->addWidget(profileCosts_);
+  profileList_ = new QListWidget(pw);
+  profileList_->setObjectName(QStringLiteral("profileList"));
+  profileList_->setToolTip(tr("Applied in this order: Partex profiles, then ONNX Runtime imports; a later one "
+                              "overrides an earlier one on the same operator and device"));
+  pl->addWidget(profileList_);
+  auto* profButtons = new QHBoxLayout;
+  auto* loadProfileButton = new QPushButton(tr("Load..."), pw);
+  loadProfileButton->setToolTip(tr("Load a profile measured by Profile on this machine or partex-cli profile"));
+  auto* importButton = new QPushButton(tr("Import ORT..."), pw);
+  importButton->setToolTip(tr("Import an ONNX Runtime profiling JSON as the times of one device"));
+  removeProfileButton_ = new QPushButton(tr("Remove"), pw);
+  removeProfileButton_->setToolTip(tr("Remove the selected profile: its operators go back to the modelled costs"));
+  removeProfileButton_->setEnabled(false);
+  profButtons->addWidget(loadProfileButton);
+  profButtons->addWidget(importButton);
+  profButtons->addWidget(removeProfileButton_);
+  pl->addLayout(profButtons);
+  connect(loadProfileButton, &QPushButton::clicked, this, &MainWindow::chooseProfile);
+  connect(importButton, &QPushButton::clicked, this, &MainWindow::chooseOrtProfile);
+  connect(removeProfileButton_, &QPushButton::clicked, this, [this] {
+    const int row = profileList_->currentRow();
+    if (row >= 0) (void)removeProfile(row);
+  });
+  connect(profileList_, &QListWidget::currentRowChanged, this,
+          [this](int row) { removeProfileButton_->setEnabled(row >= 0); });
   platDock->setWidget(pw);
   addDockWidget(Qt::LeftDockWidgetArea, platDock);
   connect(platformBox_, &QComboBox::textActivated, this, &MainWindow::setPlatform);
@@ -402,6 +453,13 @@ void MainWindow::buildMenus() {
   recentMenu_ = file->addMenu(tr("Open &Recent"));
   file->addAction(tr("Open &platform file..."), this, &MainWindow::choosePlatformFile);
   file->addSeparator();
+  file->addAction(tr("&Load profile..."), this, &MainWindow::chooseProfile)
+      ->setStatusTip(tr("Apply measured costs from a profile file (Profile on this machine, partex-cli profile)"));
+  file->addAction(tr("&Import ONNX Runtime profile..."), this, &MainWindow::chooseOrtProfile)
+      ->setStatusTip(tr("Apply an ONNX Runtime profiling JSON as the times of one platform device"));
+  profileAction_ = file->addAction(tr("Profile on this &machine..."), this, &MainWindow::profileWithDialog);
+  file->setToolTipsVisible(true);  // the profile action says why it is disabled
+  file->addSeparator();
   auto* save = file->addAction(tr("&Save Project"), this, [this] {
     if (projectPath_.isEmpty()) {
       saveProjectAs();
@@ -535,11 +593,12 @@ void MainWindow::runScheduler(const QString& algorithm, bool respectPins) {
 }
 
 bool MainWindow::busy() const {
-  return session_->loading() || session_->schedulerRunning() || graph_->layoutRunning();
+  return session_->loading() || session_->schedulerRunning() || graph_->layoutRunning() || profiling_;
 }
 
 void MainWindow::onLoadFailed(const QString& message) {
   progress_->hide();
+  updateProfiles();
   // Symbolic input dimensions: ask the user to bind them, then retry.
   if (dialogsEnabled_ && !loadingProject_ && !loadingPath_.isEmpty() && message.contains(QLatin1String("not bound"))) {
     bool ok = false;
@@ -566,12 +625,7 @@ void MainWindow::onLoadFailed(const QString& message) {
 void MainWindow::onModelChanged() {
   progress_->hide();
   lastError_.clear();
-  // Views that keep a raw pointer to the cost table move to the new one first: the old table may be
-  // freed below (the teaching panel holds the last reference) and selectionChanged follows at once.
-  if (gantt_) gantt_->setTimeline(session_->table(), session_->timeline(), session_->deviceColors());
-  // Compare rows and the side-by-side plans belong to the previous cost table.
-  compare_->setRows({});
-  updateSideBySide();
+  adoptCostTable();
   const LoadedModel* m = session_->model();
   if (!m) return;
   view_->resizeColumnsToContents();
@@ -598,7 +652,6 @@ void MainWindow::onModelChanged() {
   setWindowModified(session_->modified());
   if (platformBox_->findText(session_->platformName()) >= 0) platformBox_->setCurrentText(session_->platformName());
   editor_->setPlatform(session_->platform(), session_->platformName());
-  teach_->setProblem(session_->tablePtr(), session_->deviceColors(), session_->constraints());
   for (int i = 0; i < moveActions_.size(); ++i) {
     moveActions_[i]->setVisible(i < session_->numDevices());
     moveActions_[i]->setEnabled(i < session_->numDevices());
@@ -621,6 +674,23 @@ void MainWindow::onModelChanged() {
     recovering_ = false;
     emit modelLoaded(true);
   }
+}
+
+void MainWindow::adoptCostTable() {
+  // Views that keep a raw pointer to the cost table move to the new one first: the old table may be
+  // freed as soon as the session's signal returns (the teaching panel holds the last reference) and
+  // selectionChanged or planChanged follows at once.
+  if (gantt_) gantt_->setTimeline(session_->table(), session_->timeline(), session_->deviceColors());
+  // Compare rows and the side-by-side plans belong to the previous cost table.
+  compare_->setRows({});
+  updateSideBySide();
+  teach_->setProblem(session_->tablePtr(), session_->deviceColors(), session_->constraints());
+}
+
+void MainWindow::onCostsChanged() {
+  // A profile was added or removed: same model, platform and plan on a new cost table.
+  adoptCostTable();
+  updateProfiles();
 }
 
 void MainWindow::onPlanChanged() {
@@ -861,6 +931,14 @@ Result<Project> MainWindow::buildProject(const QString& path, bool sidecarPlatfo
     const bool preset = std::find(presets.begin(), presets.end(), name.toStdString()) != presets.end();
     p.platform =
         preset || !QFileInfo::exists(name) ? name.toStdString() : QFileInfo(name).absoluteFilePath().toStdString();
+  }
+  // Profiles by path (projectToJson makes those beside or below the project relative), in the
+  // session's application order: Partex profiles, then ONNX Runtime imports.
+  for (const auto& lp : session_->profiles()) {
+    if (lp.kind == LoadedProfile::Kind::Partex)
+      p.profiles.push_back(lp.path);
+    else
+      p.ortImports.push_back({lp.path, lp.device, lp.provider});
   }
   const PlanState& st = session_->state();
   PlanIdentity id{QFileInfo(QString::fromStdString(m->path)).fileName().toStdString(), m->graph.graphSha256,
@@ -1148,6 +1226,298 @@ void MainWindow::selectSideBySideDifferences() {
   session_->setSelection(diff);
   if (!diff.isEmpty()) graph_->centerOnOp(diff.front());
   statusBar()->showMessage(tr("%1 operators placed differently are selected").arg(diff.size()), 8000);
+}
+
+// --- Profiles ----------------------------------------------------------------------------------
+
+/// The profiler's result, built on the worker.
+struct MainWindow::ProfileRun {
+  Result<Profile> profile = makeError("not run");
+  ProfilerInfo info;
+  bool cancelled = false;
+};
+
+void MainWindow::updateProfiles() {
+  const CostCounts c = session_->costCounts();
+  const QString line = session_->hasModel() ? tr("Costs: %1 measured, %2 imported, %3 modelled")
+                                                  .arg(c.measured)
+                                                  .arg(c.imported)
+                                                  .arg(c.modelled)
+                                            : QString();
+  costs_->setText(line);
+  profileCosts_->setText(
+      tr("<b>Profiles</b> &nbsp; %1")
+          .arg(!session_->hasModel()        ? tr("(open a model first)")
+               : session_->profiles().empty() ? tr("none: all costs are modelled")
+                                              : line.toHtmlEscaped()));
+  const int keep = profileList_->currentRow();
+  profileList_->clear();
+  for (const auto& p : session_->profiles()) {
+    const bool ort = p.kind == LoadedProfile::Kind::OrtImport;
+    const QString devices = QString::fromStdString(join(p.deviceIds(), ", "));
+    auto* item = new QListWidgetItem(
+        ort ? tr("%1  (imported, ONNX Runtime%2, as %3: %4 times)")
+                  .arg(QString::fromStdString(p.fileName()),
+                       p.provider.empty() ? QString() : QStringLiteral(" ") + QString::fromStdString(p.provider),
+                       devices)
+                  .arg(p.report.opsApplied)
+            : tr("%1  (%2 on %3: %4 times)")
+                  .arg(QString::fromStdString(p.fileName()), p.profile.imported ? tr("imported") : tr("measured"),
+                       devices)
+                  .arg(p.report.opsApplied),
+        profileList_);
+    QString tip = QString::fromStdString(p.path) + QLatin1Char('\n') + QString::fromStdString(applySummary(p));
+    if (!p.profile.measuredAt.empty() || !p.profile.machine.empty())
+      tip += QLatin1Char('\n') + tr("Measured %1 on %2 (%3 %4)")
+                                     .arg(QString::fromStdString(p.profile.measuredAt),
+                                          QString::fromStdString(p.profile.machine),
+                                          QString::fromStdString(p.profile.backendName),
+                                          QString::fromStdString(p.profile.backendVersion));
+    item->setToolTip(tip);
+  }
+  if (keep >= 0 && keep < profileList_->count()) profileList_->setCurrentRow(keep);
+  const int rows = std::min(profileList_->count(), 4);
+  profileList_->setVisible(rows > 0);
+  if (rows > 0)
+    profileList_->setFixedHeight(rows * profileList_->sizeHintForRow(0) + 2 * profileList_->frameWidth() + 2);
+  removeProfileButton_->setEnabled(profileList_->currentRow() >= 0);
+  const QString why = profilingUnavailableReason();
+  profileAction_->setEnabled(why.isEmpty() && !profiling_);
+  profileAction_->setToolTip(why.isEmpty() ? tr("Measure every operator on this computer's cores (%1) and load the "
+                                                "profile")
+                                                 .arg(profilableDevices().join(QStringLiteral(", ")))
+                                           : why);
+  profileAction_->setStatusTip(profileAction_->toolTip());
+}
+
+Status MainWindow::loadProfile(const QString& path) {
+  auto r = session_->addProfile(path);
+  if (!r) {
+    showError(QString::fromStdString(r.message()));
+    return r.status();
+  }
+  return {};
+}
+
+Status MainWindow::importOrtProfile(const QString& path, const QString& device, const QString& provider) {
+  auto r = session_->addOrtImport(path, device, provider);
+  if (!r) {
+    showError(QString::fromStdString(r.message()));
+    return r.status();
+  }
+  return {};
+}
+
+Status MainWindow::removeProfile(int index) {
+  auto st = session_->removeProfile(index);
+  if (!st) showError(QString::fromStdString(st.message()));
+  return st;
+}
+
+/// The folder of the current model, where profiles are looked for and saved first.
+static QString modelFolder(const Session& s) {
+  return s.model() ? QFileInfo(QString::fromStdString(s.model()->path)).absolutePath() : QString();
+}
+
+void MainWindow::chooseProfile() {
+  if (!session_->hasModel()) {
+    showError(tr("Open a model first: a profile applies to the model it was measured on"));
+    return;
+  }
+  const QString path = QFileDialog::getOpenFileName(this, tr("Load profile"), modelFolder(*session_),
+                                                    tr("Partex profiles (*.json);;All files (*)"));
+  if (!path.isEmpty()) (void)loadProfile(path);
+}
+
+void MainWindow::chooseOrtProfile() {
+  if (!session_->hasModel()) {
+    showError(tr("Open a model first: the imported times apply to its operators"));
+    return;
+  }
+  const QString path = QFileDialog::getOpenFileName(this, tr("Import ONNX Runtime profile"), modelFolder(*session_),
+                                                    tr("ONNX Runtime profiling JSON (*.json);;All files (*)"));
+  if (path.isEmpty()) return;
+  QStringList devices;
+  for (int d = 0; d < session_->numDevices(); ++d) devices << session_->deviceLabel(d);
+  bool ok = false;
+  const QString device = QInputDialog::getItem(
+      this, tr("Import ONNX Runtime profile"),
+      tr("%1: which device of %2 were these times measured on?")
+          .arg(QFileInfo(path).fileName(), QString::fromStdString(session_->platform().name)),
+      devices, 0, false, &ok);
+  if (!ok || device.isEmpty()) return;
+  // A trace with several execution providers: ask which one's kernels to keep.
+  OrtImportInfo info;
+  auto probe = loadOrtProfileFile(path.toStdString(), device.toStdString(), "", &info);
+  if (!probe) {
+    showError(QString::fromStdString(probe.message()));
+    return;
+  }
+  QString provider;
+  if (info.providers.size() > 1) {
+    QStringList names{tr("All providers")};
+    for (const auto& [name, n] : info.providers) names << QString::fromStdString(name);
+    const QString pick = QInputDialog::getItem(this, tr("Import ONNX Runtime profile"),
+                                               tr("The trace holds kernels of several execution providers. Keep:"),
+                                               names, 0, false, &ok);
+    if (!ok) return;
+    if (pick != names.first()) provider = pick;
+  }
+  (void)importOrtProfile(path, device, provider);
+}
+
+const Backend* MainWindow::cpuBackend() {
+  if (!backends_) {
+    backends_ = std::make_unique<BackendRegistry>();
+    registerBuiltinBackends(*backends_);
+  }
+  return backends_->find("cpu");
+}
+
+QStringList MainWindow::profilableDevices() {
+  QStringList out;
+  if (!session_->hasModel()) return out;
+  const Backend* cpu = cpuBackend();
+  if (!cpu) return out;
+  const auto devs = cpu->devices();
+  for (const auto& d : session_->platform().devices)
+    if (std::any_of(devs.begin(), devs.end(), [&](const BackendDevice& b) { return b.id == d.id; }))
+      out << QString::fromStdString(d.id);
+  return out;
+}
+
+QString MainWindow::profilingUnavailableReason() {
+  if (!session_->hasModel()) return tr("Open a model first");
+  if (session_->loading()) return tr("Wait until the model has loaded");
+  // Only this computer's platform describes the cores the CPU backend measures: the times of a
+  // core0 on a platform file would be this machine's, not that platform's.
+  if (session_->platform().name != "this-machine")
+    return tr("Profiling measures this computer: choose the this-machine platform (now %1)")
+        .arg(QString::fromStdString(session_->platform().name));
+  if (profilableDevices().isEmpty()) return tr("No device of this platform is one the CPU backend runs on");
+  return {};
+}
+
+void MainWindow::profileWithDialog() {
+  (void)startProfiling();
+}
+
+bool MainWindow::profilingRunning() const {
+  return profiling_;
+}
+
+void MainWindow::cancelProfiling() {
+  if (profileCancel_) profileCancel_->store(true);
+}
+
+Status MainWindow::startProfiling(const QString& savePath, int reps, int warmup) {
+  if (profiling_) return makeError("the profiler is already running");
+  const QString why = profilingUnavailableReason();
+  if (!why.isEmpty()) {
+    showError(tr("Cannot profile: %1").arg(why));
+    return makeError("cannot profile: ", why.toStdString());
+  }
+  const Backend* cpu = cpuBackend();
+  auto model = session_->modelPtr();
+  ProfilerOptions o;
+  for (const auto& d : profilableDevices()) o.devices.push_back(d.toStdString());
+  o.reps = std::max(1, reps);
+  o.warmup = std::max(0, warmup);
+  auto cancel = std::make_shared<std::atomic<bool>>(false);
+  profileCancel_ = cancel;
+  o.cancel = cancel.get();
+  profileSavePath_ = savePath;
+  profiling_ = true;
+  const QString file = QFileInfo(QString::fromStdString(model->path)).fileName();
+  const QString what = tr("Profiling %1 on %2 (%3 timed runs per operator)...")
+                           .arg(file, profilableDevices().join(QStringLiteral(", ")))
+                           .arg(o.reps);
+  if (dialogsEnabled_) {
+    auto* dlg = new QProgressDialog(what, tr("Cancel"), 0, 1000, this);
+    dlg->setWindowTitle(tr("Profile on this machine"));
+    dlg->setWindowModality(Qt::WindowModal);
+    dlg->setMinimumDuration(0);
+    dlg->setAutoClose(false);
+    dlg->setAutoReset(false);
+    dlg->setValue(0);
+    connect(dlg, &QProgressDialog::canceled, this, [cancel] { cancel->store(true); });
+    profileDialog_ = dlg;
+  }
+  progress_->show();
+  statusBar()->showMessage(what);
+  updateProfiles();  // disables the action while it runs
+  // Progress comes from the profiling threads: posted to the window, at most every 50 ms.
+  QPointer<MainWindow> self(this);
+  auto last = std::make_shared<std::chrono::steady_clock::time_point>();
+  const QString head = tr("Profiling %1 (%2 timed runs per operator)").arg(file).arg(o.reps);
+  o.progress = [self, last, head](int done, int total, const std::string& step) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - *last < std::chrono::milliseconds(50) && done < total) return;
+    *last = now;
+    if (!self) return;
+    const QString text = head + QLatin1Char('\n') + QString::fromStdString(step);
+    QMetaObject::invokeMethod(
+        self.data(),
+        [self, done, total, text] {
+          if (!self || !self->profileDialog_) return;
+          self->profileDialog_->setMaximum(std::max(1, total));
+          self->profileDialog_->setValue(std::min(done, std::max(1, total) - 1));  // 100 % closes nothing
+          self->profileDialog_->setLabelText(text);
+        },
+        Qt::QueuedConnection);
+  };
+  profileWatcher_->setFuture(QtConcurrent::run([model, cpu, o, cancel] {
+    auto run = std::make_shared<ProfileRun>();
+    run->profile = profileModel(model->graph, *cpu, o, &run->info);
+    run->cancelled = cancel->load();
+    return run;
+  }));
+  return {};
+}
+
+void MainWindow::onProfiled() {
+  auto run = profileWatcher_->result();
+  profiling_ = false;
+  progress_->hide();
+  if (profileDialog_) {
+    profileDialog_->close();
+    profileDialog_->deleteLater();
+  }
+  const QString savePath = profileSavePath_;
+  profileSavePath_.clear();
+  updateProfiles();
+  auto finish = [this](bool ok, const QString& msg) {
+    statusBar()->showMessage(msg, 10000);
+    emit profilingFinished(ok, msg);
+  };
+  if (!run || run->cancelled) return finish(false, tr("Profiling cancelled"));
+  const LoadedModel* m = session_->model();
+  if (!run->profile) {
+    const QString msg = tr("Profiling failed: %1").arg(QString::fromStdString(run->profile.message()));
+    showError(msg);
+    return finish(false, msg);
+  }
+  if (!m || m->graph.graphSha256 != run->profile->modelSha256)
+    return finish(false, tr("Profiling finished, but another model was opened meanwhile: the profile is discarded"));
+  QString path = savePath;
+  if (path.isEmpty()) {
+    const QFileInfo mi(QString::fromStdString(m->path));
+    const QString suggested = mi.absoluteDir().filePath(mi.completeBaseName() + QStringLiteral(".profile.json"));
+    path = dialogsEnabled_ ? QFileDialog::getSaveFileName(this, tr("Save the measured profile"), suggested,
+                                                          tr("Partex profiles (*.json);;All files (*)"))
+                           : suggested;
+    if (path.isEmpty()) return finish(false, tr("The measured profile was not saved, so it is not loaded"));
+  }
+  if (auto st = saveProfile(path.toStdString(), *run->profile); !st) {
+    const QString msg = QString::fromStdString(namingFile(path, st).message());
+    showError(msg);
+    return finish(false, msg);
+  }
+  if (auto st = loadProfile(path); !st) return finish(false, QString::fromStdString(st.message()));
+  finish(true, tr("Measured %1 kernel runs in %2 s, saved %3 and loaded it")
+                   .arg(run->info.measurements)
+                   .arg(run->info.seconds, 0, 'f', 1)
+                   .arg(QFileInfo(path).fileName()));
 }
 
 }  // namespace partex::gui

@@ -4,11 +4,14 @@
 /// operator table and the Gantt chart. It wires the graph view's hand-made drag to the drop targets
 /// (palette entries, Gantt device rows) and shows a preview while a drag hovers a device.
 
+#include <QFutureWatcher>
 #include <QList>
 #include <QMainWindow>
+#include <QPointer>
 #include <QStringList>
 #include <QTimer>
 
+#include <atomic>
 #include <memory>
 
 #include "gui/operatortablemodel.h"
@@ -26,6 +29,12 @@ class QTextBrowser;
 class QListWidget;
 class QDockWidget;
 class QAction;
+class QProgressDialog;
+
+namespace partex {
+class BackendRegistry;
+class Backend;
+}  // namespace partex
 
 namespace partex::gui {
 
@@ -75,6 +84,33 @@ class MainWindow : public QMainWindow {
   /// Restores the autosave without asking, as unsaved work (tests, and checkRecovery's yes).
   Status recoverAutosave();
 
+  // --- Profiles: measured and imported costs (Session::addProfile) -------------------------------
+  /// Loads a Partex profile (File > Load profile... after its file dialog). An error (one line naming
+  /// the file) is shown in a dialog (with dialogs enabled) and the status bar, and returned.
+  Status loadProfile(const QString& path);
+  /// Imports an ONNX Runtime profiling JSON as the times of `device` (File > Import ONNX Runtime
+  /// profile... after its dialogs). Errors as loadProfile().
+  Status importOrtProfile(const QString& path, const QString& device, const QString& provider = {});
+  /// Removes profile `index` of the session's list (the Remove button of the profile list).
+  Status removeProfile(int index);
+  /// Why "Profile on this machine" cannot run now ("" when it can): no model, a platform other than
+  /// this-machine, or no platform device the CPU backend runs on.
+  QString profilingUnavailableReason();
+  /// The platform devices the profiler would measure: those of the CPU backend, in platform order.
+  QStringList profilableDevices();
+  /// Runs the profiler on a worker thread (Profile on this machine...) with a progress dialog that can
+  /// cancel (with dialogs enabled). When it ends the profile is saved to `savePath` (empty: asked with
+  /// a save dialog, next to the model) and loaded; profilingFinished() reports the end.
+  Status startProfiling(const QString& savePath = {}, int reps = 10, int warmup = 2);
+  /// Asks a running profiler to stop.
+  void cancelProfiling();
+  bool profilingRunning() const;
+  /// The "Costs: N measured, N imported, N modelled" line of the status bar.
+  QLabel* costsLabel() const { return costs_; }
+  /// The list of applied profiles (platform dock).
+  QListWidget* profileList() const { return profileList_; }
+  QAction* profileAction() const { return profileAction_; }
+
   // --- Exports: each writes atomically and returns the error naming the file ---------------------
   Status exportPlan(const QString& path);
   /// Chrome / Perfetto trace JSON.
@@ -122,6 +158,9 @@ class MainWindow : public QMainWindow {
  signals:
   /// Emitted when a load finished (ok or not).
   void modelLoaded(bool ok);
+  /// Emitted when "Profile on this machine" ended: measured, saved and loaded (ok), or failed,
+  /// cancelled or not saved; `message` says which.
+  void profilingFinished(bool ok, const QString& message);
 
  protected:
   void dragEnterEvent(QDragEnterEvent* e) override;
@@ -133,6 +172,14 @@ class MainWindow : public QMainWindow {
   void buildDocks();
   void buildMenus();
   void onModelChanged();
+  void onCostsChanged();
+  void adoptCostTable();
+  void updateProfiles();
+  void chooseProfile();
+  void chooseOrtProfile();
+  void profileWithDialog();
+  void onProfiled();
+  const Backend* cpuBackend();
   void onLoadFailed(const QString& message);
   void onPlanChanged();
   void onSelectionChanged();
@@ -202,6 +249,18 @@ class MainWindow : public QMainWindow {
   QString lastError_;
   bool dialogsEnabled_ = true;
   int previewDevice_ = -1;
+  QLabel* costs_ = nullptr;
+  QLabel* profileCosts_ = nullptr;
+  QListWidget* profileList_ = nullptr;
+  QPushButton* removeProfileButton_ = nullptr;
+  QAction* profileAction_ = nullptr;
+  std::unique_ptr<BackendRegistry> backends_;  ///< Created on first use (Profile on this machine).
+  struct ProfileRun;
+  QFutureWatcher<std::shared_ptr<ProfileRun>>* profileWatcher_ = nullptr;
+  std::shared_ptr<std::atomic<bool>> profileCancel_;
+  QPointer<QProgressDialog> profileDialog_;
+  QString profileSavePath_;
+  bool profiling_ = false;
 };
 
 }  // namespace partex::gui

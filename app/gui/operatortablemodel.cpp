@@ -17,7 +17,8 @@ void OperatorTableModel::setSession(Session* session) {
   session_ = session;
   connect(session, &Session::modelChanged, this, [this] { setModel(session_->modelPtr()); });
   connect(session, &Session::planChanged, this, [this] {
-    if (rowCount() > 0) emit dataChanged(index(0, Device), index(rowCount() - 1, Device));
+    // Device, Time and Source follow the plan and the cost table (a profile changes both).
+    if (rowCount() > 0) emit dataChanged(index(0, Device), index(rowCount() - 1, Source));
   });
 }
 
@@ -38,6 +39,7 @@ QVariant OperatorTableModel::data(const QModelIndex& index, int role) const {
   if (role == Qt::TextAlignmentRole) {
     switch (index.column()) {
       case Index:
+      case Time:
       case Macs:
       case Flops:
       case BytesIn:
@@ -61,6 +63,17 @@ QVariant OperatorTableModel::data(const QModelIndex& index, int role) const {
     case Device:
       if (!session_ || session_->modelPtr() != model_) return {};
       return session_->deviceLabel(session_->deviceOf(index.row()));
+    case Time:
+    case Source: {
+      if (!session_ || session_->modelPtr() != model_ || !session_->table()) return {};
+      const CostTable& t = *session_->table();
+      const int d = session_->deviceOf(index.row());
+      if (index.row() >= t.numTasks() || d < 0 || d >= t.numDevices()) return {};
+      const size_t at = static_cast<size_t>(index.row()) * static_cast<size_t>(t.numDevices()) + static_cast<size_t>(d);
+      if (index.column() == Source) return QString::fromLatin1(provenanceName(t.provenance[at]));
+      if (sortRole) return t.cost[at];
+      return QString::number(t.cost[at], 'f', 1);
+    }
     case Macs:
       return sortRole ? QVariant::fromValue<qlonglong>(w.macs)
                       : QVariant(QString::fromStdString(withCommas(static_cast<uint64_t>(w.macs))));
@@ -90,8 +103,9 @@ QVariant OperatorTableModel::data(const QModelIndex& index, int role) const {
 QVariant OperatorTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
     return QAbstractTableModel::headerData(section, orientation, role);
-  static const char* names[ColumnCount] = {"#",    "Name",  "Op type",  "Class",     "Device",
-                                           "MACs", "FLOPs", "Bytes in", "Bytes out", "Output shapes"};
+  static const char* names[ColumnCount] = {"#",     "Name",     "Op type",   "Class",        "Device", "Time (us)",
+                                           "Cost source", "MACs",     "FLOPs",     "Bytes in",     "Bytes out",
+                                           "Output shapes"};
   return (section >= 0 && section < ColumnCount) ? tr(names[section]) : QVariant();
 }
 

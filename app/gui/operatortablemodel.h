@@ -1,6 +1,6 @@
 #pragma once
-/// \file Table model of a graph's operators (name, type, class, device, MACs, FLOPs, bytes, output
-/// shapes).
+/// \file Table model of a graph's operators (name, type, class, device, time and cost source there, MACs,
+/// FLOPs, bytes, output shapes).
 
 #include <QAbstractTableModel>
 
@@ -13,11 +13,14 @@ namespace partex::gui {
 
 class Session;
 
-/// One row per operator. With a session set, the Device column shows where the current plan puts it.
+/// One row per operator. With a session set, the Device column shows where the current plan puts it,
+/// and Time and Source its cost there and where that cost comes from.
 class OperatorTableModel : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Column { Index, Name, OpType, Class, Device, Macs, Flops, BytesIn, BytesOut, Shapes, ColumnCount };
+  /// Time: the operator's cost on the device the plan puts it on; Source: where that cost comes from
+  /// (modelled, measured, imported).
+  enum Column { Index, Name, OpType, Class, Device, Time, Source, Macs, Flops, BytesIn, BytesOut, Shapes, ColumnCount };
   explicit OperatorTableModel(QObject* parent = nullptr);
   void setModel(std::shared_ptr<const LoadedModel> model);
   /// Follows the session's model and plan (the Device column).

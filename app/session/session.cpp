@@ -14,10 +14,131 @@
 #include <set>
 
 #include "plan/planfile.h"
+#include "profile/ortprofile.h"
 #include "session/commands.h"
 #include "session/palette.h"
+#include "support/strings.h"
 
 namespace partex::gui {
+
+// --- Profiles ----------------------------------------------------------------------------------
+
+static std::string fileNameOf(const std::string& path) {
+  return QFileInfo(QString::fromStdString(path)).fileName().toStdString();
+}
+
+static std::string absolutePath(const std::string& path) {
+  return QFileInfo(QString::fromStdString(path)).absoluteFilePath().toStdString();
+}
+
+std::string LoadedProfile::fileName() const {
+  return fileNameOf(path);
+}
+
+std::vector<std::string> LoadedProfile::deviceIds() const {
+  std::vector<std::string> ids;
+  for (const auto& d : profile.devices) ids.push_back(d.id);
+  return ids;
+}
+
+Result<LoadedProfile> readProfile(const std::string& path) {
+  auto p = loadProfileFile(path);
+  if (!p) return Error{p.message()};
+  LoadedProfile lp;
+  lp.kind = LoadedProfile::Kind::Partex;
+  lp.path = absolutePath(path);
+  lp.profile = std::move(p).value();
+  return lp;
+}
+
+Result<LoadedProfile> readOrtImport(const std::string& path, const std::string& device, const std::string& provider) {
+  if (device.empty()) return makeError(fileNameOf(path), ": name the device the ONNX Runtime times were measured on");
+  auto p = loadOrtProfileFile(path, device, provider);
+  if (!p) return Error{p.message()};
+  LoadedProfile lp;
+  lp.kind = LoadedProfile::Kind::OrtImport;
+  lp.path = absolutePath(path);
+  lp.profile = std::move(p).value();
+  lp.device = device;
+  lp.provider = provider;
+  return lp;
+}
+
+Result<ApplyReport> applyLoadedProfile(CostTable& t, const LoadedProfile& p, const LoadedModel& model) {
+  // As partex-cli's applyCostSources (app/cli/cmd_profile.cpp): a Partex profile is matched by the
+  // model's graph hash unless it was itself imported; an ONNX Runtime import by operator name.
+  ApplyOptions o;
+  o.modelFile = fileNameOf(model.path);
+  o.origin = p.fileName();
+  if (p.kind == LoadedProfile::Kind::Partex) {
+    o.modelSha256 = model.graph.graphSha256;
+    o.matchByName = p.profile.imported;
+  } else {
+    o.matchByName = true;
+  }
+  auto r = applyProfile(t, p.profile, o);
+  if (!r) return r;
+  if (r->opsApplied == 0 && r->groupsApplied == 0 && r->pairsApplied == 0) {
+    size_t ops = 0;
+    for (const auto& d : p.profile.devices) ops += d.ops.size();
+    return makeError(o.origin, ": none of its ", std::to_string(ops), " operator times is for an operator of ",
+                     o.modelFile);
+  }
+  return r;
+}
+
+std::vector<LoadedProfile> applyProfiles(CostTable& t, const std::vector<LoadedProfile>& profiles,
+                                         const LoadedModel& model, std::vector<std::string>* warnings) {
+  std::vector<LoadedProfile> applied;
+  for (const auto& p : profiles) {
+    // On a copy: a refused profile may have changed part of the table before the refusal.
+    CostTable trial = t;
+    auto r = applyLoadedProfile(trial, p, model);
+    if (!r) {
+      if (warnings) warnings->push_back("profile " + p.fileName() + " left out: " + r.message());
+      continue;
+    }
+    t = std::move(trial);
+    applied.push_back(p);
+    applied.back().report = std::move(r).value();
+  }
+  return applied;
+}
+
+std::string applySummary(const LoadedProfile& p) {
+  const ApplyReport& r = p.report;
+  std::string s = p.fileName() + ": " + std::to_string(r.opsApplied) + " operator times applied on " +
+                  join(p.deviceIds(), ", ");
+  if (r.groupsApplied) s += ", " + std::to_string(r.groupsApplied) + " group times";
+  if (r.pairsApplied) s += ", " + std::to_string(r.pairsApplied) + " transfer models";
+  if (!r.unmatchedProfileOps.empty())
+    s += "; " + std::to_string(r.unmatchedProfileOps.size()) + " profiled operators are not in the model";
+  if (!r.unprofiledOps.empty())
+    s += "; " + std::to_string(r.unprofiledOps.size()) + " operator/device pairs keep their modelled cost";
+  if (!r.typeMismatches.empty()) s += "; op types differ for " + std::to_string(r.typeMismatches.size());
+  return s;
+}
+
+CostCounts countCosts(const CostTable& t) {
+  CostCounts c;
+  for (size_t i = 0; i < t.cost.size() && i < t.provenance.size(); ++i) {
+    if (!(t.cost[i] < kInf)) continue;
+    switch (t.provenance[i]) {
+      case Provenance::Measured:
+        ++c.measured;
+        break;
+      case Provenance::Imported:
+        ++c.imported;
+        break;
+      case Provenance::Modelled:
+        ++c.modelled;
+        break;
+    }
+  }
+  return c;
+}
+
+// --- Preparing a session -----------------------------------------------------------------------
 
 bool PlanState::operator==(const PlanState& o) const {
   return plan.device == o.plan.device && plan.order == o.plan.order && pinned == o.pinned && manual == o.manual &&
@@ -34,14 +155,15 @@ static Plan singleDevicePlan(const CostTable& t, DeviceId d) {
   return p;
 }
 
-Result<Prepared> prepareSession(std::shared_ptr<const LoadedModel> model, const std::string& platformNameOrPath) {
+Result<Prepared> prepareSession(std::shared_ptr<const LoadedModel> model, const std::string& platformNameOrPath,
+                                const std::vector<LoadedProfile>& profiles) {
   auto platform = loadPlatform(platformNameOrPath);
   if (!platform) return makeError("platform ", platformNameOrPath, ": ", platform.message());
-  return prepareSession(std::move(model), std::move(platform).value(), platformNameOrPath);
+  return prepareSession(std::move(model), std::move(platform).value(), platformNameOrPath, profiles);
 }
 
 Result<Prepared> prepareSession(std::shared_ptr<const LoadedModel> model, Platform platform,
-                                const std::string& platformNameOrPath) {
+                                const std::string& platformNameOrPath, const std::vector<LoadedProfile>& profiles) {
   if (!model) return makeError("no model loaded");
   auto table = buildCostTable(model->graph, model->work, platform);
   if (!table)
@@ -50,7 +172,18 @@ Result<Prepared> prepareSession(std::shared_ptr<const LoadedModel> model, Platfo
   p.model = std::move(model);
   p.platformName = platformNameOrPath;
   p.platform = std::move(platform);
-  p.table = std::make_shared<const CostTable>(std::move(table).value());
+  if (profiles.empty()) {
+    p.table = std::make_shared<const CostTable>(std::move(table).value());
+    p.modelled = p.table;
+  } else {
+    // The profiles go over the modelled costs before HEFT, so that the initial plan uses them.
+    p.modelled = std::make_shared<const CostTable>(table.value());
+    std::vector<std::string> dropped;
+    p.profiles = applyProfiles(*table, profiles, *p.model, &dropped);
+    p.table = std::make_shared<const CostTable>(std::move(table).value());
+    for (size_t i = 0; i < dropped.size(); ++i) p.note += (i ? "; " : "") + dropped[i];
+    p.modified = !dropped.empty();  // the session's profile list now differs from the one asked for
+  }
   const CostTable& t = *p.table;
   p.state.manual.assign(static_cast<size_t>(t.numTasks()), 0);
   // The initial plan is HEFT's: quick on any size, and a sensible partition to start editing from.
@@ -82,13 +215,34 @@ Result<Prepared> prepareProject(const Project& project, const std::string& origi
   const std::string file = QFileInfo(QString::fromStdString(origin)).fileName().toStdString();
   auto model = loadModel(project.modelPath, project.dims);
   if (!model) return makeError(file, ": ", model.message());
-  auto prepared = prepareSession(model.value(), project.platform);
+  // Profiles that cannot be read are left out with a warning: the project still opens.
+  std::vector<std::string> notes;
+  std::vector<LoadedProfile> profiles;
+  for (const auto& f : project.profiles) {
+    auto lp = readProfile(f);
+    if (lp)
+      profiles.push_back(std::move(lp).value());
+    else
+      notes.push_back("profile " + fileNameOf(f) + " left out: " + lp.message());
+  }
+  for (const auto& imp : project.ortImports) {
+    auto lp = readOrtImport(imp.path, imp.device, imp.provider);
+    if (lp)
+      profiles.push_back(std::move(lp).value());
+    else
+      notes.push_back("ONNX Runtime import " + fileNameOf(imp.path) + " left out: " + lp.message());
+  }
+  const bool unread = !notes.empty();
+  auto prepared = prepareSession(model.value(), project.platform, profiles);
   if (!prepared) return makeError(file, ": ", prepared.message());
   Prepared out = std::move(prepared).value();
+  if (!out.note.empty()) notes.push_back(out.note);  // profiles that did not apply
+  out.note.clear();
+  out.modified = out.modified || unread;
+  for (auto& n : notes) n = file + ": " + n;
   const CostTable& t = *out.table;
   auto pins = resolvePins(project, t, origin);
   if (!pins) return Error{pins.message()};
-  std::vector<std::string> notes;
   const std::string& sha = out.model->graph.graphSha256;
   if (!project.modelSha256.empty() && !sha.empty() && project.modelSha256 != sha)
     notes.push_back(file + ": the model changed since the project was saved");
@@ -216,7 +370,11 @@ Session::~Session() {
 
 void Session::open(const QString& path, const QStringList& dims) {
   emit loadStarted(tr("Loading %1...").arg(QFileInfo(path).fileName()));
-  startPrepare(nullptr, path, dims);
+  // Profiles belong to a model: reloading the same file re-applies them (a changed model refuses
+  // them with a warning), another model starts without.
+  const bool reload =
+      model_ && QFileInfo(path).absoluteFilePath() == QFileInfo(QString::fromStdString(model_->path)).absoluteFilePath();
+  startPrepare(nullptr, path, dims, reload ? profiles_ : std::vector<LoadedProfile>{});
 }
 
 void Session::setPlatform(const QString& nameOrPath) {
@@ -225,7 +383,7 @@ void Session::setPlatform(const QString& nameOrPath) {
   customPlatform_.reset();
   if (!model_) return;
   emit loadStarted(tr("Building the cost table on %1...").arg(nameOrPath));
-  startPrepare(model_, QString(), {});
+  startPrepare(model_, QString(), {}, profiles_);
 }
 
 void Session::setPlatform(const Platform& platform, const QString& label) {
@@ -233,10 +391,11 @@ void Session::setPlatform(const Platform& platform, const QString& label) {
   customPlatform_ = platform;
   if (!model_) return;
   emit loadStarted(tr("Building the cost table on %1...").arg(label));
-  startPrepare(model_, QString(), {});
+  startPrepare(model_, QString(), {}, profiles_);
 }
 
-void Session::startPrepare(std::shared_ptr<const LoadedModel> model, const QString& path, const QStringList& dims) {
+void Session::startPrepare(std::shared_ptr<const LoadedModel> model, const QString& path, const QStringList& dims,
+                           std::vector<LoadedProfile> profiles) {
   const int gen = ++prepGeneration_;
   prepPending_ = true;
   std::vector<std::string> d;
@@ -245,14 +404,14 @@ void Session::startPrepare(std::shared_ptr<const LoadedModel> model, const QStri
   const std::optional<Platform> custom = customPlatform_;
   const std::string file = path.toStdString();
   // The generation travels with the result so that a superseded job's result is dropped.
-  prepWatcher_->setFuture(QtConcurrent::run([model, file, d, plat, custom, gen]() -> Result<Prepared> {
+  prepWatcher_->setFuture(QtConcurrent::run([model, file, d, plat, custom, gen, profiles]() -> Result<Prepared> {
     std::shared_ptr<const LoadedModel> m = model;
     if (!m) {
       auto loaded = loadModel(file, d);
       if (!loaded) return Error{loaded.message()};
       m = loaded.value();
     }
-    auto p = custom ? prepareSession(m, *custom, plat) : prepareSession(m, plat);
+    auto p = custom ? prepareSession(m, *custom, plat, profiles) : prepareSession(m, plat, profiles);
     if (p) p->generation = gen;
     return p;
   }));
@@ -269,7 +428,7 @@ void Session::openProject(const Project& project, const QString& origin, bool mo
     auto p = prepareProject(project, file);
     if (p) {
       p->generation = gen;
-      p->modified = modified;
+      p->modified = p->modified || modified;
     }
     return p;
   }));
@@ -320,6 +479,8 @@ void Session::install(Prepared p) {
   installedCustom_ = customPlatform_;
   platform_ = std::move(p.platform);
   table_ = std::move(p.table);
+  modelled_ = p.modelled ? std::move(p.modelled) : table_;
+  profiles_ = std::move(p.profiles);
   sim_ = std::make_unique<Simulator>(*table_);
   preview_ = std::make_unique<Simulator>(*table_);
   topoPos_.assign(static_cast<size_t>(table_->numTasks()), 0);
@@ -335,8 +496,128 @@ void Session::install(Prepared p) {
   timeline_ = tl ? std::move(tl).value() : std::move(p.timeline);
   refreshDerived();
   emit modelChanged();
+  emit profilesChanged();
   emit selectionChanged(selection_);
   emit planChanged(timeline_);
+}
+
+// --- Profiles ----------------------------------------------------------------------------------
+
+CostCounts Session::costCounts() const {
+  return table_ ? countCosts(*table_) : CostCounts{};
+}
+
+Result<ApplyReport> Session::addProfile(const QString& path) {
+  if (!hasModel()) return makeError(QFileInfo(path).fileName().toStdString(), ": open a model first");
+  auto lp = readProfile(path.toStdString());
+  if (!lp) {
+    emit message(tr("Profile refused: %1").arg(QString::fromStdString(lp.message())));
+    return Error{lp.message()};
+  }
+  return addLoadedProfile(std::move(lp).value());
+}
+
+Result<ApplyReport> Session::addOrtImport(const QString& path, const QString& device, const QString& provider) {
+  if (!hasModel()) return makeError(QFileInfo(path).fileName().toStdString(), ": open a model first");
+  auto lp = readOrtImport(path.toStdString(), device.toStdString(), provider.toStdString());
+  if (!lp) {
+    emit message(tr("Import refused: %1").arg(QString::fromStdString(lp.message())));
+    return Error{lp.message()};
+  }
+  return addLoadedProfile(std::move(lp).value());
+}
+
+Result<ApplyReport> Session::addLoadedProfile(LoadedProfile p) {
+  std::vector<LoadedProfile> list = profiles_;
+  // The same file again (measured again, edited) replaces the applied one in its place; otherwise a
+  // Partex profile goes after the others, before the imports, and an import goes last.
+  int at = -1;
+  for (size_t i = 0; i < list.size(); ++i)
+    if (list[i].path == p.path && list[i].kind == p.kind && list[i].device == p.device) at = static_cast<int>(i);
+  if (at >= 0) {
+    list[static_cast<size_t>(at)] = std::move(p);
+  } else {
+    auto pos = list.end();
+    if (p.kind == LoadedProfile::Kind::Partex)
+      pos = std::find_if(list.begin(), list.end(),
+                         [](const LoadedProfile& x) { return x.kind == LoadedProfile::Kind::OrtImport; });
+    at = static_cast<int>(pos - list.begin());
+    list.insert(pos, std::move(p));
+  }
+  const double before = timeline_.makespan;
+  auto r = installProfiles(std::move(list), at);
+  if (!r) {
+    emit message(tr("Profile refused: %1").arg(QString::fromStdString(r.message())));
+    return r;
+  }
+  emit message(tr("%1; makespan %2 us -> %3 us")
+                   .arg(QString::fromStdString(applySummary(profiles_[static_cast<size_t>(at)])))
+                   .arg(before, 0, 'f', 1)
+                   .arg(timeline_.makespan, 0, 'f', 1));
+  return r;
+}
+
+Status Session::removeProfile(int index) {
+  if (index < 0 || static_cast<size_t>(index) >= profiles_.size())
+    return makeError("no profile ", std::to_string(index + 1), " (", std::to_string(profiles_.size()), " loaded)");
+  std::vector<LoadedProfile> list = profiles_;
+  const std::string name = list[static_cast<size_t>(index)].fileName();
+  list.erase(list.begin() + index);
+  const double before = timeline_.makespan;
+  auto r = installProfiles(std::move(list), -1);
+  if (!r) return r.status();
+  emit message(tr("Removed %1; makespan %2 us -> %3 us")
+                   .arg(QString::fromStdString(name))
+                   .arg(before, 0, 'f', 1)
+                   .arg(timeline_.makespan, 0, 'f', 1));
+  return {};
+}
+
+Result<ApplyReport> Session::installProfiles(std::vector<LoadedProfile> profiles, int changed) {
+  if (!table_ || !model_ || !modelled_) return makeError("no model loaded");
+  if (prepPending_) return makeError("a model or platform is still loading: try again when it has loaded");
+  // The new table: the modelled one with every profile applied in order, built aside so that a
+  // refusal changes nothing.
+  auto t = std::make_shared<CostTable>(*modelled_);
+  for (auto& p : profiles) {
+    auto r = applyLoadedProfile(*t, p, *model_);
+    if (!r) return Error{r.message()};
+    p.report = std::move(r).value();
+  }
+  auto check = simulate(*t, state_.plan);
+  if (!check) return makeError("the current plan does not simulate on the new costs: ", check.message());
+
+  // Install it as install() does for a model change, keeping the model, platform, plan and pins.
+  // The old table stays alive until the views have moved to the new one (costsChanged) and the
+  // simulators that reference it are gone.
+  const std::shared_ptr<const CostTable> old = table_;
+  if (schedCancel_) schedCancel_->store(true);
+  if (compareCancel_) compareCancel_->store(true);
+  ++schedGeneration_;  // a running scheduler's plan was made on the old costs: dropped when it arrives
+  const bool schedulerStopped = schedPending_;
+  schedPending_ = false;
+  dirty_ = true;  // the profile list is part of the project
+  undo_->clear();  // its timelines and reference makespans belong to the old costs
+  preview_.reset();
+  sim_.reset();
+  table_ = std::move(t);
+  profiles_ = std::move(profiles);
+  sim_ = std::make_unique<Simulator>(*table_);
+  preview_ = std::make_unique<Simulator>(*table_);
+  lowerBound_ = lowerBound(*table_);
+  auto tl = sim_->run(state_.plan);
+  timeline_ = tl ? std::move(tl).value() : std::move(check).value();
+  // The current plan on the new costs is the reference from now on: the last scheduler's makespan
+  // was computed on costs that no longer hold.
+  state_.schedulerMakespan = timeline_.makespan;
+  refreshDerived();
+  emit costsChanged();
+  emit profilesChanged();
+  emit planChanged(timeline_);
+  if (schedulerStopped) emit schedulerFinished(false, tr("Scheduler cancelled: the costs changed"));
+  if (changed >= 0 && static_cast<size_t>(changed) < profiles_.size())
+    return profiles_[static_cast<size_t>(changed)].report;
+  return ApplyReport{};
 }
 
 void Session::refreshDerived() {
@@ -682,6 +963,7 @@ void Session::runCompare(const QStringList& algorithms, double timeLimitSec) {
   compareCancel_ = cancel;
   comparePending_ = true;
   auto table = table_;
+  compareTable_ = table_;
   std::vector<std::string> algos;
   for (const auto& a : algorithms) algos.push_back(a.toStdString());
   SchedOptions o;
@@ -745,6 +1027,13 @@ void Session::onCompared() {
   comparePending_ = false;
   const bool cancelled = compareCancel_ && compareCancel_->load();
   auto rows = compareWatcher_->result();
+  if (compareTable_.lock() != table_) {
+    // Computed on a cost table that was replaced meanwhile (a profile was added or removed): the
+    // rows' plans still fit the model, but their makespans belong to costs that no longer hold.
+    emit schedulerFinished(false, tr("Comparison cancelled: the costs changed"));
+    emit compareFinished({});
+    return;
+  }
   emit schedulerFinished(!cancelled,
                          cancelled ? tr("Comparison cancelled") : tr("Compared %1 algorithms").arg(rows.size()));
   emit compareFinished(rows);

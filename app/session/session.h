@@ -22,6 +22,7 @@
 #include "cost/costtable.h"
 #include "plan/project.h"
 #include "platform/platform.h"
+#include "profile/profile.h"
 #include "sched/scheduler.h"
 #include "session/loadedmodel.h"
 #include "sim/plan.h"
@@ -44,12 +45,56 @@ struct PlanState {
   bool operator==(const PlanState& o) const;
 };
 
+/// A profile applied over the modelled costs: a Partex profile file (partex-cli --profile) or an
+/// ONNX Runtime profiling JSON imported for one device (partex-cli --import-ort FILE --device ID).
+struct LoadedProfile {
+  enum class Kind { Partex, OrtImport };
+  Kind kind = Kind::Partex;
+  std::string path;      ///< Absolute path of the file it was read from.
+  Profile profile;       ///< As read.
+  std::string device;    ///< OrtImport: the platform device the times are for.
+  std::string provider;  ///< OrtImport: the execution provider whose events were kept ("" = all).
+  ApplyReport report;    ///< What its last application to the session's cost table did.
+  /// The file name (no folder), as errors and the profile list name it.
+  std::string fileName() const;
+  /// The device ids it holds times for.
+  std::vector<std::string> deviceIds() const;
+};
+
+/// Reads a Partex profile file. Errors are one line naming the file.
+Result<LoadedProfile> readProfile(const std::string& path);
+/// Reads an ONNX Runtime profiling JSON as the times of platform device `device`, keeping only the
+/// events of `provider` when it is not empty. Errors are one line naming the file.
+Result<LoadedProfile> readOrtImport(const std::string& path, const std::string& device, const std::string& provider);
+/// Applies a profile to `t` with the options partex-cli uses for --profile and --import-ort (the
+/// model's graph hash and file name; imports matched by operator name). Besides applyProfile()'s
+/// refusals (another model, a device not on the platform) it refuses a profile none of whose times
+/// match an operator of the model. `t` is unspecified after an error: apply to a copy.
+Result<ApplyReport> applyLoadedProfile(CostTable& t, const LoadedProfile& p, const LoadedModel& model);
+/// Applies `profiles` to `t` in order. One that is refused is left out and `warnings` gets a line naming
+/// its file and the reason ("x.json dropped: ..."). Returns the applied ones, with their reports.
+std::vector<LoadedProfile> applyProfiles(CostTable& t, const std::vector<LoadedProfile>& profiles,
+                                         const LoadedModel& model, std::vector<std::string>* warnings);
+/// One line about an application: "x.json: 132 operator times applied (2 devices), 3 transfer models;
+/// 4 profiled operators are not in the model".
+std::string applySummary(const LoadedProfile& p);
+
+/// Cost entries (operator x device pairs that can run) by where they come from.
+struct CostCounts {
+  int measured = 0;
+  int imported = 0;
+  int modelled = 0;
+};
+CostCounts countCosts(const CostTable& t);
+
 /// What a model or platform change installs, built off the GUI thread by prepareSession().
 struct Prepared {
   std::shared_ptr<const LoadedModel> model;
   std::string platformName;  ///< Preset name or platform file, as the user gave it.
   Platform platform;
-  std::shared_ptr<const CostTable> table;
+  std::shared_ptr<const CostTable> modelled;  ///< The cost table from the device models alone.
+  std::shared_ptr<const CostTable> table;     ///< `modelled` with `profiles` applied: the one scheduled.
+  std::vector<LoadedProfile> profiles;        ///< Applied to `table`, in order.
   PlanState state;        ///< The initial plan: HEFT, or everything on the host when HEFT fails.
   Timeline timeline;      ///< Its simulation.
   int generation = 0;     ///< Job number, so that a superseded job's result is dropped.
@@ -57,16 +102,23 @@ struct Prepared {
   bool modified = false;  ///< Install as unsaved work (a recovered autosave).
 };
 
-/// Builds the cost table of `model` on a platform (preset name or file) and an initial HEFT plan.
-/// Runs on a worker thread; every failure is a one-line message.
-Result<Prepared> prepareSession(std::shared_ptr<const LoadedModel> model, const std::string& platformNameOrPath);
+/// Builds the cost table of `model` on a platform (preset name or file), applies `profiles` over it in
+/// order (one that no longer applies, e.g. for a device the platform lacks, is dropped and named in
+/// Prepared::note) and makes an initial HEFT plan on the result. Runs on a worker thread; every
+/// failure is a one-line message.
+Result<Prepared> prepareSession(std::shared_ptr<const LoadedModel> model, const std::string& platformNameOrPath,
+                                const std::vector<LoadedProfile>& profiles = {});
 /// The same on a platform given as an object (an edited platform); `label` names it.
-Result<Prepared> prepareSession(std::shared_ptr<const LoadedModel> model, Platform platform, const std::string& label);
+Result<Prepared> prepareSession(std::shared_ptr<const LoadedModel> model, Platform platform, const std::string& label,
+                                const std::vector<LoadedProfile>& profiles = {});
 
 /// Builds a session from a project (runs on a worker thread): the model with its dimensions, the
-/// platform, then the embedded plan validated against the cost table (readPlan), the pins and the
-/// manual flags. A plan that does not fit falls back to HEFT (respecting the pins) and says so in
-/// Prepared::note; a missing model or platform, or an invalid pin, fails. `origin` names the file.
+/// platform, the profiles and ONNX Runtime imports (read and applied in order; a missing, unreadable
+/// or mismatched one is left out with a warning naming it in Prepared::note, and Prepared::modified is
+/// set, since the session then differs from the file), then the embedded plan validated against the
+/// cost table (readPlan), the pins and the manual flags. A plan that does not fit falls back to HEFT
+/// (respecting the pins) and says so in Prepared::note; a missing model or platform, or an invalid
+/// pin, fails. `origin` names the file.
 Result<Prepared> prepareProject(const Project& project, const std::string& origin);
 
 /// One row of the algorithm comparison.
@@ -154,6 +206,26 @@ class Session : public QObject {
   /// chosen by the scheduler, on the critical path).
   QStringList placementReasons(int op) const;
 
+  // --- Profiles: measured and imported costs over the modelled ones ------------------------------
+  /// The applied profiles in application order: Partex profiles first, then ONNX Runtime imports (the
+  /// order of partex-cli's --profile and --import-ort), each group in the order loaded.
+  const std::vector<LoadedProfile>& profiles() const { return profiles_; }
+  /// Reads a Partex profile, applies it (with the others) to the modelled cost table, installs the
+  /// new table and re-simulates the current plan (kept as it is; the undo history is cleared, its
+  /// timelines belong to the old costs; the new makespan becomes the reference). Loading a file that is
+  /// already applied reads it again in its place. Emits message() with applySummary(). On an error (the
+  /// file unreadable or corrupt, a profile of another model, a device the platform lacks, nothing that
+  /// matches) nothing changes and the one-line error names the file. Marks the session modified.
+  Result<ApplyReport> addProfile(const QString& path);
+  /// The same for an ONNX Runtime profiling JSON whose times are those of platform device `device`.
+  Result<ApplyReport> addOrtImport(const QString& path, const QString& device, const QString& provider = {});
+  /// The same for a profile already read (the GUI's profiler writes the file, then adds it here).
+  Result<ApplyReport> addLoadedProfile(LoadedProfile p);
+  /// Removes profile `index` of profiles(): the cost table is the modelled one with the others applied.
+  Status removeProfile(int index);
+  /// The installed cost table's entries by provenance.
+  CostCounts costCounts() const;
+
   // --- Editing -------------------------------------------------------------------------------
   /// Ok when every op of `ops` may go to `device`; otherwise the reason (device cannot run the
   /// operator, with the platform's own reason; pinned elsewhere; no such device).
@@ -185,6 +257,12 @@ class Session : public QObject {
 
  signals:
   void modelChanged();
+  /// The cost table was replaced for the same model, platform and plan (a profile was added or
+  /// removed). Views holding a pointer to the table must move to table() now: the old table may be
+  /// freed once this returns. planChanged follows with the re-simulated plan.
+  void costsChanged();
+  /// profiles() changed (also after modelChanged when a rebuild dropped or re-applied profiles).
+  void profilesChanged();
   void loadFailed(const QString& message);
   /// A load succeeded with a problem (e.g. a project's plan did not fit and HEFT's was used).
   void loadWarning(const QString& message);
@@ -207,8 +285,10 @@ class Session : public QObject {
   void onCompared();
   void refreshDerived();
   QString opLabel(int op) const;
-  void startPrepare(std::shared_ptr<const LoadedModel> model, const QString& path, const QStringList& dims);
+  void startPrepare(std::shared_ptr<const LoadedModel> model, const QString& path, const QStringList& dims,
+                    std::vector<LoadedProfile> profiles);
   void startJob(std::function<Result<Prepared>()> job);
+  Result<ApplyReport> installProfiles(std::vector<LoadedProfile> profiles, int changed);
 
   std::shared_ptr<const LoadedModel> model_;
   std::string platformName_ = "mobile-soc";
@@ -217,6 +297,8 @@ class Session : public QObject {
   std::optional<Platform> installedCustom_;  ///< switch to another platform fails.
   Platform platform_;
   std::shared_ptr<const CostTable> table_;
+  std::shared_ptr<const CostTable> modelled_;  ///< table_ before the profiles.
+  std::vector<LoadedProfile> profiles_;
   std::unique_ptr<Simulator> sim_;      ///< Keeps buffers; its last run is always the current plan.
   std::unique_ptr<Simulator> preview_;  ///< Drag previews, so they never disturb sim_.
   std::vector<int> topoPos_;
@@ -238,6 +320,7 @@ class Session : public QObject {
   QFutureWatcher<QList<CompareRow>>* compareWatcher_ = nullptr;
   std::shared_ptr<std::atomic<bool>> schedCancel_;
   std::shared_ptr<std::atomic<bool>> compareCancel_;
+  std::weak_ptr<const CostTable> compareTable_;  ///< The table the running comparison works on.
   int schedGeneration_ = 0;
 };
 

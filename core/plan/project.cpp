@@ -59,6 +59,12 @@ std::string projectToJson(const Project& p, const std::string& projectPath) {
   json profiles = json::array();
   for (const auto& f : p.profiles) profiles.push_back(relativeTo(f, base));
   j["profiles"] = profiles;
+  if (!p.ortImports.empty()) {  // written only when used, so that older readers see nothing new
+    json imports = json::array();
+    for (const auto& o : p.ortImports)
+      imports.push_back({{"path", relativeTo(o.path, base)}, {"device", o.device}, {"provider", o.provider}});
+    j["ort_imports"] = imports;
+  }
   json sched;
   sched["algorithm"] = p.algorithm;
   sched["params"] = p.params;
@@ -114,6 +120,18 @@ Result<Project> parseProject(const std::string& text, const std::string& project
     for (const auto& f : j["profiles"]) {
       if (!f.is_string() || f.get<std::string>().empty()) return fail("\"profiles\" must be an array of file paths");
       p.profiles.push_back(resolve(f.get<std::string>(), base));
+    }
+  }
+  if (j.contains("ort_imports")) {
+    const char* shape = "\"ort_imports\" must be an array of {\"path\": FILE, \"device\": ID, \"provider\": NAME}";
+    if (!j["ort_imports"].is_array()) return fail(shape);
+    for (const auto& e : j["ort_imports"]) {
+      ProjectOrtImport o;
+      if (!e.is_object() || !str(e, "path", o.path, true) || o.path.empty() || !str(e, "device", o.device, true) ||
+          o.device.empty() || !str(e, "provider", o.provider, false))
+        return fail(shape);
+      o.path = resolve(o.path, base);
+      p.ortImports.push_back(std::move(o));
     }
   }
   if (j.contains("scheduler") && !j["scheduler"].is_null()) {

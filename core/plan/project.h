@@ -20,12 +20,23 @@ inline constexpr int kProjectFormatVersion = 1;
 /// File name extension of project files.
 inline constexpr const char* kProjectExtension = ".partex";
 
+/// An ONNX Runtime profiling JSON imported for one device (partex-cli --import-ort FILE --device ID).
+struct ProjectOrtImport {
+  std::string path;      ///< Absolute after reading.
+  std::string device;    ///< Platform device the times are for.
+  std::string provider;  ///< Execution provider whose events are kept ("" = all).
+  bool operator==(const ProjectOrtImport& o) const {
+    return path == o.path && device == o.device && provider == o.provider;
+  }
+};
+
 struct Project {
   std::string modelPath;                 ///< Absolute after reading.
   std::string modelSha256;               ///< Graph::graphSha256 when saved ("" unknown).
   std::vector<std::string> dims;         ///< Bound dimensions, "NAME=VALUE" or "INPUT:AXIS=VALUE".
   std::string platform;                  ///< Preset name, or a platform file path (absolute after reading).
-  std::vector<std::string> profiles;     ///< Profile files (absolute after reading).
+  std::vector<std::string> profiles;     ///< Profile files (absolute after reading), applied in order.
+  std::vector<ProjectOrtImport> ortImports;  ///< ONNX Runtime imports, applied after `profiles`, in order.
   std::string planJson;                  ///< An embedded plan-file document ("" = no plan yet).
   std::string algorithm;                 ///< The scheduler last run ("" = none).
   std::map<std::string, std::string> params;  ///< Its parameters.

@@ -22,7 +22,8 @@ Project sample(const std::string& dir) {
   p.modelSha256 = "abc123";
   p.dims = {"batch=1", "input:2=224"};
   p.platform = "mobile-soc";
-  p.profiles = {dir + "/profiles/cpu.json", "/elsewhere/ort.json"};
+  p.profiles = {dir + "/profiles/cpu.json", "/elsewhere/other.json"};
+  p.ortImports = {{dir + "/profiles/ort.json", "cpu-big", "CPUExecutionProvider"}, {"/elsewhere/ort2.json", "gpu", ""}};
   p.planJson = "{\n  \"format\": \"partex-plan\",\n  \"version\": 1\n}\n";
   p.algorithm = "heft";
   p.params = {{"budget_ms", "200"}};
@@ -54,7 +55,8 @@ class TstProject : public QObject {
     auto text = readFile(path);
     QVERIFY(text);
     QVERIFY2(text->find("\"models/net.onnx\"") != std::string::npos, "the model path is stored relative to the project");
-    QVERIFY(text->find("/elsewhere/ort.json") != std::string::npos);  // outside the folder: absolute
+    QVERIFY(text->find("/elsewhere/other.json") != std::string::npos);  // outside the folder: absolute
+    QVERIFY2(text->find("\"profiles/ort.json\"") != std::string::npos, "imports are stored relative like profiles");
     auto back = loadProjectFile(path);
     QVERIFY2(back, back.message().c_str());
     QCOMPARE(back->modelPath, p.modelPath);
@@ -62,6 +64,7 @@ class TstProject : public QObject {
     QCOMPARE(back->dims, p.dims);
     QCOMPARE(back->platform, p.platform);
     QCOMPARE(back->profiles, p.profiles);
+    QVERIFY(back->ortImports == p.ortImports);
     QCOMPARE(back->algorithm, p.algorithm);
     QCOMPARE(back->params, p.params);
     QCOMPARE(back->pins, p.pins);
@@ -80,6 +83,23 @@ class TstProject : public QObject {
     QVERIFY2(again, again.message().c_str());
     QCOMPARE(again->modelPath, moved + "/models/net.onnx");
     QCOMPARE(again->profiles.front(), moved + "/profiles/cpu.json");
+    QCOMPARE(again->ortImports.front().path, moved + "/profiles/ort.json");
+    QCOMPARE(again->ortImports.back().path, std::string("/elsewhere/ort2.json"));
+  }
+
+  void noImportsWritesNoImportsKey() {
+    // Projects without ONNX Runtime imports look exactly as before (older readers see nothing new).
+    const std::string dir = test::tempDir() + "/noimports";
+    fs::create_directories(dir);
+    Project p = sample(dir);
+    p.ortImports.clear();
+    QVERIFY(saveProject(dir + "/a.partex", p));
+    auto text = readFile(dir + "/a.partex");
+    QVERIFY(text);
+    QVERIFY(text->find("ort_imports") == std::string::npos);
+    auto back = loadProjectFile(dir + "/a.partex");
+    QVERIFY2(back, back.message().c_str());
+    QVERIFY(back->ortImports.empty());
   }
 
   void platformFileIsAPath() {
@@ -112,6 +132,12 @@ class TstProject : public QObject {
                            << "\"moves\"";
     QTest::newRow("plan") << R"({"format": "partex-project", "version": 1, "model": {"path": "m.onnx"}, "platform": "pim", "plan": 3})"
                           << "\"plan\"";
+    QTest::newRow("profiles") << R"({"format": "partex-project", "version": 1, "model": {"path": "m.onnx"}, "platform": "pim", "profiles": [""]})"
+                              << "\"profiles\"";
+    QTest::newRow("ort_imports") << R"({"format": "partex-project", "version": 1, "model": {"path": "m.onnx"}, "platform": "pim", "ort_imports": {}})"
+                                 << "\"ort_imports\"";
+    QTest::newRow("ort_imports device") << R"({"format": "partex-project", "version": 1, "model": {"path": "m.onnx"}, "platform": "pim", "ort_imports": [{"path": "o.json"}]})"
+                                        << "\"ort_imports\"";
     QTest::newRow("params") << R"({"format": "partex-project", "version": 1, "model": {"path": "m.onnx"}, "platform": "pim", "scheduler": {"algorithm": "heft", "params": {"x": 1}}})"
                             << "scheduler.params.x";
   }
