@@ -67,7 +67,8 @@ struct ProfileArgs {
   int maxGroup = 3;
   bool transfers = false;
   bool minimal = false;
-  std::string method = "per-operator";
+  std::string method = "in-context";
+  bool methodGiven = false;  ///< --method was on the command line.
   bool force = false;
   bool json = false;
   bool quiet = false;
@@ -97,7 +98,7 @@ int runProfile(const ProfileArgs& a) {
   o.groups = a.groups;
   o.maxGroup = a.maxGroup;
   o.transfers = a.transfers;
-  if (a.minimal && a.method != "minimal" && a.method != "per-operator")
+  if (a.minimal && a.methodGiven && a.method != "minimal")
     return fail("--minimal and --method " + a.method + " contradict each other");
   if (a.minimal || a.method == "minimal")
     o.method = ProfilerOptions::Method::MinimalPlan;
@@ -254,7 +255,7 @@ void addProfile(CLI::App& app, int& exitCode) {
   cmd->add_flag("--groups", a->groups, "Also measure fused groups of consecutive operators");
   cmd->add_option("--max-group", a->maxGroup, "Largest group size")->capture_default_str();
   cmd->add_flag("--transfers", a->transfers, "Also measure transfers between every pair of devices");
-  cmd->add_option("--method", a->method,
+  auto* methodOpt = cmd->add_option("--method", a->method,
                   "per-operator: each operator alone, repeated on hot caches; in-context: each operator timed "
                   "inside whole-model runs on each device (predicts whole runs best); minimal: the PIM paper's "
                   "minimal plan, in-context runs plus one crossing run for transfers (#devices + 1 runs)")
@@ -263,7 +264,10 @@ void addProfile(CLI::App& app, int& exitCode) {
   cmd->add_flag("--force", a->force, "Measure even when the output file matches");
   cmd->add_flag("--quiet,-q", a->quiet, "No progress on stderr");
   cmd->add_flag("--json", a->json, "Print a JSON summary");
-  cmd->callback([a, &exitCode] { exitCode = runProfile(*a); });
+  cmd->callback([a, methodOpt, &exitCode] {
+    a->methodGiven = methodOpt->count() > 0;
+    exitCode = runProfile(*a);
+  });
 }
 
 }  // namespace partex::cli

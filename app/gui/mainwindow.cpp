@@ -1420,6 +1420,8 @@ Status MainWindow::startProfiling(const QString& savePath, int reps, int warmup)
   const Backend* cpu = cpuBackend();
   auto model = session_->modelPtr();
   ProfilerOptions o;
+  // In context, as partex-cli profile does by default: these times predict whole runs best.
+  o.method = ProfilerOptions::Method::InContext;
   for (const auto& d : profilableDevices()) o.devices.push_back(d.toStdString());
   o.reps = std::max(1, reps);
   o.warmup = std::max(0, warmup);

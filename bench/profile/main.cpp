@@ -61,7 +61,8 @@ void benchProfilingTime(const std::string& dir, const Backend& b, int reps) {
       "| device | method | whole-model runs | timed kernel runs | wall s | sum of medians ms "
       "|\n|---|---|---:|---:|---:|---:|\n");
   for (const char* dev : {"cpu-serial", "cpu-parallel"}) {
-    for (auto method : {ProfilerOptions::Method::PerOperator, ProfilerOptions::Method::MinimalPlan}) {
+    for (auto method : {ProfilerOptions::Method::PerOperator, ProfilerOptions::Method::InContext,
+                        ProfilerOptions::Method::MinimalPlan}) {
       ProfilerOptions o;
       o.devices = {dev};
       o.reps = reps;
@@ -71,15 +72,16 @@ void benchProfilingTime(const std::string& dir, const Backend& b, int reps) {
       auto p = profileModel(*g, b, o, &info);
       const bool minimal = method == ProfilerOptions::Method::MinimalPlan;
       if (!p) {
-        std::printf("| %s | %s | error: %s | | | |\n", dev, minimal ? "minimal-plan" : "per-operator",
-                    p.message().c_str());
+        std::printf("| %s | %s | error: %s | | | |\n", dev, methodName(method), p.message().c_str());
         continue;
       }
       double sum = 0;
       for (const auto& op : p->devices[0].ops) sum += op.time.medianUs;
       std::printf(
           "| %s | %s | %s | %d | %.2f | %.1f |\n", dev, p->method.c_str(),
-          minimal ? (std::to_string(p->profilingRuns) + " plan x " + std::to_string(1 + reps) + " reps").c_str() : "-",
+          minimal ? (std::to_string(p->profilingRuns) + " plan x " + std::to_string(1 + reps) + " reps").c_str()
+          : method == ProfilerOptions::Method::InContext ? (std::to_string(1 + reps) + " runs").c_str()
+                                                          : "-",
           info.measurements, info.seconds, sum / 1e3);
       std::fflush(stdout);
     }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <ctime>
 #include <fstream>
 #include <map>
@@ -460,6 +461,7 @@ Result<ApplyReport> applyProfile(CostTable& t, const Profile& p, const ApplyOpti
   const size_t m = t.deviceIds.size();
   auto groups = std::make_shared<std::unordered_map<std::string, double>>();
   std::set<std::string> unmatched;
+  std::vector<std::pair<std::string, std::vector<double>>> ratios;  // Per profiled device: measured / modelled.
   for (const auto& pd : p.devices) {
     const std::string devId = o.deviceOverride.empty() ? pd.id : o.deviceOverride;
     const DeviceId d = deviceOf(devId);
@@ -467,6 +469,7 @@ Result<ApplyReport> applyProfile(CostTable& t, const Profile& p, const ApplyOpti
       return makeError(origin, ": device '", oneLine(devId),
                        "' is not on the platform (devices: ", join(t.deviceIds, ", "), ")");
     std::vector<bool> seen(static_cast<size_t>(t.numTasks()), false);
+    ratios.emplace_back(devId, std::vector<double>{});
     for (const auto& op : pd.ops) {
       auto it = byName.find(op.name);
       if (it == byName.end()) {
@@ -480,6 +483,9 @@ Result<ApplyReport> applyProfile(CostTable& t, const Profile& p, const ApplyOpti
           !t.taskTypes[static_cast<size_t>(v)].empty() && op.opType != t.taskTypes[static_cast<size_t>(v)])
         rep.typeMismatches.push_back(op.name + ": profile says " + op.opType + ", model says " +
                                      t.taskTypes[static_cast<size_t>(v)]);
+      if (t.provenance[idx] == Provenance::Modelled && std::isfinite(t.cost[idx]) && t.cost[idx] > 0 &&
+          op.time.medianUs > 0)
+        ratios.back().second.push_back(op.time.medianUs / t.cost[idx]);
       t.cost[idx] = op.time.medianUs;
       t.provenance[idx] = prov;
       ++rep.opsApplied;
@@ -504,6 +510,31 @@ Result<ApplyReport> applyProfile(CostTable& t, const Profile& p, const ApplyOpti
     }
   }
   rep.unmatchedProfileOps.assign(unmatched.begin(), unmatched.end());
+  // Devices left with only modelled costs are compared with measured ones by the schedulers: when the
+  // measurements are far from the model on the profiled devices, say so (those devices may look
+  // cheaper, or dearer, than they are).
+  std::vector<std::string> modelledOnly;
+  for (DeviceId d = 0; d < t.numDevices(); ++d) {
+    bool any = false;
+    for (TaskId v = 0; v < t.numTasks() && !any; ++v)
+      any = t.provenance[static_cast<size_t>(v) * m + static_cast<size_t>(d)] != Provenance::Modelled;
+    if (!any) modelledOnly.push_back(t.deviceIds[static_cast<size_t>(d)]);
+  }
+  if (!modelledOnly.empty())
+    for (auto& [dev, r] : ratios) {
+      if (r.size() < 3) continue;
+      std::sort(r.begin(), r.end());
+      const double med = r[r.size() / 2];
+      if (med >= 1.0 / 1.5 && med <= 1.5) continue;
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.2gx", med);
+      rep.notes.push_back(origin + ": on " + dev + " the measured times are " + buf +
+                          " the modelled ones (median over " + std::to_string(r.size()) + " operators); " +
+                          join(modelledOnly, ", ") + " keep" + (modelledOnly.size() == 1 ? "s" : "") +
+                          " modelled costs, so schedulers may misjudge " +
+                          (modelledOnly.size() == 1 ? "it" : "them") + ": profile " +
+                          (modelledOnly.size() == 1 ? "it" : "them") + " too");
+    }
   if (rep.opsApplied > 0 || !groups->empty()) {
     // Groups: a profiled group answers from the profile; a group whose members are all measured on d
     // costs their sum (the measured kernels run back to back; no fusion gain is assumed); anything else

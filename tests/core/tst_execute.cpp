@@ -318,19 +318,20 @@ void TestExecute::cliProfileReuseAndSchedule() {
   auto p3 = loadProfileFile(profile.toStdString());
   QVERIFY2(p3.isOk(), p3.message().c_str());
   QCOMPARE(p3->reps, 3);
-  QCOMPARE(p3->method, std::string("per-operator"));
+  QCOMPARE(p3->method, std::string("in-context"));  // The default method.
 
-  // Another method: the per-operator file is stale for it; the in-context profile is written to its own file.
-  const QString inContext = dir + "/rand_p.in-context.json";
-  QVERIFY(QFile::copy(profile, inContext));
-  QCOMPARE(run({"profile", model, "--devices", "core0", "--reps", "3", "--method", "in-context", "-o", inContext}, &out,
+  // Another method: the in-context file is stale for it; the per-operator profile is written to its own file.
+  const QString perOp = dir + "/rand_p.per-operator.json";
+  QVERIFY(QFile::copy(profile, perOp));
+  QCOMPARE(run({"profile", model, "--devices", "core0", "--reps", "3", "--method", "per-operator", "-o", perOp}, &out,
                &err),
            0);
-  QVERIFY2(err.contains("is stale (it was measured by per-operator)"), err.constData());
-  auto pc = loadProfileFile(inContext.toStdString());
+  QVERIFY2(err.contains("is stale (it was measured by in-context)"), err.constData());
+  auto pc = loadProfileFile(perOp.toStdString());
   QVERIFY2(pc.isOk(), pc.message().c_str());
-  QCOMPARE(pc->method, std::string("in-context"));
+  QCOMPARE(pc->method, std::string("per-operator"));
   QCOMPARE(pc->devices[0].ops.size(), size_t{12});
+  const QString inContext = perOp;
   // Bad method choices: one-line errors, exit code 2, the file untouched.
   const QByteArray before = [&] {
     QFile f(inContext);

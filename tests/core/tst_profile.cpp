@@ -98,6 +98,8 @@ class TestProfile : public QObject {
   void saveIntoMissingDirectoryFails();
   void applyingSetsCostsAndProvenance();
   void importedProfilesGiveImportedProvenance();
+  void measuredFarFromModelIsNoted_data();
+  void measuredFarFromModelIsNoted();
   void staleHashIsRefused();
   void matchByNameIgnoresHash();
   void unknownDeviceIsRefused();
@@ -254,6 +256,44 @@ void TestProfile::applyingSetsCostsAndProvenance() {
   QCOMPARE(t.provenance[1 * 3 + 1], Provenance::Modelled);
   QCOMPARE(t.w(0, 2), 2.0);
   QCOMPARE(t.provenance[0 * 3 + 2], Provenance::Modelled);
+}
+
+void TestProfile::measuredFarFromModelIsNoted_data() {
+  QTest::addColumn<double>("factor");
+  QTest::addColumn<bool>("noted");
+  QTest::newRow("5x the model") << 5.0 << true;
+  QTest::newRow("a fifth of the model") << 0.2 << true;
+  QTest::newRow("close to the model") << 1.2 << false;
+}
+
+void TestProfile::measuredFarFromModelIsNoted() {
+  // Only cpu is profiled: gpu and the third device keep modelled costs, which schedulers then compare
+  // with measured ones. Far from the model, the report says so and names them.
+  QFETCH(double, factor);
+  QFETCH(bool, noted);
+  CostTable t = test::tinyTable();
+  Profile p = tinyProfile();
+  p.transfers.clear();
+  p.devices.resize(1);
+  p.devices[0].groups.clear();
+  for (auto& op : p.devices[0].ops) {
+    const auto v = static_cast<TaskId>(
+        std::find(t.taskNames.begin(), t.taskNames.end(), op.name) - t.taskNames.begin());
+    QVERIFY(v < t.numTasks());
+    op.time = stat(t.w(v, 0) * factor);
+  }
+  auto r = applyProfile(t, p, opts());
+  QVERIFY2(r.isOk(), r.message().c_str());
+  std::string note;
+  for (const auto& n : r->notes)
+    if (n.find("the modelled ones") != std::string::npos) note = n;
+  QCOMPARE(!note.empty(), noted);
+  if (noted) {
+    QVERIFY2(note.find("on cpu") != std::string::npos, note.c_str());
+    QVERIFY2(note.find(t.deviceIds[1]) != std::string::npos && note.find(t.deviceIds[2]) != std::string::npos,
+             note.c_str());
+    QVERIFY2(note.find(factor > 1 ? "5x" : "0.2x") != std::string::npos, note.c_str());
+  }
 }
 
 void TestProfile::importedProfilesGiveImportedProvenance() {
