@@ -102,10 +102,15 @@ int main(int argc, char** argv) {
   const QString shot = parser.value(shotOpt);
   // Profiles go on first: the scheduler, the comparison and the screenshot below see measured costs.
   const QStringList profiles = parser.values(profileOpt);
+  const QString algo = parser.value(algoOpt);
   if (!profiles.isEmpty())
-    QObject::connect(&w, &partex::gui::MainWindow::modelLoaded, &w, [&w, profiles](bool ok) {
+    QObject::connect(&w, &partex::gui::MainWindow::modelLoaded, &w, [&w, profiles, algo](bool ok) {
       if (!ok) return;
-      for (const auto& f : profiles) (void)w.loadProfile(f);
+      bool applied = false;
+      for (const auto& f : profiles) applied = w.loadProfile(f).isOk() || applied;
+      // The initial HEFT plan was made on the modelled costs: plan again on the measured ones (an
+      // --algo below does that itself).
+      if (applied && algo.isEmpty()) w.runScheduler(QStringLiteral("heft"));
     });
   const QString select = parser.value(selectOpt);
   const QStringList compare = parser.value(compareOpt).split(QLatin1Char(','), Qt::SkipEmptyParts);
@@ -115,7 +120,6 @@ int main(int argc, char** argv) {
     });
   QElapsedTimer clock;
   clock.start();
-  const QString algo = parser.value(algoOpt);
   if (shot.isEmpty() && !algo.isEmpty()) {
     QObject::connect(&w, &partex::gui::MainWindow::modelLoaded, &w, [&w, algo](bool ok) {
       if (ok) w.runScheduler(algo);

@@ -188,6 +188,10 @@ void MainWindow::buildDocks() {
   pl->addWidget(profileCosts_);
   profileList_ = new QListWidget(pw);
   profileList_->setObjectName(QStringLiteral("profileList"));
+  // One line per profile, elided in the middle (the tooltip has the whole path and summary): a
+  // horizontal scroll bar would cover the only row of a short list.
+  profileList_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  profileList_->setTextElideMode(Qt::ElideMiddle);
   profileList_->setToolTip(tr("Applied in this order: Partex profiles, then ONNX Runtime imports; a later one "
                               "overrides an earlier one on the same operator and device"));
   pl->addWidget(profileList_);
