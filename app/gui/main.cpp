@@ -153,8 +153,9 @@ int main(int argc, char** argv) {
     });
   }
   w.show();
-  // Without a model to open, unsaved work from a session that did not exit cleanly comes first.
-  if (!explicitModel && shot.isEmpty() && w.checkRecovery()) return QApplication::exec();
+  // Unsaved work from a session that did not exit cleanly comes first, also when a model was named on
+  // the command line: the new session's first autosave would otherwise overwrite it unseen.
+  if (shot.isEmpty() && w.checkRecovery(explicitModel ? model : QString())) return QApplication::exec();
   w.openModel(model, parser.values(dimOpt));
   return QApplication::exec();
 }

@@ -1043,13 +1043,16 @@ void MainWindow::removeAutosave() {
   QFile::remove(sidecarPlatformPath(autosavePath()));
 }
 
-bool MainWindow::checkRecovery() {
+bool MainWindow::checkRecovery(const QString& instead) {
   const QFileInfo fi(autosavePath());
   if (!fi.exists() || !dialogsEnabled_) return false;
-  const auto answer = QMessageBox::question(
-      this, tr("Partex"),
-      tr("Recover unsaved work from %1?").arg(QLocale().toString(fi.lastModified(), QLocale::ShortFormat)),
-      QMessageBox::Yes | QMessageBox::No, QMessageBox::Yes);
+  QString question =
+      tr("Recover unsaved work from %1?").arg(QLocale().toString(fi.lastModified(), QLocale::ShortFormat));
+  if (!instead.isEmpty())
+    question += QLatin1Char('\n') + tr("Yes opens the recovered work instead of %1; No discards it and opens %1.")
+                                        .arg(QFileInfo(instead).fileName());
+  const auto answer =
+      QMessageBox::question(this, tr("Partex"), question, QMessageBox::Yes | QMessageBox::No, QMessageBox::Yes);
   if (answer != QMessageBox::Yes) {
     removeAutosave();
     return false;

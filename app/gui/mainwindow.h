@@ -79,8 +79,9 @@ class MainWindow : public QMainWindow {
   /// Writes the autosave now when the session has unsaved changes; false when nothing was written.
   bool autosaveNow();
   /// On start: when an autosave exists, asks "Recover unsaved work from <time>?" (only with dialogs
-  /// enabled) and recovers it or deletes it. True when a recovery was started.
-  bool checkRecovery();
+  /// enabled) and recovers it or deletes it. True when a recovery was started. `instead`: the model or
+  /// project the command line asked for, which the question names (recovering opens the work instead).
+  bool checkRecovery(const QString& instead = {});
   /// Restores the autosave without asking, as unsaved work (tests, and checkRecovery's yes).
   Status recoverAutosave();
 
