@@ -30,6 +30,7 @@ struct ExecuteArgs {
   std::vector<std::string> dims;
   CostSourceArgs costs;
   int reps = 5;
+  int spinUs = ExecOptions{}.spinUs;
   int warmup = 1;
   uint64_t seed = 1;
   bool json = false;
@@ -44,6 +45,7 @@ double medianOf(std::vector<double> v) {
 
 int runExecute(const ExecuteArgs& a) {
   if (a.reps < 1) return fail("--reps must be at least 1");
+  if (a.spinUs < 0) return fail("--spin-us must be >= 0");
   if (a.warmup < 0) return fail("--warmup must be >= 0");
   auto bytes = readFile(a.model);
   if (!bytes) return fail(bytes.message());
@@ -68,6 +70,7 @@ int runExecute(const ExecuteArgs& a) {
   if (!b) return fail("unknown backend '" + a.backend + "'");
   ExecOptions o;
   o.reps = a.reps;
+  o.spinUs = a.spinUs;
   o.warmup = a.warmup;
   o.seed = a.seed;
   o.referenceDevice = a.reference;
@@ -111,6 +114,7 @@ int runExecute(const ExecuteArgs& a) {
                         {"max_abs_diff", r->maxAbsDiff},
                         {"max_rel_diff", r->maxRelDiff},
                         {"cpu_share", r->cpuShare},
+                        {"sleeps_per_run", r->sleepsPerRun},
                         {"ops", ops}};
     if (!r->mismatch.empty()) j["mismatch"] = r->mismatch;
     std::cout << j.dump(2) << "\n";
@@ -126,6 +130,10 @@ int runExecute(const ExecuteArgs& a) {
           "Note         the kernels' threads got %.0f%% of their cores (other programs are running): measured times "
           "are stretched\n",
           r->cpuShare * 100.0);
+    if (r->sleepsPerRun > 0)
+      std::printf("Waits        %.1f per run outlasted the %d us spin and slept (a wake-up the simulator does not "
+                  "predict; see --spin-us)\n",
+                  r->sleepsPerRun, a.spinUs);
     std::printf("Outputs      %s single-device run on %s (max abs diff %.3g, max rel diff %.3g)%s%s\n",
                 r->outputsMatch ? "match the" : "DIFFER from the", refDev.c_str(), r->maxAbsDiff, r->maxRelDiff,
                 r->mismatch.empty() ? "" : ": ", r->mismatch.c_str());
@@ -151,6 +159,10 @@ void addExecute(CLI::App& app, int& exitCode) {
   cmd->add_option("--backend", a->backend, "Execution backend")->capture_default_str();
   cmd->add_option("--reference", a->reference, "Device of the single-device reference run (default: the host)");
   cmd->add_option("--reps", a->reps, "Timed runs")->capture_default_str();
+  cmd->add_option("--spin-us", a->spinUs,
+                  "How long a worker waiting for an input spins before it sleeps (waking a sleeper costs tens "
+                  "of microseconds)")
+      ->capture_default_str();
   cmd->add_option("--warmup", a->warmup, "Untimed runs before them")->capture_default_str();
   cmd->add_option("--seed", a->seed, "Seed of the synthetic inputs and weights")->capture_default_str();
   cmd->add_option("--dim", a->dims, "Bind a symbolic input dimension: NAME=VALUE or INPUT:AXIS=VALUE");

@@ -3,7 +3,7 @@
 //  (c) predicted against measured makespan for plans on core0 + core1 across the shared models (profiles
 //      per operator and in context, interleaved with the plans' executions on the real cores);
 //  (d) measured speed-up of the best two-core plan over the best single core.
-// Usage: bench_profile [MODELS_DIR] [--reps N (b)] [--rounds R (c, d)] [--only b|c] [--models a.onnx,b.onnx] [--time-limit S]
+// Usage: bench_profile [MODELS_DIR] [--reps N (b)] [--rounds R (c, d)] [--spin-us N (c, d)] [--only b|c] [--models a.onnx,b.onnx] [--time-limit S]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -154,7 +154,7 @@ double predictedMakespan(const CostTable& t, const Plan& plan) {
 /// cores once (in context and per operator) and then runs every plan once; predictions use the
 /// per-operator medians over the rounds and are set against the median makespan over the same rounds.
 void benchPredictedVsMeasured(const std::string& dir, const std::vector<std::string>& only, const Backend& b, int rounds,
-                              double timeLimit) {
+                              double timeLimit, int spinUs) {
   const Platform plat = thisMachineCores(2);
   std::vector<std::string> files;
   for (const auto& e : std::filesystem::directory_iterator(dir))
@@ -248,6 +248,7 @@ void benchPredictedVsMeasured(const std::string& dir, const std::vector<std::str
         eo.reps = 1;
         eo.warmup = 1;
         eo.checkOutputs = false;
+        eo.spinUs = spinUs;
         auto r = executePlan(*g, b, *t0, c.plan, eo);
         if (!r) {
           c.error = r.message();
@@ -329,12 +330,14 @@ void benchPredictedVsMeasured(const std::string& dir, const std::vector<std::str
 int main(int argc, char** argv) {
   std::string dir = "../shared/models", only;
   std::vector<std::string> models;
-  int reps = 5, rounds = 10;
+  int reps = 5, rounds = 10, spinUs = ExecOptions{}.spinUs;
   double timeLimit = 2.0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--reps" && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--spin-us" && i + 1 < argc) {
+      spinUs = std::max(0, std::atoi(argv[++i]));
     } else if (a == "--rounds" && i + 1 < argc) {
       rounds = std::max(1, std::atoi(argv[++i]));
     } else if (a == "--only" && i + 1 < argc) {
@@ -347,7 +350,7 @@ int main(int argc, char** argv) {
       dir = a;
     } else {
       std::fprintf(
-          stderr, "usage: bench_profile [MODELS_DIR] [--reps N] [--rounds R] [--only b|c] [--models a.onnx,...] [--time-limit S]\n");
+          stderr, "usage: bench_profile [MODELS_DIR] [--reps N] [--rounds R] [--spin-us N] [--only b|c] [--models a.onnx,...] [--time-limit S]\n");
       return 2;
     }
   }
@@ -360,6 +363,6 @@ int main(int argc, char** argv) {
   }
   std::printf("Backend: %s %s; machine: %s\n", b->name().c_str(), b->version().c_str(), machineDescription().c_str());
   if (only.empty() || only == "b") benchProfilingTime(dir, *b, reps);
-  if (only.empty() || only == "c") benchPredictedVsMeasured(dir, models, *b, rounds, timeLimit);
+  if (only.empty() || only == "c") benchPredictedVsMeasured(dir, models, *b, rounds, timeLimit, spinUs);
   return 0;
 }

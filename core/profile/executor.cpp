@@ -88,6 +88,7 @@ struct RunTimes {
   std::vector<double> startUs, endUs;
   double cpuUs = 0;   ///< CPU time of the single-thread devices' workers while they ran or spun.
   double busyUs = 0;  ///< Their wall time from the start to their last operator, less their sleeps.
+  int sleeps = 0;     ///< Waits for an input that outlasted the spin and slept.
 };
 
 /// CPU time of the calling thread in microseconds.
@@ -194,6 +195,7 @@ Result<RunTimes> runConcurrent(DeviceTeam& team, Prepared& prep, const CostTable
   times.startUs.assign(n, 0);
   times.endUs.assign(n, 0);
   std::vector<double> cpuOf(static_cast<size_t>(m), 0.0), busyOf(static_cast<size_t>(m), 0.0);
+  std::atomic<int> sleeps{0};
   int active = 0;
   for (DeviceId d = 0; d < m; ++d)
     if (static_cast<size_t>(d) < plan.order.size() && !plan.order[static_cast<size_t>(d)].empty()) ++active;
@@ -223,6 +225,7 @@ Result<RunTimes> runConcurrent(DeviceTeam& team, Prepared& prep, const CostTable
           if (i % 64 == 0) std::this_thread::yield();
         if (!ready()) {
           const auto s0 = Clock::now();
+          sleeps.fetch_add(1, std::memory_order_relaxed);
           std::unique_lock lk(mu);
           cv.wait(lk, ready);
           sleptUs += std::chrono::duration<double, std::micro>(Clock::now() - s0).count();
@@ -271,6 +274,7 @@ Result<RunTimes> runConcurrent(DeviceTeam& team, Prepared& prep, const CostTable
   });
   if (failed.load()) return Error{error};
   for (size_t v = 0; v < n; ++v) times.makespanUs = std::max(times.makespanUs, times.endUs[v]);
+  times.sleeps = sleeps.load();
   for (DeviceId d = 0; d < m; ++d)
     if (t.deviceCores.empty() || t.deviceCores[static_cast<size_t>(d)] <= 1) {
       times.cpuUs += cpuOf[static_cast<size_t>(d)];
@@ -393,6 +397,7 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
     }
     cpuSum += times->cpuUs;
     wallSum += times->busyUs;
+    r.sleepsPerRun += static_cast<double>(times->sleeps) / static_cast<double>(o.reps);
   }
   r.makespanUs = medianOf(r.makespansUs);
   r.opUs.resize(n);

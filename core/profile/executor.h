@@ -47,6 +47,9 @@ struct ExecResult {
   /// idle machine; on a shared one the fraction of a core the scheduler gave, which stretches every
   /// measured time that is longer than a time slice.
   double cpuShare = 1.0;
+  /// Waits for an input per timed run (mean) that outlasted ExecOptions::spinUs and slept: each costs a
+  /// wake-up (tens of microseconds idle, a slice on a busy machine) that the simulator does not predict.
+  double sleepsPerRun = 0;
   bool outputsChecked = false;
   bool outputsMatch = false;
   double maxAbsDiff = 0;
