@@ -1,12 +1,13 @@
 // bench_sched: scheduling quality and speed.
 //
-// Usage: bench_sched [quality|papers|speed|small|sim|all] [--models DIR] [--max-ms N]
+// Usage: bench_sched [quality|papers|speed|small|sim|teach|all] [--models DIR] [--max-ms N]
 //                    [--tasks 100,1000] [--devices 2,4] [--algos heft,peft]  (speed only)
 //   quality  models x presets x algorithms: makespan / lower bound and / best of all
 //   papers   the published comparisons in shape (PartitionTuner, DUET, PIM DP, DLFusion)
 //   speed    scheduler time against graph size on random DAGs (100 .. 100k tasks, 2-8 devices)
 //   small    best against the exact optimum on small random DAGs (8 .. 30 tasks)
 //   sim      re-simulation time after one move (1k and 10k tasks)
+//   teach    recording a scheduler's decisions for teaching mode (300 and 3000 tasks)
 // Each algorithm run is cancelled after --max-ms (default 60000) through its cancel token.
 #include <algorithm>
 #include <atomic>
@@ -349,6 +350,34 @@ void sim() {
   }
 }
 
+/// Teaching mode records a scheduler run with SchedOptions::trace (every decision with its ready list
+/// and per-device finish times): how long that takes, and how many steps, up to the panel's limit.
+void teach() {
+  std::printf("\n## Recording a scheduler run for teaching mode (SchedOptions::trace)\n\n| tasks | devices | algorithm | "
+              "steps | ms, traced | ms, untraced |\n|---:|---:|---|---:|---:|---:|\n");
+  for (int n : {300, 3000}) {
+    CostTable t = randomTable(n, 4, 7);
+    for (const char* algo : {"heft", "cpop", "peft", "greedy", "partitiontuner", "partitiontuner-clean"}) {
+      const Scheduler* s = findScheduler(algo);
+      if (!s) continue;
+      auto timeOne = [&](bool traced, size_t* steps) {
+        SchedOptions o;
+        size_t count = 0;
+        if (traced) o.trace = [&count](const TraceStep&) { ++count; };
+        auto t0 = std::chrono::steady_clock::now();
+        auto plan = s->schedule(t, {}, o);
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        if (steps) *steps = count;
+        return plan ? ms : -1.0;
+      };
+      size_t steps = 0;
+      const double traced = timeOne(true, &steps);
+      const double plain = timeOne(false, nullptr);
+      std::printf("| %d | 4 | %s | %zu | %.1f | %.1f |\n", n, algo, steps, traced, plain);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -371,5 +400,6 @@ int main(int argc, char** argv) {
   if (what == "speed" || what == "all") speed();
   if (what == "small" || what == "all") small();
   if (what == "sim" || what == "all") sim();
+  if (what == "teach" || what == "all") teach();
   return 0;
 }

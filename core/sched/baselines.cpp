@@ -1,6 +1,7 @@
 // The baselines of algorithms.md: single device, manual priority (ONNX Runtime style), static
 // type-based, per-op greedy. Each outputs an assignment; the per-device order is by decreasing upward
 // rank (orderByUpwardRank), as for every assignment-only algorithm.
+#include <cstdio>
 #include <map>
 #include <optional>
 
@@ -210,6 +211,26 @@ class Greedy final : public Scheduler {
     for (TaskId v = 0; v < t.numTasks(); ++v)
       dev[static_cast<size_t>(v)] = argminAllowed(t, c, v, [&](DeviceId d) { return t.w(v, d); });
     if (o.cancelled()) return cancelledError();
+    if (o.trace) {
+      // Teaching mode: one decision per operator, in dependency order; the device table shows the costs
+      // the choice looked at (nothing else: no finish times, no transfers).
+      for (TaskId v : t.topoOrder()) {
+        TraceStep st;
+        st.kind = "place";
+        st.task = v;
+        st.chosen = dev[static_cast<size_t>(v)];
+        st.finish.assign(static_cast<size_t>(t.numDevices()), kInf);
+        for (DeviceId x = 0; x < t.numDevices(); ++x)
+          if (c.allowed(t, v, x)) st.finish[static_cast<size_t>(x)] = t.w(v, x);
+        const double w = st.chosen >= 0 ? t.w(v, st.chosen) : kInf;
+        char cost[48];
+        std::snprintf(cost, sizeof cost, "%.3f us", w);
+        st.note = "greedy: '" + t.taskNames[static_cast<size_t>(v)] + "' goes to its cheapest allowed device, " +
+                  (st.chosen >= 0 ? t.deviceIds[static_cast<size_t>(st.chosen)] : std::string("none")) + " (" + cost +
+                  "); greedy ignores transfers and waiting, so the devices show costs, not finish times";
+        o.trace(st);
+      }
+    }
     o.report(1.0, "greedy: done");
     return finishAssignmentPlan(t, std::move(dev), name(), o);
   }

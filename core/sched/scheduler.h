@@ -30,7 +30,9 @@ struct Constraints {
 ///    rank, CPOP's rank sum, PEFT's OCT mean, ...), `note` what the priority is.
 ///  - "place": a list scheduler takes `task`, the head of the ready list `ready` (in priority order,
 ///    `readyPriority` beside it); `finish` per device is the finish time it would have there (kInf
-///    where not allowed); it goes to `chosen`.
+///    where not allowed); it goes to `chosen`. Greedy's steps are "place" too, one per task in
+///    dependency order, with no ready list and its costs w(task, d) in `finish` (greedy looks at
+///    nothing else).
 ///  - "dp": PartitionTuner's dynamic programme decides `task` (one step of a branch's chain):
 ///    `finish` per device is the DP's best cost of the branch prefix ending with `task` on that device
 ///    (kInf where not allowed); `chosen` is the device the back-tracking picked; `ready` holds the

@@ -284,6 +284,41 @@ class TestSchedClassic : public QObject {
     }
   }
 
+  void greedyTraceShowsEveryChoice() {
+    // Teaching mode for greedy: one decision per task in dependency order, the chosen device the
+    // cheapest allowed one, the device table its costs (not finish times), with a forbidden device.
+    const CostTable t = loadTaskGraph("heft2002.json");
+    Constraints c;
+    c.forbidden = {2};  // P3: T1 would go there (cost 9)
+    std::vector<TraceStep> steps;
+    SchedOptions o;
+    o.trace = [&](const TraceStep& s) { steps.push_back(s); };
+    auto plan = makeGreedy()->schedule(t, c, o);
+    QVERIFY2(plan, plan.message().c_str());
+    QCOMPARE(static_cast<int>(steps.size()), t.numTasks());
+    std::vector<int> pos(static_cast<size_t>(t.numTasks()), -1);
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const TraceStep& st = steps[i];
+      QCOMPARE(st.kind, std::string("place"));
+      QVERIFY(pos[static_cast<size_t>(st.task)] < 0);
+      pos[static_cast<size_t>(st.task)] = static_cast<int>(i);
+      QCOMPARE(st.chosen, plan->device[static_cast<size_t>(st.task)]);
+      QCOMPARE(st.finish.size(), static_cast<size_t>(t.numDevices()));
+      for (DeviceId d = 0; d < t.numDevices(); ++d) {
+        const double shown = st.finish[static_cast<size_t>(d)];
+        if (c.allowed(t, st.task, d)) {
+          QCOMPARE(shown, t.w(st.task, d));
+          QVERIFY(t.w(st.task, st.chosen) <= shown);
+        } else {
+          QVERIFY(std::isinf(shown));
+        }
+      }
+      QVERIFY(st.note.find(t.taskNames[static_cast<size_t>(st.task)]) != std::string::npos);
+    }
+    for (const auto& e : t.edges) QVERIFY(pos[static_cast<size_t>(e.src)] < pos[static_cast<size_t>(e.dst)]);
+    QCOMPARE(plan->device[static_cast<size_t>(taskByName(t, "T1"))], DeviceId{0});  // 14 on P1 < 16 on P2
+  }
+
   void cpopPaperMakespan() {
     const CostTable t = loadTaskGraph("heft2002.json");
     Plan plan;
