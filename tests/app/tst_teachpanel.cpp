@@ -5,6 +5,8 @@
 #include <QSignalSpy>
 #include <QtTest>
 
+#include <QComboBox>
+
 #include <fstream>
 #include <sstream>
 
@@ -97,6 +99,24 @@ class TstTeachPanel : public QObject {
     QCOMPARE(panel.step()->kind, std::string("dp"));
     QCOMPARE(panel.deviceModel()->rowCount(), 3);
     QVERIFY(!panel.readyModel()->index(0, 0).data().toString().isEmpty());
+  }
+
+  void everyOfferedAlgorithmHasSteps() {
+    // The panel offers only algorithms that record decisions: each gives at least one step per task.
+    TeachPanel panel;
+    auto t = heftExample();
+    panel.setProblem(t, colors());
+    auto* combo = panel.findChild<QComboBox*>();
+    QVERIFY(combo);
+    QVERIFY(combo->count() >= 6);
+    for (int i = 0; i < combo->count(); ++i) {
+      const QString algo = combo->itemData(i).toString();
+      QVERIFY(panel.setAlgorithm(algo));
+      QVERIFY2(panel.unavailableReason().isEmpty(), qPrintable(algo + ": " + panel.unavailableReason()));
+      QVERIFY2(panel.stepCount() >= t->numTasks(), qPrintable(algo));
+      panel.goTo(panel.stepCount() - 1);  // a decision (a list scheduler's first step shows its ranks)
+      QCOMPARE(panel.deviceModel()->rowCount(), 3);
+    }
   }
 
   void unknownAlgorithmAndTooBig() {
