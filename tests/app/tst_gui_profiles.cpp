@@ -11,6 +11,7 @@
 
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -29,6 +30,7 @@
 #include "profile/ortprofile.h"
 #include "profile/profile.h"
 #include "session/session.h"
+#include "mainwindowtestutil.h"
 #include "sessiontestutil.h"
 #include "support/strings.h"
 #include "testutil.h"
@@ -38,33 +40,30 @@ using namespace partex::gui;
 
 namespace {
 
+using partex::test::openAndWait;
+
 /// The model the bundled ONNX Runtime trace was written for: `partex-cli generate random --nodes 16
 /// --seed 3` (tests/data/ort).
-QString modelPath() {
-  static const std::string path = [] {
-    const std::string p = test::tempDir() + "/random16_seed3.onnx";
+QString randomModel(int nodes, uint64_t seed) {
+  const std::string p =
+      test::tempDir() + "/random" + std::to_string(nodes) + "_seed" + std::to_string(seed) + ".onnx";
+  if (!QFileInfo::exists(QString::fromStdString(p))) {
     GenSpec s;
     s.kind = "random";
-    s.nodes = 16;
-    s.seed = 3;
-    if (!generateModelFile(s, p)) return std::string();
-    return p;
-  }();
-  return QString::fromStdString(path);
+    s.nodes = nodes;
+    s.seed = seed;
+    if (!generateModelFile(s, p)) return {};
+  }
+  return QString::fromStdString(p);
+}
+
+QString modelPath() {
+  return randomModel(16, 3);
 }
 
 /// Another model, for "profile of another model".
 QString otherModelPath() {
-  static const std::string path = [] {
-    const std::string p = test::tempDir() + "/random12_seed5.onnx";
-    GenSpec s;
-    s.kind = "random";
-    s.nodes = 12;
-    s.seed = 5;
-    if (!generateModelFile(s, p)) return std::string();
-    return p;
-  }();
-  return QString::fromStdString(path);
+  return randomModel(12, 5);
 }
 
 QString ortFixture() {
@@ -152,14 +151,6 @@ bool sameCosts(const CostTable& a, const CostTable& b) {
          a.linkBytesPerUs == b.linkBytesPerUs;
 }
 
-bool openAndWait(MainWindow& w, const QString& path) {
-  w.setDialogsEnabled(false);
-  QSignalSpy loadedSpy(&w, &MainWindow::modelLoaded);
-  w.openModel(path);
-  if (loadedSpy.isEmpty() && !loadedSpy.wait(120000)) return false;
-  if (!loadedSpy.first().first().toBool()) return false;
-  return QTest::qWaitFor([&w] { return !w.busy(); }, 120000);
-}
 
 bool waitLoaded(Session& s) {
   return QTest::qWaitFor([&s] { return !s.loading(); }, 120000);

@@ -19,6 +19,7 @@
 #include "onnx/generator.h"
 #include "plan/planfile.h"
 #include "session/session.h"
+#include "mainwindowtestutil.h"
 #include "sessiontestutil.h"
 #include "testutil.h"
 
@@ -26,6 +27,8 @@ using namespace partex;
 using namespace partex::gui;
 
 namespace {
+
+using partex::test::openAndWait;
 
 using partex::test::findEffectiveMove;
 using partex::test::sameTimes;
@@ -42,15 +45,6 @@ QString resnetPath() {
   return QString::fromStdString(path);
 }
 
-/// Opens `path` (a model or a project) and waits for the load and the graph layout.
-bool openAndWait(MainWindow& w, const QString& path) {
-  w.setDialogsEnabled(false);
-  QSignalSpy loaded(&w, &MainWindow::modelLoaded);
-  w.openModel(path);
-  if (loaded.isEmpty() && !loaded.wait(120000)) return false;
-  if (!loaded.first().first().toBool()) return false;
-  return QTest::qWaitFor([&w] { return !w.busy(); }, 120000);
-}
 
 /// A manual move and a pin of another operator, both through the session's undoable commands.
 bool moveAndPin(Session& s) {
