@@ -1,5 +1,6 @@
 #include "testutil.h"
 
+#include <QProcess>
 #include <QTemporaryDir>
 
 #include <cstdlib>
@@ -29,6 +30,13 @@ std::string testDataDir() {
 QString cliPath() {
   const char* env = std::getenv("PARTEX_CLI");
   return QString::fromLocal8Bit(env ? env : "partex-cli");
+}
+
+CliRun runCli(const QStringList& args, int timeoutMs) {
+  QProcess p;
+  p.start(cliPath(), args);
+  if (!p.waitForFinished(timeoutMs)) return {};
+  return {p.exitCode(), p.readAllStandardOutput(), p.readAllStandardError()};
 }
 
 std::string tempDir() {

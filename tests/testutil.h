@@ -1,7 +1,9 @@
 #pragma once
 /// \file Helpers shared by the tests: where the shared models and test data are.
 
+#include <QByteArray>
 #include <QString>
+#include <QStringList>
 
 #include <string>
 
@@ -15,6 +17,14 @@ std::string sharedModel(const std::string& file);
 std::string testDataDir();
 /// The partex-cli binary (from PARTEX_CLI).
 QString cliPath();
+/// One partex-cli run: exit code (-1 when it did not finish in time), stdout, stderr.
+struct CliRun {
+  int code = -1;
+  QByteArray out;
+  QByteArray err;
+};
+/// Runs partex-cli with `args` and waits up to `timeoutMs`.
+CliRun runCli(const QStringList& args, int timeoutMs = 300000);
 /// A fresh temporary directory path that lives for the process.
 std::string tempDir();
 

@@ -10,17 +10,8 @@
 class TestGanttRender : public QObject {
   Q_OBJECT
  private:
-  struct Run {
-    int code = -1;
-    QByteArray out;
-    QByteArray err;
-  };
-  static Run run(const QStringList& args) {
-    QProcess p;
-    p.start(partex::test::cliPath(), args);
-    if (!p.waitForFinished(300000)) return {};
-    return {p.exitCode(), p.readAllStandardOutput(), p.readAllStandardError()};
-  }
+  using Run = partex::test::CliRun;
+  static Run run(const QStringList& args) { return partex::test::runCli(args, 300000); }
   QString dir_;
   QString model_;
 
