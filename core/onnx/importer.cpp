@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "onnx/consteval.h"
+#include "onnx/inferguard.h"
 #include "support/strings.h"
 
 // Exported by libonnx 1.12 (checker.cc) but not declared in its header: the overload that takes a
@@ -533,7 +534,8 @@ class GraphBuilder {
     auto it = types_.find(name);
     return it == types_.end() ? TypeInfo{} : typeInfo(it->second);
   }
-  bool inferNode(onnx::NodeProto& node, const std::vector<int>& ins, std::vector<TypeInfo>& outs);
+  bool inferNode(onnx::NodeProto& node, const std::vector<int>& ins, std::vector<TypeInfo>& outs,
+                 std::string* refusal = nullptr);
   void completeLoopShapes(const onnx::NodeProto& node, const std::vector<int>& ins, const Graph& body,
                           std::vector<TypeInfo>& infos);
   const onnx::TensorProto* protoFor(int id);
@@ -615,10 +617,12 @@ const onnx::TensorProto* GraphBuilder::protoFor(int id) {
 
 /// Runs the node's ONNX type-and-shape inference function with our current input shapes and the
 /// data of constant inputs (folded shape tensors included), which ONNX's whole-model pass lacks.
-bool GraphBuilder::inferNode(onnx::NodeProto& node, const std::vector<int>& ins, std::vector<TypeInfo>& outs) {
+/// A guard's refusal (inferguard.h) goes to `refusal` when given.
+bool GraphBuilder::inferNode(onnx::NodeProto& node, const std::vector<int>& ins, std::vector<TypeInfo>& outs,
+                             std::string* refusal) {
   if (!isKnownDomain(node.domain()) || hasGraphAttribute(node)) return false;
   const int version = ctx_.domainVersion(node.domain());
-  const auto* schema = onnx::OpSchemaRegistry::Schema(node.op_type(), version, normDomain(node.domain()));
+  const auto* schema = onnximp::guardedSchema(node.op_type(), version, normDomain(node.domain()));
   if (!schema || !schema->has_type_and_shape_inference_function()) return false;
   std::vector<onnx::TypeProto> inTypes(ins.size());
   std::unordered_map<std::string, onnx::TypeProto*> typeMap;
@@ -648,6 +652,9 @@ bool GraphBuilder::inferNode(onnx::NodeProto& node, const std::vector<int>& ins,
     outs.clear();
     for (const auto& t : ictx.allOutputTypes_) outs.push_back(typeInfo(&t));
     return true;
+  } catch (const std::exception& e) {
+    if (refusal) onnximp::isGuardRefusal(e, refusal);
+    return false;
   } catch (...) {
     return false;
   }
@@ -813,9 +820,14 @@ Status GraphBuilder::processNode(onnx::NodeProto& node) {
     infos[static_cast<size_t>(i)] = passOneType(node.output(i));
     if (!node.output(i).empty()) known = known && infos[static_cast<size_t>(i)].full();
   }
-  if (!known) {
+  // Operators whose ONNX inference is guarded are always inferred here: a refusal (a Conv whose
+  // weight has another rank than its input, ...) is a broken model even where outputs are declared.
+  if (!known || onnximp::hasGuard(node.op_type(), normDomain(node.domain()))) {
     std::vector<TypeInfo> inferred;
-    if (inferNode(node, ins, inferred) && inferred.size() == infos.size())
+    std::string refusal;
+    const bool inferredOk = inferNode(node, ins, inferred, &refusal);
+    if (!refusal.empty()) return ctx_.fail("node ", nodeLabel(node), ": ", refusal, where_);
+    if (inferredOk && inferred.size() == infos.size())
       for (size_t i = 0; i < infos.size(); ++i)
         if (inferred[i].score() > infos[i].score()) infos[i] = inferred[i];
     // Dropout's mask (opset < 12 leaves it open): the input's shape, bool.
@@ -1073,7 +1085,7 @@ Result<Graph> importModel(onnx::ModelProto& model, ImportCtx& ctx, const ImportO
   try {
     // Data propagation only on opset <= 17 models that passed the checker (it can crash otherwise).
     onnx::ShapeInferenceOptions options(false, 0, checked && ctx.opset <= 17);
-    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
+    onnx::shape_inference::InferShapes(model, onnximp::guardedSchemas(), options);
   } catch (const std::exception& e) {
     ctx.warn("shape-inference", std::string("ONNX shape inference stopped (") + firstLine(e.what()) +
                                     "); shapes were computed node by node");

@@ -189,6 +189,26 @@ std::string withZeroStride() {
   return m.bytes();
 }
 
+std::string withConvRankMismatch() {
+  Model m;
+  addInput(m.g, "x", kFloat, {8, 8});
+  addInitFloat(m.g, "w", {4, 3, 3, 3}, 0.1f);
+  addNode(m.g, "Conv", {"x", "w"}, {"y"}, "conv");
+  addOutput(m.g, "y", kFloat, {1, 4, 6, 6});
+  return m.bytes();
+}
+
+std::string withRankOneUnpoolIndices() {
+  Model m;
+  addInput(m.g, "x", kFloat, {1, 1, 2, 2});
+  addInput(m.g, "i", kInt64, {4});
+  auto* unpool = addNode(m.g, "MaxUnpool", {"x", "i"}, {"y"}, "unpool");
+  addAttr(unpool, "kernel_shape", {2, 2});
+  addAttr(unpool, "strides", {2, 2});
+  addOutput(m.g, "y", kFloat, {1, 1, 4, 4});
+  return m.bytes();
+}
+
 std::string withDanglingInput(const std::string& missing) {
   Model m;
   addInput(m.g, "x", kFloat, {1, 4});
@@ -446,6 +466,8 @@ std::vector<std::pair<std::string, std::string>> all() {
       {"cycle.onnx", withCycle()},
       {"dangling.onnx", withDanglingInput()},
       {"stride0.onnx", withZeroStride()},
+      {"convrank.onnx", withConvRankMismatch()},
+      {"unpoolrank.onnx", withRankOneUnpoolIndices()},
       {"symbolic.onnx", withSymbolicDims()},
       {"external.onnx", withExternalData("weights.bin")},
       {"if.onnx", withIf()},

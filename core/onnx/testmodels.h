@@ -21,6 +21,11 @@ std::string failingChecker();
 std::string withCycle();
 /// A Conv with strides [0, 1] (ONNX's own shape inference would divide by zero).
 std::string withZeroStride();
+/// Conv 'conv' on a rank-2 input x[8,8] with a rank-4 weight [4,3,3,3] and no kernel_shape (libonnx
+/// 1.12's inference reads past its vectors on it; found by fuzzing).
+std::string withConvRankMismatch();
+/// MaxUnpool 'unpool' whose indices input has rank 1 (libonnx 1.12 reads its dimension 1).
+std::string withRankOneUnpoolIndices();
 /// Node 'add' reads `missing` (default 'ghost'), which nothing defines.
 std::string withDanglingInput(const std::string& missing = "ghost");
 /// x[N,3,H,W] -> Conv -> Relu -> GlobalAveragePool -> Flatten -> y (symbols N, H, W).

@@ -83,6 +83,7 @@ class TestBadInput : public QObject {
   void unboundSymbolicDimension();
   void unsupportedVersions();
   void invalidAttributes();
+  void inferenceGuards();
   void mutations();
   void cliExitsWithTwo();
 };
@@ -203,6 +204,39 @@ void TestBadInput::invalidAttributes() {
     QCOMPARE(g.message(),
              std::string("m.onnx: node 'conv' (Conv) has an invalid attribute strides (0; values must be positive)"));
   }
+}
+
+void TestBadInput::inferenceGuards() {
+  // Inputs on which libonnx 1.12's own inference functions crash: the importer's guards refuse them
+  // with a line that names the node, with and without the checker, declared output shapes or not.
+  struct Case {
+    std::string bytes, expected;
+  };
+  const std::vector<Case> cases = {
+      {testmodels::withConvRankMismatch(),
+       "m.onnx: node 'conv' (Conv): the input has rank 2 but the weight has rank 4"},
+      {testmodels::withRankOneUnpoolIndices(),
+       "m.onnx: node 'unpool' (MaxUnpool): the indices input needs a known shape of rank 2 or more"},
+  };
+  for (const auto& c : cases)
+    for (bool checker : {true, false}) {
+      ImportOptions opts;
+      opts.runChecker = checker;
+      auto g = importOnnxBytes(c.bytes, "m.onnx", opts);
+      CHECK_ONE_LINE_ERROR(g, "m.onnx");
+      QCOMPARE(g.message(), c.expected);
+    }
+  // The fuzzer's own find (CI, 2026-11-22): a mutated external-data Conv whose input lost its
+  // channel and batch axes. It crashed in onnx::convPoolShapeInference; now it is refused.
+  const QByteArray crash = QByteArray::fromBase64(
+      "CAgSEXBhcnRleC10ZXN0bW9kZWxzOp0BChUKAXgKAVcSAXkaBGNvbnYiBENvbnYSBHRlc3QqRAgECAMIAwgDEAFCAVdqFwoIbG9jYXRp"
+      "b24SC3dlaWdodHMuYmluagsKBm9mZnNldBIBMGoNCgZsZW5ndGgSAzQzMnABWhsKAXgSFgoUCAESEPUCCAEKAggDCgIICAoCCAhiGwoB"
+      "eRIWChQIARIQCgIIAQoCCAQKAggGCgIIBkIECgAQDQ==");
+  ImportOptions opts;
+  opts.runChecker = false;
+  auto g = importOnnxBytes(crash.toStdString(), "fuzz.onnx", opts);
+  CHECK_ONE_LINE_ERROR(g, "fuzz.onnx");
+  QVERIFY2(g.message().find("rank 2 but the weight has rank 4") != std::string::npos, g.message().c_str());
 }
 
 void TestBadInput::mutations() {
