@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Builds the "fuzz" preset (clang, libFuzzer + ASan + UBSan, into build-fuzz/) and fuzzes the ONNX
-# importer for ${1:-60} seconds. Seed corpus: the importer's hand-built test models plus the models in
-# ../shared/models up to PARTEX_FUZZ_MAX_SEED bytes (default 256 KiB: bigger seeds make every run slow, since libFuzzer mutates up to the largest seed size).
-# Exits non-zero on a finding (crash, sanitizer report, leak, timeout); the reproducer is left in
-# build-fuzz/fuzz-artifacts/<time>/ and replays with: build-fuzz/bin/fuzz_import FILE
+# Builds the "fuzz" preset (clang, libFuzzer + ASan + UBSan, into build-fuzz/) and fuzzes for ${1:-60}
+# seconds in all: two thirds on the ONNX importer (fuzz_import), one third on libonnx's shape-inference
+# functions behind the importer's guards (fuzz_infer). Seed corpus of fuzz_import: the importer's
+# hand-built test models plus the models in ../shared/models up to PARTEX_FUZZ_MAX_SEED bytes (default
+# 256 KiB: bigger seeds make every run slow, since libFuzzer mutates up to the largest seed size);
+# fuzz_infer starts from its own corpus of earlier runs (build-fuzz/fuzz-infer-corpus).
+# Exits non-zero on a finding of either (crash, sanitizer report, leak, timeout); the reproducer is
+# left in build-fuzz/fuzz-artifacts/<time>/ and replays with: build-fuzz/bin/fuzz_import FILE (files
+# named infer-*: build-fuzz/bin/fuzz_infer FILE; PARTEX_FUZZ_PRINT=1 prints the decoded node).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
@@ -13,10 +17,17 @@ max_seed="${PARTEX_FUZZ_MAX_SEED:-262144}"
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz -j "$jobs"
 
+# Two thirds of the time to the importer; each target gets at least a second (0 means no limit).
+import_seconds=$(( seconds * 2 / 3 ))
+[ "$import_seconds" -ge 1 ] || import_seconds=1
+infer_seconds=$(( seconds - import_seconds ))
+[ "$infer_seconds" -ge 1 ] || infer_seconds=1
+
 bin=build-fuzz/bin/fuzz_import
 corpus=build-fuzz/fuzz-corpus
+infer_corpus=build-fuzz/fuzz-infer-corpus
 artifacts="build-fuzz/fuzz-artifacts/$(date +%Y%m%d-%H%M%S)"
-mkdir -p "$corpus" "$artifacts"
+mkdir -p "$corpus" "$infer_corpus" "$artifacts"
 PARTEX_FUZZ_WRITE_SEEDS="$corpus" "$bin"
 shared=0
 for f in ../shared/models/*.onnx; do
@@ -26,13 +37,19 @@ for f in ../shared/models/*.onnx; do
     shared=$((shared + 1))
   fi
 done
-echo "fuzz: corpus $(ls "$corpus" | wc -l) files ($shared from ../shared/models); running ${seconds}s"
+echo "fuzz: corpus $(ls "$corpus" | wc -l) files ($shared from ../shared/models); running fuzz_import" \
+  "${import_seconds}s, fuzz_infer ${infer_seconds}s"
 
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
 status=0
-"$bin" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=4096 -max_len="$max_seed" \
+"$bin" -max_total_time="$import_seconds" -timeout=25 -rss_limit_mb=4096 -max_len="$max_seed" \
   -artifact_prefix="$artifacts/" -print_final_stats=1 "$corpus" || status=$?
+# Both targets run even after a finding of the first, so that one run reports both.
+infer_status=0
+build-fuzz/bin/fuzz_infer -max_total_time="$infer_seconds" -timeout=25 -rss_limit_mb=4096 \
+  -artifact_prefix="$artifacts/infer-" -print_final_stats=1 "$infer_corpus" || infer_status=$?
+[ "$status" -ne 0 ] || status=$infer_status
 if [ "$status" -ne 0 ] || compgen -G "$artifacts/*" >/dev/null; then
   echo "fuzz: FINDING (exit $status); reproducers in $artifacts/" >&2
   exit $(( status == 0 ? 1 : status ))

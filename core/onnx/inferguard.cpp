@@ -1,7 +1,10 @@
 #include "onnx/inferguard.h"
 
 #include <onnx/defs/shape_inference.h>
+#include <onnx/defs/tensor_proto_util.h>
 
+#include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -9,6 +12,7 @@
 #include <string_view>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 namespace partex::onnximp {
 
@@ -28,11 +32,22 @@ bool hasAttribute(const InferenceContext& ctx, const char* name) {
   return ctx.getAttribute(name) != nullptr;
 }
 
+int64_t intAttribute(const InferenceContext& ctx, const char* name, int64_t fallback) {
+  const onnx::AttributeProto* a = ctx.getAttribute(name);
+  return a && a->has_i() ? a->i() : fallback;
+}
+
 /// Starts the text of every refusal, so that callers can tell them from ONNX's own errors.
 constexpr std::string_view kMarker = "partex-guard: ";
 
 [[noreturn]] void refuse(const std::string& op, const std::string& why) {
   fail_shape_inference(kMarker, op, ": ", why);
+}
+
+/// Gives up on the node without refusing the model: for what a valid model can also have (an input
+/// whose type nothing upstream could infer). The importer then leaves the outputs unknown.
+[[noreturn]] void skip(const std::string& op, const std::string& why) {
+  fail_shape_inference(op, ": ", why);
 }
 
 /// Conv, ConvInteger, QLinearConv, ConvTranspose: libonnx takes the kernel's spatial size from the
@@ -48,8 +63,12 @@ void checkConvRanks(const InferenceContext& ctx, const std::string& op, size_t x
 /// A check run before ONNX's own inference function; it throws onnx::InferenceError to refuse.
 using Guard = void (*)(const InferenceContext&, const std::string& op);
 
-void guardConv(const InferenceContext& ctx, const std::string& op) { checkConvRanks(ctx, op, 0, 1); }
-void guardQLinearConv(const InferenceContext& ctx, const std::string& op) { checkConvRanks(ctx, op, 0, 3); }
+void guardConv(const InferenceContext& ctx, const std::string& op) {
+  checkConvRanks(ctx, op, 0, 1);
+}
+void guardQLinearConv(const InferenceContext& ctx, const std::string& op) {
+  checkConvRanks(ctx, op, 0, 3);
+}
 
 /// MaxUnpool (two inputs) copies dimension 1 of the indices' shape without looking at its type.
 void guardMaxUnpool(const InferenceContext& ctx, const std::string& op) {
@@ -64,14 +83,149 @@ void guardMaxRoiPool(const InferenceContext& ctx, const std::string& op) {
     refuse(op, "the input has rank " + std::to_string(rx) + "; it needs rank 4 or more");
 }
 
-Guard guardFor(const std::string& op, const std::string& domain) {
-  if (!(domain.empty() || domain == "ai.onnx")) return nullptr;
-  static const std::map<std::string, Guard, std::less<>> kGuards = {
-      {"Conv", guardConv},          {"ConvInteger", guardConv},       {"ConvTranspose", guardConv},
-      {"QLinearConv", guardQLinearConv}, {"MaxUnpool", guardMaxUnpool}, {"MaxRoiPool", guardMaxRoiPool},
+/// STFT reads the signal's dimension 1 (its length) from any shape it is given.
+void guardStft(const InferenceContext& ctx, const std::string& op) {
+  const int rx = rankOf(ctx, 0);
+  if (rx >= 0 && rx < 2) refuse(op, "the signal has rank " + std::to_string(rx) + "; it needs rank 2 or more");
+}
+
+/// LayerNormalization writes its mean and inverse-deviation outputs' dimensions from the axis on, in
+/// an int loop: an axis below -rank, or one that does not fit an int, starts it at a negative one.
+void guardLayerNormalization(const InferenceContext& ctx, const std::string& op) {
+  const int rx = rankOf(ctx, 0);
+  if (rx < 0 || ctx.getNumOutputs() < 2) return;
+  if (const int64_t axis = intAttribute(ctx, "axis", -1); axis < -rx || axis > std::numeric_limits<int32_t>::max())
+    refuse(op, "axis " + std::to_string(axis) + " is out of range for an input of rank " + std::to_string(rx));
+}
+
+/// GatherND copies the data's dimensions from (indices' last dimension + batch_dims) on; where that
+/// sum is negative (or overflows) it reads before the data's first dimension.
+void guardGatherNd(const InferenceContext& ctx, const std::string& op) {
+  const int rd = rankOf(ctx, 0), ri = rankOf(ctx, 1);
+  if (rd < 1 || ri < 1) return;
+  const auto& last = ctx.getInputType(1)->tensor_type().shape().dim(ri - 1);
+  if (!last.has_dim_value()) return;
+  const int64_t batchDims = intAttribute(ctx, "batch_dims", 0);
+  int64_t first = 0;
+  if (__builtin_add_overflow(last.dim_value(), batchDims, &first) || first < 0)
+    refuse(op, "the indices' last dimension (" + std::to_string(last.dim_value()) + ") plus batch_dims (" +
+                   std::to_string(batchDims) + ") is negative");
+}
+
+/// SplitToSequence with a scalar split divides the axis' size by its value: 0 traps (SIGFPE), and so
+/// does -1 under a dimension of INT64_MIN.
+void guardSplitToSequence(const InferenceContext& ctx, const std::string& op) {
+  if (rankOf(ctx, 1) != 0) return;
+  const onnx::TensorProto* split = ctx.getInputData(1);
+  if (!split) return;
+  std::vector<int64_t> values;
+  if (split->data_type() == onnx::TensorProto::INT64)
+    values = onnx::ParseData<int64_t>(split);
+  else if (split->data_type() == onnx::TensorProto::INT32)
+    for (int32_t v : onnx::ParseData<int32_t>(split)) values.push_back(v);
+  if (values.empty()) return;
+  if (values[0] == 0) refuse(op, "the split is 0");
+  if (values[0] == -1 && rankOf(ctx, 0) > 0)
+    for (const auto& d : ctx.getInputType(0)->tensor_type().shape().dim())
+      if (d.has_dim_value() && d.dim_value() == std::numeric_limits<int64_t>::min())
+        refuse(op, "the split is -1 and the input has a dimension of " + std::to_string(d.dim_value()));
+}
+
+/// How many values onnx::ParseData reads from a constant: raw_data's whole elements, else the typed
+/// field's; -1 for external data (ParseData refuses it itself).
+int64_t storedValues(const onnx::TensorProto& t) {
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) return -1;
+  if (t.has_raw_data()) {
+    switch (t.data_type()) {
+      case onnx::TensorProto::DOUBLE:
+      case onnx::TensorProto::INT64:
+        return static_cast<int64_t>(t.raw_data().size() / 8);
+      case onnx::TensorProto::FLOAT:
+      case onnx::TensorProto::INT32:
+        return static_cast<int64_t>(t.raw_data().size() / 4);
+      case onnx::TensorProto::INT16:
+        return static_cast<int64_t>(t.raw_data().size() / 2);
+      default:
+        return -1;
+    }
+  }
+  switch (t.data_type()) {
+    case onnx::TensorProto::DOUBLE:
+      return t.double_data_size();
+    case onnx::TensorProto::INT64:
+      return t.int64_data_size();
+    case onnx::TensorProto::FLOAT:
+      return t.float_data_size();
+    default:
+      return t.int32_data_size();
+  }
+}
+
+/// Range, once start, limit and delta are all constants, reads the first value of each.
+void guardRange(const InferenceContext& ctx, const std::string& op) {
+  if (ctx.getNumInputs() < 3) return;
+  static const char* const kNames[] = {"start", "limit", "delta"};
+  const onnx::TensorProto* data[3] = {ctx.getInputData(0), ctx.getInputData(1), ctx.getInputData(2)};
+  if (!data[0] || !data[1] || !data[2]) return;
+  for (size_t i = 0; i < 3; ++i)
+    if (storedValues(*data[i]) == 0) refuse(op, std::string("the ") + kNames[i] + " constant has no value");
+}
+
+/// ConstantOfShape and Expand give their output one axis per element of their 1-D shape input, data or
+/// not: a shape input declared with 2^63 elements has libonnx add dimensions until memory runs out. No
+/// model needs that many axes, but a long shape is no error in itself: this gives up on the node.
+constexpr int64_t kMaxInferredAxes = int64_t{1} << 16;
+
+void guardShapeLength(const InferenceContext& ctx, const std::string& op, size_t shapeInput) {
+  if (rankOf(ctx, shapeInput) != 1) return;
+  const auto& length = ctx.getInputType(shapeInput)->tensor_type().shape().dim(0);
+  if (length.has_dim_value() && length.dim_value() > kMaxInferredAxes)
+    skip(op, "the shape input has " + std::to_string(length.dim_value()) + " elements; more than " +
+                 std::to_string(kMaxInferredAxes) + " axes are not inferred");
+}
+
+void guardConstantOfShape(const InferenceContext& ctx, const std::string& op) {
+  guardShapeLength(ctx, op, 0);
+}
+void guardExpand(const InferenceContext& ctx, const std::string& op) {
+  guardShapeLength(ctx, op, 1);
+}
+
+/// EyeLike (with a dtype attribute) and ai.onnx.ml's CategoryMapper, DictVectorizer and LabelEncoder
+/// read their input's type without looking whether there is one. An input without a type is no
+/// error of the model (its producer's output may just be unknown): this gives up on the node.
+void guardTypedInput(const InferenceContext& ctx, const std::string& op) {
+  if (ctx.getNumInputs() > 0 && !ctx.getInputType(0)) skip(op, "input 0 has no type");
+}
+
+struct GuardEntry {
+  Guard guard;
+  /// Whether the guard can refuse a model (skip-only guards never do).
+  bool refuses;
+};
+
+const GuardEntry* guardFor(const std::string& op, const std::string& domain) {
+  static const std::map<std::pair<std::string, std::string>, GuardEntry, std::less<>> kGuards = {
+      {{"", "Conv"}, {guardConv, true}},
+      {{"", "ConvInteger"}, {guardConv, true}},
+      {{"", "ConvTranspose"}, {guardConv, true}},
+      {{"", "QLinearConv"}, {guardQLinearConv, true}},
+      {{"", "MaxUnpool"}, {guardMaxUnpool, true}},
+      {{"", "MaxRoiPool"}, {guardMaxRoiPool, true}},
+      {{"", "STFT"}, {guardStft, true}},
+      {{"", "LayerNormalization"}, {guardLayerNormalization, true}},
+      {{"", "GatherND"}, {guardGatherNd, true}},
+      {{"", "SplitToSequence"}, {guardSplitToSequence, true}},
+      {{"", "Range"}, {guardRange, true}},
+      {{"", "ConstantOfShape"}, {guardConstantOfShape, false}},
+      {{"", "Expand"}, {guardExpand, false}},
+      {{"", "EyeLike"}, {guardTypedInput, false}},
+      {{"ai.onnx.ml", "CategoryMapper"}, {guardTypedInput, false}},
+      {{"ai.onnx.ml", "DictVectorizer"}, {guardTypedInput, false}},
+      {{"ai.onnx.ml", "LabelEncoder"}, {guardTypedInput, false}},
   };
-  auto it = kGuards.find(op);
-  return it == kGuards.end() ? nullptr : it->second;
+  auto it = kGuards.find(std::pair(domain == "ai.onnx" ? std::string() : domain, op));
+  return it == kGuards.end() ? nullptr : &it->second;
 }
 
 class GuardedRegistry final : public onnx::ISchemaRegistry {
@@ -80,8 +234,9 @@ class GuardedRegistry final : public onnx::ISchemaRegistry {
                                   const std::string& domain) const override {
     const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(key, maxInclusiveVersion, domain);
     if (!schema || !schema->has_type_and_shape_inference_function()) return schema;
-    const Guard guard = guardFor(key, domain);
-    if (!guard) return schema;
+    const GuardEntry* entry = guardFor(key, domain);
+    if (!entry) return schema;
+    const Guard guard = entry->guard;
     std::lock_guard lock(mutex_);
     auto& slot = copies_[schema];
     if (!slot) {
@@ -104,7 +259,10 @@ class GuardedRegistry final : public onnx::ISchemaRegistry {
 
 }  // namespace
 
-bool hasGuard(const std::string& op, const std::string& domain) { return guardFor(op, domain) != nullptr; }
+bool hasGuard(const std::string& op, const std::string& domain) {
+  const GuardEntry* entry = guardFor(op, domain);
+  return entry && entry->refuses;
+}
 
 bool isGuardRefusal(const std::exception& e, std::string* reason) {
   const std::string_view text = e.what();

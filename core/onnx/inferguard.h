@@ -22,7 +22,7 @@ namespace partex::onnximp {
 /// them. Thread-safe; the schemas live as long as the program.
 const onnx::ISchemaRegistry* guardedSchemas();
 
-/// Whether the operator has a guard (ONNX domain only).
+/// Whether the operator has a guard that can refuse a model (some only make ONNX give up on a node).
 bool hasGuard(const std::string& op, const std::string& domain);
 
 /// True when `e` is a guard's refusal; then `reason` gets its text ("the input has rank 2 but ...").

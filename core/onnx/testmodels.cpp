@@ -51,6 +51,13 @@ void addAttrFloat(onnx::NodeProto* n, const char* name, float v) {
   a->set_f(v);
 }
 
+void addAttrFloats(onnx::NodeProto* n, const char* name, std::initializer_list<float> v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::FLOATS);
+  for (float x : v) a->add_floats(x);
+}
+
 onnx::GraphProto* addGraphAttr(onnx::NodeProto* n, const char* name) {
   auto* a = n->add_attribute();
   a->set_name(name);
@@ -206,6 +213,94 @@ std::string withRankOneUnpoolIndices() {
   addAttr(unpool, "kernel_shape", {2, 2});
   addAttr(unpool, "strides", {2, 2});
   addOutput(m.g, "y", kFloat, {1, 1, 4, 4});
+  return m.bytes();
+}
+
+std::string withRankOneStftSignal() {
+  Model m(17);
+  addInput(m.g, "x", kFloat, {16});
+  addInitInt64(m.g, "step", {}, {4});
+  addInitInt64(m.g, "length", {}, {8});
+  addNode(m.g, "STFT", {"x", "step", "", "length"}, {"y"}, "stft");
+  addOutput(m.g, "y", kFloat, {1, 3, 5, 2});
+  return m.bytes();
+}
+
+std::string withLayerNormAxisBelowRank() {
+  Model m(17);
+  addInput(m.g, "x", kFloat, {2, 3});
+  addInitFloat(m.g, "scale", {3}, 1.0f);
+  addInitFloat(m.g, "bias", {3}, 0.0f);
+  auto* norm = addNode(m.g, "LayerNormalization", {"x", "scale", "bias"}, {"y", "mean"}, "norm");
+  addAttr(norm, "axis", int64_t{-3});
+  addOutput(m.g, "y", kFloat, {2, 3});
+  addOutput(m.g, "mean", kFloat, {2, 1});
+  return m.bytes();
+}
+
+std::string withNegativeGatherNdStart() {
+  Model m;
+  addInput(m.g, "data", kFloat, {2, 3, 4});
+  addInitInt64(m.g, "indices", {2, 1}, {0, 1});
+  auto* gather = addNode(m.g, "GatherND", {"data", "indices"}, {"y"}, "gather");
+  addAttr(gather, "batch_dims", int64_t{-2});
+  addOutput(m.g, "y", kFloat, {2, 3, 4});
+  return m.bytes();
+}
+
+std::string withZeroSequenceSplit() {
+  Model m;
+  addInput(m.g, "x", kFloat, {6});
+  addInitInt64(m.g, "split", {}, {0});
+  addNode(m.g, "SplitToSequence", {"x", "split"}, {"parts"}, "split");
+  addAttr(addNode(m.g, "ConcatFromSequence", {"parts"}, {"y"}, "concat"), "axis", int64_t{0});
+  addOutput(m.g, "y", kFloat, {6});
+  return m.bytes();
+}
+
+std::string withEmptyRangeDelta() {
+  Model m;
+  addInitInt64(m.g, "start", {}, {0});
+  addInitInt64(m.g, "limit", {}, {10});
+  // Two bytes of raw data: the checker accepts the field, ParseData finds no whole int64 in it.
+  addInitInt64(m.g, "delta", {}, {});
+  m.g->mutable_initializer(2)->set_raw_data(std::string(2, '\0'));
+  addNode(m.g, "Range", {"start", "limit", "delta"}, {"y"}, "range");
+  // A length left open: with a known shape the importer folds the node to it and never asks ONNX.
+  addOutput(m.g, "y", kInt64, {"n"});
+  return m.bytes();
+}
+
+std::string withHugeExpandShape() {
+  Model m;
+  addInput(m.g, "x", kFloat, {2, 3});
+  addInput(m.g, "shape", kInt64, {int64_t{1} << 40});
+  addNode(m.g, "Expand", {"x", "shape"}, {"y"}, "expand");
+  addOutput(m.g, "y", kFloat, {"a", "b"});
+  return m.bytes();
+}
+
+std::string withUntypedEyeLikeInput() {
+  Model m;
+  auto* ml = m.m.add_opset_import();
+  ml->set_domain("ai.onnx.ml");
+  ml->set_version(2);
+  auto* ex = m.m.add_opset_import();
+  ex->set_domain("com.example");
+  ex->set_version(1);
+  addInput(m.g, "x", kFloat, {3, 3});
+  addNode(m.g, "FancyOp", {"x"}, {"t"}, "fancy")->set_domain("com.example");
+  // One output declared with its shape (only ONNX's whole-model pass infers it), one with symbols
+  // (the importer's own per-node pass does too).
+  addAttr(addNode(m.g, "EyeLike", {"t"}, {"eye"}, "eye"), "dtype", int64_t{kFloat});
+  addAttr(addNode(m.g, "EyeLike", {"t"}, {"eye2"}, "eye2"), "dtype", int64_t{kFloat});
+  auto* enc = addNode(m.g, "LabelEncoder", {"t"}, {"labels"}, "encoder");
+  enc->set_domain("ai.onnx.ml");
+  addAttrFloats(enc, "keys_floats", {0.0f, 1.0f});
+  addAttrFloats(enc, "values_floats", {1.0f, 0.0f});
+  addOutput(m.g, "eye", kFloat, {3, 3});
+  addOutput(m.g, "eye2", kFloat, {"a", "b"});
+  addOutput(m.g, "labels", kFloat, {"a", "b"});
   return m.bytes();
 }
 
@@ -468,6 +563,13 @@ std::vector<std::pair<std::string, std::string>> all() {
       {"stride0.onnx", withZeroStride()},
       {"convrank.onnx", withConvRankMismatch()},
       {"unpoolrank.onnx", withRankOneUnpoolIndices()},
+      {"stftrank.onnx", withRankOneStftSignal()},
+      {"layernormaxis.onnx", withLayerNormAxisBelowRank()},
+      {"gatherndstart.onnx", withNegativeGatherNdStart()},
+      {"seqsplit.onnx", withZeroSequenceSplit()},
+      {"rangedelta.onnx", withEmptyRangeDelta()},
+      {"hugeexpand.onnx", withHugeExpandShape()},
+      {"untypedeyelike.onnx", withUntypedEyeLikeInput()},
       {"symbolic.onnx", withSymbolicDims()},
       {"external.onnx", withExternalData("weights.bin")},
       {"if.onnx", withIf()},

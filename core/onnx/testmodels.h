@@ -26,6 +26,25 @@ std::string withZeroStride();
 std::string withConvRankMismatch();
 /// MaxUnpool 'unpool' whose indices input has rank 1 (libonnx 1.12 reads its dimension 1).
 std::string withRankOneUnpoolIndices();
+/// STFT 'stft' (opset 17) on a rank-1 signal x[16] (libonnx 1.12 reads the signal's dimension 1).
+std::string withRankOneStftSignal();
+/// LayerNormalization 'norm' (opset 17) on x[2,3] with axis -3 and a mean output (libonnx 1.12 writes
+/// the mean's dimensions from axis + rank = -1 on).
+std::string withLayerNormAxisBelowRank();
+/// GatherND 'gather' (opset 13) with indices [2,1] and batch_dims -2 (libonnx 1.12 copies the data's
+/// dimensions from 1 + (-2) on).
+std::string withNegativeGatherNdStart();
+/// SplitToSequence 'split' (opset 13) of x[6] by a scalar split of 0 (libonnx 1.12 divides by it).
+std::string withZeroSequenceSplit();
+/// Range 'range' whose start and limit initializers hold 0 and 10 but whose scalar delta has two bytes
+/// of raw data, no whole value (libonnx 1.12 reads the first value of each).
+std::string withEmptyRangeDelta();
+/// Expand 'expand' of x[2,3] to a shape input declared [2^40] (libonnx 1.12 adds one output axis per
+/// element: hours and terabytes). Valid otherwise.
+std::string withHugeExpandShape();
+/// EyeLike (dtype float) and ai.onnx.ml LabelEncoder on the output of com.example::FancyOp, which
+/// has no type (libonnx 1.12 reads their input's type without a null check). Valid otherwise.
+std::string withUntypedEyeLikeInput();
 /// Node 'add' reads `missing` (default 'ghost'), which nothing defines.
 std::string withDanglingInput(const std::string& missing = "ghost");
 /// x[N,3,H,W] -> Conv -> Relu -> GlobalAveragePool -> Flatten -> y (symbols N, H, W).
