@@ -625,32 +625,21 @@ bool GraphBuilder::inferNode(onnx::NodeProto& node, const std::vector<int>& ins,
   const auto* schema = onnximp::guardedSchema(node.op_type(), version, normDomain(node.domain()));
   if (!schema || !schema->has_type_and_shape_inference_function()) return false;
   std::vector<onnx::TypeProto> inTypes(ins.size());
-  std::unordered_map<std::string, onnx::TypeProto*> typeMap;
-  std::unordered_map<std::string, const onnx::TensorProto*> dataMap;
-  std::unordered_map<std::string, const onnx::SparseTensorProto*> sparseMap;
+  onnximp::InferenceTypes typeMap;
+  onnximp::InferenceData dataMap;
   for (size_t i = 0; i < ins.size() && i < static_cast<size_t>(node.input_size()); ++i) {
     const int id = ins[i];
     const std::string& name = node.input(static_cast<int>(i));
     if (id < 0 || name.empty()) continue;
     const Val& v = vals_[static_cast<size_t>(id)];
     if (v.v.dtype == DType::Undefined) continue;
-    auto* tt = inTypes[i].mutable_tensor_type();
-    tt->set_elem_type(static_cast<int32_t>(v.v.dtype));
-    if (v.hasRank) {
-      auto* shape = tt->mutable_shape();
-      for (int64_t d : v.v.shape) {
-        auto* dim = shape->add_dim();
-        if (d >= 0) dim->set_dim_value(d);
-      }
-    }
+    onnximp::setTensorType(&inTypes[i], static_cast<int32_t>(v.v.dtype), v.hasRank, v.v.shape);
     typeMap[name] = &inTypes[i];
     if (const auto* p = protoFor(id)) dataMap[name] = p;
   }
   try {
-    onnx::shape_inference::InferenceContextImpl ictx(node, typeMap, dataMap, sparseMap, nullptr, nullptr);
-    schema->GetTypeAndShapeInferenceFunction()(ictx);
     outs.clear();
-    for (const auto& t : ictx.allOutputTypes_) outs.push_back(typeInfo(&t));
+    for (const auto& t : onnximp::inferNodeTypes(*schema, node, typeMap, dataMap)) outs.push_back(typeInfo(&t));
     return true;
   } catch (const std::exception& e) {
     if (refusal) onnximp::isGuardRefusal(e, refusal);

@@ -2,6 +2,7 @@
 
 #include <onnx/defs/shape_inference.h>
 #include <onnx/defs/tensor_proto_util.h>
+#include <onnx/shape_inference/implementation.h>
 
 #include <cstdint>
 #include <limits>
@@ -276,6 +277,25 @@ bool isGuardRefusal(const std::exception& e, std::string* reason) {
     *reason = std::string(rest);
   }
   return true;
+}
+
+void setTensorType(onnx::TypeProto* type, int32_t elemType, bool hasRank, const std::vector<int64_t>& dims) {
+  auto* tt = type->mutable_tensor_type();
+  tt->set_elem_type(elemType);
+  if (!hasRank) return;
+  auto* shape = tt->mutable_shape();
+  for (int64_t d : dims) {
+    auto* dim = shape->add_dim();
+    if (d >= 0) dim->set_dim_value(d);
+  }
+}
+
+std::vector<onnx::TypeProto> inferNodeTypes(const onnx::OpSchema& schema, onnx::NodeProto& node,
+                                            const InferenceTypes& types, const InferenceData& data) {
+  const std::unordered_map<std::string, const onnx::SparseTensorProto*> noSparse;
+  onnx::shape_inference::InferenceContextImpl ctx(node, types, data, noSparse, nullptr, nullptr);
+  schema.GetTypeAndShapeInferenceFunction()(ctx);
+  return std::move(ctx.allOutputTypes_);
 }
 
 const onnx::ISchemaRegistry* guardedSchemas() {

@@ -417,9 +417,8 @@ void inferDirect(const Case& c) {
   if (!schema || !schema->has_type_and_shape_inference_function()) return;
   onnx::NodeProto node = c.node;
   std::vector<onnx::TypeProto> types(c.types.size());
-  std::unordered_map<std::string, onnx::TypeProto*> typeMap;
-  std::unordered_map<std::string, const onnx::TensorProto*> dataMap;
-  std::unordered_map<std::string, const onnx::SparseTensorProto*> sparseMap;
+  onnximp::InferenceTypes typeMap;
+  onnximp::InferenceData dataMap;
   for (size_t i = 0; i < c.types.size(); ++i) {
     const std::string& name = node.input(static_cast<int>(i));
     if (name.empty()) continue;
@@ -430,9 +429,7 @@ void inferDirect(const Case& c) {
     if (c.data[i]) dataMap[name] = c.data[i].get();
   }
   countOutcome(c, 0, refusalsAreFine([&] {
-                 onnx::shape_inference::InferenceContextImpl ictx(node, typeMap, dataMap, sparseMap, nullptr, nullptr);
-                 schema->GetTypeAndShapeInferenceFunction()(ictx);
-                 return outputsSummary(ictx.allOutputTypes_);
+                 return outputsSummary(onnximp::inferNodeTypes(*schema, node, typeMap, dataMap));
                }));
 }
 
@@ -445,9 +442,8 @@ void inferAsImporter(const Case& c, bool roundTrip) {
   if (!schema || !schema->has_type_and_shape_inference_function()) return;
   std::vector<onnx::TypeProto> inTypes(c.types.size());
   std::vector<onnx::TensorProto> protos(c.types.size());
-  std::unordered_map<std::string, onnx::TypeProto*> typeMap;
-  std::unordered_map<std::string, const onnx::TensorProto*> dataMap;
-  std::unordered_map<std::string, const onnx::SparseTensorProto*> sparseMap;
+  onnximp::InferenceTypes typeMap;
+  onnximp::InferenceData dataMap;
   for (size_t i = 0; i < c.types.size(); ++i) {
     const std::string& name = node.input(static_cast<int>(i));
     if (name.empty() || !c.types[i]) continue;
@@ -455,15 +451,9 @@ void inferAsImporter(const Case& c, bool roundTrip) {
     if (!declared.has_tensor_type()) continue;
     const auto dtype = onnximp::dtypeFromOnnx(declared.tensor_type().elem_type());
     if (dtype == partex::DType::Undefined) continue;
-    auto* tt = inTypes[i].mutable_tensor_type();
-    tt->set_elem_type(static_cast<int32_t>(dtype));
-    if (declared.tensor_type().has_shape()) {
-      auto* shape = tt->mutable_shape();
-      for (const auto& d : declared.tensor_type().shape().dim()) {
-        auto* dim = shape->add_dim();
-        if (d.has_dim_value() && d.dim_value() >= 0) dim->set_dim_value(d.dim_value());
-      }
-    }
+    std::vector<int64_t> dims;
+    for (const auto& d : declared.tensor_type().shape().dim()) dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    onnximp::setTensorType(&inTypes[i], static_cast<int32_t>(dtype), declared.tensor_type().has_shape(), dims);
     typeMap[name] = &inTypes[i];
     if (!c.data[i]) continue;
     if (!roundTrip) {
@@ -475,9 +465,7 @@ void inferAsImporter(const Case& c, bool roundTrip) {
     }
   }
   countOutcome(c, roundTrip ? 2 : 1, refusalsAreFine([&] {
-                 onnx::shape_inference::InferenceContextImpl ictx(node, typeMap, dataMap, sparseMap, nullptr, nullptr);
-                 schema->GetTypeAndShapeInferenceFunction()(ictx);
-                 return outputsSummary(ictx.allOutputTypes_);
+                 return outputsSummary(onnximp::inferNodeTypes(*schema, node, typeMap, dataMap));
                }));
 }
 
