@@ -3,17 +3,19 @@
 # only what is missing. Runs as root, or through sudo when available.
 set -euo pipefail
 
+# Installed with --no-install-recommends, so a package whose CMake config needs something its -dev
+# package only recommends must be listed here: libdnnl-dev's dnnl-config.cmake calls
+# find_package(OpenCL), which needs ocl-icd-opencl-dev (a Recommends of libdnnl-dev).
 PACKAGES=(
-  cmake ninja-build g++ pkg-config git
+  cmake ninja-build g++ pkg-config
   qt6-base-dev qt6-svg-dev libgl-dev
   libgraphviz-dev
   libonnx-dev libprotobuf-dev protobuf-compiler
-  libdnnl-dev
+  libdnnl-dev ocl-icd-opencl-dev
   nlohmann-json3-dev libcli11-dev
-  coinor-libcbc-dev libglpk-dev
   libonnx-testdata
   clang libclang-rt-14-dev
-  xvfb xauth imagemagick
+  xvfb xauth
 )
 
 missing=()
