@@ -115,6 +115,11 @@ int runExecute(const ExecuteArgs& a) {
                         {"max_rel_diff", r->maxRelDiff},
                         {"cpu_share", r->cpuShare},
                         {"sleeps_per_run", r->sleepsPerRun},
+                        {"mode_switches_per_run", r->modeSwitchesPerRun},
+                        {"disturbed_runs_discarded", r->discardedRuns},
+                        {"disturbed", r->disturbed},
+                        {"omp_wait_policy", r->ompWaitPolicy},
+                        {"notes", r->notes},
                         {"ops", ops}};
     if (!r->mismatch.empty()) j["mismatch"] = r->mismatch;
     std::cout << j.dump(2) << "\n";
@@ -125,15 +130,22 @@ int runExecute(const ExecuteArgs& a) {
     std::printf("Predicted    %.1f us (simulator)\n", pred);
     std::printf("Error        %+.1f%% (predicted against measured); median per-operator error %.1f%%\n", err * 100.0,
                 medianOf(opErrors) * 100.0);
+    if (r->discardedRuns > 0)
+      std::printf("Disturbed    %d runs discarded and repeated: other programs took the CPUs (cpu share below %.0f%%)\n",
+                  r->discardedRuns, ExecOptions{}.minCpuShare * 100.0);
     if (r->cpuShare < 0.9)
       std::printf(
           "Note         the kernels' threads got %.0f%% of their cores (other programs are running): measured times "
           "are stretched\n",
           r->cpuShare * 100.0);
+    if (r->modeSwitchesPerRun > 0)
+      std::printf("Switches     %d per run between the per-core devices and the OpenMP team of a multi-thread device\n",
+                  r->modeSwitchesPerRun);
     if (r->sleepsPerRun > 0)
       std::printf("Waits        %.1f per run outlasted the %d us spin and slept (a wake-up the simulator does not "
                   "predict; see --spin-us)\n",
                   r->sleepsPerRun, a.spinUs);
+    for (const auto& note : r->notes) std::printf("Warning      %s\n", note.c_str());
     std::printf("Outputs      %s single-device run on %s (max abs diff %.3g, max rel diff %.3g)%s%s\n",
                 r->outputsMatch ? "match the" : "DIFFER from the", refDev.c_str(), r->maxAbsDiff, r->maxRelDiff,
                 r->mismatch.empty() ? "" : ": ", r->mismatch.c_str());

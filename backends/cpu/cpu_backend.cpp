@@ -103,7 +103,7 @@ class CpuKernel final : public Kernel {
     std::vector<const Tensor*> in = inputs;
     in.resize(nIn_, nullptr);
     outputs.resize(nOut_);
-    DeviceScope scope(dev_.threads, dev_.core);
+    DeviceScope scope(dev_.threads, dev_.core, dev_.teamCores.empty() ? nullptr : &dev_.teamCores);
     ExecContext ctx;
     ctx.threads = dev_.threads;
     try {
@@ -129,12 +129,15 @@ class CpuBackend final : public Backend {
   CpuBackend() {
     const auto& cpus = allowedCpus();
     const int n = static_cast<int>(cpus.size());
-    devices_.push_back({"cpu-serial", "CPU, 1 thread on CPU " + std::to_string(cpus[0]), 1, cpus[0]});
-    devices_.push_back({"cpu-parallel", "CPU, " + std::to_string(n) + " threads", n, -1});
+    devices_.push_back({"cpu-serial", "CPU, 1 thread on CPU " + std::to_string(cpus[0]), 1, cpus[0], {}});
+    // cpu-parallel: an OpenMP team of n threads led by the calling thread on the first CPU, one
+    // thread pinned to each CPU (the executor runs it from its lane of that CPU).
+    devices_.push_back({"cpu-parallel", "CPU, " + std::to_string(n) + " threads", n, cpus[0],
+                        n > 1 ? cpus : std::vector<int>{}});
     for (int i = 0; i < n; ++i)
       devices_.push_back({"core" + std::to_string(i),
                           "CPU " + std::to_string(cpus[static_cast<size_t>(i)]) + ", 1 pinned thread", 1,
-                          cpus[static_cast<size_t>(i)]});
+                          cpus[static_cast<size_t>(i)], {}});
     const dnnl_version_t* v = dnnl_version();
     version_ = "partex-cpu 1; oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
                std::to_string(v->patch) + " (" + std::string(v->hash) + "); OpenMP " + std::to_string(_OPENMP) +

@@ -23,9 +23,35 @@ const std::vector<int>& allowedCpus() {
   return cpus;
 }
 
-DeviceScope::DeviceScope(int threads, int core) : prevThreads_(omp_get_max_threads()) {
+namespace {
+
+void pinTo(int core) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(core, &one);
+  pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+}
+
+}  // namespace
+
+DeviceScope::DeviceScope(int threads, int core, const std::vector<int>* teamCores)
+    : prevThreads_(omp_get_max_threads()) {
   if (threads < 1) threads = 1;
   if (prevThreads_ != threads) omp_set_num_threads(threads);
+  if (threads > 1 && teamCores && static_cast<int>(teamCores->size()) >= threads) {
+    // libgomp keeps one pool of threads per master thread and gives team slot i to the same pool
+    // thread every time, so pinning each slot once per (master thread, team size) is enough.
+    thread_local int pinnedTeamSize = 0;
+    if (pinnedTeamSize != threads) {
+      const std::vector<int>& cores = *teamCores;
+#pragma omp parallel num_threads(threads)
+      {
+        const int i = omp_get_thread_num();
+        if (i > 0) pinTo(cores[static_cast<size_t>(i)]);
+      }
+      pinnedTeamSize = threads;
+    }
+  }
   if (core >= 0) {
     cpu_set_t prev;
     CPU_ZERO(&prev);

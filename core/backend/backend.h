@@ -48,6 +48,10 @@ struct BackendDevice {
   std::string description;
   int threads = 1;  ///< Threads a kernel on this device uses.
   int core = -1;    ///< Logical CPU the kernel's thread is pinned to; -1 when not pinned.
+  /// Logical CPUs a multi-thread device's team occupies while one of its kernels runs, `core` (the
+  /// calling thread's) first; empty for single-thread devices. The executor keeps these CPUs free of
+  /// its other threads while such a kernel runs.
+  std::vector<int> teamCores;
 };
 
 /// An execution backend. Implementations are thread-safe for const calls (supports/prepare may be

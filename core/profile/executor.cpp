@@ -11,9 +11,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 
+#include "profile/ompenv.h"
 #include "profile/profiler.h"
+#include "sim/simulator.h"
 #include "support/strings.h"
 
 namespace partex {
@@ -86,9 +89,9 @@ class Prepared {
 struct RunTimes {
   double makespanUs = 0;
   std::vector<double> startUs, endUs;
-  double cpuUs = 0;   ///< CPU time of the single-thread devices' workers while they ran or spun.
-  double busyUs = 0;  ///< Their wall time from the start to their last operator, less their sleeps.
-  int sleeps = 0;     ///< Waits for an input that outlasted the spin and slept.
+  double cpuUs = 0;   ///< CPU time of the lanes while they ran or spun (waits inside a team excluded).
+  double busyUs = 0;  ///< Their wall time from the start to their last operator, less sleeps and team waits.
+  int sleeps = 0;     ///< Waits that outlasted the spin and slept.
 };
 
 /// CPU time of the calling thread in microseconds.
@@ -98,16 +101,137 @@ double threadCpuUs() {
   return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) * 1e-3;
 }
 
-/// One thread per device, created and pinned once and kept for every run of a placement, as a
-/// runtime keeps its threads: a fresh thread per run would time its first touches (stack, the OpenMP
-/// and oneDNN per-thread state and scratchpads) inside the kernels. run() hands each member the same
-/// job and returns when all have finished it.
-class DeviceTeam {
+/// Which thread runs what. A lane is one worker thread, pinned to one logical CPU (or unpinned for a
+/// device the backend does not pin). Every device of a CPU is served by that CPU's lane, so two
+/// devices that are modes of one core (cpu-serial and core0) never have two threads competing for it;
+/// a multi-thread device (cpu-parallel) is led by the lane of its first CPU, and the lanes of its other
+/// CPUs take part in each of its operators by stepping aside (yielding their CPU to the OpenMP thread
+/// pinned there) until it ends. Each lane runs its operators in the order of their predicted start
+/// times, which is the simulator's order for every device and, for devices that share a lane, the
+/// order the simulator interleaves them in.
+struct LaneLayout {
+  std::vector<int> laneCore;                 ///< Per lane: the CPU it is pinned to, -1 unpinned.
+  std::vector<int> masterLane;               ///< Per device: the lane that runs its kernels (-1: none).
+  std::vector<std::vector<int>> helperLanes; ///< Per device: the other lanes its kernels occupy.
+  std::vector<char> team;                    ///< Per device: a multi-thread (OpenMP team) device.
+};
+
+LaneLayout layoutLanes(const std::vector<std::string>& deviceIds, const std::vector<BackendDevice>& backendDevices,
+                       const std::vector<std::vector<DeviceId>>& exclusiveWith = {}) {
+  LaneLayout L;
+  const int m = static_cast<int>(deviceIds.size());
+  L.masterLane.assign(static_cast<size_t>(m), -1);
+  L.helperLanes.assign(static_cast<size_t>(m), {});
+  L.team.assign(static_cast<size_t>(m), 0);
+  auto laneOfCore = [&](int core) {
+    for (size_t i = 0; i < L.laneCore.size(); ++i)
+      if (L.laneCore[i] == core) return static_cast<int>(i);
+    L.laneCore.push_back(core);
+    return static_cast<int>(L.laneCore.size() - 1);
+  };
+  for (DeviceId d = 0; d < m; ++d) {
+    const auto& id = deviceIds[static_cast<size_t>(d)];
+    auto it = std::find_if(backendDevices.begin(), backendDevices.end(), [&](const BackendDevice& b) { return b.id == id; });
+    if (it == backendDevices.end()) continue;
+    if (it->core < 0) {  // Unpinned: a lane of its own.
+      L.laneCore.push_back(-1);
+      L.masterLane[static_cast<size_t>(d)] = static_cast<int>(L.laneCore.size() - 1);
+      continue;
+    }
+    L.masterLane[static_cast<size_t>(d)] = laneOfCore(it->core);
+    L.team[static_cast<size_t>(d)] = it->threads > 1;
+    for (int c : it->teamCores)
+      if (c != it->core) L.helperLanes[static_cast<size_t>(d)].push_back(laneOfCore(c));
+  }
+  // Devices the platform makes mutually exclusive but that use no lane in common (two unpinned
+  // devices, say): the other's lane steps aside for each operator of the first, which orders the two
+  // devices' operators as the predicted timeline does.
+  auto lanesOf = [&](DeviceId d) {
+    std::vector<int> l = L.helperLanes[static_cast<size_t>(d)];
+    l.push_back(L.masterLane[static_cast<size_t>(d)]);
+    return l;
+  };
+  for (DeviceId a = 0; a < m && static_cast<size_t>(a) < exclusiveWith.size(); ++a)
+    for (DeviceId b : exclusiveWith[static_cast<size_t>(a)]) {
+      if (b <= a || b >= m || L.masterLane[static_cast<size_t>(a)] < 0 || L.masterLane[static_cast<size_t>(b)] < 0)
+        continue;
+      const auto la = lanesOf(a), lb = lanesOf(b);
+      if (std::any_of(la.begin(), la.end(), [&](int x) { return std::find(lb.begin(), lb.end(), x) != lb.end(); }))
+        continue;
+      L.helperLanes[static_cast<size_t>(a)].push_back(L.masterLane[static_cast<size_t>(b)]);
+    }
+  return L;
+}
+
+/// What each lane does in one run of a plan.
+struct LaneProgram {
+  std::vector<std::vector<TaskId>> seq;  ///< Per lane: operators it runs or takes part in, in order.
+  int modeSwitches = 0;  ///< Per run: times a lane goes from its own operators to a team's or back.
+  std::vector<std::string> notes;
+};
+
+Result<LaneProgram> programLanes(const CostTable& t, const Plan& plan, const LaneLayout& L) {
+  const int n = t.numTasks();
+  auto tl = simulate(t, plan);
+  if (!tl) return Error{tl.message()};
+  const auto topo = t.topoOrder();
+  std::vector<int> topoPos(static_cast<size_t>(n), 0);
+  for (size_t i = 0; i < topo.size(); ++i) topoPos[static_cast<size_t>(topo[i])] = static_cast<int>(i);
+  // All operators by predicted start (ties: topological position): a linear extension of the graph, so
+  // lanes that follow sub-sequences of it cannot deadlock.
+  std::vector<TaskId> all(static_cast<size_t>(n));
+  for (TaskId v = 0; v < n; ++v) all[static_cast<size_t>(v)] = v;
+  std::sort(all.begin(), all.end(), [&](TaskId a, TaskId b) {
+    const double sa = tl->tasks[static_cast<size_t>(a)].start, sb = tl->tasks[static_cast<size_t>(b)].start;
+    if (sa != sb) return sa < sb;
+    return topoPos[static_cast<size_t>(a)] < topoPos[static_cast<size_t>(b)];
+  });
+  LaneProgram P;
+  P.seq.assign(L.laneCore.size(), {});
+  std::vector<double> laneFree(L.laneCore.size(), 0.0);
+  std::vector<int> lastKind(L.laneCore.size(), -1);  // 0: own operator, 1: a team's
+  std::set<std::string> overlapping;
+  for (TaskId v : all) {
+    const DeviceId d = plan.device[static_cast<size_t>(v)];
+    const int master = L.masterLane[static_cast<size_t>(d)];
+    if (master < 0) return makeError("executor: device '", t.deviceIds[static_cast<size_t>(d)], "' has no lane");
+    const auto& slot = tl->tasks[static_cast<size_t>(v)];
+    auto use = [&](int lane, int kind) {
+      P.seq[static_cast<size_t>(lane)].push_back(v);
+      if (lastKind[static_cast<size_t>(lane)] >= 0 && lastKind[static_cast<size_t>(lane)] != kind) ++P.modeSwitches;
+      if (slot.start < laneFree[static_cast<size_t>(lane)] - 1e-6 && slot.end > slot.start)
+        overlapping.insert(t.deviceIds[static_cast<size_t>(d)]);
+      laneFree[static_cast<size_t>(lane)] = std::max(laneFree[static_cast<size_t>(lane)], slot.end);
+    };
+    const bool team = !L.helperLanes[static_cast<size_t>(d)].empty();
+    use(master, team ? 1 : 0);
+    lastKind[static_cast<size_t>(master)] = team ? 1 : 0;
+    for (int h : L.helperLanes[static_cast<size_t>(d)]) {
+      use(h, 1);
+      lastKind[static_cast<size_t>(h)] = 1;
+    }
+  }
+  if (!overlapping.empty()) {
+    std::string list;
+    for (const auto& id : overlapping) list += (list.empty() ? "" : ", ") + id;
+    P.notes.push_back("the plan runs " + list +
+                      " at the same time as another device on the same CPU (the platform does not make them "
+                      "exclusive): the executor runs them one after the other, so the measured makespan is not "
+                      "the predicted one");
+  }
+  return P;
+}
+
+/// One persistent thread per lane, created and pinned once and kept for every run, as a runtime keeps
+/// its threads: a fresh thread per run would time its first touches (stack, the OpenMP and oneDNN
+/// per-thread state and scratchpads) inside the kernels. run() hands each lane the same job and returns
+/// when all have finished it.
+class LaneTeam {
  public:
-  explicit DeviceTeam(const std::vector<int>& coreOf) {
-    threads_.reserve(coreOf.size());
-    for (size_t i = 0; i < coreOf.size(); ++i)
-      threads_.emplace_back([this, i, core = coreOf[i]] {
+  explicit LaneTeam(const std::vector<int>& laneCore) {
+    threads_.reserve(laneCore.size());
+    for (size_t i = 0; i < laneCore.size(); ++i)
+      threads_.emplace_back([this, i, core = laneCore[i]] {
         pinThisThread(core);
         uint64_t seen = 0;
         for (;;) {
@@ -117,13 +241,13 @@ class DeviceTeam {
           seen = generation_;
           const auto* job = job_;
           lk.unlock();
-          (*job)(static_cast<DeviceId>(i));
+          (*job)(static_cast<int>(i));
           lk.lock();
           if (--pending_ == 0) doneCv_.notify_all();
         }
       });
   }
-  ~DeviceTeam() {
+  ~LaneTeam() {
     {
       std::lock_guard lk(mu_);
       stop_ = true;
@@ -131,12 +255,12 @@ class DeviceTeam {
     cv_.notify_all();
     for (auto& t : threads_) t.join();
   }
-  DeviceTeam(const DeviceTeam&) = delete;
-  DeviceTeam& operator=(const DeviceTeam&) = delete;
+  LaneTeam(const LaneTeam&) = delete;
+  LaneTeam& operator=(const LaneTeam&) = delete;
 
-  /// Runs job(d) on every member d (concurrently) and waits for all; `whileRunning` runs on the calling
+  /// Runs job(lane) on every lane (concurrently) and waits for all; `whileRunning` runs on the calling
   /// thread meanwhile (it starts the clock).
-  void run(const std::function<void(DeviceId)>& job, const std::function<void()>& whileRunning) {
+  void run(const std::function<void(int)>& job, const std::function<void()>& whileRunning) {
     {
       std::lock_guard lk(mu_);
       job_ = &job;
@@ -152,120 +276,130 @@ class DeviceTeam {
  private:
   std::mutex mu_;
   std::condition_variable cv_, doneCv_;
-  const std::function<void(DeviceId)>* job_ = nullptr;
+  const std::function<void(int)>* job_ = nullptr;
   size_t pending_ = 0;
   uint64_t generation_ = 0;
   bool stop_ = false;
   std::vector<std::thread> threads_;
 };
 
-/// One concurrent run on the team: each device's member walks its operators, dependency counters are
-/// atomics, and a mutex per pair of mutually exclusive devices is taken (in a fixed order) while a
-/// kernel runs.
-Result<RunTimes> runConcurrent(DeviceTeam& team, Prepared& prep, const CostTable& t, const Plan& plan,
-                               const std::vector<std::vector<OpId>>& preds, const std::vector<std::vector<OpId>>& succs,
-                               int spinUs, const std::atomic<bool>* cancel) {
+/// One run of a lane program: each lane walks its sequence; an operator starts when its inputs are
+/// ready (atomic dependency counters) and, for a team's operator, when the helper lanes have arrived
+/// (finished everything before it). A waiting lane spins, yielding its CPU at every turn so that a
+/// team thread or another program scheduled there runs at once, and sleeps after `spinUs`.
+Result<RunTimes> runLanes(LaneTeam& team, Prepared& prep, const std::vector<DeviceId>& devOf, const LaneLayout& L,
+                          const LaneProgram& P, const std::vector<std::vector<OpId>>& preds,
+                          const std::vector<std::vector<OpId>>& succs, int spinUs, const std::atomic<bool>* cancel) {
   const size_t n = preds.size();
-  const int m = t.numDevices();
-  // Dependency counters: atomics, so that a waiting worker can spin on them before it sleeps (a sleeping
-  // thread woken on a busy core can wait a whole scheduler slice).
+  const size_t lanes = L.laneCore.size();
   auto remaining = std::make_unique<std::atomic<int>[]>(n);
-  for (size_t v = 0; v < n; ++v) remaining[v].store(static_cast<int>(preds[v].size()), std::memory_order_relaxed);
-  // Exclusive pairs: one mutex each; a device takes the mutexes of all its pairs, in pair order.
-  std::map<std::pair<int, int>, size_t> pairIndex;
-  for (DeviceId a = 0; a < m; ++a)
-    if (static_cast<size_t>(a) < t.exclusiveWith.size())
-      for (DeviceId b : t.exclusiveWith[static_cast<size_t>(a)]) {
-        auto key = std::make_pair(std::min(a, b), std::max(a, b));
-        if (!pairIndex.count(key)) pairIndex.emplace(key, pairIndex.size());
-      }
-  std::vector<std::mutex> pairMutex(pairIndex.size());
-  std::vector<std::vector<size_t>> locksOf(static_cast<size_t>(m));
-  for (const auto& [key, idx] : pairIndex) {
-    locksOf[static_cast<size_t>(key.first)].push_back(idx);
-    locksOf[static_cast<size_t>(key.second)].push_back(idx);
+  auto arrived = std::make_unique<std::atomic<int>[]>(n);  // helper lanes at a team operator
+  auto done = std::make_unique<std::atomic<bool>[]>(n);
+  for (size_t v = 0; v < n; ++v) {
+    remaining[v].store(static_cast<int>(preds[v].size()), std::memory_order_relaxed);
+    arrived[v].store(0, std::memory_order_relaxed);
+    done[v].store(false, std::memory_order_relaxed);
   }
-  for (auto& l : locksOf) std::sort(l.begin(), l.end());
-
   std::mutex mu;
   std::condition_variable cv;
+  std::atomic<int> sleepers{0};
   std::atomic<bool> failed{false};
   std::string error;
   RunTimes times;
   times.startUs.assign(n, 0);
   times.endUs.assign(n, 0);
-  std::vector<double> cpuOf(static_cast<size_t>(m), 0.0), busyOf(static_cast<size_t>(m), 0.0);
+  std::vector<double> cpuOf(lanes, 0.0), busyOf(lanes, 0.0);
   std::atomic<int> sleeps{0};
   int active = 0;
-  for (DeviceId d = 0; d < m; ++d)
-    if (static_cast<size_t>(d) < plan.order.size() && !plan.order[static_cast<size_t>(d)].empty()) ++active;
-  // Start line: every worker with operators spins until the clock starts, so that the makespan does
-  // not include a wake-up from a sleep (a whole slice on a busy core).
+  for (size_t l = 0; l < lanes; ++l)
+    if (!P.seq[l].empty()) ++active;
   std::atomic<int> atStart{0};
   std::atomic<bool> go{false};
   Clock::time_point t0;
+  auto wakeSleepers = [&] {
+    if (sleepers.load(std::memory_order_acquire) > 0) {
+      { std::lock_guard lk(mu); }  // A sleeper checks its condition under mu: no lost wake-up.
+      cv.notify_all();
+    }
+  };
+  auto fail = [&](const std::string& msg) {
+    {
+      std::lock_guard lk(mu);
+      if (!failed.load()) error = msg;
+      failed.store(true);
+    }
+    cv.notify_all();
+  };
 
-  auto worker = [&](DeviceId d) {
-    if (static_cast<size_t>(d) >= plan.order.size() || plan.order[static_cast<size_t>(d)].empty()) return;
+  auto worker = [&](int lane) {
+    const auto& seq = P.seq[static_cast<size_t>(lane)];
+    if (seq.empty()) return;
     atStart.fetch_add(1, std::memory_order_acq_rel);
-    for (int i = 1; !go.load(std::memory_order_acquire); ++i)
-      if (i % 64 == 0) std::this_thread::yield();
+    while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
     const double cpu0 = threadCpuUs();
-    double sleptUs = 0, lastEnd = 0;
-    auto finish = [&] {
-      cpuOf[static_cast<size_t>(d)] = threadCpuUs() - cpu0;
-      busyOf[static_cast<size_t>(d)] = std::max(0.0, lastEnd - sleptUs);
-    };
-    for (TaskId v : plan.order[static_cast<size_t>(d)]) {
-      const auto vi = static_cast<size_t>(v);
-      auto ready = [&] { return remaining[vi].load(std::memory_order_acquire) == 0 || failed.load(); };
-      if (!ready()) {
-        const auto spinUntil = Clock::now() + std::chrono::microseconds(spinUs);
-        for (int i = 1; !ready() && Clock::now() < spinUntil; ++i)
-          if (i % 64 == 0) std::this_thread::yield();
-        if (!ready()) {
+    double sleptUs = 0, teamWaitUs = 0, teamWaitCpuUs = 0;
+    // Spins (yielding) until cond() holds or the run failed; sleeps after spinUs.
+    auto waitFor = [&](auto cond) {
+      if (cond() || failed.load(std::memory_order_relaxed)) return;
+      const auto spinUntil = Clock::now() + std::chrono::microseconds(spinUs);
+      for (int i = 1; !cond() && !failed.load(std::memory_order_relaxed); ++i) {
+        std::this_thread::yield();
+        if (i % 16 == 0 && Clock::now() >= spinUntil) {
           const auto s0 = Clock::now();
           sleeps.fetch_add(1, std::memory_order_relaxed);
-          std::unique_lock lk(mu);
-          cv.wait(lk, ready);
+          sleepers.fetch_add(1, std::memory_order_acq_rel);
+          {
+            std::unique_lock lk(mu);
+            cv.wait(lk, [&] { return cond() || failed.load(); });
+          }
+          sleepers.fetch_sub(1, std::memory_order_acq_rel);
           sleptUs += std::chrono::duration<double, std::micro>(Clock::now() - s0).count();
+          return;
         }
       }
-      if (failed.load()) return finish();
-      if (cancel && cancel->load(std::memory_order_relaxed)) {
-        std::lock_guard lk(mu);
-        if (!failed.load()) error = "cancelled";
-        failed.store(true);
-        cv.notify_all();
-        return finish();
+    };
+    for (TaskId v : seq) {
+      const auto vi = static_cast<size_t>(v);
+      const DeviceId d = devOf[vi];
+      if (L.masterLane[static_cast<size_t>(d)] != lane) {
+        // A helper of a team operator: arrive, then step aside until the team has finished it.
+        const auto w0 = Clock::now();
+        const double c0 = threadCpuUs();
+        arrived[vi].fetch_add(1, std::memory_order_acq_rel);
+        wakeSleepers();
+        waitFor([&] { return done[vi].load(std::memory_order_acquire); });
+        teamWaitCpuUs += threadCpuUs() - c0;
+        teamWaitUs += std::chrono::duration<double, std::micro>(Clock::now() - w0).count();
+        if (failed.load()) break;
+        continue;
       }
-      for (size_t l : locksOf[static_cast<size_t>(d)]) pairMutex[l].lock();
+      const int helpers = static_cast<int>(L.helperLanes[static_cast<size_t>(d)].size());
+      waitFor([&] {
+        return remaining[vi].load(std::memory_order_acquire) == 0 && arrived[vi].load(std::memory_order_acquire) == helpers;
+      });
+      if (failed.load()) break;
+      if (cancel && cancel->load(std::memory_order_relaxed)) {
+        fail("cancelled");
+        break;
+      }
+      // A team operator counts in the lane's CPU share: when another program holds a CPU of the team,
+      // the leader finishes its part and sleeps at the team's barrier, so its CPU time falls behind.
       const auto s = Clock::now();
       Status st = prep.runOne(vi);
       const auto e = Clock::now();
-      for (auto it = locksOf[static_cast<size_t>(d)].rbegin(); it != locksOf[static_cast<size_t>(d)].rend(); ++it)
-        pairMutex[*it].unlock();
       times.startUs[vi] = std::chrono::duration<double, std::micro>(s - t0).count();
-      times.endUs[vi] = lastEnd = std::chrono::duration<double, std::micro>(e - t0).count();
-      if (st) {
-        bool wake = false;
-        for (OpId sc : succs[vi])
-          if (remaining[static_cast<size_t>(sc)].fetch_sub(1, std::memory_order_acq_rel) == 1) wake = true;
-        if (wake) {
-          { std::lock_guard lk(mu); }  // A sleeper checks its counter under mu: no lost wake-up.
-          cv.notify_all();
-        }
-      } else {
-        {
-          std::lock_guard lk(mu);
-          if (!failed.load()) error = st.message();
-          failed.store(true);
-        }
-        cv.notify_all();
-        return finish();
+      times.endUs[vi] = std::chrono::duration<double, std::micro>(e - t0).count();
+      if (!st) {
+        fail(st.message());
+        break;
       }
+      for (OpId sc : succs[vi]) remaining[static_cast<size_t>(sc)].fetch_sub(1, std::memory_order_acq_rel);
+      done[vi].store(true, std::memory_order_release);
+      wakeSleepers();
     }
-    finish();
+    const double laneEnd = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+    cpuOf[static_cast<size_t>(lane)] = threadCpuUs() - cpu0 - teamWaitCpuUs;
+    busyOf[static_cast<size_t>(lane)] = std::max(0.0, laneEnd - sleptUs - teamWaitUs);
   };
   team.run(worker, [&] {
     while (atStart.load(std::memory_order_acquire) < active) std::this_thread::yield();
@@ -275,11 +409,10 @@ Result<RunTimes> runConcurrent(DeviceTeam& team, Prepared& prep, const CostTable
   if (failed.load()) return Error{error};
   for (size_t v = 0; v < n; ++v) times.makespanUs = std::max(times.makespanUs, times.endUs[v]);
   times.sleeps = sleeps.load();
-  for (DeviceId d = 0; d < m; ++d)
-    if (t.deviceCores.empty() || t.deviceCores[static_cast<size_t>(d)] <= 1) {
-      times.cpuUs += cpuOf[static_cast<size_t>(d)];
-      times.busyUs += busyOf[static_cast<size_t>(d)];
-    }
+  for (size_t l = 0; l < lanes; ++l) {
+    times.cpuUs += cpuOf[l];
+    times.busyUs += busyOf[l];
+  }
   return times;
 }
 
@@ -332,6 +465,145 @@ bool tensorsClose(const Tensor& ref, const Tensor& got, double rtol, double& max
   return ok;
 }
 
+namespace {
+
+/// Synthetic model inputs and weights (the profiler's, by seed), and each operator's predecessors and
+/// successors.
+struct RunInputs {
+  std::vector<Tensor> leaves;
+  std::vector<std::vector<OpId>> preds, succs;
+};
+
+Result<RunInputs> makeRunInputs(const Graph& g, uint64_t seed) {
+  RunInputs in;
+  const size_t n = g.nodes.size();
+  in.leaves.resize(g.values.size());
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    const Value& val = g.values[v];
+    if (val.producer >= 0 || (!val.isWeight && !val.isGraphInput)) continue;
+    auto tn = syntheticTensor(g, static_cast<ValueId>(v), seed + v);
+    if (!tn) return makeError("input '", val.name, "': ", tn.message());
+    in.leaves[v] = std::move(tn).value();
+  }
+  in.preds.resize(n);
+  in.succs.resize(n);
+  for (size_t v = 0; v < n; ++v) {
+    in.preds[v] = g.predecessors(static_cast<OpId>(v));
+    in.succs[v] = g.successors(static_cast<OpId>(v));
+  }
+  return in;
+}
+
+/// The warm-up and timed runs of one lane program (prepared in `prep`), with disturbed runs discarded
+/// and repeated. `step` reports progress.
+Status timedRuns(LaneTeam& team, Prepared& prep, const std::vector<DeviceId>& devOf, const LaneLayout& layout,
+                 const LaneProgram& program, const RunInputs& in, const ExecOptions& o,
+                 const std::function<void(const std::string&)>& step, ExecResult& r,
+                 const std::vector<OpId>* chain = nullptr) {
+  const size_t n = in.preds.size();
+  auto cancelled = [&] { return o.cancel && o.cancel->load(std::memory_order_relaxed); };
+  r.opSamplesUs.assign(n, {});
+  std::vector<std::vector<double>> startSamples(n);
+  double cpuSum = 0, wallSum = 0;
+  // A timed run whose lanes got less than minCpuShare of their CPUs (other programs ran) is discarded
+  // and run again, up to maxDiscarded times; after that the disturbed runs are kept and flagged.
+  const int maxDiscarded = o.maxDiscarded >= 0 ? o.maxDiscarded : 2 * o.reps;
+  int timed = 0, stepped = -1;
+  for (int rep = 0; timed < o.reps; ++rep) {
+    if (cancelled()) return makeError("cancelled");
+    const bool warm = rep < o.warmup;
+    if (warm || timed != stepped) step(warm ? "warm-up run" : "timed run " + std::to_string(timed + 1));
+    if (!warm) stepped = timed;  // A disturbed run's repetition is the same step.
+    auto times = runLanes(team, prep, devOf, layout, program, in.preds, in.succs, o.spinUs, o.cancel);
+    if (!times) return Error{times.message()};
+    if (warm) continue;
+    const double share = times->busyUs > 0 ? std::min(1.0, times->cpuUs / times->busyUs) : 1.0;
+    if (share < o.minCpuShare) {
+      if (r.discardedRuns < maxDiscarded) {
+        ++r.discardedRuns;
+        continue;
+      }
+      r.disturbed = true;
+    }
+    ++timed;
+    r.makespansUs.push_back(times->makespanUs);
+    for (size_t v = 0; v < n; ++v) {
+      r.opSamplesUs[v].push_back(times->endUs[v] - times->startUs[v]);
+      startSamples[v].push_back(times->startUs[v]);
+    }
+    if (chain) {  // One lane, each operator ready when the previous one ends: charge it the gap too.
+      double prevEnd = 0;
+      for (OpId v : *chain) {
+        const auto vi = static_cast<size_t>(v);
+        r.opSamplesUs[vi].back() = times->endUs[vi] - prevEnd;
+        prevEnd = times->endUs[vi];
+      }
+    }
+    cpuSum += times->cpuUs;
+    wallSum += times->busyUs;
+    r.sleepsPerRun += static_cast<double>(times->sleeps) / static_cast<double>(o.reps);
+  }
+  if (r.disturbed)
+    r.notes.push_back("other programs took the CPUs during the runs (" + std::to_string(r.discardedRuns) +
+                      " disturbed runs discarded, later ones kept): the measured times are stretched");
+  r.makespanUs = medianOf(r.makespansUs);
+  r.opUs.resize(n);
+  r.opStartUs.resize(n);
+  for (size_t v = 0; v < n; ++v) {
+    r.opUs[v] = medianOf(r.opSamplesUs[v]);
+    r.opStartUs[v] = medianOf(startSamples[v]);
+  }
+  r.cpuShare = wallSum > 0 ? std::min(1.0, cpuSum / wallSum) : 1.0;
+  return Status::ok();
+}
+
+/// Notes what the run's OpenMP wait policy means for a plan that uses a multi-thread device.
+void noteWaitPolicy(const LaneLayout& layout, const std::vector<DeviceId>& devOf, ExecResult& r) {
+  r.ompWaitPolicy = ompWaitPolicy();
+  bool usesTeam = false;
+  for (DeviceId d : devOf) usesTeam = usesTeam || layout.team[static_cast<size_t>(d)];
+  if (usesTeam && r.ompWaitPolicy != "passive")
+    r.notes.push_back("OMP_WAIT_POLICY=" + r.ompWaitPolicy +
+                      " (set before Partex started): the OpenMP team of a multi-thread device keeps spinning after "
+                      "each of its operators and takes the CPU from the operators that follow there; unset it to "
+                      "let Partex choose the passive policy its predictions assume");
+}
+
+}  // namespace
+
+Result<ExecResult> executeOnDevice(const Graph& g, const Backend& backend, const std::string& device,
+                                   const std::vector<OpId>& order, const ExecOptions& o) {
+  const size_t n = g.nodes.size();
+  if (order.size() != n) return makeError("executor: the order must list every operator once");
+  if (o.reps < 1) return makeError("executor: reps must be at least 1");
+  const std::vector<std::string> ids{device};
+  const LaneLayout layout = layoutLanes(ids, backend.devices());
+  if (layout.masterLane[0] < 0)
+    return makeError("executor: device '", device, "' is not a device of backend '", backend.name(), "'");
+  LaneProgram program;
+  program.seq.assign(layout.laneCore.size(), {});
+  program.seq[static_cast<size_t>(layout.masterLane[0])] = order;
+  for (int h : layout.helperLanes[0]) program.seq[static_cast<size_t>(h)] = order;
+  auto in = makeRunInputs(g, o.seed);
+  if (!in) return Error{in.message()};
+  int done = 0;
+  const int total = o.warmup + o.reps + 1;
+  auto step = [&](const std::string& what) {
+    ++done;
+    if (o.progress) o.progress(done, total, what);
+  };
+  step("preparing kernels on " + device);
+  const std::vector<DeviceId> devOf(n, 0);
+  LaneTeam team(layout.laneCore);
+  Prepared prep(g, in->leaves);
+  if (auto st = prep.prepare(backend, devOf, ids); !st) return Error{st.message()};
+  ExecResult r;
+  noteWaitPolicy(layout, devOf, r);
+  if (auto st = timedRuns(team, prep, devOf, layout, program, *in, o, step, r, &order); !st)
+    return Error{st.message()};
+  return r;
+}
+
 Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const CostTable& t, const Plan& plan,
                                const ExecOptions& o) {
   const size_t n = g.nodes.size();
@@ -343,17 +615,11 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
   if (auto st = checkPlanShape(t, plan); !st) return Error{st.message()};
   if (o.reps < 1) return makeError("executor: reps must be at least 1");
   const auto backendDevices = backend.devices();
-  std::vector<int> coreOf(static_cast<size_t>(t.numDevices()), -1);
-  for (DeviceId d = 0; d < t.numDevices(); ++d) {
-    const auto& id = t.deviceIds[static_cast<size_t>(d)];
-    auto it =
-        std::find_if(backendDevices.begin(), backendDevices.end(), [&](const BackendDevice& b) { return b.id == id; });
-    if (it != backendDevices.end()) coreOf[static_cast<size_t>(d)] = it->core;
-    if (plan.order[static_cast<size_t>(d)].empty()) continue;
-    if (it == backendDevices.end())
-      return makeError("executor: device '", id, "' is not a device of backend '", backend.name(),
-                       "' (it can only be simulated)");
-  }
+  const LaneLayout layout = layoutLanes(t.deviceIds, backendDevices, t.exclusiveWith);
+  for (DeviceId d = 0; d < t.numDevices(); ++d)
+    if (!plan.order[static_cast<size_t>(d)].empty() && layout.masterLane[static_cast<size_t>(d)] < 0)
+      return makeError("executor: device '", t.deviceIds[static_cast<size_t>(d)], "' is not a device of backend '",
+                       backend.name(), "' (it can only be simulated)");
   int done = 0;
   const int total = o.warmup + o.reps + (o.checkOutputs ? 1 : 0) + 1;
   auto step = [&](const std::string& what) {
@@ -361,52 +627,20 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
     if (o.progress) o.progress(done, total, what);
   };
   auto cancelled = [&] { return o.cancel && o.cancel->load(std::memory_order_relaxed); };
-
-  // Synthetic model inputs and weights, shared by both runs.
-  std::vector<Tensor> leaves(g.values.size());
-  for (size_t v = 0; v < g.values.size(); ++v) {
-    const Value& val = g.values[v];
-    if (val.producer >= 0 || (!val.isWeight && !val.isGraphInput)) continue;
-    auto tn = syntheticTensor(g, static_cast<ValueId>(v), o.seed + v);
-    if (!tn) return makeError("input '", val.name, "': ", tn.message());
-    leaves[v] = std::move(tn).value();
-  }
-  std::vector<std::vector<OpId>> preds(n), succs(n);
-  for (size_t v = 0; v < n; ++v) {
-    preds[v] = g.predecessors(static_cast<OpId>(v));
-    succs[v] = g.successors(static_cast<OpId>(v));
-  }
+  auto in = makeRunInputs(g, o.seed);
+  if (!in) return Error{in.message()};
 
   step("preparing kernels");
-  DeviceTeam team(coreOf);
-  Prepared prep(g, leaves);
+  auto program = programLanes(t, plan, layout);
+  if (!program) return Error{program.message()};
+  LaneTeam team(layout.laneCore);
+  Prepared prep(g, in->leaves);
   if (auto st = prep.prepare(backend, plan.device, t.deviceIds); !st) return Error{st.message()};
   ExecResult r;
-  std::vector<std::vector<double>> opSamples(n), startSamples(n);
-  double cpuSum = 0, wallSum = 0;
-  for (int rep = 0; rep < o.warmup + o.reps; ++rep) {
-    if (cancelled()) return makeError("cancelled");
-    step(rep < o.warmup ? "warm-up run" : "timed run " + std::to_string(rep - o.warmup + 1));
-    auto times = runConcurrent(team, prep, t, plan, preds, succs, o.spinUs, o.cancel);
-    if (!times) return Error{times.message()};
-    if (rep < o.warmup) continue;
-    r.makespansUs.push_back(times->makespanUs);
-    for (size_t v = 0; v < n; ++v) {
-      opSamples[v].push_back(times->endUs[v] - times->startUs[v]);
-      startSamples[v].push_back(times->startUs[v]);
-    }
-    cpuSum += times->cpuUs;
-    wallSum += times->busyUs;
-    r.sleepsPerRun += static_cast<double>(times->sleeps) / static_cast<double>(o.reps);
-  }
-  r.makespanUs = medianOf(r.makespansUs);
-  r.opUs.resize(n);
-  r.opStartUs.resize(n);
-  for (size_t v = 0; v < n; ++v) {
-    r.opUs[v] = medianOf(opSamples[v]);
-    r.opStartUs[v] = medianOf(startSamples[v]);
-  }
-  r.cpuShare = wallSum > 0 ? std::min(1.0, cpuSum / wallSum) : 1.0;
+  r.modeSwitchesPerRun = program->modeSwitches;
+  r.notes = program->notes;
+  noteWaitPolicy(layout, plan.device, r);
+  if (auto st = timedRuns(team, prep, plan.device, layout, *program, *in, o, step, r); !st) return Error{st.message()};
   if (!o.checkOutputs) return r;
 
   // The reference: every operator on one device, in topological order.
@@ -422,10 +656,12 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
   single.order[static_cast<size_t>(ref)] = *topo;
   if (cancelled()) return makeError("cancelled");
   step("single-device reference run on " + refId);
-  Prepared refPrep(g, leaves);
+  Prepared refPrep(g, in->leaves);
   if (auto st = refPrep.prepare(backend, single.device, t.deviceIds); !st)
     return makeError("reference run: ", st.message());
-  auto refTimes = runConcurrent(team, refPrep, t, single, preds, succs, o.spinUs, o.cancel);
+  auto refProgram = programLanes(t, single, layout);
+  if (!refProgram) return makeError("reference run: ", refProgram.message());
+  auto refTimes = runLanes(team, refPrep, single.device, layout, *refProgram, in->preds, in->succs, o.spinUs, o.cancel);
   if (!refTimes) return makeError("reference run: ", refTimes.message());
   r.outputsChecked = true;
   r.outputsMatch = true;

@@ -1,13 +1,16 @@
 #pragma once
 /// \file The executor: runs a whole model with a plan's placement on a backend's real devices,
-/// concurrently: one worker thread per device (created and pinned once, kept for every run, as a
-/// runtime keeps its threads) walks that device's operators in plan order, each operator starting
-/// when its inputs are ready (atomic dependency counters; a waiting worker spins, then sleeps) and when no
-/// mutually exclusive device (CostTable::exclusiveWith: cpu-serial vs core0, cpu-parallel vs every
-/// core) is running. Devices share this process's memory, so tensors pass by pointer (zero copy),
-/// as the this-machine platform models it. After `warmup` untimed runs, `reps` timed runs give the
-/// makespan (median) and each operator's time (median). A single-device run gives the reference
-/// outputs that the plan's outputs are checked against.
+/// concurrently. One worker thread ("lane") per logical CPU the devices use, created and pinned once
+/// and kept for every run, as a runtime keeps its threads: the devices that are modes of one CPU
+/// (cpu-serial and core0) share its lane, so no two threads of the executor ever compete for a CPU; a
+/// multi-thread device (cpu-parallel, an OpenMP team with one thread pinned per CPU) is led by the lane
+/// of its first CPU while the lanes of its other CPUs step aside (yield) for each of its operators. Each
+/// lane runs its operators in the order of the simulated timeline's start times; an operator starts
+/// when its inputs are ready (atomic dependency counters; a waiting lane spins, yielding its CPU at
+/// every turn, and sleeps after ExecOptions::spinUs). Devices share this process's memory, so tensors
+/// pass by pointer (zero copy), as the this-machine platform models it. After `warmup` untimed runs,
+/// `reps` timed runs give the makespan (median) and each operator's time (median). A single-device run
+/// gives the reference outputs that the plan's outputs are checked against.
 
 #include <atomic>
 #include <cstdint>
@@ -29,9 +32,15 @@ struct ExecOptions {
   /// Device of the single-device reference run; "" = the table's host device.
   std::string referenceDevice;
   bool checkOutputs = true;
-  /// A worker whose next operator is not ready spins this long (yielding now and then) before it
-  /// sleeps: waking a sleeping thread costs tens of microseconds on an idle machine, a slice on a busy one.
-  int spinUs = 200;
+  /// A lane whose next operator is not ready spins this long (yielding its CPU at every turn, so that
+  /// anything else scheduled there runs first) before it sleeps: waking a sleeping thread costs tens of
+  /// microseconds on an idle machine and a time slice on a busy one, which the simulator does not
+  /// predict, so the default spins for as long as a run can reasonably wait.
+  int spinUs = 1000000;
+  /// A timed run in which the lanes got less than this share of their CPUs (other programs ran) is
+  /// disturbed: it is discarded and run again, at most maxDiscarded times (-1: twice `reps`).
+  double minCpuShare = 0.9;
+  int maxDiscarded = -1;
   double rtol = 1e-5;  ///< Relative tolerance of the output check (bitwise equality always passes).
   std::function<void(int done, int total, const std::string& what)> progress;  ///< May be empty.
   const std::atomic<bool>* cancel = nullptr;                                   ///< May be null.
@@ -41,6 +50,7 @@ struct ExecResult {
   std::vector<double> makespansUs;  ///< Per timed run.
   double makespanUs = 0;            ///< Median of makespansUs.
   std::vector<double> opUs;         ///< Per task: median kernel time.
+  std::vector<std::vector<double>> opSamplesUs;  ///< Per task: its kernel time in every timed run.
   std::vector<double> opStartUs;    ///< Per task: median start time from the run's start.
   /// CPU time the workers got over their busy wall time (running or spinning, sleeps excluded;
   /// single-thread devices only): 1 on an
@@ -50,6 +60,14 @@ struct ExecResult {
   /// Waits for an input per timed run (mean) that outlasted ExecOptions::spinUs and slept: each costs a
   /// wake-up (tens of microseconds idle, a slice on a busy machine) that the simulator does not predict.
   double sleepsPerRun = 0;
+  /// Per run: how often a lane changes between its own devices' operators and stepping aside for a
+  /// multi-thread device's (cpu-parallel) operator: a mode switch of the CPU.
+  int modeSwitchesPerRun = 0;
+  /// Where the plan cannot be executed as predicted, why (one line each); empty when it can.
+  std::vector<std::string> notes;
+  std::string ompWaitPolicy;
+  int discardedRuns = 0;   ///< Disturbed timed runs discarded and run again.
+  bool disturbed = false;  ///< Some kept runs were disturbed too (after maxDiscarded).  ///< The OpenMP wait policy the run used (profile/ompenv.h).
   bool outputsChecked = false;
   bool outputsMatch = false;
   double maxAbsDiff = 0;
@@ -61,6 +79,14 @@ struct ExecResult {
 /// device the backend lacks, an operator it cannot run there, a kernel failure (named), cancellation.
 Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const CostTable& t, const Plan& plan,
                                const ExecOptions& opts);
+
+/// Runs every operator of `g` on one device of `backend` in `order` (a topological order) with the
+/// executor's own lanes, waits and timing: the in-context profile, measured exactly as a plan that
+/// puts everything on that device executes. An operator's time (opUs, opSamplesUs) runs from the
+/// previous operator's end to its own end, so that it carries its share of the executor's dispatch
+/// and the times add up to the run's makespan. No output check.
+Result<ExecResult> executeOnDevice(const Graph& g, const Backend& backend, const std::string& device,
+                                   const std::vector<OpId>& order, const ExecOptions& opts);
 
 /// Compares two tensors: same dtype and shape, and every element equal or within rtol (relative to the
 /// larger magnitude, with an absolute floor of rtol times the largest magnitude in `ref`). Updates the

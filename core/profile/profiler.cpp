@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "profile/executor.h"
 #include "support/files.h"
 #include "support/strings.h"
 
@@ -284,6 +285,30 @@ Status profileWholeModelRuns(Ctx& c, Profile& p, const std::vector<OpId>& order)
   for (const auto& d : c.devices) {
     if (c.o.cancelled()) return cancelledError();
     c.step("whole-model runs on " + d.id);
+    bool all = order.size() == g.nodes.size();
+    for (OpId op : order) all = all && c.b.supports(g, op, nullptr);
+    if (all) {
+      // Every operator runs there: measure with the executor itself (its lanes, waits and timing), so
+      // that the profile is what a plan putting everything on this device executes in.
+      ExecOptions eo;
+      eo.warmup = c.o.warmup;
+      eo.reps = c.o.reps;
+      eo.seed = c.o.seed;
+      eo.checkOutputs = false;
+      eo.cancel = c.o.cancel;
+      auto r = executeOnDevice(g, c.b, d.id, order, eo);
+      if (!r) {
+        if (c.o.cancelled()) return cancelledError();
+        return makeError(g.name, ": on ", d.id, ": ", r.message());
+      }
+      c.info.measurements += c.o.reps * static_cast<int>(order.size());
+      ProfileDevice& pd = p.device(d.id);
+      for (OpId op = 0; op < static_cast<OpId>(g.nodes.size()); ++op)
+        pd.ops.push_back(ProfileOp{g.nodes[static_cast<size_t>(op)].name, g.nodes[static_cast<size_t>(op)].opType,
+                                   summarise(r->opSamplesUs[static_cast<size_t>(op)])});
+      continue;
+    }
+    // Some operators cannot run there: they are skipped and their outputs taken from the reference run.
     std::vector<std::unique_ptr<Kernel>> kernels(g.nodes.size());
     for (OpId op : order) {
       std::string why;

@@ -98,10 +98,16 @@ class TestCpuKernels : public QObject {
     for (const auto& d : cpu->devices()) offered.insert(d.id);
     QCOMPARE(offered, preset);
     for (const auto& d : cpu->devices()) {
-      if (d.id == "cpu-parallel")
-        QCOMPARE(d.core, -1);
-      else
-        QVERIFY(d.core >= 0 && d.threads == 1);
+      if (d.id == "cpu-parallel") {
+        // Led from the first CPU, one team thread per CPU.
+        QVERIFY(d.core >= 0);
+        if (d.threads > 1) {
+          QCOMPARE(static_cast<int>(d.teamCores.size()), d.threads);
+          QCOMPARE(d.teamCores.front(), d.core);
+        }
+      } else {
+        QVERIFY(d.core >= 0 && d.threads == 1 && d.teamCores.empty());
+      }
     }
   }
 

@@ -53,7 +53,11 @@ class FakeKernel final : public Kernel {
       if (op_ == "Add") v = v + (b ? b[i] : 0.0f);
       y[i] = bad_ ? v + 0.01f : v;
     }
-    if (sleepUs_ > 0) std::this_thread::sleep_for(std::chrono::microseconds(sleepUs_));
+    // Busy for sleepUs_ (not asleep: a real kernel keeps its CPU, and the executor's CPU-share check
+    // would take a sleeping kernel for a disturbed run).
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(sleepUs_);
+    while (sleepUs_ > 0 && std::chrono::steady_clock::now() < until) {
+    }
     return Status::ok();
   }
 
@@ -70,8 +74,11 @@ class FakeBackend final : public Backend {
   std::string name() const override { return "fake"; }
   std::string version() const override { return version_; }
   std::vector<BackendDevice> devices() const override {
-    return {{"dev0", "fake device 0", 1, -1}, {"dev1", "fake device 1", 1, -1}, {"dev-bad", "wrong results", 1, -1}};
+    if (!devs.empty()) return devs;
+    return {{"dev0", "fake device 0", 1, -1, {}}, {"dev1", "fake device 1", 1, -1, {}}, {"dev-bad", "wrong results", 1, -1, {}}};
   }
+  /// Replaces the three unpinned default devices (for tests of the executor's lanes).
+  std::vector<BackendDevice> devs;
   bool supports(const Graph& g, OpId op, std::string* reason) const override {
     const auto& t = g.nodes[static_cast<size_t>(op)].opType;
     if (t == "Relu" || t == "Sigmoid" || t == "Neg" || t == "Add") return true;

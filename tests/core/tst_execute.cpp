@@ -51,6 +51,9 @@ class TestExecute : public QObject {
   void wrongKernelsAreCaught();
   void exclusiveDevicesNeverOverlap();
   void errorsAreValues();
+  void devicesOfOneCoreShareOneLane();
+  void overlapOnOneCoreIsReported();
+  void teamHelpersStepAsideAndSwitchesAreCounted();
   void cancelStops();
   void tensorsCloseTolerance_data();
   void tensorsCloseTolerance();
@@ -173,6 +176,89 @@ void TestExecute::exclusiveDevicesNeverOverlap() {
                                                                   .arg(t.taskNames[static_cast<size_t>(a)].c_str(),
                                                                        t.taskNames[static_cast<size_t>(c)].c_str())));
     }
+}
+
+namespace {
+
+/// A fake backend whose dev0 and dev1 are modes of CPU 0 (like cpu-serial and core0) and whose
+/// dev-bad is pinned to CPU 1; `team` makes dev0 a two-thread team over CPUs 0 and 1 (like
+/// cpu-parallel).
+test::FakeBackend pinnedBackend(bool team) {
+  test::FakeBackend b(100);
+  b.devs = {{"dev0", "mode A of cpu 0", team ? 2 : 1, 0, team ? std::vector<int>{0, 1} : std::vector<int>{}},
+            {"dev1", "mode B of cpu 0", 1, 0, {}},
+            {"dev-bad", "cpu 1", 1, 1, {}}};
+  return b;
+}
+
+}  // namespace
+
+void TestExecute::devicesOfOneCoreShareOneLane() {
+  // dev0 and dev1 are modes of one CPU: one thread (lane) runs both, so they never compete for it.
+  const Graph g = test::diamondGraph();
+  const CostTable t = test::fakeTable(g, /*exclusive01=*/true);
+  const Plan plan = planOf(t, {{"left1", "dev1"}, {"left2", "dev1"}});
+  test::FakeBackend b = pinnedBackend(false);
+  {
+    std::lock_guard lk(test::gFakeThreadsMu);
+    test::gFakeThreads.clear();
+  }
+  ExecOptions o;
+  o.reps = 2;
+  o.checkOutputs = false;
+  test::gFakeRecordThreads = true;
+  auto r = executePlan(g, b, t, plan, o);
+  test::gFakeRecordThreads = false;
+  QVERIFY2(r.isOk(), r.message().c_str());
+  QVERIFY2(r->notes.empty(), r->notes.empty() ? "" : r->notes.front().c_str());
+  QCOMPARE(r->modeSwitchesPerRun, 0);  // No team device in the plan.
+  std::lock_guard lk(test::gFakeThreadsMu);
+  QCOMPARE(test::gFakeThreads.size(), size_t{1});
+}
+
+void TestExecute::overlapOnOneCoreIsReported() {
+  // Without the exclusive group the simulator runs left1 (dev1) beside right1 (dev0); on one CPU the
+  // executor cannot: it says so instead of leaving a wrong prediction unexplained.
+  const Graph g = test::diamondGraph();
+  const CostTable t = test::fakeTable(g, /*exclusive01=*/false);
+  const Plan plan = planOf(t, {{"left1", "dev1"}, {"left2", "dev1"}});
+  test::FakeBackend b = pinnedBackend(false);
+  ExecOptions o;
+  o.reps = 1;
+  auto r = executePlan(g, b, t, plan, o);
+  QVERIFY2(r.isOk(), r.message().c_str());
+  QVERIFY(r->outputsMatch);
+  QCOMPARE(r->notes.size(), size_t{1});
+  QVERIFY2(QString::fromStdString(r->notes[0]).contains("at the same time as another device on the same CPU"),
+           r->notes[0].c_str());
+}
+
+void TestExecute::teamHelpersStepAsideAndSwitchesAreCounted() {
+  // dev0 is a team over CPUs 0 and 1; dev-bad runs on CPU 1. The right branch on dev-bad makes CPU 1's
+  // lane alternate between stepping aside for dev0 and its own operators.
+  const Graph g = test::diamondGraph();
+  Platform p = test::fakePlatform(false);
+  p.exclusiveGroups.push_back({"team-uses-cpu1", {"dev0", "dev-bad"}});
+  auto t = buildCostTable(g, characteriseAll(g), p);
+  QVERIFY2(t.isOk(), t.message().c_str());
+  const Plan plan = planOf(*t, {{"right1", "dev-bad"}, {"right2", "dev-bad"}});
+  test::FakeBackend b = pinnedBackend(true);
+  for (int spinUs : {ExecOptions{}.spinUs, 0}) {
+    ExecOptions o;
+    o.reps = 3;
+    o.spinUs = spinUs;
+    o.referenceDevice = "dev1";
+    auto r = executePlan(g, b, *t, plan, o);
+    QVERIFY2(r.isOk(), r.message().c_str());
+    QVERIFY2(r->outputsMatch, r->mismatch.c_str());
+    // CPU 1's lane: stem (team), right1, right2 (own), left1, left2, join (team) in some order by
+    // predicted start: at least team -> own -> team.
+    QVERIFY2(r->modeSwitchesPerRun >= 2, qPrintable(QString::number(r->modeSwitchesPerRun)));
+    if (spinUs == 0)
+      QVERIFY(r->sleepsPerRun > 0);  // Every wait sleeps at once, and is counted.
+    else
+      QCOMPARE(r->sleepsPerRun, 0.0);
+  }
 }
 
 void TestExecute::errorsAreValues() {

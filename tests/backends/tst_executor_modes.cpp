@@ -1,0 +1,121 @@
+// The executor's thread handling on the real CPU backend (issue 11): a plan that alternates between the
+// OpenMP team of cpu-parallel and the pinned core1 many times executes, gives the single-device
+// outputs, and reports its mode switches and sleeps; the process runs with the passive OpenMP wait
+// policy that the predictions assume, unless the user chose another, which is reported.
+#include <QtTest>
+
+#include <QProcess>
+
+#include <algorithm>
+
+#include "backend/backend.h"
+#include "cost/costtable.h"
+#include "cost/work.h"
+#include "cpu/cpu_backend.h"
+#include "onnx/generator.h"
+#include "onnx/importer.h"
+#include "platform/platform.h"
+#include "profile/executor.h"
+#include "profile/ompenv.h"
+#include "sim/plan.h"
+#include "testutil.h"
+
+using namespace partex;
+
+namespace {
+
+Graph smallCnn() {
+  GenSpec spec;
+  spec.kind = "resnet18";
+  spec.imageSize = 32;
+  spec.numClasses = 10;
+  auto bytes = generateModel(spec);
+  if (!bytes) qFatal("%s", bytes.message().c_str());
+  auto g = importOnnxBytes(*bytes, "resnet18.onnx");
+  if (!g) qFatal("%s", g.message().c_str());
+  return std::move(g).value();
+}
+
+DeviceId deviceIndex(const CostTable& t, const std::string& id) {
+  return static_cast<DeviceId>(std::find(t.deviceIds.begin(), t.deviceIds.end(), id) - t.deviceIds.begin());
+}
+
+}  // namespace
+
+class TestExecutorModes : public QObject {
+  Q_OBJECT
+ private slots:
+  void alternatingTeamAndCore();
+  void waitPolicyIsPassiveUnlessTheUserChose();
+};
+
+void TestExecutorModes::alternatingTeamAndCore() {
+  auto backend = makeCpuBackend();
+  const auto devs = backend->devices();
+  if (std::none_of(devs.begin(), devs.end(), [](const BackendDevice& d) { return d.id == "core1"; }))
+    QSKIP("this machine has one CPU: there is no core1 to alternate with");
+  const Graph g = smallCnn();
+  auto t = buildCostTable(g, characteriseAll(g), measureThisMachine());
+  QVERIFY2(t.isOk(), t.message().c_str());
+  const auto topo = t->topoOrder();
+  QVERIFY(topo.size() > 20);
+  // Along the topological order: cpu-parallel, core1, cpu-parallel, ... every operator switches.
+  Plan plan;
+  plan.algorithm = "alternating";
+  plan.device.assign(topo.size(), 0);
+  plan.order.assign(static_cast<size_t>(t->numDevices()), {});
+  const DeviceId par = deviceIndex(*t, "cpu-parallel"), core1 = deviceIndex(*t, "core1");
+  for (size_t i = 0; i < topo.size(); ++i) {
+    const DeviceId d = i % 2 == 0 ? par : core1;
+    plan.device[static_cast<size_t>(topo[i])] = d;
+    plan.order[static_cast<size_t>(d)].push_back(topo[i]);
+  }
+  for (int spinUs : {ExecOptions{}.spinUs, 0}) {
+    ExecOptions o;
+    o.reps = 3;
+    o.spinUs = spinUs;
+    o.maxDiscarded = 0;  // A timing is not what this checks: keep every run.
+    auto r = executePlan(g, *backend, *t, plan, o);
+    QVERIFY2(r.isOk(), r.message().c_str());
+    QVERIFY(r->outputsChecked);
+    QVERIFY2(r->outputsMatch, r->mismatch.c_str());
+    // core1's lane steps aside for every cpu-parallel operator and runs every core1 operator: it
+    // changes between the two at least once per pair of operators of the chain parts.
+    QVERIFY2(r->modeSwitchesPerRun >= static_cast<int>(topo.size()) / 2,
+             qPrintable(QString("%1 switches for %2 operators").arg(r->modeSwitchesPerRun).arg(topo.size())));
+    QVERIFY(r->modeSwitchesPerRun <= static_cast<int>(topo.size()));
+    if (spinUs == 0)
+      QVERIFY2(r->sleepsPerRun >= 1, qPrintable(QString::number(r->sleepsPerRun)));  // Each wait sleeps, counted.
+    QVERIFY(r->cpuShare > 0 && r->cpuShare <= 1.0);
+    for (double us : r->opUs) QVERIFY(us > 0);
+  }
+}
+
+void TestExecutorModes::waitPolicyIsPassiveUnlessTheUserChose() {
+  // This test program links the executor, so it started with the policy set before libgomp loaded.
+  if (ompWaitPolicyFromUser())
+    QVERIFY(!ompWaitPolicy().empty());
+  else
+    QCOMPARE(ompWaitPolicy(), std::string("passive"));
+  if (!QFileInfo::exists(test::cliPath())) QSKIP("partex-cli is not built");
+  // What libgomp itself read, as it prints it (OMP_DISPLAY_ENV).
+  auto displayed = [](const QString& policy) {
+    QProcess p;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.remove("OMP_WAIT_POLICY");
+    if (!policy.isEmpty()) env.insert("OMP_WAIT_POLICY", policy);
+    env.insert("OMP_DISPLAY_ENV", "true");
+    p.setProcessEnvironment(env);
+    p.start(test::cliPath(), {"--version"});
+    p.waitForFinished(60000);
+    const QString all = QString::fromUtf8(p.readAllStandardOutput() + p.readAllStandardError());
+    QRegularExpression re("OMP_WAIT_POLICY = '([A-Z]+)'");
+    auto m = re.match(all);
+    return m.hasMatch() ? m.captured(1) : QString("(not shown: %1)").arg(all.left(200));
+  };
+  QCOMPARE(displayed(""), QString("PASSIVE"));
+  QCOMPARE(displayed("active"), QString("ACTIVE"));  // The user's choice is kept.
+}
+
+QTEST_GUILESS_MAIN(TestExecutorModes)
+#include "tst_executor_modes.moc"
