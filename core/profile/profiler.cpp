@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <atomic>
 #include <set>
 #include <thread>
 
@@ -84,6 +85,53 @@ double timedCopy(RawBuffer& src, RawBuffer& dst, size_t bytes, int coreA, int co
     us = usSince(t0);
   });
   return us;
+}
+
+/// Hand-over of a tensor of `bytes` from a lane on core `a` to a lane on core `b`, as the executor does
+/// it: the producer writes the tensor and publishes it (an atomic store), the consumer waits for it
+/// spinning and yielding (as a lane waits), then reads it. A sample is the time from the publication
+/// to the end of the read, less the same read of a tensor the consumer wrote itself: the latency of
+/// noticing the producer plus the cost of pulling the tensor from the other core's caches.
+TimingStat measureHandover(int64_t bytes, int coreA, int coreB, int warmup, int reps) {
+  const size_t n = static_cast<size_t>(std::max<int64_t>(bytes, 64)) / sizeof(float);
+  std::vector<float> remote(n), local(n);
+  std::atomic<int> round{-1};
+  std::atomic<int> consumed{-1};
+  Clock::time_point published;
+  std::vector<double> samples;
+  auto readAll = [](const std::vector<float>& v) {
+    float acc = 0;
+    for (float x : v) acc += x;
+    return acc;
+  };
+  volatile float sink = 0;
+  std::thread consumer([&] {
+    pinThisThread(coreB);
+    for (int r = 0; r < warmup + reps; ++r) {
+      // The same read of a tensor this core wrote itself.
+      for (size_t i = 0; i < n; ++i) local[i] = static_cast<float>(i + static_cast<size_t>(r));
+      const auto l0 = Clock::now();
+      sink = sink + readAll(local);
+      const double localUs = usSince(l0);
+      while (round.load(std::memory_order_acquire) != r) std::this_thread::yield();
+      sink = sink + readAll(remote);
+      const double us = std::chrono::duration<double, std::micro>(Clock::now() - published).count() - localUs;
+      if (r >= warmup) samples.push_back(std::max(0.0, us));
+      consumed.store(r, std::memory_order_release);
+    }
+  });
+  std::thread producer([&] {
+    pinThisThread(coreA);
+    for (int r = 0; r < warmup + reps; ++r) {
+      for (size_t i = 0; i < n; ++i) remote[i] = static_cast<float>(i ^ static_cast<size_t>(r));
+      published = Clock::now();
+      round.store(r, std::memory_order_release);
+      while (consumed.load(std::memory_order_acquire) != r) std::this_thread::yield();
+    }
+  });
+  producer.join();
+  consumer.join();
+  return summarise(samples);
 }
 
 /// Samples of transfers of `bytes` between two cores.
@@ -364,6 +412,33 @@ Status profileWholeModelRuns(Ctx& c, Profile& p, const std::vector<OpId>& order)
   return Status::ok();
 }
 
+/// Hand-overs between the profiled devices that the executor runs on different CPUs' lanes (this
+/// machine's CPUs share memory: tensors pass by pointer, and this is what that costs), at a few sizes
+/// up to the model's largest tensor. One measurement per ordered pair of CPUs, shared by the device
+/// pairs on them.
+Status profileHandovers(Ctx& c, Profile& p) {
+  std::vector<int64_t> sizes;
+  int64_t largest = 0;
+  for (const auto& v : c.g.values) largest = std::max(largest, v.bytes());
+  for (int64_t b = 4096; b < largest && sizes.size() < 3; b *= 16) sizes.push_back(b);
+  sizes.push_back(std::max<int64_t>(largest, 4096));
+  std::map<std::pair<int, int>, std::vector<TransferSample>> byCores;
+  for (const auto& a : c.devices)
+    for (const auto& b : c.devices) {
+      if (a.id == b.id || a.core < 0 || b.core < 0 || a.core == b.core) continue;
+      auto key = std::make_pair(a.core, b.core);
+      if (!byCores.count(key)) {
+        if (c.o.cancelled()) return cancelledError();
+        std::vector<TransferSample> samples;
+        for (int64_t bytes : sizes)
+          samples.push_back(TransferSample{bytes, measureHandover(bytes, a.core, b.core, c.o.warmup, c.o.reps)});
+        byCores[key] = std::move(samples);
+      }
+      p.transfers.push_back(ProfileTransfer{a.id, b.id, byCores[key]});
+    }
+  return Status::ok();
+}
+
 /// Minimal plan: the whole-model runs give every node cost, one crossing run every edge cost.
 Status profileMinimalPlan(Ctx& c, Profile& p) {
   const Graph& g = c.g;
@@ -465,7 +540,7 @@ Result<Profile> profileModel(const Graph& g, const Backend& backend, const Profi
   const auto sizes = o.transferSizes.empty() ? defaultTransferSizes(g) : o.transferSizes;
   const bool minimal = o.method == ProfilerOptions::Method::MinimalPlan;
   const bool inContext = o.method == ProfilerOptions::Method::InContext;
-  c.total = 1 + (minimal ? m + (m > 1 ? 1 : 0) : inContext ? m : n * m) + static_cast<int>(groups.size()) * m +
+  c.total = 1 + (minimal ? m + (m > 1 ? 1 : 0) : inContext ? m + (o.transfers ? 0 : 1) : n * m) + static_cast<int>(groups.size()) * m +
             (o.transfers ? static_cast<int>(sizes.size()) * m * (m - 1) : 0);
 
   Profile p;
@@ -491,6 +566,10 @@ Result<Profile> profileModel(const Graph& g, const Backend& backend, const Profi
     auto order = g.topologicalOrder();
     if (!order) return Error{order.message()};
     measured = profileWholeModelRuns(c, p, *order);
+    if (measured && !o.transfers) {
+      c.step("hand-overs between CPUs");
+      measured = profileHandovers(c, p);
+    }
   } else {
     measured = profilePerOperator(c, p);
   }

@@ -7,6 +7,7 @@
 #include <QProcess>
 
 #include <algorithm>
+#include <set>
 
 #include "backend/backend.h"
 #include "cost/costtable.h"
@@ -17,6 +18,8 @@
 #include "platform/platform.h"
 #include "profile/executor.h"
 #include "profile/ompenv.h"
+#include "profile/profile.h"
+#include "profile/profiler.h"
 #include "sim/plan.h"
 #include "testutil.h"
 
@@ -47,6 +50,7 @@ class TestExecutorModes : public QObject {
  private slots:
   void alternatingTeamAndCore();
   void waitPolicyIsPassiveUnlessTheUserChose();
+  void inContextProfileMeasuresHandovers();
 };
 
 void TestExecutorModes::alternatingTeamAndCore() {
@@ -115,6 +119,44 @@ void TestExecutorModes::waitPolicyIsPassiveUnlessTheUserChose() {
   };
   QCOMPARE(displayed(""), QString("PASSIVE"));
   QCOMPARE(displayed("active"), QString("ACTIVE"));  // The user's choice is kept.
+}
+
+void TestExecutorModes::inContextProfileMeasuresHandovers() {
+  // Devices on different CPUs hand tensors over between lanes; that cost is measured and applied as
+  // the transfer cost between them. Devices of one CPU share a lane: nothing to hand over.
+  auto backend = makeCpuBackend();
+  const auto devs = backend->devices();
+  if (std::none_of(devs.begin(), devs.end(), [](const BackendDevice& d) { return d.id == "core1"; }))
+    QSKIP("this machine has one CPU");
+  const Graph g = smallCnn();
+  ProfilerOptions o;
+  o.method = ProfilerOptions::Method::InContext;
+  o.devices = {"cpu-serial", "core0", "core1"};
+  o.warmup = 1;
+  o.reps = 3;
+  auto p = profileModel(g, *backend, o);
+  QVERIFY2(p.isOk(), p.message().c_str());
+  std::set<std::pair<std::string, std::string>> pairs;
+  for (const auto& tr : p->transfers) {
+    pairs.insert({tr.from, tr.to});
+    QVERIFY(tr.samples.size() >= 2);
+    for (size_t i = 1; i < tr.samples.size(); ++i) QVERIFY(tr.samples[i].bytes > tr.samples[i - 1].bytes);
+    for (const auto& smp : tr.samples) QVERIFY(smp.time.medianUs >= 0 && smp.time.reps == o.reps);
+  }
+  const std::set<std::pair<std::string, std::string>> expected{
+      {"cpu-serial", "core1"}, {"core1", "cpu-serial"}, {"core0", "core1"}, {"core1", "core0"}};
+  QCOMPARE(pairs, expected);
+  // Applied: core0 -> core1 costs something for a large tensor, cpu-serial -> core0 stays free.
+  auto t = buildCostTable(g, characteriseAll(g), measureThisMachine());
+  QVERIFY2(t.isOk(), t.message().c_str());
+  ApplyOptions ao;
+  ao.modelSha256 = g.graphSha256;
+  auto rep = applyProfile(*t, *p, ao);
+  QVERIFY2(rep.isOk(), rep.message().c_str());
+  QCOMPARE(rep->pairsApplied, 4);
+  const DeviceId serial = deviceIndex(*t, "cpu-serial"), c0 = deviceIndex(*t, "core0"), c1 = deviceIndex(*t, "core1");
+  QVERIFY(t->transferUs(c0, c1, 1 << 20) > 0);
+  QCOMPARE(t->transferUs(serial, c0, 1 << 20), 0.0);
 }
 
 QTEST_GUILESS_MAIN(TestExecutorModes)
