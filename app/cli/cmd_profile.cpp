@@ -168,7 +168,7 @@ int runProfile(const ProfileArgs& a) {
     nlohmann::json j = {
         {"model", baseName(a.model)}, {"backend", b->name() + " " + b->version()}, {"method", p->method},
         {"seconds", info.seconds},    {"measurements", info.measurements},         {"devices", devs},
-        {"skipped", info.skipped},    {"transfers", p->transfers.size()},          {"output", a.output}};
+        {"skipped", info.skipped},    {"disturbed_runs_discarded", info.disturbedRunsDiscarded}, {"notes", info.notes},    {"transfers", p->transfers.size()},          {"output", a.output}};
     if (runs) j["profiling_runs"] = runs;
     std::cout << j.dump(2) << "\n";
     return 0;
@@ -191,6 +191,10 @@ int runProfile(const ProfileArgs& a) {
   }
   if (!info.skipped.empty())
     std::printf("Skipped      %zu (%s)\n", info.skipped.size(), listSome(info.skipped, 3).c_str());
+  if (info.disturbedRunsDiscarded > 0)
+    std::printf("Disturbed    %d whole-model runs discarded and repeated (other programs took the CPUs)\n",
+                info.disturbedRunsDiscarded);
+  for (const auto& note : info.notes) std::printf("Warning      %s\n", note.c_str());
   if (!a.output.empty()) std::printf("Wrote        %s\n", a.output.c_str());
   return 0;
 }

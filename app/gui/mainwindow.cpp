@@ -1523,10 +1523,16 @@ void MainWindow::onProfiled() {
     return finish(false, msg);
   }
   if (auto st = loadProfile(path); !st) return finish(false, QString::fromStdString(st.message()));
-  finish(true, tr("Measured %1 kernel runs in %2 s, saved %3 and loaded it")
-                   .arg(run->info.measurements)
-                   .arg(run->info.seconds, 0, 'f', 1)
-                   .arg(QFileInfo(path).fileName()));
+  QString done = tr("Measured %1 kernel runs in %2 s, saved %3 and loaded it")
+                     .arg(run->info.measurements)
+                     .arg(run->info.seconds, 0, 'f', 1)
+                     .arg(QFileInfo(path).fileName());
+  // Disturbed runs (other programs took the CPUs) are discarded and repeated by the profiler; say so,
+  // and say when some could not be avoided, as partex-cli profile does.
+  if (run->info.disturbedRunsDiscarded > 0)
+    done += tr("; %1 disturbed runs discarded and repeated").arg(run->info.disturbedRunsDiscarded);
+  for (const auto& note : run->info.notes) done += QStringLiteral("; ") + QString::fromStdString(note);
+  finish(true, done);
 }
 
 }  // namespace partex::gui

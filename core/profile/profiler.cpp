@@ -350,6 +350,8 @@ Status profileWholeModelRuns(Ctx& c, Profile& p, const std::vector<OpId>& order)
         return makeError(g.name, ": on ", d.id, ": ", r.message());
       }
       c.info.measurements += c.o.reps * static_cast<int>(order.size());
+      c.info.disturbedRunsDiscarded += r->discardedRuns;
+      for (const auto& note : r->notes) c.info.notes.push_back(d.id + ": " + note);
       ProfileDevice& pd = p.device(d.id);
       for (OpId op = 0; op < static_cast<OpId>(g.nodes.size()); ++op)
         pd.ops.push_back(ProfileOp{g.nodes[static_cast<size_t>(op)].name, g.nodes[static_cast<size_t>(op)].opType,

@@ -59,6 +59,8 @@ struct ProfilerInfo {
   double seconds = 0;                ///< Wall time of the whole profiling.
   int measurements = 0;              ///< Kernel runs timed (warm-up excluded).
   std::vector<std::string> skipped;  ///< "op@device: reason" for operators the backend cannot run there.
+  int disturbedRunsDiscarded = 0;    ///< Whole-model runs other programs disturbed, discarded and repeated.
+  std::vector<std::string> notes;    ///< One line each: what makes the numbers less trustworthy.
 };
 
 /// Profiles `g` on `backend`. The profile is keyed by g.graphSha256, the device ids and
