@@ -85,6 +85,17 @@ int runExecute(const ExecuteArgs& a) {
     const double pv = predicted->tasks[v].end - predicted->tasks[v].start;
     if (r->opUs[v] > 0) opErrors.push_back(std::fabs(pv - r->opUs[v]) / r->opUs[v]);
   }
+  // A prediction from modelled costs is the device model's guess, not a measurement of this machine:
+  // say how much of the plan it covers.
+  int modelledOps = 0;
+  for (size_t v = 0; v < n; ++v) {
+    const size_t idx = v * static_cast<size_t>(t->numDevices()) + static_cast<size_t>(plan->device[v]);
+    if (idx < t->provenance.size() && t->provenance[idx] == Provenance::Modelled) ++modelledOps;
+  }
+  if (modelledOps > 0)
+    r->notes.push_back(std::to_string(modelledOps) + " of " + std::to_string(n) +
+                       " operators have modelled, not measured, costs on their devices (no --profile covers "
+                       "them): the prediction is the device model's estimate");
   const std::string refDev = a.reference.empty() ? t->deviceIds[static_cast<size_t>(t->host)] : a.reference;
   if (a.json) {
     nlohmann::json ops = nlohmann::json::array();

@@ -121,17 +121,25 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (a == "--cli") cli = next();
-    else if (a == "--rounds") rounds = std::max(1, std::atoi(next().c_str()));
-    else if (a == "--reps") reps = std::max(1, std::atoi(next().c_str()));
-    else if (a == "--models") modelList = next();
-    else if (a == "--algos") algoList = next();
-    else if (a == "--work") work = next();
+    if (a == "--cli")
+      cli = next();
+    else if (a == "--rounds")
+      rounds = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--reps")
+      reps = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--models")
+      modelList = next();
+    else if (a == "--algos")
+      algoList = next();
+    else if (a == "--work")
+      work = next();
     else if (a == "--help" || a == "-h") {
-      std::printf("usage: bench_flow [MODELS_DIR] [--cli PATH] [--rounds R] [--reps N] [--models a,b] [--algos a,b] "
-                  "[--work DIR]\n");
+      std::printf(
+          "usage: bench_flow [MODELS_DIR] [--cli PATH] [--rounds R] [--reps N] [--models a,b] [--algos a,b] "
+          "[--work DIR]\n");
       return 0;
-    } else dir = a;
+    } else
+      dir = a;
   }
   if (cli.empty()) {
     std::error_code ec;
@@ -158,9 +166,10 @@ int main(int argc, char** argv) {
   std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
   const double loadBefore = loadAverage();
   std::printf("### Default measured flow, predicted against measured (bench_flow)\n\n");
-  std::printf("%s; %s, %ld CPUs; load average %.2f at the start; %d interleaved rounds of `execute` (%d timed "
-              "runs each, disturbed runs discarded and repeated by execute)\n\n",
-              date, cpuModel().c_str(), sysconf(_SC_NPROCESSORS_ONLN), loadBefore, rounds, reps);
+  std::printf(
+      "%s; %s, %ld CPUs; load average %.2f at the start; %d interleaved rounds of `execute` (%d timed "
+      "runs each, disturbed runs discarded and repeated by execute)\n\n",
+      date, cpuModel().c_str(), sysconf(_SC_NPROCESSORS_ONLN), loadBefore, rounds, reps);
   std::fflush(stdout);
 
   std::vector<PlanRow> rows;
@@ -233,8 +242,9 @@ int main(int argc, char** argv) {
     for (auto& r : mine) rows.push_back(r);
   }
 
-  std::printf("| model | plan | devices (operators) | predicted us | measured us | error | cpu_share | switches/run | "
-              "discarded runs | outputs |\n|---|---|---|---:|---:|---:|---:|---:|---:|---|\n");
+  std::printf(
+      "| model | plan | devices (operators) | predicted us | measured us | error | cpu_share | switches/run | "
+      "discarded runs | outputs |\n|---|---|---|---:|---:|---:|---:|---:|---:|---|\n");
   std::vector<double> errs;
   std::map<std::string, std::vector<double>> errsByAlgo;
   int discarded = 0, over20 = 0, disturbed = 0;
@@ -262,9 +272,10 @@ int main(int argc, char** argv) {
   if (!errs.empty())
     std::printf("| all (%zu) | %.1f%% | %.1f%% | %d |\n", errs.size(), median(errs) * 100.0,
                 *std::max_element(errs.begin(), errs.end()) * 100.0, over20);
-  std::printf("\nDisturbed runs discarded and repeated by execute: %d; rounds that still kept disturbed runs: %d; "
-              "load average %.2f at the end.\n",
-              discarded, disturbed, loadAverage());
+  std::printf(
+      "\nDisturbed runs discarded and repeated by execute: %d; rounds that still kept disturbed runs: %d; "
+      "load average %.2f at the end.\n",
+      discarded, disturbed, loadAverage());
   std::error_code ec;
   fs::remove_all(work, ec);
   return 0;

@@ -33,8 +33,8 @@ void setPassiveWaitPolicy(int, char**, char** envp) {
 
 }  // namespace
 
-__attribute__((section(".preinit_array"), used)) static void (*const kPreinitWaitPolicy)(int, char**, char**) =
-    &setPassiveWaitPolicy;
+__attribute__((section(".preinit_array"),
+               used)) static void (*const kPreinitWaitPolicy)(int, char**, char**) = &setPassiveWaitPolicy;
 
 std::string ompWaitPolicy() {
   const char* v = gPreinitRan ? gPolicy : std::getenv("OMP_WAIT_POLICY");
@@ -43,6 +43,8 @@ std::string ompWaitPolicy() {
   return s.empty() ? std::string("default") : s;
 }
 
-bool ompWaitPolicyFromUser() { return gFromUser; }
+bool ompWaitPolicyFromUser() {
+  return gFromUser;
+}
 
 }  // namespace partex
