@@ -31,6 +31,14 @@
 // max_tasks (default 60) are refused; param max_nodes (default 0: unlimited) stops the search after
 // that many nodes (deterministic runs); param warm_best=0 skips `best` as a warm start, warm=0 every
 // warm start (the search alone).
+//
+// Forks: when the successors to fix have more than param flat_combos (default 64) device
+// combinations, the child is one (task, device) and the successors' devices are branched on one at a
+// time, each level with its own bound (a fork of 27 tasks on 4 devices has 4^27 combinations).
+//
+// Time limit: one deadline (SchedOptions::startDeadline, default 10 s) for the warm starts (best gets
+// a fifth of the limit) and the search; the search reads the cancel token at every node, bound and
+// leaf and the clock every 16th, and at the deadline returns the incumbent ("time limit reached").
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -73,7 +81,8 @@ class Exact final : public Scheduler {
     const auto maxNodes = static_cast<int64_t>(std::max(0.0, numParam(o, "max_nodes", 0, ok)));
     const bool warmAll = numParam(o, "warm", 1, ok) != 0;
     const bool useBest = numParam(o, "warm_best", 1, ok) != 0;
-    if (!ok) return makeError("exact: params max_tasks, max_nodes, warm and warm_best must be numbers");
+    numParam(o, "flat_combos", 64, ok);  // read by the search
+    if (!ok) return makeError("exact: params max_tasks, max_nodes, warm, warm_best and flat_combos must be numbers");
     if (n > maxTasks)
       return makeError("exact: '", t.name, "' has ", std::to_string(n), " operators, more than max_tasks=", std::to_string(maxTasks),
                        "; the exact solver is for small graphs (use best or heft, or raise max_tasks)");

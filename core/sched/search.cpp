@@ -851,12 +851,15 @@ struct Child {
 /// Above this many device combinations of a task's unassigned successors, the child (task, device) is
 /// one child and the successors' devices are branched on one successor at a time, each level with its
 /// own bound (a fork of 27 tasks on 4 devices has 4^27 combinations: enumerating them flat never ends).
+/// Param flat_combos of exact changes it (tests compare both ways of branching).
 constexpr int64_t kMaxFlatCombos = 64;
 
 class BranchAndBound {
  public:
   BranchAndBound(const CostTable& t, const Constraints& c, const SchedOptions& o, Deadline deadline, int64_t maxNodes)
       : t_(t), c_(c), o_(o), n_(t.numTasks()), m_(t.numDevices()), maxNodes_(maxNodes) {
+    bool ok = true;
+    maxFlat_ = static_cast<int64_t>(std::clamp(sched_detail::numParam(o, "flat_combos", static_cast<double>(kMaxFlatCombos), ok), 1.0, 1e15));
     t0_ = std::chrono::steady_clock::now();
     deadline_ = deadline;
     allowed_.resize(static_cast<size_t>(n_));
@@ -1332,14 +1335,14 @@ class BranchAndBound {
       const DeviceId* devs = fixed >= 0 ? &fixed : allowed_[static_cast<size_t>(v)].data();
       const size_t ndevs = fixed >= 0 ? 1 : allowed_[static_cast<size_t>(v)].size();
       unassignedSuccs(s, v, succs);
-      int64_t combos = 1;  // stops growing above kMaxFlatCombos (no overflow)
+      int64_t combos = 1;  // stops growing above maxFlat_ (no overflow)
       for (TaskId x : succs)
-        if (combos <= kMaxFlatCombos) combos *= static_cast<int64_t>(allowed_[static_cast<size_t>(x)].size());
+        if (combos <= maxFlat_) combos *= static_cast<int64_t>(allowed_[static_cast<size_t>(x)].size());
       for (size_t i = 0; i < ndevs; ++i) {
         const DeviceId d = devs[i];
         const double st = startOf(s, v, d);
         if (st < s.lastStart || !tieOk(s, v, d, st)) continue;
-        if (combos > kMaxFlatCombos) {
+        if (combos > maxFlat_) {
           // One child; its bound: v fixed on d, nothing starts before st, successors still free.
           scratch_ = s;
           scratch_.dev[static_cast<size_t>(v)] = d;
@@ -1444,6 +1447,7 @@ class BranchAndBound {
   const SchedOptions& o_;
   int n_, m_;
   int64_t maxNodes_;
+  int64_t maxFlat_ = kMaxFlatCombos;
   std::chrono::steady_clock::time_point t0_;
   Deadline deadline_;
   uint64_t polls_ = 0;

@@ -331,6 +331,38 @@ class TestSchedTimeLimit : public QObject {
     QVERIFY(simulate(t, *plan)->makespan <= simulate(t, *heft)->makespan + 1e-9);
   }
 
+  // ---- The branching on fork successors one by one is exact ---------------------------------------
+
+  void successorBranchingIsExact_data() {
+    QTest::addColumn<int>("family");
+    QTest::addColumn<int>("tasks");
+    QTest::addColumn<int>("devices");
+    QTest::newRow("fork-join 9x3") << static_cast<int>(Family::ForkJoin) << 9 << 3;
+    QTest::newRow("fork-join 8x4") << static_cast<int>(Family::ForkJoin) << 8 << 4;
+    QTest::newRow("out-tree 10x3") << static_cast<int>(Family::OutTree) << 10 << 3;
+    QTest::newRow("layered 9x3") << static_cast<int>(Family::Layered) << 9 << 3;
+  }
+
+  void successorBranchingIsExact() {
+    QFETCH(int, family);
+    QFETCH(int, tasks);
+    QFETCH(int, devices);
+    const CostTable t = makeGraph(static_cast<Family>(family), tasks, devices, 5);
+    double ms[2] = {0, 0};
+    for (int flat = 0; flat < 2; ++flat) {
+      SchedOptions o;
+      o.timeLimitSec = 60;
+      o.params["warm_best"] = "0";
+      o.params["flat_combos"] = flat ? "1e12" : "1";  // every combination listed flat, or one successor at a time
+      SchedInfo info;
+      auto plan = findScheduler("exact")->schedule(t, {}, o, &info);
+      QVERIFY2(plan, plan.message().c_str());
+      QVERIFY2(info.optimal, flat ? "flat" : "one by one");
+      ms[flat] = simulate(t, *plan)->makespan;
+    }
+    QVERIFY2(std::fabs(ms[0] - ms[1]) <= 1e-9 * std::max(1.0, ms[1]), (std::to_string(ms[0]) + " vs " + std::to_string(ms[1])).c_str());
+  }
+
   // ---- Deadline ------------------------------------------------------------------------------------
 
   void deadlineBasics() {
