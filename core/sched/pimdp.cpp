@@ -270,6 +270,11 @@ class PimDp final : public Scheduler {
         }
       }
       size_t S2 = newCost.size();
+      if (!timeUp && deadline.passed()) {  // no beam sort past the deadline: the cheapest state only
+        timeUp = true;
+        timeUpAt = t.taskNames[vi];
+        cap = 1;
+      }
       maxSeen = std::max(maxSeen, S2);
 
       // Beam: keep the cheapest `limit` states when the frontier is too large.
