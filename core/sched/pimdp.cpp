@@ -257,7 +257,8 @@ class PimDp final : public Scheduler {
               newDev.push_back(d);
               break;
             }
-            if (std::memcmp(newKeys.data() + static_cast<size_t>(idx) * F2, buf.data(), F2) == 0) {
+            // (no live values: every key is the empty key, and memcmp must not see the null data)
+            if (F2 == 0 || std::memcmp(newKeys.data() + static_cast<size_t>(idx) * F2, buf.data(), F2) == 0) {
               if (cst < newCost[static_cast<size_t>(idx)]) {
                 newCost[static_cast<size_t>(idx)] = cst;
                 newParent[static_cast<size_t>(idx)] = static_cast<int32_t>(s);
