@@ -24,7 +24,8 @@ QVariant CompareModel::data(const QModelIndex& index, int role) const {
   if (role == Qt::TextAlignmentRole)
     return index.column() == Algorithm ? QVariant()
                                        : QVariant::fromValue(Qt::Alignment(Qt::AlignRight | Qt::AlignVCenter));
-  if (role == Qt::ToolTipRole) return failed ? r.error : r.title;
+  if (role == Qt::ToolTipRole)
+    return failed ? r.error : r.timeLimited ? tr("%1: stopped at the time limit (best plan so far)").arg(r.title) : r.title;
   if (role == Qt::UserRole) {
     switch (index.column()) {
       case Algorithm:
@@ -52,7 +53,7 @@ QVariant CompareModel::data(const QModelIndex& index, int role) const {
     case Ratio:
       return failed || r.ratioToBound <= 0 ? QString() : QString::number(r.ratioToBound, 'f', 3);
     case SchedMs:
-      return QString::number(r.schedMs, 'f', 1);
+      return r.timeLimited ? tr("%1 (limit)").arg(r.schedMs, 0, 'f', 1) : QString::number(r.schedMs, 'f', 1);
     default:
       return {};
   }

@@ -1004,8 +1004,10 @@ void Session::runCompare(const QStringList& algorithms, double timeLimitSec) {
             Qt::QueuedConnection);
       QElapsedTimer timer;
       timer.start();
-      auto plan = s->schedule(t, {}, o);
+      SchedInfo info;
+      auto plan = s->schedule(t, {}, o, &info);
       row.schedMs = static_cast<double>(timer.nsecsElapsed()) / 1e6;
+      for (const auto& n : info.notes) row.timeLimited = row.timeLimited || n.rfind("time limit reached", 0) == 0;
       if (!plan) {
         row.error = QString::fromStdString(plan.message());
       } else if (auto tl = simulate(t, *plan); !tl) {

@@ -129,6 +129,7 @@ struct CompareRow {
   double speedup = 0;       ///< Best single device makespan / makespan.
   double ratioToBound = 0;  ///< makespan / lowerBound().
   double schedMs = 0;       ///< Wall time of the scheduler.
+  bool timeLimited = false; ///< It stopped at the time limit: its best plan so far, not proven optimal.
   QString error;            ///< Non-empty when the scheduler failed.
   Plan plan;                ///< Its plan and timeline (when it succeeded), for the side-by-side view.
   Timeline timeline;
@@ -252,7 +253,9 @@ class Session : public QObject {
   /// Asks the running scheduler or comparison to stop.
   void cancelScheduler();
   bool schedulerRunning() const;
-  /// Runs the given schedulers one after the other in the background; emits compareFinished.
+  /// Runs the given schedulers one after the other in the background; emits compareFinished. The
+  /// limit is per scheduler (the whole comparison takes at most about algorithms x limit); Cancel
+  /// stops the running one within 100 ms and skips the rest.
   void runCompare(const QStringList& algorithms, double timeLimitSec = 5.0);
 
  signals:

@@ -5,7 +5,8 @@
 // duet, pimdp, dlfusion, coarse (never exact, never itself); members that fail, break the constraints or
 // do not simulate are skipped. heft and greedy always run to completion; every other member gets a
 // share of the time (param member_ms, default max(100, budget_ms / 4) ms, and the portfolio as a whole
-// about max(1000, budget_ms) ms) and is cancelled through its cancel token when it overruns.
+// min(max(1000, budget_ms), 2.5 budget_ms) ms) as its deadline, returns its best plan at it, and is
+// cancelled through its cancel token when it still runs 20 ms later.
 // Param members=a,b,c restricts the portfolio (heft and greedy are always added).
 //
 // Local search (search.cpp), from the best member: iterated descent by first improvement of (makespan,
@@ -29,6 +30,10 @@
 // exact does, from the same incumbent, with a little more search time, and is never worse than it
 // in practice (the target: never worse than any other algorithm). The result is re-judged by
 // simulate() and is never worse than the best portfolio member.
+//
+// Time limit: one absolute deadline (SchedOptions::startDeadline) is set when best starts and bounds
+// the portfolio, each member (through SchedOptions::deadline), the local search and the branch and
+// bound; at it, best returns its best plan so far with the note "time limit reached".
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -60,26 +65,34 @@ std::string fmt(double x) {
   return buf;
 }
 
-/// Runs `s` with its own cancel token, set when `limitMs` (<= 0: no limit) passes or the outer token is set.
+/// Grace after a member's deadline before its cancel token is set: members that search stop at their
+/// deadline themselves and return their plan; the token is for those that would not.
+constexpr auto kMemberGrace = std::chrono::milliseconds(20);
+
+/// Runs `s` with `deadline` (never: no limit) and its own cancel token, set when the deadline plus a
+/// short grace passes or the outer token is set.
 Result<Plan> runMember(const Scheduler& s, const CostTable& t, const Constraints& c, const SchedOptions& outer,
-                       double limitMs, bool* overran) {
+                       Deadline deadline, bool* overran) {
   std::atomic<bool> cancel{false};
   SchedOptions so;
   so.sim = outer.sim;
   so.seed = outer.seed;
-  so.timeLimitSec = limitMs > 0 ? limitMs / 1000.0 : outer.timeLimitSec;
+  so.timeLimitSec = deadline.never() ? outer.timeLimitSec : std::max(1e-3, deadline.leftSec());
+  so.deadline = deadline;
   so.cancel = &cancel;
   std::mutex mu;
   std::condition_variable cv;
   bool done = false;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(static_cast<int64_t>(std::max(0.0, limitMs) * 1000.0));
+  const bool limited = !deadline.never();
+  const auto hardStop = deadline.at() + kMemberGrace;
   std::thread watchdog([&] {
     std::unique_lock<std::mutex> lk(mu);
     while (!done) {
       cv.wait_for(lk, std::chrono::milliseconds(5));
       if (done) break;
-      if (outer.cancelled() || (limitMs > 0 && std::chrono::steady_clock::now() >= deadline)) {
-        if (limitMs > 0 && std::chrono::steady_clock::now() >= deadline) *overran = true;
+      const bool late = limited && std::chrono::steady_clock::now() >= hardStop;
+      if (outer.cancelled() || late) {
+        if (late) *overran = true;
         cancel.store(true, std::memory_order_relaxed);
       }
     }
@@ -107,10 +120,13 @@ class Best final : public Scheduler {
     if (o.cancelled()) return cancelledError();
     if (auto st = checkConstraints(t, c); !st) return Error{st.message()};
     const int n = t.numTasks();
-    const auto t0 = std::chrono::steady_clock::now();
-    auto elapsedMs = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(); };
+    // One deadline for everything below (portfolio, local search, branch and bound).
+    const Deadline deadline = o.startDeadline(10.0);
     bool ok = true;
-    const double limitSec = o.timeLimitSec > 0 ? o.timeLimitSec : 10.0;
+    // The nominal limit (budgets derive from it, so that a given seed gives the same plan whatever the
+    // clock), or what an outer deadline leaves.
+    const double nominal = o.timeLimitSec > 0 ? o.timeLimitSec : 10.0;
+    const double limitSec = o.deadline.never() ? nominal : std::clamp(o.deadline.leftSec(), 0.0, nominal);
     const double budgetMs = std::max(1.0, numParam(o, "budget_ms", std::min({2000.0, 100.0 + 4.0 * n, 200.0 * limitSec}), ok));
     const double memberMs = numParam(o, "member_ms", std::max(100.0, budgetMs / 4), ok);
     // About budget_ms of evaluations on an unloaded machine (one evaluation costs ~1 us + 0.08 us per
@@ -121,7 +137,10 @@ class Best final : public Scheduler {
     const double bnbTasks = numParam(o, "bnb_tasks", 60, ok);
     const double bnbNodes = numParam(o, "bnb_nodes", 0, ok);  // 0: limited by the time limit only
     if (!ok) return makeError("best: params budget_ms, member_ms, max_evals, anneal, bnb_tasks and bnb_nodes must be numbers");
-    const double portfolioMs = std::max(1000.0, budgetMs);
+    // The portfolio: about max(1000, budget_ms) ms, at most 2.5 budget_ms (half of the time limit with
+    // the default budget_ms; a function of budget_ms alone, so that exact's warm start, which passes
+    // best the budget_ms that best itself would use, runs the same portfolio), and within the deadline.
+    const Deadline portfolioEnd = deadline.within(std::min(std::max(1000.0, budgetMs), 2.5 * budgetMs) / 1000.0);
 
     // ---- Portfolio ----
     struct Member {
@@ -158,10 +177,10 @@ class Best final : public Scheduler {
       if (o.cancelled()) return cancelledError();
       const Scheduler& s = *members[i].s;
       o.report(0.5 * static_cast<double>(i) / static_cast<double>(members.size()), "best: " + s.name());
-      double limit = 0;
+      Deadline limit;  // heft and greedy: none (single passes, and the fallback plan)
       if (members[i].capped) {
-        limit = std::min(memberMs, portfolioMs - elapsedMs());
-        if (limit <= 0) {
+        limit = portfolioEnd.within(memberMs / 1000.0);
+        if (limit.passed()) {
           skipped.push_back(s.name() + " (no time left)");
           continue;
         }
@@ -197,12 +216,12 @@ class Best final : public Scheduler {
     lo.cancel = o.cancel;
     lo.maxEvals = static_cast<int64_t>(std::max(0.0, maxEvals));
     lo.annealFraction = std::clamp(anneal, 0.0, 1.0);
-    lo.wallLimitSec = std::min(2.0 * budgetMs / 1000.0, std::max(0.0, o.timeLimitSec - elapsedMs() / 1000.0));
+    lo.deadline = deadline.within(2.0 * budgetMs / 1000.0);  // twice the budget: the safety net
     lo.progress = [&](double f) { o.report(0.5 + 0.5 * std::min(1.0, f), "best: local search"); };
     Plan plan = bestPlan;
     double planMs = bestMs;
     search_detail::LocalSearchResult ls;
-    if (lo.maxEvals > 0 && lo.wallLimitSec > 0 && n > 0) {
+    if (lo.maxEvals > 0 && !lo.deadline.passed() && n > 0) {
       ls = search_detail::localSearch(t, c, o.sim, bestPlan, lo);
       if (o.cancelled()) return cancelledError();
       auto tl = simulate(t, ls.plan, o.sim);
@@ -219,10 +238,9 @@ class Best final : public Scheduler {
       SchedOptions bo;
       bo.sim = o.sim;
       bo.cancel = o.cancel;
-      const double leftSec = std::max(0.0, limitSec - elapsedMs() / 1000.0);
-      if (leftSec > 0) {
+      if (!deadline.passed()) {
         o.report(0.95, "best: branch and bound");
-        bnb = search_detail::branchAndBound(t, c, bo, leftSec, static_cast<int64_t>(bnbNodes), &plan, planMs);
+        bnb = search_detail::branchAndBound(t, c, bo, deadline, static_cast<int64_t>(bnbNodes), &plan, planMs);
         ranBnb = true;
         if (o.cancelled()) return cancelledError();
         if (bnb.found && bnb.makespan < planMs && respectsConstraints(t, c, bnb.plan)) {
@@ -251,6 +269,7 @@ class Best final : public Scheduler {
       if (ranBnb)
         info->notes.push_back("branch and bound: " + std::to_string(bnb.nodes) + " nodes, " +
                               (bnb.complete ? std::string("optimal") : std::string("stopped (") + (bnb.timedOut ? "time limit" : "bnb_nodes") + ")"));
+      if (!info->optimal && (bnb.timedOut || deadline.passed())) info->notes.push_back("time limit reached");
     }
     o.report(1.0, "best: done");
     return plan;

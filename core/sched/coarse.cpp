@@ -62,7 +62,7 @@ class CoarseSubgraphs final : public Scheduler {
   }
 
   Result<Plan> schedule(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info) const override {
-    const auto t0 = std::chrono::steady_clock::now();
+    const Deadline deadline = o.startDeadline();
     if (o.cancelled()) return cancelledError();
     if (auto st = checkConstraints(t, c); !st) return Error{st.message()};
     const int n = t.numTasks(), m = t.numDevices();
@@ -163,8 +163,7 @@ class CoarseSubgraphs final : public Scheduler {
     std::string timeUpAt;
     for (size_t i = 1; i <= N; ++i) {
       if (o.cancelled()) return cancelledError();
-      if (!timeUp && o.timeLimitSec > 0 && (i & 63) == 0 &&
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > o.timeLimitSec) {
+      if (!timeUp && deadline.passed()) {
         timeUp = true;
         timeUpAt = t.taskNames[static_cast<size_t>(order[i - 1])];
       }
@@ -227,7 +226,7 @@ class CoarseSubgraphs final : public Scheduler {
       info->notes.push_back("mode " + mode + ": " + std::to_string(groups) + " groups for " + std::to_string(n) + " ops (largest " +
                             std::to_string(largest) + "); summed group cost " + std::to_string(best[N]) + " us against " +
                             std::to_string(perOp) + " us op by op on each op's best device");
-      if (timeUp) info->notes.push_back("time limit: single-op groups from '" + timeUpAt + "' on");
+      if (timeUp) info->notes.push_back("time limit reached: single-op groups from '" + timeUpAt + "' on");
     }
     o.report(1.0, "coarse: done");
     return plan;

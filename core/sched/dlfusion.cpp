@@ -52,7 +52,7 @@ class DlFusion final : public Scheduler {
   }
 
   Result<Plan> schedule(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info) const override {
-    const auto t0 = std::chrono::steady_clock::now();
+    const Deadline deadline = o.startDeadline();
     if (o.cancelled()) return cancelledError();
     if (auto st = checkConstraints(t, c); !st) return Error{st.message()};
     const int n = t.numTasks(), m = t.numDevices();
@@ -224,9 +224,9 @@ class DlFusion final : public Scheduler {
       best[0] = 0;
       for (size_t i = 1; i <= L; ++i) {
         if (o.cancelled()) return cancelledError();
-        if (!timeUp && o.timeLimitSec > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > o.timeLimitSec) {
+        if (!timeUp && deadline.passed()) {
           timeUp = true;
-          notes.push_back("time limit: later blocks are single layers");
+          notes.push_back("time limit reached: later blocks are single layers");
         }
         const size_t lenCap = timeUp ? 1 : maxLen;
         std::vector<TaskId> g;

@@ -52,6 +52,7 @@ class Duet final : public Scheduler {
   Result<Plan> schedule(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info) const override {
     const auto t0 = std::chrono::steady_clock::now();
     auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+    const Deadline deadline = o.startDeadline();
     if (o.cancelled()) return cancelledError();
     if (auto st = checkConstraints(t, c); !st) return Error{st.message()};
     const int n = t.numTasks(), m = t.numDevices();
@@ -293,6 +294,10 @@ class Duet final : public Scheduler {
         for (DeviceId d = 0; d < m; ++d) {
           if (d == orig || !(subMask[si] >> d & 1)) continue;
           if (o.cancelled()) return cancelledError();
+          if (deadline.passed()) {
+            timeUp = true;
+            break;
+          }
           subDev[si] = d;
           build();
           auto ms = sim.makespan(plan);
@@ -304,7 +309,7 @@ class Duet final : public Scheduler {
             bestTo = d;
           }
         }
-        if (o.timeLimitSec > 0 && elapsed() > o.timeLimitSec) timeUp = true;
+        if (deadline.passed()) timeUp = true;
         if (i % 32 == 0)
           o.report(std::min(0.99, 0.1 + 0.89 * (o.timeLimitSec > 0 ? elapsed() / o.timeLimitSec : 0.0)),
                    "duet: correction round " + std::to_string(rounds) + ", makespan " + std::to_string(cur));

@@ -31,6 +31,14 @@
 // max_tasks (default 60) are refused; param max_nodes (default 0: unlimited) stops the search after
 // that many nodes (deterministic runs); param warm_best=0 skips `best` as a warm start, warm=0 every
 // warm start (the search alone).
+//
+// Forks: when the successors to fix have more than param flat_combos (default 64) device
+// combinations, the child is one (task, device) and the successors' devices are branched on one at a
+// time, each level with its own bound (a fork of 27 tasks on 4 devices has 4^27 combinations).
+//
+// Time limit: one deadline (SchedOptions::startDeadline, default 10 s) for the warm starts (best gets
+// a fifth of the limit) and the search; the search reads the cancel token at every node, bound and
+// leaf and the clock every 16th, and at the deadline returns the incumbent ("time limit reached").
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -73,12 +81,17 @@ class Exact final : public Scheduler {
     const auto maxNodes = static_cast<int64_t>(std::max(0.0, numParam(o, "max_nodes", 0, ok)));
     const bool warmAll = numParam(o, "warm", 1, ok) != 0;
     const bool useBest = numParam(o, "warm_best", 1, ok) != 0;
-    if (!ok) return makeError("exact: params max_tasks, max_nodes, warm and warm_best must be numbers");
+    numParam(o, "flat_combos", 64, ok);  // read by the search
+    if (!ok) return makeError("exact: params max_tasks, max_nodes, warm, warm_best and flat_combos must be numbers");
     if (n > maxTasks)
       return makeError("exact: '", t.name, "' has ", std::to_string(n), " operators, more than max_tasks=", std::to_string(maxTasks),
                        "; the exact solver is for small graphs (use best or heft, or raise max_tasks)");
-    const auto t0 = std::chrono::steady_clock::now();
-    const double limit = o.timeLimitSec > 0 ? o.timeLimitSec : 10.0;
+    // One deadline for the warm starts and the search.
+    const Deadline deadline = o.startDeadline(10.0);
+    // The nominal limit (budgets derive from it, so that they do not depend on the clock), or what an
+    // outer deadline leaves.
+    const double nominal = o.timeLimitSec > 0 ? o.timeLimitSec : 10.0;
+    const double limit = o.deadline.never() ? nominal : std::clamp(o.deadline.leftSec(), 0.0, nominal);
     if (n == 0 || t.numDevices() == 0) {
       Plan p;
       p.device.assign(static_cast<size_t>(n), 0);
@@ -103,6 +116,7 @@ class Exact final : public Scheduler {
       wo.seed = o.seed;
       wo.cancel = o.cancel;
       wo.timeLimitSec = std::max(0.05, limit * 0.2);
+      wo.deadline = deadline;
       std::vector<std::unique_ptr<Scheduler>> warm;
       if (warmAll) {
         warm.push_back(makeHeft());
@@ -130,9 +144,7 @@ class Exact final : public Scheduler {
       }
     }
     if (o.cancelled()) return cancelledError();
-    const double warmSec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const auto search = search_detail::branchAndBound(t, c, o, std::max(0.0, limit - warmSec), maxNodes,
-                                                      warmName.empty() ? nullptr : &warmPlan, warmBest);
+    const auto search = search_detail::branchAndBound(t, c, o, deadline, maxNodes, warmName.empty() ? nullptr : &warmPlan, warmBest);
     o.report(0.2, "exact: branch and bound");
     if (search.cancelled || o.cancelled()) return cancelledError();
     if (!search.found) return makeError("exact: no plan found within the time limit (", formatSeconds(limit), ")");
@@ -145,7 +157,7 @@ class Exact final : public Scheduler {
       double b = search.bound;
       if (!search.complete) b = std::min(search.makespan, std::max(b, lowerBound(t, c)));
       info->bound = b;
-      if (search.timedOut) info->notes.push_back("time limit reached");
+      if (search.timedOut || (!search.complete && deadline.passed())) info->notes.push_back("time limit reached");
       if (search.nodeLimited) info->notes.push_back("node limit reached");
       info->notes.push_back(std::to_string(search.nodes) + " nodes, " + std::to_string(search.leaves) + " leaves");
       if (!warmName.empty()) {

@@ -20,7 +20,9 @@
 //    stay within ~256 MiB). Above it the DP becomes a beam search that keeps the cheapest states (ties:
 //    first created); the plan is then not provably optimal and SchedInfo.notes says so.
 //  - Time limit: when the projected run time exceeds SchedOptions::timeLimitSec, the beam is halved
-//    (down to 1 state, a greedy pass) so that the DP always finishes; notes say so.
+//    (down to 1 state, a greedy pass) so that the DP always finishes; notes say so. At the deadline
+//    itself (checked every 256 states inside a step, as is the cancel token) the step keeps the states
+//    expanded so far and the rest of the DP is greedy from the cheapest state ("time limit reached").
 //  - The plan's order on each device is the DP's topological order.
 #include <algorithm>
 #include <chrono>
@@ -100,6 +102,7 @@ class PimDp final : public Scheduler {
 
   Result<Plan> schedule(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info) const override {
     const auto t0 = std::chrono::steady_clock::now();
+    const Deadline deadline = o.startDeadline();
     if (o.cancelled()) return cancelledError();
     if (auto st = checkConstraints(t, c); !st) return Error{st.message()};
     const int n = t.numTasks(), m = t.numDevices();
@@ -140,7 +143,8 @@ class PimDp final : public Scheduler {
     std::vector<int32_t> node{-1};
     PathPool pool;
     size_t cap = static_cast<size_t>(std::min(maxStatesParam, 2e9));
-    bool beamUsed = false, timeShrunk = false;
+    bool beamUsed = false, timeShrunk = false, timeUp = false;
+    std::string timeUpAt;
     size_t maxSeen = 1;
     std::string beamAt, shrinkAt;
     const int reportEvery = std::max(1, n / 100);
@@ -158,6 +162,20 @@ class PimDp final : public Scheduler {
       const TaskId v = order[static_cast<size_t>(k)];
       const auto vi = static_cast<size_t>(v);
       const size_t F = live.size();
+      if (!timeUp && deadline.passed()) {
+        timeUp = true;
+        timeUpAt = t.taskNames[vi];
+      }
+      if (timeUp && cost.size() > 1) {  // past the deadline: greedy from the cheapest state
+        const size_t b = static_cast<size_t>(std::min_element(cost.begin(), cost.end()) - cost.begin());
+        std::vector<uint8_t> k1(keys.begin() + static_cast<std::ptrdiff_t>(b * F), keys.begin() + static_cast<std::ptrdiff_t>((b + 1) * F));
+        for (size_t i = 0; i < node.size(); ++i)
+          if (i != b) pool.release(node[i]);
+        node = {node[b]};
+        cost = {cost[b]};
+        keys.swap(k1);
+        cap = 1;
+      }
       const size_t S = cost.size();
 
       // Devices of v and their own cost; in-edges with the slot of their source and c(e,a,b).
@@ -207,6 +225,15 @@ class PimDp final : public Scheduler {
       newDev.clear();
       buf.resize(F2);
       for (size_t s = 0; s < S; ++s) {
+        if (s > 0 && (s & 255) == 0) {
+          if (o.cancelled()) return cancelledError();
+          if (deadline.passed()) {  // keep the cheapest of what this step expanded so far
+            timeUp = true;
+            timeUpAt = t.taskNames[vi];
+            cap = 1;
+            break;
+          }
+        }
         const uint8_t* key = keys.data() + s * F;
         for (size_t j = 0; j < F2; ++j)
           if (fromSlot[j] >= 0) buf[j] = key[static_cast<size_t>(fromSlot[j])];
@@ -230,7 +257,8 @@ class PimDp final : public Scheduler {
               newDev.push_back(d);
               break;
             }
-            if (std::memcmp(newKeys.data() + static_cast<size_t>(idx) * F2, buf.data(), F2) == 0) {
+            // (no live values: every key is the empty key, and memcmp must not see the null data)
+            if (F2 == 0 || std::memcmp(newKeys.data() + static_cast<size_t>(idx) * F2, buf.data(), F2) == 0) {
               if (cst < newCost[static_cast<size_t>(idx)]) {
                 newCost[static_cast<size_t>(idx)] = cst;
                 newParent[static_cast<size_t>(idx)] = static_cast<int32_t>(s);
@@ -243,6 +271,11 @@ class PimDp final : public Scheduler {
         }
       }
       size_t S2 = newCost.size();
+      if (!timeUp && deadline.passed()) {  // no beam sort past the deadline: the cheapest state only
+        timeUp = true;
+        timeUpAt = t.taskNames[vi];
+        cap = 1;
+      }
       maxSeen = std::max(maxSeen, S2);
 
       // Beam: keep the cheapest `limit` states when the frontier is too large.
@@ -291,12 +324,13 @@ class PimDp final : public Scheduler {
       for (size_t j = 0; j < live.size(); ++j) slotOf[static_cast<size_t>(live[j])] = static_cast<int32_t>(j);
 
       // Time limit: narrow the beam when the projected run time exceeds it.
-      if (o.timeLimitSec > 0 && cost.size() > 1) {
+      if (!deadline.never() && cost.size() > 1) {
         const auto now = std::chrono::steady_clock::now();
         const double total = std::chrono::duration<double>(now - t0).count();
         const double el = std::chrono::duration<double>(now - loopStart).count();
-        const double projected = total + el * (n - k - 1) / (k + 1);
-        if (el > 0.02 * o.timeLimitSec && projected > o.timeLimitSec) {
+        const double left = deadline.leftSec();
+        const double projected = el * (n - k - 1) / (k + 1);
+        if (el > 0.02 * (total + left) && projected > left) {
           const size_t narrowed = std::max<size_t>(1, cost.size() / 2);
           if (narrowed < cap) {
             if (!timeShrunk) shrinkAt = t.taskNames[vi];
@@ -321,7 +355,7 @@ class PimDp final : public Scheduler {
     for (TaskId v : order) plan.order[static_cast<size_t>(plan.device[static_cast<size_t>(v)])].push_back(v);
 
     if (info) {
-      const bool exact = !beamUsed && !timeShrunk;
+      const bool exact = !beamUsed && !timeShrunk && !timeUp;
       info->notes.push_back("total-time objective " + std::to_string(cost[best]) + " us (devices in sequence)" +
                             (exact ? ", optimal for this objective" : ""));
       info->notes.push_back("largest frontier: " + std::to_string(maxSeen) + " states");
@@ -333,6 +367,7 @@ class PimDp final : public Scheduler {
       if (timeShrunk)
         info->notes.push_back("time limit: beam narrowed from '" + shrinkAt + "' on (down to " + std::to_string(cap) +
                               " states), not provably optimal");
+      if (timeUp) info->notes.push_back("time limit reached at '" + timeUpAt + "': greedy from the cheapest state on, not provably optimal");
     }
     o.report(1.0, "pimdp: done");
     return plan;

@@ -1,10 +1,15 @@
 #pragma once
 /// \file One interface for every scheduling algorithm. A scheduler is a pure, deterministic function
-/// of (CostTable, Constraints, Options) -> Plan; it reports progress through a callback, stops when
-/// the cancel token is set, and honours pinned tasks and forbidden devices.
+/// of (CostTable, Constraints, Options) -> Plan; it reports progress through a callback, stops within
+/// 100 ms when the cancel token is set, returns its best plan so far at its time limit (see
+/// SchedOptions::timeLimitSec), and honours pinned tasks and forbidden devices.
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -48,9 +53,51 @@ struct TraceStep {
   std::string note;
 };
 
+/// An absolute point in time (steady clock) at which a scheduler stops searching and returns the best
+/// plan it has; "never" by default. One deadline is computed when a scheduler starts and passed down
+/// to everything it runs (best's portfolio members, exact's warm starts, the local search, the branch
+/// and bound), so that nested runs share one budget instead of each restarting a relative limit.
+class Deadline {
+ public:
+  using Clock = std::chrono::steady_clock;
+  Deadline() = default;  ///< Never.
+  /// `sec` seconds from now (now when sec <= 0); never when `sec` is infinite or NaN.
+  static Deadline in(double sec) {
+    Deadline d;
+    if (std::isnan(sec) || sec == std::numeric_limits<double>::infinity()) return d;
+    d.finite_ = true;
+    d.at_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::clamp(sec, 0.0, 1e9)));
+    return d;
+  }
+  bool never() const { return !finite_; }
+  bool passed() const { return finite_ && Clock::now() >= at_; }
+  /// Seconds left (negative once passed; infinity when never).
+  double leftSec() const { return finite_ ? std::chrono::duration<double>(at_ - Clock::now()).count() : std::numeric_limits<double>::infinity(); }
+  /// The earlier of the two.
+  Deadline earliest(const Deadline& o) const {
+    if (!finite_) return o;
+    if (!o.finite_) return *this;
+    return at_ <= o.at_ ? *this : o;
+  }
+  /// The earlier of this one and `sec` seconds from now.
+  Deadline within(double sec) const { return earliest(in(sec)); }
+  Clock::time_point at() const { return at_; }
+
+ private:
+  Clock::time_point at_{};
+  bool finite_ = false;
+};
+
 struct SchedOptions {
   SimOptions sim;                 ///< The simulator model the plan is judged by.
-  double timeLimitSec = 10.0;     ///< For exact and search-based algorithms.
+  /// Wall-clock limit of one run, in seconds (<= 0: none; exact and best then use 10 s). Every
+  /// scheduler returns within it (plus the time to finish the plan it has, a few milliseconds) with
+  /// the best plan found so far, SchedInfo::optimal false and the note "time limit reached" (the list
+  /// schedulers and baselines are single passes that finish far below any practical limit).
+  double timeLimitSec = 10.0;
+  /// An absolute deadline set by a caller that runs this scheduler inside its own budget (best's
+  /// portfolio, exact's warm start); the run stops at the earlier of it and timeLimitSec.
+  Deadline deadline;
   uint64_t seed = 1;
   std::map<std::string, std::string> params;  ///< Algorithm-specific ("penalty_us", "priority", ...).
   std::function<void(double fraction, const std::string& what)> progress;  ///< May be empty.
@@ -59,6 +106,12 @@ struct SchedOptions {
   /// heft, cpop, peft, greedy, and partitiontuner's DP); may be empty. Costs time only when set.
   std::function<void(const TraceStep&)> trace;
   bool cancelled() const { return cancel && cancel->load(std::memory_order_relaxed); }
+  /// The deadline of a run starting now: the earlier of `deadline` and timeLimitSec from now
+  /// (`defaultSec` from now when timeLimitSec <= 0; 0: no limit).
+  Deadline startDeadline(double defaultSec = 0) const {
+    const double sec = timeLimitSec > 0 ? timeLimitSec : defaultSec;
+    return sec > 0 ? deadline.within(sec) : deadline;
+  }
   void report(double f, const std::string& what) const {
     if (progress) progress(f, what);
   }

@@ -267,7 +267,6 @@ class Searcher {
     for (TaskId v = 0; v < n_; ++v) allowed_[static_cast<size_t>(v)] = sched_detail::allowedDevices(t, c, v);
     topo_ = t.topoOrder();
     topoPos_ = sched_detail::topoPositions(t, topo_);
-    t0_ = std::chrono::steady_clock::now();
   }
 
   LocalSearchResult run(const Plan& start) {
@@ -332,15 +331,16 @@ class Searcher {
     phaseEnd_ = lo_.maxEvals;
   }
 
+  /// Called before every move (applicable or not): the evaluation budget, the cancel token, and the
+  /// clock every 16th call (counted by calls, not evaluations, so that a run of moves that do not
+  /// apply still looks at it).
   bool stop() {
+    if (clockStop_) return true;
     if (evals_ >= lo_.maxEvals || evals_ >= phaseEnd_) return true;
     if (lo_.cancel && lo_.cancel->load(std::memory_order_relaxed)) return true;
-    if ((evals_ & 15) == 0) {
-      const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-      if (el > lo_.wallLimitSec) {
-        clockStop_ = true;
-        return true;
-      }
+    if ((++stopCalls_ & 15) == 0 && lo_.deadline.passed()) {
+      clockStop_ = true;
+      return true;
     }
     return false;
   }
@@ -787,7 +787,6 @@ class Searcher {
   std::vector<std::vector<DeviceId>> allowed_;
   std::vector<TaskId> topo_;
   std::vector<int32_t> topoPos_;
-  std::chrono::steady_clock::time_point t0_;
   Plan cur_, trial_, best_;
   double curMs_ = 0, curSum_ = 0, bestMs_ = 0;
   std::vector<double> curStart_, curFinish_;
@@ -795,6 +794,7 @@ class Searcher {
   std::vector<TaskId> crit_;
   int64_t evals_ = 0, improvements_ = 0;
   int64_t phaseEnd_ = INT64_MAX;
+  uint64_t stopCalls_ = 0;
   bool clockStop_ = false;
 };
 
@@ -845,15 +845,23 @@ struct Child {
   double start = 0;
   TaskId v = 0;
   DeviceId d = 0;
-  int64_t combo = 0;
+  int64_t combo = 0;  ///< Devices of v's unassigned successors (mixed radix); -1: chosen one by one (expandSuccs).
 };
+
+/// Above this many device combinations of a task's unassigned successors, the child (task, device) is
+/// one child and the successors' devices are branched on one successor at a time, each level with its
+/// own bound (a fork of 27 tasks on 4 devices has 4^27 combinations: enumerating them flat never ends).
+/// Param flat_combos of exact changes it (tests compare both ways of branching).
+constexpr int64_t kMaxFlatCombos = 64;
 
 class BranchAndBound {
  public:
-  BranchAndBound(const CostTable& t, const Constraints& c, const SchedOptions& o, double deadlineSec, int64_t maxNodes)
+  BranchAndBound(const CostTable& t, const Constraints& c, const SchedOptions& o, Deadline deadline, int64_t maxNodes)
       : t_(t), c_(c), o_(o), n_(t.numTasks()), m_(t.numDevices()), maxNodes_(maxNodes) {
+    bool ok = true;
+    maxFlat_ = static_cast<int64_t>(std::clamp(sched_detail::numParam(o, "flat_combos", static_cast<double>(kMaxFlatCombos), ok), 1.0, 1e15));
     t0_ = std::chrono::steady_clock::now();
-    deadline_ = deadlineSec;
+    deadline_ = deadline;
     allowed_.resize(static_cast<size_t>(n_));
     for (TaskId v = 0; v < n_; ++v) allowed_[static_cast<size_t>(v)] = allowedDevices(t, c, v);
     topo_ = t.topoOrder();
@@ -940,6 +948,8 @@ class BranchAndBound {
       if (!t_.inputBytes.empty() && t_.inputBytes[static_cast<size_t>(v)] > 0) inputTasks_.push_back(v);
     rootBound_ = lowerBoundOf(root);
     preassign(root, 0);
+    // Stopped among the root's own children: only the root bound is proven for them.
+    if (aborted_) abortBound_ = std::min(abortBound_, rootBound_);
   }
 
   bool complete() const { return !aborted_; }
@@ -965,6 +975,7 @@ class BranchAndBound {
   }
   bool pruned(double lb) const { return lb >= incumbent_ - tol(incumbent_); }
 
+  /// Called once per node: the node limit, then poll().
   bool checkStop() {
     ++nodes_;
     if (aborted_) return true;
@@ -972,19 +983,28 @@ class BranchAndBound {
       aborted_ = nodeLimited_ = true;
       return true;
     }
-    if ((nodes_ & 255) == 0) {
-      if (o_.cancelled()) {
-        aborted_ = cancelled_ = true;
-        return true;
-      }
+    return poll();
+  }
+
+  /// Called at every unit of work (a node, a bound, a leaf: microseconds each, a node's children can
+  /// be thousands of them): the cancel token every time, the clock every 16th call, so that the search
+  /// stops within well under a millisecond of the deadline or the cancel.
+  bool poll() {
+    if (aborted_) return true;
+    if (o_.cancelled()) {
+      aborted_ = cancelled_ = true;
+      return true;
+    }
+    if ((++polls_ & 15) != 0) return false;
+    if (deadline_.passed()) {
+      aborted_ = timedOut_ = true;
+      return true;
+    }
+    if ((polls_ & 262143) == 0) {
       const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-      if (el > deadline_) {
-        aborted_ = timedOut_ = true;
-        return true;
-      }
-      if ((nodes_ & 65535) == 0)
-        o_.report(std::min(0.99, 0.2 + 0.8 * el / std::max(1e-9, deadline_)),
-                  "exact: " + std::to_string(nodes_) + " nodes, best " + formatDouble(incumbent_));
+      const double left = deadline_.leftSec();
+      o_.report(std::min(0.99, 0.2 + 0.8 * el / std::max(1e-9, el + left)),
+                "exact: " + std::to_string(nodes_) + " nodes, best " + formatDouble(incumbent_));
     }
     return false;
   }
@@ -1236,6 +1256,8 @@ class BranchAndBound {
       }
       pool_.resize(static_cast<size_t>(n_) + 2);  // never resized during the search: references stay valid
       kids_.resize(static_cast<size_t>(n_) + 2);
+      partial_.resize(static_cast<size_t>(n_) + 2);
+      pending_.resize(static_cast<size_t>(n_) + 2);
       pool_[0] = s;
       dfs(0);
       return;
@@ -1249,6 +1271,7 @@ class BranchAndBound {
       c.inputReady[static_cast<size_t>(v)] = d == t_.host ? 0.0 : t_.transferUs(t_.host, d, t_.inputBytes[static_cast<size_t>(v)]);
       const double lb = lowerBoundOf(c);
       if (!pruned(lb)) kids.push_back({lb, d});
+      if (poll()) return;  // the caller records this node's bound
     }
     std::stable_sort(kids.begin(), kids.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     for (const auto& [lb, d] : kids) {
@@ -1292,6 +1315,7 @@ class BranchAndBound {
     p.algorithm = "exact";
     auto tl = simulate(t_, p, o_.sim);
     if (tl) offer(p, tl->makespan);
+    poll();
   }
 
   /// Explores pool_[depth] (the node after `depth` processing steps); children go to pool_[depth + 1].
@@ -1311,12 +1335,23 @@ class BranchAndBound {
       const DeviceId* devs = fixed >= 0 ? &fixed : allowed_[static_cast<size_t>(v)].data();
       const size_t ndevs = fixed >= 0 ? 1 : allowed_[static_cast<size_t>(v)].size();
       unassignedSuccs(s, v, succs);
-      int64_t combos = 1;
-      for (TaskId x : succs) combos *= static_cast<int64_t>(allowed_[static_cast<size_t>(x)].size());
+      int64_t combos = 1;  // stops growing above maxFlat_ (no overflow)
+      for (TaskId x : succs)
+        if (combos <= maxFlat_) combos *= static_cast<int64_t>(allowed_[static_cast<size_t>(x)].size());
       for (size_t i = 0; i < ndevs; ++i) {
         const DeviceId d = devs[i];
         const double st = startOf(s, v, d);
         if (st < s.lastStart || !tieOk(s, v, d, st)) continue;
+        if (combos > maxFlat_) {
+          // One child; its bound: v fixed on d, nothing starts before st, successors still free.
+          scratch_ = s;
+          scratch_.dev[static_cast<size_t>(v)] = d;
+          scratch_.lastStart = st;
+          const double lb = lowerBoundOf(scratch_);
+          if (!pruned(lb)) kids.push_back(Child{lb, st, v, d, -1});
+          if (poll()) return;  // the parent records this node's bound
+          continue;
+        }
         for (int64_t k = 0; k < combos; ++k) {
           scratch_ = s;
           scratch_.dev[static_cast<size_t>(v)] = d;
@@ -1324,6 +1359,7 @@ class BranchAndBound {
           process(scratch_, v, d, st);
           const double lb = lowerBoundOf(scratch_);
           if (!pruned(lb)) kids.push_back(Child{lb, st, v, d, k});
+          if (poll()) return;
         }
       }
     }
@@ -1338,15 +1374,71 @@ class BranchAndBound {
         continue;
       }
       if (pruned(k.lb)) continue;
-      const Node& cur = pool_[depth];
-      Node& c = pool_[depth + 1];
-      c = cur;
-      unassignedSuccs(cur, k.v, succs_);
-      c.dev[static_cast<size_t>(k.v)] = k.d;
-      assignCombo(c, succs_, k.combo);
-      process(c, k.v, k.d, k.start);
-      dfs(depth + 1);
+      if (k.combo < 0) {
+        expandSuccs(depth, k);
+      } else {
+        const Node& cur = pool_[depth];
+        Node& c = pool_[depth + 1];
+        c = cur;
+        unassignedSuccs(cur, k.v, succs_);
+        c.dev[static_cast<size_t>(k.v)] = k.d;
+        assignCombo(c, succs_, k.combo);
+        process(c, k.v, k.d, k.start);
+        dfs(depth + 1);
+      }
       if (aborted_) abortBound_ = std::min(abortBound_, k.lb);
+    }
+  }
+
+  /// The child k of pool_[depth] whose successors have too many device combinations to list: their
+  /// devices are fixed one successor at a time in partial_[depth] (which differs from pool_[depth]
+  /// only in devices and the last start, so a level changes one entry and puts it back, no copies),
+  /// children best bound first; once all are fixed, v is processed into pool_[depth + 1].
+  void expandSuccs(size_t depth, const Child& k) {
+    Node& p = partial_[depth];
+    p = pool_[depth];
+    p.dev[static_cast<size_t>(k.v)] = k.d;
+    p.lastStart = k.start;
+    std::vector<TaskId>& list = pending_[depth];
+    unassignedSuccs(pool_[depth], k.v, list);
+    assignSucc(depth, k, 0);
+  }
+
+  void assignSucc(size_t depth, const Child& k, size_t j) {
+    Node& p = partial_[depth];
+    const std::vector<TaskId>& list = pending_[depth];
+    if (j == list.size()) {
+      Node& c = pool_[depth + 1];
+      c = p;  // process() sets the last start again
+      process(c, k.v, k.d, k.start);
+      const double lb = lowerBoundOf(c);
+      if (pruned(lb)) return;
+      dfs(depth + 1);
+      if (aborted_) abortBound_ = std::min(abortBound_, lb);
+      return;
+    }
+    const TaskId x = list[j];
+    auto& slot = p.dev[static_cast<size_t>(x)];
+    std::vector<std::pair<double, DeviceId>> opts;
+    for (DeviceId d : allowed_[static_cast<size_t>(x)]) {
+      slot = d;
+      const double lb = lowerBoundOf(p);
+      if (!pruned(lb)) opts.push_back({lb, d});
+      if (poll()) break;
+    }
+    slot = -1;
+    if (aborted_) return;  // the caller records this level's bound
+    std::stable_sort(opts.begin(), opts.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [lb, d] : opts) {
+      if (aborted_) {
+        abortBound_ = std::min(abortBound_, lb);
+        continue;
+      }
+      if (pruned(lb)) continue;
+      slot = d;
+      assignSucc(depth, k, j + 1);
+      slot = -1;
+      if (aborted_) abortBound_ = std::min(abortBound_, lb);
     }
   }
 
@@ -1355,8 +1447,10 @@ class BranchAndBound {
   const SchedOptions& o_;
   int n_, m_;
   int64_t maxNodes_;
+  int64_t maxFlat_ = kMaxFlatCombos;
   std::chrono::steady_clock::time_point t0_;
-  double deadline_ = 10;
+  Deadline deadline_;
+  uint64_t polls_ = 0;
   std::vector<std::vector<DeviceId>> allowed_;
   std::vector<TaskId> topo_;
   std::vector<char> isPred_;
@@ -1370,6 +1464,8 @@ class BranchAndBound {
   std::vector<double> commTab_;
   std::vector<Node> pool_;                ///< pool_[k]: the node at depth k of the current path.
   std::vector<std::vector<Child>> kids_;  ///< kids_[k]: the children of pool_[k].
+  std::vector<Node> partial_;             ///< partial_[k]: pool_[k] while its child's successors get devices.
+  std::vector<std::vector<TaskId>> pending_;  ///< pending_[k]: those successors.
   Node scratch_;
   std::vector<TaskId> succs_;
   std::vector<double> load_, minEst_, availSorted_;
@@ -1385,9 +1481,9 @@ class BranchAndBound {
 
 }  // namespace
 
-BnbResult branchAndBound(const CostTable& t, const Constraints& c, const SchedOptions& o, double timeLimitSec, int64_t maxNodes,
+BnbResult branchAndBound(const CostTable& t, const Constraints& c, const SchedOptions& o, Deadline deadline, int64_t maxNodes,
                          const Plan* warm, double warmMakespan) {
-  BranchAndBound bb(t, c, o, timeLimitSec, maxNodes);
+  BranchAndBound bb(t, c, o, deadline, maxNodes);
   if (warm) bb.offer(*warm, warmMakespan);
   bb.solve();
   BnbResult r;

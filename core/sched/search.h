@@ -9,8 +9,8 @@
 /// - localSearch(): iterated local search, simulated annealing, iterated local search again, over plans (insertions at any
 ///   consistent position, device reassignment, order swaps, moves of critical-path stretches, device
 ///   exchanges, re-ordering by assignment-aware rank or list scheduling), strict improvements of
-///   (makespan, sum of finish times), seeded perturbations, evaluation limit plus a wall-clock safety
-///   net. best.cpp describes the strategy.
+///   (makespan, sum of finish times), seeded perturbations, evaluation limit plus a deadline (the
+///   caller's time limit, also a safety net). best.cpp describes the strategy.
 
 #include <atomic>
 #include <cstdint>
@@ -66,7 +66,7 @@ void orderByAssignedRank(const CostTable& t, Plan& plan, const std::vector<int32
 
 struct LocalSearchOptions {
   int64_t maxEvals = 10000;       ///< Evaluation limit (the deterministic stop).
-  double wallLimitSec = 2.0;      ///< Safety net.
+  Deadline deadline;              ///< Wall clock: the caller's time limit, and a safety net on slow machines.
   uint64_t seed = 1;
   double annealFraction = 0.4;    ///< Share of the evaluations for simulated annealing (after a first descent).
   const std::atomic<bool>* cancel = nullptr;
@@ -92,7 +92,8 @@ struct BnbResult {
   double bound = 0;          ///< Best proven lower bound (== makespan when complete).
   int64_t nodes = 0, leaves = 0;
 };
-BnbResult branchAndBound(const CostTable& t, const Constraints& c, const SchedOptions& o, double timeLimitSec, int64_t maxNodes,
+/// Stops at `deadline` or when o's cancel token is set (within well under a millisecond).
+BnbResult branchAndBound(const CostTable& t, const Constraints& c, const SchedOptions& o, Deadline deadline, int64_t maxNodes,
                          const Plan* warm = nullptr, double warmMakespan = 0);
 
 /// Improves `start` (which must simulate) under the constraints; never returns a plan worse than it.
