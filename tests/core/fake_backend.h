@@ -58,6 +58,8 @@ class FakeKernel final : public Kernel {
     const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(sleepUs_);
     while (sleepUs_ > 0 && std::chrono::steady_clock::now() < until) {
     }
+    // Negative: off the CPU for -sleepUs_, as if another program held it (a disturbed run).
+    if (sleepUs_ < 0) std::this_thread::sleep_for(std::chrono::microseconds(-sleepUs_));
     return Status::ok();
   }
 

@@ -54,6 +54,7 @@ class TestExecute : public QObject {
   void devicesOfOneCoreShareOneLane();
   void overlapOnOneCoreIsReported();
   void teamHelpersStepAsideAndSwitchesAreCounted();
+  void disturbedRunsAreDiscardedAndReported();
   void cancelStops();
   void tensorsCloseTolerance_data();
   void tensorsCloseTolerance();
@@ -206,6 +207,7 @@ void TestExecute::devicesOfOneCoreShareOneLane() {
   ExecOptions o;
   o.reps = 2;
   o.checkOutputs = false;
+  o.minCpuShare = 0;  // Not a timing test: a busy machine must not add its note.
   test::gFakeRecordThreads = true;
   auto r = executePlan(g, b, t, plan, o);
   test::gFakeRecordThreads = false;
@@ -225,6 +227,7 @@ void TestExecute::overlapOnOneCoreIsReported() {
   test::FakeBackend b = pinnedBackend(false);
   ExecOptions o;
   o.reps = 1;
+  o.minCpuShare = 0;  // Not a timing test: a busy machine must not add its note.
   auto r = executePlan(g, b, t, plan, o);
   QVERIFY2(r.isOk(), r.message().c_str());
   QVERIFY(r->outputsMatch);
@@ -259,6 +262,33 @@ void TestExecute::teamHelpersStepAsideAndSwitchesAreCounted() {
     else
       QCOMPARE(r->sleepsPerRun, 0.0);
   }
+}
+
+void TestExecute::disturbedRunsAreDiscardedAndReported() {
+  // Kernels that lose their CPU (here: sleep) make every run disturbed: each is discarded and run again
+  // up to maxDiscarded times, then kept, and the result says so.
+  const Graph g = test::diamondGraph();
+  const CostTable t = test::fakeTable(g);
+  test::FakeBackend b(-300);
+  ExecOptions o;
+  o.reps = 2;
+  o.maxDiscarded = 3;
+  o.checkOutputs = false;
+  auto r = executePlan(g, b, t, planOf(t, {{"left1", "dev1"}}), o);
+  QVERIFY2(r.isOk(), r.message().c_str());
+  QCOMPARE(r->discardedRuns, 3);
+  QVERIFY(r->disturbed);
+  QCOMPARE(static_cast<int>(r->makespansUs.size()), 2);
+  QVERIFY(r->cpuShare < 0.9);
+  QVERIFY(std::any_of(r->notes.begin(), r->notes.end(), [](const std::string& n) {
+    return n.find("3 disturbed runs discarded") != std::string::npos;
+  }));
+  // Busy kernels on an otherwise idle lane: no run is discarded unless the machine is busy, and when
+  // none is, nothing is flagged.
+  test::FakeBackend busy(300);
+  auto r2 = executePlan(g, busy, t, planOf(t, {{"left1", "dev1"}}), o);
+  QVERIFY2(r2.isOk(), r2.message().c_str());
+  QCOMPARE(r2->disturbed, r2->discardedRuns == 3 && r2->cpuShare < 0.9);
 }
 
 void TestExecute::errorsAreValues() {
