@@ -1,10 +1,14 @@
 #include "profile/executor.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <functional>
@@ -163,6 +167,16 @@ LaneLayout layoutLanes(const std::vector<std::string>& deviceIds, const std::vec
   return L;
 }
 
+/// Lanes that step aside for an OpenMP team (a multi-thread device) with operators in `devOf`.
+std::vector<char> teamHelperLanes(const LaneLayout& L, const std::vector<DeviceId>& devOf) {
+  std::vector<char> used(L.masterLane.size(), 0), out(L.laneCore.size(), 0);
+  for (DeviceId d : devOf) used[static_cast<size_t>(d)] = 1;
+  for (size_t d = 0; d < L.masterLane.size(); ++d)
+    if (used[d] && L.team[d])
+      for (int h : L.helperLanes[d]) out[static_cast<size_t>(h)] = 1;
+  return out;
+}
+
 /// What each lane does in one run of a plan.
 struct LaneProgram {
   std::vector<std::vector<TaskId>> seq;  ///< Per lane: operators it runs or takes part in, in order.
@@ -228,11 +242,22 @@ Result<LaneProgram> programLanes(const CostTable& t, const Plan& plan, const Lan
 /// when all have finished it.
 class LaneTeam {
  public:
-  explicit LaneTeam(const std::vector<int>& laneCore) {
+  /// `yielding`: per lane, true for a lane that steps aside for an OpenMP team's thread on its CPU. Such
+  /// a lane runs under SCHED_IDLE: its waits spin calling sched_yield, and CFS does not hand the CPU to
+  /// a thread far ahead in virtual runtime on a yield (a team thread that has done real work is), so a
+  /// plain yielding lane kept the team thread off its CPU for a scheduler tick per operator (4 ms
+  /// here). An idle-policy thread is preempted at once by any normal thread that wakes there. Lowering
+  /// the policy needs no privilege; it lasts as long as the thread (one executePlan).
+  LaneTeam(const std::vector<int>& laneCore, const std::vector<char>& yielding) {
     threads_.reserve(laneCore.size());
     for (size_t i = 0; i < laneCore.size(); ++i)
-      threads_.emplace_back([this, i, core = laneCore[i]] {
+      threads_.emplace_back([this, i, core = laneCore[i], idle = i < yielding.size() && yielding[i]] {
         pinThisThread(core);
+        if (idle) {
+          sched_param sp{};
+          sp.sched_priority = 0;
+          pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
+        }
         uint64_t seen = 0;
         for (;;) {
           std::unique_lock lk(mu_);
@@ -594,7 +619,7 @@ Result<ExecResult> executeOnDevice(const Graph& g, const Backend& backend, const
   };
   step("preparing kernels on " + device);
   const std::vector<DeviceId> devOf(n, 0);
-  LaneTeam team(layout.laneCore);
+  LaneTeam team(layout.laneCore, teamHelperLanes(layout, devOf));
   Prepared prep(g, in->leaves);
   if (auto st = prep.prepare(backend, devOf, ids); !st) return Error{st.message()};
   ExecResult r;
@@ -633,7 +658,7 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
   step("preparing kernels");
   auto program = programLanes(t, plan, layout);
   if (!program) return Error{program.message()};
-  LaneTeam team(layout.laneCore);
+  LaneTeam team(layout.laneCore, teamHelperLanes(layout, plan.device));
   Prepared prep(g, in->leaves);
   if (auto st = prep.prepare(backend, plan.device, t.deviceIds); !st) return Error{st.message()};
   ExecResult r;
