@@ -105,6 +105,13 @@ double threadCpuUs() {
   return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) * 1e-3;
 }
 
+/// Puts the calling thread under SCHED_IDLE (true) or back under SCHED_OTHER; false on failure.
+bool setIdlePolicy(bool idle) {
+  sched_param sp{};
+  sp.sched_priority = 0;
+  return pthread_setschedparam(pthread_self(), idle ? SCHED_IDLE : SCHED_OTHER, &sp) == 0;
+}
+
 /// Which thread runs what. A lane is one worker thread, pinned to one logical CPU (or unpinned for a
 /// device the backend does not pin). Every device of a CPU is served by that CPU's lane, so two
 /// devices that are modes of one core (cpu-serial and core0) never have two threads competing for it;
@@ -165,16 +172,6 @@ LaneLayout layoutLanes(const std::vector<std::string>& deviceIds, const std::vec
       L.helperLanes[static_cast<size_t>(a)].push_back(L.masterLane[static_cast<size_t>(b)]);
     }
   return L;
-}
-
-/// Lanes that step aside for an OpenMP team (a multi-thread device) with operators in `devOf`.
-std::vector<char> teamHelperLanes(const LaneLayout& L, const std::vector<DeviceId>& devOf) {
-  std::vector<char> used(L.masterLane.size(), 0), out(L.laneCore.size(), 0);
-  for (DeviceId d : devOf) used[static_cast<size_t>(d)] = 1;
-  for (size_t d = 0; d < L.masterLane.size(); ++d)
-    if (used[d] && L.team[d])
-      for (int h : L.helperLanes[d]) out[static_cast<size_t>(h)] = 1;
-  return out;
 }
 
 /// What each lane does in one run of a plan.
@@ -242,22 +239,11 @@ Result<LaneProgram> programLanes(const CostTable& t, const Plan& plan, const Lan
 /// when all have finished it.
 class LaneTeam {
  public:
-  /// `yielding`: per lane, true for a lane that steps aside for an OpenMP team's thread on its CPU. Such
-  /// a lane runs under SCHED_IDLE: its waits spin calling sched_yield, and CFS does not hand the CPU to
-  /// a thread far ahead in virtual runtime on a yield (a team thread that has done real work is), so a
-  /// plain yielding lane kept the team thread off its CPU for a scheduler tick per operator (4 ms
-  /// here). An idle-policy thread is preempted at once by any normal thread that wakes there. Lowering
-  /// the policy needs no privilege; it lasts as long as the thread (one executePlan).
-  LaneTeam(const std::vector<int>& laneCore, const std::vector<char>& yielding) {
+  explicit LaneTeam(const std::vector<int>& laneCore) {
     threads_.reserve(laneCore.size());
     for (size_t i = 0; i < laneCore.size(); ++i)
-      threads_.emplace_back([this, i, core = laneCore[i], idle = i < yielding.size() && yielding[i]] {
+      threads_.emplace_back([this, i, core = laneCore[i]] {
         pinThisThread(core);
-        if (idle) {
-          sched_param sp{};
-          sp.sched_priority = 0;
-          pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
-        }
         uint64_t seen = 0;
         for (;;) {
           std::unique_lock lk(mu_);
@@ -363,6 +349,7 @@ Result<RunTimes> runLanes(LaneTeam& team, Prepared& prep, const std::vector<Devi
     while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
     const double cpu0 = threadCpuUs();
     double sleptUs = 0, teamWaitUs = 0, teamWaitCpuUs = 0;
+    bool stuckIdle = false;
     // Spins (yielding) until cond() holds or the run failed; sleeps after spinUs.
     auto waitFor = [&](auto cond) {
       if (cond() || failed.load(std::memory_order_relaxed)) return;
@@ -390,9 +377,19 @@ Result<RunTimes> runLanes(LaneTeam& team, Prepared& prep, const std::vector<Devi
         // A helper of a team operator: arrive, then step aside until the team has finished it.
         const auto w0 = Clock::now();
         const double c0 = threadCpuUs();
+        // Stepping aside for an OpenMP team thread pinned to this CPU: under SCHED_IDLE, because CFS does
+        // not hand the CPU to a thread far ahead in virtual runtime on sched_yield (a team thread that has
+        // done real work is), so a plainly yielding lane kept the team thread off its CPU for a scheduler
+        // tick per operator (4 ms here); an idle-policy thread is preempted at once by any thread that
+        // wakes there. Going back to SCHED_OTHER needs privilege (or RLIMIT_NICE) where the process
+        // lacks it the lane stays idle-policy for the rest of the plan's runs, and other programs then
+        // take its CPU first (such runs count as disturbed).
+        const bool team = L.team[static_cast<size_t>(d)];
+        if (team && !stuckIdle) setIdlePolicy(true);
         arrived[vi].fetch_add(1, std::memory_order_acq_rel);
         wakeSleepers();
         waitFor([&] { return done[vi].load(std::memory_order_acquire); });
+        if (team && !stuckIdle && !setIdlePolicy(false)) stuckIdle = true;
         teamWaitCpuUs += threadCpuUs() - c0;
         teamWaitUs += std::chrono::duration<double, std::micro>(Clock::now() - w0).count();
         if (failed.load()) break;
@@ -619,7 +616,7 @@ Result<ExecResult> executeOnDevice(const Graph& g, const Backend& backend, const
   };
   step("preparing kernels on " + device);
   const std::vector<DeviceId> devOf(n, 0);
-  LaneTeam team(layout.laneCore, teamHelperLanes(layout, devOf));
+  LaneTeam team(layout.laneCore);
   Prepared prep(g, in->leaves);
   if (auto st = prep.prepare(backend, devOf, ids); !st) return Error{st.message()};
   ExecResult r;
@@ -658,7 +655,7 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
   step("preparing kernels");
   auto program = programLanes(t, plan, layout);
   if (!program) return Error{program.message()};
-  LaneTeam team(layout.laneCore, teamHelperLanes(layout, plan.device));
+  LaneTeam team(layout.laneCore);
   Prepared prep(g, in->leaves);
   if (auto st = prep.prepare(backend, plan.device, t.deviceIds); !st) return Error{st.message()};
   ExecResult r;
