@@ -34,6 +34,15 @@ struct DeviceConstraint {
   std::string description;  ///< Human text, shown when a placement is refused.
 };
 
+/// Roofline numbers for one op type that override its class's (0 or negative: use the class's). Devices
+/// measured on real kernels need them where one op type's kernel is much slower or faster than its
+/// class (e.g. the CPU backend's broadcasting Add/Mul against its unary element-wise kernels).
+struct OpTypeCost {
+  double peakGflops = 0;
+  double bandwidthGBs = 0;
+  double launchOverheadUs = -1;  ///< < 0: the class's.
+};
+
 struct Device {
   std::string id;    ///< Short id used in plans and on the CLI, e.g. "npu".
   std::string name;  ///< Display name.
@@ -45,9 +54,16 @@ struct Device {
   std::map<DType, double> dtypeSpeedup;
   double memBandwidthGBs = 10.0;  ///< Off-chip memory bandwidth, GB/s (1e9 bytes/s).
   double launchOverheadUs = 0.0;  ///< Fixed cost per operator (kernel launch, driver call).
-  int64_t memCapacityBytes = 0;   ///< 0 = unlimited.
-  int64_t onChipBytes = 0;        ///< On-chip memory (NPU SRAM), 0 if none.
-  int cores = 1;                  ///< Cores for multi-core accelerators (DLFusion).
+  /// Bandwidth the kernels of one op class reach (a calibrated device: real kernels stream data slower
+  /// than memcpy, each class differently). Missing classes use memBandwidthGBs.
+  std::map<OpClass, double> bandwidthGBsByClass;
+  /// Fixed cost per operator of one op class. Missing classes use launchOverheadUs.
+  std::map<OpClass, double> launchOverheadUsByClass;
+  /// Per ONNX op type: numbers that override the class's (see OpTypeCost).
+  std::map<std::string, OpTypeCost> opTypeCosts;
+  int64_t memCapacityBytes = 0;  ///< 0 = unlimited.
+  int64_t onChipBytes = 0;       ///< On-chip memory (NPU SRAM), 0 if none.
+  int cores = 1;                 ///< Cores for multi-core accelerators (DLFusion).
   /// Op types the device runs. Empty = everything not in unsupportedOps.
   std::set<std::string> supportedOps;
   std::set<std::string> unsupportedOps;
@@ -84,7 +100,7 @@ struct Platform {
   std::vector<ExclusiveGroup> exclusiveGroups;
 
   DeviceId findDevice(const std::string& id) const;  ///< kNone (-1) if absent.
-  DeviceId hostId() const;                            ///< Index of `host` (0 when unset).
+  DeviceId hostId() const;                           ///< Index of `host` (0 when unset).
   /// The link used from a to b (direct link, either direction if bidirectional); nullptr if none.
   const Link* findLink(DeviceId a, DeviceId b) const;
   /// Transfer time in microseconds of `bytes` from a to b: 0 when a == b or shared memory.
