@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -124,8 +125,25 @@ std::vector<std::string> presetNames();
 Result<Platform> loadPreset(const std::string& name);
 /// A preset name or a file path.
 Result<Platform> loadPlatform(const std::string& nameOrPath);
-/// Builds the this-machine platform from a short measurement of this computer.
+/// Builds the this-machine platform from a short measurement of this computer (FMA loop, memcpy, OpenMP
+/// fork/join), then applies the installed refinement (setThisMachineRefiner), if any.
 Platform measureThisMachine();
+/// The sentence of the this-machine description that lists what is estimated rather than measured
+/// starts with this text; a refiner that measures those things replaces it from there to the end.
+inline constexpr const char* kThisMachineEstimates = "Estimates: ";
+/// A step that refines the measured this-machine platform before measureThisMachine() returns it: the
+/// front ends install the calibration of its devices on the real CPU kernels (core/profile/calibration.h,
+/// installThisMachineCalibration), which core/platform cannot run itself (it links no backend).
+using ThisMachineRefiner = std::function<void(Platform&)>;
+/// Installs `refiner` (an empty function removes it) and forgets the this-machine preset measured so
+/// far, so that the next loadPreset("this-machine") measures again with it. Thread-safe.
+void setThisMachineRefiner(ThisMachineRefiner refiner);
+/// The installed refiner (empty when none).
+ThisMachineRefiner thisMachineRefiner();
+/// This computer's CPU model name from /proc/cpuinfo ("" when unknown).
+std::string thisMachineCpuModel();
+/// The one-minute load average, or -1 where unknown.
+double thisMachineLoadAverage();
 /// The this-machine platform cut down to its first `cores` per-core devices (core0, core1, ...; host
 /// core0), all joined by shared memory: what a plan that really runs on several pinned cores is made
 /// for (the executor's benchmarks and tests).

@@ -335,9 +335,9 @@ Platform measureThisMachine() {
                   (load > 1.0 + 0.5 * cores ? " (other programs were running: the figures are lower than an idle "
                                               "machine's)"
                                             : std::string()) +
-                  ". cpu-serial runs on core 0. Estimates: every op class gets the FMA peak (real kernels "
-                  "reach less), the per-core devices reuse the one-thread numbers and each assumes the one-thread "
-                  "bandwidth even when several run at once, and the per-operator call overhead of " +
+                  ". cpu-serial runs on core 0. " + kThisMachineEstimates + "every op class gets the FMA peak (real " +
+                  "kernels reach less), the per-core devices reuse the one-thread numbers and each assumes the " +
+                  "one-thread bandwidth even when several run at once, and the per-operator call overhead of " +
                   fmt(kCallUs, 1) + " us is assumed.";
   p.sources = {
       "Measured on this computer by measureThisMachine() (core/platform/this_machine.cpp): " + std::string(k.isa) +
@@ -384,7 +384,17 @@ Platform measureThisMachine() {
     std::string c = "core" + std::to_string(i);
     p.exclusiveGroups.push_back({"cpu-parallel-uses-" + c, {"cpu-parallel", c}});
   }
+  // The front ends install the calibration of these devices on the real CPU kernels here.
+  if (auto refine = thisMachineRefiner()) refine(p);
   return p;
+}
+
+std::string thisMachineCpuModel() {
+  return cpuModelName();
+}
+
+double thisMachineLoadAverage() {
+  return loadAverage();
 }
 
 Platform thisMachineCores(int cores) {
