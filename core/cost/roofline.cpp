@@ -17,7 +17,8 @@ bool usable(double v) {
 /// does not depend on platform/'s link order; the peak follows the same rule.
 struct Ceilings {
   double peakGflops = 1.0;
-  double bandwidthGBs = 1.0;
+  double bandwidthGBs = 1.0;        ///< For activations (op type's, class's or the device's).
+  double weightBandwidthGBs = 1.0;  ///< For weights: always the device's.
   double launchUs = 0.0;
 };
 
@@ -26,6 +27,7 @@ Ceilings ceilings(const Device& d, OpClass cls, DType t, const std::string* opTy
   c.peakGflops = usable(d.defaultPeakGflops) ? d.defaultPeakGflops : 1.0;
   if (auto it = d.peakGflops.find(cls); it != d.peakGflops.end() && usable(it->second)) c.peakGflops = it->second;
   c.bandwidthGBs = usable(d.memBandwidthGBs) ? d.memBandwidthGBs : 1.0;
+  c.weightBandwidthGBs = c.bandwidthGBs;
   if (auto it = d.bandwidthGBsByClass.find(cls); it != d.bandwidthGBsByClass.end() && usable(it->second))
     c.bandwidthGBs = it->second;
   c.launchUs = (d.launchOverheadUs > 0 && std::isfinite(d.launchOverheadUs)) ? d.launchOverheadUs : 0.0;
@@ -44,10 +46,13 @@ Ceilings ceilings(const Device& d, OpClass cls, DType t, const std::string* opTy
   return c;
 }
 
-double boundUs(const Ceilings& c, int64_t flops, int64_t bytes) {
+/// max(compute, memory); memory = activation bytes at the (class's) bandwidth + weight bytes at the
+/// device's. Without per-class numbers both are the device's: (activations + weights) / bandwidth.
+double boundUs(const Ceilings& c, int64_t flops, int64_t activationBytes, int64_t weightBytes) {
   // GFLOP/s * 1e3 = FLOP per microsecond; GB/s * 1e3 = bytes per microsecond.
-  double computeUs = static_cast<double>(std::max<int64_t>(0, flops)) / (c.peakGflops * 1e3);
-  double memoryUs = static_cast<double>(std::max<int64_t>(0, bytes)) / (c.bandwidthGBs * 1e3);
+  const double computeUs = static_cast<double>(std::max<int64_t>(0, flops)) / (c.peakGflops * 1e3);
+  const double memoryUs = static_cast<double>(std::max<int64_t>(0, activationBytes)) / (c.bandwidthGBs * 1e3) +
+                          static_cast<double>(std::max<int64_t>(0, weightBytes)) / (c.weightBandwidthGBs * 1e3);
   return std::max(computeUs, memoryUs);
 }
 
@@ -56,12 +61,12 @@ double boundUs(const Ceilings& c, int64_t flops, int64_t bytes) {
 double rooflineUs(const Device& d, const OpWork& w, const std::string& opType) {
   const Ceilings c = ceilings(d, w.cls, w.dtype, &opType);
   if (w.cls == OpClass::ShapeOnly) return c.launchUs;  // views and metadata: no data moved
-  return c.launchUs + boundUs(c, w.flops, w.bytesRead() + w.bytesWritten);
+  return c.launchUs + boundUs(c, w.flops, w.bytesReadActivations + w.bytesWritten, w.bytesReadWeights);
 }
 
 double rooflineGroupUs(const Device& d, OpClass cls, DType t, int64_t flops, int64_t offchipBytes) {
   const Ceilings c = ceilings(d, cls, t, nullptr);
-  return c.launchUs + boundUs(c, flops, offchipBytes);
+  return c.launchUs + boundUs(c, flops, offchipBytes, 0);
 }
 
 }  // namespace partex

@@ -1,9 +1,12 @@
 #pragma once
 /// \file Roofline device model: an operator's time on a device from its work.
-/// time = launch + max(flops / peak(class, dtype), bytes / bandwidth). Launch and bandwidth are the
-/// class's where the device gives them per class (Device::launchOverheadUsByClass,
-/// bandwidthGBsByClass), and all three numbers the op type's where it gives them per op type
-/// (Device::opTypeCosts): a device calibrated on real kernels reaches different ceilings per class.
+/// time = launch + max(flops / peak(class, dtype), activation bytes / bandwidth + weight bytes /
+/// device bandwidth). Launch and (activation) bandwidth are the class's where the device gives them per
+/// class (Device::launchOverheadUsByClass, bandwidthGBsByClass), and all three numbers the op type's
+/// where it gives them per op type (Device::opTypeCosts): a device calibrated on real kernels reaches
+/// different ceilings per class. Weights always stream at the device's memBandwidthGBs (read-only, laid
+/// out once: no per-call layout conversion), so without per-class numbers the memory time is
+/// (activations + weights) / memBandwidthGBs.
 /// Shape-only operators (Reshape, Squeeze, ...) cost only the launch overhead: they move no data.
 
 #include <string>

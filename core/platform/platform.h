@@ -55,8 +55,9 @@ struct Device {
   std::map<DType, double> dtypeSpeedup;
   double memBandwidthGBs = 10.0;  ///< Off-chip memory bandwidth, GB/s (1e9 bytes/s).
   double launchOverheadUs = 0.0;  ///< Fixed cost per operator (kernel launch, driver call).
-  /// Bandwidth the kernels of one op class reach (a calibrated device: real kernels stream data slower
-  /// than memcpy, each class differently). Missing classes use memBandwidthGBs.
+  /// Bandwidth at which the kernels of one op class stream activations (inputs that are not weights, and
+  /// outputs; weights always stream at memBandwidthGBs). A calibrated device: real kernels stream data
+  /// slower than memcpy, each class differently. Missing classes use memBandwidthGBs.
   std::map<OpClass, double> bandwidthGBsByClass;
   /// Fixed cost per operator of one op class. Missing classes use launchOverheadUs.
   std::map<OpClass, double> launchOverheadUsByClass;

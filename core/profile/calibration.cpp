@@ -203,8 +203,9 @@ Graph buildProbes() {
   x = node("lead-deconv", "Relu", {b.input({1, 16, 20, 20})}, {1, 16, 20, 20});
   node("ConvTranspose", "ConvTranspose", {x, b.weight({16, 16, 2, 2}), b.weight({16})}, {1, 16, 40, 40},
        {{"kernel_shape", ints({2, 2})}, {"strides", ints({2, 2})}});
-  // A fully connected layer of batch 1 over 8 MiB of weights (what classifiers end with: it streams them).
-  node("matmul-memory", "Gemm", {b.input({1, 1024}), b.weight({2048, 1024}), b.weight({2048})}, {1, 2048},
+  // A fully connected layer of batch 1 over 8 MiB of weights (what classifiers end with: it streams them):
+  // the device's bandwidth for weights.
+  node("weights", "Gemm", {b.input({1, 1024}), b.weight({2048, 1024}), b.weight({2048})}, {1, 2048},
        {{"transB", one(1)}});
   return b.finish();
 }
@@ -248,8 +249,8 @@ Result<ModeCalibration> measureMode(const Backend& backend, const Graph& g, cons
   for (size_t v = 0; v < g.nodes.size(); ++v) {
     const Node& n = g.nodes[v];
     if (n.name.rfind("chain", 0) == 0 || n.name.rfind("lead", 0) == 0) continue;
-    m.samples.push_back(
-        {n.name, n.opType, work[v].cls, work[v].flops, work[v].bytesRead() + work[v].bytesWritten, us[v]});
+    m.samples.push_back({n.name, n.opType, work[v].cls, work[v].flops,
+                         work[v].bytesReadActivations + work[v].bytesWritten, work[v].bytesReadWeights, us[v]});
   }
   // Executor overhead: in the chain, the time from one Relu's end to the next one's start.
   std::vector<double> gaps, calls;
@@ -269,6 +270,17 @@ Result<ModeCalibration> measureMode(const Backend& backend, const Graph& g, cons
   // Time of the work itself: the measured time less the class's fixed cost, never below a tenth of it
   // (so that a noisy tiny measurement cannot make a rate infinite).
   auto workUs = [](const CalibrationSample& s, double callUs) { return std::max(s.us - callUs, 0.1 * s.us); };
+  // Weights: the rate a fully connected layer of batch 1 streams its 8 MiB of weights (they are read as
+  // laid out once, without the per-call layout conversions of activations). The device's bandwidth.
+  if (const auto* s = sample("weights"); s && s->weightBytes > 0) {
+    const double call = sample("matmul-call") ? sample("matmul-call")->us : m.callUs;
+    m.weightBandwidthGBs = static_cast<double>(s->weightBytes) / workUs(*s, call) * 1e-3;
+  }
+  // The time a probe spends on its activations: less its fixed cost and its weights' time.
+  auto activationUs = [&](const CalibrationSample& s, double callUs) {
+    const double w = m.weightBandwidthGBs > 0 ? static_cast<double>(s.weightBytes) / (m.weightBandwidthGBs * 1e3) : 0;
+    return std::max(s.us - callUs - w, 0.1 * s.us);
+  };
   for (int c = 0; c < kNumOpClasses; ++c) {
     const auto cls = static_cast<OpClass>(c);
     const std::string family = opClassName(cls);
@@ -276,12 +288,13 @@ Result<ModeCalibration> measureMode(const Backend& backend, const Graph& g, cons
     if (!call) continue;
     CalibratedCost cost;
     cost.launchUs = m.executorUs + call->us;
-    // Bandwidth: the bytes of the class's memory probes ("-memory", "-memory2", ...) over their time.
+    // Bandwidth: the activation bytes of the class's memory probes ("-memory", "-memory2", ...) over
+    // their time.
     double bytes = 0, t = 0;
     for (const auto& s : m.samples)
       if (s.name.rfind(family + "-memory", 0) == 0 && s.bytes > 0) {
         bytes += static_cast<double>(s.bytes);
-        t += workUs(s, call->us);
+        t += activationUs(s, call->us);
       }
     if (t > 0) cost.bandwidthGBs = bytes / t * 1e-3;
     if (const auto* s = sample(family + "-compute"); s && s->flops > 0)
@@ -315,7 +328,7 @@ Result<ModeCalibration> measureMode(const Backend& backend, const Graph& g, cons
   for (const char* op : {"Transpose", "Resize", "Slice"})
     if (const auto* s = sample(op); s && s->bytes > 0) {
       CalibratedCost cost;
-      cost.bandwidthGBs = static_cast<double>(s->bytes) / workUs(*s, moveCall) * 1e-3;
+      cost.bandwidthGBs = static_cast<double>(s->bytes) / activationUs(*s, moveCall) * 1e-3;
       m.opTypes[op] = cost;
     }
   return m;
@@ -362,9 +375,12 @@ json modeToJson(const ModeCalibration& m) {
                        {"class", opClassName(s.cls)},
                        {"flops", s.flops},
                        {"bytes", s.bytes},
+                       {"weight_bytes", s.weightBytes},
                        {"us", s.us}});
-  return {{"device", m.device}, {"executor_us", m.executorUs}, {"call_us", m.callUs},
-          {"classes", classes}, {"op_types", types},           {"samples", samples}};
+  return {{"device", m.device},  {"executor_us", m.executorUs},
+          {"call_us", m.callUs}, {"weight_bandwidth_gbs", m.weightBandwidthGBs},
+          {"classes", classes},  {"op_types", types},
+          {"samples", samples}};
 }
 
 /// Reading: every failure throws std::runtime_error with the field's path; parseCalibration turns it
@@ -405,6 +421,7 @@ struct Reader {
     m.device = str(o, "device", path);
     m.executorUs = num(o, "executor_us", path, false);
     m.callUs = num(o, "call_us", path, false);
+    m.weightBandwidthGBs = num(o, "weight_bandwidth_gbs", path, true);
     const json& classes = at(o, "classes", path);
     if (!classes.is_object() || classes.empty()) fail(path + "classes", "must be a non-empty object");
     for (auto it = classes.begin(); it != classes.end(); ++it) {
@@ -426,6 +443,7 @@ struct Reader {
       if (!opClassFromName(str(samples[i], "class", p), s.cls)) fail(p + "class", "is not an op class");
       s.flops = static_cast<int64_t>(num(samples[i], "flops", p, false));
       s.bytes = static_cast<int64_t>(num(samples[i], "bytes", p, false));
+      s.weightBytes = static_cast<int64_t>(num(samples[i], "weight_bytes", p, false));
       s.us = num(samples[i], "us", p, false);
       m.samples.push_back(s);
     }
@@ -448,6 +466,7 @@ double round3(double v) {
 
 void applyMode(Device& d, const ModeCalibration& m) {
   d.launchOverheadUs = round3(m.executorUs + m.callUs);
+  if (m.weightBandwidthGBs > 0) d.memBandwidthGBs = round3(m.weightBandwidthGBs);
   for (const auto& [cls, c] : m.classes) {
     if (c.peakGflops > 0) d.peakGflops[cls] = round3(c.peakGflops);
     if (c.bandwidthGBs > 0) d.bandwidthGBsByClass[cls] = round3(c.bandwidthGBs);
@@ -464,7 +483,7 @@ void applyMode(Device& d, const ModeCalibration& m) {
 
 /// "conv 98 GFLOP/s, 4.1 GB/s, 9.5 us; ..." for the description.
 std::string summary(const ModeCalibration& m) {
-  std::string s;
+  std::string s = "weights " + fmt(m.weightBandwidthGBs, 1) + " GB/s";
   for (const auto& [cls, c] : m.classes) {
     std::string part = opClassName(cls);
     if (c.peakGflops > 0) part += " " + fmt(c.peakGflops, c.peakGflops < 10 ? 1 : 0) + " GFLOP/s,";
@@ -640,8 +659,9 @@ void applyCalibration(Platform& p, const MachineCalibration& c, const Calibratio
       "): small synthetic operators of each op class ran through the executor on core0 and on cpu-parallel; a "
       "tiny one gives the class's fixed cost per operator (the executor's own " +
       fmt(c.serial.executorUs, 1) +
-      " us between kernels included), a low-intensity one its bandwidth, a "
-      "high-intensity one its GFLOP/s. core0 (also cpu-serial and the other cores): " +
+      " us between kernels included), a low-intensity one the bandwidth at which it streams "
+      "activations, a high-intensity one its GFLOP/s, and a fully connected layer of batch 1 the bandwidth "
+      "at which kernels stream weights. core0 (also cpu-serial and the other cores): " +
       summary(c.serial) + ". cpu-parallel: " + summary(c.parallel) +
       ". Estimates: the other cores reuse core0's numbers and each assumes core0's bandwidth even when several "
       "run at once; within a class an operator's time is the roofline of the class's numbers (a depthwise "

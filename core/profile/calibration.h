@@ -8,7 +8,8 @@
 /// work) on core0 and on cpu-parallel, and fits the roofline numbers of each class from them:
 ///  - a tiny operator of the class gives its fixed cost per call (launch overhead); a chain of tiny
 ///    Relus gives the executor's per-operator overhead between kernel calls, added to every class;
-///  - a large operator of low arithmetic intensity gives the bandwidth its kernels reach;
+///  - a large operator of low arithmetic intensity gives the bandwidth at which its kernels stream
+///    activations (a fully connected layer of batch 1 the rate at which kernels stream weights);
 ///  - a large operator of high arithmetic intensity gives the GFLOP/s they reach.
 /// Element-wise operators with several inputs (Add, Mul, ...: broadcasting) get numbers of their own
 /// (Device::opTypeCosts), and so do the data-movement op types whose kernels differ from Concat's
@@ -46,15 +47,17 @@ struct CalibrationSample {
   std::string opType;  ///< ONNX op type.
   OpClass cls = OpClass::Unknown;
   int64_t flops = 0;
-  int64_t bytes = 0;  ///< Read + written, as the roofline counts them.
-  double us = 0;      ///< Median kernel time in the executor.
+  int64_t bytes = 0;        ///< Activations read + written.
+  int64_t weightBytes = 0;  ///< Weights read.
+  double us = 0;            ///< Median kernel time in the executor.
 };
 
 /// What one backend device (a mode of the CPU) reached.
 struct ModeCalibration {
-  std::string device;     ///< Backend device measured: "core0" or "cpu-parallel".
-  double executorUs = 0;  ///< Executor work per operator outside the kernel call.
-  double callUs = 0;      ///< Kernel call of a tiny Relu (the default fixed cost is executorUs + callUs).
+  std::string device;             ///< Backend device measured: "core0" or "cpu-parallel".
+  double executorUs = 0;          ///< Executor work per operator outside the kernel call.
+  double callUs = 0;              ///< Kernel call of a tiny Relu (the default fixed cost is executorUs + callUs).
+  double weightBandwidthGBs = 0;  ///< Rate at which kernels stream weights (the device's bandwidth).
   std::map<OpClass, CalibratedCost> classes;
   std::map<std::string, CalibratedCost> opTypes;
   std::vector<CalibrationSample> samples;

@@ -42,6 +42,14 @@ bool finitePositive(double v) {
   return v > 0 && std::isfinite(v);
 }
 
+/// One run: for the checks of the cache, which do not look at the numbers.
+CalibrationOptions fastest() {
+  CalibrationOptions o;
+  o.warmup = 0;
+  o.reps = 1;
+  return o;
+}
+
 }  // namespace
 
 class TestCalibration : public QObject {
@@ -82,13 +90,15 @@ class TestCalibration : public QObject {
       const double fma = m == &calib_.serial ? fmaSerial : fmaParallel;
       QVERIFY2(m->executorUs >= 0 && std::isfinite(m->executorUs), m->device.c_str());
       QVERIFY2(finitePositive(m->callUs), m->device.c_str());
+      QVERIFY2(finitePositive(m->weightBandwidthGBs), m->device.c_str());
       for (OpClass cls : {OpClass::Conv, OpClass::MatMul, OpClass::Elementwise, OpClass::Normalisation,
                           OpClass::Pooling, OpClass::DataMovement, OpClass::Reduction, OpClass::ShapeOnly}) {
         const std::string what = m->device + " " + opClassName(cls);
         QVERIFY2(m->classes.count(cls), what.c_str());
         const CalibratedCost& c = m->classes.at(cls);
         QVERIFY2(finitePositive(c.launchUs), what.c_str());  // The per-call overhead is measured: > 0.
-        if (cls != OpClass::ShapeOnly) QVERIFY2(finitePositive(c.bandwidthGBs), what.c_str());
+        // MatMul streams weights at the device's bandwidth (weightBandwidthGBs) and has no class bandwidth.
+        if (cls != OpClass::ShapeOnly && cls != OpClass::MatMul) QVERIFY2(finitePositive(c.bandwidthGBs), what.c_str());
       }
       for (OpClass cls : {OpClass::Conv, OpClass::MatMul}) {
         const double peak = m->classes.at(cls).peakGflops;
@@ -140,6 +150,7 @@ class TestCalibration : public QObject {
   /// The JSON form round-trips; broken or implausible files are errors, never crashes.
   void jsonRoundTrip() {
     const std::string json = calibrationToJson(calib_);
+    QVERIFY(json.find("\"weight_bandwidth_gbs\"") != std::string::npos);
     auto back = parseCalibration(json, "c.json");
     QVERIFY2(back.isOk(), back.message().c_str());
     QCOMPARE(calibrationToJson(*back), json);
@@ -166,14 +177,14 @@ class TestCalibration : public QObject {
     QVERIFY(dir.isValid());
     const std::string cacheDir = (dir.path() + "/partex").toStdString();  // Created on first write.
     CalibrationSource src;
-    auto first = loadOrCalibrate(*cpu_, base_, cacheDir, &src, quick());
+    auto first = loadOrCalibrate(*cpu_, base_, cacheDir, &src, fastest());
     QVERIFY2(first.isOk(), first.message().c_str());
     QVERIFY(!src.fromCache);
     QCOMPARE(src.path, calibrationCachePath(cacheDir, calibrationKey(*cpu_)));
     QVERIFY(QFileInfo::exists(QString::fromStdString(src.path)));
     const std::string written = readAll(QString::fromStdString(src.path));
 
-    auto second = loadOrCalibrate(*cpu_, base_, cacheDir, &src, quick());
+    auto second = loadOrCalibrate(*cpu_, base_, cacheDir, &src, fastest());
     QVERIFY2(second.isOk(), second.message().c_str());
     QVERIFY(src.fromCache);
     QCOMPARE(calibrationToJson(*second), written);
@@ -184,7 +195,7 @@ class TestCalibration : public QObject {
     for (const std::string& broken : {std::string("not json at all"), written.substr(0, written.size() / 3),
                                       std::string("{\"format\": \"partex-calibration\", \"version\": 1}"), staleJson}) {
       QVERIFY(writeFileAtomic(src.path, broken).isOk());
-      auto again = loadOrCalibrate(*cpu_, base_, cacheDir, &src, quick());
+      auto again = loadOrCalibrate(*cpu_, base_, cacheDir, &src, fastest());
       QVERIFY2(again.isOk(), again.message().c_str());
       QVERIFY(!src.fromCache);
       QVERIFY2(src.note.find(src.path) != std::string::npos || src.note.find("measured again") != std::string::npos,
@@ -208,7 +219,7 @@ class TestCalibration : public QObject {
     // A cache folder that cannot be created: measured, not cached, no error.
     QTemporaryFile file;
     QVERIFY(file.open());
-    auto uncached = loadOrCalibrate(*cpu_, base_, file.fileName().toStdString() + "/sub", &src, quick());
+    auto uncached = loadOrCalibrate(*cpu_, base_, file.fileName().toStdString() + "/sub", &src, fastest());
     QVERIFY2(uncached.isOk(), uncached.message().c_str());
     QVERIFY(!src.fromCache);
     QVERIFY2(src.note.find("not cached") != std::string::npos, src.note.c_str());

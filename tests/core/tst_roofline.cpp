@@ -191,6 +191,9 @@ void TestRoofline::perClassAndOpTypeNumbers() {
   const OpWork move = work(OpClass::DataMovement, DType::Float32, 0, 4000, 0, 4000);
   QVERIFY(qAbs(rooflineUs(d, move, "Transpose") - 7.0) < 1e-9);
   QVERIFY(qAbs(rooflineUs(d, move, "Concat") - 5.16) < 1e-9);  // 5 + 8000 / 5e4
+  // Weights stream at the device's bandwidth, activations at the class's: 10,000 B / 5e3 + 50,000 B / 5e4.
+  d.bandwidthGBsByClass[OpClass::Conv] = 5.0;
+  QVERIFY(qAbs(rooflineUs(d, work(OpClass::Conv, DType::Float32, 1000, 5000, 50000, 5000)) - 8.0) < 1e-9);
   // Shape-only: the class's launch, no data.
   QCOMPARE(rooflineUs(d, work(OpClass::ShapeOnly, DType::Float32, 0, 4000, 0, 4000), "Reshape"), 1.5);
   // A group takes the class's numbers (no op type): 2 + 1e5 / 1e4.
