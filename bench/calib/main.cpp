@@ -4,7 +4,8 @@
 // own time (fresh and from the cache). Prints Markdown.
 // Usage: bench_calib [MODELS_DIR] [--models a.onnx,b.onnx] [--reps N] [--tries N] [--uncalibrated]
 //                    [--classes] [--cache-dir DIR]
-//  --reps N          timed executor runs per model (default 5, median)
+//  --reps N          timed executor runs per model, at least (default 5; more for small models, so that
+//                    the runs last about 0.3 s; median)
 //  --tries N         a disturbed run (cpu_share below 0.9, or other programs using more than a tenth of a
 //                    core meanwhile) is discarded and repeated, at most N runs in all (default 5); a row
 //                    whose every run was disturbed is marked "disturbed"
@@ -203,6 +204,13 @@ int main(int argc, char** argv) {
     else if (op == "Transpose" || op == "Resize" || op == "Slice")
       std::printf(" %s %.3g GB/s;", op.c_str(), v.bandwidthGBs);
   std::printf("\n\n");
+  if (fresh) {
+    auto conv = [](const MachineCalibration& c) { return c.serial.classes.at(OpClass::Conv); };
+    std::printf(
+        "core0 conv of the two calibrations (repeatability): %.3g / %.3g GFLOP/s, %.3g / %.3g GB/s, %.3g / %.3g us\n\n",
+        conv(*calib).peakGflops, conv(*fresh).peakGflops, conv(*calib).bandwidthGBs, conv(*fresh).bandwidthGBs,
+        conv(*calib).launchUs, conv(*fresh).launchUs);
+  }
 
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(dir))
@@ -250,7 +258,9 @@ int main(int argc, char** argv) {
     row.modelled = predicted->makespan;
     row.uncalibrated = predictedRaw->makespan;
     ExecOptions eo;
-    eo.reps = reps;
+    // At least about 0.3 s of runs, so that the other programs' CPU time (/proc/stat counts in 10 ms
+    // ticks) is measured over a window long enough to mean something.
+    eo.reps = std::clamp(static_cast<int>(std::ceil(0.3e6 / std::max(row.modelled, 1.0))), reps, 2000);
     eo.warmup = 1;
     eo.checkOutputs = false;
     // A disturbed run is discarded and repeated (at most --tries runs in all); if every run was

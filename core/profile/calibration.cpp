@@ -555,6 +555,14 @@ Result<MachineCalibration> calibrateMachine(const Backend& backend, const Platfo
   c.key = calibrationKey(backend);
   c.measuredAt = isoNow();
   c.loadAverage = thisMachineLoadAverage();
+  // One untimed pass first. A process's first large allocations (the reorder buffers oneDNN's
+  // convolutions get per call) are mapped and unmapped on every call until glibc's allocator raises its
+  // thresholds after the first large free, which a process running a model has long done: without this
+  // pass, the first calibration of a process measured the convolutions' bandwidth at half the rate.
+  CalibrationOptions once = opts;
+  once.warmup = 0;
+  once.reps = 1;
+  if (auto first = measureMode(backend, g, work, *table, "core0", once); !first) return Error{first.message()};
   auto serial = measureMode(backend, g, work, *table, "core0", opts);
   if (!serial) return Error{serial.message()};
   c.serial = std::move(serial).value();
