@@ -78,14 +78,26 @@ class TestCalibration : public QObject {
   /// Every measured class has positive, finite numbers; conv and matmul stay below the FMA loop's peak
   /// (with 20% slack: the two are measured at different moments on a shared machine).
   void saneNumbers() {
-    // The FMA peak: the best of three measurements around the calibration's.
+    // The FMA peak: the best of the measurements around the calibration's. On a shared machine one taken
+    // while other programs ran (on this VM even the other vCPU halves it: they share one core's FMA units)
+    // is low, so up to five more are taken while a class peak is above it.
     double fmaSerial = 0, fmaParallel = 0;
-    for (int i = 0; i < 3; ++i) {
-      const Platform p = i == 0 ? base_ : measureThisMachine();
+    auto addFma = [&](const Platform& p) {
       fmaSerial = std::max(fmaSerial, p.devices[static_cast<size_t>(p.findDevice("core0"))].defaultPeakGflops);
       fmaParallel =
           std::max(fmaParallel, p.devices[static_cast<size_t>(p.findDevice("cpu-parallel"))].defaultPeakGflops);
-    }
+    };
+    auto peak = [](const ModeCalibration& m, OpClass cls) {
+      auto it = m.classes.find(cls);
+      return it == m.classes.end() ? 0.0 : it->second.peakGflops;
+    };
+    auto peaksBelowFma = [&] {
+      for (OpClass cls : {OpClass::Conv, OpClass::MatMul})
+        if (peak(calib_.serial, cls) > 1.2 * fmaSerial || peak(calib_.parallel, cls) > 1.2 * fmaParallel) return false;
+      return true;
+    };
+    addFma(base_);
+    for (int i = 0; i < 5 && !peaksBelowFma(); ++i) addFma(measureThisMachine());
     for (const auto* m : {&calib_.serial, &calib_.parallel}) {
       const double fma = m == &calib_.serial ? fmaSerial : fmaParallel;
       QVERIFY2(m->executorUs >= 0 && std::isfinite(m->executorUs), m->device.c_str());
