@@ -272,14 +272,14 @@ Result<ModeCalibration> measureMode(const Backend& backend, const Graph& g, cons
       if (s.name == name) return &s;
     return nullptr;
   };
-  // A class's fixed cost per kernel call: the mean of its tiny probe on cold caches (as a small operator
-  // after large ones in a large network) and on warm ones (as in a small network, where everything stays
-  // in cache): the two differ by 1.5-2.5x, and both kinds of network are common.
+  // A class's fixed cost per kernel call: its tiny probe on warm caches. On cold ones (after the previous
+  // run's large probes, the "cold-" pass) it takes 1.5-2.5x longer, as a small operator after large ones
+  // in a large network does; but there fixed costs are a few percent of the time (0.1-4.6% on the shared
+  // models), while a small network (MNIST) is mostly fixed costs and stays in cache: cold costs made it
+  // 1.35x too slow.
   auto callOf = [&](const std::string& family) {
     const CalibrationSample* warm = sample(family + "-call");
-    const CalibrationSample* cold = sample("cold-" + family + "-call");
-    if (warm && cold) return 0.5 * (warm->us + cold->us);
-    return warm ? warm->us : cold ? cold->us : m.callUs;
+    return warm ? warm->us : m.callUs;
   };
   // Time of the work itself: the measured time less the class's fixed cost, never below a tenth of it
   // (so that a noisy tiny measurement cannot make a rate infinite).
@@ -680,8 +680,7 @@ void applyCalibration(Platform& p, const MachineCalibration& c, const Calibratio
   const std::string text =
       "Calibrated on the real kernels (" + origin +
       "): small synthetic operators of each op class ran through the executor on core0 and on cpu-parallel; a "
-      "tiny one gives the class's fixed cost per operator (the mean of its times on cold and on warm caches, "
-      "the executor's own " +
+      "tiny one on warm caches gives the class's fixed cost per operator (the executor's own " +
       fmt(c.serial.executorUs, 1) +
       " us between kernels included), a low-intensity one the bandwidth at which it streams "
       "activations, a high-intensity one its GFLOP/s, and a fully connected layer of batch 1 the bandwidth "

@@ -6,8 +6,8 @@
 /// shared models. The calibration runs a few small synthetic operators per op class through the
 /// executor (executePlan, so through the Backend interface and with the executor's own per-operator
 /// work) on core0 and on cpu-parallel, and fits the roofline numbers of each class from them:
-///  - a tiny operator of the class gives its fixed cost per call (launch overhead: the mean of its times
-///    on cold and on warm caches); a chain of tiny Relus gives the executor's per-operator overhead
+///  - a tiny operator of the class, on warm caches, gives its fixed cost per call (launch overhead); a
+///    chain of tiny Relus gives the executor's per-operator overhead
 ///    between kernel calls, added to every class;
 ///  - a large operator of low arithmetic intensity gives the bandwidth at which its kernels stream
 ///    activations (a fully connected layer of batch 1 the rate at which kernels stream weights);
