@@ -194,7 +194,8 @@ int main(int argc, char** argv) {
       "this-machine platform (FMA loop, memcpy, calibration) %.0f ms on first use\n\n",
       freshS * 1e3, fresh ? fresh->seconds * 1e3 : 0.0, cachedS * 1e3, firstS * 1e3);
   const Device& c0 = plat.devices[static_cast<size_t>(plat.findDevice("core0"))];
-  std::printf("core0 after calibration: default %.3g us per operator;", c0.launchOverheadUs);
+  std::printf("core0 after calibration: default %.3g us per operator; weights %.3g GB/s;", c0.launchOverheadUs,
+              c0.memBandwidthGBs);
   for (const auto& [cls, v] : c0.peakGflops) std::printf(" %s %.3g GFLOP/s;", opClassName(cls), v);
   for (const auto& [cls, v] : c0.bandwidthGBsByClass) std::printf(" %s %.3g GB/s;", opClassName(cls), v);
   for (const auto& [cls, v] : c0.launchOverheadUsByClass) std::printf(" %s %.3g us;", opClassName(cls), v);
