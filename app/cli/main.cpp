@@ -6,10 +6,14 @@
 #include <iostream>
 #include <string>
 
+#include "backend/backend.h"
 #include "cmd_profile.h"
 #include "commands.h"
+#include "profile/calibration.h"
 
 int main(int argc, char** argv) {
+  // The this-machine platform is calibrated on the real CPU kernels when first loaded (cached per machine).
+  partex::installThisMachineCalibration(partex::registerBuiltinBackends);
   CLI::App app{"partex-cli: partition explorer for deep-learning models on heterogeneous processors"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "partex-cli 0.1.0");

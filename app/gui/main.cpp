@@ -14,9 +14,11 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "graph/graphview.h"
 #include "gui/mainwindow.h"
 #include "onnx/generator.h"
+#include "profile/calibration.h"
 #include "session/session.h"
 
 int main(int argc, char** argv) {
@@ -42,6 +44,8 @@ int main(int argc, char** argv) {
   QApplication::setApplicationName(QStringLiteral("Partex"));
   QApplication::setOrganizationName(QStringLiteral("Partex"));
   QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
+  // The this-machine platform is calibrated on the real CPU kernels when first loaded (cached per machine).
+  partex::installThisMachineCalibration(partex::registerBuiltinBackends);
 
   QCommandLineParser parser;
   parser.setApplicationDescription(

@@ -185,7 +185,7 @@ Result<CostTable> buildCostTable(const Graph& g, const std::vector<OpWork>& work
     for (size_t d = 0; d < m; ++d) {
       std::string reason;
       if (deviceSupports(p.devices[d], g, static_cast<OpId>(v), &reason)) {
-        t.cost[v * m + d] = rooflineUs(p.devices[d], work[v]);
+        t.cost[v * m + d] = rooflineUs(p.devices[d], work[v], node.opType);
         any = true;
       } else {
         reasons.push_back(reason);

@@ -7,43 +7,66 @@ namespace partex {
 
 namespace {
 
-/// Peak GFLOP/s of `d` for a class and dtype: the class peak (or the default) times the dtype speed-up.
-/// Kept local (rather than Device::peak) so that cost/ does not depend on platform/'s link order; it follows
-/// the same rule. Non-positive or non-finite numbers fall back to 1 GFLOP/s so that times stay finite.
-double peakGflops(const Device& d, OpClass cls, DType t) {
-  double p = d.defaultPeakGflops;
-  if (auto it = d.peakGflops.find(cls); it != d.peakGflops.end()) p = it->second;
-  if (!(p > 0) || !std::isfinite(p))
-    p = (d.defaultPeakGflops > 0 && std::isfinite(d.defaultPeakGflops)) ? d.defaultPeakGflops : 1.0;
-  if (auto it = d.dtypeSpeedup.find(t); it != d.dtypeSpeedup.end() && it->second > 0 && std::isfinite(it->second))
-    p *= it->second;
-  return p;
+bool usable(double v) {
+  return v > 0 && std::isfinite(v);
 }
 
-double bandwidthGBs(const Device& d) {
-  return (d.memBandwidthGBs > 0 && std::isfinite(d.memBandwidthGBs)) ? d.memBandwidthGBs : 1.0;
+/// The three roofline numbers of one operator on one device, after class and op-type overrides.
+/// Non-positive or non-finite numbers fall back to the next level (op type -> class -> device default
+/// -> 1 GFLOP/s or 1 GB/s), so that times stay finite. Kept here (rather than Device::peak) so that cost/
+/// does not depend on platform/'s link order; the peak follows the same rule.
+struct Ceilings {
+  double peakGflops = 1.0;
+  double bandwidthGBs = 1.0;        ///< For activations (op type's, class's or the device's).
+  double weightBandwidthGBs = 1.0;  ///< For weights: always the device's.
+  double launchUs = 0.0;
+};
+
+Ceilings ceilings(const Device& d, OpClass cls, DType t, const std::string* opType) {
+  Ceilings c;
+  c.peakGflops = usable(d.defaultPeakGflops) ? d.defaultPeakGflops : 1.0;
+  if (auto it = d.peakGflops.find(cls); it != d.peakGflops.end() && usable(it->second)) c.peakGflops = it->second;
+  c.bandwidthGBs = usable(d.memBandwidthGBs) ? d.memBandwidthGBs : 1.0;
+  c.weightBandwidthGBs = c.bandwidthGBs;
+  if (auto it = d.bandwidthGBsByClass.find(cls); it != d.bandwidthGBsByClass.end() && usable(it->second))
+    c.bandwidthGBs = it->second;
+  c.launchUs = (d.launchOverheadUs > 0 && std::isfinite(d.launchOverheadUs)) ? d.launchOverheadUs : 0.0;
+  if (auto it = d.launchOverheadUsByClass.find(cls);
+      it != d.launchOverheadUsByClass.end() && it->second >= 0 && std::isfinite(it->second))
+    c.launchUs = it->second;
+  if (opType && !opType->empty() && !d.opTypeCosts.empty()) {
+    if (auto it = d.opTypeCosts.find(*opType); it != d.opTypeCosts.end()) {
+      const OpTypeCost& o = it->second;
+      if (usable(o.peakGflops)) c.peakGflops = o.peakGflops;
+      if (usable(o.bandwidthGBs)) c.bandwidthGBs = o.bandwidthGBs;
+      if (o.launchOverheadUs >= 0 && std::isfinite(o.launchOverheadUs)) c.launchUs = o.launchOverheadUs;
+    }
+  }
+  if (auto it = d.dtypeSpeedup.find(t); it != d.dtypeSpeedup.end() && usable(it->second)) c.peakGflops *= it->second;
+  return c;
 }
 
-double launchUs(const Device& d) {
-  return (d.launchOverheadUs > 0 && std::isfinite(d.launchOverheadUs)) ? d.launchOverheadUs : 0.0;
-}
-
-double boundUs(const Device& d, OpClass cls, DType t, int64_t flops, int64_t bytes) {
+/// max(compute, memory); memory = activation bytes at the (class's) bandwidth + weight bytes at the
+/// device's. Without per-class numbers both are the device's: (activations + weights) / bandwidth.
+double boundUs(const Ceilings& c, int64_t flops, int64_t activationBytes, int64_t weightBytes) {
   // GFLOP/s * 1e3 = FLOP per microsecond; GB/s * 1e3 = bytes per microsecond.
-  double computeUs = static_cast<double>(std::max<int64_t>(0, flops)) / (peakGflops(d, cls, t) * 1e3);
-  double memoryUs = static_cast<double>(std::max<int64_t>(0, bytes)) / (bandwidthGBs(d) * 1e3);
+  const double computeUs = static_cast<double>(std::max<int64_t>(0, flops)) / (c.peakGflops * 1e3);
+  const double memoryUs = static_cast<double>(std::max<int64_t>(0, activationBytes)) / (c.bandwidthGBs * 1e3) +
+                          static_cast<double>(std::max<int64_t>(0, weightBytes)) / (c.weightBandwidthGBs * 1e3);
   return std::max(computeUs, memoryUs);
 }
 
 }  // namespace
 
-double rooflineUs(const Device& d, const OpWork& w) {
-  if (w.cls == OpClass::ShapeOnly) return launchUs(d);  // views and metadata: no data moved
-  return launchUs(d) + boundUs(d, w.cls, w.dtype, w.flops, w.bytesRead() + w.bytesWritten);
+double rooflineUs(const Device& d, const OpWork& w, const std::string& opType) {
+  const Ceilings c = ceilings(d, w.cls, w.dtype, &opType);
+  if (w.cls == OpClass::ShapeOnly) return c.launchUs;  // views and metadata: no data moved
+  return c.launchUs + boundUs(c, w.flops, w.bytesReadActivations + w.bytesWritten, w.bytesReadWeights);
 }
 
 double rooflineGroupUs(const Device& d, OpClass cls, DType t, int64_t flops, int64_t offchipBytes) {
-  return launchUs(d) + boundUs(d, cls, t, flops, offchipBytes);
+  const Ceilings c = ceilings(d, cls, t, nullptr);
+  return c.launchUs + boundUs(c, flops, offchipBytes, 0);
 }
 
 }  // namespace partex

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -34,6 +35,15 @@ struct DeviceConstraint {
   std::string description;  ///< Human text, shown when a placement is refused.
 };
 
+/// Roofline numbers for one op type that override its class's (0 or negative: use the class's). Devices
+/// measured on real kernels need them where one op type's kernel is much slower or faster than its
+/// class (e.g. the CPU backend's broadcasting Add/Mul against its unary element-wise kernels).
+struct OpTypeCost {
+  double peakGflops = 0;
+  double bandwidthGBs = 0;
+  double launchOverheadUs = -1;  ///< < 0: the class's.
+};
+
 struct Device {
   std::string id;    ///< Short id used in plans and on the CLI, e.g. "npu".
   std::string name;  ///< Display name.
@@ -45,9 +55,17 @@ struct Device {
   std::map<DType, double> dtypeSpeedup;
   double memBandwidthGBs = 10.0;  ///< Off-chip memory bandwidth, GB/s (1e9 bytes/s).
   double launchOverheadUs = 0.0;  ///< Fixed cost per operator (kernel launch, driver call).
-  int64_t memCapacityBytes = 0;   ///< 0 = unlimited.
-  int64_t onChipBytes = 0;        ///< On-chip memory (NPU SRAM), 0 if none.
-  int cores = 1;                  ///< Cores for multi-core accelerators (DLFusion).
+  /// Bandwidth at which the kernels of one op class stream activations (inputs that are not weights, and
+  /// outputs; weights always stream at memBandwidthGBs). A calibrated device: real kernels stream data
+  /// slower than memcpy, each class differently. Missing classes use memBandwidthGBs.
+  std::map<OpClass, double> bandwidthGBsByClass;
+  /// Fixed cost per operator of one op class. Missing classes use launchOverheadUs.
+  std::map<OpClass, double> launchOverheadUsByClass;
+  /// Per ONNX op type: numbers that override the class's (see OpTypeCost).
+  std::map<std::string, OpTypeCost> opTypeCosts;
+  int64_t memCapacityBytes = 0;  ///< 0 = unlimited.
+  int64_t onChipBytes = 0;       ///< On-chip memory (NPU SRAM), 0 if none.
+  int cores = 1;                 ///< Cores for multi-core accelerators (DLFusion).
   /// Op types the device runs. Empty = everything not in unsupportedOps.
   std::set<std::string> supportedOps;
   std::set<std::string> unsupportedOps;
@@ -84,7 +102,7 @@ struct Platform {
   std::vector<ExclusiveGroup> exclusiveGroups;
 
   DeviceId findDevice(const std::string& id) const;  ///< kNone (-1) if absent.
-  DeviceId hostId() const;                            ///< Index of `host` (0 when unset).
+  DeviceId hostId() const;                           ///< Index of `host` (0 when unset).
   /// The link used from a to b (direct link, either direction if bidirectional); nullptr if none.
   const Link* findLink(DeviceId a, DeviceId b) const;
   /// Transfer time in microseconds of `bytes` from a to b: 0 when a == b or shared memory.
@@ -108,8 +126,25 @@ std::vector<std::string> presetNames();
 Result<Platform> loadPreset(const std::string& name);
 /// A preset name or a file path.
 Result<Platform> loadPlatform(const std::string& nameOrPath);
-/// Builds the this-machine platform from a short measurement of this computer.
+/// Builds the this-machine platform from a short measurement of this computer (FMA loop, memcpy, OpenMP
+/// fork/join), then applies the installed refinement (setThisMachineRefiner), if any.
 Platform measureThisMachine();
+/// The sentence of the this-machine description that lists what is estimated rather than measured
+/// starts with this text; a refiner that measures those things replaces it from there to the end.
+inline constexpr const char* kThisMachineEstimates = "Estimates: ";
+/// A step that refines the measured this-machine platform before measureThisMachine() returns it: the
+/// front ends install the calibration of its devices on the real CPU kernels (core/profile/calibration.h,
+/// installThisMachineCalibration), which core/platform cannot run itself (it links no backend).
+using ThisMachineRefiner = std::function<void(Platform&)>;
+/// Installs `refiner` (an empty function removes it) and forgets the this-machine preset measured so
+/// far, so that the next loadPreset("this-machine") measures again with it. Thread-safe.
+void setThisMachineRefiner(ThisMachineRefiner refiner);
+/// The installed refiner (empty when none).
+ThisMachineRefiner thisMachineRefiner();
+/// This computer's CPU model name from /proc/cpuinfo ("" when unknown).
+std::string thisMachineCpuModel();
+/// The one-minute load average, or -1 where unknown.
+double thisMachineLoadAverage();
 /// The this-machine platform cut down to its first `cores` per-core devices (core0, core1, ...; host
 /// core0), all joined by shared memory: what a plan that really runs on several pinned cores is made
 /// for (the executor's benchmarks and tests).

@@ -262,6 +262,9 @@ class Parser {
     parseSpeedups(o, where, d);
     d.memBandwidthGBs = requiredNumber(o, "bandwidth_gbs", where, Sign::Positive);
     d.launchOverheadUs = optionalNumber(o, "launch_overhead_us", where, Sign::NonNegative, 0.0);
+    parseClassMap(o, "bandwidth_gbs_by_class", where, Sign::Positive, d.bandwidthGBsByClass);
+    parseClassMap(o, "launch_overhead_us_by_class", where, Sign::NonNegative, d.launchOverheadUsByClass);
+    parseOpTypes(o, where, d);
     d.memCapacityBytes = optionalInteger(o, "memory_bytes", where, 0, 0);
     d.onChipBytes = optionalInteger(o, "on_chip_bytes", where, 0, 0);
     int64_t cores = optionalInteger(o, "cores", where, 1, 1);
@@ -307,6 +310,42 @@ class Parser {
       d.peakGflops[cls] = number(it.value(), field, where, Sign::Positive);
     }
     if (!haveDefault) failField(where, "peak_gflops", "needs a \"default\" entry for op classes not listed");
+  }
+
+  /// An optional object of numbers per op class ("conv": 4.2, ...).
+  void parseClassMap(const json& o, const std::string& key, const std::string& where, Sign sign,
+                     std::map<OpClass, double>& out) const {
+    const json* v = member(o, key);
+    if (!v) return;
+    if (!v->is_object()) failField(where, key, "must be an object of numbers per op class", v);
+    for (auto it = v->begin(); it != v->end(); ++it) {
+      OpClass cls;
+      if (!opClassFromName(it.key(), cls)) {
+        std::vector<std::string> known;
+        for (int i = 0; i < kNumOpClasses; ++i) known.push_back(opClassName(static_cast<OpClass>(i)));
+        failField(where, key, "has an unknown op class '" + it.key() + "' (known: " + joinNames(known) + ")");
+      }
+      out[cls] = number(it.value(), key + "." + it.key(), where, sign);
+    }
+  }
+
+  /// "op_types": {"Add": {"peak_gflops": ..., "bandwidth_gbs": ..., "launch_overhead_us": ...}}, each
+  /// field optional (absent: the class's number).
+  void parseOpTypes(const json& o, const std::string& where, Device& d) const {
+    const json* v = member(o, "op_types");
+    if (!v) return;
+    if (!v->is_object()) failField(where, "op_types", "must be an object of cost numbers per ONNX op type", v);
+    for (auto it = v->begin(); it != v->end(); ++it) {
+      const std::string field = "op_types." + it.key();
+      if (it.key().empty()) failField(where, "op_types", "has an empty op type");
+      if (!it.value().is_object()) failField(where, field, "must be an object", &it.value());
+      OpTypeCost c;
+      c.peakGflops = optionalNumber(it.value(), "peak_gflops", where + ": " + field, Sign::Positive, 0.0);
+      c.bandwidthGBs = optionalNumber(it.value(), "bandwidth_gbs", where + ": " + field, Sign::Positive, 0.0);
+      c.launchOverheadUs =
+          optionalNumber(it.value(), "launch_overhead_us", where + ": " + field, Sign::NonNegative, -1.0);
+      d.opTypeCosts[it.key()] = c;
+    }
   }
 
   void parseSpeedups(const json& o, const std::string& where, Device& d) const {
@@ -423,6 +462,27 @@ json deviceToJson(const Device& d) {
   }
   o["bandwidth_gbs"] = d.memBandwidthGBs;
   o["launch_overhead_us"] = d.launchOverheadUs;
+  if (!d.bandwidthGBsByClass.empty()) {
+    json b;
+    for (const auto& [cls, v] : d.bandwidthGBsByClass) b[opClassName(cls)] = v;
+    o["bandwidth_gbs_by_class"] = b;
+  }
+  if (!d.launchOverheadUsByClass.empty()) {
+    json l;
+    for (const auto& [cls, v] : d.launchOverheadUsByClass) l[opClassName(cls)] = v;
+    o["launch_overhead_us_by_class"] = l;
+  }
+  if (!d.opTypeCosts.empty()) {
+    json ts;
+    for (const auto& [type, c] : d.opTypeCosts) {
+      json j = json::object();
+      if (c.peakGflops > 0) j["peak_gflops"] = c.peakGflops;
+      if (c.bandwidthGBs > 0) j["bandwidth_gbs"] = c.bandwidthGBs;
+      if (c.launchOverheadUs >= 0) j["launch_overhead_us"] = c.launchOverheadUs;
+      ts[type] = j;
+    }
+    o["op_types"] = ts;
+  }
   o["memory_bytes"] = d.memCapacityBytes;
   o["on_chip_bytes"] = d.onChipBytes;
   o["cores"] = d.cores;

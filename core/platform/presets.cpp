@@ -1,6 +1,8 @@
 // The bundled presets (resources/platforms/*.json, compiled in), "this-machine", and name-or-path lookup.
 #include <algorithm>
 #include <filesystem>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,20 @@ namespace partex {
 
 namespace {
 constexpr const char* kThisMachine = "this-machine";
+
+/// The installed refiner and the this-machine platform measured with it (once per process and refiner).
+/// Two mutexes: loadPreset holds `platformMu` while it measures, and the measurement reads the refiner.
+struct ThisMachineState {
+  std::mutex refinerMu;
+  ThisMachineRefiner refiner;
+  std::mutex platformMu;
+  std::optional<Platform> measured;
+};
+
+ThisMachineState& thisMachineState() {
+  static ThisMachineState s;
+  return s;
+}
 
 std::string presetList() {
   std::string s;
@@ -30,12 +46,30 @@ std::vector<std::string> presetNames() {
 
 Result<Platform> loadPreset(const std::string& name) {
   if (name == kThisMachine) {
-    static const Platform measured = measureThisMachine();  // Thread-safe, measured once per process.
-    return measured;
+    auto& s = thisMachineState();
+    std::lock_guard lk(s.platformMu);  // Measured once per process (and per installed refiner).
+    if (!s.measured) s.measured = measureThisMachine();
+    return *s.measured;
   }
   for (const auto& [n, text] : embeddedPresets())
     if (n == name) return parsePlatform(text, "preset " + n + ".json");
   return makeError("unknown platform preset '", name, "' (presets: ", presetList(), ")");
+}
+
+void setThisMachineRefiner(ThisMachineRefiner refiner) {
+  auto& s = thisMachineState();
+  {
+    std::lock_guard lk(s.refinerMu);
+    s.refiner = std::move(refiner);
+  }
+  std::lock_guard lk(s.platformMu);
+  s.measured.reset();
+}
+
+ThisMachineRefiner thisMachineRefiner() {
+  auto& s = thisMachineState();
+  std::lock_guard lk(s.refinerMu);
+  return s.refiner;
 }
 
 Result<Platform> loadPlatform(const std::string& nameOrPath) {

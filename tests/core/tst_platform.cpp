@@ -203,6 +203,31 @@ class TestPlatform : public QObject {
     QCOMPARE(p->links[0].sharedMemory, false);
   }
 
+  /// The numbers a calibrated device adds (per-class bandwidth and launch, per-op-type costs) round-trip.
+  void calibratedFieldsRoundTrip() {
+    QByteArray text = variant([](json& j) {
+      j["devices"][0]["bandwidth_gbs_by_class"] = {{"conv", 3.5}, {"elementwise", 30}};
+      j["devices"][0]["launch_overhead_us_by_class"] = {{"conv", 9}, {"shape_only", 0}};
+      j["devices"][0]["op_types"] = {{"Add", {{"peak_gflops", 0.4}, {"launch_overhead_us", 2.5}}},
+                                     {"Resize", {{"bandwidth_gbs", 2}}}};
+    });
+    auto p = parsePlatform(text.toStdString(), "p.json");
+    QVERIFY2(p.isOk(), p.message().c_str());
+    const Device& d = p->devices[0];
+    QCOMPARE(d.bandwidthGBsByClass.at(OpClass::Conv), 3.5);
+    QCOMPARE(d.launchOverheadUsByClass.at(OpClass::ShapeOnly), 0.0);
+    QCOMPARE(d.opTypeCosts.at("Add").peakGflops, 0.4);
+    QCOMPARE(d.opTypeCosts.at("Add").bandwidthGBs, 0.0);  // absent: the class's
+    QCOMPARE(d.opTypeCosts.at("Add").launchOverheadUs, 2.5);
+    QCOMPARE(d.opTypeCosts.at("Resize").launchOverheadUs, -1.0);  // absent: the class's
+    auto back = parsePlatform(platformToJson(*p), "again.json");
+    QVERIFY2(back.isOk(), back.message().c_str());
+    QCOMPARE(platformToJson(*back), platformToJson(*p));
+    QVERIFY(platformToJson(*p).find("\"op_types\"") != std::string::npos);
+    // A device without them writes none of the three fields.
+    QVERIFY(platformToJson(*parsePlatform(basePlatform().dump(), "p.json")).find("by_class") == std::string::npos);
+  }
+
   void unknownKeysIgnored() {
     QByteArray text = variant([](json& j) {
       j["vendor"] = "acme";
@@ -262,6 +287,24 @@ class TestPlatform : public QObject {
                                      << "device 'npu': field 'peak_gflops' needs a \"default\" entry";
     QTest::newRow("peak zero") << variant([](json& j) { j["devices"][1]["peak_gflops"]["conv"] = 0; })
                                << "device 'npu': field 'peak_gflops.conv' must be a positive number";
+    QTest::newRow("class bandwidth zero") << variant([](json& j) {
+      j["devices"][1]["bandwidth_gbs_by_class"] = {{"conv", 0}};
+    }) << "device 'npu': field 'bandwidth_gbs_by_class.conv' must be a positive number";
+    QTest::newRow("class bandwidth unknown class") << variant([](json& j) {
+      j["devices"][1]["bandwidth_gbs_by_class"] = {{"convolution", 3}};
+    }) << "device 'npu': field 'bandwidth_gbs_by_class' has an unknown op class 'convolution'";
+    QTest::newRow("class launch negative") << variant([](json& j) {
+      j["devices"][1]["launch_overhead_us_by_class"] = {{"pooling", -1}};
+    }) << "device 'npu': field 'launch_overhead_us_by_class.pooling' must be a number >= 0";
+    QTest::newRow("class launch not object")
+        << variant([](json& j) { j["devices"][1]["launch_overhead_us_by_class"] = 3; })
+        << "device 'npu': field 'launch_overhead_us_by_class' must be an object of numbers per op class";
+    QTest::newRow("op type not object") << variant([](json& j) {
+      j["devices"][1]["op_types"] = {{"Add", 3}};
+    }) << "device 'npu': field 'op_types.Add' must be an object";
+    QTest::newRow("op type peak zero") << variant([](json& j) {
+      j["devices"][1]["op_types"] = {{"Add", {{"peak_gflops", 0}}}};
+    }) << "device 'npu': op_types.Add: field 'peak_gflops' must be a positive number";
     QTest::newRow("dtype unknown") << variant([](json& j) { j["devices"][1]["dtype_speedup"]["fp16"] = 2; })
                                    << "device 'npu': field 'dtype_speedup' has an unknown dtype 'fp16'";
     QTest::newRow("speedup negative") << variant([](json& j) { j["devices"][1]["dtype_speedup"]["int8"] = -2; })

@@ -55,6 +55,7 @@ class TestRoofline : public QObject {
   void group();
   void fromCharacterisedConv();
   void badDeviceNumbersStayFinite();
+  void perClassAndOpTypeNumbers();
 };
 
 void TestRoofline::singleOp_data() {
@@ -171,6 +172,38 @@ void TestRoofline::badDeviceNumbersStayFinite() {
   double us = rooflineUs(d, work(OpClass::Conv, DType::Float32, 1000000, 2000, 0, 0));
   QVERIFY(std::isfinite(us));
   QCOMPARE(us, 1000.0);  // 1e6 FLOP / 1e3 FLOP/us; 2000 B / 1e3 B/us = 2 us
+}
+
+void TestRoofline::perClassAndOpTypeNumbers() {
+  // A calibrated device: its own bandwidth and launch per class, numbers of their own for one op type.
+  Device d = testDevice(5);
+  d.bandwidthGBsByClass = {{OpClass::Elementwise, 10.0}};
+  d.launchOverheadUsByClass = {{OpClass::Elementwise, 2.0}, {OpClass::ShapeOnly, 1.5}};
+  d.opTypeCosts["Add"] = OpTypeCost{0.5, 0.0, 3.0};  // peak 0.5 GFLOP/s, the class's bandwidth, 3 us
+  d.opTypeCosts["Transpose"] = OpTypeCost{0.0, 4.0, -1.0};
+  const OpWork relu = work(OpClass::Elementwise, DType::Float32, 1000, 4000, 0, 4000);
+  // Elementwise: 2 us + max(1000 / 1e5 = 0.01, 8000 / 1e4 = 0.8) us.
+  QVERIFY(qAbs(rooflineUs(d, relu) - 2.8) < 1e-9);
+  QVERIFY(qAbs(rooflineUs(d, relu, "Relu") - 2.8) < 1e-9);
+  // Add: 3 us + max(1000 / 500 = 2, 0.8) us.
+  QVERIFY(qAbs(rooflineUs(d, relu, "Add") - 5.0) < 1e-9);
+  // Transpose (data movement): the device's launch 5 us + 8000 / 4e3 = 2 us.
+  const OpWork move = work(OpClass::DataMovement, DType::Float32, 0, 4000, 0, 4000);
+  QVERIFY(qAbs(rooflineUs(d, move, "Transpose") - 7.0) < 1e-9);
+  QVERIFY(qAbs(rooflineUs(d, move, "Concat") - 5.16) < 1e-9);  // 5 + 8000 / 5e4
+  // Weights stream at the device's bandwidth, activations at the class's: 10,000 B / 5e3 + 50,000 B / 5e4.
+  d.bandwidthGBsByClass[OpClass::Conv] = 5.0;
+  QVERIFY(qAbs(rooflineUs(d, work(OpClass::Conv, DType::Float32, 1000, 5000, 50000, 5000)) - 8.0) < 1e-9);
+  // Shape-only: the class's launch, no data.
+  QCOMPARE(rooflineUs(d, work(OpClass::ShapeOnly, DType::Float32, 0, 4000, 0, 4000), "Reshape"), 1.5);
+  // A group takes the class's numbers (no op type): 2 + 1e5 / 1e4.
+  QVERIFY(qAbs(rooflineGroupUs(d, OpClass::Elementwise, DType::Float32, 1000, 100000) - 12.0) < 1e-9);
+  // Bad overrides fall back to the next level.
+  d.opTypeCosts["Add"] = OpTypeCost{-1.0, std::nan(""), std::nan("")};
+  d.bandwidthGBsByClass[OpClass::Elementwise] = 0.0;
+  d.launchOverheadUsByClass[OpClass::Elementwise] = -2.0;
+  // 5 us + max(1000 / 1e5, 8000 / 5e4 = 0.16)
+  QVERIFY(qAbs(rooflineUs(d, relu, "Add") - 5.16) < 1e-9);
 }
 
 QTEST_APPLESS_MAIN(TestRoofline)

@@ -1,0 +1,727 @@
+// Calibration of the this-machine platform: synthetic operators per op class run through the executor on
+// core0 and cpu-parallel; the roofline numbers of each class are fitted from their times; cached per machine.
+#include "profile/calibration.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "cost/costtable.h"
+#include "cost/work.h"
+#include "profile/executor.h"
+#include "sim/plan.h"
+#include "support/files.h"
+
+#ifndef PARTEX_VERSION
+#define PARTEX_VERSION "unknown"
+#endif
+
+namespace partex {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using json = nlohmann::json;
+
+/// Bumped whenever the synthetic operators or the fit change: older cache files become stale.
+constexpr int kCalibrationFormat = 1;
+constexpr const char* kFormatName = "partex-calibration";
+
+/// Element-wise operators with several (broadcast) inputs: in the CPU backend they walk the broadcast
+/// index per element and are several times slower per byte than the unary ones; they share one number.
+const std::vector<std::string>& broadcastingOps() {
+  static const std::vector<std::string> ops{
+      "Add", "Sub",   "Mul", "Div",   "Pow",  "Sum",     "Mean",        "Max",
+      "Min", "PRelu", "Mod", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
+      "And", "Or",    "Xor", "Where"};
+  return ops;
+}
+
+const char* buildType() {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  return "sanitizer";
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+  return "sanitizer";
+#elif defined(NDEBUG)
+  return "release";
+#else
+  return "debug";
+#endif
+#elif defined(NDEBUG)
+  return "release";
+#else
+  return "debug";
+#endif
+}
+
+// ---- The synthetic graph --------------------------------------------------------------------------------
+
+/// A float32 graph built value by value, every shape given (the probes need no shape inference).
+class ProbeGraph {
+ public:
+  ProbeGraph() {
+    g_.name = "partex-calibration";
+    g_.opsetVersion = 13;
+  }
+
+  /// A float graph input.
+  ValueId input(std::vector<int64_t> shape) {
+    const ValueId v = value(std::move(shape), DType::Float32, false, {});
+    g_.inputs.push_back(v);
+    return v;
+  }
+  ValueId weight(std::vector<int64_t> shape) { return value(std::move(shape), DType::Float32, true, {}); }
+  ValueId ints(std::vector<int64_t> data) {
+    const auto n = static_cast<int64_t>(data.size());
+    return value({n}, DType::Int64, true, std::move(data));
+  }
+
+  /// Adds node `name` and returns its output value (shape `out`).
+  ValueId node(const std::string& name, const std::string& op, std::vector<ValueId> ins, std::vector<int64_t> out,
+               std::map<std::string, Attribute> attrs = {}) {
+    Node n;
+    n.name = name;
+    n.opType = op;
+    n.inputs = std::move(ins);
+    n.attrs = std::move(attrs);
+    n.outputs = {value(std::move(out), DType::Float32, false, {})};
+    g_.addNode(std::move(n));
+    return g_.nodes.back().outputs[0];
+  }
+
+  Graph finish() {
+    std::set<ValueId> consumed;
+    for (const Node& n : g_.nodes)
+      for (ValueId v : n.inputs) consumed.insert(v);
+    for (const Node& n : g_.nodes)
+      if (!consumed.count(n.outputs[0])) g_.outputs.push_back(n.outputs[0]);
+    g_.rebuildIndex();
+    return std::move(g_);
+  }
+
+ private:
+  ValueId value(std::vector<int64_t> shape, DType t, bool isWeight, std::vector<int64_t> data) {
+    Value v;
+    v.name = "v" + std::to_string(g_.values.size());
+    v.dtype = t;
+    v.shape = std::move(shape);
+    v.shapeKnown = true;
+    v.isWeight = isWeight;
+    v.intData = std::move(data);
+    return g_.addValue(std::move(v));
+  }
+
+  Graph g_;
+};
+
+Attribute ints(std::vector<int64_t> v) {
+  return Attribute{std::move(v)};
+}
+Attribute one(int64_t v) {
+  return Attribute{v};
+}
+
+constexpr int kChain = 24;  ///< Tiny Relus in the overhead chain.
+
+/// The probes, as a network runs them: each reads the tensor its predecessor has just written (in cache,
+/// as in a model) and writes a buffer of its own. Names: "<class>-call" (tiny: the class's fixed cost),
+/// "<class>-memory" (low arithmetic intensity: its bandwidth), "<class>-compute" (high intensity: its
+/// GFLOP/s); "broadcast-*" the element-wise ops with broadcasting; op types by their name. Unmeasured
+/// helpers start with "lead".
+Graph buildProbes() {
+  ProbeGraph b;
+  auto node = [&](const std::string& name, const std::string& op, std::vector<ValueId> ins, std::vector<int64_t> out,
+                  std::map<std::string, Attribute> attrs = {}) {
+    return b.node(name, op, std::move(ins), std::move(out), std::move(attrs));
+  };
+  // The executor's work between operators: a chain of tiny Relus, first (it also warms the threads up).
+  ValueId x = b.input({1, 16});
+  for (int i = 0; i < kChain; ++i) x = node("chain" + std::to_string(i), "Relu", {x}, {1, 16});
+
+  // Fixed costs: one tiny operator per class (16 channels of one pixel), one after the other, twice: the
+  // first pass ("cold-...") on the caches the previous run's large probes left cold, the second on warm
+  // ones.
+  for (const std::string pass : {"cold-", ""}) {
+    x = node(pass + "conv-call", "Conv", {b.input({1, 16, 1, 1}), b.weight({16, 16, 1, 1}), b.weight({16})},
+             {1, 16, 1, 1});
+    x = node(pass + "normalisation-call", "BatchNormalization",
+             {x, b.weight({16}), b.weight({16}), b.weight({16}), b.weight({16})}, {1, 16, 1, 1});
+    x = node(pass + "elementwise-call", "Relu", {x}, {1, 16, 1, 1});
+    x = node(pass + "broadcast-call", "Add", {x, b.weight({1, 16, 1, 1})}, {1, 16, 1, 1});
+    x = node(pass + "pooling-call", "MaxPool", {x}, {1, 16, 1, 1}, {{"kernel_shape", ints({1, 1})}});
+    x = node(pass + "shape_only-call", "Reshape", {x, b.ints({1, 16})}, {1, 16});
+    x = node(pass + "matmul-call", "Gemm", {x, b.weight({16, 16}), b.weight({16})}, {1, 16}, {{"transB", one(1)}});
+    x = node(pass + "reduction-call", "ReduceMean", {x}, {1, 1}, {{"axes", ints({1})}});
+    node(pass + "data_movement-call", "Concat", {x, b.input({1, 15})}, {1, 16}, {{"axis", one(1)}});
+  }
+
+  // Throughput, on 64 channels of 56x56 (784 KiB per tensor: what mid-size networks move).
+  const std::vector<int64_t> big{1, 64, 56, 56};
+  x = node("lead", "Relu", {b.input(big)}, big);
+  x = node("elementwise-memory", "Relu", {x}, big);
+  const ValueId sig = node("elementwise-compute", "Sigmoid", {x}, big);
+  x = node("broadcast-channel", "Add", {sig, b.weight({1, 64, 1, 1})}, big);
+  const ValueId mul = node("broadcast-same", "Mul", {x, sig}, big);
+  x = node("normalisation-memory", "BatchNormalization",
+           {mul, b.weight({64}), b.weight({64}), b.weight({64}), b.weight({64})}, big);
+  x = node("data_movement-memory", "Concat", {x, mul}, {1, 128, 56, 56}, {{"axis", one(1)}});
+  node("reduction-memory", "ReduceMean", {x}, {1, 1, 56, 56}, {{"axes", ints({1})}});
+  x = node("pooling-memory", "MaxPool", {x}, {1, 128, 28, 28},
+           {{"kernel_shape", ints({3, 3})}, {"strides", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}});
+  // A 3x3 convolution of 128 to 32 channels: compute-bound (58 MFLOP).
+  x = node("conv-compute", "Conv", {x, b.weight({32, 128, 3, 3}), b.weight({32})}, {1, 32, 28, 28},
+           {{"pads", ints({1, 1, 1, 1})}, {"kernel_shape", ints({3, 3})}});
+  node("Transpose", "Transpose", {x}, {1, 28, 28, 32}, {{"perm", ints({0, 2, 3, 1})}});
+  node("Resize", "Resize", {x, kNone, b.weight({4})}, {1, 32, 56, 56}, {{"mode", Attribute{std::string("nearest")}}});
+  x = node("lead-reshape", "Reshape", {x, b.ints({32, 784})}, {32, 784});
+  node("matmul-compute", "MatMul", {x, b.weight({784, 256})}, {32, 256});
+  // Convolutions of mobile networks (pointwise of few channels, depthwise): bound by the data they stream
+  // and the layout reorders around oneDNN's kernels (whose buffers are allocated per call, so that their
+  // time varies with the allocator's state: three probes average it).
+  x = node("lead-conv", "Relu", {b.input({1, 32, 56, 56})}, {1, 32, 56, 56});
+  x = node("conv-memory", "Conv", {x, b.weight({32, 32, 1, 1}), b.weight({32})}, {1, 32, 56, 56});
+  node("conv-memory2", "Conv", {x, b.weight({32, 1, 3, 3}), b.weight({32})}, {1, 32, 28, 28},
+       {{"pads", ints({1, 1, 1, 1})}, {"kernel_shape", ints({3, 3})}, {"group", one(32)}, {"strides", ints({2, 2})}});
+  x = node("lead-dw", "Relu", {b.input({1, 64, 28, 28})}, {1, 64, 28, 28});
+  node("conv-memory3", "Conv", {x, b.weight({64, 1, 3, 3}), b.weight({64})}, {1, 64, 28, 28},
+       {{"pads", ints({1, 1, 1, 1})}, {"kernel_shape", ints({3, 3})}, {"group", one(64)}});
+  // Side probes, each after a Relu that writes its input (so that it reads from cache as the others do).
+  // LRN (AlexNet, GoogLeNet) computes: about 8 GFLOP/s where batch norm streams.
+  x = node("lead-lrn", "Relu", {b.input(big)}, big);
+  node("normalisation-compute", "LRN", {x}, big, {{"size", one(5)}});
+  // A strided Slice (YOLOX's Focus) gathers.
+  x = node("lead-slice", "Relu", {b.input(big)}, big);
+  node("Slice", "Slice", {x, b.ints({0, 0}), b.ints({56, 56}), b.ints({2, 3}), b.ints({2, 2})}, {1, 64, 28, 28});
+  // Pooling as GoogLeNet (3x3, stride 1) and squeeze-and-excitation blocks (global average) use it.
+  x = node("lead-pool", "Relu", {b.input({1, 64, 28, 28})}, {1, 64, 28, 28});
+  node("pooling-memory2", "MaxPool", {x}, {1, 64, 28, 28},
+       {{"kernel_shape", ints({3, 3})}, {"pads", ints({1, 1, 1, 1})}});
+  node("pooling-memory3", "GlobalAveragePool", {x}, {1, 64, 1, 1});
+  // ConvTranspose (decoders, PP-OCR's detector): oneDNN's deconvolution reaches a few GFLOP/s only.
+  x = node("lead-deconv", "Relu", {b.input({1, 16, 20, 20})}, {1, 16, 20, 20});
+  node("ConvTranspose", "ConvTranspose", {x, b.weight({16, 16, 2, 2}), b.weight({16})}, {1, 16, 40, 40},
+       {{"kernel_shape", ints({2, 2})}, {"strides", ints({2, 2})}});
+  // A fully connected layer of batch 1 over 8 MiB of weights (what classifiers end with: it streams them):
+  // the device's bandwidth for weights.
+  node("weights", "Gemm", {b.input({1, 1024}), b.weight({2048, 1024}), b.weight({2048})}, {1, 2048},
+       {{"transB", one(1)}});
+  return b.finish();
+}
+
+// ---- Measuring and fitting -------------------------------------------------------------------------------
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/// Runs the probe graph all on `device` and fits its numbers.
+Result<ModeCalibration> measureMode(const Backend& backend, const Graph& g, const std::vector<OpWork>& work,
+                                    const CostTable& table, const std::string& device, const CalibrationOptions& o) {
+  const auto it = std::find(table.deviceIds.begin(), table.deviceIds.end(), device);
+  if (it == table.deviceIds.end()) return makeError("calibration: the platform has no device '", device, "'");
+  const auto d = static_cast<DeviceId>(it - table.deviceIds.begin());
+  Plan plan;
+  plan.device.assign(g.nodes.size(), d);
+  plan.order.assign(static_cast<size_t>(table.numDevices()), {});
+  for (size_t v = 0; v < g.nodes.size(); ++v) plan.order[static_cast<size_t>(d)].push_back(static_cast<TaskId>(v));
+  ExecOptions eo;
+  eo.warmup = o.warmup;
+  eo.reps = o.reps;
+  eo.seed = o.seed;
+  eo.checkOutputs = false;
+  // A run on a core that other programs share is stretched: measure again (at most twice) when the
+  // executor's threads got less than 90% of their core, and keep each operator's fastest median.
+  std::vector<double> us(g.nodes.size(), 1e300), starts;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    auto r = executePlan(g, backend, table, plan, eo);
+    if (!r) return makeError("calibration on ", device, ": ", r.message());
+    for (size_t v = 0; v < us.size(); ++v) us[v] = std::min(us[v], r->opUs[v]);
+    if (starts.empty() || r->cpuShare >= 0.9) starts = r->opStartUs;
+    if (r->cpuShare >= 0.9) break;
+  }
+  ModeCalibration m;
+  m.device = device;
+  for (size_t v = 0; v < g.nodes.size(); ++v) {
+    const Node& n = g.nodes[v];
+    if (n.name.rfind("chain", 0) == 0 || n.name.rfind("lead", 0) == 0) continue;
+    m.samples.push_back({n.name, n.opType, work[v].cls, work[v].flops,
+                         work[v].bytesReadActivations + work[v].bytesWritten, work[v].bytesReadWeights, us[v]});
+  }
+  // Executor overhead: in the chain, the time from one Relu's end to the next one's start.
+  std::vector<double> gaps, calls;
+  for (size_t v = 0; v + 1 < g.nodes.size(); ++v) {
+    if (g.nodes[v].name.rfind("chain", 0) != 0) continue;
+    calls.push_back(us[v]);
+    gaps.push_back(std::max(0.0, starts[v + 1] - starts[v] - us[v]));
+  }
+  m.executorUs = median(gaps);
+  m.callUs = median(calls);
+
+  auto sample = [&](const std::string& name) -> const CalibrationSample* {
+    for (const auto& s : m.samples)
+      if (s.name == name) return &s;
+    return nullptr;
+  };
+  // A class's fixed cost per kernel call: its tiny probe on warm caches. On cold ones (after the previous
+  // run's large probes, the "cold-" pass) it takes 1.5-2.5x longer, as a small operator after large ones
+  // in a large network does; but there fixed costs are a few percent of the time (0.1-4.6% on the shared
+  // models), while a small network (MNIST) is mostly fixed costs and stays in cache: cold costs made it
+  // 1.35x too slow.
+  auto callOf = [&](const std::string& family) {
+    const CalibrationSample* warm = sample(family + "-call");
+    return warm ? warm->us : m.callUs;
+  };
+  // Time of the work itself: the measured time less the class's fixed cost, never below a tenth of it
+  // (so that a noisy tiny measurement cannot make a rate infinite).
+  auto workUs = [](const CalibrationSample& s, double callUs) { return std::max(s.us - callUs, 0.1 * s.us); };
+  // Weights: the rate a fully connected layer of batch 1 streams its 8 MiB of weights (they are read as
+  // laid out once, without the per-call layout conversions of activations). The device's bandwidth.
+  if (const auto* s = sample("weights"); s && s->weightBytes > 0) {
+    const double call = callOf("matmul");
+    m.weightBandwidthGBs = static_cast<double>(s->weightBytes) / workUs(*s, call) * 1e-3;
+  }
+  // The time a probe spends on its activations: less its fixed cost and its weights' time.
+  auto activationUs = [&](const CalibrationSample& s, double callUs) {
+    const double w = m.weightBandwidthGBs > 0 ? static_cast<double>(s.weightBytes) / (m.weightBandwidthGBs * 1e3) : 0;
+    return std::max(s.us - callUs - w, 0.1 * s.us);
+  };
+  for (int c = 0; c < kNumOpClasses; ++c) {
+    const auto cls = static_cast<OpClass>(c);
+    const std::string family = opClassName(cls);
+    if (!sample(family + "-call")) continue;
+    const double call = callOf(family);
+    CalibratedCost cost;
+    cost.launchUs = m.executorUs + call;
+    // Bandwidth: the activation bytes of the class's memory probes ("-memory", "-memory2", ...) over
+    // their time.
+    double bytes = 0, t = 0;
+    for (const auto& s : m.samples)
+      if (s.name.rfind(family + "-memory", 0) == 0 && s.bytes > 0) {
+        bytes += static_cast<double>(s.bytes);
+        t += activationUs(s, call);
+      }
+    if (t > 0) cost.bandwidthGBs = bytes / t * 1e-3;
+    if (const auto* s = sample(family + "-compute"); s && s->flops > 0)
+      cost.peakGflops = static_cast<double>(s->flops) / workUs(*s, call) * 1e-3;
+    m.classes[cls] = cost;
+  }
+  // Broadcasting element-wise ops: their time follows the output elements (the index walk per element),
+  // not the bytes (a per-channel Add moves 8 bytes per element, a same-shape Mul 12, and the Add is the
+  // slower one): a peak from both patterns' flops over their summed time; the class's bandwidth.
+  if (sample("broadcast-call")) {
+    const double call = callOf("broadcast");
+    CalibratedCost cost;
+    cost.launchUs = m.executorUs + call;
+    double flops = 0, t = 0;
+    for (const char* name : {"broadcast-channel", "broadcast-same"})
+      if (const auto* s = sample(name)) {
+        flops += static_cast<double>(s->flops);
+        t += workUs(*s, call);
+      }
+    if (t > 0 && flops > 0) cost.peakGflops = flops / t * 1e-3;
+    for (const auto& op : broadcastingOps()) m.opTypes[op] = cost;
+  }
+  // ConvTranspose: its own peak; the class's bandwidth and fixed cost.
+  if (const auto* s = sample("ConvTranspose"); s && s->flops > 0) {
+    const double call = callOf("conv");
+    CalibratedCost cost;
+    cost.peakGflops = static_cast<double>(s->flops) / workUs(*s, call) * 1e-3;
+    m.opTypes["ConvTranspose"] = cost;
+  }
+  // Data-movement op types with kernels of their own: bandwidth; fixed cost of the class.
+  const double moveCall = callOf("data_movement");
+  for (const char* op : {"Transpose", "Resize", "Slice"})
+    if (const auto* s = sample(op); s && s->bytes > 0) {
+      CalibratedCost cost;
+      cost.bandwidthGBs = static_cast<double>(s->bytes) / activationUs(*s, moveCall) * 1e-3;
+      m.opTypes[op] = cost;
+    }
+  return m;
+}
+
+std::string isoNow() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+/// FNV-1a, 64 bits: a stable file name for a key (std::hash is not specified to be stable).
+std::string hashHex(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+// ---- JSON ------------------------------------------------------------------------------------------------
+
+json costToJson(const CalibratedCost& c) {
+  json j = json::object();
+  if (c.peakGflops > 0) j["peak_gflops"] = c.peakGflops;
+  if (c.bandwidthGBs > 0) j["bandwidth_gbs"] = c.bandwidthGBs;
+  if (c.launchUs >= 0) j["launch_us"] = c.launchUs;
+  return j;
+}
+
+json modeToJson(const ModeCalibration& m) {
+  json classes = json::object(), types = json::object(), samples = json::array();
+  for (const auto& [cls, c] : m.classes) classes[opClassName(cls)] = costToJson(c);
+  for (const auto& [op, c] : m.opTypes) types[op] = costToJson(c);
+  for (const auto& s : m.samples)
+    samples.push_back({{"name", s.name},
+                       {"op_type", s.opType},
+                       {"class", opClassName(s.cls)},
+                       {"flops", s.flops},
+                       {"bytes", s.bytes},
+                       {"weight_bytes", s.weightBytes},
+                       {"us", s.us}});
+  return {{"device", m.device},  {"executor_us", m.executorUs},
+          {"call_us", m.callUs}, {"weight_bandwidth_gbs", m.weightBandwidthGBs},
+          {"classes", classes},  {"op_types", types},
+          {"samples", samples}};
+}
+
+/// Reading: every failure throws std::runtime_error with the field's path; parseCalibration turns it
+/// into an Error.
+struct Reader {
+  std::string origin;
+
+  [[noreturn]] void fail(const std::string& field, const std::string& what) const {
+    throw std::runtime_error(origin + ": field '" + field + "' " + what);
+  }
+  const json& at(const json& o, const std::string& key, const std::string& path) const {
+    if (!o.is_object() || !o.contains(key)) fail(path + key, "is missing");
+    return o.at(key);
+  }
+  double num(const json& o, const std::string& key, const std::string& path, bool positive) const {
+    const json& v = at(o, key, path);
+    if (!v.is_number()) fail(path + key, "must be a number");
+    const double d = v.get<double>();
+    if (!std::isfinite(d) || (positive ? d <= 0 : d < 0))
+      fail(path + key, positive ? "must be a positive number" : "must be a number >= 0");
+    return d;
+  }
+  std::string str(const json& o, const std::string& key, const std::string& path) const {
+    const json& v = at(o, key, path);
+    if (!v.is_string()) fail(path + key, "must be a string");
+    return v.get<std::string>();
+  }
+  CalibratedCost cost(const json& o, const std::string& path) const {
+    if (!o.is_object()) fail(path, "must be an object");
+    CalibratedCost c;
+    if (o.contains("peak_gflops")) c.peakGflops = num(o, "peak_gflops", path + ".", true);
+    if (o.contains("bandwidth_gbs")) c.bandwidthGBs = num(o, "bandwidth_gbs", path + ".", true);
+    if (o.contains("launch_us")) c.launchUs = num(o, "launch_us", path + ".", false);
+    return c;
+  }
+  ModeCalibration mode(const json& o, const std::string& path) const {
+    ModeCalibration m;
+    m.device = str(o, "device", path);
+    m.executorUs = num(o, "executor_us", path, false);
+    m.callUs = num(o, "call_us", path, false);
+    m.weightBandwidthGBs = num(o, "weight_bandwidth_gbs", path, true);
+    const json& classes = at(o, "classes", path);
+    if (!classes.is_object() || classes.empty()) fail(path + "classes", "must be a non-empty object");
+    for (auto it = classes.begin(); it != classes.end(); ++it) {
+      OpClass cls;
+      if (!opClassFromName(it.key(), cls)) fail(path + "classes." + it.key(), "is not an op class");
+      m.classes[cls] = cost(it.value(), path + "classes." + it.key());
+    }
+    const json& types = at(o, "op_types", path);
+    if (!types.is_object()) fail(path + "op_types", "must be an object");
+    for (auto it = types.begin(); it != types.end(); ++it)
+      m.opTypes[it.key()] = cost(it.value(), path + "op_types." + it.key());
+    const json& samples = at(o, "samples", path);
+    if (!samples.is_array()) fail(path + "samples", "must be an array");
+    for (size_t i = 0; i < samples.size(); ++i) {
+      const std::string p = path + "samples[" + std::to_string(i) + "].";
+      CalibrationSample s;
+      s.name = str(samples[i], "name", p);
+      s.opType = str(samples[i], "op_type", p);
+      if (!opClassFromName(str(samples[i], "class", p), s.cls)) fail(p + "class", "is not an op class");
+      s.flops = static_cast<int64_t>(num(samples[i], "flops", p, false));
+      s.bytes = static_cast<int64_t>(num(samples[i], "bytes", p, false));
+      s.weightBytes = static_cast<int64_t>(num(samples[i], "weight_bytes", p, false));
+      s.us = num(samples[i], "us", p, false);
+      m.samples.push_back(s);
+    }
+    return m;
+  }
+};
+
+std::string fmt(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+/// Rounds to 3 significant digits, as the measured platform does.
+double round3(double v) {
+  if (!(v > 0) || !std::isfinite(v)) return v;
+  const double scale = std::pow(10.0, 2 - std::floor(std::log10(v)));
+  return std::round(v * scale) / scale;
+}
+
+void applyMode(Device& d, const ModeCalibration& m) {
+  d.launchOverheadUs = round3(m.executorUs + m.callUs);
+  if (m.weightBandwidthGBs > 0) d.memBandwidthGBs = round3(m.weightBandwidthGBs);
+  for (const auto& [cls, c] : m.classes) {
+    if (c.peakGflops > 0) d.peakGflops[cls] = round3(c.peakGflops);
+    if (c.bandwidthGBs > 0) d.bandwidthGBsByClass[cls] = round3(c.bandwidthGBs);
+    if (c.launchUs >= 0) d.launchOverheadUsByClass[cls] = round3(c.launchUs);
+  }
+  for (const auto& [op, c] : m.opTypes) {
+    OpTypeCost o;
+    o.peakGflops = c.peakGflops > 0 ? round3(c.peakGflops) : 0.0;
+    o.bandwidthGBs = c.bandwidthGBs > 0 ? round3(c.bandwidthGBs) : 0.0;
+    o.launchOverheadUs = c.launchUs >= 0 ? round3(c.launchUs) : -1.0;
+    d.opTypeCosts[op] = o;
+  }
+}
+
+/// "conv 98 GFLOP/s, 4.1 GB/s, 9.5 us; ..." for the description.
+std::string summary(const ModeCalibration& m) {
+  std::string s = "weights " + fmt(m.weightBandwidthGBs, 1) + " GB/s";
+  for (const auto& [cls, c] : m.classes) {
+    std::string part = opClassName(cls);
+    if (c.peakGflops > 0) part += " " + fmt(c.peakGflops, c.peakGflops < 10 ? 1 : 0) + " GFLOP/s,";
+    if (c.bandwidthGBs > 0) part += " " + fmt(c.bandwidthGBs, 1) + " GB/s,";
+    part += " " + fmt(c.launchUs, 1) + " us";
+    s += (s.empty() ? "" : "; ") + part;
+  }
+  if (auto it = m.opTypes.find("Add"); it != m.opTypes.end())
+    s += "; broadcasting element-wise (Add, Mul, ...) " + fmt(it->second.peakGflops, 2) + " GFLOP/s, " +
+         fmt(it->second.launchUs, 1) + " us";
+  for (const char* op : {"Transpose", "Resize", "Slice"})
+    if (auto it = m.opTypes.find(op); it != m.opTypes.end())
+      s += std::string("; ") + op + " " + fmt(it->second.bandwidthGBs, 1) + " GB/s";
+  if (auto it = m.opTypes.find("ConvTranspose"); it != m.opTypes.end())
+    s += "; ConvTranspose " + fmt(it->second.peakGflops, 1) + " GFLOP/s";
+  return s;
+}
+
+int coreCount(const Backend& backend) {
+  int cores = 0;
+  for (const auto& d : backend.devices())
+    if (d.id.rfind("core", 0) == 0) ++cores;
+  return std::max(cores, 1);
+}
+
+}  // namespace
+
+bool calibrationIsProvisional(const MachineCalibration& c, int cores, double loadNow) {
+  const double busy = 0.5 * std::max(cores, 1);
+  return c.loadAverage > busy && loadNow >= 0 && loadNow <= 0.5 * c.loadAverage;
+}
+
+std::string calibrationKey(const Backend& backend) {
+  const int cores = coreCount(backend);
+  return "cpu " + thisMachineCpuModel() + "; " + std::to_string(cores) + " cores; partex " + PARTEX_VERSION + " (" +
+         buildType() + "); backend " + backend.name() + " " + backend.version() + "; calibration " +
+         std::to_string(kCalibrationFormat);
+}
+
+Result<MachineCalibration> calibrateMachine(const Backend& backend, const Platform& base,
+                                            const CalibrationOptions& opts) {
+  const auto t0 = Clock::now();
+  const Graph g = buildProbes();
+  for (OpId op = 0; op < static_cast<OpId>(g.nodes.size()); ++op) {
+    std::string why;
+    if (!backend.supports(g, op, &why))
+      return makeError("calibration: backend '", backend.name(), "' cannot run ", g.nodes[static_cast<size_t>(op)].name,
+                       ": ", why);
+  }
+  const auto work = characteriseAll(g);
+  auto table = buildCostTable(g, work, base);
+  if (!table) return makeError("calibration: ", table.message());
+  MachineCalibration c;
+  c.key = calibrationKey(backend);
+  c.measuredAt = isoNow();
+  c.loadAverage = thisMachineLoadAverage();
+  // One untimed pass first. A process's first large allocations (the reorder buffers oneDNN's
+  // convolutions get per call) are mapped and unmapped on every call until glibc's allocator raises its
+  // thresholds after the first large free, which a process running a model has long done: without this
+  // pass, the first calibration of a process measured the convolutions' bandwidth at half the rate.
+  CalibrationOptions once = opts;
+  once.warmup = 0;
+  once.reps = 1;
+  if (auto first = measureMode(backend, g, work, *table, "core0", once); !first) return Error{first.message()};
+  auto serial = measureMode(backend, g, work, *table, "core0", opts);
+  if (!serial) return Error{serial.message()};
+  c.serial = std::move(serial).value();
+  auto parallel = measureMode(backend, g, work, *table, "cpu-parallel", opts);
+  if (!parallel) return Error{parallel.message()};
+  c.parallel = std::move(parallel).value();
+  c.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return c;
+}
+
+std::string calibrationToJson(const MachineCalibration& c) {
+  json j = {{"format", kFormatName},
+            {"version", kCalibrationFormat},
+            {"key", c.key},
+            {"measured_at", c.measuredAt},
+            {"seconds", c.seconds},
+            {"load_average", c.loadAverage},
+            {"serial", modeToJson(c.serial)},
+            {"parallel", modeToJson(c.parallel)}};
+  return j.dump(1) + "\n";
+}
+
+Result<MachineCalibration> parseCalibration(const std::string& text, const std::string& origin) {
+  try {
+    const json j = json::parse(text);
+    Reader r{origin};
+    if (!j.is_object()) throw std::runtime_error(origin + ": not a JSON object");
+    if (r.str(j, "format", "") != kFormatName) r.fail("format", std::string("must be \"") + kFormatName + "\"");
+    const json& v = r.at(j, "version", "");
+    if (!v.is_number_integer() || v.get<int64_t>() != kCalibrationFormat)
+      r.fail("version", "must be " + std::to_string(kCalibrationFormat));
+    MachineCalibration c;
+    c.key = r.str(j, "key", "");
+    c.measuredAt = r.str(j, "measured_at", "");
+    c.seconds = r.num(j, "seconds", "", false);
+    const json& load = r.at(j, "load_average", "");
+    if (!load.is_number()) r.fail("load_average", "must be a number");
+    c.loadAverage = load.get<double>();
+    c.serial = r.mode(r.at(j, "serial", ""), "serial.");
+    c.parallel = r.mode(r.at(j, "parallel", ""), "parallel.");
+    return c;
+  } catch (const json::exception& e) {
+    return makeError(origin, ": not a calibration file (", e.what(), ")");
+  } catch (const std::exception& e) {
+    return Error{e.what()};
+  }
+}
+
+std::string defaultCalibrationCacheDir() {
+  namespace fs = std::filesystem;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x && fs::path(x).is_absolute())
+    return (fs::path(x) / "partex").string();
+  if (const char* h = std::getenv("HOME"); h && *h) return (fs::path(h) / ".cache" / "partex").string();
+  return "";
+}
+
+std::string calibrationCachePath(const std::string& dir, const std::string& key) {
+  return (std::filesystem::path(dir) / ("calibration-" + hashHex(key) + ".json")).string();
+}
+
+Result<MachineCalibration> loadOrCalibrate(const Backend& backend, const Platform& base, const std::string& cacheDir,
+                                           CalibrationSource* source, const CalibrationOptions& opts) {
+  CalibrationSource local;
+  CalibrationSource& src = source ? *source : local;
+  src = CalibrationSource{};
+  const std::string key = calibrationKey(backend);
+  if (!cacheDir.empty()) {
+    src.path = calibrationCachePath(cacheDir, key);
+    std::error_code ec;
+    if (std::filesystem::exists(src.path, ec)) {
+      auto text = readFile(src.path);
+      auto cached = text ? parseCalibration(*text, src.path) : Result<MachineCalibration>(Error{text.message()});
+      if (cached && cached->key == key &&
+          !calibrationIsProvisional(*cached, coreCount(backend), thisMachineLoadAverage())) {
+        src.fromCache = true;
+        return cached;
+      }
+      if (!cached)
+        src.note = cached.message() + "; measured again";
+      else if (cached->key != key)
+        src.note = src.path + ": measured for another machine or version, measured again";
+      else
+        src.note = src.path + ": measured under load (load average " + fmt(cached->loadAverage, 1) +
+                   "), measured again now that the machine is quieter";
+    }
+  } else {
+    src.note = "no cache folder (neither XDG_CACHE_HOME nor HOME is set)";
+  }
+  auto c = calibrateMachine(backend, base, opts);
+  if (!c) return c;
+  if (!cacheDir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(cacheDir, ec);
+    if (auto st = writeFileAtomic(src.path, calibrationToJson(*c)); !st) {
+      src.note += (src.note.empty() ? "" : "; ") + std::string("not cached: ") + st.message();
+      src.path.clear();
+    }
+  }
+  return c;
+}
+
+void applyCalibration(Platform& p, const MachineCalibration& c, const CalibrationSource& source) {
+  for (Device& d : p.devices) {
+    if (d.id == "cpu-parallel")
+      applyMode(d, c.parallel);
+    else if (d.id == "cpu-serial" || d.id.rfind("core", 0) == 0)
+      applyMode(d, c.serial);
+  }
+  std::string origin = source.fromCache
+                           ? "read from " + source.path + " (measured " + c.measuredAt + " in " +
+                                 fmt(c.seconds * 1e3, 0) + " ms, load average " + fmt(c.loadAverage, 1) + ")"
+                           : "measured now in " + fmt(c.seconds * 1e3, 0) + " ms" +
+                                 (source.path.empty() ? "" : ", cached in " + source.path);
+  if (!source.note.empty()) origin += "; " + source.note;
+  const std::string text =
+      "Calibrated on the real kernels (" + origin +
+      "): small synthetic operators of each op class ran through the executor on core0 and on cpu-parallel; a "
+      "tiny one on warm caches gives the class's fixed cost per operator (the executor's own " +
+      fmt(c.serial.executorUs, 1) +
+      " us between kernels included), a low-intensity one the bandwidth at which it streams "
+      "activations, a high-intensity one its GFLOP/s, and a fully connected layer of batch 1 the bandwidth "
+      "at which kernels stream weights. core0 (also cpu-serial and the other cores): " +
+      summary(c.serial) + ". cpu-parallel: " + summary(c.parallel) +
+      ". Estimates: the other cores reuse core0's numbers and each assumes core0's bandwidth even when several "
+      "run at once; within a class an operator's time is the roofline of the class's numbers (a depthwise "
+      "convolution comes out bandwidth-bound, a 3x3 one compute-bound); shape-only operators cost only their "
+      "fixed cost; classes without a probe (control flow, unknown) keep the FMA peak and memcpy bandwidth.";
+  const auto at = p.description.find(kThisMachineEstimates);
+  p.description = (at == std::string::npos ? p.description + " " : p.description.substr(0, at)) + text;
+  p.sources.insert(p.sources.begin() + std::min<size_t>(1, p.sources.size()),
+                   "Calibrated by calibrateMachine() (core/profile/calibration.cpp): synthetic operators per op "
+                   "class through executePlan() on the CPU backend, key '" +
+                       c.key + "'");
+}
+
+void installThisMachineCalibration(std::function<void(BackendRegistry&)> registerBackends,
+                                   const std::string& cacheDir) {
+  if (const char* off = std::getenv("PARTEX_NO_CALIBRATION"); off && *off && std::string(off) != "0") {
+    setThisMachineRefiner({});
+    return;
+  }
+  setThisMachineRefiner([registerBackends = std::move(registerBackends), cacheDir](Platform& p) {
+    BackendRegistry registry;
+    if (registerBackends) registerBackends(registry);
+    const Backend* cpu = registry.find("cpu");
+    auto note = [&](const std::string& why) {
+      const std::string text = "Not calibrated on the real kernels: " + why + ". ";
+      const auto at = p.description.find(kThisMachineEstimates);
+      if (at == std::string::npos)
+        p.description += " " + text;
+      else
+        p.description.insert(at, text);
+    };
+    if (!cpu) return note("no CPU backend in this program");
+    CalibrationSource src;
+    auto c = loadOrCalibrate(*cpu, p, cacheDir.empty() ? defaultCalibrationCacheDir() : cacheDir, &src);
+    if (!c) return note(c.message());
+    applyCalibration(p, *c, src);
+  });
+}
+
+}  // namespace partex

@@ -1,0 +1,134 @@
+#pragma once
+/// \file Calibration of the this-machine platform on the real kernels of a backend.
+///
+/// measureThisMachine() (core/platform) knows this computer from an FMA loop and memcpy only, so before
+/// any profile every op class gets the FMA peak and a guessed call overhead: 1.35-3.8x optimistic on the
+/// shared models. The calibration runs a few small synthetic operators per op class through the
+/// executor (executePlan, so through the Backend interface and with the executor's own per-operator
+/// work) on core0 and on cpu-parallel, and fits the roofline numbers of each class from them:
+///  - a tiny operator of the class, on warm caches, gives its fixed cost per call (launch overhead); a
+///    chain of tiny Relus gives the executor's per-operator overhead
+///    between kernel calls, added to every class;
+///  - a large operator of low arithmetic intensity gives the bandwidth at which its kernels stream
+///    activations (a fully connected layer of batch 1 the rate at which kernels stream weights);
+///  - a large operator of high arithmetic intensity gives the GFLOP/s they reach.
+/// Element-wise operators with several inputs (Add, Mul, ...: broadcasting) get numbers of their own
+/// (Device::opTypeCosts), and so do the data-movement op types whose kernels differ from Concat's
+/// (Transpose, Resize). It takes about a quarter of a second and is cached per machine
+/// (CPU model, core count, Partex version, backend name and version, build type) in
+/// $XDG_CACHE_HOME/partex or ~/.cache/partex.
+///
+/// core/platform links no backend, so the front ends install it (one call at start-up):
+/// \code
+///   installThisMachineCalibration(registerBuiltinBackends);  // then loadPreset("this-machine") is calibrated
+/// \endcode
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "ir/opclass.h"
+#include "platform/platform.h"
+#include "support/result.h"
+
+namespace partex {
+
+/// Roofline numbers fitted for one op class or op type on one device.
+struct CalibratedCost {
+  double peakGflops = 0;    ///< 0: not measured.
+  double bandwidthGBs = 0;  ///< 0: not measured.
+  double launchUs = -1;     ///< Fixed cost per operator, executor overhead included; < 0: not measured.
+};
+
+/// One synthetic operator as measured.
+struct CalibrationSample {
+  std::string name;    ///< e.g. "conv-compute".
+  std::string opType;  ///< ONNX op type.
+  OpClass cls = OpClass::Unknown;
+  int64_t flops = 0;
+  int64_t bytes = 0;        ///< Activations read + written.
+  int64_t weightBytes = 0;  ///< Weights read.
+  double us = 0;            ///< Median kernel time in the executor.
+};
+
+/// What one backend device (a mode of the CPU) reached.
+struct ModeCalibration {
+  std::string device;             ///< Backend device measured: "core0" or "cpu-parallel".
+  double executorUs = 0;          ///< Executor work per operator outside the kernel call.
+  double callUs = 0;              ///< Kernel call of a tiny Relu (the default fixed cost is executorUs + callUs).
+  double weightBandwidthGBs = 0;  ///< Rate at which kernels stream weights (the device's bandwidth).
+  std::map<OpClass, CalibratedCost> classes;
+  std::map<std::string, CalibratedCost> opTypes;
+  std::vector<CalibrationSample> samples;
+};
+
+/// A calibration of this machine; `key` says for which machine and software it holds.
+struct MachineCalibration {
+  std::string key;         ///< calibrationKey(): a cache file with another key is stale.
+  std::string measuredAt;  ///< UTC, ISO 8601.
+  double seconds = 0;      ///< Wall time of the measurement.
+  double loadAverage = -1;
+  ModeCalibration serial;    ///< core0 (also used for cpu-serial and every other core).
+  ModeCalibration parallel;  ///< cpu-parallel.
+};
+
+struct CalibrationOptions {
+  int warmup = 1;
+  int reps = 5;  ///< Timed runs of the synthetic graph per mode (medians per operator).
+  uint64_t seed = 1;
+};
+
+/// The identity a calibration is valid for: CPU model, usable cores, Partex version, backend name and
+/// version, build type (a sanitizer build's kernels are slower) and the calibration's own format.
+std::string calibrationKey(const Backend& backend);
+
+/// Measures `backend`'s devices "core0" and "cpu-parallel". `base` is the measured this-machine platform
+/// (its device ids and exclusive groups make the executor's cost table). Errors: a device missing, an
+/// operator the backend cannot run, a kernel failure.
+Result<MachineCalibration> calibrateMachine(const Backend& backend, const Platform& base,
+                                            const CalibrationOptions& opts = {});
+
+std::string calibrationToJson(const MachineCalibration& c);
+/// Strict: a missing or non-positive number is an error naming the field (a corrupt cache file).
+Result<MachineCalibration> parseCalibration(const std::string& json, const std::string& origin);
+
+/// $XDG_CACHE_HOME/partex, else $HOME/.cache/partex; "" when neither variable is set.
+std::string defaultCalibrationCacheDir();
+/// The cache file for `key` in `dir` (one file per key, so that builds and backends do not evict each other).
+std::string calibrationCachePath(const std::string& dir, const std::string& key);
+
+/// True when `c` was measured while other programs kept the cores busy (load average above half the
+/// cores) and the machine is now at most half as loaded (`loadNow`, -1 when unknown): then the cached
+/// numbers are slower than this machine and loadOrCalibrate measures again.
+bool calibrationIsProvisional(const MachineCalibration& c, int cores, double loadNow);
+
+/// Where a calibration came from.
+struct CalibrationSource {
+  bool fromCache = false;
+  std::string path;  ///< Cache file read or written; "" when none.
+  std::string note;  ///< Why the cache was not used or not written ("" when it was).
+};
+
+/// The cached calibration for this machine and `backend` from `cacheDir`, or a new one, measured and
+/// written there atomically. A missing, unreadable, corrupt or stale file (another key), or one measured
+/// under load when the machine is quieter now (calibrationIsProvisional), is measured again and replaced; a cache that
+/// cannot be written is only noted. `cacheDir` "" = no cache.
+Result<MachineCalibration> loadOrCalibrate(const Backend& backend, const Platform& base, const std::string& cacheDir,
+                                           CalibrationSource* source = nullptr, const CalibrationOptions& opts = {});
+
+/// Sets the calibrated numbers on the this-machine platform: core0 and the other cores and cpu-serial get
+/// `serial`, cpu-parallel gets `parallel`; the description says what was measured and what is still
+/// estimated, and the sources name the calibration.
+void applyCalibration(Platform& p, const MachineCalibration& c, const CalibrationSource& source);
+
+/// Installs the this-machine refiner (setThisMachineRefiner): the first loadPreset("this-machine")
+/// fills a registry with `registerBackends` (front ends pass registerBuiltinBackends), then loads or
+/// measures the calibration of its "cpu" backend and applies it. Failures leave the platform as
+/// measured, with a note in its description. `cacheDir`: "" = defaultCalibrationCacheDir().
+/// Setting PARTEX_NO_CALIBRATION=1 in the environment turns it off.
+void installThisMachineCalibration(std::function<void(BackendRegistry&)> registerBackends,
+                                   const std::string& cacheDir = {});
+
+}  // namespace partex
