@@ -3,8 +3,9 @@
 //   partex-cli profile MODEL -o p.json                                  (all devices of this-machine)
 //   partex-cli schedule MODEL --platform this-machine --profile p.json --algo A -o plan.json
 //   partex-cli execute MODEL --plan plan.json --profile p.json --json
-// for A in best, heft, single. The executions of a model's plans are interleaved over --rounds rounds
-// (this VM's speed changes in phases), and each plan's measured makespan is the median of its rounds.
+// for A in best, heft, single. Each of --rounds rounds profiles the model again and executes every plan
+// right after with that profile (this VM's speed changes in phases of seconds); a plan's error is the
+// median over the rounds of (predicted - measured) / measured, and its columns are the medians.
 // `execute` discards and repeats runs in which its threads got less than 90% of their CPUs; the table
 // says how many. Prints Markdown: one row per plan, then the error summary.
 // Usage: bench_flow [MODELS_DIR] [--cli PATH] [--rounds R] [--models a.onnx,b.onnx] [--algos a,b]
@@ -105,8 +106,7 @@ std::vector<std::string> split(const std::string& s) {
 
 struct PlanRow {
   std::string model, algo, devices;
-  double predicted = 0;
-  std::vector<double> measured, share;
+  std::vector<double> predictedRounds, measured, share;  ///< Per round.
   int discarded = 0, switches = 0, disturbedRounds = 0;
   double sleeps = 0;
   bool outputsMatch = true;
@@ -210,19 +210,30 @@ int main(int argc, char** argv) {
       }
       mine.push_back(r);
     }
-    for (int round = 0; round < rounds; ++round)
+    // Each round profiles again and executes every plan right after, with that round's profile: the VM's
+    // speed changes in phases of seconds, so a profile taken a minute before the execution would add
+    // the phase change to the error. The plans stay the ones scheduled on the first profile, as a user's.
+    for (int round = 0; round < rounds; ++round) {
+      const std::string roundProfile = stem + ".round" + std::to_string(round) + ".profile.json";
+      if (round > 0 &&
+          run(quote(cli) + " profile " + quote(path) + dims + " -o " + quote(roundProfile) + " -q --force 2>&1", out) !=
+              0) {
+        for (auto& r : mine) r.error = "profile failed: " + out.substr(0, out.find('\n'));
+        break;
+      }
+      const std::string& useProfile = round > 0 ? roundProfile : profile;
       for (auto& r : mine) {
         if (!r.error.empty()) continue;
         const std::string plan = stem + "." + r.algo + ".plan.json";
         if (run(quote(cli) + " execute " + quote(path) + dims + " --plan " + quote(plan) + " --profile " +
-                    quote(profile) + " --reps " + std::to_string(reps) + " --json 2>/dev/null",
+                    quote(useProfile) + " --reps " + std::to_string(reps) + " --json 2>/dev/null",
                 out) != 0) {
           r.error = "execute failed: " + out.substr(0, 200);
           continue;
         }
         try {
           const auto j = nlohmann::json::parse(out);
-          r.predicted = j.at("predicted_makespan_us").get<double>();
+          r.predictedRounds.push_back(j.at("predicted_makespan_us").get<double>());
           r.measured.push_back(j.at("measured_makespan_us").get<double>());
           r.share.push_back(j.at("cpu_share").get<double>());
           r.discarded += j.value("disturbed_runs_discarded", 0);
@@ -239,6 +250,7 @@ int main(int argc, char** argv) {
           r.error = std::string("bad JSON from execute: ") + e.what();
         }
       }
+    }
     for (auto& r : mine) rows.push_back(r);
   }
 
@@ -253,15 +265,18 @@ int main(int argc, char** argv) {
       std::printf("| %s | %s | error: %s | | | | | | | |\n", r.model.c_str(), r.algo.c_str(), r.error.c_str());
       continue;
     }
-    const double meas = median(r.measured);
-    const double err = (r.predicted - meas) / meas;
+    const double meas = median(r.measured), pred = median(r.predictedRounds);
+    std::vector<double> roundErrs;
+    for (size_t k = 0; k < r.measured.size(); ++k)
+      roundErrs.push_back((r.predictedRounds[k] - r.measured[k]) / r.measured[k]);
+    const double err = median(roundErrs);
     errs.push_back(std::fabs(err));
     errsByAlgo[r.algo].push_back(std::fabs(err));
     discarded += r.discarded;
     disturbed += r.disturbedRounds;
     if (std::fabs(err) > 0.20) ++over20;
     std::printf("| %s | %s | %s | %.0f | %.0f | %+.1f%% | %.2f | %d | %d | %s |\n", r.model.c_str(), r.algo.c_str(),
-                r.devices.c_str(), r.predicted, meas, err * 100.0, median(r.share), r.switches, r.discarded,
+                r.devices.c_str(), pred, meas, err * 100.0, median(r.share), r.switches, r.discarded,
                 r.outputsMatch ? "match" : "DIFFER");
   }
   std::printf("\n| plans | median abs error | largest abs error | plans above 20%% |\n|---|---:|---:|---:|\n");
