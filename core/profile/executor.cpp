@@ -142,7 +142,8 @@ LaneLayout layoutLanes(const std::vector<std::string>& deviceIds, const std::vec
   };
   for (DeviceId d = 0; d < m; ++d) {
     const auto& id = deviceIds[static_cast<size_t>(d)];
-    auto it = std::find_if(backendDevices.begin(), backendDevices.end(), [&](const BackendDevice& b) { return b.id == id; });
+    auto it = std::find_if(backendDevices.begin(), backendDevices.end(),
+                         [&](const BackendDevice& b) { return b.id == id; });
     if (it == backendDevices.end()) continue;
     if (it->core < 0) {  // Unpinned: a lane of its own.
       L.laneCore.push_back(-1);
@@ -208,19 +209,17 @@ Result<LaneProgram> programLanes(const CostTable& t, const Plan& plan, const Lan
     if (master < 0) return makeError("executor: device '", t.deviceIds[static_cast<size_t>(d)], "' has no lane");
     const auto& slot = tl->tasks[static_cast<size_t>(v)];
     auto use = [&](int lane, int kind) {
-      P.seq[static_cast<size_t>(lane)].push_back(v);
-      if (lastKind[static_cast<size_t>(lane)] >= 0 && lastKind[static_cast<size_t>(lane)] != kind) ++P.modeSwitches;
-      if (slot.start < laneFree[static_cast<size_t>(lane)] - 1e-6 && slot.end > slot.start)
+      const auto l = static_cast<size_t>(lane);
+      P.seq[l].push_back(v);
+      if (lastKind[l] >= 0 && lastKind[l] != kind) ++P.modeSwitches;
+      lastKind[l] = kind;
+      if (slot.start < laneFree[l] - 1e-6 && slot.end > slot.start)
         overlapping.insert(t.deviceIds[static_cast<size_t>(d)]);
-      laneFree[static_cast<size_t>(lane)] = std::max(laneFree[static_cast<size_t>(lane)], slot.end);
+      laneFree[l] = std::max(laneFree[l], slot.end);
     };
     const bool team = !L.helperLanes[static_cast<size_t>(d)].empty();
     use(master, team ? 1 : 0);
-    lastKind[static_cast<size_t>(master)] = team ? 1 : 0;
-    for (int h : L.helperLanes[static_cast<size_t>(d)]) {
-      use(h, 1);
-      lastKind[static_cast<size_t>(h)] = 1;
-    }
+    for (int h : L.helperLanes[static_cast<size_t>(d)]) use(h, 1);
   }
   if (!overlapping.empty()) {
     std::string list;
@@ -298,8 +297,8 @@ class LaneTeam {
 /// ready (atomic dependency counters) and, for a team's operator, when the helper lanes have arrived
 /// (finished everything before it). A waiting lane spins, yielding its CPU at every turn so that a
 /// team thread or another program scheduled there runs at once, and sleeps after `spinUs`.
-Result<RunTimes> runLanes(LaneTeam& team, Prepared& prep, const std::vector<DeviceId>& devOf, const LaneLayout& L,
-                          const LaneProgram& P, const std::vector<std::vector<OpId>>& preds,
+Result<RunTimes> runLanes(LaneTeam& team, Prepared& prep, const std::vector<DeviceId>& devOf,
+                          const LaneLayout& L, const LaneProgram& P, const std::vector<std::vector<OpId>>& preds,
                           const std::vector<std::vector<OpId>>& succs, int spinUs, const std::atomic<bool>* cancel) {
   const size_t n = preds.size();
   const size_t lanes = L.laneCore.size();
@@ -397,7 +396,8 @@ Result<RunTimes> runLanes(LaneTeam& team, Prepared& prep, const std::vector<Devi
       }
       const int helpers = static_cast<int>(L.helperLanes[static_cast<size_t>(d)].size());
       waitFor([&] {
-        return remaining[vi].load(std::memory_order_acquire) == 0 && arrived[vi].load(std::memory_order_acquire) == helpers;
+        return remaining[vi].load(std::memory_order_acquire) == 0 &&
+               arrived[vi].load(std::memory_order_acquire) == helpers;
       });
       if (failed.load()) break;
       if (cancel && cancel->load(std::memory_order_relaxed)) {

@@ -2,6 +2,7 @@
 /// \file Test helper: runs a whole graph operator by operator through a Backend, keeping every
 /// intermediate tensor, so that kernels can be checked end to end without an executor.
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <string>
@@ -9,8 +10,23 @@
 
 #include "backend/backend.h"
 #include "ir/graph.h"
+#include "onnx/generator.h"
+#include "onnx/importer.h"
 
 namespace partex::test {
+
+/// A model of the generator, imported (as `partex-cli generate` then opening the file would).
+inline Result<Graph> generatedGraph(const GenSpec& spec) {
+  auto bytes = generateModel(spec);
+  if (!bytes) return Error{bytes.message()};
+  return importOnnxBytes(*bytes, spec.kind + ".onnx");
+}
+
+/// True when `backend` offers a device with this id.
+inline bool hasDevice(const Backend& backend, const std::string& id) {
+  const auto devs = backend.devices();
+  return std::any_of(devs.begin(), devs.end(), [&](const BackendDevice& d) { return d.id == id; });
+}
 
 /// Runs every node of `g` in order on `deviceId`. `values` must hold the graph inputs and weights;
 /// outputs are added. `onOutput` (optional) sees each produced tensor; returning a non-empty string

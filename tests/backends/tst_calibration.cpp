@@ -13,8 +13,7 @@
 #include "backend/backend.h"
 #include "cost/costtable.h"
 #include "cost/work.h"
-#include "onnx/generator.h"
-#include "onnx/importer.h"
+#include "graphrun.h"
 #include "platform/platform.h"
 #include "profile/calibration.h"
 #include "profile/executor.h"
@@ -277,9 +276,7 @@ class TestCalibration : public QObject {
     spec.kind = "mobilenetv2";
     spec.imageSize = 64;
     spec.numClasses = 16;
-    auto bytes = generateModel(spec);
-    QVERIFY2(bytes.isOk(), bytes.message().c_str());
-    auto g = importOnnxBytes(*bytes, "mobilenetv2.onnx");
+    auto g = test::generatedGraph(spec);
     QVERIFY2(g.isOk(), g.message().c_str());
     Platform p = base_;
     applyCalibration(p, calib_, CalibrationSource{});

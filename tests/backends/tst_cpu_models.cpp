@@ -113,9 +113,7 @@ class TestCpuModels : public QObject {
     spec.heads = 4;
     spec.vocab = 100;
     spec.nodes = 40;
-    auto bytes = generateModel(spec);
-    QVERIFY2(bytes.isOk(), bytes.message().c_str());
-    auto g = importOnnxBytes(*bytes, spec.kind + ".onnx");
+    auto g = test::generatedGraph(spec);
     QVERIFY2(g.isOk(), g.message().c_str());
     runWholeGraph(*g, "cpu-serial");
   }

@@ -13,6 +13,7 @@
 #include "cost/costtable.h"
 #include "cost/work.h"
 #include "cpu/cpu_backend.h"
+#include "graphrun.h"
 #include "onnx/generator.h"
 #include "onnx/importer.h"
 #include "platform/platform.h"
@@ -32,9 +33,7 @@ Graph smallCnn() {
   spec.kind = "resnet18";
   spec.imageSize = 32;
   spec.numClasses = 10;
-  auto bytes = generateModel(spec);
-  if (!bytes) qFatal("%s", bytes.message().c_str());
-  auto g = importOnnxBytes(*bytes, "resnet18.onnx");
+  auto g = test::generatedGraph(spec);
   if (!g) qFatal("%s", g.message().c_str());
   return std::move(g).value();
 }
@@ -55,9 +54,7 @@ class TestExecutorModes : public QObject {
 
 void TestExecutorModes::alternatingTeamAndCore() {
   auto backend = makeCpuBackend();
-  const auto devs = backend->devices();
-  if (std::none_of(devs.begin(), devs.end(), [](const BackendDevice& d) { return d.id == "core1"; }))
-    QSKIP("this machine has one CPU: there is no core1 to alternate with");
+  if (!test::hasDevice(*backend, "core1")) QSKIP("this machine has one CPU: there is no core1 to alternate with");
   const Graph g = smallCnn();
   auto t = buildCostTable(g, characteriseAll(g), measureThisMachine());
   QVERIFY2(t.isOk(), t.message().c_str());
@@ -125,9 +122,7 @@ void TestExecutorModes::inContextProfileMeasuresHandovers() {
   // Devices on different CPUs hand tensors over between lanes; that cost is measured and applied as
   // the transfer cost between them. Devices of one CPU share a lane: nothing to hand over.
   auto backend = makeCpuBackend();
-  const auto devs = backend->devices();
-  if (std::none_of(devs.begin(), devs.end(), [](const BackendDevice& d) { return d.id == "core1"; }))
-    QSKIP("this machine has one CPU");
+  if (!test::hasDevice(*backend, "core1")) QSKIP("this machine has one CPU");
   const Graph g = smallCnn();
   ProfilerOptions o;
   o.method = ProfilerOptions::Method::InContext;
