@@ -6,6 +6,8 @@ set -euo pipefail
 # Installed with --no-install-recommends, so a package whose CMake config needs something its -dev
 # package only recommends must be listed here: libdnnl-dev's dnnl-config.cmake calls
 # find_package(OpenCL), which needs ocl-icd-opencl-dev (a Recommends of libdnnl-dev).
+# nodejs and npm run ONNX Runtime (scripts/ort/install.sh, from npm's registry), the yardstick of the
+# CPU runtime's benchmark and of the optional output-equality tests; the product does not use them.
 PACKAGES=(
   cmake ninja-build g++ pkg-config
   qt6-base-dev qt6-svg-dev libgl-dev
@@ -16,6 +18,7 @@ PACKAGES=(
   libonnx-testdata
   clang libclang-rt-14-dev
   xvfb xauth
+  nodejs npm
 )
 
 missing=()
@@ -27,6 +30,7 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "deps: all ${#PACKAGES[@]} Debian packages present"
+  "$(dirname "$0")/ort/install.sh"
   exit 0
 fi
 
@@ -41,3 +45,4 @@ echo "deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+"$(dirname "$0")/ort/install.sh"
