@@ -18,8 +18,10 @@ PACKAGES=(
   libonnx-testdata
   clang libclang-rt-14-dev
   xvfb xauth
-  nodejs npm
 )
+# A node with its own npm (e.g. NodeSource's, which conflicts with Debian's npm) is kept.
+command -v node >/dev/null || PACKAGES+=(nodejs)
+command -v npm >/dev/null || PACKAGES+=(npm)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
