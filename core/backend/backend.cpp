@@ -190,4 +190,14 @@ chosen:
   return t;
 }
 
+Result<Tensor> leafTensor(const Graph& g, ValueId id, uint64_t seed) {
+  if (id < 0 || id >= static_cast<ValueId>(g.values.size())) return makeError("leaf tensor: bad value id");
+  const Value& v = g.values[static_cast<size_t>(id)];
+  if (!v.isWeight || !v.data) return syntheticTensor(g, id, seed);
+  if (!v.shapeKnown || shapeElements(v.shape) < 0) return makeError("weight '", v.name, "': shape not fully known");
+  auto t = Tensor::alias(v.dtype, v.shape, v.data);
+  if (!t) return makeError("weight '", v.name, "': ", t.message());
+  return t;
+}
+
 }  // namespace partex

@@ -102,4 +102,9 @@ void registerBuiltinBackends(BackendRegistry& registry);
 /// Fails when the shape is not fully known or the dtype is not supported.
 Result<Tensor> syntheticTensor(const Graph& g, ValueId v, uint64_t seed);
 
+/// The tensor a run feeds for leaf value `v` (a weight or model input) of `g`: a weight's own data
+/// (Value::data) as an alias, without a copy, so that every device and the reference run read the one
+/// copy the importer made; otherwise (model inputs, graphs without data) syntheticTensor(g, v, seed).
+Result<Tensor> leafTensor(const Graph& g, ValueId v, uint64_t seed);
+
 }  // namespace partex

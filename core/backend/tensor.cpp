@@ -57,6 +57,11 @@ void Tensor::AlignedFree::operator()(std::byte* p) const noexcept {
 }
 
 Tensor::Tensor(const Tensor& o) : dtype_(o.dtype_), shape_(o.shape_), numel_(o.numel_) {
+  if (o.shared_) {  // shared immutable storage: the copy shares it too (copy on write)
+    shared_ = o.shared_;
+    sharedBytes_ = o.sharedBytes_;
+    return;
+  }
   const int64_t n = o.bytes();
   if (n > 0 && o.data_) {
     const size_t alloc = (static_cast<size_t>(n) + kAlignment - 1) / kAlignment * kAlignment;
@@ -86,6 +91,45 @@ Result<Tensor> Tensor::make(DType dtype, std::vector<int64_t> shape, int64_t max
   return t;
 }
 
+Result<Tensor> Tensor::alias(DType dtype, std::vector<int64_t> shape, std::shared_ptr<const TensorData> data,
+                             int64_t maxBytes) {
+  const int64_t es = tensorElementSize(dtype);
+  if (es == 0) return makeError("tensor: unsupported dtype ", dtypeName(dtype));
+  const int64_t n = shapeElements(shape);
+  if (n < 0) return makeError("tensor: invalid shape ", shapeString(shape));
+  if (n > maxBytes / es)
+    return makeError("tensor: ", shapeString(shape), " ", dtypeName(dtype), " exceeds ", std::to_string(maxBytes),
+                     " bytes");
+  if (!data) return makeError("tensor: no data to alias");
+  if (data->size() != static_cast<size_t>(n * es))
+    return makeError("tensor: ", shapeString(shape), " ", dtypeName(dtype), " needs ", std::to_string(n * es),
+                     " bytes, the data has ", std::to_string(data->size()));
+  const std::byte* bytes = data->data();
+  if (!bytes && n > 0) return makeError("tensor: out of memory expanding ", std::to_string(n * es), " bytes");
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.numel_ = n;
+  t.shared_ = std::move(data);
+  t.sharedBytes_ = bytes;
+  return t;
+}
+
+void Tensor::detach() {
+  const std::byte* src = sharedBytes_;
+  const int64_t n = bytes();
+  shared_.reset();
+  sharedBytes_ = nullptr;
+  capacity_ = 0;
+  data_.reset();
+  if (n <= 0 || !src) return;
+  const size_t alloc = (static_cast<size_t>(n) + kAlignment - 1) / kAlignment * kAlignment;
+  data_.reset(static_cast<std::byte*>(std::aligned_alloc(kAlignment, alloc)));
+  if (!data_) return;
+  std::memcpy(data_.get(), src, static_cast<size_t>(n));
+  capacity_ = n;
+}
+
 Status Tensor::ensure(DType dtype, const std::vector<int64_t>& shape, int64_t maxBytes) {
   const int64_t es = tensorElementSize(dtype);
   if (es == 0) return makeError("tensor: unsupported dtype ", dtypeName(dtype));
@@ -95,6 +139,11 @@ Status Tensor::ensure(DType dtype, const std::vector<int64_t>& shape, int64_t ma
     return makeError("tensor: ", shapeString(shape), " ", dtypeName(dtype), " exceeds ", std::to_string(maxBytes),
                      " bytes");
   const int64_t bytes = n * es;
+  if (shared_) {  // never write into shared storage
+    shared_.reset();
+    sharedBytes_ = nullptr;
+    capacity_ = 0;
+  }
   if (bytes != capacity_ || (!data_ && bytes > 0)) {
     data_.reset();
     capacity_ = 0;
@@ -196,13 +245,13 @@ void storeAs(DType t, void* p, int64_t i, double v) {
 }  // namespace
 
 double Tensor::valueAsDouble(int64_t i) const {
-  if (i < 0 || i >= numel_ || !data_) return 0.0;
-  return visitNumeric(dtype_, data_.get(), i, [](auto x) { return static_cast<double>(x); });
+  if (i < 0 || i >= numel_ || !bytesPtr()) return 0.0;
+  return visitNumeric(dtype_, bytesPtr(), i, [](auto x) { return static_cast<double>(x); });
 }
 
 int64_t Tensor::valueAsInt(int64_t i) const {
-  if (i < 0 || i >= numel_ || !data_) return 0;
-  return visitNumeric(dtype_, data_.get(), i, [](auto x) {
+  if (i < 0 || i >= numel_ || !bytesPtr()) return 0;
+  return visitNumeric(dtype_, bytesPtr(), i, [](auto x) {
     if constexpr (std::is_floating_point_v<decltype(x)>) {
       if (!std::isfinite(x)) return int64_t{0};
       if (x >= 9.2e18) return std::numeric_limits<int64_t>::max();
@@ -221,6 +270,7 @@ std::vector<int64_t> Tensor::toInts() const {
 }
 
 void Tensor::fillRandom(uint64_t seed, double lo, double hi) {
+  if (shared_) detach();
   if (!data_) return;
   std::mt19937_64 rng(seed);
   const bool isFloat = dtype_ == DType::Float32 || dtype_ == DType::Float64;
@@ -239,6 +289,7 @@ void Tensor::fillRandom(uint64_t seed, double lo, double hi) {
 }
 
 void Tensor::fill(double v) {
+  if (shared_) detach();
   if (!data_) return;
   for (int64_t i = 0; i < numel_; ++i) storeAs(dtype_, data_.get(), i, v);
 }

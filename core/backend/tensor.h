@@ -1,6 +1,8 @@
 #pragma once
 /// \file A dense, row-major tensor with owned, 64-byte-aligned storage: what backends' kernels read and
 /// write. No Qt, no ONNX: the conformance reader in core/onnx and the profiler both produce these.
+/// A tensor may instead alias a weight's shared immutable storage (Tensor::alias, ir/tensordata.h):
+/// reads see the weight itself, with no copy; the first write access copies it (copy on write).
 
 #include <cstddef>
 #include <cstdint>
@@ -66,8 +68,9 @@ bool tensorDTypeSupported(DType t);
 /// Bytes per element as stored in a Tensor (Bool: 1; Float16/BFloat16: 2); 0 when unsupported.
 int64_t tensorElementSize(DType t);
 
-/// A dense row-major tensor. Copying copies the data; moving is cheap. A default-constructed tensor is
-/// empty (Undefined dtype, rank 0, no storage). Rank 0 with a defined dtype is a scalar (one element).
+/// A dense row-major tensor. Copying copies the data (an alias shares it until either copy writes);
+/// moving is cheap. A default-constructed tensor is empty (Undefined dtype, rank 0, no storage). Rank 0
+/// with a defined dtype is a scalar (one element).
 class Tensor {
  public:
   Tensor() = default;
@@ -79,8 +82,16 @@ class Tensor {
 
   /// A zero-filled tensor. Fails on an unsupported dtype, a negative dim, or more than `maxBytes`.
   static Result<Tensor> make(DType dtype, std::vector<int64_t> shape, int64_t maxBytes = kDefaultMaxBytes);
+  /// A read-only view of `data` (a weight's shared storage) as dtype/shape: no copy; every tensor made
+  /// from one TensorData reads the same bytes. Fails when the byte sizes differ, the dtype is
+  /// unsupported, the tensor exceeds `maxBytes` or (for a splat) its expansion runs out of memory.
+  static Result<Tensor> alias(DType dtype, std::vector<int64_t> shape, std::shared_ptr<const TensorData> data,
+                              int64_t maxBytes = kDefaultMaxBytes);
+  /// True while this tensor reads shared storage (made by alias(), not yet written).
+  bool isAlias() const { return shared_ != nullptr; }
   /// (Re)shapes this tensor to dtype/shape, reusing the storage when the byte size is unchanged
   /// (contents then undefined), otherwise allocating zeroed storage. Kernels call it on their outputs.
+  /// An alias gets storage of its own.
   Status ensure(DType dtype, const std::vector<int64_t>& shape, int64_t maxBytes = kDefaultMaxBytes);
   /// Changes the shape without touching the data; fails unless the element count is the same.
   Status reshape(std::vector<int64_t> shape);
@@ -94,16 +105,20 @@ class Tensor {
   int64_t bytes() const { return numel_ * tensorElementSize(dtype_); }
   bool empty() const { return dtype_ == DType::Undefined; }
 
-  void* raw() { return data_.get(); }
-  const void* raw() const { return data_.get(); }
+  /// Writable storage: an alias first copies the shared bytes (nullptr if that runs out of memory).
+  void* raw() {
+    if (shared_) detach();
+    return data_.get();
+  }
+  const void* raw() const { return shared_ ? static_cast<const void*>(sharedBytes_) : data_.get(); }
   /// Typed pointer; nullptr when T does not match dtype() (kernels check dtype() first).
   template <class T>
   T* data() {
-    return dtypeOf<T>() == dtype_ ? reinterpret_cast<T*>(data_.get()) : nullptr;
+    return dtypeOf<T>() == dtype_ ? static_cast<T*>(raw()) : nullptr;
   }
   template <class T>
   const T* data() const {
-    return dtypeOf<T>() == dtype_ ? reinterpret_cast<const T*>(data_.get()) : nullptr;
+    return dtypeOf<T>() == dtype_ ? static_cast<const T*>(raw()) : nullptr;
   }
   /// Element i of any numeric dtype converted to double / int64 (for shape inputs, tests, checks).
   double valueAsDouble(int64_t i) const;
@@ -127,11 +142,18 @@ class Tensor {
   struct AlignedFree {
     void operator()(std::byte* p) const noexcept;
   };
+  /// Replaces the alias by an owned copy of its bytes.
+  void detach();
+  /// Storage to read: the alias's shared bytes or the owned ones.
+  const std::byte* bytesPtr() const { return shared_ ? sharedBytes_ : data_.get(); }
+
   DType dtype_ = DType::Undefined;
   std::vector<int64_t> shape_;
   int64_t numel_ = 0;
   int64_t capacity_ = 0;  ///< Allocated bytes.
   std::unique_ptr<std::byte[], AlignedFree> data_;
+  std::shared_ptr<const TensorData> shared_;  ///< Set for an alias (then data_ is null).
+  const std::byte* sharedBytes_ = nullptr;    ///< shared_->data(), resolved once.
 };
 
 /// Element count of a shape (1 for rank 0); -1 on a negative dim or overflow past 2^62.

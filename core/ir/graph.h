@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "ir/tensordata.h"
 #include "support/result.h"
 
 namespace partex {
@@ -55,12 +56,16 @@ struct Value {
   bool isWeight = false;        ///< Initializer or folded constant: no producer, not a model input.
   bool isGraphInput = false;    ///< A model input (non-initializer graph input).
   bool isGraphOutput = false;
-  bool externalData = false;    ///< Weight stored in an external file (referenced, not loaded).
+  bool externalData = false;    ///< Weight stored in an external file (read into `data` at import).
   std::string externalLocation; ///< File name of the external data, relative to the model.
   OpId producer = kNone;        ///< kNone for graph inputs and weights.
   std::vector<OpId> consumers;
   /// Small integer payloads (shape tensors, axes) kept after folding; empty when not kept.
   std::vector<int64_t> intData;
+  /// A weight's elements (initializer, external data or folded constant), read once at import and
+  /// shared by copies of the graph; null where the graph has none (generated in memory, or a model
+  /// imported from bytes without its external-data folder): runs then feed synthetic data.
+  std::shared_ptr<const TensorData> data;
 
   /// Number of elements; -1 when the shape is not fully known.
   int64_t numElements() const;

@@ -1,5 +1,7 @@
 #include "onnx/consteval.h"
 
+#include "onnx/weights.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -472,8 +474,19 @@ bool unary(Args& a, const std::string& op) {
 bool evalConstantLike(Args& a, const onnx::TensorProto& t) {
   ConstTensor c = tensorFromProto(t, true);
   if (safeNumel(c.dims) < 0) return false;
+  if (auto d = decodeTensorData(t); d) c.data = std::move(d).value();
   a.out[0] = std::move(c);
   return true;
+}
+
+/// The elements of a value_floats / value_ints attribute beyond the folding limit, as TensorData.
+template <class T, class Field>
+std::shared_ptr<const TensorData> fieldData(const Field& field) {
+  auto d = TensorData::allocate(static_cast<size_t>(field.size()) * sizeof(T));
+  if (!d) return nullptr;
+  T* p = reinterpret_cast<T*>(d->mutableData());
+  for (auto v : field) *p++ = static_cast<T>(v);
+  return d;
 }
 
 bool evalConstant(Args& a) {
@@ -492,9 +505,12 @@ bool evalConstant(Args& a) {
     return true;
   }
   if (const auto* at = findAttr(n, "value_floats")) {
-    if (at->floats_size() > kMaxConstElements) return false;
     o.dtype = DType::Float32;
     o.dims = {at->floats_size()};
+    if (at->floats_size() > kMaxConstElements) {
+      o.data = fieldData<float>(at->floats());
+      return true;
+    }
     o.hasData = true;
     for (float f : at->floats()) o.floats.push_back(f);
     return true;
@@ -506,9 +522,12 @@ bool evalConstant(Args& a) {
     return true;
   }
   if (const auto* at = findAttr(n, "value_ints")) {
-    if (at->ints_size() > kMaxConstElements) return false;
     o.dtype = DType::Int64;
     o.dims = {at->ints_size()};
+    if (at->ints_size() > kMaxConstElements) {
+      o.data = fieldData<int64_t>(at->ints());
+      return true;
+    }
     o.hasData = true;
     o.ints.assign(at->ints().begin(), at->ints().end());
     return true;
@@ -537,8 +556,21 @@ bool evalConstantOfShape(Args& a) {
   value.dtype = DType::Float32;
   value.hasData = true;
   value.floats = {0.0};
-  if (const auto* at = findAttr(a.node, "value"); at && at->has_t()) value = tensorFromProto(at->t(), true);
+  std::string pattern(4, '\0');  // the element in Tensor encoding: float32 0 by default
+  if (const auto* at = findAttr(a.node, "value"); at && at->has_t()) {
+    value = tensorFromProto(at->t(), true);
+    auto d = decodeTensorData(at->t());
+    const int64_t es = dataElementSize(value.dtype);
+    const std::byte* p = d && *d ? (*d)->data() : nullptr;
+    if (p && es > 0 && (*d)->size() == static_cast<size_t>(es))
+      pattern.assign(reinterpret_cast<const char*>(p), static_cast<size_t>(es));
+    else
+      pattern.clear();
+  }
   o.dtype = value.dtype;
+  // The weight's data at any size: one element, expanded when a run first reads it.
+  if (!pattern.empty() && value.numel() == 1)
+    o.data = TensorData::splat(pattern.data(), pattern.size(), static_cast<size_t>(o.numel()));
   if (!usable(&value) || value.numel() != 1 || !fits(o.dims)) return true;
   o.hasData = true;
   const auto n = static_cast<size_t>(o.numel());
@@ -1510,6 +1542,18 @@ bool evaluateNode(const onnx::NodeProto& node, int64_t opset, const std::vector<
            op == "Sigmoid" || op == "Tanh")
     ok = unary(a, op);
   if (!ok) return false;
+  // Element bytes: Constant and ConstantOfShape made their own; operators that only relabel their
+  // input's elements share the input's; every other output has at most its small data (which the
+  // importer encodes).
+  const bool relabels =
+      op == "Identity" || op == "Dropout" || op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze";
+  for (size_t i = 0; i < out.size(); ++i) {
+    ConstTensor& o = out[i];
+    if (op == "Constant" || op == "ConstantOfShape") continue;
+    o.data = nullptr;
+    const ConstTensor* x = in.empty() ? nullptr : in[0];
+    if (relabels && i == 0 && x && x->data && x->dtype == o.dtype && x->numel() == o.numel()) o.data = x->data;
+  }
   for (auto& o : out) {
     if (o.numel() < 0) return false;
     // 16-bit floats are computed in float precision, not rounded: keep their dims only.

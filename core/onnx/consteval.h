@@ -6,6 +6,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "ir/graph.h"
@@ -16,13 +17,17 @@ namespace partex::onnximp {
 /// Value::intData afterwards).
 constexpr int64_t kMaxConstElements = 4096;
 
-/// A constant tensor: dims always, data when small and of a numeric type.
+/// A constant tensor: dims always; small numeric data (ints/floats) for folding; and, at any size,
+/// the element bytes the importer keeps as the weight's data (Value::data).
 struct ConstTensor {
   DType dtype = DType::Undefined;
   std::vector<int64_t> dims;
   bool hasData = false;
   std::vector<int64_t> ints;   ///< Integer and bool types (uint64 stored as its bit pattern).
   std::vector<double> floats;  ///< Floating types.
+  /// The elements in Tensor encoding (weights.h), shared, not copied, by folds that only relabel them
+  /// (Identity, Reshape, ...); null when only `ints`/`floats` (or nothing) hold them.
+  std::shared_ptr<const TensorData> data;
 
   /// Element count; -1 for negative dims or overflow.
   int64_t numel() const;

@@ -28,6 +28,7 @@
 
 #include "onnx/consteval.h"
 #include "onnx/inferguard.h"
+#include "onnx/weights.h"
 #include "support/strings.h"
 
 // Exported by libonnx 1.12 (checker.cc) but not declared in its header: the overload that takes a
@@ -37,6 +38,9 @@ void check_model(const ModelProto& model, CheckerContext& ctx);
 }  // namespace onnx::checker
 
 namespace partex {
+
+/// SHA-256 (hex) of a message's serialization, streamed (no serialized copy is held).
+std::string sha256OfMessage(const google::protobuf::MessageLite& message);
 
 namespace {
 
@@ -568,6 +572,7 @@ int GraphBuilder::resolve(const std::string& name) {
   v.v.externalData = pv.v.externalData;
   v.v.externalLocation = pv.v.externalLocation;
   v.v.intData = pv.v.intData;
+  v.v.data = pv.v.data;
   v.v.isWeight = pv.isConst;
   v.v.isGraphInput = !pv.isConst;  // outer-scope placeholder
   v.hasRank = pv.hasRank;
@@ -599,6 +604,7 @@ void GraphBuilder::setConst(Val& val, ConstTensor c) {
   val.v.isWeight = true;
   val.isConst = true;
   if (c.hasData && onnximp::isIntType(c.dtype) && c.numel() <= onnximp::kMaxConstElements) val.v.intData = c.ints;
+  val.v.data = c.data ? c.data : onnximp::encodeConst(c);
   val.c = std::make_shared<const ConstTensor>(std::move(c));
 }
 
@@ -736,6 +742,18 @@ bool GraphBuilder::tryFold(onnx::NodeProto& node, const std::vector<int>& ins) {
       outs[i].dims = infos[i].dims;
     }
   }
+  // A folded weight must carry its elements, or a run could not feed the model's own values: an
+  // operator on constants whose result is not computed here (too large, or not evaluated) stays an
+  // operator and runs. Nodes without inputs (a Constant of a sparse or string value) have nothing to
+  // run on and stay folded, without data.
+  if (present > 0)
+    for (int i = 0; i < node.output_size(); ++i) {
+      ConstTensor& c = outs[static_cast<size_t>(i)];
+      if (node.output(i).empty() || c.data) continue;
+      c.data = onnximp::encodeConst(c);
+      const DType t = c.dtype == DType::Undefined ? passOneType(node.output(i)).dtype : c.dtype;
+      if (!c.data && onnximp::dataElementSize(t) > 0) return false;
+    }
   for (int i = 0; i < node.output_size(); ++i) {
     const std::string& name = node.output(i);
     if (name.empty()) continue;
@@ -863,18 +881,44 @@ Result<std::shared_ptr<Graph>> GraphBuilder::build() {
   vals_.reserve(static_cast<size_t>(g_.node_size() * 2 + g_.input_size() + g_.initializer_size()));
   byName_.reserve(vals_.capacity());
 
-  for (const auto& t : g_.initializer()) {
+  for (int i = 0; i < g_.initializer_size(); ++i) {
+    onnx::TensorProto& t = *g_.mutable_initializer(i);
     Val v;
     v.v.name = t.name();
     const bool external = t.data_location() == onnx::TensorProto::EXTERNAL;
+    ConstTensor c = onnximp::tensorFromProto(t, !external);
+    // The weight's elements, read once. External data is read where the model's folder is known
+    // (importOnnxBytes without a base folder keeps dims only, as a generated graph has).
+    Result<std::shared_ptr<const TensorData>> data = std::shared_ptr<const TensorData>();
+    if (!external)
+      data = onnximp::decodeTensorData(t);
+    else if (!ctx_.baseDir.empty())
+      data = onnximp::readExternalData(t, ctx_.baseDir);
+    if (!data) return ctx_.fail("initializer '", t.name(), "': ", data.message(), where_);
+    c.data = std::move(data).value();
     if (external) {
       v.v.externalData = true;
       for (const auto& e : t.external_data())
         if (e.key() == "location") v.v.externalLocation = e.value();
+      onnximp::decodeSmallData(c);  // shape tensors in external files fold like the others
+      if (!c.data && ctx_.baseDir.empty())
+        ctx_.warn("nodata:" + t.name(), "initializer '" + t.name() +
+                                            "' is external data without a model folder to read it from: runs "
+                                            "feed synthetic values for it" +
+                                            where_);
+    } else if (c.data && c.numel() > onnximp::kMaxConstElements) {
+      // The weight now lives in `c.data`: free the protobuf's copy so the model is not held twice.
+      // ONNX inference never needs the elements of a tensor this large (small ones keep theirs).
+      if (t.has_raw_data()) std::string().swap(*t.mutable_raw_data());
+      if (t.float_data_size()) google::protobuf::RepeatedField<float>().Swap(t.mutable_float_data());
+      if (t.double_data_size()) google::protobuf::RepeatedField<double>().Swap(t.mutable_double_data());
+      if (t.int32_data_size()) google::protobuf::RepeatedField<int32_t>().Swap(t.mutable_int32_data());
+      if (t.int64_data_size()) google::protobuf::RepeatedField<int64_t>().Swap(t.mutable_int64_data());
+      if (t.uint64_data_size()) google::protobuf::RepeatedField<uint64_t>().Swap(t.mutable_uint64_data());
     } else {
       v.proto = &t;
     }
-    setConst(v, onnximp::tensorFromProto(t, !external));
+    setConst(v, std::move(c));
     if (auto it = byName_.find(t.name()); it != byName_.end()) {
       vals_[static_cast<size_t>(it->second)] = std::move(v);  // duplicate initializer: last one wins
     } else {
@@ -887,6 +931,8 @@ Result<std::shared_ptr<Graph>> GraphBuilder::build() {
     ConstTensor c;
     c.dtype = onnximp::dtypeFromOnnx(t.values().data_type());
     c.dims.assign(t.dims().begin(), t.dims().end());
+    ctx_.warn("nodata:" + t.values().name(),
+              "sparse initializer '" + t.values().name() + "' is not read: runs feed synthetic values for it" + where_);
     setConst(v, std::move(c));
     if (!byName_.count(t.values().name())) addVal(std::move(v), t.values().name());
   }
@@ -1082,6 +1128,9 @@ Result<Graph> importModel(onnx::ModelProto& model, ImportCtx& ctx, const ImportO
     ctx.warn("shape-inference", "ONNX shape inference stopped; shapes were computed node by node");
   }
 
+  // Model identity of plan and profile files: hashed before the builder moves large weights out of
+  // the protobuf, and streamed, so the model is never serialized into a second copy.
+  const std::string graphSha256 = sha256OfMessage(g);
   GraphBuilder builder(ctx, g, nullptr, "");
   auto built = builder.build();
   if (!built) return Error{built.message()};
@@ -1089,7 +1138,7 @@ Result<Graph> importModel(onnx::ModelProto& model, ImportCtx& ctx, const ImportO
   graph.irVersion = model.ir_version();
   graph.opsetVersion = ctx.opset;
   graph.producerName = model.producer_name();
-  graph.graphSha256 = sha256Hex(g.SerializeAsString());  // Model identity of plan and profile files.
+  graph.graphSha256 = graphSha256;
   graph.warnings = std::move(ctx.warnings);
   // Subgraphs share the model's metadata.
   std::function<void(Graph&)> stamp = [&](Graph& gr) {
@@ -1206,19 +1255,57 @@ Result<Graph> importOnnxFile(const std::string& path, const ImportOptions& opts)
 // ---------------------------------------------------------------------------------------------
 // SHA-256 (FIPS 180-4)
 
-std::string sha256Hex(const std::string& bytes) {
-  static constexpr uint32_t k[64] = {
-      0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-      0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-      0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-      0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-      0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-      0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-      0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-      0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
-  uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-  auto rotr = [](uint32_t x, int n) { return (x >> n) | (x << (32 - n)); };
-  auto block = [&](const unsigned char* p) {
+namespace {
+
+/// Incremental SHA-256: update() any number of times, then hex().
+class Sha256 {
+ public:
+  void update(const void* data, size_t n) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    total_ += n;
+    if (fill_ > 0) {
+      const size_t take = std::min(n, size_t{64} - fill_);
+      std::memcpy(buf_ + fill_, p, take);
+      fill_ += take;
+      p += take;
+      n -= take;
+      if (fill_ < 64) return;
+      block(buf_);
+      fill_ = 0;
+    }
+    for (; n >= 64; n -= 64, p += 64) block(p);
+    std::memcpy(buf_, p, n);
+    fill_ = n;
+  }
+  std::string hex() {
+    unsigned char tail[128] = {};
+    std::memcpy(tail, buf_, fill_);
+    tail[fill_] = 0x80;
+    const size_t tailLen = fill_ + 9 <= 64 ? 64 : 128;
+    const uint64_t bits = static_cast<uint64_t>(total_) * 8;
+    for (int i = 0; i < 8; ++i)
+      tail[tailLen - 1 - static_cast<size_t>(i)] = static_cast<unsigned char>(bits >> (8 * i));
+    for (size_t p = 0; p < tailLen; p += 64) block(tail + p);
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(64);
+    for (uint32_t v : h_)
+      for (int s = 28; s >= 0; s -= 4) out.push_back(digits[(v >> s) & 0xf]);
+    return out;
+  }
+
+ private:
+  static uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+  void block(const unsigned char* p) {
+    static constexpr uint32_t k[64] = {
+        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+        0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+        0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+        0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+        0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+        0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+        0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
     uint32_t w[64];
     for (int i = 0; i < 16; ++i)
       w[i] = (uint32_t{p[4 * i]} << 24) | (uint32_t{p[4 * i + 1]} << 16) | (uint32_t{p[4 * i + 2]} << 8) |
@@ -1228,7 +1315,7 @@ std::string sha256Hex(const std::string& bytes) {
       const uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
       w[i] = w[i - 16] + s0 + w[i - 7] + s1;
     }
-    uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
+    uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4], f = h_[5], g = h_[6], hh = h_[7];
     for (int i = 0; i < 64; ++i) {
       const uint32_t t1 = hh + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + k[i] + w[i];
       const uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
@@ -1241,33 +1328,52 @@ std::string sha256Hex(const std::string& bytes) {
       b = a;
       a = t1 + t2;
     }
-    h[0] += a;
-    h[1] += b;
-    h[2] += c;
-    h[3] += d;
-    h[4] += e;
-    h[5] += f;
-    h[6] += g;
-    h[7] += hh;
-  };
-  const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
-  const size_t n = bytes.size();
-  size_t off = 0;
-  for (; off + 64 <= n; off += 64) block(data + off);
-  unsigned char tail[128] = {};
-  const size_t rest = n - off;
-  for (size_t i = 0; i < rest; ++i) tail[i] = data[off + i];
-  tail[rest] = 0x80;
-  const size_t tailLen = rest + 9 <= 64 ? 64 : 128;
-  const uint64_t bits = static_cast<uint64_t>(n) * 8;
-  for (int i = 0; i < 8; ++i) tail[tailLen - 1 - i] = static_cast<unsigned char>(bits >> (8 * i));
-  for (size_t p = 0; p < tailLen; p += 64) block(tail + p);
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(64);
-  for (uint32_t v : h)
-    for (int s = 28; s >= 0; s -= 4) out.push_back(hex[(v >> s) & 0xf]);
-  return out;
+    h_[0] += a;
+    h_[1] += b;
+    h_[2] += c;
+    h_[3] += d;
+    h_[4] += e;
+    h_[5] += f;
+    h_[6] += g;
+    h_[7] += hh;
+  }
+
+  uint32_t h_[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  unsigned char buf_[64] = {};
+  size_t fill_ = 0;
+  uint64_t total_ = 0;
+};
+
+/// Feeds protobuf's serializer output into a Sha256.
+class Sha256Sink : public google::protobuf::io::CopyingOutputStream {
+ public:
+  explicit Sha256Sink(Sha256& h) : h_(h) {}
+  bool Write(const void* buffer, int size) override {
+    h_.update(buffer, static_cast<size_t>(size));
+    return true;
+  }
+
+ private:
+  Sha256& h_;
+};
+
+}  // namespace
+
+std::string sha256Hex(const std::string& bytes) {
+  Sha256 h;
+  h.update(bytes.data(), bytes.size());
+  return h.hex();
+}
+
+std::string sha256OfMessage(const google::protobuf::MessageLite& message) {
+  Sha256 h;
+  {
+    Sha256Sink sink(h);
+    google::protobuf::io::CopyingOutputStreamAdaptor out(&sink, 1 << 16);
+    message.SerializeToZeroCopyStream(&out);
+    out.Flush();
+  }
+  return h.hex();
 }
 
 }  // namespace partex

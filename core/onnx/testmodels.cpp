@@ -2,6 +2,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <cstring>
 #include <initializer_list>
 
 namespace partex::testmodels {
@@ -326,7 +327,7 @@ std::string withSymbolicDims() {
   return m.bytes();
 }
 
-std::string withExternalData(const std::string& location) {
+std::string withExternalData(const std::string& location, const std::string& offset, const std::string& length) {
   Model m;
   addInput(m.g, "x", kFloat, {1, 3, 8, 8});
   auto* t = m.g->add_initializer();
@@ -340,10 +341,70 @@ std::string withExternalData(const std::string& location) {
     e->set_value(v);
   };
   add("location", location);
-  add("offset", "0");
-  add("length", "432");
+  if (!offset.empty()) add("offset", offset);
+  if (!length.empty()) add("length", length);
   addNode(m.g, "Conv", {"x", "W"}, {"y"}, "conv");
   addOutput(m.g, "y", kFloat, {1, 4, 6, 6});
+  return m.bytes();
+}
+
+std::string withWeightData() {
+  Model m;
+  addInput(m.g, "x", kFloat, {1, 4});
+  addInput(m.g, "z", kFloat, {5000});
+  addInput(m.g, "u", kFloat, {80, 64});
+  auto rawFloats = [&](const char* name, std::initializer_list<int64_t> dims, float scale, float offset) {
+    auto* t = m.g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    int64_t n = 1;
+    for (int64_t d : dims) {
+      t->add_dims(d);
+      n *= d;
+    }
+    std::string raw(static_cast<size_t>(n) * 4, '\0');
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = static_cast<float>(i) * scale + offset;
+      std::memcpy(raw.data() + i * 4, &v, 4);
+    }
+    t->set_raw_data(raw);
+  };
+  rawFloats("Wraw", {4, 4}, 0.25f, -1.0f);
+  rawFloats("big", {64, 80}, 0.001f, 0.0f);
+  auto* b = m.g->add_initializer();
+  b->set_name("Bfield");
+  b->set_data_type(onnx::TensorProto::FLOAT);
+  b->add_dims(4);
+  for (float v : {1.0f, 2.0f, 3.0f, 4.0f}) b->add_float_data(v);
+  addNode(m.g, "Identity", {"Wraw"}, {"Wid"}, "id");
+  addNode(m.g, "Mul", {"Bfield", "Bfield"}, {"Bsq"}, "square");
+  auto cos = [&](const char* shapeName, std::initializer_list<int64_t> dims, const char* out, float value) {
+    addConstInt64(m.g, shapeName, {static_cast<int64_t>(dims.size())}, dims);
+    auto* n = addNode(m.g, "ConstantOfShape", {shapeName}, {out});
+    auto* a = n->add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    auto* t = a->mutable_t();
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    t->add_dims(1);
+    t->add_float_data(value);
+  };
+  cos("cos_shape", {4, 4}, "Wcos", 0.5f);
+  cos("big_shape", {100, 50}, "Wbig", 0.25f);
+  addConstInt64(m.g, "flat_shape", {1}, {5000});
+  addNode(m.g, "Reshape", {"Wbig", "flat_shape"}, {"Wflat"}, "flatten_weight");
+  auto* tr = addNode(m.g, "Transpose", {"big"}, {"bigT"}, "transpose_weight");
+  addAttr(tr, "perm", {1, 0});
+  addNode(m.g, "MatMul", {"x", "Wid"}, {"m1"}, "mm1");
+  addNode(m.g, "Add", {"m1", "Bsq"}, {"a1"}, "add1");
+  addNode(m.g, "MatMul", {"a1", "Wcos"}, {"y"}, "mm2");
+  addNode(m.g, "Add", {"z", "Wflat"}, {"y2"}, "add2");
+  addNode(m.g, "Add", {"u", "bigT"}, {"y3"}, "add3");
+  addNode(m.g, "MatMul", {"x", "Wraw"}, {"y4"}, "mm0");
+  addOutput(m.g, "y", kFloat, {1, 4});
+  addOutput(m.g, "y2", kFloat, {5000});
+  addOutput(m.g, "y3", kFloat, {80, 64});
+  addOutput(m.g, "y4", kFloat, {1, 4});
   return m.bytes();
 }
 
@@ -572,6 +633,7 @@ std::vector<std::pair<std::string, std::string>> all() {
       {"untypedeyelike.onnx", withUntypedEyeLikeInput()},
       {"symbolic.onnx", withSymbolicDims()},
       {"external.onnx", withExternalData("weights.bin")},
+      {"weights.onnx", withWeightData()},
       {"if.onnx", withIf()},
       {"loop.onnx", withLoop()},
       {"domain.onnx", withUnknownDomain()},

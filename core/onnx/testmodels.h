@@ -49,8 +49,17 @@ std::string withUntypedEyeLikeInput();
 std::string withDanglingInput(const std::string& missing = "ghost");
 /// x[N,3,H,W] -> Conv -> Relu -> GlobalAveragePool -> Flatten -> y (symbols N, H, W).
 std::string withSymbolicDims();
-/// Conv whose weight 'W' [4,3,3,3] float is stored externally in `location` (432 bytes).
-std::string withExternalData(const std::string& location);
+/// Conv whose weight 'W' [4,3,3,3] float is stored externally in `location` (432 bytes) at `offset`
+/// with `length` (as written in the external_data entries; an empty string leaves the entry out).
+std::string withExternalData(const std::string& location, const std::string& offset = "0",
+                             const std::string& length = "432");
+/// Weights of every kind, each consumed by an operator: initializers 'Wraw' [4,4] (raw_data, i*0.25-1),
+/// 'Bfield' [4] (float_data 1..4) and 'big' [64,80] (raw_data, i*0.001; more than the folding limit);
+/// folded 'Wid' = Identity(Wraw), 'Bsq' = Bfield*Bfield, 'Wcos' = ConstantOfShape [4,4] of 0.5 and
+/// 'Wflat' = Reshape(ConstantOfShape [100,50] of 0.25, [5000]); 'bigT' = Transpose(big), too large to
+/// fold, stays an operator. Inputs x[1,4], z[5000], u[80,64]; outputs y = (x@Wid + Bsq)@Wcos,
+/// y2 = z + Wflat, y3 = u + bigT, y4 = x@Wraw.
+std::string withWeightData();
 /// If on a bool input; both branches read the outer input 'x'.
 std::string withIf();
 /// Loop (trip count 3) whose body adds the outer initializer 'w' to the carried value.

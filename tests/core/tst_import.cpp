@@ -14,6 +14,7 @@
 #include <map>
 #include <set>
 
+#include "backend/backend.h"
 #include "onnx/importer.h"
 #include "onnx/testmodels.h"
 #include "support/files.h"
@@ -130,6 +131,9 @@ class TestImport : public QObject {
   void bindByInputAxis();
   void bindingErrors();
   void externalData();
+  void externalDataRefused_data();
+  void externalDataRefused();
+  void weightData();
   void ifSubgraphs();
   void loopSubgraph();
   void unknownDomain();
@@ -206,6 +210,13 @@ void TestImport::sharedModels() {
   QCOMPARE(static_cast<int>(g->nodes.size()), operators);
   // Exactly the constant nodes and the nodes computing on constants disappeared.
   QCOMPARE(onnxNodes, operators + constants + foldedOthers);
+
+  // Every weight carries its data, of exactly its size: execute runs the model's own values.
+  for (const auto& v : g->values)
+    if (v.isWeight) {
+      QVERIFY2(v.data, v.name.c_str());
+      QCOMPARE(static_cast<int64_t>(v.data->size()), v.bytes());
+    }
 
   // Every operator output has a fully known shape.
   for (const auto& n : g->nodes)
@@ -460,18 +471,162 @@ void TestImport::externalData() {
   auto g2 = importOnnxBytes(testmodels::withExternalData("ext_weights.bin"), "ext.onnx", {}, dir);
   QVERIFY2(g2.isOk(), g2.message().c_str());
   QVERIFY(valueNamed(*g2, "W").externalData);
-  // A missing data file is reported by the checker, naming the file; without the checker it imports.
+  // The data is read, once: the weight's bytes are the file's.
+  QVERIFY(w.data);
+  QCOMPARE(w.data->size(), size_t{432});
+  // Bytes without a base folder keep the dims only (nothing is read relative to the working folder).
+  ImportOptions noCheck;
+  noCheck.runChecker = false;  // the checker would look for the file in the working folder
+  auto g5 = importOnnxBytes(testmodels::withExternalData("ext_weights.bin"), "ext.onnx", noCheck);
+  QVERIFY2(g5.isOk(), g5.message().c_str());
+  QVERIFY(!valueNamed(*g5, "W").data);
+  // At an offset: the bytes from there.
+  std::string withHeader(16, 'h');
+  for (int i = 0; i < 108; ++i) {
+    const float f = static_cast<float>(i) * 0.5f;
+    withHeader.append(reinterpret_cast<const char*>(&f), 4);
+  }
+  QVERIFY(writeBytes(dir + "/offset.bin", withHeader));
+  QVERIFY(writeBytes(dir + "/offset.onnx", testmodels::withExternalData("offset.bin", "16", "432")));
+  auto g6 = importOnnxFile(dir + "/offset.onnx");
+  QVERIFY2(g6.isOk(), g6.message().c_str());
+  const Value& w6 = valueNamed(*g6, "W");
+  QVERIFY(w6.data);
+  const auto* f6 = reinterpret_cast<const float*>(w6.data->data());
+  QCOMPARE(f6[0], 0.0f);
+  QCOMPARE(f6[107], 53.5f);
+  // A missing data file is reported by the checker, naming the file; without the checker the importer
+  // refuses it too, when it reads the data.
   const std::string missing = dir + "/missing.onnx";
   QVERIFY(writeBytes(missing, testmodels::withExternalData("nowhere.bin")));
   auto g3 = importOnnxFile(missing);
   QVERIFY(!g3.isOk());
   QVERIFY2(g3.message().rfind(missing + ": ONNX checker: ", 0) == 0, g3.message().c_str());
   QVERIFY2(g3.message().find("nowhere.bin") != std::string::npos, g3.message().c_str());
+  auto g4 = importOnnxFile(missing, noCheck);
+  QVERIFY(!g4.isOk());
+  QCOMPARE(g4.message(), missing + ": initializer 'W': external data file '" + dir + "/nowhere.bin' is missing");
+}
+
+void TestImport::externalDataRefused_data() {
+  QTest::addColumn<QString>("location");
+  QTest::addColumn<QString>("offset");
+  QTest::addColumn<QString>("length");
+  QTest::addColumn<QString>("expected");  // in the message after "external data file '<dir>/<location>'"
+  QTest::newRow("parent") << "../outside.bin" << "0" << "432" << "' is outside the model's folder";
+  QTest::newRow("parent inside") << "sub/../../outside.bin" << "0" << "432" << "' is outside the model's folder";
+  QTest::newRow("symlink out") << "link.bin" << "0" << "432" << "' leads outside the model's folder";
+  QTest::newRow("directory") << "sub" << "0" << "432" << "' is not a regular file";
+  QTest::newRow("short file") << "short.bin" << "0" << "432"
+                              << "' is too short (100 bytes; the tensor needs 432 at offset 0)";
+  QTest::newRow("offset past data") << "data.bin" << "8" << "432"
+                                    << "' is too short (432 bytes; the tensor needs 432 at offset 8)";
+  QTest::newRow("offset beyond file") << "data.bin" << "100000" << ""
+                                      << "' is too short (432 bytes; the tensor needs 432 at offset 100000)";
+  QTest::newRow("negative offset") << "data.bin" << "-4" << "432" << "': invalid offset '-4'";
+  QTest::newRow("offset not a number") << "data.bin" << "x12" << "432" << "': invalid offset 'x12'";
+  QTest::newRow("huge offset") << "data.bin" << "99999999999999999999" << "432"
+                               << "': invalid offset '99999999999999999999'";
+  QTest::newRow("length mismatch") << "data.bin" << "0" << "400"
+                                   << "': length 400 but [4,3,3,3] float32 needs 432 bytes";
+  QTest::newRow("negative length") << "data.bin" << "0" << "-432" << "': invalid length '-432'";
+}
+
+/// External data that escapes the model's folder, is missing or too short, or has bad offsets and
+/// lengths: refused with one line naming the model, the weight and the data file (the checker off,
+/// so that the importer's own reading is what refuses).
+void TestImport::externalDataRefused() {
+  namespace fs = std::filesystem;
+  QFETCH(QString, location);
+  QFETCH(QString, offset);
+  QFETCH(QString, length);
+  QFETCH(QString, expected);
+  const std::string root = test::tempDir() + "/refused";
+  const std::string dir = root + "/model";
+  fs::create_directories(dir + "/sub");
+  QVERIFY(writeBytes(root + "/outside.bin", std::string(432, '\0')));
+  QVERIFY(writeBytes(dir + "/data.bin", std::string(432, '\0')));
+  QVERIFY(writeBytes(dir + "/short.bin", std::string(100, '\0')));
+  std::error_code ec;
+  fs::remove(dir + "/link.bin", ec);
+  fs::create_symlink(root + "/outside.bin", dir + "/link.bin", ec);
+  QVERIFY2(!ec, ec.message().c_str());
+  const std::string model = dir + "/m.onnx";
+  QVERIFY(writeBytes(model, testmodels::withExternalData(location.toStdString(), offset.toStdString(),
+                                                         length.toStdString())));
   ImportOptions noCheck;
   noCheck.runChecker = false;
-  auto g4 = importOnnxFile(missing, noCheck);
-  QVERIFY2(g4.isOk(), g4.message().c_str());
-  QCOMPARE(valueNamed(*g4, "W").externalLocation, std::string("nowhere.bin"));
+  auto g = importOnnxFile(model, noCheck);
+  QVERIFY(!g.isOk());
+  QVERIFY2(g.message().find('\n') == std::string::npos, g.message().c_str());
+  const std::string want = model + ": initializer 'W': external data file '" + dir + "/" + location.toStdString() +
+                           expected.toStdString();
+  QCOMPARE(g.message(), want);
+  // With the checker on, the model is refused as well (by the checker or the importer), in one line.
+  auto checked = importOnnxFile(model);
+  QVERIFY(!checked.isOk());
+  QVERIFY2(checked.message().rfind(model + ": ", 0) == 0, checked.message().c_str());
+  QVERIFY2(checked.message().find('\n') == std::string::npos, checked.message().c_str());
+  // An absolute location is refused whatever it names.
+  QVERIFY(writeBytes(model, testmodels::withExternalData(root + "/outside.bin")));
+  auto absolute = importOnnxFile(model, noCheck);
+  QVERIFY(!absolute.isOk());
+  QVERIFY2(absolute.message().find("is an absolute path") != std::string::npos, absolute.message().c_str());
+}
+
+/// The importer keeps every weight's data: initializers (raw_data and typed fields), folded
+/// constants (Mul of constants, ConstantOfShape at any size, Identity and Reshape sharing their
+/// input's bytes); a fold too large to compute stays an operator. Copies of the graph and the tensors
+/// a run feeds share the one copy.
+void TestImport::weightData() {
+  auto g = importOnnxBytes(testmodels::withWeightData(), "weights.onnx");
+  QVERIFY2(g.isOk(), g.message().c_str());
+  checkInvariants(*g);
+  QVERIFY(g->warnings.empty());
+  auto floats = [&](const char* name) {
+    const Value& v = valueNamed(*g, name);
+    std::vector<float> out;
+    if (!v.isWeight || !v.data || v.dtype != DType::Float32) return out;
+    const auto* p = reinterpret_cast<const float*>(v.data->data());
+    out.assign(p, p + v.data->size() / 4);
+    return out;
+  };
+  const auto wraw = floats("Wraw");
+  QCOMPARE(wraw.size(), size_t{16});
+  for (size_t i = 0; i < wraw.size(); ++i) QCOMPARE(wraw[i], static_cast<float>(i) * 0.25f - 1.0f);
+  QCOMPARE(floats("Bsq"), (std::vector<float>{1, 4, 9, 16}));
+  QCOMPARE(floats("Wcos"), std::vector<float>(16, 0.5f));
+  const auto big = floats("big");
+  QCOMPARE(big.size(), size_t{5120});
+  QCOMPARE(big[5119], 5119 * 0.001f);
+  QCOMPARE(floats("Wflat"), std::vector<float>(5000, 0.25f));
+  // Identity shares its input's bytes; Bfield (float_data) feeds only the fold and is gone.
+  QCOMPARE(valueNamed(*g, "Wid").data.get(), valueNamed(*g, "Wraw").data.get());
+  QCOMPARE(g->findValue("Bfield"), kNone);
+  // Transpose of 'big' is not computed by the folder: it runs, on the weight's data.
+  const Node* tr = nodeNamed(*g, "transpose_weight");
+  QVERIFY(tr);
+  QVERIFY(!valueNamed(*g, "bigT").isWeight);
+  QCOMPARE(static_cast<int>(g->nodes.size()), 7);
+  // Copies share the data; a run's tensor aliases it without a copy, and writing to it copies.
+  Graph copy = *g;
+  QCOMPARE(valueNamed(copy, "big").data.get(), valueNamed(*g, "big").data.get());
+  auto t = leafTensor(*g, g->findValue("big"), 1);
+  QVERIFY2(t.isOk(), t.message().c_str());
+  QVERIFY(t->isAlias());
+  QCOMPARE(static_cast<const void*>(std::as_const(*t).raw()),
+           static_cast<const void*>(valueNamed(*g, "big").data->data()));
+  QCOMPARE(t->shape(), (std::vector<int64_t>{64, 80}));
+  Tensor shared = *t;
+  QVERIFY(shared.isAlias());
+  shared.data<float>()[0] = 42.0f;  // copy on write
+  QVERIFY(!shared.isAlias());
+  QCOMPARE(floats("big")[0], 0.0f);
+  QCOMPARE(t->valueAsDouble(0), 0.0);
+  // Model inputs stay synthetic.
+  auto x = leafTensor(*g, g->findValue("x"), 1);
+  QVERIFY(x.isOk());
+  QVERIFY(!x->isAlias());
 }
 
 void TestImport::ifSubgraphs() {
