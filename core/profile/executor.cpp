@@ -489,21 +489,34 @@ bool tensorsClose(const Tensor& ref, const Tensor& got, double rtol, double& max
 
 namespace {
 
-/// Synthetic model inputs and weights (the profiler's, by seed), and each operator's predecessors and
-/// successors.
+/// The model's weights (aliases of their data: one copy for every device and the reference run),
+/// its inputs (the caller's, or synthetic by seed as the profiler's), and each operator's predecessors
+/// and successors.
 struct RunInputs {
   std::vector<Tensor> leaves;
   std::vector<std::vector<OpId>> preds, succs;
 };
 
-Result<RunInputs> makeRunInputs(const Graph& g, uint64_t seed) {
+Result<RunInputs> makeRunInputs(const Graph& g, uint64_t seed, const std::map<ValueId, Tensor>& given = {}) {
   RunInputs in;
   const size_t n = g.nodes.size();
   in.leaves.resize(g.values.size());
+  for (const auto& [v, t] : given) {
+    if (v < 0 || static_cast<size_t>(v) >= g.values.size() || !g.values[static_cast<size_t>(v)].isGraphInput)
+      return makeError("executor: a given input is not a model input");
+    const Value& val = g.values[static_cast<size_t>(v)];
+    if (t.dtype() != val.dtype || t.shape() != val.shape)
+      return makeError("input '", val.name, "': expected ", dtypeName(val.dtype), shapeString(val.shape), ", got ",
+                       t.describe());
+  }
   for (size_t v = 0; v < g.values.size(); ++v) {
     const Value& val = g.values[v];
     if (val.producer >= 0 || (!val.isWeight && !val.isGraphInput)) continue;
-    auto tn = syntheticTensor(g, static_cast<ValueId>(v), seed + v);
+    if (auto it = given.find(static_cast<ValueId>(v)); it != given.end()) {
+      in.leaves[v] = it->second;
+      continue;
+    }
+    auto tn = leafTensor(g, static_cast<ValueId>(v), seed + v);
     if (!tn) return makeError("input '", val.name, "': ", tn.message());
     in.leaves[v] = std::move(tn).value();
   }
@@ -606,7 +619,7 @@ Result<ExecResult> executeOnDevice(const Graph& g, const Backend& backend, const
   program.seq.assign(layout.laneCore.size(), {});
   program.seq[static_cast<size_t>(layout.masterLane[0])] = order;
   for (int h : layout.helperLanes[0]) program.seq[static_cast<size_t>(h)] = order;
-  auto in = makeRunInputs(g, o.seed);
+  auto in = makeRunInputs(g, o.seed, o.inputs);
   if (!in) return Error{in.message()};
   int done = 0;
   const int total = o.warmup + o.reps + 1;
@@ -649,7 +662,7 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
     if (o.progress) o.progress(done, total, what);
   };
   auto cancelled = [&] { return o.cancel && o.cancel->load(std::memory_order_relaxed); };
-  auto in = makeRunInputs(g, o.seed);
+  auto in = makeRunInputs(g, o.seed, o.inputs);
   if (!in) return Error{in.message()};
 
   step("preparing kernels");
@@ -663,6 +676,8 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
   r.notes = program->notes;
   noteWaitPolicy(layout, plan.device, r);
   if (auto st = timedRuns(team, prep, plan.device, layout, *program, *in, o, step, r); !st) return Error{st.message()};
+  if (o.keepOutputs)
+    for (ValueId out : g.outputs) r.outputs.push_back(prep.value(out) ? *prep.value(out) : Tensor());
   if (!o.checkOutputs) return r;
 
   // The reference: every operator on one device, in topological order.

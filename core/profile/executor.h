@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,7 +29,14 @@ namespace partex {
 struct ExecOptions {
   int warmup = 1;
   int reps = 5;
-  uint64_t seed = 1;  ///< Seed of the synthetic model inputs and weights (as the profiler's).
+  /// Seed of the synthetic model inputs, and of synthetic weights where the graph has no data (as the
+  /// profiler's). Weights with data (Value::data) are the model's own, shared without a copy.
+  uint64_t seed = 1;
+  /// Model inputs given by the caller, by value id (dtype and shape must match the value's); the
+  /// others are synthetic.
+  std::map<ValueId, Tensor> inputs;
+  /// Keep the plan run's model outputs in ExecResult::outputs.
+  bool keepOutputs = false;
   /// Device of the single-device reference run; "" = the table's host device.
   std::string referenceDevice;
   bool checkOutputs = true;
@@ -73,6 +81,8 @@ struct ExecResult {
   double maxAbsDiff = 0;
   double maxRelDiff = 0;
   std::string mismatch;  ///< First mismatch, "" when the outputs match.
+  /// With ExecOptions::keepOutputs: the model outputs of the last timed run, in Graph::outputs order.
+  std::vector<Tensor> outputs;
 };
 
 /// Runs `plan` (tasks == operators of `g`, devices by CostTable::deviceIds) on `backend`. Errors: a

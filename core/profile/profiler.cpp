@@ -169,7 +169,7 @@ Status referenceRun(Ctx& c) {
     const Value& val = g.values[v];
     if (val.producer >= 0) continue;
     if (!val.isWeight && !val.isGraphInput) continue;
-    auto t = syntheticTensor(g, static_cast<ValueId>(v), c.o.seed + v);
+    auto t = leafTensor(g, static_cast<ValueId>(v), c.o.seed + v);
     if (!t) return makeError(g.name, ": input '", val.name, "': ", t.message());
     c.ref[v] = std::move(t).value();
   }

@@ -2,9 +2,10 @@
 /// \file The profiler: measures a model's operators on a backend's devices and writes a Profile.
 ///
 /// Inputs: one reference run of the whole model (on the first device that runs each operator, in
-/// topological order) computes every intermediate tensor from seeded synthetic model inputs and
-/// weights (syntheticTensor: small integer payloads such as shapes and axes are exact), so that each
-/// operator is measured on the data it will really see. Then, per device:
+/// topological order) computes every intermediate tensor from the model's own weights and seeded
+/// synthetic model inputs (leafTensor: synthetic weights only where the graph has no data, as a graph
+/// generated in memory), so that each operator is measured on the data it will really see. Then, per
+/// device:
 ///  - method PerOperator: every operator alone, `warmup` untimed runs then `reps` timed runs; the
 ///    median and the median absolute deviation are kept;
 ///  - method InContext: per device, whole-model runs all-on-d in topological order (`warmup` + `reps`
