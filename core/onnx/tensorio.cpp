@@ -8,7 +8,9 @@
 #include <set>
 #include <sstream>
 
+#include "backend/npy.h"
 #include "onnx/importer.h"
+#include "onnx/weights.h"
 
 namespace partex {
 
@@ -22,82 +24,17 @@ Result<std::string> readFile(const std::string& path) {
   return ss.str();
 }
 
-template <class Src, class Dst>
-void copyField(const Src& field, Tensor& t) {
-  Dst* d = static_cast<Dst*>(t.raw());
-  int64_t i = 0;
-  for (auto v : field) d[i++] = static_cast<Dst>(v);
-}
-
 Result<Tensor> fromProto(const onnx::TensorProto& p, const std::string& origin) {
-  const DType dt = static_cast<DType>(p.data_type());
+  const DType dt = onnximp::dtypeFromOnnx(p.data_type());
   if (!tensorDTypeSupported(dt))
     return makeError(origin, ": tensor '", p.name(), "': unsupported data type ", std::to_string(p.data_type()));
   if (p.data_location() == onnx::TensorProto::EXTERNAL)
     return makeError(origin, ": tensor '", p.name(), "': external data is not supported");
-  std::vector<int64_t> dims(p.dims().begin(), p.dims().end());
-  auto r = Tensor::make(dt, dims);
-  if (!r) return makeError(origin, ": tensor '", p.name(), "': ", r.message());
-  Tensor& t = *r;
-  const int64_t n = t.numElements();
-  auto sizeError = [&](int64_t got) {
-    return makeError(origin, ": tensor '", p.name(), "': ", std::to_string(got), " values for ", shapeString(dims));
-  };
-  if (p.has_raw_data()) {
-    if (static_cast<int64_t>(p.raw_data().size()) != t.bytes())
-      return makeError(origin, ": tensor '", p.name(), "': raw data has ", std::to_string(p.raw_data().size()),
-                       " bytes, expected ", std::to_string(t.bytes()));
-    if (t.bytes() > 0) std::memcpy(t.raw(), p.raw_data().data(), static_cast<size_t>(t.bytes()));
-    return r;
-  }
-  switch (dt) {
-    case DType::Float32:
-      if (p.float_data_size() != n) return sizeError(p.float_data_size());
-      copyField<decltype(p.float_data()), float>(p.float_data(), t);
-      break;
-    case DType::Float64:
-      if (p.double_data_size() != n) return sizeError(p.double_data_size());
-      copyField<decltype(p.double_data()), double>(p.double_data(), t);
-      break;
-    case DType::Int64:
-      if (p.int64_data_size() != n) return sizeError(p.int64_data_size());
-      copyField<decltype(p.int64_data()), int64_t>(p.int64_data(), t);
-      break;
-    case DType::UInt32:
-      if (p.uint64_data_size() != n) return sizeError(p.uint64_data_size());
-      copyField<decltype(p.uint64_data()), uint32_t>(p.uint64_data(), t);
-      break;
-    case DType::UInt64:
-      if (p.uint64_data_size() != n) return sizeError(p.uint64_data_size());
-      copyField<decltype(p.uint64_data()), uint64_t>(p.uint64_data(), t);
-      break;
-    case DType::Int32:
-      if (p.int32_data_size() != n) return sizeError(p.int32_data_size());
-      copyField<decltype(p.int32_data()), int32_t>(p.int32_data(), t);
-      break;
-    case DType::Int16:
-      if (p.int32_data_size() != n) return sizeError(p.int32_data_size());
-      copyField<decltype(p.int32_data()), int16_t>(p.int32_data(), t);
-      break;
-    case DType::Int8:
-      if (p.int32_data_size() != n) return sizeError(p.int32_data_size());
-      copyField<decltype(p.int32_data()), int8_t>(p.int32_data(), t);
-      break;
-    case DType::UInt8:
-    case DType::Bool:
-      if (p.int32_data_size() != n) return sizeError(p.int32_data_size());
-      copyField<decltype(p.int32_data()), uint8_t>(p.int32_data(), t);
-      break;
-    case DType::UInt16:
-    case DType::Float16:
-    case DType::BFloat16:  // int32_data holds the 16-bit patterns
-      if (p.int32_data_size() != n) return sizeError(p.int32_data_size());
-      copyField<decltype(p.int32_data()), uint16_t>(p.int32_data(), t);
-      break;
-    default:
-      return makeError(origin, ": tensor '", p.name(), "': unsupported data type");
-  }
-  return r;
+  auto data = onnximp::decodeTensorData(p);
+  if (!data) return makeError(origin, ": tensor '", p.name(), "': ", data.message());
+  auto t = Tensor::alias(dt, std::vector<int64_t>(p.dims().begin(), p.dims().end()), std::move(data).value());
+  if (!t) return makeError(origin, ": tensor '", p.name(), "': ", t.message());
+  return t;
 }
 
 }  // namespace
@@ -113,6 +50,22 @@ Result<Tensor> readTensorProtoFile(const std::string& path, std::string* name) {
   auto bytes = readFile(path);
   if (!bytes) return Error{bytes.message()};
   return readTensorProtoBytes(*bytes, path, name);
+}
+
+Result<Tensor> readTensorFile(const std::string& path, std::string* name) {
+  if (name) name->clear();
+  std::ifstream f(path, std::ios::binary);
+  char magic[6] = {};
+  if (f) f.read(magic, sizeof magic);
+  if (f && std::memcmp(magic, "\x93NUMPY", sizeof magic) == 0) return readNpyFile(path);
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return makeError(path, ": no such file");
+  if (!fs::is_regular_file(path, ec)) return makeError(path, ": not a regular file");
+  auto t = readTensorProtoFile(path, name);
+  if (!t && t.message() == path + ": not a TensorProto")
+    return makeError(path, ": neither a NumPy .npy file nor an ONNX TensorProto (.pb)");
+  return t;
 }
 
 Result<OnnxModelWithData> importOnnxWithData(const std::string& path, bool constantsAsInputs,

@@ -19,6 +19,10 @@ Result<Tensor> readTensorProtoFile(const std::string& path, std::string* name = 
 /// Same, from serialized bytes; `origin` names the source in messages.
 Result<Tensor> readTensorProtoBytes(const std::string& bytes, const std::string& origin, std::string* name = nullptr);
 
+/// Reads a tensor file by its content: a NumPy .npy file (backend/npy.h) or a serialized
+/// onnx.TensorProto (.pb, the ONNX test-data format; `name` receives its name when it has one).
+Result<Tensor> readTensorFile(const std::string& path, std::string* name = nullptr);
+
 /// A small model imported for running: the graph, plus the data of its constants by value name
 /// (initializers and the outputs of Constant nodes with a tensor, float(s) or int(s) value).
 /// Weights the importer produced by folding other nodes have no entry.
@@ -30,7 +34,7 @@ struct OnnxModelWithData {
 /// Imports `path` and collects its constants' data. With `constantsAsInputs` (for running small test
 /// models), initializers and Constant nodes become graph inputs before import, so that the importer's
 /// constant folding keeps every operator and the constants are fed as inputs (by name, from
-/// `constants`); otherwise the model imports as importOnnxFile() does and folded weights have no data.
+/// `constants`); otherwise the model imports as importOnnxFile() does (weights carry their data).
 /// Tensors larger than `maxConstantBytes` are skipped.
 Result<OnnxModelWithData> importOnnxWithData(const std::string& path, bool constantsAsInputs = true,
                                              int64_t maxConstantBytes = int64_t{1} << 28);
