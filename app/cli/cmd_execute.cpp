@@ -1,15 +1,23 @@
 // partex-cli execute: runs a model with a plan's placement on the real devices, checks its outputs
-// against a single-device run and sets the measured makespan beside the simulator's prediction.
+// against a single-device run and sets the measured makespan beside the simulator's prediction. The
+// model runs on its own weights; its inputs are seeded random unless --input gives them, and
+// --outputs writes what it computed.
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
+#include "backend/npy.h"
 #include "cmd_profile.h"
 #include "commands.h"
 #include "cost/work.h"
+#include "onnx/tensorio.h"
 #include "plan/planfile.h"
 #include "platform/platform.h"
 #include "profile/executor.h"
@@ -28,6 +36,8 @@ struct ExecuteArgs {
   std::string backend = "cpu";
   std::string reference;
   std::vector<std::string> dims;
+  std::vector<std::string> inputs;  ///< NAME=FILE
+  std::string outputsDir;
   CostSourceArgs costs;
   int reps = 5;
   int spinUs = ExecOptions{}.spinUs;
@@ -43,19 +53,78 @@ double medianOf(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/// Peak resident memory of this process so far (getrusage: ru_maxrss, in KiB on Linux).
+int64_t peakRssBytes() {
+  rusage u{};
+  if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
+  return static_cast<int64_t>(u.ru_maxrss) * 1024;
+}
+
+/// Reads the --input NAME=FILE tensors and checks each against the model input it names (dtype, and
+/// the shape after --dim). Errors name the file.
+Result<std::map<ValueId, Tensor>> readInputs(const Graph& g, const std::vector<std::string>& specs) {
+  std::map<ValueId, Tensor> out;
+  for (const auto& spec : specs) {
+    const auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+      return makeError("--input '", spec, "': expected NAME=FILE");
+    const std::string name = spec.substr(0, eq), file = spec.substr(eq + 1);
+    ValueId id = kNone;
+    std::vector<std::string> names;
+    for (ValueId in : g.inputs) {
+      names.push_back(g.values[static_cast<size_t>(in)].name);
+      if (names.back() == name) id = in;
+    }
+    if (id == kNone) return makeError(file, ": the model has no input '", name, "' (inputs: ", join(names, ", "), ")");
+    if (out.count(id)) return makeError(file, ": input '", name, "' is given twice");
+    auto t = readTensorFile(file);
+    if (!t) return Error{t.message()};
+    const Value& v = g.values[static_cast<size_t>(id)];
+    if (t->dtype() != v.dtype)
+      return makeError(file, ": input '", name, "' is ", dtypeName(v.dtype), ", the file holds ",
+                       dtypeName(t->dtype()));
+    if (t->shape() != v.shape)
+      return makeError(file, ": input '", name, "' has shape ", shapeString(v.shape), " (after --dim), the file holds ",
+                       shapeString(t->shape()));
+    out[id] = std::move(t).value();
+  }
+  return out;
+}
+
+/// Writes every model output as DIR/NAME.npy (npyFileName), each atomically.
+Status writeOutputs(const Graph& g, const std::vector<Tensor>& outputs, const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return makeError(dir, ": cannot create the folder (", ec.message(), ")");
+  std::map<std::string, std::string> files;  // file name -> output name
+  for (ValueId v : g.outputs) {
+    const std::string& name = g.values[static_cast<size_t>(v)].name;
+    auto [it, fresh] = files.emplace(npyFileName(name), name);
+    if (!fresh && it->second != name)
+      return makeError(dir, ": outputs '", it->second, "' and '", name, "' would both be written to ", it->first);
+  }
+  for (size_t i = 0; i < g.outputs.size() && i < outputs.size(); ++i) {
+    const std::string& name = g.values[static_cast<size_t>(g.outputs[i])].name;
+    const std::string path = (std::filesystem::path(dir) / npyFileName(name)).string();
+    if (auto st = writeNpyFile(path, outputs[i]); !st) return makeError("output '", name, "': ", st.message());
+  }
+  return Status::ok();
+}
+
 int runExecute(const ExecuteArgs& a) {
   if (a.reps < 1) return fail("--reps must be at least 1");
   if (a.spinUs < 0) return fail("--spin-us must be >= 0");
   if (a.warmup < 0) return fail("--warmup must be >= 0");
-  auto bytes = readFile(a.model);
-  if (!bytes) return fail(bytes.message());
-  if (looksLikeTaskGraph(*bytes))
-    return fail(a.model + ": a task graph has no operators to execute (an ONNX model is needed)");
+  auto taskGraph = isTaskGraphFile(a.model);
+  if (!taskGraph) return fail(taskGraph.message());
+  if (*taskGraph) return fail(a.model + ": a task graph has no operators to execute (an ONNX model is needed)");
   auto plat = loadPlatform(a.platform);
   if (!plat) return fail(plat.message());
   auto g = loadModel(a.model, a.dims);
   if (!g) return fail(g.message());
-  auto t = buildCostTable(*g, characteriseAll(*g), *plat);
+  const auto work = characteriseAll(*g);
+  const GraphWork totals = summarise(*g, work);  // parameter and peak activation bytes, as inspect reports them
+  auto t = buildCostTable(*g, work, *plat);
   if (!t) return fail(t.message());
   if (auto st = applyCostSources(a.costs, *t, baseName(a.model), g->graphSha256); !st) return fail(st.message());
   PlanIdentity id{baseName(a.model), g->graphSha256, plat->name};
@@ -63,6 +132,8 @@ int runExecute(const ExecuteArgs& a) {
   if (!plan) return fail(plan.message());
   auto predicted = simulate(*t, *plan);
   if (!predicted) return fail(a.plan + ": " + predicted.message());
+  auto inputs = readInputs(*g, a.inputs);
+  if (!inputs) return fail(inputs.message());
 
   BackendRegistry reg;
   registerBuiltinBackends(reg);
@@ -74,8 +145,13 @@ int runExecute(const ExecuteArgs& a) {
   o.warmup = a.warmup;
   o.seed = a.seed;
   o.referenceDevice = a.reference;
+  o.inputs = std::move(inputs).value();
+  o.keepOutputs = !a.outputsDir.empty();
   auto r = executePlan(*g, *b, *t, *plan, o);
   if (!r) return fail(baseName(a.model) + ": " + baseName(a.plan) + ": " + r.message());
+  if (!a.outputsDir.empty())
+    if (auto st = writeOutputs(*g, r->outputs, a.outputsDir); !st) return fail(st.message());
+  const int64_t peakRss = peakRssBytes();
 
   const double measured = r->makespanUs, pred = predicted->makespan;
   const double err = measured > 0 ? (pred - measured) / measured : 0.0;
@@ -130,6 +206,9 @@ int runExecute(const ExecuteArgs& a) {
                         {"disturbed_runs_discarded", r->discardedRuns},
                         {"disturbed", r->disturbed},
                         {"omp_wait_policy", r->ompWaitPolicy},
+                        {"peak_rss_bytes", peakRss},
+                        {"param_bytes", totals.paramBytes},
+                        {"peak_activation_bytes", totals.peakActivationBytes},
                         {"notes", r->notes},
                         {"ops", ops}};
     if (!r->mismatch.empty()) j["mismatch"] = r->mismatch;
@@ -160,6 +239,11 @@ int runExecute(const ExecuteArgs& a) {
     std::printf("Outputs      %s single-device run on %s (max abs diff %.3g, max rel diff %.3g)%s%s\n",
                 r->outputsMatch ? "match the" : "DIFFER from the", refDev.c_str(), r->maxAbsDiff, r->maxRelDiff,
                 r->mismatch.empty() ? "" : ": ", r->mismatch.c_str());
+    if (!a.outputsDir.empty()) std::printf("Written      %zu outputs to %s\n", g->outputs.size(), a.outputsDir.c_str());
+    std::printf("Memory       peak RSS %s; parameters %s, peak activations %s\n",
+                humanBytes(static_cast<double>(peakRss)).c_str(),
+                humanBytes(static_cast<double>(totals.paramBytes)).c_str(),
+                humanBytes(static_cast<double>(totals.peakActivationBytes)).c_str());
     std::printf("\n%-32s %-12s %12s %12s %8s\n", "operator", "device", "measured_us", "predicted_us", "error");
     for (size_t v = 0; v < n; ++v) {
       const double pv = predicted->tasks[v].end - predicted->tasks[v].start;
@@ -187,8 +271,16 @@ void addExecute(CLI::App& app, int& exitCode) {
                   "of microseconds)")
       ->capture_default_str();
   cmd->add_option("--warmup", a->warmup, "Untimed runs before them")->capture_default_str();
-  cmd->add_option("--seed", a->seed, "Seed of the synthetic inputs and weights")->capture_default_str();
+  cmd->add_option("--seed", a->seed,
+                  "Seed of the synthetic model inputs (and of weights a model lacks, e.g. external data "
+                  "without its folder)")
+      ->capture_default_str();
   cmd->add_option("--dim", a->dims, "Bind a symbolic input dimension: NAME=VALUE or INPUT:AXIS=VALUE");
+  cmd->add_option("--input", a->inputs,
+                  "Feed model input NAME from FILE: NumPy .npy or ONNX TensorProto .pb, of the input's dtype and "
+                  "shape (NAME=FILE; repeatable; inputs not given are seeded random)");
+  cmd->add_option("--outputs", a->outputsDir,
+                  "Write every model output as DIR/NAME.npy (characters outside [A-Za-z0-9_.-] become _)");
   addCostSourceOptions(cmd, a->costs);
   cmd->add_flag("--json", a->json, "Print JSON");
   cmd->callback([a, &exitCode] { exitCode = runExecute(*a); });

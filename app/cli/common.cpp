@@ -1,3 +1,6 @@
+#include <cctype>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "commands.h"
@@ -17,11 +20,29 @@ Result<Graph> loadModel(const std::string& path, const std::vector<std::string>&
   return importOnnxFile(path, opts);
 }
 
+Result<bool> isTaskGraphFile(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec)) {
+    std::ifstream in(path, std::ios::binary);
+    char head[256];
+    in.read(head, sizeof head);
+    const std::streamsize n = in.gcount();
+    std::streamsize i = 0;
+    while (i < n && std::isspace(static_cast<unsigned char>(head[i]))) ++i;
+    if (i < n && head[i] != '{') return false;  // not JSON: an ONNX model (or something the importer refuses)
+  }
+  auto bytes = readFile(path);  // JSON, or an error readFile words (missing, a directory, unreadable)
+  if (!bytes) return Error{bytes.message()};
+  return looksLikeTaskGraph(*bytes);
+}
+
 Result<Problem> loadProblem(const std::string& model, const std::string& platform, const std::vector<std::string>& dims) {
   Problem p;
-  auto bytes = readFile(model);
-  if (!bytes) return Error{bytes.message()};
-  if (looksLikeTaskGraph(*bytes)) {
+  auto taskGraph = isTaskGraphFile(model);
+  if (!taskGraph) return Error{taskGraph.message()};
+  if (*taskGraph) {
+    auto bytes = readFile(model);
+    if (!bytes) return Error{bytes.message()};
     auto t = parseTaskGraph(*bytes, model);
     if (!t) return Error{t.message()};
     p.table = std::move(t).value();
