@@ -605,6 +605,7 @@ void GraphBuilder::setConst(Val& val, ConstTensor c) {
   val.isConst = true;
   if (c.hasData && onnximp::isIntType(c.dtype) && c.numel() <= onnximp::kMaxConstElements) val.v.intData = c.ints;
   val.v.data = c.data ? c.data : onnximp::encodeConst(c);
+  if (!val.v.shapeKnown) val.v.data = nullptr;  // an implausible shape (setShape warned): nothing to run on
   val.c = std::make_shared<const ConstTensor>(std::move(c));
 }
 

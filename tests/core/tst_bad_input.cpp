@@ -274,6 +274,8 @@ void TestBadInput::mutations() {
     if (g.isOk()) {
       ++imported;
       QVERIFY2(g->verify().isOk(), g->verify().message().c_str());
+      for (const auto& v : g->values)  // weight data, where kept, is exactly the weight's size
+        if (v.data) QVERIFY2(v.isWeight && v.data->size() == static_cast<size_t>(v.bytes()), v.name.c_str());
     } else {
       ++failed;
       CHECK_ONE_LINE_ERROR(g, "mutant.onnx");

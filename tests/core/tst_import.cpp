@@ -89,8 +89,14 @@ void checkInvariants(const Graph& g) {
     QVERIFY(!g.values[static_cast<size_t>(in)].isWeight);
     QVERIFY(g.values[static_cast<size_t>(in)].isGraphInput);
   }
-  for (const auto& v : g.values)
+  for (const auto& v : g.values) {
     if (v.isWeight) QCOMPARE(v.producer, kNone);
+    // Data, where a weight has it, is exactly the weight's bytes.
+    if (v.data) {
+      QVERIFY2(v.isWeight, v.name.c_str());
+      QCOMPARE(static_cast<int64_t>(v.data->size()), v.bytes());
+    }
+  }
 }
 
 bool writeBytes(const std::string& path, const std::string& bytes) {

@@ -24,8 +24,11 @@ constexpr const char* kOrigin = "fuzz.onnx";
 void checkGraph(const partex::Graph& g, int depth) {
   if (auto st = g.verify(); !st) fail("imported graph does not verify", st.message());
   (void)g.paramBytes();
-  for (const auto& v : g.values)
+  for (const auto& v : g.values) {
     if (v.shapeKnown && v.numElements() < 0) fail("known shape with negative size", v.name);
+    if (v.data && (!v.isWeight || v.data->size() != static_cast<size_t>(v.bytes())))
+      fail("weight data of another size than the weight", v.name);
+  }
   for (const auto& n : g.nodes)
     for (const auto& [name, sub] : n.subgraphs) {
       if (!sub) fail("null subgraph", n.name);
