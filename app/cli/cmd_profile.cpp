@@ -254,7 +254,7 @@ void addProfile(CLI::App& app, int& exitCode) {
   cmd->add_option("-o,--output", a->output, "Profile file to write (reused when it matches)");
   cmd->add_option("--reps", a->reps, "Timed runs per measurement")->capture_default_str();
   cmd->add_option("--warmup", a->warmup, "Untimed runs before them")->capture_default_str();
-  cmd->add_option("--seed", a->seed, "Seed of the synthetic inputs and weights")->capture_default_str();
+  cmd->add_option("--seed", a->seed, "Seed of the synthetic model inputs (weights are the model's own)")->capture_default_str();
   cmd->add_option("--dim", a->dims, "Bind a symbolic input dimension: NAME=VALUE or INPUT:AXIS=VALUE");
   cmd->add_flag("--groups", a->groups, "Also measure fused groups of consecutive operators");
   cmd->add_option("--max-group", a->maxGroup, "Largest group size")->capture_default_str();
