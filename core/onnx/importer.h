@@ -3,9 +3,10 @@
 /// this folder; its public headers expose IR types only.
 ///
 /// Import runs: parse (with size limits) -> IR-version and opset check -> onnx::checker ->
-/// binding of symbolic input dims -> onnx::shape_inference -> constant folding (Constant,
-/// ConstantOfShape, Shape and shape arithmetic on static shapes become weights) -> shape completion
-/// for what ONNX leaves open -> IR graph in topological order -> verify.
+/// binding of symbolic input dims -> onnx::shape_inference -> weights read (initializers and external
+/// data into Value::data) -> constant folding (Constant, ConstantOfShape, Shape and shape arithmetic on
+/// static shapes become weights, with their data; a fold the folder cannot compute stays an operator)
+/// -> shape completion for what ONNX leaves open -> IR graph in topological order -> verify.
 
 #include <cstdint>
 #include <map>
@@ -34,10 +35,12 @@ struct ImportOptions {
   bool runChecker = true;
 };
 
-/// Imports a model file. Errors are one line starting with the file name.
+/// Imports a model file. Errors are one line starting with the file name. Every weight keeps its data
+/// (Value::data), external data included (read relative to the model's folder).
 Result<Graph> importOnnxFile(const std::string& path, const ImportOptions& opts = {});
 /// Imports serialized model bytes; `origin` names the source in messages (a file name).
-/// External data is looked up relative to `baseDir` (referenced, never loaded).
+/// External data is read from files relative to `baseDir`; with an empty `baseDir` no file is read and
+/// external weights keep dims only (a warning says so; runs feed synthetic values for them).
 Result<Graph> importOnnxBytes(const std::string& bytes, const std::string& origin, const ImportOptions& opts = {},
                               const std::string& baseDir = "");
 
