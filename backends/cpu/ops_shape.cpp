@@ -193,8 +193,37 @@ class TransposeKernel final : public OpKernel {
 class ConcatKernel final : public OpKernel {
  public:
   explicit ConcatKernel(const Node& n) : axis_(n.attrInt("axis", 0)) {}
+  /// Channels-last along the channels when every input is channels-last: each pixel's channels are the
+  /// inputs' channels of that pixel, one after the other.
+  bool takesNhwc(const std::vector<const Tensor*>& in) const override {
+    if (!nhwcOut || in.empty()) return false;
+    for (const Tensor* t : in)
+      if (!t || !t->nhwc() || t->rank() != 4 || normAxis(axis_, 4) != 1 || t->dim(0) != in[0]->dim(0) ||
+          t->dim(2) != in[0]->dim(2) || t->dim(3) != in[0]->dim(3))
+        return false;
+    return true;
+  }
   Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
     if (in.empty()) return makeError("no inputs");
+    if (in[0] && in[0]->nhwc()) {
+      std::vector<int64_t> shape = in[0]->shape();
+      shape[1] = 0;
+      for (const Tensor* t : in) shape[1] += t->dim(1);
+      out.resize(1);
+      if (auto s = out[0].ensureNhwc(shape); !s) return s;
+      const int64_t pixels = shape[0] * shape[2] * shape[3], C = shape[1];
+      float* po = static_cast<float*>(out[0].raw());
+      int64_t at = 0;
+      for (const Tensor* t : in) {
+        const int64_t c = t->dim(1);
+        const float* pi = static_cast<const float*>(t->raw());
+        parallelChunks(ctx, pixels, [&](int64_t b, int64_t e) {
+          for (int64_t p = b; p < e; ++p) std::memcpy(po + p * C + at, pi + p * c, static_cast<size_t>(c) * sizeof(float));
+        }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, c)));
+        at += c;
+      }
+      return Status::ok();
+    }
     for (size_t i = 0; i < in.size(); ++i)
       if (auto e = expectInput(in, i, "input"); !e.empty()) return Error{e};
     const Tensor& x0 = *in[0];

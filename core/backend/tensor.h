@@ -85,6 +85,20 @@ class Tensor {
   /// Changes the shape without touching the data; fails unless the element count is the same.
   Status reshape(std::vector<int64_t> shape);
 
+  /// How the elements are stored. Plain: row-major. Nhwc: a float32 tensor of rank 3-5 [N, C, spatial...]
+  /// stored channels-last, [N][spatial...][C] (oneDNN's acdb: the layout its convolutions prefer on
+  /// this machine's ISA). Only the CPU backend's kernels produce such tensors, between operators that
+  /// read them (backends/cpu, nhwcOutputOk); raw() of one is not row-major: call toPlain() first.
+  enum class Layout : uint8_t { Plain, Nhwc };
+  Layout layout() const { return layout_; }
+  bool nhwc() const { return layout_ == Layout::Nhwc; }
+  /// Like ensure() for an Nhwc float32 tensor of rank 3-5 (storage reused when its size matches).
+  Status ensureNhwc(const std::vector<int64_t>& shape, int64_t maxBytes = kDefaultMaxBytes);
+  /// The same values in `out`, row-major (a copy of the storage for a plain tensor).
+  Status toPlain(Tensor& out) const;
+  /// Bytes of storage (the same in every layout).
+  int64_t storageBytes() const { return bytes(); }
+
   DType dtype() const { return dtype_; }
   const std::vector<int64_t>& shape() const { return shape_; }
   int64_t rank() const { return static_cast<int64_t>(shape_.size()); }
@@ -131,6 +145,7 @@ class Tensor {
   std::vector<int64_t> shape_;
   int64_t numel_ = 0;
   int64_t capacity_ = 0;  ///< Allocated bytes.
+  Layout layout_ = Layout::Plain;
   std::unique_ptr<std::byte[], AlignedFree> data_;
 };
 

@@ -41,9 +41,13 @@ class Prepared {
  public:
   Prepared(const Graph& g, const std::vector<Tensor>& leaves) : g_(g), leaves_(leaves) {}
 
-  /// Prepares every operator on the device of `devOf` (ids into `deviceIds`).
-  Status prepare(const Backend& b, const std::vector<DeviceId>& devOf, const std::vector<std::string>& deviceIds) {
+  /// Prepares every operator on the device of `devOf` (ids into `deviceIds`). With `fuse`, each fused
+  /// group (ir/fusion.h) of operators placed together runs as one kernel in the slot of its last
+  /// operator (when all its external inputs are ready); its other operators become empty steps.
+  Status prepare(const Backend& b, const std::vector<DeviceId>& devOf, const std::vector<std::string>& deviceIds,
+                 bool fuse = true) {
     const size_t n = g_.nodes.size();
+    kernels_.clear();
     kernels_.resize(n);
     outs_.assign(n, {});
     for (size_t v = 0; v < n; ++v) outs_[v].resize(g_.nodes[v].outputs.size());
@@ -56,7 +60,20 @@ class Prepared {
         if (node.outputs[k] >= 0) valuePtr_[static_cast<size_t>(node.outputs[k])] = &outs_[op][k];
     }
     ins_.assign(n, {});
+    fusedInto_.assign(n, -1);
+    groups_.clear();
+    if (fuse) groups_ = fusedGroups(g_, std::vector<int>(devOf.begin(), devOf.end()));
+    for (const FusedGroup& grp : groups_) {
+      const OpId last = grp.ops.back();
+      const std::string& dev = deviceIds[static_cast<size_t>(devOf[static_cast<size_t>(last)])];
+      auto k = b.prepareGroup(g_, grp, dev);
+      if (!k) continue;  // the backend does not fuse this group: its operators run one by one
+      kernels_[static_cast<size_t>(last)] = std::move(k).value();
+      for (ValueId in : grp.inputs) ins_[static_cast<size_t>(last)].push_back(in >= 0 ? valuePtr_[static_cast<size_t>(in)] : nullptr);
+      for (OpId op : grp.ops) fusedInto_[static_cast<size_t>(op)] = last;
+    }
     for (size_t op = 0; op < n; ++op) {
+      if (fusedInto_[op] >= 0) continue;
       const Node& node = g_.nodes[op];
       const std::string& dev = deviceIds[static_cast<size_t>(devOf[op])];
       std::string why;
@@ -72,6 +89,7 @@ class Prepared {
   }
 
   Status runOne(size_t op) {
+    if (!kernels_[op]) return Status::ok();  // an operator fused into a later one's kernel
     auto st = kernels_[op]->run(ins_[op], outs_[op]);
     if (!st) {
       const Node& node = g_.nodes[op];
@@ -79,6 +97,9 @@ class Prepared {
     }
     return Status::ok();
   }
+  /// Per operator: the last operator of the fused group whose kernel ran it; -1 when it ran alone.
+  const std::vector<OpId>& fusedInto() const { return fusedInto_; }
+  const std::vector<FusedGroup>& groups() const { return groups_; }
   const Tensor* value(ValueId v) const { return valuePtr_[static_cast<size_t>(v)]; }
 
  private:
@@ -88,6 +109,8 @@ class Prepared {
   std::vector<std::vector<Tensor>> outs_;
   std::vector<const Tensor*> valuePtr_;
   std::vector<std::vector<const Tensor*>> ins_;
+  std::vector<OpId> fusedInto_;  ///< Per operator: the last operator of its fused group, -1 when alone.
+  std::vector<FusedGroup> groups_;
 };
 
 struct RunTimes {
@@ -618,8 +641,9 @@ Result<ExecResult> executeOnDevice(const Graph& g, const Backend& backend, const
   const std::vector<DeviceId> devOf(n, 0);
   LaneTeam team(layout.laneCore);
   Prepared prep(g, in->leaves);
-  if (auto st = prep.prepare(backend, devOf, ids); !st) return Error{st.message()};
+  if (auto st = prep.prepare(backend, devOf, ids, o.fuse); !st) return Error{st.message()};
   ExecResult r;
+  r.fusedInto = prep.fusedInto();
   noteWaitPolicy(layout, devOf, r);
   if (auto st = timedRuns(team, prep, devOf, layout, program, *in, o, step, r, &order); !st)
     return Error{st.message()};
@@ -656,16 +680,24 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
   auto program = programLanes(t, plan, layout);
   if (!program) return Error{program.message()};
   LaneTeam team(layout.laneCore);
-  Prepared prep(g, in->leaves);
-  if (auto st = prep.prepare(backend, plan.device, t.deviceIds); !st) return Error{st.message()};
+  auto prep = std::make_unique<Prepared>(g, in->leaves);
+  if (auto st = prep->prepare(backend, plan.device, t.deviceIds, o.fuse); !st) return Error{st.message()};
   ExecResult r;
+  r.fusedInto = prep->fusedInto();
   r.modeSwitchesPerRun = program->modeSwitches;
   r.notes = program->notes;
   noteWaitPolicy(layout, plan.device, r);
-  if (auto st = timedRuns(team, prep, plan.device, layout, *program, *in, o, step, r); !st) return Error{st.message()};
+  if (auto st = timedRuns(team, *prep, plan.device, layout, *program, *in, o, step, r); !st) return Error{st.message()};
   if (!o.checkOutputs) return r;
+  // Keep the plan's outputs (row-major) and free its kernels and tensors before the reference run.
+  std::vector<Tensor> planOut(g.outputs.size());
+  for (size_t i = 0; i < g.outputs.size(); ++i)
+    if (const Tensor* v = prep->value(g.outputs[i]); v && !v->empty())
+      if (auto st = v->toPlain(planOut[i]); !st) return Error{st.message()};
+  prep.reset();
 
-  // The reference: every operator on one device, in topological order.
+  // The reference: every operator on one device, in topological order, one kernel per operator (so
+  // that fused kernels are checked against the operators they replace).
   std::string refId = o.referenceDevice.empty() ? t.deviceIds[static_cast<size_t>(t.host)] : o.referenceDevice;
   auto it = std::find(t.deviceIds.begin(), t.deviceIds.end(), refId);
   if (it == t.deviceIds.end()) return makeError("executor: no reference device '", refId, "'");
@@ -679,7 +711,7 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
   if (cancelled()) return makeError("cancelled");
   step("single-device reference run on " + refId);
   Prepared refPrep(g, in->leaves);
-  if (auto st = refPrep.prepare(backend, single.device, t.deviceIds); !st)
+  if (auto st = refPrep.prepare(backend, single.device, t.deviceIds, /*fuse=*/false); !st)
     return makeError("reference run: ", st.message());
   auto refProgram = programLanes(t, single, layout);
   if (!refProgram) return makeError("reference run: ", refProgram.message());
@@ -687,10 +719,11 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
   if (!refTimes) return makeError("reference run: ", refTimes.message());
   r.outputsChecked = true;
   r.outputsMatch = true;
-  for (ValueId out : g.outputs) {
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    const ValueId out = g.outputs[i];
     const Tensor* a = refPrep.value(out);
-    const Tensor* b = prep.value(out);
-    if (!a || !b) continue;
+    const Tensor* b = &planOut[i];
+    if (!a || b->empty()) continue;
     std::string why;
     if (!tensorsClose(*a, *b, o.rtol, r.maxAbsDiff, r.maxRelDiff, &why) && r.outputsMatch) {
       r.outputsMatch = false;

@@ -1,0 +1,40 @@
+#pragma once
+/// \file The CPU runtime's fusion rules: which chains of operators it runs as one kernel. Pure graph
+/// analysis (no backend, no data), so that the executor, the profiler, the simulator and the views all
+/// see the same groups. The rules (docs/design-decisions.md, "Fused kernels"):
+///  - An anchor is a float32 Conv (1-3 spatial dims), a Gemm or a MatMul whose B is a 2-D weight.
+///  - Its output is followed, while the current tensor has exactly one consumer, is not a model output and
+///    that consumer runs on the anchor's device (the placement, when one is given), by
+///      1. foldable affine steps, only before anything else: BatchNormalization (inference, weights
+///         scale/B/mean/var), Mul or Add by a weight that is a scalar or holds one value per output
+///         channel; they are folded into the anchor's weights and bias;
+///      2. at most one residual Add or two-input Sum whose other operand is an activation (not a weight)
+///         of exactly the same shape: oneDNN's sum post-op, accumulated into the output;
+///      3. element-wise activations: Relu, LeakyRelu, Clip (constant bounds), Sigmoid, Tanh, Elu,
+///         HardSigmoid, HardSwish, Softplus, Abs, Sqrt, Exp: oneDNN eltwise post-ops.
+///    Once a step of 2 or 3 is taken, no step of 1 follows.
+///  - A group of one operator is no group: every operator not in a group runs alone.
+
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace partex {
+
+/// One fused kernel: an anchor and the operators folded into it.
+struct FusedGroup {
+  std::vector<OpId> ops;        ///< Anchor first, then the chain in order; at least two operators.
+  /// External inputs in the kernel's order: the anchor's inputs (kNone where omitted), then for each
+  /// following operator its inputs other than the chained tensor, in node order.
+  std::vector<ValueId> inputs;
+  ValueId output = kNone;       ///< The last operator's (first) output: the group's only output.
+};
+
+/// The fused groups of `g` under a placement (device index per operator; empty: every operator on one
+/// device). Groups are disjoint and ordered by anchor id.
+std::vector<FusedGroup> fusedGroups(const Graph& g, const std::vector<int>& placement = {});
+
+/// Per operator: index into `groups` of the group it belongs to, or -1.
+std::vector<int> groupOfOps(const Graph& g, const std::vector<FusedGroup>& groups);
+
+}  // namespace partex
