@@ -83,6 +83,12 @@ bool nhwcOk(const Graph& g, ValueId v, std::vector<int8_t>& memo) {
     for (size_t i = 0; i < n.inputs.size() && ok; ++i) {
       if (n.inputs[i] != v) continue;
       if (isOp(n, {"Conv"}) && i == 0) continue;
+      OpId shuffleEnd = kNone;
+      if (i == 0 && channelShuffle(g, c, &shuffleEnd) > 0) {
+        const Node& last = g.nodes[static_cast<size_t>(shuffleEnd)];
+        if (nhwcOk(g, last.outputs[0], memo)) continue;
+        return false;
+      }
       if (isOp(n, {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"}) && i == 0 &&
           !(n.outputs.size() > 1 && n.outputs[1] >= 0))
         continue;
@@ -90,6 +96,25 @@ bool nhwcOk(const Graph& g, ValueId v, std::vector<int8_t>& memo) {
       const bool same = isOp(n, {"Add", "Sum", "Mul"}) || (isOp(n, {"Concat"}) && n.attrInt("axis", 0) % 4 == 1);
       const bool unary = isOp(n, {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Elu", "HardSwish", "Clip",
                                   "BatchNormalization"}) && i == 0;
+      // Add/Sub/Mul/Div of the tensor and a per-channel (or scalar) weight: a channel affine step.
+      bool perChannel = false;
+      if (isOp(n, {"Add", "Sub", "Mul", "Div"}) && n.inputs.size() == 2 && i == 0 && n.inputs[1] >= 0) {
+        const Value& w = g.values[static_cast<size_t>(n.inputs[1])];
+        int64_t nonOne = 0;
+        bool channelOnly = w.shapeKnown && w.shape.size() <= 4;
+        for (size_t d = 0; channelOnly && d < w.shape.size(); ++d) {
+          const size_t axis = d + 4 - w.shape.size();
+          if (w.shape[d] != 1) {
+            ++nonOne;
+            channelOnly = axis == 1 && w.shape[d] == val.shape[1];
+          }
+        }
+        perChannel = w.isWeight && w.dtype == DType::Float32 && channelOnly && nonOne <= 1;
+      }
+      if (perChannel) {
+        if (!n.outputs.empty() && nhwcOk(g, n.outputs[0], memo)) continue;
+        return false;
+      }
       if (same) {
         for (ValueId o : n.inputs) {
           const Value& ov = o >= 0 ? g.values[static_cast<size_t>(o)] : val;

@@ -300,7 +300,22 @@ class BinaryKernel final : public OpKernel {
  public:
   explicit BinaryKernel(Bin op) : op_(op) {}
   bool takesNhwc(const std::vector<const Tensor*>& in) const override {
-    return nhwcOut && (op_ == Bin::Add || op_ == Bin::Sub || op_ == Bin::Mul) && in.size() == 2 && allNhwcSame(in);
+    if (!nhwcOut || in.size() != 2) return false;
+    if ((op_ == Bin::Add || op_ == Bin::Sub || op_ == Bin::Mul) && allNhwcSame(in)) return true;
+    return perChannelNhwc(in);
+  }
+  /// A channels-last rank-4 float32 tensor (op) a plain per-channel or scalar float32 operand.
+  bool perChannelNhwc(const std::vector<const Tensor*>& in) const {
+    if (op_ != Bin::Add && op_ != Bin::Sub && op_ != Bin::Mul && op_ != Bin::Div) return false;
+    const Tensor* a = in[0];
+    const Tensor* b = in[1];
+    if (!a || !b || !a->nhwc() || b->nhwc() || a->rank() != 4 || b->dtype() != DType::Float32 || b->rank() > 4)
+      return false;
+    if (b->numElements() == 1) return true;
+    const int64_t off = 4 - b->rank();
+    for (int64_t d = 0; d < b->rank(); ++d)
+      if (b->dim(d) != 1 && !(d + off == 1 && b->dim(d) == a->dim(1))) return false;
+    return b->numElements() == a->dim(1);
   }
   Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
     if (in.size() < 2) return makeError("two inputs expected");
@@ -318,6 +333,26 @@ class BinaryKernel final : public OpKernel {
       return makeError("shapes do not broadcast: ", a->describe(), " and ", b->describe());
     out.resize(1);
     const bool cmp = isCompare(op_);
+    if (a->nhwc() && !b->nhwc()) {  // takesNhwc(): a per-channel operand on a channels-last tensor
+      if (auto s = out[0].ensureNhwc(a->shape()); !s) return s;
+      const int64_t C = a->dim(1), P = a->numElements() / std::max<int64_t>(1, C);
+      const float* pa = ptr<float>(*a);
+      const float* pb = ptr<float>(*b);
+      float* po = ptr<float>(out[0]);
+      const bool scalar = b->numElements() == 1;
+      const Bin op = op_;
+      parallelChunks(ctx, P, [&](int64_t s0, int64_t e0) {
+        for (int64_t p = s0; p < e0; ++p) {
+          const float* x = pa + p * C;
+          float* z = po + p * C;
+          for (int64_t c = 0; c < C; ++c) {
+            const float y = pb[scalar ? 0 : c];
+            z[c] = op == Bin::Add ? x[c] + y : op == Bin::Sub ? x[c] - y : op == Bin::Mul ? x[c] * y : x[c] / y;
+          }
+        }
+      }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, C)));
+      return Status::ok();
+    }
     if (a->nhwc() && b->nhwc()) {  // takesNhwc(): same shapes, both channels-last: over the storage
       if (auto s = out[0].ensureNhwc(shape); !s) return s;
       if (fastF32(ctx, op_, ptr<float>(*a), ptr<float>(*b), false, ptr<float>(out[0]), out[0].storageBytes() / 4))

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <limits>
 
+#include <algorithm>
+
 #include "cpu/onednn_util.h"
 
 namespace partex::cpu {
@@ -35,16 +37,26 @@ float fattr(const Node& n, const char* k, double def) {
 
 /// The steps of the operators after the anchor, with their parameters' places among the kernel inputs
 /// (FusedGroup::inputs order: anchor inputs first).
-Result<std::vector<Step>> buildSteps(const Graph& g, const std::vector<OpId>& ops) {
+/// `fromAnchor`: the anchor is a step too (a per-channel affine anchor, whose input 0 is the tensor).
+Result<std::vector<Step>> buildSteps(const Graph& g, const std::vector<OpId>& ops, bool fromAnchor = false) {
   std::vector<Step> steps;
   const Node& anchor = g.nodes[static_cast<size_t>(ops[0])];
-  size_t cursor = anchor.inputs.size();
-  ValueId cur = anchor.outputs[0];
+  size_t cursor = fromAnchor ? 1 : anchor.inputs.size();
+  ValueId cur = fromAnchor ? anchor.inputs[0] : anchor.outputs[0];
   using A = dnnl::algorithm;
-  for (size_t i = 1; i < ops.size(); ++i) {
+  for (size_t i = fromAnchor ? 0 : 1; i < ops.size(); ++i) {
     const Node& n = g.nodes[static_cast<size_t>(ops[i])];
     Step st;
     st.in = cursor;
+    if (n.opType == "Sigmoid" && i + 1 < ops.size()) {  // x * Sigmoid(x): the Mul that follows is part of it
+      const Node& m = g.nodes[static_cast<size_t>(ops[i + 1])];
+      st.alg = A::eltwise_swish;
+      st.alpha = 1.0f;
+      steps.push_back(st);
+      cur = m.outputs[0];
+      ++i;
+      continue;
+    }
     ValueId other = kNone;
     for (ValueId v : n.inputs)
       if (v != cur) other = v;
@@ -457,13 +469,173 @@ class FusedMatMulKernel final : public OpKernel {
   Reorder resReorder_;
 };
 
+// ---------------------------------------------------------------------------------------------------------
+
+/// A per-channel affine anchor (BatchNormalization, Mul/Add by a per-channel weight) with further affine
+/// steps and Relu/LeakyRelu/Clip: y = act(x * scale[c] + shift[c]) in one pass, row-major or channels-last.
+class ChannelAffineKernel final : public OpKernel {
+ public:
+  explicit ChannelAffineKernel(std::vector<Step> steps) : steps_(std::move(steps)) {}
+
+  bool takesNhwc(const std::vector<const Tensor*>& in) const override {
+    return nhwcOut && !in.empty() && in[0] && in[0]->nhwc();
+  }
+
+  Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "X"); !e.empty()) return Error{e};
+    const Tensor& x = *in[0];
+    if (x.dtype() != DType::Float32 || x.rank() != 4) return makeError("float32 rank-4 input expected: ", x.describe());
+    const int64_t C = x.dim(1);
+    if (scale_.size() != static_cast<size_t>(C) || !cached_) {
+      scale_.assign(static_cast<size_t>(C), 1.0f);
+      shift_.assign(static_cast<size_t>(C), 0.0f);
+      if (auto st = foldAffine(steps_, in, C, scale_, shift_); !st) return st;
+      act_ = Act::None;
+      for (const Step& st : steps_) {
+        if (isFold(st)) continue;
+        if (st.kind != Step::Elt) return makeError("only activations may follow the affine steps");
+        float a = st.alpha, b = st.beta;
+        if (st.clipInputs) {
+          a = -std::numeric_limits<float>::infinity();
+          b = std::numeric_limits<float>::infinity();
+          for (size_t k = 0; k < st.clipCount; ++k) {
+            const Tensor* t = st.in + k < in.size() ? in[st.in + k] : nullptr;
+            if (!t || t->empty()) continue;
+            if (t->numElements() != 1 || t->dtype() != DType::Float32) return makeError("Clip min/max must be scalars");
+            (k == 0 ? a : b) = static_cast<const float*>(t->raw())[0];
+          }
+          if (a > b) a = b;
+        }
+        if (act_ != Act::None) return makeError("one activation at most");
+        if (st.alg == dnnl::algorithm::eltwise_relu) {
+          act_ = a == 0.0f ? Act::Relu : Act::Leaky;
+          alpha_ = a;
+        } else if (st.alg == dnnl::algorithm::eltwise_clip_v2) {
+          act_ = Act::Clip;
+          lo_ = a;
+          hi_ = b;
+        } else {
+          return makeError("unsupported activation after the affine steps");
+        }
+      }
+      cached_ = true;
+    }
+    out.resize(1);
+    const bool nhwc = x.nhwc();
+    if (auto st = nhwc ? out[0].ensureNhwc(x.shape()) : out[0].ensure(DType::Float32, x.shape()); !st) return st;
+    const float* px = static_cast<const float*>(x.raw());
+    float* py = static_cast<float*>(out[0].raw());
+    const float* sc = scale_.data();
+    const float* sh = shift_.data();
+    const int64_t N = x.dim(0), S = x.dim(2) * x.dim(3);
+    auto apply = [&](auto f) {
+      if (nhwc) {  // [N*S][C]: the channel loop vectorises
+        parallelChunks(ctx, N * S, [&](int64_t b, int64_t e) {
+          for (int64_t p = b; p < e; ++p) {
+            const float* xi = px + p * C;
+            float* yi = py + p * C;
+            for (int64_t c = 0; c < C; ++c) yi[c] = f(xi[c] * sc[c] + sh[c]);
+          }
+        }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, C)));
+      } else {  // [N*C][S]
+        parallelChunks(ctx, N * C, [&](int64_t b, int64_t e) {
+          for (int64_t r = b; r < e; ++r) {
+            const float s = sc[r % C], t = sh[r % C];
+            const float* xi = px + r * S;
+            float* yi = py + r * S;
+            for (int64_t i = 0; i < S; ++i) yi[i] = f(xi[i] * s + t);
+          }
+        }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, S)));
+      }
+    };
+    const float alpha = alpha_, lo = lo_, hi = hi_;
+    switch (act_) {
+      case Act::None:
+        apply([](float v) { return v; });
+        break;
+      case Act::Relu:
+        apply([](float v) { return v > 0.0f ? v : 0.0f; });
+        break;
+      case Act::Leaky:
+        apply([alpha](float v) { return v < 0.0f ? v * alpha : v; });
+        break;
+      case Act::Clip:
+        apply([lo, hi](float v) { return std::min(hi, std::max(lo, v)); });
+        break;
+    }
+    return Status::ok();
+  }
+
+ private:
+  enum class Act { None, Relu, Leaky, Clip };
+  std::vector<Step> steps_;
+  std::vector<float> scale_, shift_;
+  bool cached_ = false;
+  Act act_ = Act::None;
+  float alpha_ = 0, lo_ = 0, hi_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------------------------
+
+/// A channel shuffle with g groups (ir/fusion.h): output channel j*g + i is input channel i*(C/g) + j.
+/// Channels-last: a permutation within each pixel; row-major: one plane copy per channel.
+class ChannelShuffleKernel final : public OpKernel {
+ public:
+  explicit ChannelShuffleKernel(int64_t groups) : groups_(groups) {}
+  bool takesNhwc(const std::vector<const Tensor*>& in) const override {
+    return nhwcOut && !in.empty() && in[0] && in[0]->nhwc();
+  }
+  Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "data"); !e.empty()) return Error{e};
+    const Tensor& x = *in[0];
+    if (x.rank() != 4 || x.dtype() != DType::Float32 || x.dim(1) % groups_ != 0)
+      return makeError("channel shuffle of ", x.describe(), " in ", std::to_string(groups_), " groups");
+    const int64_t N = x.dim(0), C = x.dim(1), S = x.dim(2) * x.dim(3), per = C / groups_, g = groups_;
+    out.resize(1);
+    if (auto st = x.nhwc() ? out[0].ensureNhwc(x.shape()) : out[0].ensure(DType::Float32, x.shape()); !st) return st;
+    const float* px = static_cast<const float*>(x.raw());
+    float* py = static_cast<float*>(out[0].raw());
+    if (x.nhwc()) {
+      parallelChunks(ctx, N * S, [&](int64_t b, int64_t e) {
+        for (int64_t p = b; p < e; ++p) {
+          const float* xi = px + p * C;
+          float* yi = py + p * C;
+          for (int64_t j = 0; j < per; ++j)
+            for (int64_t i = 0; i < g; ++i) yi[j * g + i] = xi[i * per + j];
+        }
+      }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, C)));
+    } else {
+      parallelChunks(ctx, N * C, [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+          const int64_t n = r / C, c = r % C, i = c % g, j = c / g;
+          std::memcpy(py + r * S, px + (n * C + i * per + j) * S, static_cast<size_t>(S) * sizeof(float));
+        }
+      }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, S)));
+    }
+    return Status::ok();
+  }
+
+ private:
+  int64_t groups_;
+};
+
 }  // namespace
 
 Result<std::unique_ptr<OpKernel>> makeFusedKernel(const Graph& g, const std::vector<OpId>& ops) {
   if (ops.empty()) return makeError("empty group");
+  const Node& anchor = g.nodes[static_cast<size_t>(ops[0])];
+  if (anchor.opType == "Reshape") {
+    const int64_t groups = channelShuffle(g, ops[0]);
+    if (groups <= 0) return makeError("'", anchor.name, "' is no channel shuffle");
+    return std::unique_ptr<OpKernel>(std::make_unique<ChannelShuffleKernel>(groups));
+  }
+  if (anchor.opType == "BatchNormalization" || anchor.opType == "Mul" || anchor.opType == "Add") {
+    auto steps = buildSteps(g, ops, /*fromAnchor=*/true);
+    if (!steps) return Error{steps.message()};
+    return std::unique_ptr<OpKernel>(std::make_unique<ChannelAffineKernel>(std::move(*steps)));
+  }
   auto steps = buildSteps(g, ops);
   if (!steps) return Error{steps.message()};
-  const Node& anchor = g.nodes[static_cast<size_t>(ops[0])];
   if (anchor.opType == "Conv") return std::unique_ptr<OpKernel>(std::make_unique<FusedConvKernel>(anchor, std::move(*steps)));
   if (anchor.opType == "Gemm" || anchor.opType == "MatMul")
     return std::unique_ptr<OpKernel>(std::make_unique<FusedMatMulKernel>(anchor, std::move(*steps)));

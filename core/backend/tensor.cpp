@@ -96,7 +96,8 @@ Status Tensor::ensure(DType dtype, const std::vector<int64_t>& shape, int64_t ma
     return makeError("tensor: ", shapeString(shape), " ", dtypeName(dtype), " exceeds ", std::to_string(maxBytes),
                      " bytes");
   const int64_t bytes = n * es;
-  if (bytes != capacity_ || (!data_ && bytes > 0)) {
+  // Storage at least as large is kept (an executor shares one buffer between tensors of different sizes).
+  if (bytes > capacity_ || (!data_ && bytes > 0)) {
     data_.reset();
     capacity_ = 0;
     if (bytes > 0) {

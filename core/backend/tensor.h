@@ -79,8 +79,8 @@ class Tensor {
 
   /// A zero-filled tensor. Fails on an unsupported dtype, a negative dim, or more than `maxBytes`.
   static Result<Tensor> make(DType dtype, std::vector<int64_t> shape, int64_t maxBytes = kDefaultMaxBytes);
-  /// (Re)shapes this tensor to dtype/shape, reusing the storage when the byte size is unchanged
-  /// (contents then undefined), otherwise allocating zeroed storage. Kernels call it on their outputs.
+  /// (Re)shapes this tensor to dtype/shape, reusing the storage when it is large enough (contents then
+  /// undefined), otherwise allocating zeroed storage. Kernels call it on their outputs.
   Status ensure(DType dtype, const std::vector<int64_t>& shape, int64_t maxBytes = kDefaultMaxBytes);
   /// Changes the shape without touching the data; fails unless the element count is the same.
   Status reshape(std::vector<int64_t> shape);

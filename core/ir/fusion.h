@@ -12,7 +12,13 @@
 ///         of exactly the same shape: oneDNN's sum post-op, accumulated into the output;
 ///      3. element-wise activations: Relu, LeakyRelu, Clip (constant bounds), Sigmoid, Tanh, Elu,
 ///         HardSigmoid, HardSwish, Softplus, Abs, Sqrt, Exp: oneDNN eltwise post-ops.
-///    Once a step of 2 or 3 is taken, no step of 1 follows.
+///    Once a step of 2 or 3 is taken, no step of 1 follows. x * Sigmoid(x) (SiLU, swish: the tensor read
+///    by a Sigmoid and by the Mul of it and that Sigmoid's output) counts as one activation.
+///  - A per-channel affine anchor on a rank-4 activation (BatchNormalization, or Mul/Add by a per-channel
+///    weight, that no Conv took) takes further affine steps and then Relu, LeakyRelu or Clip: one pass
+///    over memory instead of one per operator (DenseNet's pre-activation BatchNormalization + Relu).
+///  - A channel shuffle, Reshape [N,C,H,W] -> [N,g,C/g,H,W], Transpose (0,2,1,3,4), Reshape back to
+///    [N,C,H,W] (ShuffleNet), is one group: a permutation of the channels (channelShuffle()).
 ///  - A group of one operator is no group: every operator not in a group runs alone.
 
 #include <vector>
@@ -33,6 +39,9 @@ struct FusedGroup {
 /// The fused groups of `g` under a placement (device index per operator; empty: every operator on one
 /// device). Groups are disjoint and ordered by anchor id.
 std::vector<FusedGroup> fusedGroups(const Graph& g, const std::vector<int>& placement = {});
+
+/// When `reshape` starts a channel shuffle (see above): its group count g and the last Reshape; else 0.
+int64_t channelShuffle(const Graph& g, OpId reshape, OpId* last = nullptr);
 
 /// Per operator: index into `groups` of the group it belongs to, or -1.
 std::vector<int> groupOfOps(const Graph& g, const std::vector<FusedGroup>& groups);
