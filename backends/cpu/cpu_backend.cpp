@@ -59,6 +59,88 @@ std::string checkDTypes(const Graph& g, const Node& n, const std::vector<DType>&
 
 namespace {
 
+bool isOp(const Node& n, std::initializer_list<const char*> types) {
+  if (!n.domain.empty() && n.domain != "ai.onnx") return false;
+  for (const char* t : types)
+    if (n.opType == t) return true;
+  return false;
+}
+
+/// nhwcOutputOk with a memo per value (-1 unknown, 0 no, 1 yes): DenseNet's concatenations would
+/// otherwise be visited exponentially often.
+bool nhwcOk(const Graph& g, ValueId v, std::vector<int8_t>& memo) {
+  if (v < 0 || static_cast<size_t>(v) >= g.values.size()) return false;
+  int8_t& m = memo[static_cast<size_t>(v)];
+  if (m < 0) m = 0;  // provisional (the graph is acyclic, so no cycle reads it)
+  else return m == 1;
+  const Value& val = g.values[static_cast<size_t>(v)];
+  if (val.dtype != DType::Float32 || !val.shapeKnown || val.shape.size() != 4 || val.isGraphOutput ||
+      val.consumers.empty())
+    return false;
+  for (OpId c : val.consumers) {
+    const Node& n = g.nodes[static_cast<size_t>(c)];
+    bool ok = true;
+    for (size_t i = 0; i < n.inputs.size() && ok; ++i) {
+      if (n.inputs[i] != v) continue;
+      if (isOp(n, {"Conv"}) && i == 0) continue;
+      OpId shuffleEnd = kNone;
+      if (i == 0 && channelShuffle(g, c, &shuffleEnd) > 0) {
+        const Node& last = g.nodes[static_cast<size_t>(shuffleEnd)];
+        if (nhwcOk(g, last.outputs[0], memo)) continue;
+        return false;
+      }
+      if (isOp(n, {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"}) && i == 0 &&
+          !(n.outputs.size() > 1 && n.outputs[1] >= 0))
+        continue;
+      // Readers whose own output is then channels-last too.
+      const bool same = isOp(n, {"Add", "Sum", "Mul"}) || (isOp(n, {"Concat"}) && n.attrInt("axis", 0) % 4 == 1);
+      const bool unary = isOp(n, {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Elu", "HardSwish", "Clip",
+                                  "BatchNormalization"}) && i == 0;
+      // Add/Sub/Mul/Div of the tensor and a per-channel (or scalar) weight: a channel affine step.
+      bool perChannel = false;
+      if (isOp(n, {"Add", "Sub", "Mul", "Div"}) && n.inputs.size() == 2 && i == 0 && n.inputs[1] >= 0) {
+        const Value& w = g.values[static_cast<size_t>(n.inputs[1])];
+        int64_t nonOne = 0;
+        bool channelOnly = w.shapeKnown && w.shape.size() <= 4;
+        for (size_t d = 0; channelOnly && d < w.shape.size(); ++d) {
+          const size_t axis = d + 4 - w.shape.size();
+          if (w.shape[d] != 1) {
+            ++nonOne;
+            channelOnly = axis == 1 && w.shape[d] == val.shape[1];
+          }
+        }
+        perChannel = w.isWeight && w.dtype == DType::Float32 && channelOnly && nonOne <= 1;
+      }
+      if (perChannel) {
+        if (!n.outputs.empty() && nhwcOk(g, n.outputs[0], memo)) continue;
+        return false;
+      }
+      if (same) {
+        for (ValueId o : n.inputs) {
+          const Value& ov = o >= 0 ? g.values[static_cast<size_t>(o)] : val;
+          if (o < 0 || !ov.shapeKnown || ov.dtype != DType::Float32 || ov.shape.size() != 4 ||
+              (!isOp(n, {"Concat"}) && ov.shape != val.shape))
+            ok = false;
+        }
+      }
+      if (!(same || unary) || n.outputs.empty()) ok = false;
+      if (ok) ok = nhwcOk(g, n.outputs[0], memo);
+    }
+    if (!ok) return false;
+  }
+  m = 1;
+  return true;
+}
+
+}  // namespace
+
+bool nhwcOutputOk(const Graph& g, ValueId v) {
+  std::vector<int8_t> memo(g.values.size(), -1);
+  return nhwcOk(g, v, memo);
+}
+
+namespace {
+
 std::atomic<int> gSinkThreads{0};  // Keeps the start-up parallel region from being optimised away.
 
 /// oneDNN's effective ISA by name, for the version string (profiles differ by ISA).
@@ -106,6 +188,17 @@ class CpuKernel final : public Kernel {
     std::vector<const Tensor*> in = inputs;
     in.resize(nIn_, nullptr);
     outputs.resize(nOut_);
+    // Channels-last inputs the kernel does not read as they are: row-major copies (kept for the next run).
+    bool anyNhwc = false;
+    for (const Tensor* t : in) anyNhwc = anyNhwc || (t && t->nhwc());
+    if (anyNhwc && !op_->takesNhwc(in)) {
+      plain_.resize(in.size());
+      for (size_t i = 0; i < in.size(); ++i)
+        if (in[i] && in[i]->nhwc()) {
+          if (auto st = in[i]->toPlain(plain_[i]); !st) return makeError("node '", name_, "': ", st.message());
+          in[i] = &plain_[i];
+        }
+    }
     DeviceScope scope(dev_.threads, dev_.core, dev_.teamCores.empty() ? nullptr : &dev_.teamCores);
     ExecContext ctx;
     ctx.threads = dev_.threads;
@@ -125,6 +218,7 @@ class CpuKernel final : public Kernel {
   std::string name_;
   size_t nIn_, nOut_;
   BackendDevice dev_;
+  std::vector<Tensor> plain_;
 };
 
 class CpuBackend final : public Backend {
@@ -158,6 +252,27 @@ class CpuBackend final : public Backend {
   std::string version() const override { return version_; }
   std::vector<BackendDevice> devices() const override { return devices_; }
 
+  Result<std::unique_ptr<Kernel>> prepareGroup(const Graph& g, const FusedGroup& grp,
+                                               const std::string& deviceId) const override {
+    if (grp.ops.size() < 2) return makeError("cpu backend: a fused group has at least two operators");
+    for (OpId op : grp.ops)
+      if (std::string why = check(g, op); !why.empty()) return makeError("cpu backend: ", why);
+    const BackendDevice* dev = nullptr;
+    for (const auto& d : devices_)
+      if (d.id == deviceId) dev = &d;
+    if (!dev) return makeError("cpu backend: unknown device '", deviceId, "'");
+    const Node& last = g.nodes[static_cast<size_t>(grp.ops.back())];
+    try {
+      auto k = makeFusedKernel(g, grp.ops);
+      if (!k) return makeError("cpu backend: group of '", last.name, "': ", k.message());
+      (*k)->nhwcOut = nhwcOutputOk(g, grp.output);
+      return std::unique_ptr<Kernel>(
+          std::make_unique<CpuKernel>(std::move(*k), last.name, grp.inputs.size(), 1, *dev));
+    } catch (const std::exception& e) {
+      return makeError("cpu backend: group of '", last.name, "': ", e.what());
+    }
+  }
+
   bool supports(const Graph& g, OpId op, std::string* reason) const override {
     std::string why = check(g, op);
     if (reason) *reason = why;
@@ -177,6 +292,7 @@ class CpuBackend final : public Backend {
     try {
       auto k = findEntry(n)->make(g, n);
       if (!k) return makeError("cpu backend: node '", name, "': ", k.message());
+      (*k)->nhwcOut = !n.outputs.empty() && nhwcOutputOk(g, n.outputs[0]);
       return std::unique_ptr<Kernel>(
           std::make_unique<CpuKernel>(std::move(*k), n.name, n.inputs.size(), n.outputs.size(), *dev));
     } catch (const std::exception& e) {

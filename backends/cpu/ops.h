@@ -22,7 +22,24 @@ class OpKernel {
   virtual ~OpKernel() = default;
   /// `in` has one entry per node input (nullptr when omitted); `out` has one per node output.
   virtual Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) = 0;
+  /// Whether run() takes these inputs as they are when some are channels-last (Tensor::Layout::Nhwc);
+  /// when not, the backend hands it row-major copies of those.
+  virtual bool takesNhwc(const std::vector<const Tensor*>& in) const {
+    (void)in;
+    return false;
+  }
+  /// Set by the backend when every consumer of the kernel's (first) output reads channels-last tensors:
+  /// run() may then leave that output channels-last (nhwcOutputOk()).
+  bool nhwcOut = false;
 };
+
+/// Whether value `v` of `g` may be stored channels-last: a float32 rank-4 activation that is no model
+/// output and whose every consumer reads channels-last inputs there (Conv's X, pooling's X; element-wise
+/// operators, BatchNormalization and channel Concat when their own output may be channels-last too).
+bool nhwcOutputOk(const Graph& g, ValueId v);
+
+/// The kernel of a fused group (ir/fusion.h; `ops` anchor first, a lone Conv included): ops_fused.cpp.
+Result<std::unique_ptr<OpKernel>> makeFusedKernel(const Graph& g, const std::vector<OpId>& ops);
 
 /// Returns "" when the node can run, otherwise the reason (one line).
 using CheckFn = std::function<std::string(const Graph&, const Node&)>;

@@ -1,7 +1,9 @@
 // OpenMP element-wise kernels with numpy broadcasting: arithmetic, comparisons, logic, Where, Cast and the
 // unary functions oneDNN does not have.
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -133,6 +135,87 @@ inline bool applyCmp(Bin op, T a, T b) {
   }
 }
 
+/// out[i] = a[i] (op) b[i * bStep] for float32 Add/Sub/Mul/Div over [0, n), the operator chosen outside
+/// the loop so that it vectorises. false for other operators.
+bool fastF32(const ExecContext& ctx, Bin op, const float* a, const float* b, bool bScalar, float* o, int64_t n) {
+  auto loop = [&](auto f) {
+    parallelChunks(ctx, n, [&](int64_t s, int64_t e) {
+      if (bScalar) {
+        const float y = b[0];
+        for (int64_t i = s; i < e; ++i) o[i] = f(a[i], y);
+      } else {
+        for (int64_t i = s; i < e; ++i) o[i] = f(a[i], b[i]);
+      }
+    });
+  };
+  switch (op) {
+    case Bin::Add:
+      loop([](float x, float y) { return x + y; });
+      return true;
+    case Bin::Sub:
+      loop([](float x, float y) { return x - y; });
+      return true;
+    case Bin::Mul:
+      loop([](float x, float y) { return x * y; });
+      return true;
+    case Bin::Div:
+      loop([](float x, float y) { return x / y; });
+      return true;
+    default:
+      return false;
+  }
+}
+
+/// Float32 a (op) b where b holds one value per index of axis `axis` of `a`'s shape (and is 1 elsewhere),
+/// `a` the output's shape: per-channel scales and shifts. false when b is not of that form or op is not
+/// Add/Sub/Mul/Div.
+bool fastF32PerAxis(const ExecContext& ctx, Bin op, const Tensor& a, const Tensor& b, Tensor& out) {
+  if (op != Bin::Add && op != Bin::Sub && op != Bin::Mul && op != Bin::Div) return false;
+  const auto& as = a.shape();
+  const auto& bs = b.shape();
+  if (bs.size() > as.size() || b.numElements() <= 1) return false;
+  const size_t off = as.size() - bs.size();
+  int axis = -1;
+  for (size_t i = 0; i < bs.size(); ++i) {
+    if (bs[i] == 1) continue;
+    if (axis >= 0 || bs[i] != as[i + off]) return false;
+    axis = static_cast<int>(i + off);
+  }
+  if (axis < 0) return false;
+  int64_t outer = 1, inner = 1;
+  for (int i = 0; i < axis; ++i) outer *= as[static_cast<size_t>(i)];
+  for (size_t i = static_cast<size_t>(axis) + 1; i < as.size(); ++i) inner *= as[i];
+  const int64_t C = as[static_cast<size_t>(axis)];
+  const float* pa = ptr<float>(a);
+  const float* pb = ptr<float>(b);
+  float* po = ptr<float>(out);
+  parallelChunks(
+      ctx, outer * C,
+      [&](int64_t s, int64_t e) {
+        for (int64_t r = s; r < e; ++r) {
+          const float y = pb[r % C];
+          const float* x = pa + r * inner;
+          float* z = po + r * inner;
+          switch (op) {
+            case Bin::Add:
+              for (int64_t i = 0; i < inner; ++i) z[i] = x[i] + y;
+              break;
+            case Bin::Sub:
+              for (int64_t i = 0; i < inner; ++i) z[i] = x[i] - y;
+              break;
+            case Bin::Mul:
+              for (int64_t i = 0; i < inner; ++i) z[i] = x[i] * y;
+              break;
+            default:
+              for (int64_t i = 0; i < inner; ++i) z[i] = x[i] / y;
+              break;
+          }
+        }
+      },
+      std::max<int64_t>(1, 16384 / std::max<int64_t>(1, inner)));
+  return true;
+}
+
 /// out = a (op) b with broadcasting; out already shaped to the broadcast shape. TO is T or uint8 (bool).
 template <class T, class TO>
 void binaryLoop(const ExecContext& ctx, Bin op, const Tensor& a, const Tensor& b, Tensor& out) {
@@ -204,9 +287,36 @@ Status castInto(const ExecContext& ctx, const Tensor& src, DType to, Tensor& dst
   return Status::ok();
 }
 
+/// Whether every input is a channels-last float32 tensor of one shape (element-wise over the storage is
+/// then element-wise over the values).
+bool allNhwcSame(const std::vector<const Tensor*>& in) {
+  if (in.empty()) return false;
+  for (const Tensor* t : in)
+    if (!t || !t->nhwc() || t->shape() != in[0]->shape()) return false;
+  return true;
+}
+
 class BinaryKernel final : public OpKernel {
  public:
   explicit BinaryKernel(Bin op) : op_(op) {}
+  bool takesNhwc(const std::vector<const Tensor*>& in) const override {
+    if (!nhwcOut || in.size() != 2) return false;
+    if ((op_ == Bin::Add || op_ == Bin::Sub || op_ == Bin::Mul) && allNhwcSame(in)) return true;
+    return perChannelNhwc(in);
+  }
+  /// A channels-last rank-4 float32 tensor (op) a plain per-channel or scalar float32 operand.
+  bool perChannelNhwc(const std::vector<const Tensor*>& in) const {
+    if (op_ != Bin::Add && op_ != Bin::Sub && op_ != Bin::Mul && op_ != Bin::Div) return false;
+    const Tensor* a = in[0];
+    const Tensor* b = in[1];
+    if (!a || !b || !a->nhwc() || b->nhwc() || a->rank() != 4 || b->dtype() != DType::Float32 || b->rank() > 4)
+      return false;
+    if (b->numElements() == 1) return true;
+    const int64_t off = 4 - b->rank();
+    for (int64_t d = 0; d < b->rank(); ++d)
+      if (b->dim(d) != 1 && !(d + off == 1 && b->dim(d) == a->dim(1))) return false;
+    return b->numElements() == a->dim(1);
+  }
   Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
     if (in.size() < 2) return makeError("two inputs expected");
     for (size_t i = 0; i < 2; ++i)
@@ -223,7 +333,39 @@ class BinaryKernel final : public OpKernel {
       return makeError("shapes do not broadcast: ", a->describe(), " and ", b->describe());
     out.resize(1);
     const bool cmp = isCompare(op_);
+    if (a->nhwc() && !b->nhwc()) {  // takesNhwc(): a per-channel operand on a channels-last tensor
+      if (auto s = out[0].ensureNhwc(a->shape()); !s) return s;
+      const int64_t C = a->dim(1), P = a->numElements() / std::max<int64_t>(1, C);
+      const float* pa = ptr<float>(*a);
+      const float* pb = ptr<float>(*b);
+      float* po = ptr<float>(out[0]);
+      const bool scalar = b->numElements() == 1;
+      const Bin op = op_;
+      parallelChunks(ctx, P, [&](int64_t s0, int64_t e0) {
+        for (int64_t p = s0; p < e0; ++p) {
+          const float* x = pa + p * C;
+          float* z = po + p * C;
+          for (int64_t c = 0; c < C; ++c) {
+            const float y = pb[scalar ? 0 : c];
+            z[c] = op == Bin::Add ? x[c] + y : op == Bin::Sub ? x[c] - y : op == Bin::Mul ? x[c] * y : x[c] / y;
+          }
+        }
+      }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, C)));
+      return Status::ok();
+    }
+    if (a->nhwc() && b->nhwc()) {  // takesNhwc(): same shapes, both channels-last: over the storage
+      if (auto s = out[0].ensureNhwc(shape); !s) return s;
+      if (fastF32(ctx, op_, ptr<float>(*a), ptr<float>(*b), false, ptr<float>(out[0]), out[0].storageBytes() / 4))
+        return Status::ok();
+      return makeError("no channels-last kernel for this operator");
+    }
     if (auto s = out[0].ensure(cmp ? DType::Bool : a->dtype(), shape); !s) return s;
+    if (a->dtype() == DType::Float32 && a->shape() == shape) {
+      if ((b->shape() == shape || b->numElements() == 1) &&
+          fastF32(ctx, op_, ptr<float>(*a), ptr<float>(*b), b->shape() != shape, ptr<float>(out[0]), out[0].numElements()))
+        return Status::ok();
+      if (fastF32PerAxis(ctx, op_, *a, *b, out[0])) return Status::ok();
+    }
     bool ok = false;
     if (a->dtype() == DType::Bool) {
       binaryLoop<uint8_t, uint8_t>(ctx, op_, *a, *b, out[0]);
@@ -250,7 +392,28 @@ class BinaryKernel final : public OpKernel {
 class VariadicKernel final : public OpKernel {
  public:
   VariadicKernel(Bin op, bool mean) : op_(op), mean_(mean) {}
+  bool takesNhwc(const std::vector<const Tensor*>& in) const override {
+    return nhwcOut && op_ == Bin::Add && !mean_ && allNhwcSame(in);
+  }
   Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (op_ == Bin::Add && !mean_ && !in.empty() && in[0] && in[0]->dtype() == DType::Float32 &&
+        (allNhwcSame(in) || std::all_of(in.begin(), in.end(), [&](const Tensor* t) {
+          return t && !t->nhwc() && t->dtype() == DType::Float32 && t->shape() == in[0]->shape();
+        }))) {
+      // Sum of float32 operands of one shape (and layout): pairwise over the storage.
+      out.resize(1);
+      auto s = in[0]->nhwc() ? out[0].ensureNhwc(in[0]->shape()) : out[0].ensure(DType::Float32, in[0]->shape());
+      if (!s) return s;
+      const int64_t n = in[0]->storageBytes() / 4;
+      if (in.size() == 1) {
+        std::memcpy(out[0].raw(), in[0]->raw(), static_cast<size_t>(n) * 4);
+        return Status::ok();
+      }
+      fastF32(ctx, Bin::Add, ptr<float>(*in[0]), ptr<float>(*in[1]), false, ptr<float>(out[0]), n);
+      for (size_t k = 2; k < in.size(); ++k)
+        fastF32(ctx, Bin::Add, ptr<float>(out[0]), ptr<float>(*in[k]), false, ptr<float>(out[0]), n);
+      return Status::ok();
+    }
     std::vector<std::vector<int64_t>> shapes;
     for (size_t i = 0; i < in.size(); ++i) {
       if (auto e = expectInput(in, i, "operand"); !e.empty()) return Error{e};

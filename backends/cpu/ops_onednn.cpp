@@ -4,261 +4,19 @@
 // input shapes change. Weights reordered into oneDNN's blocked layout are cached while the same weight
 // storage (and contents sample) is passed.
 
-#include <oneapi/dnnl/dnnl.hpp>
-
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <mutex>
 
-#include "cpu/kernels.h"
+#include "cpu/onednn_util.h"
 
 namespace partex::cpu {
 
 namespace {
 
-using dnnl::memory;
-using tag = dnnl::memory::format_tag;
-using dt = dnnl::memory::data_type;
-
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
-
-memory::dims toDims(const std::vector<int64_t>& s) {
-  return memory::dims(s.begin(), s.end());
-}
-
-tag plainTag(size_t rank) {
-  switch (rank) {
-    case 1:
-      return tag::a;
-    case 2:
-      return tag::ab;
-    case 3:
-      return tag::abc;
-    case 4:
-      return tag::abcd;
-    case 5:
-      return tag::abcde;
-    case 6:
-      return tag::abcdef;
-    default:
-      return tag::undef;
-  }
-}
-
-memory::desc plainDesc(const std::vector<int64_t>& shape) {
-  if (shape.empty()) return memory::desc({1}, dt::f32, tag::a);
-  return memory::desc(toDims(shape), dt::f32, plainTag(shape.size()));
-}
-
-memory userMem(const memory::desc& md, const Tensor& t) {
-  return memory(md, engine(), const_cast<void*>(t.raw()));
-}
-
-/// A sample hash of a tensor's contents, to notice weights changed in place.
-uint64_t sampleHash(const Tensor& t) {
-  const auto* p = static_cast<const unsigned char*>(t.raw());
-  const int64_t n = t.bytes();
-  uint64_t h = 1469598103934665603ull ^ static_cast<uint64_t>(n);
-  if (n <= 0) return h;
-  for (int i = 0; i < 64; ++i) {
-    const int64_t at = n * i / 64;
-    h = (h ^ p[at]) * 1099511628211ull;
-  }
-  return h;
-}
-
-/// Reordered weights, valid while the same storage with the same sampled contents is passed.
-struct WeightCache {
-  const void* ptr = nullptr;
-  uint64_t hash = 0;
-  memory::desc md;
-  memory mem;
-  bool valid(const Tensor& w, const memory::desc& want) const {
-    return mem && ptr == w.raw() && hash == sampleHash(w) && md == want;
-  }
-};
-
-/// Source memory in the primitive's layout: the user's memory or a reorder of it.
-memory toLayout(dnnl::stream& s, const memory& user, const memory::desc& want) {
-  if (user.get_desc() == want) return user;
-  memory m(want, engine());
-  dnnl::reorder(user, m).execute(s, const_cast<memory&>(user), m);
-  return m;
-}
-
-std::string spatialAttrsCheck(const Node& n, size_t spatial) {
-  for (const char* k : {"strides", "dilations", "kernel_shape"}) {
-    if (!n.hasAttr(k)) continue;
-    auto v = n.attrInts(k);
-    if (spatial && v.size() != spatial) return std::string(k) + " has the wrong length";
-    for (auto x : v)
-      if (x <= 0) return std::string(k) + " must be positive";
-  }
-  if (n.hasAttr("pads")) {
-    auto p = n.attrInts("pads");
-    if (spatial && p.size() != 2 * spatial) return "pads has the wrong length";
-    for (auto x : p)
-      if (x < 0) return "negative pads";
-  }
-  return "";
-}
-
-/// Rank of input i when known (-1 otherwise).
-int64_t inRank(const Graph& g, const Node& n, size_t i) {
-  if (!hasIn(n, i)) return -1;
-  const Value& v = g.values[static_cast<size_t>(n.inputs[i])];
-  return v.shapeKnown ? static_cast<int64_t>(v.shape.size()) : -1;
-}
-
-/// Window geometry of Conv/pooling for one input shape.
-struct Window {
-  memory::dims strides, dil, padL, padR, kernel, out;
-};
-
-/// Computes pads (auto_pad or explicit) and output sizes; error text or "".
-std::string windowGeometry(const Node& n, const std::vector<int64_t>& inSpatial, const std::vector<int64_t>& kernel,
-                           bool ceilMode, Window& w) {
-  const size_t s = inSpatial.size();
-  auto strides = attrIntsOr(n, "strides", std::vector<int64_t>(s, 1));
-  auto dil = attrIntsOr(n, "dilations", std::vector<int64_t>(s, 1));
-  auto pads = attrIntsOr(n, "pads", std::vector<int64_t>(2 * s, 0));
-  if (strides.size() != s || dil.size() != s || pads.size() != 2 * s) return "window attributes do not match the rank";
-  const std::string autoPad = n.attrString("auto_pad", "NOTSET");
-  w = Window{};
-  for (size_t i = 0; i < s; ++i) {
-    const int64_t in = inSpatial[i], k = kernel[i], st = strides[i], d = dil[i];
-    if (st <= 0 || d <= 0 || k <= 0) return "non-positive window attribute";
-    const int64_t ext = (k - 1) * d + 1;
-    int64_t pb = pads[i], pe = pads[i + s], out;
-    if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
-      out = (in + st - 1) / st;
-      const int64_t total = std::max<int64_t>(0, (out - 1) * st + ext - in);
-      pb = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      pe = total - pb;
-    } else if (autoPad == "VALID") {
-      pb = pe = 0;
-      out = (in - ext) / st + 1;
-      if (in < ext) out = 0;
-    } else if (autoPad == "NOTSET") {
-      const int64_t span = in + pb + pe - ext;
-      if (span < 0) return "window larger than the padded input";
-      out = ceilMode ? (span + st - 1) / st + 1 : span / st + 1;
-      // ceil_mode: the last window must start inside the input or left padding.
-      if (ceilMode && (out - 1) * st >= in + pb) --out;
-      // oneDNN wants out = (in + pb + pe' - ext) / st + 1 exactly: extend the right pad.
-      pe = (out - 1) * st + ext - in - pb;
-    } else {
-      return "unknown auto_pad " + autoPad;
-    }
-    if (out <= 0) return "empty output";
-    w.strides.push_back(st);
-    w.dil.push_back(d - 1);
-    w.padL.push_back(pb);
-    w.padR.push_back(pe);
-    w.kernel.push_back(k);
-    w.out.push_back(out);
-  }
-  return "";
-}
-
 // ---------------------------------------------------------------------------------------------------------
 // Conv
-
-class ConvKernel final : public OpKernel {
- public:
-  explicit ConvKernel(const Node& n) : node_(n) {}
-  Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
-    if (auto e = expectInput(in, 0, "X"); !e.empty()) return Error{e};
-    if (auto e = expectInput(in, 1, "W"); !e.empty()) return Error{e};
-    const Tensor& x = *in[0];
-    const Tensor& w = *in[1];
-    const Tensor* b = in.size() > 2 && in[2] && !in[2]->empty() ? in[2] : nullptr;
-    if (x.dtype() != DType::Float32 || w.dtype() != DType::Float32 || (b && b->dtype() != DType::Float32))
-      return makeError("Conv: float32 only");
-    const int64_t r = x.rank();
-    if (r < 3 || r > 5 || w.rank() != r) return makeError("Conv: X ", x.describe(), " and W ", w.describe());
-    const int64_t group = node_.attrInt("group", 1);
-    const int64_t C = x.dim(1), M = w.dim(0);
-    if (group <= 0 || C != w.dim(1) * group || M % group != 0)
-      return makeError("Conv: channels of X ", x.describe(), " do not match W ", w.describe(), " with group ",
-                       std::to_string(group));
-    if (b && (b->rank() != 1 || b->dim(0) != M)) return makeError("Conv: bias ", b->describe());
-    std::vector<int64_t> key = x.shape();
-    key.insert(key.end(), w.shape().begin(), w.shape().end());
-    key.push_back(b ? 1 : 0);
-    if (key != key_ || !prim_) {
-      std::vector<int64_t> spatial(x.shape().begin() + 2, x.shape().end());
-      std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
-      if (node_.hasAttr("kernel_shape") && node_.attrInts("kernel_shape") != kernel)
-        return makeError("Conv: kernel_shape does not match W ", w.describe());
-      Window win;
-      if (auto e = windowGeometry(node_, spatial, kernel, false, win); !e.empty()) return makeError("Conv: ", e);
-      outShape_ = {x.dim(0), M};
-      outShape_.insert(outShape_.end(), win.out.begin(), win.out.end());
-      memory::dims wd = toDims(w.shape());
-      if (group > 1) {
-        wd = {group, M / group};
-        wd.insert(wd.end(), w.shape().begin() + 1, w.shape().end());
-        userW_ = memory::desc(wd, dt::f32, r == 3 ? tag::goiw : r == 4 ? tag::goihw : tag::goidhw);
-      } else {
-        userW_ = memory::desc(wd, dt::f32, plainTag(static_cast<size_t>(r)));
-      }
-      userX_ = plainDesc(x.shape());
-      userY_ = plainDesc(outShape_);
-      auto anyX = memory::desc(toDims(x.shape()), dt::f32, tag::any);
-      auto anyW = memory::desc(wd, dt::f32, tag::any);
-      auto anyY = memory::desc(toDims(outShape_), dt::f32, tag::any);
-      auto bd = memory::desc({M}, dt::f32, tag::a);
-      auto d =
-          b ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                              anyX, anyW, bd, anyY, win.strides, win.dil, win.padL, win.padR)
-            : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                              anyX, anyW, anyY, win.strides, win.dil, win.padL, win.padR);
-      pd_ = dnnl::convolution_forward::primitive_desc(d, engine());
-      prim_ = dnnl::convolution_forward(pd_);
-      cache_ = WeightCache{};
-      key_ = key;
-    }
-    out.resize(1);
-    if (auto s = out[0].ensure(DType::Float32, outShape_); !s) return s;
-    dnnl::stream s(engine());
-    memory xm = toLayout(s, userMem(userX_, x), pd_.src_desc());
-    if (!cache_.valid(w, pd_.weights_desc())) {
-      memory wu = userMem(userW_, w);
-      if (userW_ == pd_.weights_desc()) {
-        cache_.mem = memory(pd_.weights_desc(), engine());
-        std::memcpy(cache_.mem.get_data_handle(), w.raw(), static_cast<size_t>(w.bytes()));
-      } else {
-        cache_.mem = memory(pd_.weights_desc(), engine());
-        dnnl::reorder(wu, cache_.mem).execute(s, wu, cache_.mem);
-      }
-      cache_.ptr = w.raw();
-      cache_.hash = sampleHash(w);
-      cache_.md = pd_.weights_desc();
-    }
-    memory ym = userMem(userY_, out[0]);
-    memory yp = pd_.dst_desc() == userY_ ? ym : memory(pd_.dst_desc(), engine());
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, cache_.mem}, {DNNL_ARG_DST, yp}};
-    if (b) args[DNNL_ARG_BIAS] = userMem(memory::desc({M_(b)}, dt::f32, tag::a), *b);
-    prim_.execute(s, args);
-    if (yp != ym) dnnl::reorder(yp, ym).execute(s, yp, ym);
-    s.wait();
-    return Status::ok();
-  }
-
- private:
-  static int64_t M_(const Tensor* b) { return b->dim(0); }
-  Node node_;
-  std::vector<int64_t> key_, outShape_;
-  memory::desc userX_, userW_, userY_;
-  dnnl::convolution_forward::primitive_desc pd_;
-  dnnl::convolution_forward prim_;
-  WeightCache cache_;
-};
 
 std::string checkConv(const Graph& g, const Node& n) {
   if (auto e = checkDTypes(g, n, f32Only()); !e.empty()) return e;
@@ -561,12 +319,14 @@ class GemmKernel final : public OpKernel {
 class PoolKernel final : public OpKernel {
  public:
   PoolKernel(const Node& n, dnnl::algorithm alg, bool global) : node_(n), alg_(alg), global_(global) {}
+  bool takesNhwc(const std::vector<const Tensor*>&) const override { return true; }
+
   Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
     if (auto e = expectInput(in, 0, "X"); !e.empty()) return Error{e};
     const Tensor& x = *in[0];
     if (x.dtype() != DType::Float32) return makeError("float32 only");
     if (x.rank() < 3 || x.rank() > 5) return makeError("input ", x.describe(), " (1-3 spatial dims supported)");
-    if (x.shape() != key_ || !prim_) {
+    if (x.shape() != key_ || x.nhwc() != blk_ || !prim_) {
       std::vector<int64_t> spatial(x.shape().begin() + 2, x.shape().end());
       Window win;
       if (global_) {
@@ -587,8 +347,8 @@ class PoolKernel final : public OpKernel {
       }
       outShape_ = {x.dim(0), x.dim(1)};
       outShape_.insert(outShape_.end(), win.out.begin(), win.out.end());
-      userX_ = plainDesc(x.shape());
-      userY_ = plainDesc(outShape_);
+      userX_ = descOf(x);
+      blk_ = x.nhwc();
       auto d = dnnl::pooling_v2_forward::desc(dnnl::prop_kind::forward_inference, alg_, userX_,
                                               memory::desc(toDims(outShape_), dt::f32, tag::any), win.strides,
                                               win.kernel, win.dil, win.padL, win.padR);
@@ -597,11 +357,13 @@ class PoolKernel final : public OpKernel {
       key_ = x.shape();
     }
     out.resize(1);
-    if (auto s = out[0].ensure(DType::Float32, outShape_); !s) return s;
+    // The output stays channels-last when the primitive writes that layout and every consumer reads it.
+    const bool blkOut = nhwcOut && outShape_.size() == 4 && pd_.dst_desc() == nhwcDesc(outShape_);
+    if (auto s = blkOut ? out[0].ensureNhwc(outShape_) : out[0].ensure(DType::Float32, outShape_); !s) return s;
     dnnl::stream s(engine());
     memory xm = toLayout(s, userMem(userX_, x), pd_.src_desc());
-    memory ym = userMem(userY_, out[0]);
-    memory yp = pd_.dst_desc() == userY_ ? ym : memory(pd_.dst_desc(), engine());
+    memory ym = userMem(descOf(out[0]), out[0]);
+    memory yp = pd_.dst_desc() == ym.get_desc() ? ym : memory(pd_.dst_desc(), engine());
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, yp}};
     if (pd_.workspace_desc().get_size()) args[DNNL_ARG_WORKSPACE] = memory(pd_.workspace_desc(), engine());
     prim_.execute(s, args);
@@ -615,7 +377,8 @@ class PoolKernel final : public OpKernel {
   dnnl::algorithm alg_;
   bool global_;
   std::vector<int64_t> key_, outShape_;
-  memory::desc userX_, userY_;
+  bool blk_ = false;
+  memory::desc userX_;
   dnnl::pooling_v2_forward::primitive_desc pd_;
   dnnl::pooling_v2_forward prim_;
 };
@@ -723,6 +486,10 @@ std::string checkPool(const Graph& g, const Node& n, bool global) {
 class BatchNormKernel final : public OpKernel {
  public:
   explicit BatchNormKernel(const Node& n) : eps_(static_cast<float>(n.attrFloat("epsilon", 1e-5))) {}
+  bool takesNhwc(const std::vector<const Tensor*>& in) const override {
+    return nhwcOut && !in.empty() && in[0] && in[0]->nhwc();
+  }
+
   Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
     for (size_t i = 0; i < 5; ++i)
       if (auto e = expectInput(in, i, "X, scale, B, mean, var"); !e.empty()) return Error{e};
@@ -734,10 +501,11 @@ class BatchNormKernel final : public OpKernel {
     for (size_t i = 1; i < 5; ++i)
       if (in[i]->numElements() != C)
         return makeError("input ", std::to_string(i), " ", in[i]->describe(), " for C=", std::to_string(C));
-    if (x.shape() != key_ || !prim_) {
+    if (x.shape() != key_ || x.nhwc() != blk_ || !prim_) {
       std::vector<int64_t> shape = x.shape();
       if (shape.size() == 2) shape.push_back(1);
-      md_ = plainDesc(shape);
+      md_ = x.nhwc() ? nhwcDesc(shape) : plainDesc(shape);
+      blk_ = x.nhwc();
       auto d = dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_inference, md_, eps_,
                                                        dnnl::normalization_flags::use_global_stats |
                                                            dnnl::normalization_flags::use_scale |
@@ -747,7 +515,7 @@ class BatchNormKernel final : public OpKernel {
       key_ = x.shape();
     }
     out.resize(1);
-    if (auto s = out[0].ensure(DType::Float32, x.shape()); !s) return s;
+    if (auto s = blk_ ? out[0].ensureNhwc(x.shape()) : out[0].ensure(DType::Float32, x.shape()); !s) return s;
     dnnl::stream s(engine());
     auto cd = memory::desc({C}, dt::f32, tag::a);
     prim_.execute(s, {{DNNL_ARG_SRC, userMem(md_, x)},
@@ -762,6 +530,7 @@ class BatchNormKernel final : public OpKernel {
 
  private:
   float eps_;
+  bool blk_ = false;
   std::vector<int64_t> key_;
   memory::desc md_;
   dnnl::batch_normalization_forward::primitive_desc pd_;
@@ -959,10 +728,15 @@ class EltwiseKernel final : public OpKernel {
   /// Clip reads min/max from inputs 1 and 2 (opset >= 11).
   bool clipInputs = false;
 
+  bool takesNhwc(const std::vector<const Tensor*>& in) const override {
+    return nhwcOut && !in.empty() && in[0] && in[0]->nhwc();
+  }
+
   Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
     if (auto e = expectInput(in, 0, "X"); !e.empty()) return Error{e};
     const Tensor& x = *in[0];
     if (x.dtype() != DType::Float32) return makeError("float32 only");
+    const bool blk = x.nhwc();
     float alpha = alpha_, beta = beta_;
     if (clipInputs) {
       alpha = -INFINITY;
@@ -975,11 +749,14 @@ class EltwiseKernel final : public OpKernel {
       if (alpha > beta) alpha = beta;  // min > max: ONNX gives max everywhere
     }
     out.resize(1);
-    if (auto s = out[0].ensure(DType::Float32, x.shape()); !s) return s;
+    if (auto s = blk ? out[0].ensureNhwc(x.shape()) : out[0].ensure(DType::Float32, x.shape()); !s) return s;
     const int64_t n = x.numElements();
     if (n == 0) return Status::ok();
-    if (n != n_ || !prim_ || alpha != curA_ || beta != curB_) {
-      md_ = memory::desc({n}, dt::f32, tag::a);
+    // Plain tensors as one flat run of elements; channels-last ones in their layout.
+    if (n != n_ || blk != blk_ || (blk && x.shape() != shape_) || !prim_ || alpha != curA_ || beta != curB_) {
+      md_ = blk ? nhwcDesc(x.shape()) : memory::desc({n}, dt::f32, tag::a);
+      blk_ = blk;
+      shape_ = x.shape();
       dnnl::primitive_attr attr;
       if (post_) {
         dnnl::post_ops po;
@@ -1006,6 +783,8 @@ class EltwiseKernel final : public OpKernel {
   dnnl::algorithm postAlg_;
   float pa_, pb_;
   int64_t n_ = -1;
+  bool blk_ = false;
+  std::vector<int64_t> shape_;
   float curA_ = 0, curB_ = 0;
   memory::desc md_;
   dnnl::eltwise_forward::primitive_desc pd_;
@@ -1055,7 +834,10 @@ Result<std::unique_ptr<OpKernel>> mk(A&&... a) {
 
 void addOneDnnOps(std::vector<OpEntry>& t) {
   auto f32 = [](const Graph& g, const Node& n) { return checkDTypes(g, n, f32Only()); };
-  t.push_back({"Conv", checkConv, [](const Graph&, const Node& n) { return mk<ConvKernel>(n); }});
+  // Conv alone is the fused kernel of a group of one (ops_fused.cpp).
+  t.push_back({"Conv", checkConv, [](const Graph& g, const Node& n) {
+                 return makeFusedKernel(g, {static_cast<OpId>(&n - g.nodes.data())});
+               }});
   t.push_back(
       {"ConvTranspose", checkConvTranspose, [](const Graph&, const Node& n) { return mk<ConvTransposeKernel>(n); }});
   t.push_back({"MatMul", f32, [](const Graph&, const Node&) { return mk<MatMulKernel>(); }});

@@ -42,14 +42,43 @@ bool dispatchSize(int64_t bytes, F&& fn) {
 /// out[i] = in[base + sum(idx_d * strides_d)] over outShape (a strided gather).
 Status stridedCopy(const ExecContext& ctx, const Tensor& in, Tensor& out, const std::vector<int64_t>& strides,
                    int64_t base) {
-  const std::vector<int64_t> st[1] = {strides};
+  const auto& shape = out.shape();
+  const size_t r = shape.size();
+  const int64_t n = out.numElements();
+  if (n == 0) return Status::ok();
+  if (r == 0) {  // a scalar
+    std::memcpy(out.raw(), static_cast<const std::byte*>(in.raw()) + base * tensorElementSize(in.dtype()),
+                static_cast<size_t>(tensorElementSize(in.dtype())));
+    return Status::ok();
+  }
+  // Row by row along the last axis: the row's start from the outer indices, then a tight loop (a memcpy
+  // when the last axis is contiguous), instead of a per-element walk.
+  const int64_t inner = r ? shape[r - 1] : 1;
+  const int64_t istride = r ? strides[r - 1] : 1;
+  const int64_t rows = n / std::max<int64_t>(1, inner);
   const bool ok = dispatchSize(tensorElementSize(in.dtype()), [&](auto v) {
     using T = decltype(v);
     const T* pi = ptr<T>(in) + base;
     T* po = ptr<T>(out);
-    parallelChunks(ctx, out.numElements(), [&](int64_t b, int64_t e) {
-      broadcastWalk<1>(out.shape(), st, b, e, [&](int64_t i, const int64_t* off) { po[i] = pi[off[0]]; });
-    });
+    parallelChunks(
+        ctx, rows,
+        [&](int64_t b, int64_t e) {
+          for (int64_t row = b; row < e; ++row) {
+            int64_t rem = row, off = 0;
+            for (size_t d = r - 1; d-- > 0;) {
+              off += (rem % shape[d]) * strides[d];
+              rem /= shape[d];
+            }
+            const T* src = pi + off;
+            T* dst = po + row * inner;
+            if (istride == 1) {
+              std::memcpy(dst, src, static_cast<size_t>(inner) * sizeof(T));
+            } else {
+              for (int64_t j = 0; j < inner; ++j) dst[j] = src[j * istride];
+            }
+          }
+        },
+        std::max<int64_t>(1, 16384 / std::max<int64_t>(1, inner)));
   });
   return ok ? Status::ok() : Status(makeError("element size not supported"));
 }
@@ -193,8 +222,37 @@ class TransposeKernel final : public OpKernel {
 class ConcatKernel final : public OpKernel {
  public:
   explicit ConcatKernel(const Node& n) : axis_(n.attrInt("axis", 0)) {}
+  /// Channels-last along the channels when every input is channels-last: each pixel's channels are the
+  /// inputs' channels of that pixel, one after the other.
+  bool takesNhwc(const std::vector<const Tensor*>& in) const override {
+    if (!nhwcOut || in.empty()) return false;
+    for (const Tensor* t : in)
+      if (!t || !t->nhwc() || t->rank() != 4 || normAxis(axis_, 4) != 1 || t->dim(0) != in[0]->dim(0) ||
+          t->dim(2) != in[0]->dim(2) || t->dim(3) != in[0]->dim(3))
+        return false;
+    return true;
+  }
   Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
     if (in.empty()) return makeError("no inputs");
+    if (in[0] && in[0]->nhwc()) {
+      std::vector<int64_t> shape = in[0]->shape();
+      shape[1] = 0;
+      for (const Tensor* t : in) shape[1] += t->dim(1);
+      out.resize(1);
+      if (auto s = out[0].ensureNhwc(shape); !s) return s;
+      const int64_t pixels = shape[0] * shape[2] * shape[3], C = shape[1];
+      float* po = static_cast<float*>(out[0].raw());
+      int64_t at = 0;
+      for (const Tensor* t : in) {
+        const int64_t c = t->dim(1);
+        const float* pi = static_cast<const float*>(t->raw());
+        parallelChunks(ctx, pixels, [&](int64_t b, int64_t e) {
+          for (int64_t p = b; p < e; ++p) std::memcpy(po + p * C + at, pi + p * c, static_cast<size_t>(c) * sizeof(float));
+        }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, c)));
+        at += c;
+      }
+      return Status::ok();
+    }
     for (size_t i = 0; i < in.size(); ++i)
       if (auto e = expectInput(in, i, "input"); !e.empty()) return Error{e};
     const Tensor& x0 = *in[0];

@@ -5,6 +5,10 @@
 
 namespace partex {
 
+Result<std::unique_ptr<Kernel>> Backend::prepareGroup(const Graph&, const FusedGroup&, const std::string&) const {
+  return makeError("backend '", name(), "' does not fuse operators");
+}
+
 void BackendRegistry::add(std::unique_ptr<Backend> backend) {
   if (!backend) return;
   const std::string n = backend->name();

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "backend/tensor.h"
+#include "ir/fusion.h"
 #include "ir/graph.h"
 #include "support/result.h"
 
@@ -72,6 +73,11 @@ class Backend {
   /// Prepares `op` for `deviceId`. Errors: unsupported op (with the supports() reason), unknown device,
   /// bad shapes.
   virtual Result<std::unique_ptr<Kernel>> prepare(const Graph& g, OpId op, const std::string& deviceId) const = 0;
+  /// Prepares a fused group (ir/fusion.h) as one kernel for `deviceId`: its run() takes the group's
+  /// external inputs (FusedGroup::inputs, nullptr where kNone) and gives one output, the group's. A
+  /// backend that does not fuse returns an error; the caller then runs the operators one by one.
+  virtual Result<std::unique_ptr<Kernel>> prepareGroup(const Graph& g, const FusedGroup& group,
+                                                       const std::string& deviceId) const;
 };
 
 /// The backends known to a program; filled explicitly (no static initialisers).

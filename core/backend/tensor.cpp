@@ -1,5 +1,6 @@
 #include "backend/tensor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -56,13 +57,13 @@ void Tensor::AlignedFree::operator()(std::byte* p) const noexcept {
   std::free(p);
 }
 
-Tensor::Tensor(const Tensor& o) : dtype_(o.dtype_), shape_(o.shape_), numel_(o.numel_) {
+Tensor::Tensor(const Tensor& o) : dtype_(o.dtype_), shape_(o.shape_), numel_(o.numel_), layout_(o.layout_) {
   if (o.shared_) {  // shared immutable storage: the copy shares it too (copy on write)
     shared_ = o.shared_;
     sharedBytes_ = o.sharedBytes_;
     return;
   }
-  const int64_t n = o.bytes();
+  const int64_t n = o.storageBytes();
   if (n > 0 && o.data_) {
     const size_t alloc = (static_cast<size_t>(n) + kAlignment - 1) / kAlignment * kAlignment;
     data_.reset(static_cast<std::byte*>(std::aligned_alloc(kAlignment, alloc)));
@@ -144,7 +145,8 @@ Status Tensor::ensure(DType dtype, const std::vector<int64_t>& shape, int64_t ma
     sharedBytes_ = nullptr;
     capacity_ = 0;
   }
-  if (bytes != capacity_ || (!data_ && bytes > 0)) {
+  // Storage at least as large is kept (an executor shares one buffer between tensors of different sizes).
+  if (bytes > capacity_ || (!data_ && bytes > 0)) {
     data_.reset();
     capacity_ = 0;
     if (bytes > 0) {
@@ -158,10 +160,46 @@ Status Tensor::ensure(DType dtype, const std::vector<int64_t>& shape, int64_t ma
   dtype_ = dtype;
   shape_ = shape;
   numel_ = n;
+  layout_ = Layout::Plain;
+  return Status::ok();
+}
+
+Status Tensor::ensureNhwc(const std::vector<int64_t>& shape, int64_t maxBytes) {
+  if (shape.size() < 3 || shape.size() > 5)
+    return makeError("tensor: no channels-last layout for rank ", std::to_string(shape.size()));
+  if (auto s = ensure(DType::Float32, shape, maxBytes); !s) return s;
+  layout_ = Layout::Nhwc;
+  return Status::ok();
+}
+
+Status Tensor::toPlain(Tensor& out) const {
+  if (auto s = out.ensure(dtype_, shape_); !s) return s;
+  if (layout_ == Layout::Plain) {
+    if (bytes() > 0) std::memcpy(out.raw(), raw(), static_cast<size_t>(bytes()));
+    return Status::ok();
+  }
+  const int64_t N = shape_[0], C = shape_[1];
+  int64_t S = 1;
+  for (size_t i = 2; i < shape_.size(); ++i) S *= shape_[i];
+  const float* src = static_cast<const float*>(raw());
+  float* dst = static_cast<float*>(out.raw());
+  // Transposes [S][C] to [C][S] per image, in tiles that stay in the cache.
+  constexpr int64_t kTile = 32;
+  for (int64_t n = 0; n < N; ++n) {
+    const float* a = src + n * S * C;
+    float* b = dst + n * C * S;
+    for (int64_t s0 = 0; s0 < S; s0 += kTile)
+      for (int64_t c0 = 0; c0 < C; c0 += kTile) {
+        const int64_t s1 = std::min(S, s0 + kTile), c1 = std::min(C, c0 + kTile);
+        for (int64_t c = c0; c < c1; ++c)
+          for (int64_t i = s0; i < s1; ++i) b[c * S + i] = a[i * C + c];
+      }
+  }
   return Status::ok();
 }
 
 Status Tensor::reshape(std::vector<int64_t> shape) {
+  if (layout_ != Layout::Plain) return makeError("tensor: cannot reshape a channels-last tensor");
   if (shapeElements(shape) != numel_)
     return makeError("tensor: cannot reshape ", shapeString(shape_), " to ", shapeString(shape));
   shape_ = std::move(shape);

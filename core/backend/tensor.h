@@ -89,12 +89,26 @@ class Tensor {
                               int64_t maxBytes = kDefaultMaxBytes);
   /// True while this tensor reads shared storage (made by alias(), not yet written).
   bool isAlias() const { return shared_ != nullptr; }
-  /// (Re)shapes this tensor to dtype/shape, reusing the storage when the byte size is unchanged
-  /// (contents then undefined), otherwise allocating zeroed storage. Kernels call it on their outputs.
-  /// An alias gets storage of its own.
+  /// (Re)shapes this tensor to dtype/shape, reusing the storage when it is large enough (contents then
+  /// undefined), otherwise allocating zeroed storage. Kernels call it on their outputs. An alias gets
+  /// storage of its own.
   Status ensure(DType dtype, const std::vector<int64_t>& shape, int64_t maxBytes = kDefaultMaxBytes);
   /// Changes the shape without touching the data; fails unless the element count is the same.
   Status reshape(std::vector<int64_t> shape);
+
+  /// How the elements are stored. Plain: row-major. Nhwc: a float32 tensor of rank 3-5 [N, C, spatial...]
+  /// stored channels-last, [N][spatial...][C] (oneDNN's acdb: the layout its convolutions prefer on
+  /// this machine's ISA). Only the CPU backend's kernels produce such tensors, between operators that
+  /// read them (backends/cpu, nhwcOutputOk); raw() of one is not row-major: call toPlain() first.
+  enum class Layout : uint8_t { Plain, Nhwc };
+  Layout layout() const { return layout_; }
+  bool nhwc() const { return layout_ == Layout::Nhwc; }
+  /// Like ensure() for an Nhwc float32 tensor of rank 3-5 (storage reused when its size matches).
+  Status ensureNhwc(const std::vector<int64_t>& shape, int64_t maxBytes = kDefaultMaxBytes);
+  /// The same values in `out`, row-major (a copy of the storage for a plain tensor).
+  Status toPlain(Tensor& out) const;
+  /// Bytes of storage (the same in every layout).
+  int64_t storageBytes() const { return bytes(); }
 
   DType dtype() const { return dtype_; }
   const std::vector<int64_t>& shape() const { return shape_; }
@@ -151,6 +165,7 @@ class Tensor {
   std::vector<int64_t> shape_;
   int64_t numel_ = 0;
   int64_t capacity_ = 0;  ///< Allocated bytes.
+  Layout layout_ = Layout::Plain;
   std::unique_ptr<std::byte[], AlignedFree> data_;
   std::shared_ptr<const TensorData> shared_;  ///< Set for an alias (then data_ is null).
   const std::byte* sharedBytes_ = nullptr;    ///< shared_->data(), resolved once.

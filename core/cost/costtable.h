@@ -83,6 +83,23 @@ struct CostTable {
   /// Gemm/MatMul, 0 when unknown or for task graphs). DLFusion's per-layer core count uses it.
   std::vector<int64_t> taskChannels;
 
+  /// Tasks the executing runtime runs as one fused kernel when they are all on one device (ir/fusion.h),
+  /// known from an in-context profile: w() of their tasks are then the kernel's time (on its last task;
+  /// about 0 on the others). Empty when the costs know no fusion.
+  std::vector<std::vector<TaskId>> fusedGroups;
+  std::vector<int32_t> fusedGroupOf;  ///< Per task: index into fusedGroups or -1 (empty with it).
+  /// Costs of the tasks alone (as cost), for a plan that splits a fused group: the cost model's
+  /// estimates from before a profile replaced them. Empty until a profile is applied.
+  std::vector<double> unfusedCost;
+  /// The cost of v on d under a plan's placement: w(v,d), unless v's fused group is split there.
+  double wIn(TaskId v, DeviceId d, const std::vector<DeviceId>& placement) const {
+    if (fusedGroupOf.empty() || unfusedCost.empty() || fusedGroupOf[static_cast<size_t>(v)] < 0) return w(v, d);
+    for (TaskId u : fusedGroups[static_cast<size_t>(fusedGroupOf[static_cast<size_t>(v)])])
+      if (placement[static_cast<size_t>(u)] != d)
+        return unfusedCost[static_cast<size_t>(v) * deviceIds.size() + static_cast<size_t>(d)];
+    return w(v, d);
+  }
+
   /// Per-task work (empty for task graphs); used for group costs W(S,d).
   std::vector<OpWork> work;
   /// Group cost W(S,d) in microseconds for tasks fused as one kernel; kInf if d cannot run them all.

@@ -41,9 +41,13 @@ class Prepared {
  public:
   Prepared(const Graph& g, const std::vector<Tensor>& leaves) : g_(g), leaves_(leaves) {}
 
-  /// Prepares every operator on the device of `devOf` (ids into `deviceIds`).
-  Status prepare(const Backend& b, const std::vector<DeviceId>& devOf, const std::vector<std::string>& deviceIds) {
+  /// Prepares every operator on the device of `devOf` (ids into `deviceIds`). With `fuse`, each fused
+  /// group (ir/fusion.h) of operators placed together runs as one kernel in the slot of its last
+  /// operator (when all its external inputs are ready); its other operators become empty steps.
+  Status prepare(const Backend& b, const std::vector<DeviceId>& devOf, const std::vector<std::string>& deviceIds,
+                 bool fuse = true) {
     const size_t n = g_.nodes.size();
+    kernels_.clear();
     kernels_.resize(n);
     outs_.assign(n, {});
     for (size_t v = 0; v < n; ++v) outs_[v].resize(g_.nodes[v].outputs.size());
@@ -56,7 +60,20 @@ class Prepared {
         if (node.outputs[k] >= 0) valuePtr_[static_cast<size_t>(node.outputs[k])] = &outs_[op][k];
     }
     ins_.assign(n, {});
+    fusedInto_.assign(n, -1);
+    groups_.clear();
+    if (fuse) groups_ = fusedGroups(g_, std::vector<int>(devOf.begin(), devOf.end()));
+    for (const FusedGroup& grp : groups_) {
+      const OpId last = grp.ops.back();
+      const std::string& dev = deviceIds[static_cast<size_t>(devOf[static_cast<size_t>(last)])];
+      auto k = b.prepareGroup(g_, grp, dev);
+      if (!k) continue;  // the backend does not fuse this group: its operators run one by one
+      kernels_[static_cast<size_t>(last)] = std::move(k).value();
+      for (ValueId in : grp.inputs) ins_[static_cast<size_t>(last)].push_back(in >= 0 ? valuePtr_[static_cast<size_t>(in)] : nullptr);
+      for (OpId op : grp.ops) fusedInto_[static_cast<size_t>(op)] = last;
+    }
     for (size_t op = 0; op < n; ++op) {
+      if (fusedInto_[op] >= 0) continue;
       const Node& node = g_.nodes[op];
       const std::string& dev = deviceIds[static_cast<size_t>(devOf[op])];
       std::string why;
@@ -71,7 +88,114 @@ class Prepared {
     return Status::ok();
   }
 
+  /// Shares activation storage between values whose lifetimes cannot overlap in any run of `seqs` (per
+  /// lane, the operators in order; `preds` the data dependencies), as a runtime's memory planner does:
+  /// value B may take value A's storage when A's producer and every operator that reads A happen before
+  /// B's producer starts, through the lane orders and the dependencies. Before an operator runs it takes
+  /// its outputs' storage from the previous value of their slot (the slot's last value in the previous
+  /// run for its first value). Model outputs keep their own storage. Peak activation memory then
+  /// follows the plan's live tensors rather than the sum of all of them.
+  void planMemory(const std::vector<std::vector<TaskId>>& seqs, const std::vector<std::vector<OpId>>& preds) {
+    const size_t n = g_.nodes.size();
+    steal_.assign(n, {});
+    // Happens-before as bitsets over the DAG of dependencies and lane orders.
+    std::vector<std::vector<OpId>> before(n);
+    for (size_t v = 0; v < n; ++v) before[v] = preds[v];
+    for (const auto& seq : seqs)
+      for (size_t i = 1; i < seq.size(); ++i)
+        if (seq[i - 1] != seq[i]) before[static_cast<size_t>(seq[i])].push_back(seq[i - 1]);
+    std::vector<int> indeg(n, 0);
+    std::vector<std::vector<OpId>> after(n);
+    for (size_t v = 0; v < n; ++v)
+      for (OpId p : before[v]) {
+        after[static_cast<size_t>(p)].push_back(static_cast<OpId>(v));
+        ++indeg[v];
+      }
+    std::vector<OpId> order;
+    for (size_t v = 0; v < n; ++v)
+      if (indeg[v] == 0) order.push_back(static_cast<OpId>(v));
+    for (size_t i = 0; i < order.size(); ++i)
+      for (OpId s : after[static_cast<size_t>(order[i])])
+        if (--indeg[static_cast<size_t>(s)] == 0) order.push_back(s);
+    if (order.size() != n) return;  // not a DAG (cannot happen for a valid program): no sharing
+    const size_t words = (n + 63) / 64;
+    std::vector<uint64_t> hb(n * words, 0);  // hb[b] has bit a when a happens before b
+    for (OpId b : order) {
+      uint64_t* row = &hb[static_cast<size_t>(b) * words];
+      for (OpId a : before[static_cast<size_t>(b)]) {
+        const uint64_t* ra = &hb[static_cast<size_t>(a) * words];
+        for (size_t w = 0; w < words; ++w) row[w] |= ra[w];
+        row[static_cast<size_t>(a) / 64] |= uint64_t{1} << (static_cast<size_t>(a) % 64);
+      }
+    }
+    auto happensBefore = [&](OpId a, OpId b) {
+      return (hb[static_cast<size_t>(b) * words + static_cast<size_t>(a) / 64] >> (static_cast<size_t>(a) % 64)) & 1;
+    };
+    // The operator whose kernel runs an operator (a fused group runs in its last operator's slot).
+    auto runner = [&](OpId op) { return fusedInto_[static_cast<size_t>(op)] >= 0 ? fusedInto_[static_cast<size_t>(op)] : op; };
+    std::vector<bool> isOutput(g_.values.size(), false);
+    for (ValueId o : g_.outputs)
+      if (o >= 0) isOutput[static_cast<size_t>(o)] = true;
+    struct Slot {
+      int64_t bytes = 0;
+      OpId lastOp = -1;
+      size_t lastK = 0;
+      ValueId lastValue = kNone;
+      OpId firstOp = -1;
+      size_t firstK = 0;
+    };
+    std::vector<Slot> slots;
+    auto freeFor = [&](const Slot& sl, OpId x) {
+      if (!happensBefore(sl.lastOp, x)) return false;
+      for (OpId c : g_.values[static_cast<size_t>(sl.lastValue)].consumers)
+        if (!happensBefore(runner(c), x)) return false;
+      return true;
+    };
+    for (OpId x : order) {
+      const auto xi = static_cast<size_t>(x);
+      if (!kernels_[xi]) continue;
+      const Node& node = g_.nodes[xi];
+      for (size_t k = 0; k < node.outputs.size(); ++k) {
+        const ValueId v = node.outputs[k];
+        if (v < 0 || isOutput[static_cast<size_t>(v)]) continue;
+        const Value& val = g_.values[static_cast<size_t>(v)];
+        const int64_t bytes = val.bytes();
+        if (bytes <= 0) continue;
+        // Best fit among the free slots: the smallest that holds it, else the largest (it grows).
+        int best = -1;
+        for (size_t i = 0; i < slots.size(); ++i) {
+          if (!freeFor(slots[i], x)) continue;
+          if (best < 0) {
+            best = static_cast<int>(i);
+            continue;
+          }
+          const Slot& b = slots[static_cast<size_t>(best)];
+          const bool fits = slots[i].bytes >= bytes, bfits = b.bytes >= bytes;
+          if ((fits && (!bfits || slots[i].bytes < b.bytes)) || (!fits && !bfits && slots[i].bytes > b.bytes))
+            best = static_cast<int>(i);
+        }
+        if (best < 0) {
+          slots.push_back({bytes, x, k, v, x, k});
+          continue;
+        }
+        Slot& sl = slots[static_cast<size_t>(best)];
+        steal_[xi].push_back({k, sl.lastOp, sl.lastK});
+        sl.bytes = std::max(sl.bytes, bytes);
+        sl.lastOp = x;
+        sl.lastK = k;
+        sl.lastValue = v;
+      }
+    }
+    // A slot's first value takes the storage back from its last one (from the previous run).
+    for (const Slot& sl : slots)
+      if (sl.lastOp != sl.firstOp || sl.lastK != sl.firstK)
+        steal_[static_cast<size_t>(sl.firstOp)].push_back({sl.firstK, sl.lastOp, sl.lastK});
+  }
+
   Status runOne(size_t op) {
+    if (!kernels_[op]) return Status::ok();  // an operator fused into a later one's kernel
+    for (const Steal& s : steal_.empty() ? kNoSteals : steal_[op])
+      outs_[op][s.k] = std::move(outs_[static_cast<size_t>(s.fromOp)][s.fromK]);
     auto st = kernels_[op]->run(ins_[op], outs_[op]);
     if (!st) {
       const Node& node = g_.nodes[op];
@@ -79,6 +203,9 @@ class Prepared {
     }
     return Status::ok();
   }
+  /// Per operator: the last operator of the fused group whose kernel ran it; -1 when it ran alone.
+  const std::vector<OpId>& fusedInto() const { return fusedInto_; }
+  const std::vector<FusedGroup>& groups() const { return groups_; }
   const Tensor* value(ValueId v) const { return valuePtr_[static_cast<size_t>(v)]; }
 
  private:
@@ -88,6 +215,15 @@ class Prepared {
   std::vector<std::vector<Tensor>> outs_;
   std::vector<const Tensor*> valuePtr_;
   std::vector<std::vector<const Tensor*>> ins_;
+  std::vector<OpId> fusedInto_;  ///< Per operator: the last operator of its fused group, -1 when alone.
+  std::vector<FusedGroup> groups_;
+  struct Steal {
+    size_t k;       ///< Output of this operator...
+    OpId fromOp;    ///< ...that takes the storage of this operator's output fromK.
+    size_t fromK;
+  };
+  std::vector<std::vector<Steal>> steal_;  ///< Per operator; empty when no memory plan was made.
+  inline static const std::vector<Steal> kNoSteals{};
 };
 
 struct RunTimes {
@@ -631,8 +767,10 @@ Result<ExecResult> executeOnDevice(const Graph& g, const Backend& backend, const
   const std::vector<DeviceId> devOf(n, 0);
   LaneTeam team(layout.laneCore);
   Prepared prep(g, in->leaves);
-  if (auto st = prep.prepare(backend, devOf, ids); !st) return Error{st.message()};
+  if (auto st = prep.prepare(backend, devOf, ids, o.fuse); !st) return Error{st.message()};
+  prep.planMemory(program.seq, in->preds);
   ExecResult r;
+  r.fusedInto = prep.fusedInto();
   noteWaitPolicy(layout, devOf, r);
   if (auto st = timedRuns(team, prep, devOf, layout, program, *in, o, step, r, &order); !st)
     return Error{st.message()};
@@ -669,18 +807,31 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
   auto program = programLanes(t, plan, layout);
   if (!program) return Error{program.message()};
   LaneTeam team(layout.laneCore);
-  Prepared prep(g, in->leaves);
-  if (auto st = prep.prepare(backend, plan.device, t.deviceIds); !st) return Error{st.message()};
+  auto prep = std::make_unique<Prepared>(g, in->leaves);
+  if (auto st = prep->prepare(backend, plan.device, t.deviceIds, o.fuse); !st) return Error{st.message()};
+  prep->planMemory(program->seq, in->preds);
   ExecResult r;
+  r.fusedInto = prep->fusedInto();
   r.modeSwitchesPerRun = program->modeSwitches;
   r.notes = program->notes;
   noteWaitPolicy(layout, plan.device, r);
-  if (auto st = timedRuns(team, prep, plan.device, layout, *program, *in, o, step, r); !st) return Error{st.message()};
-  if (o.keepOutputs)
-    for (ValueId out : g.outputs) r.outputs.push_back(prep.value(out) ? *prep.value(out) : Tensor());
+  if (auto st = timedRuns(team, *prep, plan.device, layout, *program, *in, o, step, r); !st) return Error{st.message()};
+  if (o.keepOutputs) {  // row-major copies of the plan run's outputs
+    r.outputs.resize(g.outputs.size());
+    for (size_t i = 0; i < g.outputs.size(); ++i)
+      if (const Tensor* v = prep->value(g.outputs[i]); v && !v->empty())
+        if (auto st = v->toPlain(r.outputs[i]); !st) return Error{st.message()};
+  }
   if (!o.checkOutputs) return r;
+  // Keep the plan's outputs (row-major) and free its kernels and tensors before the reference run.
+  std::vector<Tensor> planOut(g.outputs.size());
+  for (size_t i = 0; i < g.outputs.size(); ++i)
+    if (const Tensor* v = prep->value(g.outputs[i]); v && !v->empty())
+      if (auto st = v->toPlain(planOut[i]); !st) return Error{st.message()};
+  prep.reset();
 
-  // The reference: every operator on one device, in topological order.
+  // The reference: every operator on one device, in topological order, one kernel per operator (so
+  // that fused kernels are checked against the operators they replace).
   std::string refId = o.referenceDevice.empty() ? t.deviceIds[static_cast<size_t>(t.host)] : o.referenceDevice;
   auto it = std::find(t.deviceIds.begin(), t.deviceIds.end(), refId);
   if (it == t.deviceIds.end()) return makeError("executor: no reference device '", refId, "'");
@@ -694,18 +845,20 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
   if (cancelled()) return makeError("cancelled");
   step("single-device reference run on " + refId);
   Prepared refPrep(g, in->leaves);
-  if (auto st = refPrep.prepare(backend, single.device, t.deviceIds); !st)
+  if (auto st = refPrep.prepare(backend, single.device, t.deviceIds, /*fuse=*/false); !st)
     return makeError("reference run: ", st.message());
   auto refProgram = programLanes(t, single, layout);
   if (!refProgram) return makeError("reference run: ", refProgram.message());
+  refPrep.planMemory(refProgram->seq, in->preds);
   auto refTimes = runLanes(team, refPrep, single.device, layout, *refProgram, in->preds, in->succs, o.spinUs, o.cancel);
   if (!refTimes) return makeError("reference run: ", refTimes.message());
   r.outputsChecked = true;
   r.outputsMatch = true;
-  for (ValueId out : g.outputs) {
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    const ValueId out = g.outputs[i];
     const Tensor* a = refPrep.value(out);
-    const Tensor* b = prep.value(out);
-    if (!a || !b) continue;
+    const Tensor* b = &planOut[i];
+    if (!a || b->empty()) continue;
     std::string why;
     if (!tensorsClose(*a, *b, o.rtol, r.maxAbsDiff, r.maxRelDiff, &why) && r.outputsMatch) {
       r.outputsMatch = false;

@@ -40,6 +40,9 @@ struct ExecOptions {
   /// Device of the single-device reference run; "" = the table's host device.
   std::string referenceDevice;
   bool checkOutputs = true;
+  /// Run each fused group of operators placed together (ir/fusion.h) as one kernel, as the runtime
+  /// does; false: one kernel per operator. The reference run never fuses.
+  bool fuse = true;
   /// A lane whose next operator is not ready spins this long (yielding its CPU at every turn, so that
   /// anything else scheduled there runs first) before it sleeps: waking a sleeping thread costs tens of
   /// microseconds on an idle machine and a time slice on a busy one, which the simulator does not
@@ -60,6 +63,9 @@ struct ExecResult {
   std::vector<double> opUs;         ///< Per task: median kernel time.
   std::vector<std::vector<double>> opSamplesUs;  ///< Per task: its kernel time in every timed run.
   std::vector<double> opStartUs;    ///< Per task: median start time from the run's start.
+  /// Per task: the last operator of the fused group whose one kernel ran it (its time is that
+  /// operator's; the others' is 0); -1 when it ran alone.
+  std::vector<OpId> fusedInto;
   /// CPU time the workers got over their busy wall time (running or spinning, sleeps excluded;
   /// single-thread devices only): 1 on an
   /// idle machine; on a shared one the fraction of a core the scheduler gave, which stretches every

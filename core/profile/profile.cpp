@@ -157,7 +157,7 @@ const ProfileDevice* Profile::findDevice(const std::string& id) const {
 ProfileDevice& Profile::device(const std::string& id) {
   for (auto& d : devices)
     if (d.id == id) return d;
-  devices.push_back(ProfileDevice{id, {}, {}});
+  devices.push_back(ProfileDevice{id, {}, {}, {}});
   return devices.back();
 }
 
@@ -196,6 +196,7 @@ std::string profileToJson(const Profile& p) {
       }
       dj["groups"] = std::move(groups);
     }
+    if (!d.fused.empty()) dj["fused"] = d.fused;
     devs.push_back(std::move(dj));
   }
   j["devices"] = std::move(devs);
@@ -351,6 +352,21 @@ Result<Profile> parseProfile(const std::string& text, const std::string& origin)
         d.groups.push_back(std::move(g));
       }
     }
+    const json* fused = r.array(dj, "fused", where, false, &e);
+    if (!fused && !e.message.empty()) return e;
+    if (fused) {
+      for (size_t fi = 0; fi < fused->size(); ++fi) {
+        const json& fj = (*fused)[fi];
+        const std::string fwhere = where + ": fused[" + std::to_string(fi) + "]";
+        if (!fj.is_array() || fj.size() < 2) return r.err(fwhere, "must be an array of at least two operator names");
+        std::vector<std::string> names;
+        for (const auto& n : fj) {
+          if (!n.is_string()) return r.err(fwhere, "must hold operator names (strings)");
+          names.push_back(n.get<std::string>());
+        }
+        d.fused.push_back(std::move(names));
+      }
+    }
     p.devices.push_back(std::move(d));
   }
   const json* trs = r.array(j, "transfers", "top level", false, &e);
@@ -461,6 +477,8 @@ Result<ApplyReport> applyProfile(CostTable& t, const Profile& p, const ApplyOpti
   const size_t m = t.deviceIds.size();
   auto groups = std::make_shared<std::unordered_map<std::string, double>>();
   std::set<std::string> unmatched;
+  // The costs of operators alone, before measured fused kernels replace them (kept once).
+  if (t.unfusedCost.empty()) t.unfusedCost = t.cost;
   std::vector<std::pair<std::string, std::vector<double>>> ratios;  // Per profiled device: measured / modelled.
   for (const auto& pd : p.devices) {
     const std::string devId = o.deviceOverride.empty() ? pd.id : o.deviceOverride;
@@ -507,6 +525,25 @@ Result<ApplyReport> applyProfile(CostTable& t, const Profile& p, const ApplyOpti
       if (!ok) continue;
       (*groups)[groupKey(ids, d)] = g.time.medianUs;
       ++rep.groupsApplied;
+    }
+    // Fused kernels: their operators' times hold when they stay together on one device; the simulator
+    // charges split ones the cost model's estimate of each operator alone (CostTable::unfusedCost).
+    for (const auto& names : pd.fused) {
+      std::vector<TaskId> ids;
+      for (const auto& name : names) {
+        auto it = byName.find(name);
+        if (it == byName.end()) break;
+        ids.push_back(it->second);
+      }
+      if (ids.size() != names.size() || ids.size() < 2) continue;
+      if (t.fusedGroupOf.empty()) t.fusedGroupOf.assign(static_cast<size_t>(t.numTasks()), -1);
+      if (t.fusedGroupOf[static_cast<size_t>(ids[0])] >= 0) continue;  // known from another device
+      bool free = true;
+      for (TaskId v : ids) free = free && t.fusedGroupOf[static_cast<size_t>(v)] < 0;
+      if (!free) continue;
+      for (TaskId v : ids) t.fusedGroupOf[static_cast<size_t>(v)] = static_cast<int32_t>(t.fusedGroups.size());
+      t.fusedGroups.push_back(ids);
+      ++rep.fusedGroups;
     }
   }
   rep.unmatchedProfileOps.assign(unmatched.begin(), unmatched.end());

@@ -48,6 +48,9 @@ struct ProfileDevice {
   std::string id;  ///< Device id, matched against the platform's.
   std::vector<ProfileOp> ops;
   std::vector<ProfileGroup> groups;
+  /// Operators the runtime ran as one fused kernel while measuring (ir/fusion.h), each by names in
+  /// order: the kernel's time is its last operator's, the others' about 0. In-context profiles only.
+  std::vector<std::vector<std::string>> fused;
 };
 
 /// One transfer size between two devices.
@@ -115,6 +118,7 @@ struct ApplyOptions {
 struct ApplyReport {
   int opsApplied = 0;                            ///< Cost entries overridden.
   int groupsApplied = 0;                         ///< Group costs now answered from the profile.
+  int fusedGroups = 0;                           ///< Fused kernels the table now knows (CostTable::fusedGroups).
   int pairsApplied = 0;                          ///< Device pairs whose transfer model came from the profile.
   std::vector<std::string> unmatchedProfileOps;  ///< Profile operators the model does not have.
   std::vector<std::string> unprofiledOps;        ///< Model operators with no entry, per profiled device "op@dev".

@@ -356,6 +356,12 @@ Status profileWholeModelRuns(Ctx& c, Profile& p, const std::vector<OpId>& order)
       for (OpId op = 0; op < static_cast<OpId>(g.nodes.size()); ++op)
         pd.ops.push_back(ProfileOp{g.nodes[static_cast<size_t>(op)].name, g.nodes[static_cast<size_t>(op)].opType,
                                    summarise(r->opSamplesUs[static_cast<size_t>(op)])});
+      // The fused kernels the runtime ran: operators sharing a kernel, in graph order.
+      std::map<OpId, std::vector<std::string>> fused;
+      for (OpId op = 0; op < static_cast<OpId>(r->fusedInto.size()); ++op)
+        if (r->fusedInto[static_cast<size_t>(op)] >= 0)
+          fused[r->fusedInto[static_cast<size_t>(op)]].push_back(g.nodes[static_cast<size_t>(op)].name);
+      for (auto& [last, names] : fused) pd.fused.push_back(std::move(names));
       continue;
     }
     // Some operators cannot run there: they are skipped and their outputs taken from the reference run.

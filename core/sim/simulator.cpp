@@ -144,7 +144,7 @@ Result<Timeline> Simulator::run(const Plan& plan) {
                                : s.arrival[static_cast<size_t>(u) * static_cast<size_t>(m) + static_cast<size_t>(d)];
         ready = std::max(ready, arr);
       }
-      const double dur = t.w(v, d);
+      const double dur = t.wIn(v, d, plan.device);
       if (!t.exclusiveWith.empty()) {
         bool moved = true;
         while (moved) {
@@ -182,7 +182,7 @@ Result<Timeline> Simulator::run(const Plan& plan) {
     }
     const DeviceId d = bestDev;
     const TaskId v = plan.order[static_cast<size_t>(d)][s.pos[static_cast<size_t>(d)]++];
-    const double dur = t.w(v, d);
+    const double dur = t.wIn(v, d, plan.device);
     const double end = bestStart + dur;
     tl.tasks[static_cast<size_t>(v)] = TaskSlot{d, bestStart, end};
     tl.busy[static_cast<size_t>(d)] += dur;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "ir/fusion.h"
 #include "ir/graph.h"
 #include "onnx/generator.h"
 #include "onnx/importer.h"
@@ -63,6 +64,49 @@ inline Status runGraph(const Graph& g, const Backend& backend, const std::string
     }
   }
   return Status::ok();
+}
+
+/// Like runGraph, but each fused group of `g` (ir/fusion.h, every operator on the one device) runs as the
+/// backend's one fused kernel, as the executor runs it; the groups' inner tensors are never made. Returns
+/// the number of fused kernels run.
+inline Result<int> runGraphFused(const Graph& g, const Backend& backend, const std::string& deviceId,
+                                 std::map<ValueId, Tensor>& values) {
+  const auto groups = fusedGroups(g);
+  const auto groupOf = groupOfOps(g, groups);
+  int fused = 0;
+  for (OpId op = 0; op < static_cast<OpId>(g.nodes.size()); ++op) {
+    const Node& n = g.nodes[static_cast<size_t>(op)];
+    const int gi = groupOf[static_cast<size_t>(op)];
+    std::unique_ptr<Kernel> kernel;
+    std::vector<ValueId> inputs = n.inputs, outputs = n.outputs;
+    if (gi >= 0) {
+      const FusedGroup& grp = groups[static_cast<size_t>(gi)];
+      if (grp.ops.back() != op) continue;  // runs in the group's last operator's slot
+      auto k = backend.prepareGroup(g, grp, deviceId);
+      if (!k) return Error{k.message()};
+      kernel = std::move(*k);
+      inputs = grp.inputs;
+      outputs = {grp.output};
+      ++fused;
+    } else {
+      auto k = backend.prepare(g, op, deviceId);
+      if (!k) return Error{k.message()};
+      kernel = std::move(*k);
+    }
+    std::vector<const Tensor*> ins;
+    for (ValueId v : inputs) {
+      auto it = v < 0 ? values.end() : values.find(v);
+      if (v >= 0 && it == values.end())
+        return makeError("node '", n.name, "': input '", g.values[static_cast<size_t>(v)].name, "' has no data");
+      ins.push_back(v < 0 ? nullptr : &it->second);
+    }
+    std::vector<Tensor> outs;
+    if (Status s = kernel->run(ins, outs); !s) return Error{s.message()};
+    if (outs.size() < outputs.size()) return makeError("node '", n.name, "': too few outputs");
+    for (size_t i = 0; i < outputs.size(); ++i)
+      if (outputs[i] >= 0) values[outputs[i]] = std::move(outs[i]);
+  }
+  return fused;
 }
 
 }  // namespace partex::test

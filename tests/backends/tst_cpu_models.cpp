@@ -1,10 +1,12 @@
 // Whole models through the CPU backend, operator by operator, with seeded random weights and inputs:
 // every operator of the shared real models and of the generated models must be supported, run, and
 // produce finite outputs. (Values are checked against ONNX's references in tst_cpu_conformance; here the
-// point is coverage and robustness on real graphs.)
+// point is coverage and robustness on real graphs.) On every shared model, the fused kernels (the
+// runtime's groups, channels-last tensors between them) give the outputs of the operators run one by one.
 
 #include <QtTest>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -16,6 +18,7 @@
 #include "graphrun.h"
 #include "onnx/generator.h"
 #include "onnx/importer.h"
+#include "profile/executor.h"
 #include "testutil.h"
 
 using namespace partex;
@@ -94,6 +97,52 @@ class TestCpuModels : public QObject {
     auto g = importOnnxFile(path, opts);
     QVERIFY2(g.isOk(), g.message().c_str());
     runWholeGraph(*g, "cpu-parallel");
+  }
+
+  void fusedMatchesUnfused_data() { sharedModels_data(); }
+  /// Each shared model with its fused groups as single kernels against every operator alone (both on
+  /// core0), on the same seeded weights and inputs: every output within 1e-4 of the reference (relative
+  /// to the output's largest magnitude: folding BatchNormalization into weights rounds differently).
+  void fusedMatchesUnfused() {
+    PARTEX_REQUIRE_SHARED_MODELS();
+    QFETCH(QString, file);
+    QFETCH(QStringList, dims);
+    const std::string path = test::sharedModel(file.toStdString());
+    if (!std::filesystem::exists(path)) QSKIP("model file absent");
+    ImportOptions opts;
+    for (const QString& d : dims) {
+      auto b = parseDimBinding(d.toStdString());
+      QVERIFY2(b.isOk(), b.message().c_str());
+      opts.dims.push_back(*b);
+    }
+    auto g = importOnnxFile(path, opts);
+    QVERIFY2(g.isOk(), g.message().c_str());
+    auto backend = makeCpuBackend();
+    std::map<ValueId, Tensor> leaves;
+    for (ValueId v = 0; v < static_cast<ValueId>(g->values.size()); ++v) {
+      const Value& val = g->values[static_cast<size_t>(v)];
+      if (!(val.isWeight || val.isGraphInput) || val.consumers.empty()) continue;
+      auto t = syntheticTensor(*g, v, 42);
+      QVERIFY2(t.isOk(), t.message().c_str());
+      leaves[v] = std::move(*t);
+    }
+    std::map<ValueId, Tensor> ref = leaves, got = leaves;
+    Status s = test::runGraph(*g, *backend, "core0", ref);
+    QVERIFY2(s.isOk(), s.message().c_str());
+    auto fused = test::runGraphFused(*g, *backend, "core0", got);
+    QVERIFY2(fused.isOk(), fused.message().c_str());
+    if (std::any_of(g->nodes.begin(), g->nodes.end(), [](const Node& n) { return n.opType == "Conv"; }))
+      QVERIFY2(*fused > 0, "a CNN with no fused kernel");
+    for (ValueId o : g->outputs) {
+      QVERIFY(ref.count(o) && got.count(o));
+      Tensor a, b;
+      QVERIFY(ref[o].toPlain(a).isOk() && got[o].toPlain(b).isOk());
+      double maxAbs = 0, maxRel = 0;
+      std::string why;
+      QVERIFY2(tensorsClose(a, b, 1e-4, maxAbs, maxRel, &why),
+               (g->values[static_cast<size_t>(o)].name + ": " + why).c_str());
+    }
+    qInfo("%d fused kernels", *fused);
   }
 
   void generated_data() {

@@ -120,10 +120,12 @@ void TestProfiler::inContextProfile() {
     }
   }
   QCOMPARE(info.measurements, 2 * static_cast<int>(g.nodes.size()) * 3);
-  // Outputs are kept from run to run, as an executor keeps them: one allocation per operator in the
-  // reference run and one per operator and device in the first whole-model run, none in the 3 others
-  // (allocating in every run would time the page faults of fresh memory).
-  QCOMPARE(test::gFakeOutputAllocations.load() - allocBefore, 3 * static_cast<int>(g.nodes.size()));
+  // Outputs are kept from run to run, as an executor keeps them: at most one allocation per operator in
+  // the reference run and one per operator and device in the first whole-model run, none in the 3 others
+  // (allocating in every run would time the page faults of fresh memory). Fewer where the executor's
+  // memory plan lets tensors whose lifetimes do not overlap share storage.
+  const int allocs = test::gFakeOutputAllocations.load() - allocBefore;
+  QVERIFY2(allocs > 0 && allocs <= 3 * static_cast<int>(g.nodes.size()), std::to_string(allocs).c_str());
   QCOMPARE(std::string(methodName(ProfilerOptions::Method::InContext)), p->method);
 }
 

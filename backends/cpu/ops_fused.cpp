@@ -1,0 +1,645 @@
+// Fused kernels (ir/fusion.h): a Conv, Gemm or MatMul anchor with the operators that follow it, run as
+// one oneDNN primitive. BatchNormalization and Mul/Add by per-channel weights are folded into the
+// anchor's weights and bias once (and again only when the weights change); a residual Add/Sum is
+// oneDNN's sum post-op (the other operand is copied into the output first); activations are eltwise
+// post-ops. Conv keeps its output channels-last (oneDNN's preferred layout here) when every consumer reads
+// that (nhwcOutputOk), and reads a channels-last input as it is: between consecutive oneDNN operators no
+// reorder happens.
+// A Conv alone is the group of one: the same kernel.
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include <algorithm>
+
+#include "cpu/onednn_util.h"
+
+namespace partex::cpu {
+
+namespace {
+
+/// One operator after the anchor.
+struct Step {
+  enum Kind { BatchNorm, MulC, AddC, Sum, Elt } kind = Elt;
+  size_t in = 0;  ///< Kernel input of its first parameter (BatchNorm: scale, B, mean, var from here).
+  float eps = 1e-5f;
+  dnnl::algorithm alg = dnnl::algorithm::eltwise_relu;
+  float alpha = 0, beta = 0;
+  bool clipInputs = false;   ///< Clip with min/max inputs (opset >= 11) at in, in + 1 (kNone: nullptr).
+  size_t clipCount = 0;      ///< How many of those inputs the node has.
+  bool hardSigmoid = false;  ///< linear(alpha, beta) then clip to [0, 1].
+};
+
+float fattr(const Node& n, const char* k, double def) {
+  return static_cast<float>(n.attrFloat(k, def));
+}
+
+/// The steps of the operators after the anchor, with their parameters' places among the kernel inputs
+/// (FusedGroup::inputs order: anchor inputs first).
+/// `fromAnchor`: the anchor is a step too (a per-channel affine anchor, whose input 0 is the tensor).
+Result<std::vector<Step>> buildSteps(const Graph& g, const std::vector<OpId>& ops, bool fromAnchor = false) {
+  std::vector<Step> steps;
+  const Node& anchor = g.nodes[static_cast<size_t>(ops[0])];
+  size_t cursor = fromAnchor ? 1 : anchor.inputs.size();
+  ValueId cur = fromAnchor ? anchor.inputs[0] : anchor.outputs[0];
+  using A = dnnl::algorithm;
+  for (size_t i = fromAnchor ? 0 : 1; i < ops.size(); ++i) {
+    const Node& n = g.nodes[static_cast<size_t>(ops[i])];
+    Step st;
+    st.in = cursor;
+    if (n.opType == "Sigmoid" && i + 1 < ops.size()) {  // x * Sigmoid(x): the Mul that follows is part of it
+      const Node& m = g.nodes[static_cast<size_t>(ops[i + 1])];
+      st.alg = A::eltwise_swish;
+      st.alpha = 1.0f;
+      steps.push_back(st);
+      cur = m.outputs[0];
+      ++i;
+      continue;
+    }
+    ValueId other = kNone;
+    for (ValueId v : n.inputs)
+      if (v != cur) other = v;
+    cursor += n.inputs.size() - 1;
+    const std::string& t = n.opType;
+    if (t == "BatchNormalization") {
+      st.kind = Step::BatchNorm;
+      st.eps = fattr(n, "epsilon", 1e-5);
+    } else if (t == "Mul" || t == "Add" || t == "Sum") {
+      const bool weight = other >= 0 && g.values[static_cast<size_t>(other)].isWeight;
+      st.kind = !weight ? Step::Sum : t == "Mul" ? Step::MulC : Step::AddC;
+    } else if (t == "Relu") {
+      st.alg = A::eltwise_relu;
+    } else if (t == "LeakyRelu") {
+      st.alg = A::eltwise_relu;
+      st.alpha = fattr(n, "alpha", 0.01);
+    } else if (t == "Sigmoid") {
+      st.alg = A::eltwise_logistic;
+    } else if (t == "Tanh") {
+      st.alg = A::eltwise_tanh;
+    } else if (t == "Elu") {
+      st.alg = A::eltwise_elu;
+      st.alpha = fattr(n, "alpha", 1.0);
+    } else if (t == "HardSigmoid") {
+      st.alg = A::eltwise_linear;
+      st.alpha = fattr(n, "alpha", 0.2);
+      st.beta = fattr(n, "beta", 0.5);
+      st.hardSigmoid = true;
+    } else if (t == "HardSwish") {
+      st.alg = A::eltwise_hardswish;
+    } else if (t == "Softplus") {
+      st.alg = A::eltwise_soft_relu;
+    } else if (t == "Abs") {
+      st.alg = A::eltwise_abs;
+    } else if (t == "Sqrt") {
+      st.alg = A::eltwise_sqrt;
+    } else if (t == "Exp") {
+      st.alg = A::eltwise_exp;
+    } else if (t == "Clip") {
+      st.alg = A::eltwise_clip_v2;
+      st.alpha = fattr(n, "min", -std::numeric_limits<float>::infinity());
+      st.beta = fattr(n, "max", std::numeric_limits<float>::infinity());
+      st.clipInputs = !n.hasAttr("min") && !n.hasAttr("max");
+      st.clipCount = n.inputs.size() - 1;
+    } else {
+      return makeError("cannot fuse ", t, " '", n.name, "'");
+    }
+    steps.push_back(st);
+    cur = n.outputs[0];
+  }
+  return steps;
+}
+
+/// Folds the affine steps into per-channel scale and shift (shift starts as the bias). Returns the
+/// number of steps folded (the leading affine ones).
+Status foldAffine(const std::vector<Step>& steps, const std::vector<const Tensor*>& in, int64_t channels,
+                  std::vector<float>& scale, std::vector<float>& shift) {
+  auto at = [&](size_t i, int64_t m) -> float {
+    const Tensor* t = i < in.size() ? in[i] : nullptr;
+    const float* p = static_cast<const float*>(t->raw());
+    return t->numElements() == 1 ? p[0] : p[m];
+  };
+  for (const Step& st : steps) {
+    if (st.kind == Step::BatchNorm) {
+      for (size_t k = 0; k < 4; ++k) {
+        const Tensor* t = st.in + k < in.size() ? in[st.in + k] : nullptr;
+        if (!t || t->dtype() != DType::Float32 || t->numElements() != channels)
+          return makeError("BatchNormalization parameter ", std::to_string(k + 1), " must have ",
+                           std::to_string(channels), " float32 values");
+      }
+      for (int64_t m = 0; m < channels; ++m) {
+        const float s = at(st.in, m) / std::sqrt(at(st.in + 3, m) + st.eps);
+        scale[static_cast<size_t>(m)] *= s;
+        shift[static_cast<size_t>(m)] = shift[static_cast<size_t>(m)] * s + (at(st.in + 1, m) - at(st.in + 2, m) * s);
+      }
+    } else if (st.kind == Step::MulC || st.kind == Step::AddC) {
+      const Tensor* t = st.in < in.size() ? in[st.in] : nullptr;
+      if (!t || t->dtype() != DType::Float32 || (t->numElements() != 1 && t->numElements() != channels))
+        return makeError("the folded operand must be a float32 scalar or have one value per channel");
+      for (int64_t m = 0; m < channels; ++m) {
+        const float c = at(st.in, m);
+        if (st.kind == Step::MulC) {
+          scale[static_cast<size_t>(m)] *= c;
+          shift[static_cast<size_t>(m)] *= c;
+        } else {
+          shift[static_cast<size_t>(m)] += c;
+        }
+      }
+    } else {
+      break;
+    }
+  }
+  return Status::ok();
+}
+
+bool isFold(const Step& s) {
+  return s.kind == Step::BatchNorm || s.kind == Step::MulC || s.kind == Step::AddC;
+}
+
+/// The post-ops of the steps after the folded ones; `sumInput` receives the residual's input (or -1).
+/// Clip bounds given as inputs are read here (they are weights).
+Result<dnnl::post_ops> postOps(const std::vector<Step>& steps, const std::vector<const Tensor*>& in, int& sumInput,
+                               std::vector<float>& key) {
+  dnnl::post_ops po;
+  sumInput = -1;
+  for (const Step& st : steps) {
+    if (isFold(st)) continue;
+    if (st.kind == Step::Sum) {
+      po.append_sum(1.0f);
+      sumInput = static_cast<int>(st.in);
+      key.push_back(-1);
+      continue;
+    }
+    float a = st.alpha, b = st.beta;
+    if (st.clipInputs) {
+      a = -std::numeric_limits<float>::infinity();
+      b = std::numeric_limits<float>::infinity();
+      for (size_t k = 0; k < st.clipCount; ++k) {
+        const Tensor* t = st.in + k < in.size() ? in[st.in + k] : nullptr;
+        if (!t || t->empty()) continue;
+        if (t->numElements() != 1 || t->dtype() != DType::Float32) return makeError("Clip min/max must be scalars");
+        (k == 0 ? a : b) = static_cast<const float*>(t->raw())[0];
+      }
+      if (a > b) a = b;
+    }
+    // oneDNN's clip_v2 needs finite bounds.
+    if (st.alg == dnnl::algorithm::eltwise_clip_v2) {
+      a = std::max(a, -std::numeric_limits<float>::max());
+      b = std::min(b, std::numeric_limits<float>::max());
+    }
+    po.append_eltwise(1.0f, st.alg, a, b);
+    if (st.hardSigmoid) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip_v2, 0.0f, 1.0f);
+    key.push_back(static_cast<float>(static_cast<int>(st.alg)));
+    key.push_back(a);
+    key.push_back(b);
+  }
+  return po;
+}
+
+/// A cached reorder between two descriptors.
+struct Reorder {
+  memory::desc from, to;
+  dnnl::reorder prim;
+  void run(dnnl::stream& s, memory& a, memory& b) {
+    if (!prim || from != a.get_desc() || to != b.get_desc()) {
+      from = a.get_desc();
+      to = b.get_desc();
+      prim = dnnl::reorder(a, b);
+    }
+    prim.execute(s, a, b);
+  }
+};
+
+/// Copies the residual `r` into `dst` (its layout or another).
+void loadResidual(dnnl::stream& s, const Tensor& r, memory& dst, Reorder& reo) {
+  memory rm(descOf(r), engine(), const_cast<void*>(r.raw()));
+  if (rm.get_desc() == dst.get_desc()) {
+    std::memcpy(dst.get_data_handle(), r.raw(), dst.get_desc().get_size());
+    return;
+  }
+  reo.run(s, rm, dst);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
+class FusedConvKernel final : public OpKernel {
+ public:
+  FusedConvKernel(const Node& anchor, std::vector<Step> steps)
+      : node_(anchor), steps_(std::move(steps)), anchorIn_(anchor.inputs.size()) {}
+
+  bool takesNhwc(const std::vector<const Tensor*>&) const override { return true; }
+
+  Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "X"); !e.empty()) return Error{e};
+    if (auto e = expectInput(in, 1, "W"); !e.empty()) return Error{e};
+    const Tensor& x = *in[0];
+    const Tensor& w = *in[1];
+    const Tensor* b = anchorIn_ > 2 && in.size() > 2 && in[2] && !in[2]->empty() ? in[2] : nullptr;
+    if (x.dtype() != DType::Float32 || w.dtype() != DType::Float32 || (b && b->dtype() != DType::Float32))
+      return makeError("Conv: float32 only");
+    const int64_t r = x.rank();
+    if (r < 3 || r > 5 || w.rank() != r) return makeError("Conv: X ", x.describe(), " and W ", w.describe());
+    const int64_t group = node_.attrInt("group", 1);
+    const int64_t C = x.dim(1), M = w.dim(0);
+    if (group <= 0 || C != w.dim(1) * group || M % group != 0)
+      return makeError("Conv: channels of X ", x.describe(), " do not match W ", w.describe(), " with group ",
+                       std::to_string(group));
+    if (b && (b->rank() != 1 || b->dim(0) != M)) return makeError("Conv: bias ", b->describe());
+    int sumIn = -1;
+    std::vector<float> opsKey;
+    auto po = postOps(steps_, in, sumIn, opsKey);
+    if (!po) return Error{po.message()};
+    std::vector<int64_t> key = x.shape();
+    key.insert(key.end(), w.shape().begin(), w.shape().end());
+    if (key != key_ || opsKey != opsKey_ || !prim_) {
+      std::vector<int64_t> spatial(x.shape().begin() + 2, x.shape().end());
+      std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
+      if (node_.hasAttr("kernel_shape") && node_.attrInts("kernel_shape") != kernel)
+        return makeError("Conv: kernel_shape does not match W ", w.describe());
+      Window win;
+      if (auto e = windowGeometry(node_, spatial, kernel, false, win); !e.empty()) return makeError("Conv: ", e);
+      outShape_ = {x.dim(0), M};
+      outShape_.insert(outShape_.end(), win.out.begin(), win.out.end());
+      memory::dims wd = toDims(w.shape());
+      if (group > 1) {
+        wd = {group, M / group};
+        wd.insert(wd.end(), w.shape().begin() + 1, w.shape().end());
+        userW_ = memory::desc(wd, dt::f32, r == 3 ? tag::goiw : r == 4 ? tag::goihw : tag::goidhw);
+      } else {
+        userW_ = memory::desc(wd, dt::f32, plainTag(static_cast<size_t>(r)));
+      }
+      auto anyX = memory::desc(toDims(x.shape()), dt::f32, tag::any);
+      auto anyW = memory::desc(wd, dt::f32, tag::any);
+      auto anyY = memory::desc(toDims(outShape_), dt::f32, tag::any);
+      auto bd = memory::desc({M}, dt::f32, tag::a);
+      dnnl::primitive_attr attr;
+      attr.set_post_ops(*po);
+      auto d = dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                               anyX, anyW, bd, anyY, win.strides, win.dil, win.padL, win.padR);
+      pd_ = dnnl::convolution_forward::primitive_desc(d, attr, engine());
+      prim_ = dnnl::convolution_forward(pd_);
+      weights_ = memory();
+      key_ = key;
+      opsKey_ = opsKey;
+      sumIn_ = sumIn;
+    }
+    dnnl::stream s(engine());
+    if (auto st = prepareWeights(s, in, w, b, M); !st) return st;
+    // Source: as it comes when the primitive reads that layout, else reordered into scratch.
+    memory xm(descOf(x), engine(), const_cast<void*>(x.raw()));
+    if (xm.get_desc() != pd_.src_desc()) {
+      if (!srcScratch_ || srcScratch_.get_desc() != pd_.src_desc()) srcScratch_ = memory(pd_.src_desc(), engine());
+      srcReorder_.run(s, xm, srcScratch_);
+      xm = srcScratch_;
+    }
+    // Destination: the output tensor itself when the primitive writes its layout (channels-last where allowed).
+    out.resize(1);
+    const memory::desc want = pd_.dst_desc();
+    const bool blk = nhwcOut && outShape_.size() == 4 && want == nhwcDesc(outShape_);
+    if (auto st = blk ? out[0].ensureNhwc(outShape_) : out[0].ensure(DType::Float32, outShape_); !st) return st;
+    memory om(descOf(out[0]), engine(), out[0].raw());
+    memory dm = om;
+    if (om.get_desc() != want) {
+      if (!dstScratch_ || dstScratch_.get_desc() != want) dstScratch_ = memory(want, engine());
+      dm = dstScratch_;
+    }
+    if (sumIn_ >= 0) {
+      const Tensor* res = static_cast<size_t>(sumIn_) < in.size() ? in[static_cast<size_t>(sumIn_)] : nullptr;
+      if (!res || res->dtype() != DType::Float32 || res->shape() != outShape_)
+        return makeError("the residual operand must be float32 ", shapeString(outShape_));
+      loadResidual(s, *res, dm, resReorder_);
+    }
+    prim_.execute(s, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, weights_}, {DNNL_ARG_BIAS, bias_}, {DNNL_ARG_DST, dm}});
+    if (dm != om) dstReorder_.run(s, dm, om);
+    s.wait();
+    return Status::ok();
+  }
+
+ private:
+  /// Folds and reorders the weights once, again when their storage or contents change.
+  Status prepareWeights(dnnl::stream& s, const std::vector<const Tensor*>& in, const Tensor& w, const Tensor* b,
+                        int64_t M) {
+    const uint64_t h = sampleHash(w);
+    if (weights_ && wPtr_ == w.raw() && wHash_ == h) return Status::ok();
+    std::vector<float> scale(static_cast<size_t>(M), 1.0f), shift(static_cast<size_t>(M), 0.0f);
+    if (b) std::memcpy(shift.data(), b->raw(), static_cast<size_t>(M) * sizeof(float));
+    if (auto st = foldAffine(steps_, in, M, scale, shift); !st) return st;
+    bool unit = true;
+    for (float v : scale) unit = unit && v == 1.0f;
+    weights_ = memory(pd_.weights_desc(), engine());
+    if (unit) {
+      memory wu(userW_, engine(), const_cast<void*>(w.raw()));
+      dnnl::reorder(wu, weights_).execute(s, wu, weights_);
+    } else {
+      const int64_t row = w.numElements() / M;
+      std::vector<float> folded(static_cast<size_t>(w.numElements()));
+      const float* pw = static_cast<const float*>(w.raw());
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t k = 0; k < row; ++k)
+          folded[static_cast<size_t>(m * row + k)] = pw[m * row + k] * scale[static_cast<size_t>(m)];
+      memory wu(userW_, engine(), folded.data());
+      dnnl::reorder(wu, weights_).execute(s, wu, weights_);
+      s.wait();
+    }
+    bias_ = memory(memory::desc({M}, dt::f32, tag::a), engine());
+    std::memcpy(bias_.get_data_handle(), shift.data(), static_cast<size_t>(M) * sizeof(float));
+    wPtr_ = w.raw();
+    wHash_ = h;
+    return Status::ok();
+  }
+
+  Node node_;
+  std::vector<Step> steps_;
+  size_t anchorIn_;  ///< The anchor's own inputs (X, W and maybe B) come first.
+  std::vector<int64_t> key_, outShape_;
+  std::vector<float> opsKey_;
+  int sumIn_ = -1;
+  memory::desc userW_;
+  dnnl::convolution_forward::primitive_desc pd_;
+  dnnl::convolution_forward prim_;
+  memory weights_, bias_, srcScratch_, dstScratch_;
+  const void* wPtr_ = nullptr;
+  uint64_t wHash_ = 0;
+  Reorder srcReorder_, dstReorder_, resReorder_;
+};
+
+// ---------------------------------------------------------------------------------------------------------
+
+/// Gemm (A, B weight, C per-column or scalar weight) or 2-D MatMul with a weight B, and its chain: one
+/// oneDNN matmul. B is used in place (no copy) unless something is folded into it.
+class FusedMatMulKernel final : public OpKernel {
+ public:
+  FusedMatMulKernel(const Node& anchor, std::vector<Step> steps)
+      : steps_(std::move(steps)),
+        gemm_(anchor.opType == "Gemm"),
+        alpha_(gemm_ ? fattr(anchor, "alpha", 1.0) : 1.0f),
+        beta_(gemm_ ? fattr(anchor, "beta", 1.0) : 1.0f),
+        transA_(gemm_ && anchor.attrInt("transA", 0) != 0),
+        transB_(gemm_ && anchor.attrInt("transB", 0) != 0),
+        anchorIn_(anchor.inputs.size()) {}
+
+  Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "A"); !e.empty()) return Error{e};
+    if (auto e = expectInput(in, 1, "B"); !e.empty()) return Error{e};
+    const Tensor& a = *in[0];
+    const Tensor& b = *in[1];
+    const Tensor* c = gemm_ && anchorIn_ > 2 && in.size() > 2 && in[2] && !in[2]->empty() ? in[2] : nullptr;
+    if (a.dtype() != DType::Float32 || b.dtype() != DType::Float32 || (c && c->dtype() != DType::Float32))
+      return makeError("float32 only");
+    if (a.rank() != 2 || b.rank() != 2) return makeError("2-D operands expected: ", a.describe(), " x ", b.describe());
+    const int64_t M = transA_ ? a.dim(1) : a.dim(0), K = transA_ ? a.dim(0) : a.dim(1);
+    const int64_t N = transB_ ? b.dim(0) : b.dim(1), Kb = transB_ ? b.dim(1) : b.dim(0);
+    if (K != Kb) return makeError("inner dims differ: ", a.describe(), " x ", b.describe());
+    if (c && c->numElements() != 1 && c->numElements() != N) return makeError("C ", c->describe(), " is not per column");
+    int sumIn = -1;
+    std::vector<float> opsKey;
+    auto po = postOps(steps_, in, sumIn, opsKey);
+    if (!po) return Error{po.message()};
+    std::vector<int64_t> key{M, K, N};
+    const uint64_t h = sampleHash(b);
+    if (key != key_ || opsKey != opsKey_ || !prim_ || bPtr_ != b.raw() || bHash_ != h) {
+      std::vector<float> scale(static_cast<size_t>(N), alpha_), shift(static_cast<size_t>(N), 0.0f);
+      if (c)
+        for (int64_t n = 0; n < N; ++n)
+          shift[static_cast<size_t>(n)] = beta_ * static_cast<const float*>(c->raw())[c->numElements() == 1 ? 0 : n];
+      if (auto st = foldAffine(steps_, in, N, scale, shift); !st) return st;
+      bool unit = true;
+      for (float v : scale) unit = unit && v == 1.0f;
+      const memory::dims bStrides = transB_ ? memory::dims{1, K} : memory::dims{N, 1};
+      if (unit) {
+        folded_.clear();
+        folded_.shrink_to_fit();
+        wd_ = memory::desc({K, N}, dt::f32, bStrides);
+      } else {
+        folded_.assign(static_cast<size_t>(K * N), 0.0f);
+        const float* pb = static_cast<const float*>(b.raw());
+        for (int64_t k = 0; k < K; ++k)
+          for (int64_t n = 0; n < N; ++n)
+            folded_[static_cast<size_t>(k * N + n)] =
+                pb[transB_ ? n * K + k : k * N + n] * scale[static_cast<size_t>(n)];
+        wd_ = memory::desc({K, N}, dt::f32, tag::ab);
+      }
+      bias_ = shift;
+      ad_ = memory::desc({M, K}, dt::f32, transA_ ? memory::dims{1, M} : memory::dims{K, 1});
+      cd_ = memory::desc({M, N}, dt::f32, tag::ab);
+      dnnl::primitive_attr attr;
+      attr.set_post_ops(*po);
+      pd_ = dnnl::matmul::primitive_desc(
+          dnnl::matmul::desc(ad_, wd_, memory::desc({1, N}, dt::f32, tag::ab), cd_), attr, engine());
+      prim_ = dnnl::matmul(pd_);
+      key_ = key;
+      opsKey_ = opsKey;
+      sumIn_ = sumIn;
+      bPtr_ = b.raw();
+      bHash_ = h;
+    }
+    out.resize(1);
+    if (auto st = out[0].ensure(DType::Float32, {M, N}); !st) return st;
+    dnnl::stream s(engine());
+    memory om(cd_, engine(), out[0].raw());
+    if (sumIn_ >= 0) {
+      const Tensor* res = static_cast<size_t>(sumIn_) < in.size() ? in[static_cast<size_t>(sumIn_)] : nullptr;
+      if (!res || res->dtype() != DType::Float32 || res->shape() != out[0].shape())
+        return makeError("the residual operand must be float32 ", out[0].describe());
+      loadResidual(s, *res, om, resReorder_);
+    }
+    void* wp = folded_.empty() ? const_cast<void*>(b.raw()) : folded_.data();
+    prim_.execute(s, {{DNNL_ARG_SRC, memory(ad_, engine(), const_cast<void*>(a.raw()))},
+                      {DNNL_ARG_WEIGHTS, memory(wd_, engine(), wp)},
+                      {DNNL_ARG_BIAS, memory(memory::desc({1, N}, dt::f32, tag::ab), engine(), bias_.data())},
+                      {DNNL_ARG_DST, om}});
+    s.wait();
+    return Status::ok();
+  }
+
+ private:
+  std::vector<Step> steps_;
+  bool gemm_;
+  float alpha_, beta_;
+  bool transA_, transB_;
+  size_t anchorIn_;
+  std::vector<int64_t> key_;
+  std::vector<float> opsKey_, folded_, bias_;
+  int sumIn_ = -1;
+  const void* bPtr_ = nullptr;
+  uint64_t bHash_ = 0;
+  memory::desc ad_, wd_, cd_;
+  dnnl::matmul::primitive_desc pd_;
+  dnnl::matmul prim_;
+  Reorder resReorder_;
+};
+
+// ---------------------------------------------------------------------------------------------------------
+
+/// A per-channel affine anchor (BatchNormalization, Mul/Add by a per-channel weight) with further affine
+/// steps and Relu/LeakyRelu/Clip: y = act(x * scale[c] + shift[c]) in one pass, row-major or channels-last.
+class ChannelAffineKernel final : public OpKernel {
+ public:
+  explicit ChannelAffineKernel(std::vector<Step> steps) : steps_(std::move(steps)) {}
+
+  bool takesNhwc(const std::vector<const Tensor*>& in) const override {
+    return nhwcOut && !in.empty() && in[0] && in[0]->nhwc();
+  }
+
+  Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "X"); !e.empty()) return Error{e};
+    const Tensor& x = *in[0];
+    if (x.dtype() != DType::Float32 || x.rank() != 4) return makeError("float32 rank-4 input expected: ", x.describe());
+    const int64_t C = x.dim(1);
+    if (scale_.size() != static_cast<size_t>(C) || !cached_) {
+      scale_.assign(static_cast<size_t>(C), 1.0f);
+      shift_.assign(static_cast<size_t>(C), 0.0f);
+      if (auto st = foldAffine(steps_, in, C, scale_, shift_); !st) return st;
+      act_ = Act::None;
+      for (const Step& st : steps_) {
+        if (isFold(st)) continue;
+        if (st.kind != Step::Elt) return makeError("only activations may follow the affine steps");
+        float a = st.alpha, b = st.beta;
+        if (st.clipInputs) {
+          a = -std::numeric_limits<float>::infinity();
+          b = std::numeric_limits<float>::infinity();
+          for (size_t k = 0; k < st.clipCount; ++k) {
+            const Tensor* t = st.in + k < in.size() ? in[st.in + k] : nullptr;
+            if (!t || t->empty()) continue;
+            if (t->numElements() != 1 || t->dtype() != DType::Float32) return makeError("Clip min/max must be scalars");
+            (k == 0 ? a : b) = static_cast<const float*>(t->raw())[0];
+          }
+          if (a > b) a = b;
+        }
+        if (act_ != Act::None) return makeError("one activation at most");
+        if (st.alg == dnnl::algorithm::eltwise_relu) {
+          act_ = a == 0.0f ? Act::Relu : Act::Leaky;
+          alpha_ = a;
+        } else if (st.alg == dnnl::algorithm::eltwise_clip_v2) {
+          act_ = Act::Clip;
+          lo_ = a;
+          hi_ = b;
+        } else {
+          return makeError("unsupported activation after the affine steps");
+        }
+      }
+      cached_ = true;
+    }
+    out.resize(1);
+    const bool nhwc = x.nhwc();
+    if (auto st = nhwc ? out[0].ensureNhwc(x.shape()) : out[0].ensure(DType::Float32, x.shape()); !st) return st;
+    const float* px = static_cast<const float*>(x.raw());
+    float* py = static_cast<float*>(out[0].raw());
+    const float* sc = scale_.data();
+    const float* sh = shift_.data();
+    const int64_t N = x.dim(0), S = x.dim(2) * x.dim(3);
+    auto apply = [&](auto f) {
+      if (nhwc) {  // [N*S][C]: the channel loop vectorises
+        parallelChunks(ctx, N * S, [&](int64_t b, int64_t e) {
+          for (int64_t p = b; p < e; ++p) {
+            const float* xi = px + p * C;
+            float* yi = py + p * C;
+            for (int64_t c = 0; c < C; ++c) yi[c] = f(xi[c] * sc[c] + sh[c]);
+          }
+        }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, C)));
+      } else {  // [N*C][S]
+        parallelChunks(ctx, N * C, [&](int64_t b, int64_t e) {
+          for (int64_t r = b; r < e; ++r) {
+            const float s = sc[r % C], t = sh[r % C];
+            const float* xi = px + r * S;
+            float* yi = py + r * S;
+            for (int64_t i = 0; i < S; ++i) yi[i] = f(xi[i] * s + t);
+          }
+        }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, S)));
+      }
+    };
+    const float alpha = alpha_, lo = lo_, hi = hi_;
+    switch (act_) {
+      case Act::None:
+        apply([](float v) { return v; });
+        break;
+      case Act::Relu:
+        apply([](float v) { return v > 0.0f ? v : 0.0f; });
+        break;
+      case Act::Leaky:
+        apply([alpha](float v) { return v < 0.0f ? v * alpha : v; });
+        break;
+      case Act::Clip:
+        apply([lo, hi](float v) { return std::min(hi, std::max(lo, v)); });
+        break;
+    }
+    return Status::ok();
+  }
+
+ private:
+  enum class Act { None, Relu, Leaky, Clip };
+  std::vector<Step> steps_;
+  std::vector<float> scale_, shift_;
+  bool cached_ = false;
+  Act act_ = Act::None;
+  float alpha_ = 0, lo_ = 0, hi_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------------------------
+
+/// A channel shuffle with g groups (ir/fusion.h): output channel j*g + i is input channel i*(C/g) + j.
+/// Channels-last: a permutation within each pixel; row-major: one plane copy per channel.
+class ChannelShuffleKernel final : public OpKernel {
+ public:
+  explicit ChannelShuffleKernel(int64_t groups) : groups_(groups) {}
+  bool takesNhwc(const std::vector<const Tensor*>& in) const override {
+    return nhwcOut && !in.empty() && in[0] && in[0]->nhwc();
+  }
+  Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "data"); !e.empty()) return Error{e};
+    const Tensor& x = *in[0];
+    if (x.rank() != 4 || x.dtype() != DType::Float32 || x.dim(1) % groups_ != 0)
+      return makeError("channel shuffle of ", x.describe(), " in ", std::to_string(groups_), " groups");
+    const int64_t N = x.dim(0), C = x.dim(1), S = x.dim(2) * x.dim(3), per = C / groups_, g = groups_;
+    out.resize(1);
+    if (auto st = x.nhwc() ? out[0].ensureNhwc(x.shape()) : out[0].ensure(DType::Float32, x.shape()); !st) return st;
+    const float* px = static_cast<const float*>(x.raw());
+    float* py = static_cast<float*>(out[0].raw());
+    if (x.nhwc()) {
+      parallelChunks(ctx, N * S, [&](int64_t b, int64_t e) {
+        for (int64_t p = b; p < e; ++p) {
+          const float* xi = px + p * C;
+          float* yi = py + p * C;
+          for (int64_t j = 0; j < per; ++j)
+            for (int64_t i = 0; i < g; ++i) yi[j * g + i] = xi[i * per + j];
+        }
+      }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, C)));
+    } else {
+      parallelChunks(ctx, N * C, [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+          const int64_t n = r / C, c = r % C, i = c % g, j = c / g;
+          std::memcpy(py + r * S, px + (n * C + i * per + j) * S, static_cast<size_t>(S) * sizeof(float));
+        }
+      }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, S)));
+    }
+    return Status::ok();
+  }
+
+ private:
+  int64_t groups_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<OpKernel>> makeFusedKernel(const Graph& g, const std::vector<OpId>& ops) {
+  if (ops.empty()) return makeError("empty group");
+  const Node& anchor = g.nodes[static_cast<size_t>(ops[0])];
+  if (anchor.opType == "Reshape") {
+    const int64_t groups = channelShuffle(g, ops[0]);
+    if (groups <= 0) return makeError("'", anchor.name, "' is no channel shuffle");
+    return std::unique_ptr<OpKernel>(std::make_unique<ChannelShuffleKernel>(groups));
+  }
+  if (anchor.opType == "BatchNormalization" || anchor.opType == "Mul" || anchor.opType == "Add") {
+    auto steps = buildSteps(g, ops, /*fromAnchor=*/true);
+    if (!steps) return Error{steps.message()};
+    return std::unique_ptr<OpKernel>(std::make_unique<ChannelAffineKernel>(std::move(*steps)));
+  }
+  auto steps = buildSteps(g, ops);
+  if (!steps) return Error{steps.message()};
+  if (anchor.opType == "Conv") return std::unique_ptr<OpKernel>(std::make_unique<FusedConvKernel>(anchor, std::move(*steps)));
+  if (anchor.opType == "Gemm" || anchor.opType == "MatMul")
+    return std::unique_ptr<OpKernel>(std::make_unique<FusedMatMulKernel>(anchor, std::move(*steps)));
+  return makeError("no fused kernel for ", anchor.opType);
+}
+
+}  // namespace partex::cpu

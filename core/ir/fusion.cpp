@@ -1,0 +1,281 @@
+#include "ir/fusion.h"
+
+#include <algorithm>
+
+namespace partex {
+
+namespace {
+
+const Value& val(const Graph& g, ValueId v) {
+  return g.values[static_cast<size_t>(v)];
+}
+
+bool isWeight(const Graph& g, ValueId v) {
+  return v >= 0 && val(g, v).isWeight;
+}
+
+bool isF32(const Graph& g, ValueId v) {
+  return v >= 0 && val(g, v).dtype == DType::Float32;
+}
+
+/// The channel axis of the anchor's output: the last one for Gemm and MatMul, 1 otherwise.
+int64_t channelAxis(const Graph& g, const Node& anchor) {
+  const Value& y = val(g, anchor.outputs[0]);
+  return anchor.opType == "Gemm" || anchor.opType == "MatMul" ? static_cast<int64_t>(y.shape.size()) - 1 : 1;
+}
+
+/// The anchor's output channel count; -1 unknown.
+int64_t outChannels(const Graph& g, const Node& anchor) {
+  const Value& y = val(g, anchor.outputs[0]);
+  if (!y.shapeKnown || y.shape.size() < 2) return -1;
+  return y.shape[static_cast<size_t>(channelAxis(g, anchor))];
+}
+
+bool perChannelWeight(const Graph& g, ValueId w, const Node& anchor, int64_t channels);
+
+/// A per-channel affine operator on a rank-4 activation: BatchNormalization with weight parameters, or
+/// Mul/Add of an activation and a per-channel weight.
+bool isAffineAnchor(const Graph& g, const Node& n) {
+  if (!n.domain.empty() && n.domain != "ai.onnx") return false;
+  if (n.outputs.empty() || n.outputs[0] < 0 || !isF32(g, n.outputs[0]) || n.inputs.empty()) return false;
+  const Value& y = val(g, n.outputs[0]);
+  if (!y.shapeKnown || y.shape.size() != 4) return false;
+  const int64_t C = y.shape[1];
+  if (n.opType == "BatchNormalization") {
+    if (n.inputs.size() != 5 || isWeight(g, n.inputs[0]) || !isF32(g, n.inputs[0])) return false;
+    for (size_t i = 1; i < 5; ++i)
+      if (!isWeight(g, n.inputs[i]) || !isF32(g, n.inputs[i]) || val(g, n.inputs[i]).numElements() != C) return false;
+    for (size_t k = 1; k < n.outputs.size(); ++k)
+      if (n.outputs[k] >= 0 && !val(g, n.outputs[k]).consumers.empty()) return false;
+    return true;
+  }
+  if ((n.opType == "Mul" || n.opType == "Add") && n.inputs.size() == 2) {
+    const ValueId x = n.inputs[0], w = n.inputs[1];
+    if (x < 0 || w < 0 || isWeight(g, x) || !isF32(g, x) || val(g, x).shape != y.shape) return false;
+    return perChannelWeight(g, w, n, C);
+  }
+  return false;
+}
+
+bool isAnchor(const Graph& g, const Node& n) {
+  if (!n.domain.empty() && n.domain != "ai.onnx") return false;
+  if (n.outputs.empty() || n.outputs[0] < 0 || !isF32(g, n.outputs[0])) return false;
+  if (n.inputs.size() < 2 || !isF32(g, n.inputs[0]) || !isF32(g, n.inputs[1])) return false;
+  const Value& x = val(g, n.inputs[0]);
+  if (!x.shapeKnown) return false;
+  if (n.opType == "Conv") return x.shape.size() >= 3 && x.shape.size() <= 5 && isWeight(g, n.inputs[1]);
+  if (n.opType == "Gemm") {
+    const Value& b = val(g, n.inputs[1]);
+    if (!isWeight(g, n.inputs[1]) || !b.shapeKnown || b.shape.size() != 2 || x.shape.size() != 2) return false;
+    if (n.inputs.size() < 3 || n.inputs[2] < 0) return true;
+    // C must be one value per output column (or a scalar): it becomes the bias.
+    const Value& c = val(g, n.inputs[2]);
+    const int64_t cols = n.attrInt("transB", 0) ? b.shape[0] : b.shape[1];
+    return isWeight(g, n.inputs[2]) && isF32(g, n.inputs[2]) && c.shapeKnown &&
+           (c.numElements() == 1 || (c.numElements() == cols && c.shape.back() == cols && c.shape.size() <= 2));
+  }
+  if (n.opType == "MatMul") {
+    const Value& b = val(g, n.inputs[1]);
+    return isWeight(g, n.inputs[1]) && b.shapeKnown && b.shape.size() == 2 && x.shape.size() == 2;
+  }
+  return false;
+}
+
+/// A weight that is a scalar or has one value per output channel, laid out so that it broadcasts along
+/// the channel axis of the anchor's output (rank r, channel axis 1 for Conv, r-1 otherwise).
+bool perChannelWeight(const Graph& g, ValueId w, const Node& anchor, int64_t channels) {
+  if (!isWeight(g, w) || !isF32(g, w)) return false;
+  const Value& v = val(g, w);
+  if (!v.shapeKnown) return false;
+  const Value& y = val(g, anchor.outputs[0]);
+  const int64_t r = static_cast<int64_t>(y.shape.size());
+  const int64_t axis = channelAxis(g, anchor);
+  const int64_t n = v.numElements();
+  if (n == 1) return static_cast<int64_t>(v.shape.size()) <= r;
+  if (n != channels || static_cast<int64_t>(v.shape.size()) > r) return false;
+  // Right-aligned: the dim of value `channels` must sit at the channel axis, every other dim 1.
+  const int64_t off = r - static_cast<int64_t>(v.shape.size());
+  for (int64_t i = 0; i < static_cast<int64_t>(v.shape.size()); ++i)
+    if (v.shape[static_cast<size_t>(i)] != 1 && i + off != axis) return false;
+  return true;
+}
+
+bool isActivation(const Graph& g, const Node& n) {
+  static const char* kOps[] = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Elu", "HardSigmoid", "HardSwish",
+                               "Softplus", "Abs", "Sqrt", "Exp", "Clip"};
+  if (std::none_of(std::begin(kOps), std::end(kOps), [&](const char* o) { return n.opType == o; })) return false;
+  if (n.opType == "Clip")
+    for (size_t i = 1; i < n.inputs.size(); ++i)
+      if (n.inputs[i] >= 0 && (!isWeight(g, n.inputs[i]) || !isF32(g, n.inputs[i]) || val(g, n.inputs[i]).numElements() != 1))
+        return false;
+  return true;
+}
+
+/// The only consumer of v, or kNone.
+OpId soleConsumer(const Graph& g, ValueId v) {
+  if (v < 0) return kNone;
+  const Value& x = val(g, v);
+  return x.consumers.size() == 1 && !x.isGraphOutput ? x.consumers[0] : kNone;
+}
+
+}  // namespace
+
+int64_t channelShuffle(const Graph& g, OpId reshape, OpId* last) {
+  auto isOp = [&](OpId op, const char* t) {
+    return op >= 0 && g.nodes[static_cast<size_t>(op)].opType == t && g.nodes[static_cast<size_t>(op)].domain.empty();
+  };
+  if (!isOp(reshape, "Reshape")) return 0;
+  const Node& r1 = g.nodes[static_cast<size_t>(reshape)];
+  if (r1.inputs.empty() || r1.outputs.empty() || !isF32(g, r1.inputs[0]) || r1.outputs[0] < 0) return 0;
+  const Value& x = val(g, r1.inputs[0]);
+  const Value& y = val(g, r1.outputs[0]);
+  if (!x.shapeKnown || !y.shapeKnown || x.shape.size() != 4 || y.shape.size() != 5) return 0;
+  const int64_t groups = y.shape[1];
+  if (y.shape[0] != x.shape[0] || groups <= 1 || y.shape[1] * y.shape[2] != x.shape[1] || y.shape[3] != x.shape[2] ||
+      y.shape[4] != x.shape[3])
+    return 0;
+  const OpId t = soleConsumer(g, r1.outputs[0]);
+  if (!isOp(t, "Transpose")) return 0;
+  const Node& tn = g.nodes[static_cast<size_t>(t)];
+  if (tn.attrInts("perm") != std::vector<int64_t>{0, 2, 1, 3, 4} || tn.outputs.empty()) return 0;
+  const OpId r2 = soleConsumer(g, tn.outputs[0]);
+  if (!isOp(r2, "Reshape")) return 0;
+  const Node& r2n = g.nodes[static_cast<size_t>(r2)];
+  if (r2n.outputs.empty() || r2n.outputs[0] < 0) return 0;
+  const Value& z = val(g, r2n.outputs[0]);
+  if (!z.shapeKnown || z.shape != x.shape) return 0;
+  if (last) *last = r2;
+  return groups;
+}
+
+std::vector<FusedGroup> fusedGroups(const Graph& g, const std::vector<int>& placement) {
+  std::vector<FusedGroup> groups;
+  std::vector<bool> outputOf(g.values.size(), false);
+  for (ValueId o : g.outputs)
+    if (o >= 0) outputOf[static_cast<size_t>(o)] = true;
+  auto dev = [&](OpId op) { return placement.empty() ? 0 : placement[static_cast<size_t>(op)]; };
+  std::vector<bool> taken(g.nodes.size(), false);
+  for (size_t a = 0; a < g.nodes.size(); ++a) {
+    const Node& anchor = g.nodes[a];
+    OpId shuffleEnd = kNone;
+    if (!taken[a] && channelShuffle(g, static_cast<OpId>(a), &shuffleEnd) > 0) {
+      const OpId t = val(g, anchor.outputs[0]).consumers[0];
+      if (dev(t) == dev(static_cast<OpId>(a)) && dev(shuffleEnd) == dev(static_cast<OpId>(a))) {
+        FusedGroup grp;
+        grp.ops = {static_cast<OpId>(a), t, shuffleEnd};
+        grp.inputs = anchor.inputs;
+        const Node& r2 = g.nodes[static_cast<size_t>(shuffleEnd)];
+        for (size_t i = 1; i < r2.inputs.size(); ++i) grp.inputs.push_back(r2.inputs[i]);
+        grp.output = r2.outputs[0];
+        for (OpId op : grp.ops) taken[static_cast<size_t>(op)] = true;
+        groups.push_back(std::move(grp));
+        continue;
+      }
+    }
+    // A per-channel affine anchor takes only affine steps and simple activations (one pass over memory).
+    const bool affineOnly = !isAnchor(g, anchor);
+    if (taken[a] || (affineOnly && !isAffineAnchor(g, anchor))) continue;
+    const int64_t channels = outChannels(g, anchor);
+    FusedGroup grp;
+    grp.ops.push_back(static_cast<OpId>(a));
+    grp.inputs = anchor.inputs;
+    ValueId cur = anchor.outputs[0];
+    bool foldable = true, summed = false;
+    for (;;) {
+      const Value& cv = val(g, cur);
+      if (outputOf[static_cast<size_t>(cur)]) break;
+      // x * Sigmoid(x) (SiLU / swish): two operators that read the current tensor, as one step.
+      if (cv.consumers.size() == 2 && !affineOnly) {
+        OpId sig = kNone, mul = kNone;
+        for (OpId c : cv.consumers) {
+          const Node& cn = g.nodes[static_cast<size_t>(c)];
+          if (cn.opType == "Sigmoid" && cn.domain.empty()) sig = c;
+          if (cn.opType == "Mul" && cn.domain.empty()) mul = c;
+        }
+        if (sig >= 0 && mul >= 0 && !taken[static_cast<size_t>(sig)] && !taken[static_cast<size_t>(mul)] &&
+            dev(sig) == dev(static_cast<OpId>(a)) && dev(mul) == dev(static_cast<OpId>(a))) {
+          const Node& sn = g.nodes[static_cast<size_t>(sig)];
+          const Node& mn = g.nodes[static_cast<size_t>(mul)];
+          const ValueId so = sn.outputs.empty() ? kNone : sn.outputs[0];
+          if (so >= 0 && !outputOf[static_cast<size_t>(so)] && val(g, so).consumers.size() == 1 &&
+              mn.inputs.size() == 2 && ((mn.inputs[0] == cur && mn.inputs[1] == so) || (mn.inputs[1] == cur && mn.inputs[0] == so)) &&
+              !mn.outputs.empty() && mn.outputs[0] >= 0 && isF32(g, mn.outputs[0])) {
+            grp.ops.push_back(sig);
+            grp.ops.push_back(mul);
+            foldable = false;
+            cur = mn.outputs[0];
+            continue;
+          }
+        }
+        break;
+      }
+      if (cv.consumers.size() != 1) break;
+      const OpId next = cv.consumers[0];
+      const Node& n = g.nodes[static_cast<size_t>(next)];
+      if (taken[static_cast<size_t>(next)] || dev(next) != dev(static_cast<OpId>(a))) break;
+      if (!n.domain.empty() && n.domain != "ai.onnx") break;
+      if (n.outputs.empty() || n.outputs[0] < 0 || !isF32(g, n.outputs[0])) break;
+      // The node's other outputs must be unused (BatchNormalization's training outputs).
+      bool extraOut = false;
+      for (size_t k = 1; k < n.outputs.size(); ++k)
+        if (n.outputs[k] >= 0 && !val(g, n.outputs[k]).consumers.empty()) extraOut = true;
+      if (extraOut) break;
+      // Every input other than the chained one, and where the chained one sits.
+      std::vector<ValueId> others;
+      int chainedAt = -1, chainedCount = 0;
+      for (size_t i = 0; i < n.inputs.size(); ++i) {
+        if (n.inputs[i] == cur) {
+          ++chainedCount;
+          chainedAt = static_cast<int>(i);
+        } else {
+          others.push_back(n.inputs[i]);
+        }
+      }
+      if (chainedCount != 1) break;
+      bool ok = false;
+      if (n.opType == "BatchNormalization") {
+        ok = foldable && chainedAt == 0 && n.inputs.size() == 5 && channels > 0;
+        for (size_t i = 1; ok && i < 5; ++i) {
+          const Value& p = val(g, n.inputs[i]);
+          ok = isWeight(g, n.inputs[i]) && isF32(g, n.inputs[i]) && p.numElements() == channels &&
+               p.shape.size() == 1 && channelAxis(g, anchor) == 1;
+        }
+      } else if ((n.opType == "Mul" || n.opType == "Add") && n.inputs.size() == 2 && foldable &&
+                 perChannelWeight(g, others[0], anchor, channels)) {
+        ok = true;
+      } else if (affineOnly) {
+        ok = n.opType == "Relu" || n.opType == "LeakyRelu" || (n.opType == "Clip" && isActivation(g, n));
+        foldable = false;
+      } else if ((n.opType == "Add" || n.opType == "Sum") && n.inputs.size() == 2 && !summed && others[0] >= 0 &&
+                 !isWeight(g, others[0]) && isF32(g, others[0])) {
+        const Value& o = val(g, others[0]);
+        ok = o.shapeKnown && cv.shapeKnown && o.shape == cv.shape;
+        if (ok) {
+          summed = true;
+          foldable = false;
+        }
+      } else if (isActivation(g, n)) {
+        ok = true;
+        foldable = false;
+      }
+      if (!ok) break;
+      grp.ops.push_back(next);
+      grp.inputs.insert(grp.inputs.end(), others.begin(), others.end());
+      cur = n.outputs[0];
+    }
+    if (grp.ops.size() < 2) continue;
+    grp.output = cur;
+    for (OpId op : grp.ops) taken[static_cast<size_t>(op)] = true;
+    groups.push_back(std::move(grp));
+  }
+  return groups;
+}
+
+std::vector<int> groupOfOps(const Graph& g, const std::vector<FusedGroup>& groups) {
+  std::vector<int> of(g.nodes.size(), -1);
+  for (size_t i = 0; i < groups.size(); ++i)
+    for (OpId op : groups[i].ops) of[static_cast<size_t>(op)] = static_cast<int>(i);
+  return of;
+}
+
+}  // namespace partex

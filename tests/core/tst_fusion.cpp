@@ -1,0 +1,203 @@
+// The CPU runtime's fusion rules (ir/fusion.h) on small hand-built graphs: which chains become one
+// kernel, with which external inputs, and where a chain must stop (a second reader, a model output, a
+// device boundary, an operator that cannot follow).
+
+#include <QtTest>
+
+#include <string>
+#include <vector>
+
+#include "ir/fusion.h"
+#include "ir/graph.h"
+
+using namespace partex;
+
+namespace {
+
+/// A tiny graph builder: activations [1,C,H,W] float32, weights marked as such.
+struct G {
+  Graph g;
+  ValueId act(const std::string& name, std::vector<int64_t> shape = {1, 16, 8, 8}) {
+    Value v;
+    v.name = name;
+    v.dtype = DType::Float32;
+    v.shape = std::move(shape);
+    v.shapeKnown = true;
+    return g.addValue(v);
+  }
+  ValueId input(const std::string& name, std::vector<int64_t> shape = {1, 8, 8, 8}) {
+    ValueId v = act(name, std::move(shape));
+    g.values[static_cast<size_t>(v)].isGraphInput = true;
+    g.inputs.push_back(v);
+    return v;
+  }
+  ValueId weight(const std::string& name, std::vector<int64_t> shape) {
+    ValueId v = act(name, std::move(shape));
+    g.values[static_cast<size_t>(v)].isWeight = true;
+    return v;
+  }
+  ValueId op(const std::string& type, const std::string& name, std::vector<ValueId> ins,
+             std::vector<int64_t> outShape = {1, 16, 8, 8}) {
+    ValueId out = act(name + "_out", std::move(outShape));
+    Node n;
+    n.name = name;
+    n.opType = type;
+    n.inputs = std::move(ins);
+    n.outputs = {out};
+    g.addNode(n);
+    return out;
+  }
+  ValueId conv(const std::string& name, ValueId x, int64_t cin = 8) {
+    return op("Conv", name, {x, weight(name + "_w", {16, cin, 3, 3}), weight(name + "_b", {16})});
+  }
+  ValueId bn(const std::string& name, ValueId x) {
+    return op("BatchNormalization", name,
+              {x, weight(name + "_s", {16}), weight(name + "_b", {16}), weight(name + "_m", {16}),
+               weight(name + "_v", {16})});
+  }
+  void output(ValueId v) {
+    g.values[static_cast<size_t>(v)].isGraphOutput = true;
+    g.outputs.push_back(v);
+  }
+  std::vector<FusedGroup> groups(const std::vector<int>& placement = {}) {
+    g.rebuildIndex();
+    return fusedGroups(g, placement);
+  }
+  std::vector<std::string> names(const FusedGroup& grp) const {
+    std::vector<std::string> r;
+    for (OpId op : grp.ops) r.push_back(g.nodes[static_cast<size_t>(op)].name);
+    return r;
+  }
+};
+
+using Names = std::vector<std::string>;
+
+}  // namespace
+
+class TestFusion : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void convBatchNormRelu() {
+    G b;
+    ValueId x = b.input("x");
+    ValueId y = b.op("Relu", "relu", {b.bn("bn", b.conv("conv", x))});
+    b.output(y);
+    auto gs = b.groups();
+    QCOMPARE(gs.size(), size_t{1});
+    QCOMPARE(b.names(gs[0]), (Names{"conv", "bn", "relu"}));
+    QCOMPARE(gs[0].output, y);
+    // The kernel's inputs: the Conv's three, then BatchNormalization's four parameters.
+    QCOMPARE(gs[0].inputs.size(), size_t{7});
+    QCOMPARE(gs[0].inputs[0], x);
+    QCOMPARE(b.g.values[static_cast<size_t>(gs[0].inputs[3])].name, std::string("bn_s"));
+  }
+
+  void residualAddThenRelu() {
+    G b;
+    ValueId x = b.input("x", {1, 16, 8, 8});
+    ValueId skip = b.op("Relu", "pre", {x});
+    ValueId a = b.bn("bn", b.conv("conv", skip, 16));
+    ValueId y = b.op("Relu", "relu", {b.op("Add", "add", {a, skip})});
+    b.output(y);
+    auto gs = b.groups();
+    QCOMPARE(gs.size(), size_t{1});
+    QCOMPARE(b.names(gs[0]), (Names{"conv", "bn", "add", "relu"}));
+    QCOMPARE(gs[0].inputs.back(), skip);  // the residual operand
+  }
+
+  void noFoldAfterActivation() {
+    G b;
+    ValueId c = b.op("Relu", "relu", {b.conv("conv", b.input("x"))});
+    ValueId y = b.op("Mul", "scale", {c, b.weight("s", {16, 1, 1})});
+    b.output(y);
+    auto gs = b.groups();
+    QCOMPARE(gs.size(), size_t{1});
+    QCOMPARE(b.names(gs[0]), (Names{"conv", "relu"}));
+  }
+
+  void secondReaderStopsTheChain() {
+    G b;
+    ValueId c = b.conv("conv", b.input("x"));
+    b.output(b.op("Relu", "relu", {c}));
+    b.output(b.op("Tanh", "tanh", {c}));
+    QVERIFY(b.groups().empty());
+  }
+
+  void modelOutputStopsTheChain() {
+    G b;
+    ValueId c = b.conv("conv", b.input("x"));
+    b.output(c);
+    b.output(b.op("Relu", "relu", {c}));
+    QVERIFY(b.groups().empty());
+  }
+
+  void deviceBoundaryStopsTheChain() {
+    G b;
+    b.output(b.op("Relu", "relu", {b.bn("bn", b.conv("conv", b.input("x")))}));
+    QCOMPARE(b.groups({0, 0, 0}).size(), size_t{1});
+    auto split = b.groups({0, 0, 1});
+    QCOMPARE(split.size(), size_t{1});
+    QCOMPARE(b.names(split[0]), (Names{"conv", "bn"}));
+    // The Conv alone on device 0; BatchNormalization + Relu on device 1 are an affine chain of their own.
+    auto other = b.groups({0, 1, 1});
+    QCOMPARE(other.size(), size_t{1});
+    QCOMPARE(b.names(other[0]), (Names{"bn", "relu"}));
+  }
+
+  void swish() {
+    G b;
+    ValueId c = b.conv("conv", b.input("x"));
+    ValueId s = b.op("Sigmoid", "sig", {c});
+    ValueId y = b.op("Mul", "mul", {c, s});
+    b.output(y);
+    auto gs = b.groups();
+    QCOMPARE(gs.size(), size_t{1});
+    QCOMPARE(b.names(gs[0]), (Names{"conv", "sig", "mul"}));
+    QCOMPARE(gs[0].inputs.size(), size_t{3});  // no input of the Sigmoid or the Mul is external
+  }
+
+  void affineChainWithRelu() {
+    G b;
+    ValueId x = b.input("x", {1, 16, 8, 8});
+    ValueId y = b.op("Relu", "relu", {b.op("Add", "shift", {b.bn("bn", x), b.weight("t", {1, 16, 1, 1})})});
+    b.output(y);
+    auto gs = b.groups();
+    QCOMPARE(gs.size(), size_t{1});
+    QCOMPARE(b.names(gs[0]), (Names{"bn", "shift", "relu"}));
+    // An activation that one pass cannot apply ends an affine chain before it.
+    G c;
+    ValueId x2 = c.input("x", {1, 16, 8, 8});
+    c.output(c.op("Sigmoid", "sig", {c.bn("bn", x2)}));
+    QVERIFY(c.groups().empty());
+  }
+
+  void channelShuffle() {
+    G b;
+    ValueId x = b.input("x", {1, 16, 8, 8});
+    ValueId r1 = b.op("Reshape", "r1", {x, b.weight("s1", {5})}, {1, 4, 4, 8, 8});
+    ValueId t = b.op("Transpose", "t", {r1}, {1, 4, 4, 8, 8});
+    b.g.nodes.back().attrs["perm"].value = std::vector<int64_t>{0, 2, 1, 3, 4};
+    ValueId y = b.op("Reshape", "r2", {t, b.weight("s2", {4})}, {1, 16, 8, 8});
+    b.output(y);
+    auto gs = b.groups();
+    QCOMPARE(gs.size(), size_t{1});
+    QCOMPARE(b.names(gs[0]), (Names{"r1", "t", "r2"}));
+    QCOMPARE(partex::channelShuffle(b.g, 0), int64_t{4});
+    // Another permutation is no shuffle.
+    b.g.nodes[1].attrs["perm"].value = std::vector<int64_t>{0, 1, 2, 4, 3};
+    QVERIFY(b.groups().empty());
+  }
+
+  void groupOfOpsIndexes() {
+    G b;
+    b.output(b.op("Relu", "relu", {b.conv("conv", b.input("x"))}));
+    b.output(b.op("Tanh", "alone", {b.input("x2", {1, 16, 8, 8})}));
+    auto gs = b.groups();
+    auto of = groupOfOps(b.g, gs);
+    QCOMPARE(of, (std::vector<int>{0, 0, -1}));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestFusion)
+#include "tst_fusion.moc"
