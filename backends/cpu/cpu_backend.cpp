@@ -213,6 +213,12 @@ class CpuKernel final : public Kernel {
     }
   }
 
+  bool keepsCopy(size_t i) const override { return op_->keepsCopy(i); }
+  void releaseCaches() override {
+    op_->releaseCaches();
+    plain_.clear();
+  }
+
  private:
   std::unique_ptr<OpKernel> op_;
   std::string name_;

@@ -28,6 +28,14 @@ class OpKernel {
     (void)in;
     return false;
   }
+  /// Whether the kernel keeps its own (transformed) copy of input i, so that the caller may give it up
+  /// (pass an empty tensor there from now on) as long as the input shapes stay.
+  virtual bool keepsCopy(size_t i) const {
+    (void)i;
+    return false;
+  }
+  /// Frees what the kernel caches between runs (transformed weights, scratch): a kernel run once.
+  virtual void releaseCaches() {}
   /// Set by the backend when every consumer of the kernel's (first) output reads channels-last tensors:
   /// run() may then leave that output channels-last (nhwcOutputOk()).
   bool nhwcOut = false;

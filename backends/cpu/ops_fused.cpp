@@ -231,18 +231,23 @@ class FusedConvKernel final : public OpKernel {
 
   Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
     if (auto e = expectInput(in, 0, "X"); !e.empty()) return Error{e};
-    if (auto e = expectInput(in, 1, "W"); !e.empty()) return Error{e};
+    if (auto e = expectInput(in, 1, "W"); !e.empty() && !(weights_ && in.size() > 1 && in[1])) return Error{e};
     const Tensor& x = *in[0];
     const Tensor& w = *in[1];
+    // The caller may give up the weights once this kernel keeps its own folded copy (keepsCopy): the
+    // kernel then runs on that copy and W's shape as it was.
+    const bool released = w.empty() && weights_;
+    const std::vector<int64_t>& ws = released ? wShape_ : w.shape();
     const Tensor* b = anchorIn_ > 2 && in.size() > 2 && in[2] && !in[2]->empty() ? in[2] : nullptr;
-    if (x.dtype() != DType::Float32 || w.dtype() != DType::Float32 || (b && b->dtype() != DType::Float32))
+    if (x.dtype() != DType::Float32 || (!released && w.dtype() != DType::Float32) || (b && b->dtype() != DType::Float32))
       return makeError("Conv: float32 only");
     const int64_t r = x.rank();
-    if (r < 3 || r > 5 || w.rank() != r) return makeError("Conv: X ", x.describe(), " and W ", w.describe());
+    if (r < 3 || r > 5 || static_cast<int64_t>(ws.size()) != r)
+      return makeError("Conv: X ", x.describe(), " and W ", shapeString(ws));
     const int64_t group = node_.attrInt("group", 1);
-    const int64_t C = x.dim(1), M = w.dim(0);
-    if (group <= 0 || C != w.dim(1) * group || M % group != 0)
-      return makeError("Conv: channels of X ", x.describe(), " do not match W ", w.describe(), " with group ",
+    const int64_t C = x.dim(1), M = ws[0];
+    if (group <= 0 || C != ws[1] * group || M % group != 0)
+      return makeError("Conv: channels of X ", x.describe(), " do not match W ", shapeString(ws), " with group ",
                        std::to_string(group));
     if (b && (b->rank() != 1 || b->dim(0) != M)) return makeError("Conv: bias ", b->describe());
     int sumIn = -1;
@@ -250,20 +255,20 @@ class FusedConvKernel final : public OpKernel {
     auto po = postOps(steps_, in, sumIn, opsKey);
     if (!po) return Error{po.message()};
     std::vector<int64_t> key = x.shape();
-    key.insert(key.end(), w.shape().begin(), w.shape().end());
+    key.insert(key.end(), ws.begin(), ws.end());
     if (key != key_ || opsKey != opsKey_ || !prim_) {
       std::vector<int64_t> spatial(x.shape().begin() + 2, x.shape().end());
-      std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
+      std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
       if (node_.hasAttr("kernel_shape") && node_.attrInts("kernel_shape") != kernel)
-        return makeError("Conv: kernel_shape does not match W ", w.describe());
+        return makeError("Conv: kernel_shape does not match W ", shapeString(ws));
       Window win;
       if (auto e = windowGeometry(node_, spatial, kernel, false, win); !e.empty()) return makeError("Conv: ", e);
       outShape_ = {x.dim(0), M};
       outShape_.insert(outShape_.end(), win.out.begin(), win.out.end());
-      memory::dims wd = toDims(w.shape());
+      memory::dims wd = toDims(ws);
       if (group > 1) {
         wd = {group, M / group};
-        wd.insert(wd.end(), w.shape().begin() + 1, w.shape().end());
+        wd.insert(wd.end(), ws.begin() + 1, ws.end());
         userW_ = memory::desc(wd, dt::f32, r == 3 ? tag::goiw : r == 4 ? tag::goihw : tag::goidhw);
       } else {
         userW_ = memory::desc(wd, dt::f32, plainTag(static_cast<size_t>(r)));
@@ -278,13 +283,15 @@ class FusedConvKernel final : public OpKernel {
                                                anyX, anyW, bd, anyY, win.strides, win.dil, win.padL, win.padR);
       pd_ = dnnl::convolution_forward::primitive_desc(d, attr, engine());
       prim_ = dnnl::convolution_forward(pd_);
+      if (released) return makeError("Conv: the weights were given up but the input shape changed");
       weights_ = memory();
       key_ = key;
       opsKey_ = opsKey;
       sumIn_ = sumIn;
     }
     dnnl::stream s(engine());
-    if (auto st = prepareWeights(s, in, w, b, M); !st) return st;
+    if (!released)
+      if (auto st = prepareWeights(s, in, w, b, M); !st) return st;
     // Source: as it comes when the primitive reads that layout, else reordered into scratch.
     memory xm(descOf(x), engine(), const_cast<void*>(x.raw()));
     if (xm.get_desc() != pd_.src_desc()) {
@@ -345,8 +352,31 @@ class FusedConvKernel final : public OpKernel {
     std::memcpy(bias_.get_data_handle(), shift.data(), static_cast<size_t>(M) * sizeof(float));
     wPtr_ = w.raw();
     wHash_ = h;
+    wShape_ = w.shape();
     return Status::ok();
   }
+
+ public:
+  /// Input i is folded into the kernel's own weights or bias (W, B, and the folded steps' parameters).
+  bool keepsCopy(size_t i) const override {
+    if (!weights_) return false;
+    if (i == 1 || (i == 2 && anchorIn_ > 2)) return true;
+    for (const Step& st : steps_) {
+      if (!isFold(st)) break;
+      const size_t count = st.kind == Step::BatchNorm ? 4 : 1;
+      if (i >= st.in && i < st.in + count) return true;
+    }
+    return false;
+  }
+  void releaseCaches() override {
+    weights_ = memory();
+    bias_ = memory();
+    srcScratch_ = memory();
+    dstScratch_ = memory();
+    prim_ = dnnl::convolution_forward();
+  }
+
+ private:
 
   Node node_;
   std::vector<Step> steps_;
@@ -360,6 +390,7 @@ class FusedConvKernel final : public OpKernel {
   memory weights_, bias_, srcScratch_, dstScratch_;
   const void* wPtr_ = nullptr;
   uint64_t wHash_ = 0;
+  std::vector<int64_t> wShape_;
   Reorder srcReorder_, dstReorder_, resReorder_;
 };
 

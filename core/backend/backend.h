@@ -40,6 +40,16 @@ class Kernel {
   /// matching size is reused, so running again with the same vector does not allocate).
   /// Bad shapes or dtypes give an Error naming the operator, never a crash.
   virtual Status run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs) = 0;
+  /// Whether the kernel keeps its own (transformed) copy of input i after a run (a Conv's reordered and
+  /// folded weights): the caller may then free that input and pass an empty tensor in its place, as long
+  /// as the other inputs keep their shapes. Lets a runtime hold one copy of the weights, not two.
+  virtual bool keepsCopy(size_t i) const {
+    (void)i;
+    return false;
+  }
+  /// Frees what the kernel caches between runs (transformed weights, scratch), for a kernel that runs
+  /// once (a reference run): the next run prepares them again.
+  virtual void releaseCaches() {}
 };
 
 /// A device a backend can run on. Ids match the platform presets' device ids (this-machine:

@@ -11,7 +11,7 @@
 ///      2. at most one residual Add or two-input Sum whose other operand is an activation (not a weight)
 ///         of exactly the same shape: oneDNN's sum post-op, accumulated into the output;
 ///      3. element-wise activations: Relu, LeakyRelu, Clip (constant bounds), Sigmoid, Tanh, Elu,
-///         HardSigmoid, HardSwish, Softplus, Abs, Sqrt, Exp: oneDNN eltwise post-ops.
+///         HardSwish, Softplus, Abs, Sqrt, Exp: oneDNN eltwise post-ops.
 ///    Once a step of 2 or 3 is taken, no step of 1 follows. x * Sigmoid(x) (SiLU, swish: the tensor read
 ///    by a Sigmoid and by the Mul of it and that Sigmoid's output) counts as one activation.
 ///  - A per-channel affine anchor on a rank-4 activation (BatchNormalization, or Mul/Add by a per-channel

@@ -39,7 +39,7 @@ double medianOf(std::vector<double> v) {
 /// Everything one placement needs to run repeatedly: kernels, output storage, input pointers.
 class Prepared {
  public:
-  Prepared(const Graph& g, const std::vector<Tensor>& leaves) : g_(g), leaves_(leaves) {}
+  Prepared(const Graph& g, std::vector<Tensor>& leaves) : g_(g), leaves_(leaves) {}
 
   /// Prepares every operator on the device of `devOf` (ids into `deviceIds`). With `fuse`, each fused
   /// group (ir/fusion.h) of operators placed together runs as one kernel in the slot of its last
@@ -201,8 +201,47 @@ class Prepared {
       const Node& node = g_.nodes[op];
       return makeError("operator '", node.name, "' (", node.opType, "): ", st.message());
     }
+    if (transient_) kernels_[op]->releaseCaches();
+    if (!releasing_.empty() && !ranOnce_[op]) {
+      ranOnce_[op] = true;
+      // Weights this kernel now keeps its own copy of: the last reader to take its copy frees them.
+      for (size_t i = 0; i < insValue_[op].size(); ++i) {
+        const ValueId v = insValue_[op][i];
+        if (v < 0 || !releasing_[static_cast<size_t>(v)]) continue;
+        if (!kernels_[op]->keepsCopy(i)) {
+          releasable_[static_cast<size_t>(v)].store(-1000000, std::memory_order_relaxed);
+          continue;
+        }
+        if (releasable_[static_cast<size_t>(v)].fetch_sub(1, std::memory_order_acq_rel) == 1)
+          leaves_[static_cast<size_t>(v)] = Tensor();
+      }
+    }
     return Status::ok();
   }
+
+  /// Frees each weight once every kernel that reads it keeps its own copy (after its first run), so
+  /// that the weights are held once, not twice (plain and reordered). The leaves are then gone: no other
+  /// run may use them afterwards.
+  void releaseWeightsAsTaken() {
+    const size_t n = g_.nodes.size();
+    releasing_.assign(g_.values.size(), false);
+    releasable_ = std::make_unique<std::atomic<int>[]>(g_.values.size());
+    for (size_t v = 0; v < g_.values.size(); ++v) releasable_[v].store(0, std::memory_order_relaxed);
+    ranOnce_.assign(n, false);
+    insValue_.assign(n, {});
+    for (size_t op = 0; op < n; ++op) {
+      if (!kernels_[op]) continue;
+      const int gi = fusedInto_[op] >= 0 ? groupIndexOf(static_cast<OpId>(op)) : -1;
+      insValue_[op] = gi >= 0 ? groups_[static_cast<size_t>(gi)].inputs : g_.nodes[op].inputs;
+      for (ValueId v : insValue_[op])
+        if (v >= 0 && g_.values[static_cast<size_t>(v)].isWeight && !leaves_[static_cast<size_t>(v)].empty()) {
+          releasing_[static_cast<size_t>(v)] = true;
+          releasable_[static_cast<size_t>(v)].fetch_add(1, std::memory_order_relaxed);
+        }
+    }
+  }
+  /// Kernels free their caches after every run (a run made once, as the reference run).
+  void setTransient(bool t) { transient_ = t; }
   /// Per operator: the last operator of the fused group whose kernel ran it; -1 when it ran alone.
   const std::vector<OpId>& fusedInto() const { return fusedInto_; }
   const std::vector<FusedGroup>& groups() const { return groups_; }
@@ -210,7 +249,7 @@ class Prepared {
 
  private:
   const Graph& g_;
-  const std::vector<Tensor>& leaves_;
+  std::vector<Tensor>& leaves_;
   std::vector<std::unique_ptr<Kernel>> kernels_;
   std::vector<std::vector<Tensor>> outs_;
   std::vector<const Tensor*> valuePtr_;
@@ -223,6 +262,16 @@ class Prepared {
     size_t fromK;
   };
   std::vector<std::vector<Steal>> steal_;  ///< Per operator; empty when no memory plan was made.
+  /// The group (index into groups_) whose kernel runs in this operator's slot; -1 when none.
+  int groupIndexOf(OpId op) const {
+    for (size_t i = 0; i < groups_.size(); ++i)
+      if (groups_[i].ops.back() == op && fusedInto_[static_cast<size_t>(op)] == op) return static_cast<int>(i);
+    return -1;
+  }
+  bool transient_ = false;
+  std::vector<bool> releasing_, ranOnce_;
+  std::unique_ptr<std::atomic<int>[]> releasable_;
+  std::vector<std::vector<ValueId>> insValue_;
   inline static const std::vector<Steal> kNoSteals{};
 };
 
@@ -803,13 +852,52 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
   auto in = makeRunInputs(g, o.seed, o.inputs);
   if (!in) return Error{in.message()};
 
-  step("preparing kernels");
   auto program = programLanes(t, plan, layout);
   if (!program) return Error{program.message()};
   LaneTeam team(layout.laneCore);
+
+  // The reference first: every operator on one device, in topological order, one kernel per operator
+  // (so that fused kernels are checked against the operators they replace), each kernel's caches freed
+  // after it ran; only the model outputs are kept. The plan's run then lets its kernels take the
+  // weights over, so that neither run holds two copies of them.
+  std::vector<Tensor> refOut(g.outputs.size());
+  if (cancelled()) return makeError("cancelled");
+  std::string refId = o.referenceDevice.empty() ? t.deviceIds[static_cast<size_t>(t.host)] : o.referenceDevice;
+  if (o.checkOutputs) {
+    auto it = std::find(t.deviceIds.begin(), t.deviceIds.end(), refId);
+    if (it == t.deviceIds.end()) return makeError("executor: no reference device '", refId, "'");
+    const auto ref = static_cast<DeviceId>(it - t.deviceIds.begin());
+    Plan single;
+    single.device.assign(n, ref);
+    single.order.assign(static_cast<size_t>(t.numDevices()), {});
+    auto topo = g.topologicalOrder();
+    if (!topo) return Error{topo.message()};
+    single.order[static_cast<size_t>(ref)] = *topo;
+    step("single-device reference run on " + refId);
+    Prepared refPrep(g, in->leaves);
+    if (auto st = refPrep.prepare(backend, single.device, t.deviceIds, /*fuse=*/false); !st)
+      return makeError("reference run: ", st.message());
+    auto refProgram = programLanes(t, single, layout);
+    if (!refProgram) return makeError("reference run: ", refProgram.message());
+    refPrep.planMemory(refProgram->seq, in->preds);
+    refPrep.setTransient(true);
+    auto refTimes =
+        runLanes(team, refPrep, single.device, layout, *refProgram, in->preds, in->succs, o.spinUs, o.cancel);
+    if (!refTimes) {
+      if (cancelled()) return makeError("cancelled");
+      return makeError("reference run: ", refTimes.message());
+    }
+    for (size_t i = 0; i < g.outputs.size(); ++i)
+      if (const Tensor* v = refPrep.value(g.outputs[i]); v && !v->empty())
+        if (auto st = v->toPlain(refOut[i]); !st) return Error{st.message()};
+  }
+  if (cancelled()) return makeError("cancelled");
+
+  step("preparing kernels");
   auto prep = std::make_unique<Prepared>(g, in->leaves);
   if (auto st = prep->prepare(backend, plan.device, t.deviceIds, o.fuse); !st) return Error{st.message()};
   prep->planMemory(program->seq, in->preds);
+  prep->releaseWeightsAsTaken();
   ExecResult r;
   r.fusedInto = prep->fusedInto();
   r.modeSwitchesPerRun = program->modeSwitches;
@@ -823,44 +911,16 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
         if (auto st = v->toPlain(r.outputs[i]); !st) return Error{st.message()};
   }
   if (!o.checkOutputs) return r;
-  // Keep the plan's outputs (row-major) and free its kernels and tensors before the reference run.
-  std::vector<Tensor> planOut(g.outputs.size());
-  for (size_t i = 0; i < g.outputs.size(); ++i)
-    if (const Tensor* v = prep->value(g.outputs[i]); v && !v->empty())
-      if (auto st = v->toPlain(planOut[i]); !st) return Error{st.message()};
-  prep.reset();
-
-  // The reference: every operator on one device, in topological order, one kernel per operator (so
-  // that fused kernels are checked against the operators they replace).
-  std::string refId = o.referenceDevice.empty() ? t.deviceIds[static_cast<size_t>(t.host)] : o.referenceDevice;
-  auto it = std::find(t.deviceIds.begin(), t.deviceIds.end(), refId);
-  if (it == t.deviceIds.end()) return makeError("executor: no reference device '", refId, "'");
-  const auto ref = static_cast<DeviceId>(it - t.deviceIds.begin());
-  Plan single;
-  single.device.assign(n, ref);
-  single.order.assign(static_cast<size_t>(t.numDevices()), {});
-  auto topo = g.topologicalOrder();
-  if (!topo) return Error{topo.message()};
-  single.order[static_cast<size_t>(ref)] = *topo;
-  if (cancelled()) return makeError("cancelled");
-  step("single-device reference run on " + refId);
-  Prepared refPrep(g, in->leaves);
-  if (auto st = refPrep.prepare(backend, single.device, t.deviceIds, /*fuse=*/false); !st)
-    return makeError("reference run: ", st.message());
-  auto refProgram = programLanes(t, single, layout);
-  if (!refProgram) return makeError("reference run: ", refProgram.message());
-  refPrep.planMemory(refProgram->seq, in->preds);
-  auto refTimes = runLanes(team, refPrep, single.device, layout, *refProgram, in->preds, in->succs, o.spinUs, o.cancel);
-  if (!refTimes) return makeError("reference run: ", refTimes.message());
   r.outputsChecked = true;
   r.outputsMatch = true;
   for (size_t i = 0; i < g.outputs.size(); ++i) {
     const ValueId out = g.outputs[i];
-    const Tensor* a = refPrep.value(out);
-    const Tensor* b = &planOut[i];
-    if (!a || b->empty()) continue;
+    const Tensor* got = prep->value(out);
+    if (!got || got->empty() || refOut[i].empty()) continue;
+    Tensor b;
+    if (auto st = got->toPlain(b); !st) return Error{st.message()};
     std::string why;
-    if (!tensorsClose(*a, *b, o.rtol, r.maxAbsDiff, r.maxRelDiff, &why) && r.outputsMatch) {
+    if (!tensorsClose(refOut[i], b, o.rtol, r.maxAbsDiff, r.maxRelDiff, &why) && r.outputsMatch) {
       r.outputsMatch = false;
       r.mismatch = "output '" + g.values[static_cast<size_t>(out)].name + "': " + why;
     }
