@@ -147,7 +147,8 @@ int runExecute(const ExecuteArgs& a) {
   o.referenceDevice = a.reference;
   o.inputs = std::move(inputs).value();
   o.keepOutputs = !a.outputsDir.empty();
-  auto r = executePlan(*g, *b, *t, *plan, o);
+  handOverWeights(*g, o);  // the run holds the weights alone: each is freed once its kernels copied it
+  auto r = executePlan(*g, *b, *t, *plan, std::move(o));
   if (!r) return fail(baseName(a.model) + ": " + baseName(a.plan) + ": " + r.message());
   if (!a.outputsDir.empty())
     if (auto st = writeOutputs(*g, r->outputs, a.outputsDir); !st) return fail(st.message());

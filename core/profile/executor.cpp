@@ -682,13 +682,14 @@ struct RunInputs {
   std::vector<std::vector<OpId>> preds, succs;
 };
 
-Result<RunInputs> makeRunInputs(const Graph& g, uint64_t seed, const std::map<ValueId, Tensor>& given = {}) {
+Result<RunInputs> makeRunInputs(const Graph& g, uint64_t seed, std::map<ValueId, Tensor> given = {}) {
   RunInputs in;
   const size_t n = g.nodes.size();
   in.leaves.resize(g.values.size());
   for (const auto& [v, t] : given) {
-    if (v < 0 || static_cast<size_t>(v) >= g.values.size() || !g.values[static_cast<size_t>(v)].isGraphInput)
-      return makeError("executor: a given input is not a model input");
+    if (v < 0 || static_cast<size_t>(v) >= g.values.size() ||
+        !(g.values[static_cast<size_t>(v)].isGraphInput || g.values[static_cast<size_t>(v)].isWeight))
+      return makeError("executor: a given tensor is neither a model input nor a weight");
     const Value& val = g.values[static_cast<size_t>(v)];
     if (t.dtype() != val.dtype || t.shape() != val.shape)
       return makeError("input '", val.name, "': expected ", dtypeName(val.dtype), shapeString(val.shape), ", got ",
@@ -698,7 +699,7 @@ Result<RunInputs> makeRunInputs(const Graph& g, uint64_t seed, const std::map<Va
     const Value& val = g.values[v];
     if (val.producer >= 0 || (!val.isWeight && !val.isGraphInput)) continue;
     if (auto it = given.find(static_cast<ValueId>(v)); it != given.end()) {
-      in.leaves[v] = it->second;
+      in.leaves[v] = std::move(it->second);
       continue;
     }
     auto tn = leafTensor(g, static_cast<ValueId>(v), seed + v);
@@ -826,8 +827,19 @@ Result<ExecResult> executeOnDevice(const Graph& g, const Backend& backend, const
   return r;
 }
 
+void handOverWeights(Graph& g, ExecOptions& opts) {
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    Value& val = g.values[v];
+    if (!val.isWeight || !val.data || opts.inputs.count(static_cast<ValueId>(v))) continue;
+    auto t = leafTensor(g, static_cast<ValueId>(v), 0);
+    if (!t) continue;  // left in the graph: the run reports the error where it makes the tensor
+    opts.inputs[static_cast<ValueId>(v)] = std::move(t).value();
+    val.data.reset();
+  }
+}
+
 Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const CostTable& t, const Plan& plan,
-                               const ExecOptions& o) {
+                               ExecOptions o) {
   const size_t n = g.nodes.size();
   if (static_cast<size_t>(t.numTasks()) != n)
     return makeError("executor: the plan is for a task graph, not for this model");
@@ -849,7 +861,7 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
     if (o.progress) o.progress(done, total, what);
   };
   auto cancelled = [&] { return o.cancel && o.cancel->load(std::memory_order_relaxed); };
-  auto in = makeRunInputs(g, o.seed, o.inputs);
+  auto in = makeRunInputs(g, o.seed, std::move(o.inputs));
   if (!in) return Error{in.message()};
 
   auto program = programLanes(t, plan, layout);

@@ -32,8 +32,10 @@ struct ExecOptions {
   /// Seed of the synthetic model inputs, and of synthetic weights where the graph has no data (as the
   /// profiler's). Weights with data (Value::data) are the model's own, shared without a copy.
   uint64_t seed = 1;
-  /// Model inputs given by the caller, by value id (dtype and shape must match the value's); the
-  /// others are synthetic.
+  /// Leaf tensors given by the caller, by value id (dtype and shape must match the value's): model
+  /// inputs (the others are synthetic), and weights a caller that runs the graph once hands over
+  /// (handOverWeights), so that executePlan holds them alone and can free each one as soon as the
+  /// kernels reading it keep their own copy.
   std::map<ValueId, Tensor> inputs;
   /// Keep the plan run's model outputs in ExecResult::outputs.
   bool keepOutputs = false;
@@ -93,8 +95,14 @@ struct ExecResult {
 
 /// Runs `plan` (tasks == operators of `g`, devices by CostTable::deviceIds) on `backend`. Errors: a
 /// device the backend lacks, an operator it cannot run there, a kernel failure (named), cancellation.
+/// `opts` is taken by value: its given leaves (ExecOptions::inputs) move into the run.
 Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const CostTable& t, const Plan& plan,
-                               const ExecOptions& opts);
+                               ExecOptions opts);
+
+/// Moves the data of every weight of `g` into `opts.inputs` (as aliases), leaving `g` without it, for a
+/// caller that runs `g` once (partex-cli execute): the run then holds the only reference to each
+/// weight, so a weight whose kernels keep their own (reordered) copy is freed, not held twice.
+void handOverWeights(Graph& g, ExecOptions& opts);
 
 /// Runs every operator of `g` on one device of `backend` in `order` (a topological order) with the
 /// executor's own lanes, waits and timing: the in-context profile, measured exactly as a plan that

@@ -56,6 +56,7 @@ class TestExecute : public QObject {
   void teamHelpersStepAsideAndSwitchesAreCounted();
   void disturbedRunsAreDiscardedAndReported();
   void cancelStops();
+  void givenInputsAndHandedOverWeights();
   void tensorsCloseTolerance_data();
   void tensorsCloseTolerance();
   void cliExecuteOnGeneratedModel();
@@ -331,6 +332,63 @@ void TestExecute::cancelStops() {
   auto r = executePlan(g, b, t, planOf(t, {{"left1", "dev1"}}), o);
   QVERIFY(!r.isOk());
   QCOMPARE(r.message(), std::string("cancelled"));
+}
+
+/// Model inputs given by the caller and the graph's own weight data reach the kernels; a caller that
+/// hands its weights over (handOverWeights) gets the same outputs, and its graph keeps none.
+void TestExecute::givenInputsAndHandedOverWeights() {
+  Graph g = test::diamondGraph(8);
+  Value w;
+  w.name = "w";
+  w.dtype = DType::Float32;
+  w.shape = {1, 8};
+  w.shapeKnown = true;
+  w.isWeight = true;
+  const float two = 2.0f;
+  w.data = TensorData::splat(&two, 4, 8);
+  const ValueId wid = g.addValue(w);
+  Node& stem = g.nodes[static_cast<size_t>(g.findNode("stem"))];
+  stem.opType = "Add";
+  stem.inputs.push_back(wid);
+  const ValueId stemOut = stem.outputs[0];
+  g.values[static_cast<size_t>(stemOut)].isGraphOutput = true;
+  g.outputs.push_back(stemOut);
+  g.rebuildIndex();
+  const CostTable t = test::fakeTable(g);
+  const Plan plan = planOf(t, {{"left1", "dev1"}});
+  test::FakeBackend b;
+  ExecOptions o;
+  o.reps = 1;
+  o.keepOutputs = true;
+  auto x = Tensor::make(DType::Float32, {1, 8});
+  QVERIFY(x.isOk());
+  x->fill(1.0);
+  o.inputs[g.inputs[0]] = *x;
+  auto r = executePlan(g, b, t, plan, o);
+  QVERIFY2(r.isOk(), r.message().c_str());
+  QVERIFY2(r->outputsMatch, r->mismatch.c_str());
+  QCOMPARE(r->outputs.size(), size_t{2});
+  for (int64_t i = 0; i < 8; ++i) QCOMPARE(r->outputs[1].valueAsDouble(i), 3.0);  // x + w
+  QVERIFY(g.values[static_cast<size_t>(wid)].data);
+
+  handOverWeights(g, o);
+  QVERIFY(!g.values[static_cast<size_t>(wid)].data);
+  QVERIFY(o.inputs.count(wid));
+  auto r2 = executePlan(g, b, t, plan, o);
+  QVERIFY2(r2.isOk(), r2.message().c_str());
+  for (int64_t i = 0; i < 8; ++i) QCOMPARE(r2->outputs[1].valueAsDouble(i), 3.0);
+
+  // Given tensors must fit: the value's dtype and shape, and a leaf of the graph.
+  ExecOptions bad;
+  bad.inputs[g.inputs[0]] = *Tensor::make(DType::Float32, {1, 9});
+  auto r3 = executePlan(g, b, t, plan, bad);
+  QVERIFY(!r3.isOk());
+  QCOMPARE(r3.message(), std::string("input 'x': expected float32[1,8], got float32[1,9]"));
+  ExecOptions notLeaf;
+  notLeaf.inputs[stemOut] = *Tensor::make(DType::Float32, {1, 8});
+  auto r4 = executePlan(g, b, t, plan, notLeaf);
+  QVERIFY(!r4.isOk());
+  QCOMPARE(r4.message(), std::string("executor: a given tensor is neither a model input nor a weight"));
 }
 
 void TestExecute::tensorsCloseTolerance_data() {
