@@ -9,10 +9,12 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <atomic>
 #include <set>
 #include <thread>
 
+#include "ir/fusion.h"
 #include "profile/executor.h"
 #include "support/files.h"
 #include "support/strings.h"
@@ -284,6 +286,32 @@ Result<TimingStat> timeGroup(Ctx& c, const std::vector<OpId>& group, std::vector
   return summarise(samples);
 }
 
+/// The fused kernel the runtime runs for `group` when only its operators are on one device, when one
+/// kernel covers all of them (ir/fusion.h); empty otherwise.
+std::optional<FusedGroup> runtimeGroupOf(const Graph& g, const std::vector<OpId>& group) {
+  std::vector<int> placement(g.nodes.size(), 1);
+  for (OpId v : group) placement[static_cast<size_t>(v)] = 0;
+  for (const FusedGroup& fg : fusedGroups(g, placement))
+    if (fg.ops == group) return fg;
+  return std::nullopt;
+}
+
+/// Times the fused kernel of a group: the runtime's W(S,d).
+Result<TimingStat> timeFusedGroup(Ctx& c, const FusedGroup& grp, Kernel& kernel) {
+  std::vector<const Tensor*> ins;
+  for (ValueId v : grp.inputs) ins.push_back(v < 0 ? nullptr : &c.ref[static_cast<size_t>(v)]);
+  std::vector<Tensor> outs;
+  std::vector<double> samples;
+  for (int r = 0; r < c.o.warmup + c.o.reps; ++r) {
+    auto t0 = Clock::now();
+    if (auto st = kernel.run(ins, outs); !st) return Error{st.message()};
+    const double us = usSince(t0);
+    if (r >= c.o.warmup) samples.push_back(us);
+  }
+  c.info.measurements += c.o.reps;
+  return summarise(samples);
+}
+
 std::vector<int64_t> defaultTransferSizes(const Graph& g) {
   int64_t largest = 0;
   for (const auto& v : g.values)
@@ -544,7 +572,10 @@ Result<Profile> profileModel(const Graph& g, const Backend& backend, const Profi
   if (c.devices.empty()) return makeError("backend '", backend.name(), "' offers no device");
 
   const int n = static_cast<int>(g.nodes.size()), m = static_cast<int>(c.devices.size());
-  const auto groups = o.groups ? chainGroups(g, o.maxGroup) : std::vector<std::vector<OpId>>{};
+  auto groups = o.groups ? chainGroups(g, o.maxGroup) : std::vector<std::vector<OpId>>{};
+  if (o.groups)  // and the groups the runtime fuses (longer than maxGroup, or not chains: x * Sigmoid(x))
+    for (const FusedGroup& fg : fusedGroups(g))
+      if (std::find(groups.begin(), groups.end(), fg.ops) == groups.end()) groups.push_back(fg.ops);
   const auto sizes = o.transferSizes.empty() ? defaultTransferSizes(g) : o.transferSizes;
   const bool minimal = o.method == ProfilerOptions::Method::MinimalPlan;
   const bool inContext = o.method == ProfilerOptions::Method::InContext;
@@ -590,6 +621,17 @@ Result<Profile> profileModel(const Graph& g, const Backend& backend, const Profi
       std::vector<std::string> names;
       for (OpId v : grp) names.push_back(g.nodes[static_cast<size_t>(v)].name);
       c.step("group " + join(names, "+") + " on " + d.id);
+      // A group the runtime fuses is timed as the one kernel it runs.
+      if (const auto fg = runtimeGroupOf(g, grp)) {
+        auto k = backend.prepareGroup(g, *fg, d.id);
+        if (k) {
+          Result<TimingStat> st = TimingStat{};
+          onCore(d.core, [&] { st = timeFusedGroup(c, *fg, **k); });
+          if (!st) return makeError(g.name, ": group ", join(names, "+"), " on ", d.id, ": ", st.message());
+          pd.groups.push_back(ProfileGroup{names, *st});
+          continue;
+        }
+      }
       std::vector<std::unique_ptr<Kernel>> kernels;
       bool ok = true;
       for (OpId v : grp) {

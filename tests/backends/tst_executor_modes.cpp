@@ -14,6 +14,7 @@
 #include "cost/work.h"
 #include "cpu/cpu_backend.h"
 #include "graphrun.h"
+#include "ir/fusion.h"
 #include "onnx/generator.h"
 #include "onnx/importer.h"
 #include "platform/platform.h"
@@ -50,6 +51,7 @@ class TestExecutorModes : public QObject {
   void alternatingTeamAndCore();
   void waitPolicyIsPassiveUnlessTheUserChose();
   void inContextProfileMeasuresHandovers();
+  void fusionIsAFactOfTheCosts();
 };
 
 void TestExecutorModes::alternatingTeamAndCore() {
@@ -152,6 +154,49 @@ void TestExecutorModes::inContextProfileMeasuresHandovers() {
   const DeviceId serial = deviceIndex(*t, "cpu-serial"), c0 = deviceIndex(*t, "core0"), c1 = deviceIndex(*t, "core1");
   QVERIFY(t->transferUs(c0, c1, 1 << 20) > 0);
   QCOMPARE(t->transferUs(serial, c0, 1 << 20), 0.0);
+}
+
+void TestExecutorModes::fusionIsAFactOfTheCosts() {
+  // The in-context profile records the kernels the runtime fused; applied, the table knows them; the
+  // simulator keeps a group's measured cost when the plan keeps it together and charges the operators'
+  // standalone costs when the plan splits it; --groups times a runtime group as its one kernel.
+  auto backend = makeCpuBackend();
+  const Graph g = smallCnn();
+  const auto expected = fusedGroups(g);
+  QVERIFY(!expected.empty());
+  ProfilerOptions o;
+  o.method = ProfilerOptions::Method::InContext;
+  o.devices = {"core0"};
+  o.warmup = 1;
+  o.reps = 2;
+  o.groups = true;
+  auto p = profileModel(g, *backend, o);
+  QVERIFY2(p.isOk(), p.message().c_str());
+  const ProfileDevice& pd = p->devices.at(0);
+  QCOMPARE(pd.fused.size(), expected.size());
+  const std::set<std::vector<std::string>> recorded(pd.fused.begin(), pd.fused.end());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    std::vector<std::string> names;
+    for (OpId op : expected[i].ops) names.push_back(g.nodes[static_cast<size_t>(op)].name);
+    QVERIFY2(recorded.count(names), names.front().c_str());
+    QVERIFY2(std::any_of(pd.groups.begin(), pd.groups.end(), [&](const ProfileGroup& pg) { return pg.ops == names; }),
+             "a runtime group is not among the profiled groups");
+  }
+  auto t = buildCostTable(g, characteriseAll(g), measureThisMachine());
+  QVERIFY2(t.isOk(), t.message().c_str());
+  ApplyOptions ao;
+  ao.modelSha256 = g.graphSha256;
+  auto rep = applyProfile(*t, *p, ao);
+  QVERIFY2(rep.isOk(), rep.message().c_str());
+  QCOMPARE(rep->fusedGroups, static_cast<int>(expected.size()));
+  QCOMPARE(t->fusedGroups.size(), expected.size());
+  const DeviceId c0 = deviceIndex(*t, "core0"), serial = deviceIndex(*t, "cpu-serial");
+  const auto& grp = t->fusedGroups[0];
+  std::vector<DeviceId> together(static_cast<size_t>(t->numTasks()), c0), split = together;
+  split[static_cast<size_t>(grp.front())] = serial;
+  for (TaskId v : grp) QCOMPARE(t->wIn(v, c0, together), t->w(v, c0));
+  const TaskId last = grp.back();
+  QCOMPARE(t->wIn(last, c0, split), t->unfusedCost[static_cast<size_t>(last) * t->deviceIds.size() + static_cast<size_t>(c0)]);
 }
 
 QTEST_GUILESS_MAIN(TestExecutorModes)
