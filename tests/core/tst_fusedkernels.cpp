@@ -1,14 +1,19 @@
 // The fused kernels of a plan (plan/fusedkernels.h) on a generated ResNet-18 whose costs know the
 // runtime's kernels from a profile: a plan that keeps each Conv + BatchNormalization + Relu chain on
 // one core has them, a plan that splits one does not have that kernel, a device that is no CPU and a
-// table without a profile have none.
+// table without a profile have none; the plan file writes and reads them.
 #include <QtTest>
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 
 #include <algorithm>
 
 #include "fused_fixture.h"
 #include "ir/fusion.h"
 #include "plan/fusedkernels.h"
+#include "plan/planfile.h"
 
 using namespace partex;
 
@@ -144,6 +149,50 @@ class TestFusedKernels : public QObject {
     QCOMPARE(ks[1].ops, (std::vector<TaskId>{4, 5}));
     QCOMPARE(ks[1].device, 0);
     QVERIFY(kernelsFromFusedInto({9, -1}, {0, 0}).empty());  // out of range: ignored
+  }
+
+  void planFileRoundTripsFusedKernels() {
+    const CostTable& t = p_.table;
+    const Plan plan = test::placed(t, core0_, {"relu"}, core1_);
+    auto tl = simulate(t, plan);
+    QVERIFY2(tl.isOk(), tl.message().c_str());
+    const PlanIdentity id{"resnet18.onnx", p_.graph.graphSha256, "two-cores-npu"};
+    const std::string json = planToJson(t, plan, *tl, id, &p_.graph);
+    const QJsonObject o = QJsonDocument::fromJson(QByteArray::fromStdString(json)).object();
+    const QJsonArray fk = o["fused_kernels"].toArray();
+    const auto ks = fusedKernels(p_.graph, t, plan.device, &*tl);
+    QCOMPARE(fk.size(), static_cast<qsizetype>(ks.size()));
+    const QJsonObject first = fk[0].toObject();
+    QCOMPARE(first["device"].toString(), QString("core0"));
+    QCOMPARE(first["ops"].toArray(), (QJsonArray{"conv1", "bn1"}));
+    QCOMPARE(first["start_us"].toDouble(), std::round(ks[0].startUs * 1000) / 1000);
+    QCOMPARE(first["end_us"].toDouble(), std::round(ks[0].endUs * 1000) / 1000);
+    // Read back: the same plan, and writing it again gives the same file.
+    auto back = readPlan(json, "r.plan.json", t, id);
+    QVERIFY2(back.isOk(), back.message().c_str());
+    QCOMPARE(back->device, plan.device);
+    QCOMPARE(planToJson(t, *back, *tl, id, &p_.graph), json);
+    // Without the graph (task graphs) there is no field; with it and no kernels, an empty array.
+    QVERIFY(!QJsonDocument::fromJson(QByteArray::fromStdString(planToJson(t, plan, *tl, id)))
+                 .object()
+                 .contains("fused_kernels"));
+    const QJsonObject onNpu =
+        QJsonDocument::fromJson(QByteArray::fromStdString(planToJson(t, test::placed(t, npu_), {}, id, &p_.graph)))
+            .object();
+    QVERIFY(onNpu["fused_kernels"].isArray());
+    QCOMPARE(onNpu["fused_kernels"].toArray().size(), 0);
+
+    // A kernel the plan contradicts: relu is on core1, not on core0 with conv1 and bn1.
+    QJsonObject hostile = o;
+    QJsonArray edited = fk;
+    QJsonObject k0 = edited[0].toObject();
+    k0["ops"] = QJsonArray{"conv1", "bn1", "relu"};
+    edited[0] = k0;
+    hostile["fused_kernels"] = edited;
+    auto refused = readPlan(QJsonDocument(hostile).toJson().toStdString(), "r.plan.json", t, id);
+    QVERIFY(!refused.isOk());
+    QCOMPARE(QString::fromStdString(refused.message()),
+             QString("r.plan.json: fused_kernels[0]: operator 'relu' is on 'core1' in the plan, not on 'core0'"));
   }
 
 };
