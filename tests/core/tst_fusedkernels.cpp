@@ -1,7 +1,8 @@
 // The fused kernels of a plan (plan/fusedkernels.h) on a generated ResNet-18 whose costs know the
 // runtime's kernels from a profile: a plan that keeps each Conv + BatchNormalization + Relu chain on
 // one core has them, a plan that splits one does not have that kernel, a device that is no CPU and a
-// table without a profile have none; the plan file writes and reads them.
+// table without a profile have none; the plan file writes and reads them and the trace shows one
+// slice per kernel.
 #include <QtTest>
 
 #include <QJsonArray>
@@ -9,9 +10,11 @@
 #include <QJsonObject>
 
 #include <algorithm>
+#include <set>
 
 #include "fused_fixture.h"
 #include "ir/fusion.h"
+#include "plan/exports.h"
 #include "plan/fusedkernels.h"
 #include "plan/planfile.h"
 
@@ -195,6 +198,43 @@ class TestFusedKernels : public QObject {
              QString("r.plan.json: fused_kernels[0]: operator 'relu' is on 'core1' in the plan, not on 'core0'"));
   }
 
+  void traceHasOneSlicePerKernel() {
+    const CostTable& t = p_.table;
+    const Plan plan = test::placed(t, core0_);
+    auto tl = simulate(t, plan);
+    QVERIFY2(tl.isOk(), tl.message().c_str());
+    const auto ks = fusedKernels(p_.graph, t, plan.device, &*tl);
+    const QJsonObject o =
+        QJsonDocument::fromJson(QByteArray::fromStdString(traceJson(t, *tl, "manual", 1, &ks))).object();
+    int fusedSlices = 0, nodeSlices = 0;
+    std::set<QString> names;
+    for (const auto& ev : o["traceEvents"].toArray()) {
+      const QJsonObject e = ev.toObject();
+      if (e["cat"].toString() != "Node") continue;
+      ++nodeSlices;
+      names.insert(e["name"].toString());
+      const QJsonObject args = e["args"].toObject();
+      if (!args.contains("fused_ops")) continue;
+      ++fusedSlices;
+      if (e["name"].toString() == "conv1") {
+        QCOMPARE(args["fused_ops"].toArray(), (QJsonArray{"conv1", "bn1", "relu"}));
+        QCOMPARE(args["op_type"].toString(), QString("Conv+BatchNormalization+Relu"));
+        QCOMPARE(e["ts"].toDouble(), std::round(ks[0].startUs * 1000) / 1000);
+        QCOMPARE(e["dur"].toDouble(), std::round((ks[0].endUs - ks[0].startUs) * 1000) / 1000);
+      }
+    }
+    QCOMPARE(fusedSlices, static_cast<int>(ks.size()));
+    size_t members = 0;
+    for (const auto& k : ks) members += k.ops.size();
+    // One slice per kernel in place of its operators'.
+    QCOMPARE(nodeSlices, t.numTasks() - static_cast<int>(members) + static_cast<int>(ks.size()));
+    QVERIFY(names.count("conv1") && !names.count("bn1") && !names.count("relu"));
+    // Without kernels, every operator has its own slice.
+    const QJsonObject plain = QJsonDocument::fromJson(QByteArray::fromStdString(traceJson(t, *tl, "manual"))).object();
+    int plainSlices = 0;
+    for (const auto& ev : plain["traceEvents"].toArray()) plainSlices += ev.toObject()["cat"].toString() == "Node";
+    QCOMPARE(plainSlices, t.numTasks());
+  }
 };
 
 QTEST_GUILESS_MAIN(TestFusedKernels)
