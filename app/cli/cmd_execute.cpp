@@ -18,6 +18,7 @@
 #include "commands.h"
 #include "cost/work.h"
 #include "onnx/tensorio.h"
+#include "plan/fusedkernels.h"
 #include "plan/planfile.h"
 #include "platform/platform.h"
 #include "profile/executor.h"
@@ -174,6 +175,32 @@ int runExecute(const ExecuteArgs& a) {
                        " operators have modelled, not measured, costs on their devices (no --profile covers "
                        "them): the prediction is the device model's estimate");
   const std::string refDev = a.reference.empty() ? t->deviceIds[static_cast<size_t>(t->host)] : a.reference;
+  // The kernels the run fused (the executor's fusedInto), against the plan's predicted ones: a kernel
+  // the costs did not know was predicted as its operators one by one.
+  const std::vector<FusedKernel> ran = kernelsFromFusedInto(r->fusedInto, plan->device);
+  const std::vector<int> ranOf = kernelOfTasks(static_cast<int>(n), ran);
+  const std::vector<int> predictedOf =
+      kernelOfTasks(static_cast<int>(n), fusedKernels(*g, *t, plan->device, &*predicted));
+  // A kernel's times are its operators' summed: the measured kernel time sits on its last operator
+  // (the others ran in it, 0), the predicted one too when the costs knew the kernel. (Not the span from
+  // its first operator's start to its last one's end: other operators may be scheduled in between.)
+  struct KernelTimes {
+    double predictedUs = 0, measuredUs = 0;
+    bool predictedFused = false;
+  };
+  std::vector<KernelTimes> kernelTimes;
+  for (const auto& k : ran) {
+    KernelTimes kt;
+    const int predictedAs = predictedOf[static_cast<size_t>(k.ops.front())];
+    kt.predictedFused = predictedAs >= 0;
+    for (TaskId v : k.ops) {
+      const auto& slot = predicted->tasks[static_cast<size_t>(v)];
+      kt.predictedUs += slot.end - slot.start;
+      kt.measuredUs += r->opUs[static_cast<size_t>(v)];
+      kt.predictedFused = kt.predictedFused && predictedOf[static_cast<size_t>(v)] == predictedAs;
+    }
+    kernelTimes.push_back(kt);
+  }
   if (a.json) {
     nlohmann::json ops = nlohmann::json::array();
     for (size_t v = 0; v < n; ++v) {
@@ -184,7 +211,20 @@ int runExecute(const ExecuteArgs& a) {
                      {"measured_us", r->opUs[v]},
                      {"predicted_us", s.end - s.start},
                      {"measured_start_us", r->opStartUs[v]},
-                     {"predicted_start_us", s.start}});
+                     {"predicted_start_us", s.start},
+                     {"fused_into", v < r->fusedInto.size() && r->fusedInto[v] >= 0
+                                        ? nlohmann::json(g->nodes[static_cast<size_t>(r->fusedInto[v])].name)
+                                        : nlohmann::json(nullptr)}});
+    }
+    nlohmann::json kernels = nlohmann::json::array();
+    for (size_t k = 0; k < ran.size(); ++k) {
+      nlohmann::json names = nlohmann::json::array();
+      for (TaskId v : ran[k].ops) names.push_back(g->nodes[static_cast<size_t>(v)].name);
+      kernels.push_back({{"ops", names},
+                         {"device", t->deviceIds[static_cast<size_t>(ran[k].device)]},
+                         {"predicted_us", kernelTimes[k].predictedUs},
+                         {"measured_us", kernelTimes[k].measuredUs},
+                         {"predicted_fused", kernelTimes[k].predictedFused}});
     }
     nlohmann::json j = {{"model", baseName(a.model)},
                         {"plan", baseName(a.plan)},
@@ -211,7 +251,8 @@ int runExecute(const ExecuteArgs& a) {
                         {"param_bytes", totals.paramBytes},
                         {"peak_activation_bytes", totals.peakActivationBytes},
                         {"notes", r->notes},
-                        {"ops", ops}};
+                        {"ops", ops},
+                        {"fused_kernels", kernels}};
     if (!r->mismatch.empty()) j["mismatch"] = r->mismatch;
     std::cout << j.dump(2) << "\n";
   } else {
@@ -245,12 +286,35 @@ int runExecute(const ExecuteArgs& a) {
                 humanBytes(static_cast<double>(peakRss)).c_str(),
                 humanBytes(static_cast<double>(totals.paramBytes)).c_str(),
                 humanBytes(static_cast<double>(totals.peakActivationBytes)).c_str());
-    std::printf("\n%-32s %-12s %12s %12s %8s\n", "operator", "device", "measured_us", "predicted_us", "error");
+    std::printf("\n%-32s %-12s %12s %12s %8s  %s\n", "operator", "device", "measured_us", "predicted_us", "error",
+                "fused");
     for (size_t v = 0; v < n; ++v) {
       const double pv = predicted->tasks[v].end - predicted->tasks[v].start;
-      std::printf("%-32.32s %-12s %12.1f %12.1f %+7.1f%%\n", g->nodes[v].name.c_str(),
+      // "k3": ran inside fused kernel 3 (listed below), whose time is on its last operator.
+      const std::string fused = ranOf[v] >= 0 ? "k" + std::to_string(ranOf[v] + 1) : std::string();
+      std::printf("%-32.32s %-12s %12.1f %12.1f %+7.1f%%  %s\n", g->nodes[v].name.c_str(),
                   t->deviceIds[static_cast<size_t>(plan->device[v])].c_str(), r->opUs[v], pv,
-                  r->opUs[v] > 0 ? (pv - r->opUs[v]) / r->opUs[v] * 100.0 : 0.0);
+                  r->opUs[v] > 0 ? (pv - r->opUs[v]) / r->opUs[v] * 100.0 : 0.0, fused.c_str());
+    }
+    if (ran.empty()) {
+      std::printf("\nFused kernels: none (every operator ran as its own kernel)\n");
+    } else {
+      size_t fusedOps = 0, unpredicted = 0;
+      for (size_t k = 0; k < ran.size(); ++k) {
+        fusedOps += ran[k].ops.size();
+        if (!kernelTimes[k].predictedFused) ++unpredicted;
+      }
+      std::printf("\nFused kernels: %zu ran %zu operators", ran.size(), fusedOps);
+      if (unpredicted > 0)
+        std::printf(" (%zu predicted as separate operators: the costs did not know them; see --profile)", unpredicted);
+      std::printf("\n%-5s %-12s %12s %12s  %s\n", "", "device", "measured_us", "predicted_us", "operators");
+      for (size_t k = 0; k < ran.size(); ++k) {
+        std::string names;
+        for (TaskId v : ran[k].ops) names += (names.empty() ? "" : " + ") + g->nodes[static_cast<size_t>(v)].name;
+        std::printf("%-5s %-12s %12.1f %12.1f  %s%s\n", ("k" + std::to_string(k + 1)).c_str(),
+                    t->deviceIds[static_cast<size_t>(ran[k].device)].c_str(), kernelTimes[k].measuredUs,
+                    kernelTimes[k].predictedUs, names.c_str(), kernelTimes[k].predictedFused ? "" : "  (unpredicted)");
+      }
     }
   }
   return r->outputsMatch ? 0 : 1;

@@ -21,6 +21,7 @@
 
 #include "gantt/ganttview.h"
 #include "plan/exports.h"
+#include "plan/fusedkernels.h"
 #include "plan/planfile.h"
 #include "sched/scheduler.h"
 #include "session/palette.h"
@@ -218,7 +219,8 @@ int runRender(const RenderArgs& a) {
   }
   if (!a.gantt.empty()) {
     gui::GanttView view;
-    view.setTimeline(&p->table, tl, colors);
+    view.setTimeline(&p->table, tl, colors,
+                     p->graph ? fusedKernels(*p->graph, p->table, plan.device, &tl) : std::vector<FusedKernel>{});
     const Scheduler* s = findScheduler(plan.algorithm);
     view.setTitle(QString::fromStdString(s                        ? s->title()
                                          : plan.algorithm.empty() ? std::string("plan")

@@ -14,6 +14,7 @@
 #include "cost/work.h"
 #include "onnx/importer.h"
 #include "plan/exports.h"
+#include "plan/fusedkernels.h"
 #include "plan/planfile.h"
 #include "platform/platform.h"
 #include "sched/scheduler.h"
@@ -130,6 +131,39 @@ nlohmann::json timelineJson(const CostTable& t, const Timeline& tl, const std::s
           {"bytes_moved", tl.bytesMoved}, {"devices", devices},  {"operators", ops}};
 }
 
+/// The plan's fused kernels (plan/fusedkernels.h); none for task graphs.
+std::vector<FusedKernel> planKernels(const Problem& p, const Plan& plan, const Timeline& tl) {
+  return p.graph ? fusedKernels(*p.graph, p.table, plan.device, &tl) : std::vector<FusedKernel>{};
+}
+
+nlohmann::json kernelsJson(const CostTable& t, const std::vector<FusedKernel>& kernels) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& k : kernels) {
+    nlohmann::json names = nlohmann::json::array();
+    for (TaskId v : k.ops) names.push_back(t.taskNames[static_cast<size_t>(v)]);
+    out.push_back({{"device", t.deviceIds[static_cast<size_t>(k.device)]},
+                   {"ops", names},
+                   {"start_us", k.startUs},
+                   {"end_us", k.endUs}});
+  }
+  return out;
+}
+
+/// "Fused        16 kernels run 48 operators", or why there are none.
+void printKernels(const Problem& p, const std::vector<FusedKernel>& kernels) {
+  if (!p.graph) return;
+  if (kernels.empty()) {
+    std::printf("Fused        none%s\n", p.table.fusedGroups.empty()
+                                             ? " (the costs know of no fused kernels: apply an in-context profile of "
+                                               "the CPU devices with --profile)"
+                                             : "");
+    return;
+  }
+  size_t ops = 0;
+  for (const auto& k : kernels) ops += k.ops.size();
+  std::printf("Fused        %zu kernels run %zu operators\n", kernels.size(), ops);
+}
+
 /// Writes every requested export; returns false (after printing) on the first failure.
 bool writeExports(const Problem& p, const Plan& plan, const Timeline& tl, const std::string& planOut, const std::string& trace,
                   const std::string& dot, const std::string& csv, const std::string& openvino, const std::string& onert) {
@@ -138,8 +172,10 @@ bool writeExports(const Problem& p, const Plan& plan, const Timeline& tl, const 
     if (!st) fail(st.message());
     return st.isOk();
   };
-  if (!planOut.empty() && !check(savePlan(planOut, p.table, plan, tl, p.id))) return false;
-  if (!trace.empty() && !check(saveExport(trace, traceJson(p.table, tl, plan.algorithm)))) return false;
+  const Graph* g = p.graph ? &*p.graph : nullptr;
+  if (!planOut.empty() && !check(savePlan(planOut, p.table, plan, tl, p.id, g))) return false;
+  const auto kernels = planKernels(p, plan, tl);
+  if (!trace.empty() && !check(saveExport(trace, traceJson(p.table, tl, plan.algorithm, 1, &kernels)))) return false;
   if (!dot.empty() && !check(saveExport(dot, planToDot(p.table, plan, &tl)))) return false;
   if (!csv.empty() && !check(saveExport(csv, timelineToCsv(p.table, tl)))) return false;
   if (!openvino.empty() && !check(saveExport(openvino, openVinoAffinityJson(p.table, plan, plat)))) return false;
@@ -181,11 +217,13 @@ int runSchedule(const ProblemArgs& a, const std::string& algo, const Exports& ex
     j["optimal"] = info.optimal;
     j["notes"] = info.notes;
     if (info.profilingRuns) j["profiling_runs"] = info.profilingRuns;
+    if (p->graph) j["fused_kernels"] = kernelsJson(p->table, planKernels(*p, *plan, *tl));
     std::cout << j.dump(2) << "\n";
   } else {
     printTimeline(p->table, *tl, s->title());
     std::printf("Lower bound  %.3f us (makespan / bound = %.3f)\n", lowerBound(p->table, *c),
                 tl->makespan / std::max(1e-12, lowerBound(p->table, *c)));
+    printKernels(*p, planKernels(*p, *plan, *tl));
     for (const auto& n : info.notes) std::printf("Note         %s\n", n.c_str());
   }
   return 0;
@@ -201,10 +239,14 @@ int runSimulate(const ProblemArgs& a, const std::string& planPath, const Exports
   auto tl = simulate(p->table, *plan, so);
   if (!tl) return fail(planPath + ": " + tl.message());
   if (!writeExports(*p, *plan, *tl, ex.plan, ex.trace, ex.dot, ex.csv, ex.openvino, ex.onert)) return 2;
-  if (a.json)
-    std::cout << timelineJson(p->table, *tl, plan->algorithm).dump(2) << "\n";
-  else
+  if (a.json) {
+    auto j = timelineJson(p->table, *tl, plan->algorithm);
+    if (p->graph) j["fused_kernels"] = kernelsJson(p->table, planKernels(*p, *plan, *tl));
+    std::cout << j.dump(2) << "\n";
+  } else {
     printTimeline(p->table, *tl, plan->algorithm);
+    printKernels(*p, planKernels(*p, *plan, *tl));
+  }
   return 0;
 }
 

@@ -49,7 +49,8 @@ std::vector<GanttRow> ganttRows(const partex::CostTable& t, const std::vector<co
   return rows;
 }
 
-GanttBars ganttBars(const partex::CostTable& t, const std::vector<GanttRow>& rows, const partex::Timeline& tl) {
+GanttBars ganttBars(const partex::CostTable& t, const std::vector<GanttRow>& rows, const partex::Timeline& tl,
+                    const std::vector<partex::FusedKernel>& fused) {
   GanttBars out;
   out.perRow.resize(rows.size());
   out.maxDuration.assign(rows.size(), 0.0);
@@ -72,8 +73,28 @@ GanttBars ganttBars(const partex::CostTable& t, const std::vector<GanttRow>& row
     m = std::max(m, b.end - b.start);
   };
   const int n = std::min(t.numTasks(), static_cast<int>(tl.tasks.size()));
+  // Fused kernels that match this timeline: all operators on the kernel's device, each in one kernel.
+  out.kernelOf.assign(static_cast<size_t>(std::max(0, n)), -1);
+  for (const auto& k : fused) {
+    bool ok = k.ops.size() >= 2 && validDevice(t, k.device);
+    for (int v : k.ops)
+      ok = ok && v >= 0 && v < n && tl.tasks[static_cast<size_t>(v)].device == k.device &&
+           out.kernelOf[static_cast<size_t>(v)] < 0 &&
+           tl.tasks[static_cast<size_t>(v)].end >= tl.tasks[static_cast<size_t>(v)].start;
+    if (!ok) continue;
+    const int ki = static_cast<int>(out.kernels.size());
+    out.kernels.push_back(k);
+    double start = tl.tasks[static_cast<size_t>(k.ops.front())].start, end = start;
+    for (int v : k.ops) {
+      out.kernelOf[static_cast<size_t>(v)] = ki;
+      start = std::min(start, tl.tasks[static_cast<size_t>(v)].start);
+      end = std::max(end, tl.tasks[static_cast<size_t>(v)].end);
+    }
+    add(deviceRow[static_cast<size_t>(k.device)], {start, end, k.ops.front(), GanttBarKind::Task, ki});
+  }
   for (int v = 0; v < n; ++v) {
     const auto& s = tl.tasks[static_cast<size_t>(v)];
+    if (out.kernelOf[static_cast<size_t>(v)] >= 0) continue;  // drawn as its kernel's bar
     if (!validDevice(t, s.device) || !(s.end >= s.start)) continue;
     add(deviceRow[static_cast<size_t>(s.device)], {s.start, s.end, v, GanttBarKind::Task});
   }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cost/costtable.h"
+#include "plan/fusedkernels.h"
 #include "sim/simulator.h"
 
 namespace partex::gui {
@@ -29,18 +30,22 @@ struct GanttRow {
   int to = -1;      ///< Uncontended pair rows: the destination device.
 };
 
-/// One bar: a task on its device row or a transfer on its link row.
+/// One bar: a task on its device row, a fused kernel (one bar for all its operators) on its device
+/// row, or a transfer on its link row.
 struct GanttBar {
   double start = 0;
   double end = 0;
-  int index = 0;  ///< Task id, or index into Timeline::transfers.
+  int index = 0;  ///< Task id (a fused kernel: its anchor), or index into Timeline::transfers.
   GanttBarKind kind = GanttBarKind::Task;
+  int kernel = -1;  ///< A fused kernel's bar: index into GanttBars::kernels; -1 otherwise.
 };
 
 /// The bars of one timeline laid out on a row layout.
 struct GanttBars {
   std::vector<std::vector<GanttBar>> perRow;  ///< Per row, sorted by start.
   std::vector<double> maxDuration;            ///< Per row: the longest bar (bounds the binary search).
+  std::vector<partex::FusedKernel> kernels;   ///< The fused kernels drawn, as given.
+  std::vector<int> kernelOf;                  ///< Per task: index into kernels, or -1 (drawn alone).
 };
 
 /// The row layout for a table and the timelines that will be shown on it (null entries skipped):
@@ -49,8 +54,11 @@ std::vector<GanttRow> ganttRows(const partex::CostTable& t, const std::vector<co
 
 /// The bars of `tl` on `rows`. Tasks or transfers that name devices or links outside the table
 /// (a timeline that does not belong to the table) are left out rather than trusted; transfers that
-/// take no time are left out (nothing to draw).
-GanttBars ganttBars(const partex::CostTable& t, const std::vector<GanttRow>& rows, const partex::Timeline& tl);
+/// take no time are left out (nothing to draw). Each of `fused` (the timeline's fused kernels,
+/// plan/fusedkernels.h) is one bar in place of its operators', from its first operator's start to its
+/// last one's end; a kernel whose operators are not all on its device in `tl` is ignored.
+GanttBars ganttBars(const partex::CostTable& t, const std::vector<GanttRow>& rows, const partex::Timeline& tl,
+                    const std::vector<partex::FusedKernel>& fused = {});
 
 /// The index of the first bar of a start-sorted row that may overlap [t0, ...): the first with
 /// start >= t0 - maxDuration.

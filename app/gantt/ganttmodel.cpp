@@ -8,13 +8,14 @@ namespace partex::gui {
 
 GanttModel::GanttModel(QObject* parent) : QAbstractItemModel(parent) {}
 
-void GanttModel::setTimeline(const partex::CostTable* t, const partex::Timeline& tl) {
+void GanttModel::setTimeline(const partex::CostTable* t, const partex::Timeline& tl,
+                             const std::vector<partex::FusedKernel>& fused) {
   beginResetModel();
   table_ = t;
   if (t) {
     tl_ = tl;
     rows_ = ganttRows(*t, {&tl_});
-    bars_ = ganttBars(*t, rows_, tl_);
+    bars_ = ganttBars(*t, rows_, tl_, fused);
   } else {
     tl_ = {};
     rows_.clear();
@@ -100,6 +101,10 @@ QString GanttModel::barName(const GanttBar& b) const {
     if (v >= table_->numTasks()) return QStringLiteral("?");
     return QString::fromStdString(table_->taskNames[static_cast<size_t>(v)]);
   };
+  if (b.kind == GanttBarKind::Task && b.kernel >= 0) {
+    const auto& k = bars_.kernels[static_cast<size_t>(b.kernel)];
+    return taskName(b.index) + QStringLiteral(" +%1 fused").arg(k.ops.size() - 1);
+  }
   if (b.kind == GanttBarKind::Task) return taskName(b.index);
   const auto& x = tl_.transfers[static_cast<size_t>(b.index)];
   return taskName(x.src) + QStringLiteral(" -> ") + taskName(x.dst);
@@ -132,13 +137,22 @@ QVariant GanttModel::barData(int row, int bar, int column, int role) const {
       return task ? QStringLiteral("task") : QStringLiteral("transfer");
     case ProvenanceRole: {
       if (!task) return QStringLiteral("modelled");
-      const size_t i = static_cast<size_t>(b.index) * static_cast<size_t>(table_->numDevices()) +
-                       static_cast<size_t>(tl_.tasks[static_cast<size_t>(b.index)].device);
+      // A fused kernel's time is its last operator's cost (the others' are about 0).
+      const int v = b.kernel >= 0 ? bars_.kernels[static_cast<size_t>(b.kernel)].last() : b.index;
+      const size_t i = static_cast<size_t>(v) * static_cast<size_t>(table_->numDevices()) +
+                       static_cast<size_t>(tl_.tasks[static_cast<size_t>(v)].device);
       const auto p = i < table_->provenance.size() ? table_->provenance[i] : partex::Provenance::Modelled;
       return QString::fromLatin1(partex::provenanceName(p));
     }
     case BytesRole:
       return qint64(task ? 0 : x->bytes);
+    case FusedOpsRole: {
+      QStringList names;
+      if (b.kernel >= 0)
+        for (int v : bars_.kernels[static_cast<size_t>(b.kernel)].ops)
+          names << QString::fromStdString(table_->taskNames[static_cast<size_t>(v)]);
+      return names;
+    }
     default:
       return {};
   }
@@ -170,6 +184,7 @@ QHash<int, QByteArray> GanttModel::roleNames() const {
   r[ProvenanceRole] = "provenance";
   r[ToDeviceRole] = "toDevice";
   r[BytesRole] = "bytes";
+  r[FusedOpsRole] = "fusedOps";
   return r;
 }
 

@@ -29,13 +29,17 @@ class GanttModel : public QAbstractItemModel {
     ProvenanceRole,  ///< Task: "modelled", "measured" or "imported" (of the cost used); transfer: "modelled".
     ToDeviceRole,    ///< Transfer: destination device; otherwise -1.
     BytesRole,       ///< Transfer: bytes moved (qint64); otherwise 0.
+    FusedOpsRole,    ///< Fused kernel bar: its operators' names (QStringList, anchor first); else empty.
   };
   enum Column { NameColumn, StartColumn, EndColumn, DurationColumn, ColumnCount };
 
   explicit GanttModel(QObject* parent = nullptr);
 
-  /// Shows `tl` of table `t` (which must outlive the model or the next call); null clears.
-  void setTimeline(const partex::CostTable* t, const partex::Timeline& tl);
+  /// Shows `tl` of table `t` (which must outlive the model or the next call); null clears. Each of
+  /// `fused` (the timeline's fused kernels) is one bar (TaskRole: its anchor, FusedOpsRole: its
+  /// operators) in place of its operators'.
+  void setTimeline(const partex::CostTable* t, const partex::Timeline& tl,
+                   const std::vector<partex::FusedKernel>& fused = {});
   void clear();
 
   const std::vector<GanttRow>& rows() const { return rows_; }

@@ -61,14 +61,17 @@ GanttView::GanttView(QWidget* parent) : QWidget(parent), referenceLabel_(tr("ref
 }
 
 void GanttView::setTimeline(const partex::CostTable* t, const partex::Timeline& tl,
-                            const std::vector<QColor>& deviceColors) {
+                            const std::vector<QColor>& deviceColors, const std::vector<partex::FusedKernel>& fused) {
   table_ = t;
   preview_.reset();
+  previewFused_.clear();
   previewBars_ = {};
   if (t) {
     tl_ = tl;
+    fused_ = fused;
   } else {
     tl_ = {};
+    fused_.clear();
   }
   colors_ = deviceColors;
   relayout();
@@ -77,11 +80,13 @@ void GanttView::setTimeline(const partex::CostTable* t, const partex::Timeline& 
   update();
 }
 
-void GanttView::setPreview(const partex::Timeline* tl) {
+void GanttView::setPreview(const partex::Timeline* tl, const std::vector<partex::FusedKernel>& fused) {
   if (tl && table_) {
     preview_ = *tl;
+    previewFused_ = fused;
   } else {
     preview_.reset();
+    previewFused_.clear();
   }
   relayout();
   update();
@@ -120,8 +125,8 @@ void GanttView::relayout() {
   previewBars_ = {};
   if (table_) {
     rows_ = ganttRows(*table_, {&tl_, preview_ ? &*preview_ : nullptr});
-    bars_ = ganttBars(*table_, rows_, tl_);
-    if (preview_) previewBars_ = ganttBars(*table_, rows_, *preview_);
+    bars_ = ganttBars(*table_, rows_, tl_, fused_);
+    if (preview_) previewBars_ = ganttBars(*table_, rows_, *preview_, previewFused_);
   }
   const QFontMetrics fm(pixelFont(font(), kLabelFontPx, true));
   int w = 0;
@@ -226,7 +231,12 @@ std::pair<int, int> GanttView::barAt(const QPoint& pos) const {
     if (b.start > t + tol) break;
     if (b.end < t - tol) continue;
     const double d = t < b.start ? b.start - t : (t > b.end ? t - b.end : 0.0);
-    if (d < bestDist) {
+    // Inside two bars (a fused kernel's span can hold another operator scheduled between its own):
+    // the shorter one, which is painted over the longer.
+    const bool inner =
+        d == 0 && bestDist == 0 && best >= 0 &&
+        b.end - b.start < rowBars[static_cast<size_t>(best)].end - rowBars[static_cast<size_t>(best)].start;
+    if (d < bestDist || inner) {
       bestDist = d;
       best = static_cast<int>(i);
     }
@@ -241,14 +251,30 @@ int GanttView::taskAt(const QPoint& pos) const {
   return b.kind == GanttBarKind::Task ? b.index : -1;
 }
 
+bool GanttView::shownSpan(int v, double& start, double& end) const {
+  const partex::Timeline& shown = preview_ ? *preview_ : tl_;
+  if (!table_ || v < 0 || v >= static_cast<int>(shown.tasks.size())) return false;
+  const GanttBars& b = bars();
+  const int k = static_cast<size_t>(v) < b.kernelOf.size() ? b.kernelOf[static_cast<size_t>(v)] : -1;
+  start = shown.tasks[static_cast<size_t>(v)].start;
+  end = shown.tasks[static_cast<size_t>(v)].end;
+  if (k >= 0)
+    for (int m : b.kernels[static_cast<size_t>(k)].ops) {
+      start = std::min(start, shown.tasks[static_cast<size_t>(m)].start);
+      end = std::max(end, shown.tasks[static_cast<size_t>(m)].end);
+    }
+  return true;
+}
+
 QRectF GanttView::taskRect(int task) const {
   const partex::Timeline& shown = preview_ ? *preview_ : tl_;
-  if (!table_ || task < 0 || task >= static_cast<int>(shown.tasks.size())) return {};
+  double start = 0, end = 0;
+  if (!shownSpan(task, start, end)) return {};
   const auto& s = shown.tasks[static_cast<size_t>(task)];
   if (s.device < 0 || s.device >= table_->numDevices()) return {};
   const Frame f = widgetFrame();
-  const double x0 = std::max(f.plotLeft, f.plotLeft + scale_.xAt(s.start));
-  const double x1 = std::min(f.plotLeft + f.plotWidth, f.plotLeft + scale_.xAt(s.end));
+  const double x0 = std::max(f.plotLeft, f.plotLeft + scale_.xAt(start));
+  const double x1 = std::min(f.plotLeft + f.plotWidth, f.plotLeft + scale_.xAt(end));
   if (x1 <= x0) return {};
   return QRectF(x0, f.rowsTop + s.device * f.rowHeight, x1 - x0, f.rowHeight);
 }
@@ -262,6 +288,24 @@ QString GanttView::toolTipAt(const QPoint& pos) const {
   const QString times = tr("start %1<br>end %2<br>duration %3")
                             .arg(TimeScale::formatDuration(b.start), TimeScale::formatDuration(b.end),
                                  TimeScale::formatDuration(b.end - b.start));
+  if (b.kind == GanttBarKind::Task && b.kernel >= 0) {
+    // One fused kernel: every operator it runs, and the cost of its last one (the kernel's time).
+    const auto& k = bars().kernels[static_cast<size_t>(b.kernel)];
+    QStringList names, types;
+    for (int v : k.ops) {
+      names << taskLabel(t, v).toHtmlEscaped();
+      if (static_cast<size_t>(v) < t.taskTypes.size())
+        types << QString::fromStdString(t.taskTypes[static_cast<size_t>(v)]).toHtmlEscaped();
+    }
+    const size_t ci =
+        static_cast<size_t>(k.last()) * static_cast<size_t>(t.numDevices()) + static_cast<size_t>(k.device);
+    const auto prov = ci < t.provenance.size() ? t.provenance[ci] : partex::Provenance::Modelled;
+    return tr("<b>fused kernel: %1</b><br>%2<br>one kernel of %3 operators on device %4<br>%5<br>cost %6")
+        .arg(names.join(QStringLiteral(" + ")), types.join(QStringLiteral(" + ")))
+        .arg(k.ops.size())
+        .arg(QString::fromStdString(t.deviceIds[static_cast<size_t>(k.device)]).toHtmlEscaped(), times,
+             QString::fromLatin1(partex::provenanceName(prov)));
+  }
   if (b.kind == GanttBarKind::Task) {
     const int d = tl.tasks[static_cast<size_t>(b.index)].device;
     const std::string& type =
@@ -468,8 +512,14 @@ void GanttView::paintRowBars(QPainter& p, const Frame& f, const TimeScale& sc, i
       p.setPen(QPen(c.darker(160), 0));
       p.setBrush(Qt::NoBrush);
       p.drawRect(rect.adjusted(0.5, 0.5, -0.5, -0.5));
+      if (b.kernel >= 0) {
+        // A fused kernel: a darker band along the bottom marks one kernel for several operators.
+        p.fillRect(QRectF(x0 + 1, top + h - 3, x1 - x0 - 2, 2), c.darker(170));
+      }
       if (labels && x1 - x0 >= 36) {
-        const QString name = b.kind == GanttBarKind::Task ? taskLabel(*table_, b.index) : QString();
+        QString name = b.kind == GanttBarKind::Task ? taskLabel(*table_, b.index) : QString();
+        if (b.kernel >= 0)
+          name += QStringLiteral(" +%1").arg(bars.kernels[static_cast<size_t>(b.kernel)].ops.size() - 1);
         if (!name.isEmpty()) {
           p.setPen(textColorOn(c));
           p.drawText(rect.adjusted(3, 0, -3, 0), Qt::AlignLeft | Qt::AlignVCenter,
@@ -559,10 +609,11 @@ void GanttView::paintChart(QPainter& p, const Frame& f, const TimeScale& sc, con
   p.setBrush(Qt::NoBrush);
   p.setPen(QPen(ink, 2));
   for (int v : selectedList_) {
-    if (v >= static_cast<int>(shown.tasks.size())) continue;
+    double start = 0, end = 0;
+    if (!shownSpan(v, start, end)) continue;  // a member of a fused kernel: its kernel's bar
     const auto& s = shown.tasks[static_cast<size_t>(v)];
     if (s.device < 0 || s.device >= static_cast<int>(rows_.size())) continue;  // device d is row d
-    double x0 = f.plotLeft + sc.xAt(s.start), x1 = f.plotLeft + sc.xAt(s.end);
+    double x0 = f.plotLeft + sc.xAt(start), x1 = f.plotLeft + sc.xAt(end);
     if (x1 < f.plotLeft || x0 > right) continue;
     if (x1 - x0 < 4) {
       const double c = (x0 + x1) / 2;

@@ -31,11 +31,14 @@ class GanttView : public QWidget {
 
   /// Shows `tl` of table `t` with one colour per device (missing colours come from the palette).
   /// The table must outlive the view or the next call; null clears the view. Refits the time
-  /// scale unless the user has zoomed or panned since the last fit.
-  void setTimeline(const partex::CostTable* t, const partex::Timeline& tl, const std::vector<QColor>& deviceColors);
-  /// While set, draws `tl` solid over ghosts of the current timeline, with its makespan and its
-  /// change against the current one; nullptr clears. The timeline is copied.
-  void setPreview(const partex::Timeline* tl);
+  /// scale unless the user has zoomed or panned since the last fit. Each of `fused` (the timeline's
+  /// fused kernels, plan/fusedkernels.h) is drawn as one bar, labelled with its anchor, in place of
+  /// its operators' bars.
+  void setTimeline(const partex::CostTable* t, const partex::Timeline& tl, const std::vector<QColor>& deviceColors,
+                   const std::vector<partex::FusedKernel>& fused = {});
+  /// While set, draws `tl` solid (with its fused kernels `fused`) over ghosts of the current
+  /// timeline, with its makespan and its change against the current one; nullptr clears. Copied.
+  void setPreview(const partex::Timeline* tl, const std::vector<partex::FusedKernel>& fused = {});
   /// A makespan to compare against, e.g. the HEFT plan's (<= 0: none).
   void setReferenceMakespan(double us);
   /// What the reference is, as in "-12.3% vs HEFT plan" (default "reference").
@@ -50,7 +53,8 @@ class GanttView : public QWidget {
   int deviceAt(const QPoint& globalPos) const;
   /// The task bar under a widget position, -1 if none.
   int taskAt(const QPoint& pos) const;
-  /// Where task `task` is drawn in widget coordinates now (empty when unknown or off the plot).
+  /// Where task `task` is drawn in widget coordinates now (empty when unknown or off the plot): the
+  /// bar of its fused kernel when it is in one.
   QRectF taskRect(int task) const;
 
   /// Draws the whole chart (time fitted to the width of `target`) into `target`.
@@ -130,12 +134,17 @@ class GanttView : public QWidget {
   int rowAtY(const Frame& f, double y) const;
   /// The bar under a widget position in the shown timeline: row and bar index, or {-1, -1}.
   std::pair<int, int> barAt(const QPoint& pos) const;
+  /// Start and end of where task v is drawn in the shown timeline (its fused kernel's span when it
+  /// is in one); false when unknown.
+  bool shownSpan(int v, double& start, double& end) const;
   QColor deviceColorOf(int device) const;
   void setScaleInternal(const TimeScale& s);
 
   const partex::CostTable* table_ = nullptr;
   partex::Timeline tl_;
+  std::vector<partex::FusedKernel> fused_;
   std::optional<partex::Timeline> preview_;
+  std::vector<partex::FusedKernel> previewFused_;
   std::vector<QColor> colors_;
   std::vector<GanttRow> rows_;
   GanttBars bars_;

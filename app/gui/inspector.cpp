@@ -111,6 +111,16 @@ QString inspectorHtml(const Session& s, const QList<int>& selection) {
     h += QObject::tr(" &nbsp; %1 to %2")
              .arg(us(tl.tasks[static_cast<size_t>(op)].start), us(tl.tasks[static_cast<size_t>(op)].end));
   h += QStringLiteral("</p>");
+  if (const FusedKernel* k = s.fusedKernelOf(op)) {
+    QStringList names;
+    for (int v : k->ops) {
+      const QString name = esc(t->taskNames[static_cast<size_t>(v)]);
+      names << (v == op ? QStringLiteral("<b>%1</b>").arg(name) : name);
+    }
+    h += QObject::tr("<p><b>Fused kernel:</b> %1 on %2 &nbsp; one kernel, %3 to %4; its time is on %5</p>")
+             .arg(names.join(QStringLiteral(" + ")), s.deviceLabel(k->device), us(k->startUs), us(k->endUs),
+                  esc(t->taskNames[static_cast<size_t>(k->last())]));
+  }
   h +=
       QObject::tr("<p><b>Why here:</b> %1.</p>").arg(s.placementReasons(op).join(QStringLiteral("; ")).toHtmlEscaped());
 

@@ -684,7 +684,8 @@ void MainWindow::adoptCostTable() {
   // Views that keep a raw pointer to the cost table move to the new one first: the old table may be
   // freed as soon as the session's signal returns (the teaching panel holds the last reference) and
   // selectionChanged or planChanged follows at once.
-  if (gantt_) gantt_->setTimeline(session_->table(), session_->timeline(), session_->deviceColors());
+  if (gantt_)
+    gantt_->setTimeline(session_->table(), session_->timeline(), session_->deviceColors(), session_->fusedKernels());
   // Compare rows and the side-by-side plans belong to the previous cost table.
   compare_->setRows({});
   updateSideBySide();
@@ -747,7 +748,7 @@ int MainWindow::dropTargetAt(const QPoint& globalPos) const {
 }
 
 void MainWindow::setPreview(const Timeline* tl) {
-  if (gantt_) gantt_->setPreview(tl);
+  if (gantt_) gantt_->setPreview(tl, tl ? session_->fusedKernelsOf(*tl) : std::vector<FusedKernel>{});
 }
 
 void MainWindow::updateGantt() {
@@ -755,7 +756,7 @@ void MainWindow::updateGantt() {
   if (!session_->hasModel()) return;
   const auto& st = session_->state();
   const QString algo = shortTitle(st.algorithm);
-  gantt_->setTimeline(session_->table(), session_->timeline(), session_->deviceColors());
+  gantt_->setTimeline(session_->table(), session_->timeline(), session_->deviceColors(), session_->fusedKernels());
   gantt_->setReferenceMakespan(st.schedulerMakespan);
   gantt_->setReferenceLabel(tr("%1 plan").arg(algo));
   gantt_->setTitle(session_->plan().algorithm == "manual" ? tr("Edited %1 plan").arg(algo) : algo);
@@ -947,7 +948,7 @@ Result<Project> MainWindow::buildProject(const QString& path, bool sidecarPlatfo
   const PlanState& st = session_->state();
   PlanIdentity id{QFileInfo(QString::fromStdString(m->path)).fileName().toStdString(), m->graph.graphSha256,
                   session_->platform().name};
-  p.planJson = planToJson(*t, st.plan, session_->timeline(), id);
+  p.planJson = planToJson(*t, st.plan, session_->timeline(), id, &m->graph);
   p.algorithm = st.algorithm;
   for (const auto& [op, dev] : st.pinned)
     p.pins.emplace_back(t->taskNames[static_cast<size_t>(op)], t->deviceIds[static_cast<size_t>(dev)]);
@@ -1121,13 +1122,14 @@ static PlanIdentity identityOf(const Session& s) {
 Status MainWindow::exportPlan(const QString& path) {
   if (!session_->hasModel()) return makeError(QFileInfo(path).fileName().toStdString(), ": no model loaded");
   return namingFile(path, savePlan(path.toStdString(), *session_->table(), session_->plan(), session_->timeline(),
-                                   identityOf(*session_)));
+                                   identityOf(*session_), &session_->model()->graph));
 }
 
 Status MainWindow::exportTrace(const QString& path) {
   if (!session_->hasModel()) return makeError(QFileInfo(path).fileName().toStdString(), ": no model loaded");
   const std::string label = session_->plan().algorithm.empty() ? "plan" : session_->plan().algorithm;
-  return namingFile(path, saveExport(path.toStdString(), traceJson(*session_->table(), session_->timeline(), label)));
+  return namingFile(path, saveExport(path.toStdString(), traceJson(*session_->table(), session_->timeline(), label, 1,
+                                                                   &session_->fusedKernels())));
 }
 
 Status MainWindow::exportCsv(const QString& path) {

@@ -623,6 +623,19 @@ Result<ApplyReport> Session::installProfiles(std::vector<LoadedProfile> profiles
 void Session::refreshDerived() {
   if (!table_) return;
   critical_ = criticalPath(*table_, state_.plan, timeline_);
+  fused_ = model_ ? partex::fusedKernels(model_->graph, *table_, state_.plan.device, &timeline_)
+                  : std::vector<FusedKernel>{};
+  fusedOf_ = kernelOfTasks(table_->numTasks(), fused_);
+}
+
+const FusedKernel* Session::fusedKernelOf(int op) const {
+  if (op < 0 || static_cast<size_t>(op) >= fusedOf_.size() || fusedOf_[static_cast<size_t>(op)] < 0) return nullptr;
+  return &fused_[static_cast<size_t>(fusedOf_[static_cast<size_t>(op)])];
+}
+
+std::vector<FusedKernel> Session::fusedKernelsOf(const Timeline& tl) const {
+  if (!table_ || !model_) return {};
+  return partex::fusedKernels(model_->graph, *table_, tl);
 }
 
 bool Session::modified() const {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "cost/costtable.h"
+#include "plan/fusedkernels.h"
 #include "plan/project.h"
 #include "platform/platform.h"
 #include "profile/profile.h"
@@ -202,6 +203,13 @@ class Session : public QObject {
   QColor deviceColor(int device) const;
   QString deviceLabel(int device) const;
   const CriticalPath& critical() const { return critical_; }
+  /// The current plan's fused kernels with their predicted times (plan/fusedkernels.h: CPU devices,
+  /// once a profile has told the costs which kernels the runtime fuses).
+  const std::vector<FusedKernel>& fusedKernels() const { return fused_; }
+  /// The fused kernel `op` is in, or nullptr when it runs alone.
+  const FusedKernel* fusedKernelOf(int op) const;
+  /// The fused kernels of the placement a timeline shows (a drag preview's).
+  std::vector<FusedKernel> fusedKernelsOf(const Timeline& tl) const;
   double lowerBoundUs() const { return lowerBound_; }
   /// Why `op` sits on its device, in words (pinned, moved by hand, unsupported elsewhere, cheapest,
   /// chosen by the scheduler, on the critical path).
@@ -310,6 +318,8 @@ class Session : public QObject {
   bool dirty_ = false;    ///< Unsaved regardless of the state (a recovered autosave).
   Timeline timeline_;
   CriticalPath critical_;
+  std::vector<FusedKernel> fused_;  ///< Of the current plan, with timeline_'s times.
+  std::vector<int> fusedOf_;        ///< Per operator: index into fused_, or -1.
   double lowerBound_ = 0;
   QList<int> selection_;
   QUndoStack* undo_ = nullptr;

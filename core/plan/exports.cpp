@@ -129,19 +129,62 @@ void appendProcess(const TraceSource& src, int pid, int64_t& nextFlowId, std::ve
     if (sa.device != sb.device) return sa.device < sb.device;
     return sa.start < sb.start;
   });
+  // Fused kernels whose operators all sit on the kernel's device in this timeline: one slice each,
+  // written where its first operator (by start) would have been.
+  std::vector<int> kernelOf(static_cast<size_t>(t.numTasks()), -1);
+  std::vector<bool> kernelWritten;
+  if (src.fused) {
+    const auto& ks = *src.fused;
+    kernelWritten.assign(ks.size(), false);
+    for (size_t k = 0; k < ks.size(); ++k) {
+      bool ok = ks[k].ops.size() >= 2;
+      for (TaskId v : ks[k].ops)
+        ok = ok && validTask(v) && devOf(v) == ks[k].device && kernelOf[static_cast<size_t>(v)] < 0;
+      if (!ok) continue;
+      for (TaskId v : ks[k].ops) kernelOf[static_cast<size_t>(v)] = static_cast<int>(k);
+    }
+  }
   for (TaskId v : byStart) {
     const auto& slot = tl.tasks[static_cast<size_t>(v)];
-    ojson x;
-    x["name"] = taskName(t, v);
-    x["cat"] = "Node";
-    x["ph"] = "X";
-    x["ts"] = roundUs(slot.start);
-    x["dur"] = roundUs(slot.end - slot.start);
-    x["pid"] = pid;
-    x["tid"] = slot.device + 1;
-    x["args"] =
-        ojson{{"op_name", taskName(t, v)}, {"op_type", taskType(t, v)}, {"provider", deviceName(t, slot.device)}};
-    out.push_back(std::move(x));
+    const int k = kernelOf[static_cast<size_t>(v)];
+    if (k < 0) {
+      ojson x;
+      x["name"] = taskName(t, v);
+      x["cat"] = "Node";
+      x["ph"] = "X";
+      x["ts"] = roundUs(slot.start);
+      x["dur"] = roundUs(slot.end - slot.start);
+      x["pid"] = pid;
+      x["tid"] = slot.device + 1;
+      x["args"] =
+          ojson{{"op_name", taskName(t, v)}, {"op_type", taskType(t, v)}, {"provider", deviceName(t, slot.device)}};
+      out.push_back(std::move(x));
+    } else if (!kernelWritten[static_cast<size_t>(k)]) {
+      kernelWritten[static_cast<size_t>(k)] = true;
+      const FusedKernel& fk = (*src.fused)[static_cast<size_t>(k)];
+      double start = slot.start, end = slot.end;
+      std::string types;
+      ojson names = ojson::array();
+      for (TaskId m : fk.ops) {
+        start = std::min(start, tl.tasks[static_cast<size_t>(m)].start);
+        end = std::max(end, tl.tasks[static_cast<size_t>(m)].end);
+        types += (types.empty() ? "" : "+") + taskType(t, m);
+        names.push_back(taskName(t, m));
+      }
+      ojson x;
+      x["name"] = taskName(t, fk.anchor());
+      x["cat"] = "Node";
+      x["ph"] = "X";
+      x["ts"] = roundUs(start);
+      x["dur"] = roundUs(end - start);
+      x["pid"] = pid;
+      x["tid"] = slot.device + 1;
+      x["args"] = ojson{{"op_name", taskName(t, fk.anchor())},
+                        {"op_type", types},
+                        {"provider", deviceName(t, slot.device)},
+                        {"fused_ops", std::move(names)}};
+      out.push_back(std::move(x));
+    }
     for (int32_t e : inFlows[static_cast<size_t>(v)]) out.push_back(flowEvent("f", e, slot.device, slot.start));
     for (int32_t e : outFlows[static_cast<size_t>(v)]) out.push_back(flowEvent("s", e, slot.device, slot.end));
   }
@@ -258,8 +301,9 @@ std::string traceJson(const std::vector<TraceSource>& sources) {
   return out;
 }
 
-std::string traceJson(const CostTable& t, const Timeline& tl, const std::string& label, int pid) {
-  return traceJson(std::vector<TraceSource>{TraceSource{label, &t, &tl, pid}});
+std::string traceJson(const CostTable& t, const Timeline& tl, const std::string& label, int pid,
+                      const std::vector<FusedKernel>* fused) {
+  return traceJson(std::vector<TraceSource>{TraceSource{label, &t, &tl, pid, fused}});
 }
 
 // ---- DOT ----

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cost/costtable.h"
+#include "plan/fusedkernels.h"
 #include "platform/platform.h"
 #include "sim/plan.h"
 #include "sim/simulator.h"
@@ -23,6 +24,9 @@ struct TraceSource {
   const CostTable* table = nullptr;  ///< Must outlive the call.
   const Timeline* timeline = nullptr;
   int pid = 0;  ///< Process id; 0: its position in the list + 1.
+  /// The timeline's fused kernels (plan/fusedkernels.h; null or empty: none): each becomes one slice
+  /// in place of its operators' slices.
+  const std::vector<FusedKernel>* fused = nullptr;
 };
 
 /// Trace Event Format JSON ({"traceEvents": [...], "displayTimeUnit": "ms"}) for chrome://tracing,
@@ -31,10 +35,14 @@ struct TraceSource {
 /// (cat "Node", args op_name, op_type, provider) and every transfer that takes time an "X" event
 /// (cat "Transfer") on its link; one flow arrow ("s" at the producer's end, "f" with bp "e" at the
 /// consumer's start) per edge between operators on different devices. Times in microseconds.
+/// A fused kernel is one "X" event in place of its operators' (named after its anchor, from its first
+/// operator's start to its last one's end, args op_type "Conv+BatchNormalization+Relu" and fused_ops,
+/// the member names); flows still start and end at the members' own times, inside it.
 /// Flow ids are unique across the whole file, so several plans can be compared in one trace.
 std::string traceJson(const std::vector<TraceSource>& sources);
 /// One timeline as one process.
-std::string traceJson(const CostTable& t, const Timeline& tl, const std::string& label, int pid = 1);
+std::string traceJson(const CostTable& t, const Timeline& tl, const std::string& label, int pid = 1,
+                      const std::vector<FusedKernel>* fused = nullptr);
 
 // ---- Graphviz DOT -----------------------------------------------------------------------------
 

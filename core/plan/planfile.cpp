@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "plan/fusedkernels.h"
 #include "plan/jsonutil.h"
 #include "support/files.h"
 
@@ -77,7 +78,8 @@ std::string jsonTypeName(const ojson& v) {
 
 }  // namespace
 
-std::string planToJson(const CostTable& t, const Plan& plan, const Timeline& tl, const PlanIdentity& id) {
+std::string planToJson(const CostTable& t, const Plan& plan, const Timeline& tl, const PlanIdentity& id,
+                       const Graph* g) {
   const bool timed = tl.tasks.size() == static_cast<size_t>(t.numTasks());
   ojson doc;
   doc["format"] = kPlanFormat;
@@ -117,6 +119,23 @@ std::string planToJson(const CostTable& t, const Plan& plan, const Timeline& tl,
     ops.push_back(std::move(op));
   }
   doc["operators"] = std::move(ops);
+
+  if (g) {
+    ojson kernels = ojson::array();
+    for (const FusedKernel& k : fusedKernels(*g, t, plan.device, timed ? &tl : nullptr)) {
+      ojson kj;
+      kj["device"] = t.deviceIds[static_cast<size_t>(k.device)];
+      ojson names = ojson::array();
+      for (TaskId v : k.ops) names.push_back(t.taskNames[static_cast<size_t>(v)]);
+      kj["ops"] = std::move(names);
+      if (timed) {
+        kj["start_us"] = timeValue(k.startUs);
+        kj["end_us"] = timeValue(k.endUs);
+      }
+      kernels.push_back(std::move(kj));
+    }
+    doc["fused_kernels"] = std::move(kernels);
+  }
 
   ojson transfers = ojson::array();
   auto taskName = [&](TaskId v) -> ojson {
@@ -345,12 +364,47 @@ Result<Plan> readPlan(const std::string& json, const std::string& origin, const 
     if (shown < cycle.size()) text += " -> ...";
     return makeError(o, "the device orders deadlock: each of these operators must run before the next: ", text);
   }
+
+  // Fused kernels: informational (they follow from the placement and the costs), but a file that
+  // names them must name real operators on the devices this plan puts them on.
+  if (auto fk = doc.find("fused_kernels"); fk != doc.end() && !fk->is_null()) {
+    if (!fk->is_array()) return makeError(o, "field 'fused_kernels' must be an array");
+    std::vector<int64_t> kernelOf(n, -1);
+    for (size_t i = 0; i < fk->size(); ++i) {
+      const auto& k = (*fk)[i];
+      const std::string where = "fused_kernels[" + std::to_string(i) + "]";
+      if (!k.is_object()) return makeError(o, where, " must be an object");
+      auto dv = k.find("device");
+      if (dv == k.end() || !dv->is_string()) return makeError(o, where, ": field 'device' must be a string");
+      auto dit = deviceById.find(dv->get<std::string>());
+      if (dit == deviceById.end())
+        return makeError(o, where, ": unknown device '", oneLine(dv->get<std::string>()), "'");
+      auto ko = k.find("ops");
+      if (ko == k.end() || !ko->is_array() || ko->size() < 2)
+        return makeError(o, where, ": field 'ops' must be an array of at least two operator names");
+      for (const auto& nm : *ko) {
+        if (!nm.is_string()) return makeError(o, where, ": field 'ops' must hold operator names (strings)");
+        auto it = taskByName.find(nm.get<std::string>());
+        if (it == taskByName.end())
+          return makeError(o, where, ": operator '", oneLine(nm.get<std::string>()), "' is not in ", modelLabel);
+        const auto vi = static_cast<size_t>(it->second);
+        if (kernelOf[vi] >= 0)
+          return makeError(o, where, ": operator '", oneLine(t.taskNames[vi]), "' is already in fused_kernels[",
+                           std::to_string(kernelOf[vi]), "]");
+        kernelOf[vi] = static_cast<int64_t>(i);
+        if (plan.device[vi] != dit->second)
+          return makeError(o, where, ": operator '", oneLine(t.taskNames[vi]), "' is on '",
+                           t.deviceIds[static_cast<size_t>(plan.device[vi])], "' in the plan, not on '",
+                           t.deviceIds[static_cast<size_t>(dit->second)], "'");
+      }
+    }
+  }
   return plan;
 }
 
 Status savePlan(const std::string& path, const CostTable& t, const Plan& plan, const Timeline& tl,
-                const PlanIdentity& id) {
-  return writeFileAtomic(path, planToJson(t, plan, tl, id));
+                const PlanIdentity& id, const Graph* g) {
+  return writeFileAtomic(path, planToJson(t, plan, tl, id, g));
 }
 
 Result<Plan> loadPlanFile(const std::string& path, const CostTable& t, const PlanIdentity& expect) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cost/costtable.h"
+#include "ir/graph.h"
 #include "sim/plan.h"
 #include "sim/simulator.h"
 #include "support/result.h"
@@ -27,7 +28,10 @@ struct PlanIdentity {
 /// Serialises a plan and its simulated timeline as plan-file JSON (pretty, two-space indent, ends
 /// with a newline). The timeline may be empty (no simulation yet): times are then left out.
 /// Tasks missing from plan.order are written after the last ordered task of their device.
-std::string planToJson(const CostTable& t, const Plan& plan, const Timeline& tl, const PlanIdentity& id);
+/// With the model's graph `g` (ONNX models; null for task graphs), "fused_kernels" lists the plan's
+/// fused kernels (plan/fusedkernels.h), an empty array when it has none.
+std::string planToJson(const CostTable& t, const Plan& plan, const Timeline& tl, const PlanIdentity& id,
+                       const Graph* g = nullptr);
 
 /// Parses plan-file JSON and validates it against the cost table: format and version, the model
 /// hash (when both `expect.modelSha256` and the file's hash are non-empty), that every operator of
@@ -35,12 +39,15 @@ std::string planToJson(const CostTable& t, const Plan& plan, const Timeline& tl,
 /// operators, that orders are unique per device and executable (no operator placed before one it
 /// depends on on its device, no cycle through the device orders). `origin` names the file in errors.
 /// Times, transfers and the makespan in the file are ignored (the simulator recomputes them).
+/// "fused_kernels", when present, is validated (devices and operators exist, each operator in one
+/// kernel, every kernel's operators on its device in this plan) and then ignored: the kernels follow
+/// from the placement and the costs.
 Result<Plan> readPlan(const std::string& json, const std::string& origin, const CostTable& t,
                       const PlanIdentity& expect);
 
 /// Writes planToJson() to `path` atomically (temporary file, then rename).
 Status savePlan(const std::string& path, const CostTable& t, const Plan& plan, const Timeline& tl,
-                const PlanIdentity& id);
+                const PlanIdentity& id, const Graph* g = nullptr);
 /// Reads and validates a plan file; errors name `path`.
 Result<Plan> loadPlanFile(const std::string& path, const CostTable& t, const PlanIdentity& expect);
 

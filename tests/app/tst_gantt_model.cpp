@@ -4,7 +4,9 @@
 
 #include <QAbstractItemModelTester>
 
+#include "core/fused_fixture.h"
 #include "gantt/ganttmodel.h"
+#include "plan/fusedkernels.h"
 #include "tst_gantt_fixture.h"
 
 using namespace partex;
@@ -115,6 +117,49 @@ class TestGanttModel : public QObject {
     int tasks = 0;
     for (int r = 0; r < 3; ++r) tasks += m.rowCount(m.index(r, 0));
     QCOMPARE(tasks, p.table.numTasks() - 1);
+  }
+
+  void fusedKernelIsOneBar() {
+    // ResNet-18 on core0 with a profile that knows the runtime's kernels: conv1 + bn1 + relu is one
+    // bar (the anchor's name, its members in FusedOpsRole), not three.
+    auto p = test::fusedProblem();
+    QVERIFY2(p.error.empty(), p.error.c_str());
+    const Plan plan = test::placed(p.table, 0);
+    auto tl = simulate(p.table, plan);
+    QVERIFY2(tl.isOk(), tl.message().c_str());
+    const auto ks = fusedKernels(p.graph, p.table, plan.device, &*tl);
+    QVERIFY(!ks.empty());
+    GanttModel m;
+    QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    m.setTimeline(&p.table, *tl);
+    const int alone = m.rowCount(m.index(0, 0));
+    QCOMPARE(alone, p.table.numTasks());
+    m.setTimeline(&p.table, *tl, ks);
+    const QModelIndex core0 = m.index(0, 0);
+    int members = 0;
+    for (const auto& k : ks) members += static_cast<int>(k.ops.size());
+    QCOMPARE(m.rowCount(core0), p.table.numTasks() - members + static_cast<int>(ks.size()));
+    int fusedBars = 0;
+    bool sawConv1 = false;
+    for (int i = 0; i < m.rowCount(core0); ++i) {
+      const QModelIndex bar = m.index(i, 0, core0);
+      const QStringList ops = m.data(bar, GanttModel::FusedOpsRole).toStringList();
+      const int task = m.data(bar, GanttModel::TaskRole).toInt();
+      QVERIFY(task != test::taskNamed(p.table, "bn1") && task != test::taskNamed(p.table, "relu"));
+      if (ops.isEmpty()) continue;
+      ++fusedBars;
+      QCOMPARE(m.data(bar, GanttModel::KindRole).toString(), QString("task"));
+      if (task != test::taskNamed(p.table, "conv1")) continue;
+      sawConv1 = true;
+      QCOMPARE(ops, (QStringList{"conv1", "bn1", "relu"}));
+      QCOMPARE(m.data(bar, Qt::DisplayRole).toString(), QString("conv1 +2 fused"));
+      QCOMPARE(m.data(bar, GanttModel::StartTimeRole).toDouble(), ks[0].startUs);
+      QCOMPARE(m.data(bar, GanttModel::EndTimeRole).toDouble(), ks[0].endUs);
+      // The kernel's time is its last operator's: measured by the profile.
+      QCOMPARE(m.data(bar, GanttModel::ProvenanceRole).toString(), QString("measured"));
+    }
+    QVERIFY(sawConv1);
+    QCOMPARE(fusedBars, static_cast<int>(ks.size()));
   }
 };
 

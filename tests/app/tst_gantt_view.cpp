@@ -11,8 +11,10 @@
 
 #include <map>
 
+#include "core/fused_fixture.h"
 #include "core/plan_fixture.h"
 #include "gantt/ganttview.h"
+#include "plan/fusedkernels.h"
 #include "tst_gantt_fixture.h"
 
 using namespace partex;
@@ -238,6 +240,55 @@ class TestGanttView : public QObject {
     QVERIFY(v.lastMarkCount() > 10);
     QVERIFY(v.lastMarkCount() < 200);
     QCOMPARE(v.taskAt(QPoint(v.labelWidth() + 5, int(v.taskRect(10000).center().y()))), 10000);
+  }
+
+  void fusedKernelIsOneBarWithItsMembersInTheTooltip() {
+    auto p = test::fusedProblem();
+    QVERIFY2(p.error.empty(), p.error.c_str());
+    const Plan plan = test::placed(p.table, 0);
+    auto tl = simulate(p.table, plan);
+    QVERIFY2(tl.isOk(), tl.message().c_str());
+    const auto ks = fusedKernels(p.graph, p.table, plan.device, &*tl);
+    QVERIFY(!ks.empty());
+    GanttView v;
+    v.resize(1400, 300);
+    v.setTimeline(&p.table, *tl, test::colorsFor(p.table), ks);
+    int members = 0;
+    for (const auto& k : ks) members += static_cast<int>(k.ops.size());
+    QCOMPARE(v.bars().perRow[0].size(), size_t(p.table.numTasks() - members + static_cast<int>(ks.size())));
+    // Zoom onto the first kernel (conv1 + bn1 + relu): one bar from conv1's start to relu's end.
+    TimeScale s;
+    s.fit(ks[0].startUs, ks[0].endUs + (ks[0].endUs - ks[0].startUs) * 0.1, 1000);
+    v.setTimeScale(s);
+    const TaskId conv1 = test::taskNamed(p.table, "conv1"), bn1 = test::taskNamed(p.table, "bn1"),
+                 relu = test::taskNamed(p.table, "relu");
+    const QRectF r = v.taskRect(conv1);
+    QVERIFY(!r.isEmpty());
+    QCOMPARE(v.taskRect(bn1), r);  // a member is drawn as its kernel's bar
+    QCOMPARE(v.taskRect(relu), r);
+    QVERIFY(r.width() > 100);
+    const QPoint c = r.center().toPoint();
+    QCOMPARE(v.taskAt(c), conv1);  // the bar stands for the anchor
+    const QString tip = v.toolTipAt(c);
+    QVERIFY2(tip.contains("fused kernel: conv1 + bn1 + relu"), qPrintable(tip));
+    QVERIFY2(tip.contains("Conv + BatchNormalization + Relu"), qPrintable(tip));
+    QVERIFY2(tip.contains("core0"), qPrintable(tip));
+    // Without kernels, the same spot is one of three bars.
+    v.setTimeline(&p.table, *tl, test::colorsFor(p.table));
+    v.setTimeScale(s);
+    QCOMPARE(v.bars().perRow[0].size(), size_t(p.table.numTasks()));
+    QVERIFY(!v.toolTipAt(c).contains("fused kernel"));
+    QVERIFY(v.taskRect(relu) != v.taskRect(conv1));
+    // A preview draws its own kernels: relu moved to core1 leaves conv1 + bn1 one bar on core0.
+    v.setTimeline(&p.table, *tl, test::colorsFor(p.table), ks);
+    const Plan moved = test::placed(p.table, 0, {"relu"}, 1);
+    auto ptl = simulate(p.table, moved);
+    QVERIFY2(ptl.isOk(), ptl.message().c_str());
+    const auto pks = fusedKernels(p.graph, p.table, *ptl);
+    v.setPreview(&*ptl, pks);
+    QCOMPARE(v.bars().kernels.size(), pks.size());
+    QCOMPARE(v.bars().kernelOf[size_t(relu)], -1);
+    QVERIFY(v.bars().kernelOf[size_t(bn1)] >= 0);
   }
 
   void heftChartMatchesGoldenStructure() {

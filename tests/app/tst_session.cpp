@@ -6,6 +6,7 @@
 #include <QAbstractItemModelTester>
 #include <QUndoStack>
 
+#include "core/fused_fixture.h"
 #include "graph/devicepalette.h"
 #include "graph/displaygraph.h"
 #include "graph/layout.h"
@@ -314,6 +315,49 @@ class TestSession : public QObject {
     QVERIFY2(installGenerated(s, spec2, "cpu-npu", &err), qPrintable(err));
     QCOMPARE(palette.rowCount(), 2);
     QCOMPARE(ops.rowCount(), s.numOps());
+  }
+
+  void inspectorNamesTheFusedKernel() {
+    // A small ResNet-18 on two cores with a profile that knows the runtime's kernels.
+    GenSpec spec;
+    spec.kind = "resnet18";
+    spec.imageSize = 32;
+    spec.numClasses = 10;
+    const std::string path = test::tempDir() + "/r18-fused.onnx";
+    QVERIFY(generateModelFile(spec, path).isOk());
+    auto m = loadModel(path, {});
+    QVERIFY2(m.isOk(), m.message().c_str());
+    LoadedProfile lp;
+    lp.path = test::tempDir() + "/r18-fused.profile.json";
+    lp.profile = test::inContextProfile((*m)->graph, {"core0", "core1"});
+    auto p = prepareSession(*m, test::twoCoresAndNpu(), "two-cores-npu", {lp});
+    QVERIFY2(p.isOk(), p.message().c_str());
+    Session s;
+    s.install(std::move(p).value());
+    QList<int> all;
+    for (int v = 0; v < s.numOps(); ++v) all << v;
+    QVERIFY(s.moveOps(all, 0).isOk());
+    const int conv1 = test::taskNamed(*s.table(), "conv1"), bn1 = test::taskNamed(*s.table(), "bn1"),
+              relu = test::taskNamed(*s.table(), "relu");
+    QVERIFY(s.fusedKernelOf(bn1));
+    QCOMPARE(s.fusedKernelOf(bn1), s.fusedKernelOf(conv1));
+    QString html = inspectorHtml(s, {bn1});
+    QVERIFY2(html.contains("<b>Fused kernel:</b> conv1 + <b>bn1</b> + relu on core0"), qPrintable(html));
+    // relu to core1: conv1 + bn1 stay one kernel, relu runs alone.
+    QVERIFY(s.moveOps({relu}, 1).isOk());
+    html = inspectorHtml(s, {bn1});
+    QVERIFY2(html.contains("<b>Fused kernel:</b> conv1 + <b>bn1</b> on core0"), qPrintable(html));
+    QVERIFY(!inspectorHtml(s, {relu}).contains("Fused kernel"));
+    QVERIFY(!s.fusedKernelOf(relu));
+    // Undo brings the kernel back; a preview of the same move shows its own kernels.
+    s.undoStack()->undo();
+    QVERIFY(s.fusedKernelOf(relu));
+    QCOMPARE(s.fusedKernelOf(relu), s.fusedKernelOf(conv1));
+    auto tl = s.previewMove({relu}, 1);
+    QVERIFY2(tl.isOk(), tl.message().c_str());
+    const auto previewed = s.fusedKernelsOf(*tl);
+    QCOMPARE(previewed.size(), s.fusedKernels().size());
+    QCOMPARE(previewed.front().ops, (std::vector<TaskId>{conv1, bn1}));
   }
 
   void inspectorExplainsPlacement() {

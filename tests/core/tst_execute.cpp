@@ -39,6 +39,10 @@ Plan planOf(const CostTable& t, const std::map<std::string, std::string>& where)
   return p;
 }
 
+QByteArray loadFileForTest(const QString& path) {
+  QFile f(path);
+  return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+}
 
 }  // namespace
 
@@ -61,6 +65,7 @@ class TestExecute : public QObject {
   void tensorsCloseTolerance();
   void cliExecuteOnGeneratedModel();
   void cliProfileReuseAndSchedule();
+  void cliReportsFusedKernels();
 };
 
 void TestExecute::twoDevicePlanMatchesSingleDevice_data() {
@@ -537,6 +542,75 @@ void TestExecute::cliProfileReuseAndSchedule() {
   for (const auto& op : p3->devices[0].ops) sum += op.time.medianUs;
   QVERIFY2(std::fabs(measured - sum) <= 1e-6 * sum + 0.01, qPrintable(QString("%1 vs %2").arg(measured).arg(sum)));
   QVERIFY(std::fabs(measured - modelled) > 1e-6);
+}
+
+void TestExecute::cliReportsFusedKernels() {
+  if (!QFileInfo::exists(test::cliPath())) QSKIP("partex-cli is not built");
+  const QString dir = QString::fromStdString(test::tempDir());
+  auto run = [](const QStringList& args, QByteArray* out = nullptr, QByteArray* err = nullptr) {
+    QProcess p;
+    p.start(test::cliPath(), args);
+    if (!p.waitForFinished(300000)) return -1;
+    if (out) *out = p.readAllStandardOutput();
+    if (err) *err = p.readAllStandardError();
+    return p.exitCode();
+  };
+  // A small ResNet-18 (Conv + BatchNormalization + Relu chains), profiled in context on core0: the
+  // profile records the kernels the runtime fused, so the plan knows them.
+  const QString model = dir + "/r18.onnx";
+  QCOMPARE(run({"generate", "resnet18", "--image-size", "32", "--classes", "10", "-o", model}), 0);
+  const QString platform = dir + "/two-cores-f.json";
+  QVERIFY(writeFileAtomic(platform.toStdString(), platformToJson(thisMachineCores(2))).isOk());
+  const QString profile = dir + "/r18.profile.json";
+  QByteArray out, err;
+  int rc = run({"profile", model, "--devices", "core0", "--reps", "2", "-q", "-o", profile}, &out, &err);
+  if (err.contains("cannot run")) QSKIP(qPrintable("the CPU backend lacks an operator: " + err));
+  QVERIFY2(rc == 0, err.constData());
+  const QString plan = dir + "/r18.plan.json";
+  rc = run({"schedule", model, "-p", platform, "--profile", profile, "--algo", "single", "--param", "device=core0",
+            "-o", plan, "--json"},
+           &out, &err);
+  QVERIFY2(rc == 0, err.constData());
+  const QJsonArray planned = QJsonDocument::fromJson(out).object()["fused_kernels"].toArray();
+  QVERIFY(planned.size() >= 16);
+  auto planFile = loadFileForTest(plan);
+  QCOMPARE(QJsonDocument::fromJson(planFile).object()["fused_kernels"].toArray().size(), planned.size());
+  rc = run({"schedule", model, "-p", platform, "--profile", profile, "--algo", "single", "--param", "device=core0"},
+           &out, &err);
+  QVERIFY2(rc == 0, err.constData());
+  QVERIFY2(out.contains(QByteArray("Fused        ") + QByteArray::number(planned.size()) + " kernels run "),
+           out.constData());
+
+  rc = run({"execute", model, "-p", platform, "--profile", profile, "--plan", plan, "--reps", "2", "--json"}, &out,
+           &err);
+  QVERIFY2(rc == 0, err.constData());
+  const QJsonObject o = QJsonDocument::fromJson(out).object();
+  const QJsonArray ran = o["fused_kernels"].toArray();
+  QCOMPARE(ran.size(), planned.size());  // the run fused what the plan predicted
+  for (const auto& kv : ran) {
+    const QJsonObject k = kv.toObject();
+    QVERIFY(k["ops"].toArray().size() >= 2);
+    QCOMPARE(k["device"].toString(), QString("core0"));
+    QVERIFY(k["measured_us"].toDouble() > 0);
+    QVERIFY(k["predicted_us"].toDouble() > 0);
+    QVERIFY(k["predicted_fused"].toBool());
+  }
+  QCOMPARE(ran[0].toObject()["ops"].toArray(), (QJsonArray{"conv1", "bn1", "relu"}));
+  for (const auto& opv : o["ops"].toArray()) {
+    const QJsonObject op = opv.toObject();
+    if (op["name"].toString() == "conv1") QCOMPARE(op["fused_into"].toString(), QString("relu"));
+    if (op["name"].toString() == "fc") QVERIFY(op["fused_into"].isNull());
+  }
+  // The text marks each operator's kernel and lists the kernels.
+  rc = run({"execute", model, "-p", platform, "--profile", profile, "--plan", plan, "--reps", "1"}, &out, &err);
+  QVERIFY2(rc == 0, err.constData());
+  QVERIFY2(out.contains(QByteArray("Fused kernels: ") + QByteArray::number(ran.size()) + " ran "), out.constData());
+  QVERIFY2(out.contains("conv1 + bn1 + relu"), out.constData());
+  const QList<QByteArray> lines = out.split('\n');
+  bool bnMarked = false;
+  for (const auto& line : lines)
+    if (line.startsWith("bn1 ")) bnMarked = line.trimmed().endsWith(" k1");
+  QVERIFY2(bnMarked, out.constData());
 }
 
 QTEST_GUILESS_MAIN(TestExecute)

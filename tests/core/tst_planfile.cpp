@@ -57,7 +57,24 @@ class TestPlanFile : public QObject {
   void saveAndLoadFile();
   void saveIntoMissingDirectoryFails();
   void simulatedPlanRoundTrips();
+  void fusedKernelsAreReadAndIgnored();
 };
+
+void TestPlanFile::fusedKernelsAreReadAndIgnored() {
+  const auto t = test::tinyTable();
+  // A file that names a kernel its placement allows, or null, or none: the same plan.
+  for (const QJsonValue& ks : {QJsonValue(QJsonArray{QJsonObject{
+                                   {"device", "npu"}, {"ops", QJsonArray{"input_conv", "branch_a"}}, {"note", 1}}}),
+                               QJsonValue(QJsonValue::Null), QJsonValue(QJsonArray{})}) {
+    const QString text = mutated([&ks](QJsonObject& o) { o["fused_kernels"] = ks; });
+    auto back = readPlan(text.toStdString(), "plan.json", t, test::tinyIdentity());
+    QVERIFY2(back.isOk(), back.message().c_str());
+    QCOMPARE(back->device, test::tinyPlan().device);
+    QCOMPARE(back->order, test::tinyPlan().order);
+  }
+  // A task graph's plan (no model graph) has no field.
+  QVERIFY(!goodPlanObject().contains("fused_kernels"));
+}
 
 void TestPlanFile::writesGoldenJson() {
   const auto t = test::tinyTable();
@@ -197,6 +214,36 @@ void TestPlanFile::malformedPlansAreRefused_data() {
     editOp(1, [](QJsonObject& op) { op["order"] = 1; })(o);  // concat before relu1 on the cpu
     editOp(4, [](QJsonObject& op) { op["order"] = 0; })(o);
   }) << "bad-plan.json: the device orders deadlock: each of these operators must run before the next: ";
+
+  // fused_kernels: informational, but validated against the model and the plan's placement.
+  auto kernels = [](QJsonArray ks) { return mutated([ks](QJsonObject& o) { o["fused_kernels"] = ks; }); };
+  const QJsonObject good1{{"device", "npu"}, {"ops", QJsonArray{"input_conv", "branch_a"}}};
+  QTest::newRow("fused_kernels not an array") << mutated([](QJsonObject& o) { o["fused_kernels"] = 5; })
+                                              << "bad-plan.json: field 'fused_kernels' must be an array";
+  QTest::newRow("fused kernel not an object")
+      << kernels({good1, 7}) << "bad-plan.json: fused_kernels[1] must be an object";
+  QTest::newRow("fused kernel without device") << kernels({QJsonObject{{"ops", QJsonArray{"input_conv", "branch_a"}}}})
+                                               << "bad-plan.json: fused_kernels[0]: field 'device' must be a string";
+  QTest::newRow("fused kernel on an unknown device")
+      << kernels({QJsonObject{{"device", "tpu\nx"}, {"ops", QJsonArray{"input_conv", "branch_a"}}}})
+      << "bad-plan.json: fused_kernels[0]: unknown device 'tpu";
+  QTest::newRow("fused kernel of one operator")
+      << kernels({QJsonObject{{"device", "npu"}, {"ops", QJsonArray{"input_conv"}}}})
+      << "bad-plan.json: fused_kernels[0]: field 'ops' must be an array of at least two operator names";
+  QTest::newRow("fused kernel ops not an array") << kernels({QJsonObject{{"device", "npu"}, {"ops", "input_conv"}}})
+                                                 << "bad-plan.json: fused_kernels[0]: field 'ops' must be an array";
+  QTest::newRow("fused kernel op not a name")
+      << kernels({QJsonObject{{"device", "npu"}, {"ops", QJsonArray{"input_conv", 3}}}})
+      << "bad-plan.json: fused_kernels[0]: field 'ops' must hold operator names (strings)";
+  QTest::newRow("fused kernel of an unknown operator")
+      << kernels({QJsonObject{{"device", "npu"}, {"ops", QJsonArray{"input_conv", "ghost"}}}})
+      << "bad-plan.json: fused_kernels[0]: operator 'ghost' is not in tiny.onnx";
+  QTest::newRow("operator in two fused kernels")
+      << kernels({good1, QJsonObject{{"device", "npu"}, {"ops", QJsonArray{"branch_a", "input_conv"}}}})
+      << "bad-plan.json: fused_kernels[1]: operator 'branch_a' is already in fused_kernels[0]";
+  QTest::newRow("fused kernel the placement contradicts")
+      << kernels({QJsonObject{{"device", "cpu"}, {"ops", QJsonArray{"relu1", "branch_b"}}}})
+      << "bad-plan.json: fused_kernels[0]: operator 'branch_b' is on 'gpu' in the plan, not on 'cpu'";
 }
 
 void TestPlanFile::malformedPlansAreRefused() {
