@@ -1,7 +1,7 @@
 #pragma once
 /// \file The CPU runtime's fusion rules: which chains of operators it runs as one kernel. Pure graph
 /// analysis (no backend, no data), so that the executor, the profiler, the simulator and the views all
-/// see the same groups. The rules (docs/design-decisions.md, "Fused kernels"):
+/// see the same groups. The rules (docs/design-decisions.md, "A CPU runtime as fast as ONNX Runtime"):
 ///  - An anchor is a float32 Conv (1-3 spatial dims), a Gemm or a MatMul whose B is a 2-D weight.
 ///  - Its output is followed, while the current tensor has exactly one consumer, is not a model output and
 ///    that consumer runs on the anchor's device (the placement, when one is given), by

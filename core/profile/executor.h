@@ -54,7 +54,10 @@ struct ExecOptions {
   /// disturbed: it is discarded and run again, at most maxDiscarded times (-1: twice `reps`).
   double minCpuShare = 0.9;
   int maxDiscarded = -1;
-  double rtol = 1e-5;  ///< Relative tolerance of the output check (bitwise equality always passes).
+  /// Relative tolerance of the output check (bitwise equality always passes): 1e-4, the tolerance the
+  /// outputs are held to against ONNX Runtime, since fused kernels (BatchNormalization folded into the
+  /// weights, post-ops) round differently from the unfused reference (2e-5 seen on a ResNet-18).
+  double rtol = 1e-4;
   std::function<void(int done, int total, const std::string& what)> progress;  ///< May be empty.
   const std::atomic<bool>* cancel = nullptr;                                   ///< May be null.
 };

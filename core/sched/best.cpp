@@ -231,6 +231,36 @@ class Best final : public Scheduler {
       }
     }
 
+    // ---- Fused kernels kept whole: a group the runtime fuses (known from the profile) that the plan
+    // splits is put together on the device of its last operator (which carries the kernel's measured
+    // time), contiguously where that operator was; kept when the simulated makespan is no worse. Moving
+    // is always valid: a group's inner tensors have no other reader. ----
+    for (const auto& grp : t.fusedGroups) {
+      if (o.cancelled()) return cancelledError();
+      const DeviceId target = plan.device[static_cast<size_t>(grp.back())];
+      bool split = false;
+      for (TaskId v : grp) split = split || plan.device[static_cast<size_t>(v)] != target;
+      if (!split) continue;
+      bool canRun = true;
+      for (TaskId v : grp) canRun = canRun && t.canRun(v, target);
+      if (!canRun) continue;
+      Plan moved = plan;
+      for (TaskId v : grp) {
+        auto& ord = moved.order[static_cast<size_t>(moved.device[static_cast<size_t>(v)])];
+        if (v != grp.back()) ord.erase(std::remove(ord.begin(), ord.end(), v), ord.end());
+        moved.device[static_cast<size_t>(v)] = target;
+      }
+      auto& ord = moved.order[static_cast<size_t>(target)];
+      auto at = std::find(ord.begin(), ord.end(), grp.back());
+      ord.insert(at, grp.begin(), grp.end() - 1);
+      if (!respectsConstraints(t, c, moved)) continue;
+      auto tl = simulate(t, moved, o.sim);
+      if (tl && tl->makespan <= planMs) {
+        plan = std::move(moved);
+        planMs = tl->makespan;
+      }
+    }
+
     // ---- Branch and bound on small graphs, warm-started with the local search's plan ----
     search_detail::BnbResult bnb;
     bool ranBnb = false;
