@@ -192,11 +192,14 @@ class CpuKernel final : public Kernel {
     bool anyNhwc = false;
     for (const Tensor* t : in) anyNhwc = anyNhwc || (t && t->nhwc());
     if (anyNhwc && !op_->takesNhwc(in)) {
-      plain_.resize(in.size());
+      // One scratch set per thread, shared by every kernel it runs (a kernel reads its inputs only
+      // while it runs): the copies never add up over the model's kernels.
+      thread_local std::vector<Tensor> plain;
+      if (plain.size() < in.size()) plain.resize(in.size());
       for (size_t i = 0; i < in.size(); ++i)
         if (in[i] && in[i]->nhwc()) {
-          if (auto st = in[i]->toPlain(plain_[i]); !st) return makeError("node '", name_, "': ", st.message());
-          in[i] = &plain_[i];
+          if (auto st = in[i]->toPlain(plain[i]); !st) return makeError("node '", name_, "': ", st.message());
+          in[i] = &plain[i];
         }
     }
     DeviceScope scope(dev_.threads, dev_.core, dev_.teamCores.empty() ? nullptr : &dev_.teamCores);
@@ -214,17 +217,13 @@ class CpuKernel final : public Kernel {
   }
 
   bool keepsCopy(size_t i) const override { return op_->keepsCopy(i); }
-  void releaseCaches() override {
-    op_->releaseCaches();
-    plain_.clear();
-  }
+  void releaseCaches() override { op_->releaseCaches(); }
 
  private:
   std::unique_ptr<OpKernel> op_;
   std::string name_;
   size_t nIn_, nOut_;
   BackendDevice dev_;
-  std::vector<Tensor> plain_;
 };
 
 class CpuBackend final : public Backend {

@@ -48,6 +48,15 @@ Result<std::vector<Step>> buildSteps(const Graph& g, const std::vector<OpId>& op
     const Node& n = g.nodes[static_cast<size_t>(ops[i])];
     Step st;
     st.in = cursor;
+    if (n.opType == "Add" && i + 3 < ops.size() && hardSwishOf(g, cur) ==
+                                   std::vector<OpId>{ops[i], ops[i + 1], ops[i + 2], ops[i + 3]}) {
+      // x * Clip(x + 3, 0, 6) / 6: one hardswish post-op; its constants are no kernel inputs.
+      st.alg = A::eltwise_hardswish;
+      steps.push_back(st);
+      cur = g.nodes[static_cast<size_t>(ops[i + 3])].outputs[0];
+      i += 3;
+      continue;
+    }
     if (n.opType == "Sigmoid" && i + 1 < ops.size()) {  // x * Sigmoid(x): the Mul that follows is part of it
       const Node& m = g.nodes[static_cast<size_t>(ops[i + 1])];
       st.alg = A::eltwise_swish;

@@ -134,7 +134,15 @@ class ConvTransposeKernel final : public OpKernel {
     if (auto s = out[0].ensure(DType::Float32, outShape_); !s) return s;
     dnnl::stream s(engine());
     memory xm = toLayout(s, userMem(userX_, x), pd_.src_desc());
-    memory wm = toLayout(s, userMem(userW_, w), pd_.weights_desc());
+    // Weights reordered once, again only when their storage or contents change.
+    if (!wm_ || wPtr_ != w.raw() || wHash_ != sampleHash(w) || wm_.get_desc() != pd_.weights_desc()) {
+      wm_ = memory(pd_.weights_desc(), engine());
+      memory wu = userMem(userW_, w);
+      dnnl::reorder(wu, wm_).execute(s, wu, wm_);
+      wPtr_ = w.raw();
+      wHash_ = sampleHash(w);
+    }
+    memory wm = wm_;
     memory ym = userMem(userY_, out[0]);
     memory yp = pd_.dst_desc() == userY_ ? ym : memory(pd_.dst_desc(), engine());
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, yp}};
@@ -151,6 +159,9 @@ class ConvTransposeKernel final : public OpKernel {
   memory::desc userX_, userW_, userY_;
   dnnl::deconvolution_forward::primitive_desc pd_;
   dnnl::deconvolution_forward prim_;
+  memory wm_;
+  const void* wPtr_ = nullptr;
+  uint64_t wHash_ = 0;
 };
 
 std::string checkConvTranspose(const Graph& g, const Node& n) {

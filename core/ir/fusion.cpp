@@ -1,6 +1,8 @@
 #include "ir/fusion.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 
 namespace partex {
 
@@ -121,6 +123,53 @@ OpId soleConsumer(const Graph& g, ValueId v) {
 
 }  // namespace
 
+namespace {
+
+/// The value of a scalar float32 weight, or NaN.
+double scalarWeight(const Graph& g, ValueId v) {
+  if (v < 0 || !isWeight(g, v) || !isF32(g, v) || val(g, v).numElements() != 1 || !val(g, v).data) return std::nan("");
+  const std::byte* p = val(g, v).data->data();
+  if (!p) return std::nan("");
+  float f;
+  std::memcpy(&f, p, sizeof f);
+  return f;
+}
+
+bool near(double a, double b) {
+  return std::fabs(a - b) <= 1e-6 * std::max(1.0, std::fabs(b));
+}
+
+}  // namespace
+
+std::vector<OpId> hardSwishOf(const Graph& g, ValueId x) {
+  if (x < 0 || val(g, x).isGraphOutput || val(g, x).consumers.size() != 2) return {};
+  auto op = [&](OpId o) -> const Node& { return g.nodes[static_cast<size_t>(o)]; };
+  auto other = [&](const Node& n, ValueId a) { return n.inputs.size() == 2 ? (n.inputs[0] == a ? n.inputs[1] : n.inputs[0]) : kNone; };
+  OpId add = kNone, mul = kNone;
+  for (OpId c : val(g, x).consumers) {
+    if (op(c).opType == "Add" && op(c).domain.empty()) add = c;
+    if (op(c).opType == "Mul" && op(c).domain.empty()) mul = c;
+  }
+  if (add < 0 || mul < 0 || !near(scalarWeight(g, other(op(add), x)), 3.0)) return {};
+  const OpId clip = soleConsumer(g, op(add).outputs[0]);
+  if (clip < 0 || op(clip).opType != "Clip" || !op(clip).domain.empty()) return {};
+  const Node& cn = op(clip);
+  double lo = cn.attrFloat("min", std::nan("")), hi = cn.attrFloat("max", std::nan(""));
+  if (!cn.hasAttr("min") && !cn.hasAttr("max")) {
+    lo = cn.inputs.size() > 1 ? scalarWeight(g, cn.inputs[1]) : std::nan("");
+    hi = cn.inputs.size() > 2 ? scalarWeight(g, cn.inputs[2]) : std::nan("");
+  }
+  if (!near(lo, 0.0) || !near(hi, 6.0) || cn.outputs.empty()) return {};
+  if (soleConsumer(g, cn.outputs[0]) != mul || other(op(mul), cn.outputs[0]) != x) return {};
+  const OpId last = soleConsumer(g, op(mul).outputs[0]);
+  if (last < 0 || !op(last).domain.empty() || op(last).inputs.size() != 2 || op(last).inputs[0] != op(mul).outputs[0])
+    return {};
+  const double k = scalarWeight(g, op(last).inputs[1]);
+  if (!((op(last).opType == "Div" && near(k, 6.0)) || (op(last).opType == "Mul" && near(k, 1.0 / 6.0)))) return {};
+  if (op(last).outputs.empty() || op(last).outputs[0] < 0 || !isF32(g, op(last).outputs[0])) return {};
+  return {add, clip, mul, last};
+}
+
 int64_t channelShuffle(const Graph& g, OpId reshape, OpId* last) {
   auto isOp = [&](OpId op, const char* t) {
     return op >= 0 && g.nodes[static_cast<size_t>(op)].opType == t && g.nodes[static_cast<size_t>(op)].domain.empty();
@@ -185,6 +234,18 @@ std::vector<FusedGroup> fusedGroups(const Graph& g, const std::vector<int>& plac
     for (;;) {
       const Value& cv = val(g, cur);
       if (outputOf[static_cast<size_t>(cur)]) break;
+      // HardSwish written out: four operators as one step, their constants checked here.
+      if (!affineOnly) {
+        const auto hs = hardSwishOf(g, cur);
+        bool sameDev = !hs.empty();
+        for (OpId o : hs) sameDev = sameDev && !taken[static_cast<size_t>(o)] && dev(o) == dev(static_cast<OpId>(a));
+        if (sameDev) {
+          grp.ops.insert(grp.ops.end(), hs.begin(), hs.end());
+          foldable = false;
+          cur = g.nodes[static_cast<size_t>(hs.back())].outputs[0];
+          continue;
+        }
+      }
       // x * Sigmoid(x) (SiLU / swish): two operators that read the current tensor, as one step.
       if (cv.consumers.size() == 2 && !affineOnly) {
         OpId sig = kNone, mul = kNone;

@@ -13,7 +13,8 @@
 ///      3. element-wise activations: Relu, LeakyRelu, Clip (constant bounds), Sigmoid, Tanh, Elu,
 ///         HardSwish, Softplus, Abs, Sqrt, Exp: oneDNN eltwise post-ops.
 ///    Once a step of 2 or 3 is taken, no step of 1 follows. x * Sigmoid(x) (SiLU, swish: the tensor read
-///    by a Sigmoid and by the Mul of it and that Sigmoid's output) counts as one activation.
+///    by a Sigmoid and by the Mul of it and that Sigmoid's output) counts as one activation, and so does
+///    HardSwish written out as x * Clip(x + 3, 0, 6) / 6 (PP-OCR; hardSwishOf()).
 ///  - A per-channel affine anchor on a rank-4 activation (BatchNormalization, or Mul/Add by a per-channel
 ///    weight, that no Conv took) takes further affine steps and then Relu, LeakyRelu or Clip: one pass
 ///    over memory instead of one per operator (DenseNet's pre-activation BatchNormalization + Relu).
@@ -39,6 +40,10 @@ struct FusedGroup {
 /// The fused groups of `g` under a placement (device index per operator; empty: every operator on one
 /// device). Groups are disjoint and ordered by anchor id.
 std::vector<FusedGroup> fusedGroups(const Graph& g, const std::vector<int>& placement = {});
+
+/// When the tensor `x` is read only by x * Clip(x + 3, 0, 6) / 6 (HardSwish written out: Add, Clip, Mul,
+/// then Div by 6 or Mul by 1/6, constants as weights): those four operators in order; else empty.
+std::vector<OpId> hardSwishOf(const Graph& g, ValueId x);
 
 /// When `reshape` starts a channel shuffle (see above): its group count g and the last Reshape; else 0.
 int64_t channelShuffle(const Graph& g, OpId reshape, OpId* last = nullptr);

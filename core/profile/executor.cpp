@@ -831,6 +831,8 @@ void handOverWeights(Graph& g, ExecOptions& opts) {
   for (size_t v = 0; v < g.values.size(); ++v) {
     Value& val = g.values[v];
     if (!val.isWeight || !val.data || opts.inputs.count(static_cast<ValueId>(v))) continue;
+    // Small weights stay: the fusion rules read constants (HardSwish's 3 and 6), and they cost nothing.
+    if (val.data->size() < 65536) continue;
     auto t = leafTensor(g, static_cast<ValueId>(v), 0);
     if (!t) continue;  // left in the graph: the run reports the error where it makes the tensor
     opts.inputs[static_cast<ValueId>(v)] = std::move(t).value();

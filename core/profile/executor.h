@@ -102,7 +102,8 @@ struct ExecResult {
 Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const CostTable& t, const Plan& plan,
                                ExecOptions opts);
 
-/// Moves the data of every weight of `g` into `opts.inputs` (as aliases), leaving `g` without it, for a
+/// Moves the data of every weight of `g` of 64 KiB or more into `opts.inputs` (as aliases; smaller ones
+/// stay, as the fusion rules read constants), leaving `g` without it, for a
 /// caller that runs `g` once (partex-cli execute): the run then holds the only reference to each
 /// weight, so a weight whose kernels keep their own (reordered) copy is freed, not held twice.
 void handOverWeights(Graph& g, ExecOptions& opts);

@@ -377,8 +377,10 @@ void TestExecute::givenInputsAndHandedOverWeights() {
   QVERIFY(g.values[static_cast<size_t>(wid)].data);
 
   handOverWeights(g, o);
-  QVERIFY(!g.values[static_cast<size_t>(wid)].data);
-  QVERIFY(o.inputs.count(wid));
+  // Under 64 KiB a weight stays in the graph (the fusion rules read small constants such as HardSwish's
+  // 3 and 6); larger ones move into the run.
+  QVERIFY(g.values[static_cast<size_t>(wid)].data);
+  QVERIFY(!o.inputs.count(wid));
   auto r2 = executePlan(g, b, t, plan, o);
   QVERIFY2(r2.isOk(), r2.message().c_str());
   for (int64_t i = 0; i < 8; ++i) QCOMPARE(r2->outputs[1].valueAsDouble(i), 3.0);
