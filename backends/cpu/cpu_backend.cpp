@@ -248,7 +248,7 @@ class CpuBackend final : public Backend {
 #pragma omp parallel num_threads(n)
     { gSinkThreads.fetch_add(1, std::memory_order_relaxed); }
     const dnnl_version_t* v = dnnl_version();
-    version_ = "partex-cpu 1; oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+    version_ = "partex-cpu 2; oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
                std::to_string(v->patch) + " (" + std::string(v->hash) + "); OpenMP " + std::to_string(_OPENMP) +
                "; isa " + isaName() + "; " + std::to_string(n) + " cpus";
   }

@@ -536,6 +536,11 @@ Result<ApplyReport> applyProfile(CostTable& t, const Profile& p, const ApplyOpti
         ids.push_back(it->second);
       }
       if (ids.size() != names.size() || ids.size() < 2) continue;
+      // Split, the anchor runs alone: charge it the fused kernel's measured time on this device (the
+      // anchor is the kernel's work), not the model's estimate; the others keep the model's.
+      const size_t anchorIdx = static_cast<size_t>(ids.front()) * m + static_cast<size_t>(d);
+      const size_t lastIdx = static_cast<size_t>(ids.back()) * m + static_cast<size_t>(d);
+      if (t.provenance[lastIdx] != Provenance::Modelled) t.unfusedCost[anchorIdx] = t.cost[lastIdx];
       if (t.fusedGroupOf.empty()) t.fusedGroupOf.assign(static_cast<size_t>(t.numTasks()), -1);
       if (t.fusedGroupOf[static_cast<size_t>(ids[0])] >= 0) continue;  // known from another device
       bool free = true;
