@@ -32,7 +32,7 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "deps: all ${#PACKAGES[@]} Debian packages present"
-  "$(dirname "$0")/ort/install.sh"
+  "$(dirname "$0")/ort/install.sh" || echo "deps: onnxruntime-node not installed: bench_ort and tst_ort_outputs will say so and skip" >&2
   exit 0
 fi
 
@@ -47,4 +47,5 @@ echo "deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-"$(dirname "$0")/ort/install.sh"
+# The yardstick of the benchmarks; the build and the product do not need it, so a failure only warns.
+"$(dirname "$0")/ort/install.sh" || echo "deps: onnxruntime-node not installed: bench_ort and tst_ort_outputs will say so and skip" >&2
