@@ -165,6 +165,24 @@ bool isFold(const Step& s) {
   return s.kind == Step::BatchNorm || s.kind == Step::MulC || s.kind == Step::AddC;
 }
 
+/// An activation step's alpha and beta: its attributes, or for Clip with min/max inputs (opset >= 11)
+/// those inputs' values (absent: unbounded; min above max: max everywhere, as ONNX says).
+Status eltParams(const Step& st, const std::vector<const Tensor*>& in, float& a, float& b) {
+  a = st.alpha;
+  b = st.beta;
+  if (!st.clipInputs) return Status::ok();
+  a = -std::numeric_limits<float>::infinity();
+  b = std::numeric_limits<float>::infinity();
+  for (size_t k = 0; k < st.clipCount; ++k) {
+    const Tensor* t = st.in + k < in.size() ? in[st.in + k] : nullptr;
+    if (!t || t->empty()) continue;
+    if (t->numElements() != 1 || t->dtype() != DType::Float32) return makeError("Clip min/max must be scalars");
+    (k == 0 ? a : b) = static_cast<const float*>(t->raw())[0];
+  }
+  if (a > b) a = b;
+  return Status::ok();
+}
+
 /// The post-ops of the steps after the folded ones; `sumInput` receives the residual's input (or -1).
 /// Clip bounds given as inputs are read here (they are weights).
 Result<dnnl::post_ops> postOps(const std::vector<Step>& steps, const std::vector<const Tensor*>& in, int& sumInput,
@@ -179,18 +197,8 @@ Result<dnnl::post_ops> postOps(const std::vector<Step>& steps, const std::vector
       key.push_back(-1);
       continue;
     }
-    float a = st.alpha, b = st.beta;
-    if (st.clipInputs) {
-      a = -std::numeric_limits<float>::infinity();
-      b = std::numeric_limits<float>::infinity();
-      for (size_t k = 0; k < st.clipCount; ++k) {
-        const Tensor* t = st.in + k < in.size() ? in[st.in + k] : nullptr;
-        if (!t || t->empty()) continue;
-        if (t->numElements() != 1 || t->dtype() != DType::Float32) return makeError("Clip min/max must be scalars");
-        (k == 0 ? a : b) = static_cast<const float*>(t->raw())[0];
-      }
-      if (a > b) a = b;
-    }
+    float a = 0, b = 0;
+    if (auto e = eltParams(st, in, a, b); !e) return Error{e.message()};
     // oneDNN's clip_v2 needs finite bounds.
     if (st.alg == dnnl::algorithm::eltwise_clip_v2) {
       a = std::max(a, -std::numeric_limits<float>::max());
@@ -534,18 +542,8 @@ class ChannelAffineKernel final : public OpKernel {
       for (const Step& st : steps_) {
         if (isFold(st)) continue;
         if (st.kind != Step::Elt) return makeError("only activations may follow the affine steps");
-        float a = st.alpha, b = st.beta;
-        if (st.clipInputs) {
-          a = -std::numeric_limits<float>::infinity();
-          b = std::numeric_limits<float>::infinity();
-          for (size_t k = 0; k < st.clipCount; ++k) {
-            const Tensor* t = st.in + k < in.size() ? in[st.in + k] : nullptr;
-            if (!t || t->empty()) continue;
-            if (t->numElements() != 1 || t->dtype() != DType::Float32) return makeError("Clip min/max must be scalars");
-            (k == 0 ? a : b) = static_cast<const float*>(t->raw())[0];
-          }
-          if (a > b) a = b;
-        }
+        float a = 0, b = 0;
+        if (auto e = eltParams(st, in, a, b); !e) return e;
         if (act_ != Act::None) return makeError("one activation at most");
         if (st.alg == dnnl::algorithm::eltwise_relu) {
           act_ = a == 0.0f ? Act::Relu : Act::Leaky;
