@@ -82,7 +82,7 @@ bool nhwcOk(const Graph& g, ValueId v, std::vector<int8_t>& memo) {
     bool ok = true;
     for (size_t i = 0; i < n.inputs.size() && ok; ++i) {
       if (n.inputs[i] != v) continue;
-      if (isOp(n, {"Conv"}) && i == 0) continue;
+      if (isOp(n, {"Conv", "ConvTranspose"}) && i == 0) continue;
       OpId shuffleEnd = kNone;
       if (i == 0 && channelShuffle(g, c, &shuffleEnd) > 0) {
         const Node& last = g.nodes[static_cast<size_t>(shuffleEnd)];
@@ -95,7 +95,7 @@ bool nhwcOk(const Graph& g, ValueId v, std::vector<int8_t>& memo) {
       // Readers whose own output is then channels-last too.
       const bool same = isOp(n, {"Add", "Sum", "Mul"}) || (isOp(n, {"Concat"}) && n.attrInt("axis", 0) % 4 == 1);
       const bool unary = isOp(n, {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Elu", "HardSwish", "Clip",
-                                  "BatchNormalization"}) && i == 0;
+                                  "BatchNormalization", "Resize", "Upsample"}) && i == 0;
       // Add/Sub/Mul/Div of the tensor and a per-channel (or scalar) weight: a channel affine step.
       bool perChannel = false;
       if (isOp(n, {"Add", "Sub", "Mul", "Div"}) && n.inputs.size() == 2 && i == 0 && n.inputs[1] >= 0) {
@@ -248,7 +248,7 @@ class CpuBackend final : public Backend {
 #pragma omp parallel num_threads(n)
     { gSinkThreads.fetch_add(1, std::memory_order_relaxed); }
     const dnnl_version_t* v = dnnl_version();
-    version_ = "partex-cpu 2; oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+    version_ = "partex-cpu 3; oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
                std::to_string(v->patch) + " (" + std::string(v->hash) + "); OpenMP " + std::to_string(_OPENMP) +
                "; isa " + isaName() + "; " + std::to_string(n) + " cpus";
   }

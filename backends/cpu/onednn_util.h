@@ -4,7 +4,9 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -49,6 +51,59 @@ inline memory::desc plainDesc(const std::vector<int64_t>& shape) {
   return memory::desc(toDims(shape), dt::f32, plainTag(shape.size()));
 }
 
+/// Attributes with a user scratchpad. oneDNN's default ("library") scratchpad is allocated before and freed
+/// after every execution of a primitive: for a big convolution glibc maps and unmaps it each time, and
+/// every run pays its page faults. Every primitive here takes scratchpadFor() instead.
+inline dnnl::primitive_attr scratchAttr() {
+  dnnl::primitive_attr a;
+  a.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return a;
+}
+
+/// The calling thread's scratchpad for a primitive: one grow-only buffer per thread, shared by every
+/// primitive that thread executes (a thread executes one at a time; an OpenMP team inside a primitive
+/// shares its caller's scratchpad as oneDNN divides it).
+template <class PD>
+memory scratchpadFor(const PD& pd) {
+  struct Buffer {
+    void* p = nullptr;
+    size_t size = 0;
+    ~Buffer() { std::free(p); }
+  };
+  thread_local Buffer buf;
+  const memory::desc d = pd.scratchpad_desc();
+  const size_t n = d.get_size();
+  if (n > buf.size) {
+    std::free(buf.p);
+    buf.size = 0;
+    buf.p = std::aligned_alloc(64, (n + 63) / 64 * 64);
+    if (!buf.p) throw std::bad_alloc();
+    buf.size = n;
+  }
+  static char none[64];
+  return memory(d, engine(), n ? buf.p : none);
+}
+
+/// A cached reorder between two descriptors.
+struct Reorder {
+  memory::desc from, to;
+  dnnl::reorder prim;
+  void run(dnnl::stream& s, memory& a, memory& b) {
+    if (!prim || from != a.get_desc() || to != b.get_desc()) {
+      from = a.get_desc();
+      to = b.get_desc();
+      prim = dnnl::reorder(a, b);
+    }
+    prim.execute(s, a, b);
+  }
+};
+
+/// `m`, (re)allocated for `d` when it does not have that descriptor: scratch kept between runs.
+inline memory& scratchMemory(memory& m, const memory::desc& d) {
+  if (!m || m.get_desc() != d) m = memory(d, engine());
+  return m;
+}
+
 inline memory userMem(const memory::desc& md, const Tensor& t) {
   return memory(md, engine(), const_cast<void*>(t.raw()));
 }
@@ -77,11 +132,13 @@ struct WeightCache {
   }
 };
 
-/// Source memory in the primitive's layout: the user's memory or a reorder of it.
-inline memory toLayout(dnnl::stream& s, const memory& user, const memory::desc& want) {
+/// Source memory in the primitive's layout: the user's memory or a reorder of it into `scratch` (kept
+/// between runs, as is the reorder).
+inline memory toLayout(dnnl::stream& s, const memory& user, const memory::desc& want, memory& scratch,
+                       Reorder& reorder) {
   if (user.get_desc() == want) return user;
-  memory m(want, engine());
-  dnnl::reorder(user, m).execute(s, const_cast<memory&>(user), m);
+  memory& m = scratchMemory(scratch, want);
+  reorder.run(s, const_cast<memory&>(user), m);
   return m;
 }
 

@@ -661,10 +661,7 @@ class UnaryKernel final : public OpKernel {
       });
       return ok ? Status::ok() : Status(makeError("dtype not supported"));
     }
-    if (op_ == Un::Identity) {
-      out[0] = x;
-      return Status::ok();
-    }
+    if (op_ == Un::Identity) return out[0].copyFrom(x);
     if (auto s = out[0].ensure(x.dtype(), x.shape()); !s) return s;
     const bool ok = dispatchAll(x.dtype(), [&](auto v) {
       using T = decltype(v);

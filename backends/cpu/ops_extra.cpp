@@ -192,10 +192,7 @@ class ElementsKernel final : public OpKernel {
       if (d != axis && idx.dim(d) > x.dim(d)) return makeError("indices larger than data");
     const int64_t es = tensorElementSize(x.dtype());
     out.resize(1);
-    if (scatter_)
-      out[0] = x;
-    else if (auto s = out[0].ensure(x.dtype(), idx.shape()); !s)
-      return s;
+    if (auto s = scatter_ ? out[0].copyFrom(x) : out[0].ensure(x.dtype(), idx.shape()); !s) return s;
     const auto xs = contiguousStrides(x.shape());
     const auto* px = static_cast<const std::byte*>(x.raw());
     auto* po = static_cast<std::byte*>(out[0].raw());
@@ -252,7 +249,7 @@ class NdKernel final : public OpKernel {
       if (auto e = expectInput(in, 2, "updates"); !e.empty()) return Error{e};
       if (in[2]->numElements() != tuples * slice || in[2]->dtype() != x.dtype())
         return makeError("updates do not match");
-      out[0] = x;
+      if (auto s = out[0].copyFrom(x); !s) return s;
     } else {
       std::vector<int64_t> shape(idx.shape().begin(), idx.shape().end() - 1);
       shape.insert(shape.end(), sliceShape.begin(), sliceShape.end());
@@ -439,7 +436,7 @@ class ReverseSequenceKernel final : public OpKernel {
     if (in[1]->numElements() != B) return makeError("sequence_lens size differs from the batch");
     const int64_t inner = (B * T) != 0 ? x.numElements() / (B * T) : 0;
     out.resize(1);
-    out[0] = x;
+    if (auto s = out[0].copyFrom(x); !s) return s;
     const int64_t es = tensorElementSize(x.dtype());
     const auto* px = static_cast<const std::byte*>(x.raw());
     auto* po = static_cast<std::byte*>(out[0].raw());

@@ -29,6 +29,7 @@ struct Step {
   bool clipInputs = false;   ///< Clip with min/max inputs (opset >= 11) at in, in + 1 (kNone: nullptr).
   size_t clipCount = 0;      ///< How many of those inputs the node has.
   bool hardSigmoid = false;  ///< linear(alpha, beta) then clip to [0, 1].
+  char scalarOp = 0;         ///< '*', '+', '-', '/': linear post-op by the scalar weight at `in`.
 };
 
 float fattr(const Node& n, const char* k, double def) {
@@ -44,6 +45,7 @@ Result<std::vector<Step>> buildSteps(const Graph& g, const std::vector<OpId>& op
   size_t cursor = fromAnchor ? 1 : anchor.inputs.size();
   ValueId cur = fromAnchor ? anchor.inputs[0] : anchor.outputs[0];
   using A = dnnl::algorithm;
+  bool afterFold = false;  // a step other than a foldable affine one was taken
   for (size_t i = fromAnchor ? 0 : 1; i < ops.size(); ++i) {
     const Node& n = g.nodes[static_cast<size_t>(ops[i])];
     Step st;
@@ -53,6 +55,7 @@ Result<std::vector<Step>> buildSteps(const Graph& g, const std::vector<OpId>& op
       // x * Clip(x + 3, 0, 6) / 6: one hardswish post-op; its constants are no kernel inputs.
       st.alg = A::eltwise_hardswish;
       steps.push_back(st);
+      afterFold = true;
       cur = g.nodes[static_cast<size_t>(ops[i + 3])].outputs[0];
       i += 3;
       continue;
@@ -62,6 +65,7 @@ Result<std::vector<Step>> buildSteps(const Graph& g, const std::vector<OpId>& op
       st.alg = A::eltwise_swish;
       st.alpha = 1.0f;
       steps.push_back(st);
+      afterFold = true;
       cur = m.outputs[0];
       ++i;
       continue;
@@ -74,6 +78,11 @@ Result<std::vector<Step>> buildSteps(const Graph& g, const std::vector<OpId>& op
     if (t == "BatchNormalization") {
       st.kind = Step::BatchNorm;
       st.eps = fattr(n, "epsilon", 1e-5);
+    } else if ((t == "Mul" || t == "Add" || t == "Sub" || t == "Div") && other >= 0 &&
+               g.values[static_cast<size_t>(other)].isWeight && afterFold) {
+      // After an activation or a sum (ir/fusion.h): alpha * x + beta by the scalar.
+      st.alg = A::eltwise_linear;
+      st.scalarOp = t == "Mul" ? '*' : t == "Add" ? '+' : t == "Sub" ? '-' : '/';
     } else if (t == "Mul" || t == "Add" || t == "Sum") {
       const bool weight = other >= 0 && g.values[static_cast<size_t>(other)].isWeight;
       st.kind = !weight ? Step::Sum : t == "Mul" ? Step::MulC : Step::AddC;
@@ -114,6 +123,7 @@ Result<std::vector<Step>> buildSteps(const Graph& g, const std::vector<OpId>& op
       return makeError("cannot fuse ", t, " '", n.name, "'");
     }
     steps.push_back(st);
+    afterFold = afterFold || !(st.kind == Step::BatchNorm || st.kind == Step::MulC || st.kind == Step::AddC);
     cur = n.outputs[0];
   }
   return steps;
@@ -170,6 +180,14 @@ bool isFold(const Step& s) {
 Status eltParams(const Step& st, const std::vector<const Tensor*>& in, float& a, float& b) {
   a = st.alpha;
   b = st.beta;
+  if (st.scalarOp) {
+    const Tensor* t = st.in < in.size() ? in[st.in] : nullptr;
+    if (!t || t->numElements() != 1 || t->dtype() != DType::Float32) return makeError("the scalar operand must be one float32");
+    const float v = static_cast<const float*>(t->raw())[0];
+    a = st.scalarOp == '*' ? v : st.scalarOp == '/' ? 1.0f / v : 1.0f;
+    b = st.scalarOp == '+' ? v : st.scalarOp == '-' ? -v : 0.0f;
+    return Status::ok();
+  }
   if (!st.clipInputs) return Status::ok();
   a = -std::numeric_limits<float>::infinity();
   b = std::numeric_limits<float>::infinity();
@@ -189,9 +207,20 @@ Result<dnnl::post_ops> postOps(const std::vector<Step>& steps, const std::vector
                                std::vector<float>& key) {
   dnnl::post_ops po;
   sumInput = -1;
+  bool lastScalar = false;  // the previous post-op is a scalar step's linear (composed with this one)
+  float la = 1, lb = 0;
+  auto flush = [&] {
+    if (!lastScalar) return;
+    po.append_eltwise(1.0f, dnnl::algorithm::eltwise_linear, la, lb);
+    key.push_back(static_cast<float>(static_cast<int>(dnnl::algorithm::eltwise_linear)));
+    key.push_back(la);
+    key.push_back(lb);
+    lastScalar = false;
+  };
   for (const Step& st : steps) {
     if (isFold(st)) continue;
     if (st.kind == Step::Sum) {
+      flush();
       po.append_sum(1.0f);
       sumInput = static_cast<int>(st.in);
       key.push_back(-1);
@@ -199,6 +228,20 @@ Result<dnnl::post_ops> postOps(const std::vector<Step>& steps, const std::vector
     }
     float a = 0, b = 0;
     if (auto e = eltParams(st, in, a, b); !e) return Error{e.message()};
+    if (st.scalarOp) {
+      // Consecutive scalar steps are one linear post-op (oneDNN 2.6 gives two linears the first's
+      // parameters): a * (la * x + lb) + b.
+      if (lastScalar) {
+        la *= a;
+        lb = lb * a + b;
+      } else {
+        la = a;
+        lb = b;
+      }
+      lastScalar = true;
+      continue;
+    }
+    flush();
     // oneDNN's clip_v2 needs finite bounds.
     if (st.alg == dnnl::algorithm::eltwise_clip_v2) {
       a = std::max(a, -std::numeric_limits<float>::max());
@@ -210,22 +253,9 @@ Result<dnnl::post_ops> postOps(const std::vector<Step>& steps, const std::vector
     key.push_back(a);
     key.push_back(b);
   }
+  flush();
   return po;
 }
-
-/// A cached reorder between two descriptors.
-struct Reorder {
-  memory::desc from, to;
-  dnnl::reorder prim;
-  void run(dnnl::stream& s, memory& a, memory& b) {
-    if (!prim || from != a.get_desc() || to != b.get_desc()) {
-      from = a.get_desc();
-      to = b.get_desc();
-      prim = dnnl::reorder(a, b);
-    }
-    prim.execute(s, a, b);
-  }
-};
 
 /// Copies the residual `r` into `dst` (its layout or another).
 void loadResidual(dnnl::stream& s, const Tensor& r, memory& dst, Reorder& reo) {
@@ -294,7 +324,7 @@ class FusedConvKernel final : public OpKernel {
       auto anyW = memory::desc(wd, dt::f32, tag::any);
       auto anyY = memory::desc(toDims(outShape_), dt::f32, tag::any);
       auto bd = memory::desc({M}, dt::f32, tag::a);
-      dnnl::primitive_attr attr;
+      dnnl::primitive_attr attr = scratchAttr();
       attr.set_post_ops(*po);
       auto d = dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                                anyX, anyW, bd, anyY, win.strides, win.dil, win.padL, win.padR);
@@ -333,7 +363,7 @@ class FusedConvKernel final : public OpKernel {
         return makeError("the residual operand must be float32 ", shapeString(outShape_));
       loadResidual(s, *res, dm, resReorder_);
     }
-    prim_.execute(s, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, weights_}, {DNNL_ARG_BIAS, bias_}, {DNNL_ARG_DST, dm}});
+    prim_.execute(s, {{DNNL_ARG_SCRATCHPAD, scratchpadFor(pd_)}, {DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, weights_}, {DNNL_ARG_BIAS, bias_}, {DNNL_ARG_DST, dm}});
     if (dm != om) dstReorder_.run(s, dm, om);
     s.wait();
     return Status::ok();
@@ -470,7 +500,7 @@ class FusedMatMulKernel final : public OpKernel {
       bias_ = shift;
       ad_ = memory::desc({M, K}, dt::f32, transA_ ? memory::dims{1, M} : memory::dims{K, 1});
       cd_ = memory::desc({M, N}, dt::f32, tag::ab);
-      dnnl::primitive_attr attr;
+      dnnl::primitive_attr attr = scratchAttr();
       attr.set_post_ops(*po);
       pd_ = dnnl::matmul::primitive_desc(
           dnnl::matmul::desc(ad_, wd_, memory::desc({1, N}, dt::f32, tag::ab), cd_), attr, engine());
@@ -492,7 +522,7 @@ class FusedMatMulKernel final : public OpKernel {
       loadResidual(s, *res, om, resReorder_);
     }
     void* wp = folded_.empty() ? const_cast<void*>(b.raw()) : folded_.data();
-    prim_.execute(s, {{DNNL_ARG_SRC, memory(ad_, engine(), const_cast<void*>(a.raw()))},
+    prim_.execute(s, {{DNNL_ARG_SCRATCHPAD, scratchpadFor(pd_)}, {DNNL_ARG_SRC, memory(ad_, engine(), const_cast<void*>(a.raw()))},
                       {DNNL_ARG_WEIGHTS, memory(wd_, engine(), wp)},
                       {DNNL_ARG_BIAS, memory(memory::desc({1, N}, dt::f32, tag::ab), engine(), bias_.data())},
                       {DNNL_ARG_DST, om}});

@@ -31,6 +31,12 @@ std::string checkConv(const Graph& g, const Node& n) {
 class ConvTransposeKernel final : public OpKernel {
  public:
   explicit ConvTransposeKernel(const Node& n) : node_(n) {}
+  bool takesNhwc(const std::vector<const Tensor*>&) const override { return true; }
+  void releaseCaches() override {
+    wm_ = memory();
+    srcScratch_ = memory();
+    dstScratch_ = memory();
+  }
   Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
     if (auto e = expectInput(in, 0, "X"); !e.empty()) return Error{e};
     if (auto e = expectInput(in, 1, "W"); !e.empty()) return Error{e};
@@ -114,8 +120,6 @@ class ConvTransposeKernel final : public OpKernel {
         ws.push_back(ks[static_cast<size_t>(i - 2)]);
       }
       userW_ = memory::desc(wd, dt::f32, ws);
-      userX_ = plainDesc(x.shape());
-      userY_ = plainDesc(outShape_);
       auto anyX = memory::desc(toDims(x.shape()), dt::f32, tag::any);
       auto anyW = memory::desc(wd, dt::f32, tag::any);
       auto anyY = memory::desc(toDims(outShape_), dt::f32, tag::any);
@@ -126,14 +130,17 @@ class ConvTransposeKernel final : public OpKernel {
                  : dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference,
                                                      dnnl::algorithm::deconvolution_direct, anyX, anyW, anyY, st, dl,
                                                      pl, pr);
-      pd_ = dnnl::deconvolution_forward::primitive_desc(d, engine());
+      pd_ = dnnl::deconvolution_forward::primitive_desc(d, scratchAttr(), engine());
       prim_ = dnnl::deconvolution_forward(pd_);
       key_ = key;
     }
     out.resize(1);
-    if (auto s = out[0].ensure(DType::Float32, outShape_); !s) return s;
+    // The output stays channels-last when the primitive writes that layout and every consumer reads it.
+    const bool blkOut = nhwcOut && outShape_.size() == 4 && pd_.dst_desc() == nhwcDesc(outShape_);
+    if (auto s = blkOut ? out[0].ensureNhwc(outShape_) : out[0].ensure(DType::Float32, outShape_); !s) return s;
+    userX_ = descOf(x);
     dnnl::stream s(engine());
-    memory xm = toLayout(s, userMem(userX_, x), pd_.src_desc());
+    memory xm = toLayout(s, userMem(userX_, x), pd_.src_desc(), srcScratch_, srcReorder_);
     // Weights reordered once, again only when their storage or contents change.
     if (!wm_ || wPtr_ != w.raw() || wHash_ != sampleHash(w) || wm_.get_desc() != pd_.weights_desc()) {
       wm_ = memory(pd_.weights_desc(), engine());
@@ -143,12 +150,13 @@ class ConvTransposeKernel final : public OpKernel {
       wHash_ = sampleHash(w);
     }
     memory wm = wm_;
-    memory ym = userMem(userY_, out[0]);
-    memory yp = pd_.dst_desc() == userY_ ? ym : memory(pd_.dst_desc(), engine());
+    memory ym = userMem(descOf(out[0]), out[0]);
+    memory yp = pd_.dst_desc() == ym.get_desc() ? ym : scratchMemory(dstScratch_, pd_.dst_desc());
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, yp}};
     if (b) args[DNNL_ARG_BIAS] = userMem(memory::desc({b->dim(0)}, dt::f32, tag::a), *b);
+    args[DNNL_ARG_SCRATCHPAD] = scratchpadFor(pd_);
     prim_.execute(s, args);
-    if (yp != ym) dnnl::reorder(yp, ym).execute(s, yp, ym);
+    if (yp != ym) dstReorder_.run(s, yp, ym);
     s.wait();
     return Status::ok();
   }
@@ -156,7 +164,9 @@ class ConvTransposeKernel final : public OpKernel {
  private:
   Node node_;
   std::vector<int64_t> key_, outShape_;
-  memory::desc userX_, userW_, userY_;
+  memory::desc userX_, userW_;
+  memory srcScratch_, dstScratch_;
+  Reorder srcReorder_, dstReorder_;
   dnnl::deconvolution_forward::primitive_desc pd_;
   dnnl::deconvolution_forward prim_;
   memory wm_;
@@ -201,7 +211,7 @@ class MatMulPrim {
       ad_ = desc(aShape, transA);
       bd_ = desc(bShape, transB);
       cd_ = plainDesc(cShape);
-      dnnl::primitive_attr attr;
+      dnnl::primitive_attr attr = scratchAttr();
       if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
       if (accumulate) {
         dnnl::post_ops po;
@@ -215,7 +225,7 @@ class MatMulPrim {
       acc_ = accumulate;
     }
     dnnl::stream s(engine());
-    prim_.execute(s, {{DNNL_ARG_SRC, userMem(ad_, a)},
+    prim_.execute(s, {{DNNL_ARG_SCRATCHPAD, scratchpadFor(pd_)}, {DNNL_ARG_SRC, userMem(ad_, a)},
                       {DNNL_ARG_WEIGHTS, userMem(bd_, b)},
                       {DNNL_ARG_DST, memory(cd_, engine(), c.raw())}});
     s.wait();
@@ -363,7 +373,7 @@ class PoolKernel final : public OpKernel {
       auto d = dnnl::pooling_v2_forward::desc(dnnl::prop_kind::forward_inference, alg_, userX_,
                                               memory::desc(toDims(outShape_), dt::f32, tag::any), win.strides,
                                               win.kernel, win.dil, win.padL, win.padR);
-      pd_ = dnnl::pooling_v2_forward::primitive_desc(d, engine());
+      pd_ = dnnl::pooling_v2_forward::primitive_desc(d, scratchAttr(), engine());
       prim_ = dnnl::pooling_v2_forward(pd_);
       key_ = x.shape();
     }
@@ -372,13 +382,14 @@ class PoolKernel final : public OpKernel {
     const bool blkOut = nhwcOut && outShape_.size() == 4 && pd_.dst_desc() == nhwcDesc(outShape_);
     if (auto s = blkOut ? out[0].ensureNhwc(outShape_) : out[0].ensure(DType::Float32, outShape_); !s) return s;
     dnnl::stream s(engine());
-    memory xm = toLayout(s, userMem(userX_, x), pd_.src_desc());
+    memory xm = toLayout(s, userMem(userX_, x), pd_.src_desc(), srcScratch_, srcReorder_);
     memory ym = userMem(descOf(out[0]), out[0]);
-    memory yp = pd_.dst_desc() == ym.get_desc() ? ym : memory(pd_.dst_desc(), engine());
+    memory yp = pd_.dst_desc() == ym.get_desc() ? ym : scratchMemory(dstScratch_, pd_.dst_desc());
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, yp}};
     if (pd_.workspace_desc().get_size()) args[DNNL_ARG_WORKSPACE] = memory(pd_.workspace_desc(), engine());
+    args[DNNL_ARG_SCRATCHPAD] = scratchpadFor(pd_);
     prim_.execute(s, args);
-    if (yp != ym) dnnl::reorder(yp, ym).execute(s, yp, ym);
+    if (yp != ym) dstReorder_.run(s, yp, ym);
     s.wait();
     return Status::ok();
   }
@@ -390,6 +401,8 @@ class PoolKernel final : public OpKernel {
   std::vector<int64_t> key_, outShape_;
   bool blk_ = false;
   memory::desc userX_;
+  memory srcScratch_, dstScratch_;
+  Reorder srcReorder_, dstReorder_;
   dnnl::pooling_v2_forward::primitive_desc pd_;
   dnnl::pooling_v2_forward prim_;
 };
@@ -521,7 +534,7 @@ class BatchNormKernel final : public OpKernel {
                                                        dnnl::normalization_flags::use_global_stats |
                                                            dnnl::normalization_flags::use_scale |
                                                            dnnl::normalization_flags::use_shift);
-      pd_ = dnnl::batch_normalization_forward::primitive_desc(d, engine());
+      pd_ = dnnl::batch_normalization_forward::primitive_desc(d, scratchAttr(), engine());
       prim_ = dnnl::batch_normalization_forward(pd_);
       key_ = x.shape();
     }
@@ -529,7 +542,7 @@ class BatchNormKernel final : public OpKernel {
     if (auto s = blk_ ? out[0].ensureNhwc(x.shape()) : out[0].ensure(DType::Float32, x.shape()); !s) return s;
     dnnl::stream s(engine());
     auto cd = memory::desc({C}, dt::f32, tag::a);
-    prim_.execute(s, {{DNNL_ARG_SRC, userMem(md_, x)},
+    prim_.execute(s, {{DNNL_ARG_SCRATCHPAD, scratchpadFor(pd_)}, {DNNL_ARG_SRC, userMem(md_, x)},
                       {DNNL_ARG_SCALE, userMem(cd, *in[1])},
                       {DNNL_ARG_SHIFT, userMem(cd, *in[2])},
                       {DNNL_ARG_MEAN, userMem(cd, *in[3])},
@@ -564,7 +577,7 @@ class LrnKernel final : public OpKernel {
       md_ = plainDesc(x.shape());
       auto d = dnnl::lrn_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::lrn_across_channels, md_,
                                        size_, alpha_, beta_, bias_);
-      pd_ = dnnl::lrn_forward::primitive_desc(d, engine());
+      pd_ = dnnl::lrn_forward::primitive_desc(d, scratchAttr(), engine());
       prim_ = dnnl::lrn_forward(pd_);
       key_ = x.shape();
     }
@@ -574,6 +587,7 @@ class LrnKernel final : public OpKernel {
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, userMem(md_, x)},
                                          {DNNL_ARG_DST, memory(md_, engine(), out[0].raw())}};
     if (pd_.workspace_desc().get_size()) args[DNNL_ARG_WORKSPACE] = memory(pd_.workspace_desc(), engine());
+    args[DNNL_ARG_SCRATCHPAD] = scratchpadFor(pd_);
     prim_.execute(s, args);
     s.wait();
     return Status::ok();
@@ -626,12 +640,12 @@ class SoftmaxKernel final : public OpKernel {
       auto d = dnnl::softmax_v2_forward::desc(dnnl::prop_kind::forward_inference,
                                               log_ ? dnnl::algorithm::softmax_log : dnnl::algorithm::softmax_accurate,
                                               md_, md_, ax);
-      pd_ = dnnl::softmax_v2_forward::primitive_desc(d, engine());
+      pd_ = dnnl::softmax_v2_forward::primitive_desc(d, scratchAttr(), engine());
       prim_ = dnnl::softmax_v2_forward(pd_);
       key_ = x.shape();
     }
     dnnl::stream s(engine());
-    prim_.execute(s, {{DNNL_ARG_SRC, userMem(md_, x)}, {DNNL_ARG_DST, memory(md_, engine(), out[0].raw())}});
+    prim_.execute(s, {{DNNL_ARG_SCRATCHPAD, scratchpadFor(pd_)}, {DNNL_ARG_SRC, userMem(md_, x)}, {DNNL_ARG_DST, memory(md_, engine(), out[0].raw())}});
     s.wait();
     return Status::ok();
   }
@@ -679,7 +693,7 @@ class LayerNormKernel final : public OpKernel {
       auto d = dnnl::layer_normalization_forward::desc(
           dnnl::prop_kind::forward_training, md_, eps_,
           dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift);
-      pd_ = dnnl::layer_normalization_forward::primitive_desc(d, engine());
+      pd_ = dnnl::layer_normalization_forward::primitive_desc(d, scratchAttr(), engine());
       prim_ = dnnl::layer_normalization_forward(pd_);
       key_ = x.shape();
     }
@@ -702,7 +716,7 @@ class LayerNormKernel final : public OpKernel {
     auto cd = memory::desc({inner}, dt::f32, tag::a);
     auto sd = memory::desc({outer}, dt::f32, tag::a);
     dnnl::stream s(engine());
-    prim_.execute(s, {{DNNL_ARG_SRC, userMem(md_, x)},
+    prim_.execute(s, {{DNNL_ARG_SCRATCHPAD, scratchpadFor(pd_)}, {DNNL_ARG_SRC, userMem(md_, x)},
                       {DNNL_ARG_SCALE, userMem(cd, scale_)},
                       {DNNL_ARG_SHIFT, userMem(cd, shift_)},
                       {DNNL_ARG_MEAN, memory(sd, engine(), out[1].raw())},
@@ -768,7 +782,7 @@ class EltwiseKernel final : public OpKernel {
       md_ = blk ? nhwcDesc(x.shape()) : memory::desc({n}, dt::f32, tag::a);
       blk_ = blk;
       shape_ = x.shape();
-      dnnl::primitive_attr attr;
+      dnnl::primitive_attr attr = scratchAttr();
       if (post_) {
         dnnl::post_ops po;
         po.append_eltwise(1.0f, postAlg_, pa_, pb_);
@@ -782,7 +796,7 @@ class EltwiseKernel final : public OpKernel {
       curB_ = beta;
     }
     dnnl::stream s(engine());
-    prim_.execute(s, {{DNNL_ARG_SRC, userMem(md_, x)}, {DNNL_ARG_DST, memory(md_, engine(), out[0].raw())}});
+    prim_.execute(s, {{DNNL_ARG_SCRATCHPAD, scratchpadFor(pd_)}, {DNNL_ARG_SRC, userMem(md_, x)}, {DNNL_ARG_DST, memory(md_, engine(), out[0].raw())}});
     s.wait();
     return Status::ok();
   }

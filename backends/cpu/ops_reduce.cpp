@@ -72,8 +72,7 @@ class ReduceKernel final : public OpKernel {
     if (!haveAxes || axes.empty()) {
       if (node_.attrInt("noop_with_empty_axes", 0) != 0) {
         out.resize(1);
-        out[0] = x;
-        return Status::ok();
+        return out[0].copyFrom(x);
       }
       std::fill(reduced.begin(), reduced.end(), true);
     }

@@ -684,7 +684,7 @@ class TriluKernel final : public OpKernel {
     if (x.rank() < 2) return makeError("rank below 2");
     const int64_t k = present(in, 1) ? in[1]->valueAsInt(0) : 0;
     out.resize(1);
-    out[0] = x;
+    if (auto s = out[0].copyFrom(x); !s) return s;
     const int64_t R = x.dim(-2), C = x.dim(-1), mats = (R * C) != 0 ? x.numElements() / (R * C) : 0;
     const int64_t es = tensorElementSize(x.dtype());
     auto* p = static_cast<std::byte*>(out[0].raw());
@@ -706,11 +706,111 @@ class TriluKernel final : public OpKernel {
 
 class ResizeKernel final : public OpKernel {
  public:
-  ResizeKernel(const Node& n, bool upsample) : node_(n), upsample_(upsample) {}
+  ResizeKernel(const Node& n, bool upsample) : node_(n), upsample_(upsample) {
+    mode_ = node_.attrString("mode", "nearest");
+    ctm_ = upsample_ ? "asymmetric" : node_.attrString("coordinate_transformation_mode", "half_pixel");
+    nm_ = node_.attrString("nearest_mode", upsample_ ? "floor" : "round_prefer_floor");
+    linear_ = mode_ == "linear" || mode_ == "bilinear" || mode_ == "trilinear";
+    cubic_ = mode_ == "cubic" || mode_ == "bicubic";
+  }
+
+  /// Channels-last in and out when only the two spatial axes of a rank-4 tensor change (nearest or linear).
+  bool takesNhwc(const std::vector<const Tensor*>& in) const override {
+    if (!nhwcOut || cubic_ || in.empty() || !in[0] || !in[0]->nhwc() || in[0]->rank() != 4) return false;
+    std::vector<int64_t> outShape;
+    std::vector<double> sc;
+    return geometry(in, outShape, sc) && spatialOnly(*in[0], outShape, sc);
+  }
+
+  void releaseCaches() override {
+    scratch_[0] = Tensor();
+    scratch_[1] = Tensor();
+  }
+
   Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
     if (auto e = expectInput(in, 0, "X"); !e.empty()) return Error{e};
     const Tensor& x = *in[0];
     if (x.dtype() != DType::Float32) return makeError("float32 only");
+    const int64_t r = x.rank();
+    std::vector<int64_t> outShape;
+    std::vector<double> sc;
+    bool sizesGiven = false;
+    if (auto st = geometry(in, outShape, sc, &sizesGiven); !st) return st;
+    out.resize(1);
+    std::vector<int64_t> axes;  // the axes that change
+    for (int64_t d = 0; d < r; ++d)
+      if (!(x.dim(d) == outShape[static_cast<size_t>(d)] && sc[static_cast<size_t>(d)] == 1.0)) axes.push_back(d);
+    if (axes.empty()) return out[0].copyFrom(x);
+    if (r == 4 && !cubic_ && spatialOnly(x, outShape, sc)) {
+      // Both spatial axes at once, straight into the output, in x's layout.
+      Axis ah, aw;
+      if (auto st = table(x.dim(2), outShape[2], sc[2], sizesGiven, ah); !st) return st;
+      if (auto st = table(x.dim(3), outShape[3], sc[3], sizesGiven, aw); !st) return st;
+      if (auto st = x.nhwc() ? out[0].ensureNhwc(outShape) : out[0].ensure(DType::Float32, outShape); !st) return st;
+      resize2d(ctx, x, ah, aw, out[0]);
+      return Status::ok();
+    }
+    // One axis at a time; the last one writes the output (plain layout: takesNhwc() said no).
+    const Tensor* cur = &x;
+    for (size_t ai = 0; ai < axes.size(); ++ai) {
+      const int64_t d = axes[ai];
+      const int64_t inLen = cur->dim(d), outLen = outShape[static_cast<size_t>(d)];
+      std::vector<int64_t> ns = cur->shape();
+      ns[static_cast<size_t>(d)] = outLen;
+      Tensor& next = ai + 1 == axes.size() ? out[0] : scratch_[ai % 2];
+      if (auto st = next.ensure(DType::Float32, ns); !st) return st;
+      Axis ax;
+      if (auto st = table(inLen, outLen, sc[static_cast<size_t>(d)], sizesGiven, ax); !st) return st;
+      int64_t outer = 1, inner = 1;
+      for (int64_t k = 0; k < r; ++k)
+        if (k < d)
+          outer *= cur->dim(k);
+        else if (k > d)
+          inner *= cur->dim(k);
+      const float* pi = ptr<float>(*cur);
+      float* po = ptr<float>(next);
+      const bool cubic = cubic_;
+      parallelChunks(
+          ctx, outer * outLen,
+          [&](int64_t b, int64_t e) {
+            for (int64_t k = b; k < e; ++k) {
+              const int64_t ou = k / outLen, o = k % outLen;
+              float* dst = po + k * inner;
+              if (cubic) {
+                const auto& ix = ax.ci[static_cast<size_t>(o)];
+                const auto& c = ax.cw[static_cast<size_t>(o)];
+                const float* p0 = pi + (ou * inLen + ix[0]) * inner;
+                const float* p1 = pi + (ou * inLen + ix[1]) * inner;
+                const float* p2 = pi + (ou * inLen + ix[2]) * inner;
+                const float* p3 = pi + (ou * inLen + ix[3]) * inner;
+                for (int64_t j = 0; j < inner; ++j) dst[j] = c[0] * p0[j] + c[1] * p1[j] + c[2] * p2[j] + c[3] * p3[j];
+                continue;
+              }
+              const float* r0 = pi + (ou * inLen + ax.i0[static_cast<size_t>(o)]) * inner;
+              const float* r1 = pi + (ou * inLen + ax.i1[static_cast<size_t>(o)]) * inner;
+              const float w = ax.wt[static_cast<size_t>(o)];
+              for (int64_t j = 0; j < inner; ++j) dst[j] = r0[j] + w * (r1[j] - r0[j]);
+            }
+          },
+          16);
+      cur = &next;
+    }
+    return Status::ok();
+  }
+
+ private:
+  /// Per output coordinate of one axis: the source taps and their weights.
+  struct Axis {
+    std::vector<int64_t> i0, i1;  ///< nearest: i0 == i1, wt 0; linear: the two taps, wt of i1
+    std::vector<float> wt;
+    std::vector<std::array<int64_t, 4>> ci;  ///< cubic: four taps and weights
+    std::vector<std::array<float, 4>> cw;
+  };
+
+  /// The output shape and the per-axis scales from the scales or sizes input (or attribute).
+  Status geometry(const std::vector<const Tensor*>& in, std::vector<int64_t>& outShape, std::vector<double>& sc,
+                  bool* sizesGiven = nullptr) const {
+    const Tensor& x = *in[0];
     const int64_t r = x.rank();
     std::vector<double> scales;
     std::vector<int64_t> sizes;
@@ -725,8 +825,9 @@ class ResizeKernel final : public OpKernel {
         for (int64_t i = 0; i < in[si]->numElements(); ++i) scales.push_back(in[si]->valueAsDouble(i));
       if (present(in, 3)) sizes = in[3]->toInts();
     }
-    std::vector<int64_t> outShape(static_cast<size_t>(r));
-    std::vector<double> sc(static_cast<size_t>(r));
+    outShape.assign(static_cast<size_t>(r), 0);
+    sc.assign(static_cast<size_t>(r), 1.0);
+    if (sizesGiven) *sizesGiven = !sizes.empty();
     if (!sizes.empty()) {
       if (static_cast<int64_t>(sizes.size()) != r) return makeError("sizes do not match the rank");
       for (int64_t d = 0; d < r; ++d) {
@@ -734,136 +835,180 @@ class ResizeKernel final : public OpKernel {
         sc[static_cast<size_t>(d)] =
             x.dim(d) ? static_cast<double>(sizes[static_cast<size_t>(d)]) / static_cast<double>(x.dim(d)) : 1.0;
       }
-    } else {
-      if (static_cast<int64_t>(scales.size()) != r) return makeError("scales do not match the rank");
-      for (int64_t d = 0; d < r; ++d) {
-        if (scales[static_cast<size_t>(d)] <= 0) return makeError("non-positive scale");
-        sc[static_cast<size_t>(d)] = scales[static_cast<size_t>(d)];
-        outShape[static_cast<size_t>(d)] =
-            static_cast<int64_t>(std::floor(static_cast<double>(x.dim(d)) * scales[static_cast<size_t>(d)]));
-      }
+      return Status::ok();
     }
-    const std::string mode = node_.attrString("mode", "nearest");
-    const std::string ctm = upsample_ ? "asymmetric" : node_.attrString("coordinate_transformation_mode", "half_pixel");
-    const std::string nm = node_.attrString("nearest_mode", upsample_ ? "floor" : "round_prefer_floor");
-    const bool linear = mode == "linear" || mode == "bilinear" || mode == "trilinear";
-    const bool cubic = mode == "cubic" || mode == "bicubic";
-    const double A = node_.attrFloat("cubic_coeff_a", -0.75);
-    const bool excludeOutside = node_.attrInt("exclude_outside", 0) != 0;
-    Tensor cur = x;
+    if (static_cast<int64_t>(scales.size()) != r) return makeError("scales do not match the rank");
     for (int64_t d = 0; d < r; ++d) {
-      const int64_t inLen = cur.dim(d), outLen = outShape[static_cast<size_t>(d)];
-      if (inLen == outLen && sc[static_cast<size_t>(d)] == 1.0) continue;
-      std::vector<int64_t> ns = cur.shape();
-      ns[static_cast<size_t>(d)] = outLen;
-      Tensor next;
-      if (auto s = next.ensure(DType::Float32, ns); !s) return s;
-      // Per output coordinate: two source indices and a weight.
-      std::vector<int64_t> i0(static_cast<size_t>(outLen)), i1(static_cast<size_t>(outLen));
-      std::vector<float> wt(static_cast<size_t>(outLen));
-      // Cubic: four taps per output coordinate (ONNX reference: points x0-1..x0+2, ratio in (0, 1]).
-      std::vector<std::array<int64_t, 4>> ci(cubic ? static_cast<size_t>(outLen) : 0);
-      std::vector<std::array<float, 4>> cw(cubic ? static_cast<size_t>(outLen) : 0);
-      const double s = sc[static_cast<size_t>(d)];
-      for (int64_t o = 0; o < outLen; ++o) {
-        double xo;
-        const double od = static_cast<double>(o);
-        if (ctm == "half_pixel")
-          xo = (od + 0.5) / s - 0.5;
-        else if (ctm == "pytorch_half_pixel")
-          xo = outLen > 1 ? (od + 0.5) / s - 0.5 : 0.0;
-        else if (ctm == "align_corners") {
-          // With scales, ONNX uses the unrounded resized length (in * scale).
-          const double lr = sizes.empty() ? static_cast<double>(inLen) * s : static_cast<double>(outLen);
-          xo = lr == 1.0 ? 0.0 : od * static_cast<double>(inLen - 1) / (lr - 1.0);
-        } else if (ctm == "asymmetric")
-          xo = od / s;
-        else if (ctm == "tf_half_pixel_for_nearest" || ctm == "tf_half_pixel_for_nn")
-          xo = (od + 0.5) / s;
-        else
-          return makeError("coordinate_transformation_mode ", ctm);
-        if (cubic) {
-          const double fl = std::floor(xo);
-          const int64_t x0 = fl == xo ? static_cast<int64_t>(fl) - 1 : static_cast<int64_t>(fl);
-          const double t = xo - static_cast<double>(x0);
-          auto near = [A](double x) { return ((A + 2) * x - (A + 3)) * x * x + 1; };       // |x| <= 1
-          auto far = [A](double x) { return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A; };  // 1 < |x| < 2
-          std::array<double, 4> c{far(t + 1), near(t), near(1 - t), far(2 - t)};
-          double sum = 0;
-          for (int q = 0; q < 4; ++q) {
-            const int64_t idx = x0 - 1 + q;
-            if (excludeOutside && (idx < 0 || idx >= inLen)) c[static_cast<size_t>(q)] = 0;
-            sum += c[static_cast<size_t>(q)];
-            ci[static_cast<size_t>(o)][static_cast<size_t>(q)] = std::clamp<int64_t>(idx, 0, inLen - 1);
-          }
-          for (int q = 0; q < 4; ++q)
-            cw[static_cast<size_t>(o)][static_cast<size_t>(q)] = static_cast<float>(
-                excludeOutside && sum != 0 ? c[static_cast<size_t>(q)] / sum : c[static_cast<size_t>(q)]);
-        } else if (linear) {
-          const double fl = std::floor(xo);
-          const int64_t a = static_cast<int64_t>(fl);
-          wt[static_cast<size_t>(o)] = static_cast<float>(xo - fl);
-          i0[static_cast<size_t>(o)] = std::clamp<int64_t>(a, 0, inLen - 1);
-          i1[static_cast<size_t>(o)] = std::clamp<int64_t>(a + 1, 0, inLen - 1);
-        } else {
-          double v;
-          if (nm == "round_prefer_floor")
-            v = (xo - std::floor(xo) == 0.5) ? std::floor(xo) : std::round(xo);
-          else if (nm == "round_prefer_ceil")
-            v = (xo - std::floor(xo) == 0.5) ? std::ceil(xo) : std::round(xo);
-          else if (nm == "floor")
-            v = std::floor(xo);
-          else if (nm == "ceil")
-            v = std::ceil(xo);
-          else
-            return makeError("nearest_mode ", nm);
-          i0[static_cast<size_t>(o)] = i1[static_cast<size_t>(o)] =
-              std::clamp<int64_t>(static_cast<int64_t>(v), 0, inLen - 1);
-          wt[static_cast<size_t>(o)] = 0.0f;
-        }
-      }
-      int64_t outer = 1, inner = 1;
-      for (int64_t k = 0; k < r; ++k)
-        if (k < d)
-          outer *= cur.dim(k);
-        else if (k > d)
-          inner *= cur.dim(k);
-      const float* pi = ptr<float>(cur);
-      float* po = ptr<float>(next);
-      parallelChunks(
-          ctx, outer * outLen,
-          [&](int64_t b, int64_t e) {
-            for (int64_t k = b; k < e; ++k) {
-              const int64_t ou = k / outLen, o = k % outLen;
-              const float* r0 = pi + (ou * inLen + i0[static_cast<size_t>(o)]) * inner;
-              const float* r1 = pi + (ou * inLen + i1[static_cast<size_t>(o)]) * inner;
-              const float w = wt[static_cast<size_t>(o)];
-              float* dst = po + k * inner;
-              if (cubic) {
-                const auto& ix = ci[static_cast<size_t>(o)];
-                const auto& c = cw[static_cast<size_t>(o)];
-                const float* p0 = pi + (ou * inLen + ix[0]) * inner;
-                const float* p1 = pi + (ou * inLen + ix[1]) * inner;
-                const float* p2 = pi + (ou * inLen + ix[2]) * inner;
-                const float* p3 = pi + (ou * inLen + ix[3]) * inner;
-                for (int64_t j = 0; j < inner; ++j) dst[j] = c[0] * p0[j] + c[1] * p1[j] + c[2] * p2[j] + c[3] * p3[j];
-                continue;
-              }
-              for (int64_t j = 0; j < inner; ++j) dst[j] = r0[j] + w * (r1[j] - r0[j]);
-            }
-          },
-          16);
-      cur = std::move(next);
+      if (scales[static_cast<size_t>(d)] <= 0) return makeError("non-positive scale");
+      sc[static_cast<size_t>(d)] = scales[static_cast<size_t>(d)];
+      outShape[static_cast<size_t>(d)] =
+          static_cast<int64_t>(std::floor(static_cast<double>(x.dim(d)) * scales[static_cast<size_t>(d)]));
     }
-    out.resize(1);
-    out[0] = std::move(cur);
-    if (out[0].shape() != outShape) return makeError("internal: resize shape");
     return Status::ok();
   }
 
- private:
+  /// Whether the batch and channel axes stay as they are.
+  static bool spatialOnly(const Tensor& x, const std::vector<int64_t>& outShape, const std::vector<double>& sc) {
+    return x.rank() == 4 && outShape[0] == x.dim(0) && outShape[1] == x.dim(1) && sc[0] == 1.0 && sc[1] == 1.0;
+  }
+
+  /// The taps of axis d (ONNX's coordinate transformation and nearest rounding, Keys' cubic).
+  /// `sizesGiven`: the output size came from the sizes input (align_corners then maps by the output length).
+  Status table(int64_t inLen, int64_t outLen, double scale, bool sizesGiven, Axis& ax) const {
+    const std::string& ctm = ctm_;
+    const std::string& nm = nm_;
+    const bool cubic = cubic_, linear = linear_;
+    const double A = node_.attrFloat("cubic_coeff_a", -0.75);
+    const bool excludeOutside = node_.attrInt("exclude_outside", 0) != 0;
+    ax.i0.assign(static_cast<size_t>(outLen), 0);
+    ax.i1.assign(static_cast<size_t>(outLen), 0);
+    ax.wt.assign(static_cast<size_t>(outLen), 0.0f);
+    ax.ci.assign(cubic ? static_cast<size_t>(outLen) : 0, {});
+    ax.cw.assign(cubic ? static_cast<size_t>(outLen) : 0, {});
+    if (inLen == outLen && scale == 1.0) {
+      for (int64_t o = 0; o < outLen; ++o) ax.i0[static_cast<size_t>(o)] = ax.i1[static_cast<size_t>(o)] = o;
+      if (cubic)
+        for (int64_t o = 0; o < outLen; ++o) {
+          ax.ci[static_cast<size_t>(o)] = {o, o, o, o};
+          ax.cw[static_cast<size_t>(o)] = {0.0f, 1.0f, 0.0f, 0.0f};
+        }
+      return Status::ok();
+    }
+    auto& i0 = ax.i0;
+    auto& i1 = ax.i1;
+    auto& wt = ax.wt;
+    auto& ci = ax.ci;
+    auto& cw = ax.cw;
+    const double s = scale;
+    for (int64_t o = 0; o < outLen; ++o) {
+      double xo;
+      const double od = static_cast<double>(o);
+      if (ctm == "half_pixel")
+        xo = (od + 0.5) / s - 0.5;
+      else if (ctm == "pytorch_half_pixel")
+        xo = outLen > 1 ? (od + 0.5) / s - 0.5 : 0.0;
+      else if (ctm == "align_corners") {
+        // With scales, ONNX uses the unrounded resized length (in * scale).
+        const double lr = !sizesGiven ? static_cast<double>(inLen) * s : static_cast<double>(outLen);
+        xo = lr == 1.0 ? 0.0 : od * static_cast<double>(inLen - 1) / (lr - 1.0);
+      } else if (ctm == "asymmetric")
+        xo = od / s;
+      else if (ctm == "tf_half_pixel_for_nearest" || ctm == "tf_half_pixel_for_nn")
+        xo = (od + 0.5) / s;
+      else
+        return makeError("coordinate_transformation_mode ", ctm);
+      if (cubic) {
+        const double fl = std::floor(xo);
+        const int64_t x0 = fl == xo ? static_cast<int64_t>(fl) - 1 : static_cast<int64_t>(fl);
+        const double t = xo - static_cast<double>(x0);
+        auto near = [A](double x) { return ((A + 2) * x - (A + 3)) * x * x + 1; };       // |x| <= 1
+        auto far = [A](double x) { return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A; };  // 1 < |x| < 2
+        std::array<double, 4> c{far(t + 1), near(t), near(1 - t), far(2 - t)};
+        double sum = 0;
+        for (int q = 0; q < 4; ++q) {
+          const int64_t idx = x0 - 1 + q;
+          if (excludeOutside && (idx < 0 || idx >= inLen)) c[static_cast<size_t>(q)] = 0;
+          sum += c[static_cast<size_t>(q)];
+          ci[static_cast<size_t>(o)][static_cast<size_t>(q)] = std::clamp<int64_t>(idx, 0, inLen - 1);
+        }
+        for (int q = 0; q < 4; ++q)
+          cw[static_cast<size_t>(o)][static_cast<size_t>(q)] = static_cast<float>(
+              excludeOutside && sum != 0 ? c[static_cast<size_t>(q)] / sum : c[static_cast<size_t>(q)]);
+      } else if (linear) {
+        const double fl = std::floor(xo);
+        const int64_t a = static_cast<int64_t>(fl);
+        wt[static_cast<size_t>(o)] = static_cast<float>(xo - fl);
+        i0[static_cast<size_t>(o)] = std::clamp<int64_t>(a, 0, inLen - 1);
+        i1[static_cast<size_t>(o)] = std::clamp<int64_t>(a + 1, 0, inLen - 1);
+      } else {
+        double v;
+        if (nm == "round_prefer_floor")
+          v = (xo - std::floor(xo) == 0.5) ? std::floor(xo) : std::round(xo);
+        else if (nm == "round_prefer_ceil")
+          v = (xo - std::floor(xo) == 0.5) ? std::ceil(xo) : std::round(xo);
+        else if (nm == "floor")
+          v = std::floor(xo);
+        else if (nm == "ceil")
+          v = std::ceil(xo);
+        else
+          return makeError("nearest_mode ", nm);
+        i0[static_cast<size_t>(o)] = i1[static_cast<size_t>(o)] =
+            std::clamp<int64_t>(static_cast<int64_t>(v), 0, inLen - 1);
+        wt[static_cast<size_t>(o)] = 0.0f;
+      }
+    }
+    return Status::ok();
+  }
+
+  /// Nearest or linear resize of the two spatial axes of a rank-4 tensor into y (x's layout). The
+  /// arithmetic is the one-axis-at-a-time path's, height first, so both give the same values.
+  static void resize2d(const ExecContext& ctx, const Tensor& x, const Axis& ah, const Axis& aw, Tensor& y) {
+    const int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3), OH = y.dim(2), OW = y.dim(3);
+    const float* src = ptr<float>(x);
+    float* dst = ptr<float>(y);
+    if (x.nhwc()) {
+      parallelChunks(
+          ctx, N * OH,
+          [&](int64_t b, int64_t e) {
+            for (int64_t k = b; k < e; ++k) {
+              const int64_t n = k / OH, oy = k % OH;
+              const float* r0 = src + (n * H + ah.i0[static_cast<size_t>(oy)]) * W * C;
+              const float* r1 = src + (n * H + ah.i1[static_cast<size_t>(oy)]) * W * C;
+              const float wy = ah.wt[static_cast<size_t>(oy)];
+              float* d = dst + k * OW * C;
+              for (int64_t ox = 0; ox < OW; ++ox, d += C) {
+                const float* a0 = r0 + aw.i0[static_cast<size_t>(ox)] * C;
+                const float* a1 = r1 + aw.i0[static_cast<size_t>(ox)] * C;
+                if (r0 == r1 && aw.i0[static_cast<size_t>(ox)] == aw.i1[static_cast<size_t>(ox)]) {
+                  std::memcpy(d, a0, static_cast<size_t>(C) * sizeof(float));
+                  continue;
+                }
+                const float* b0 = r0 + aw.i1[static_cast<size_t>(ox)] * C;
+                const float* b1 = r1 + aw.i1[static_cast<size_t>(ox)] * C;
+                const float wx = aw.wt[static_cast<size_t>(ox)];
+                for (int64_t c = 0; c < C; ++c) {
+                  const float l = a0[c] + wy * (a1[c] - a0[c]);
+                  const float rr = b0[c] + wy * (b1[c] - b0[c]);
+                  d[c] = l + wx * (rr - l);
+                }
+              }
+            }
+          },
+          std::max<int64_t>(1, 16384 / std::max<int64_t>(1, OW * C)));
+      return;
+    }
+    parallelChunks(
+        ctx, N * C * OH,
+        [&](int64_t b, int64_t e) {
+          for (int64_t k = b; k < e; ++k) {
+            const int64_t plane = k / OH, oy = k % OH;
+            const float* r0 = src + (plane * H + ah.i0[static_cast<size_t>(oy)]) * W;
+            const float* r1 = src + (plane * H + ah.i1[static_cast<size_t>(oy)]) * W;
+            const float wy = ah.wt[static_cast<size_t>(oy)];
+            float* d = dst + k * OW;
+            if (r0 == r1) {
+              for (int64_t ox = 0; ox < OW; ++ox) {
+                const float l = r0[aw.i0[static_cast<size_t>(ox)]], rr = r0[aw.i1[static_cast<size_t>(ox)]];
+                d[ox] = l + aw.wt[static_cast<size_t>(ox)] * (rr - l);
+              }
+              continue;
+            }
+            for (int64_t ox = 0; ox < OW; ++ox) {
+              const int64_t p = aw.i0[static_cast<size_t>(ox)], q = aw.i1[static_cast<size_t>(ox)];
+              const float l = r0[p] + wy * (r1[p] - r0[p]);
+              const float rr = r0[q] + wy * (r1[q] - r0[q]);
+              d[ox] = l + aw.wt[static_cast<size_t>(ox)] * (rr - l);
+            }
+          }
+        },
+        std::max<int64_t>(1, 16384 / std::max<int64_t>(1, OW)));
+  }
+
   Node node_;
   bool upsample_;
+  std::string mode_, ctm_, nm_;
+  bool linear_ = false, cubic_ = false;
+  Tensor scratch_[2];  ///< Intermediates of the one-axis-at-a-time path, kept between runs.
 };
 
 std::string anyDType(const Graph& g, const Node& n) {

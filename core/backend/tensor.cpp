@@ -172,6 +172,18 @@ Status Tensor::ensureNhwc(const std::vector<int64_t>& shape, int64_t maxBytes) {
   return Status::ok();
 }
 
+Status Tensor::copyFrom(const Tensor& o) {
+  if (this == &o) return Status::ok();
+  if (o.empty()) {
+    *this = Tensor();
+    return Status::ok();
+  }
+  auto s = o.nhwc() ? ensureNhwc(o.shape_) : ensure(o.dtype_, o.shape_);
+  if (!s) return s;
+  if (o.bytes() > 0) std::memcpy(raw(), o.raw(), static_cast<size_t>(o.bytes()));
+  return Status::ok();
+}
+
 Status Tensor::toPlain(Tensor& out) const {
   if (auto s = out.ensure(dtype_, shape_); !s) return s;
   if (layout_ == Layout::Plain) {

@@ -107,6 +107,9 @@ class Tensor {
   Status ensureNhwc(const std::vector<int64_t>& shape, int64_t maxBytes = kDefaultMaxBytes);
   /// The same values in `out`, row-major (a copy of the storage for a plain tensor).
   Status toPlain(Tensor& out) const;
+  /// Makes this tensor a copy of `o` (dtype, shape, layout, values) in its own storage, which is kept
+  /// when large enough: unlike `*this = o`, a kernel's output storage stays the executor's.
+  Status copyFrom(const Tensor& o);
   /// Bytes of storage (the same in every layout).
   int64_t storageBytes() const { return bytes(); }
 

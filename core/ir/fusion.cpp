@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
 
 namespace partex {
 
@@ -112,6 +113,18 @@ bool isActivation(const Graph& g, const Node& n) {
       if (n.inputs[i] >= 0 && (!isWeight(g, n.inputs[i]) || !isF32(g, n.inputs[i]) || val(g, n.inputs[i]).numElements() != 1))
         return false;
   return true;
+}
+
+/// Mul, Add, Sub or Div of the tensor `x` by a scalar float32 weight (x at either side for Mul and Add,
+/// first for Sub and Div): one linear step alpha * x + beta.
+bool scalarStep(const Graph& g, const Node& n, ValueId x) {
+  if ((n.opType != "Mul" && n.opType != "Add" && n.opType != "Sub" && n.opType != "Div") || n.inputs.size() != 2)
+    return false;
+  const bool first = n.inputs[0] == x;
+  if (!first && (n.inputs[1] != x || n.opType == "Sub" || n.opType == "Div")) return false;
+  const ValueId w = first ? n.inputs[1] : n.inputs[0];
+  return w >= 0 && isWeight(g, w) && isF32(g, w) && val(g, w).shapeKnown && val(g, w).numElements() == 1 &&
+         val(g, w).shape.size() <= val(g, x).shape.size();
 }
 
 /// The only consumer of v, or kNone.
@@ -231,6 +244,16 @@ std::vector<FusedGroup> fusedGroups(const Graph& g, const std::vector<int>& plac
     grp.inputs = anchor.inputs;
     ValueId cur = anchor.outputs[0];
     bool foldable = true, summed = false;
+    // oneDNN 2.6 runs two eltwise post-ops of one algorithm with the first one's parameters (Relu then
+    // LeakyRelu, two Clips, two linears: wrong values), so a group holds each algorithm once; a run of
+    // consecutive scalar steps is one linear post-op.
+    std::vector<std::string> algs;
+    bool lastScalar = false;
+    auto takeAlg = [&](const std::string& alg) {
+      if (std::find(algs.begin(), algs.end(), alg) != algs.end()) return false;
+      algs.push_back(alg);
+      return true;
+    };
     for (;;) {
       const Value& cv = val(g, cur);
       if (outputOf[static_cast<size_t>(cur)]) break;
@@ -239,7 +262,8 @@ std::vector<FusedGroup> fusedGroups(const Graph& g, const std::vector<int>& plac
         const auto hs = hardSwishOf(g, cur);
         bool sameDev = !hs.empty();
         for (OpId o : hs) sameDev = sameDev && !taken[static_cast<size_t>(o)] && dev(o) == dev(static_cast<OpId>(a));
-        if (sameDev) {
+        if (sameDev && takeAlg("HardSwish")) {
+          lastScalar = false;
           grp.ops.insert(grp.ops.end(), hs.begin(), hs.end());
           foldable = false;
           cur = g.nodes[static_cast<size_t>(hs.back())].outputs[0];
@@ -261,7 +285,8 @@ std::vector<FusedGroup> fusedGroups(const Graph& g, const std::vector<int>& plac
           const ValueId so = sn.outputs.empty() ? kNone : sn.outputs[0];
           if (so >= 0 && !outputOf[static_cast<size_t>(so)] && val(g, so).consumers.size() == 1 &&
               mn.inputs.size() == 2 && ((mn.inputs[0] == cur && mn.inputs[1] == so) || (mn.inputs[1] == cur && mn.inputs[0] == so)) &&
-              !mn.outputs.empty() && mn.outputs[0] >= 0 && isF32(g, mn.outputs[0])) {
+              !mn.outputs.empty() && mn.outputs[0] >= 0 && isF32(g, mn.outputs[0]) && takeAlg("swish")) {
+            lastScalar = false;
             grp.ops.push_back(sig);
             grp.ops.push_back(mul);
             foldable = false;
@@ -305,8 +330,11 @@ std::vector<FusedGroup> fusedGroups(const Graph& g, const std::vector<int>& plac
       } else if ((n.opType == "Mul" || n.opType == "Add") && n.inputs.size() == 2 && foldable &&
                  perChannelWeight(g, others[0], anchor, channels)) {
         ok = true;
+      } else if (!foldable && !affineOnly && scalarStep(g, n, cur) && (lastScalar || takeAlg("linear"))) {
+        ok = true;  // after an activation: a linear post-op (PP-LCNet's learnable affine block)
       } else if (affineOnly) {
-        ok = n.opType == "Relu" || n.opType == "LeakyRelu" || (n.opType == "Clip" && isActivation(g, n));
+        ok = (n.opType == "Relu" || n.opType == "LeakyRelu" || (n.opType == "Clip" && isActivation(g, n))) &&
+             takeAlg(n.opType == "LeakyRelu" ? std::string("Relu") : n.opType);
         foldable = false;
       } else if ((n.opType == "Add" || n.opType == "Sum") && n.inputs.size() == 2 && !summed && others[0] >= 0 &&
                  !isWeight(g, others[0]) && isF32(g, others[0])) {
@@ -317,10 +345,11 @@ std::vector<FusedGroup> fusedGroups(const Graph& g, const std::vector<int>& plac
           foldable = false;
         }
       } else if (isActivation(g, n)) {
-        ok = true;
+        ok = takeAlg(n.opType == "LeakyRelu" ? std::string("Relu") : n.opType);
         foldable = false;
       }
       if (!ok) break;
+      lastScalar = !foldable && !affineOnly && scalarStep(g, n, cur) && n.opType != "Sum";
       grp.ops.push_back(next);
       grp.inputs.insert(grp.inputs.end(), others.begin(), others.end());
       cur = n.outputs[0];

@@ -11,7 +11,9 @@
 ///      2. at most one residual Add or two-input Sum whose other operand is an activation (not a weight)
 ///         of exactly the same shape: oneDNN's sum post-op, accumulated into the output;
 ///      3. element-wise activations: Relu, LeakyRelu, Clip (constant bounds), Sigmoid, Tanh, Elu,
-///         HardSwish, Softplus, Abs, Sqrt, Exp: oneDNN eltwise post-ops.
+///         HardSwish, Softplus, Abs, Sqrt, Exp: oneDNN eltwise post-ops; and, once a step of 2 or 3 was
+///         taken, Mul/Add/Sub/Div by a scalar weight (PP-LCNet's learnable affine block after its
+///         activation): linear post-ops.
 ///    Once a step of 2 or 3 is taken, no step of 1 follows. x * Sigmoid(x) (SiLU, swish: the tensor read
 ///    by a Sigmoid and by the Mul of it and that Sigmoid's output) counts as one activation, and so does
 ///    HardSwish written out as x * Clip(x + 3, 0, 6) / 6 (PP-OCR; hardSwishOf()).

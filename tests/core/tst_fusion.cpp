@@ -116,6 +116,42 @@ class TestFusion : public QObject {
     QCOMPARE(b.names(gs[0]), (Names{"conv", "relu"}));
   }
 
+  void scalarStepsAfterActivation() {
+    // PP-LCNet's learnable affine block: x * s + b after the activation, then another activation.
+    G b;
+    ValueId h = b.op("HardSwish", "hs", {b.conv("conv", b.input("x"))});
+    ValueId m = b.op("Mul", "mul", {h, b.weight("s", {1})});
+    ValueId a = b.op("Add", "add", {b.weight("t", {1}), m});
+    b.output(b.op("Relu", "relu", {a}));
+    auto gs = b.groups();
+    QCOMPARE(gs.size(), size_t{1});
+    QCOMPARE(b.names(gs[0]), (Names{"conv", "hs", "mul", "add", "relu"}));
+    // Not a per-channel weight after the activation: that stays a Mul of its own.
+    G c;
+    ValueId r = c.op("Relu", "relu", {c.conv("conv", c.input("x"))});
+    c.output(c.op("Mul", "mul", {r, c.weight("s", {16, 1, 1})}));
+    QCOMPARE(c.names(c.groups()[0]), (Names{"conv", "relu"}));
+  }
+
+  void oneAlgorithmOncePerGroup() {
+    // oneDNN 2.6 gives a second post-op of the same algorithm the first one's parameters.
+    G b;
+    ValueId r = b.op("Relu", "relu", {b.conv("conv", b.input("x"))});
+    b.output(b.op("LeakyRelu", "lrelu", {r}));
+    auto gs = b.groups();
+    QCOMPARE(gs.size(), size_t{1});
+    QCOMPARE(b.names(gs[0]), (Names{"conv", "relu"}));
+    // Two scalar steps in a row are one linear post-op; a third after another activation is not.
+    G c;
+    ValueId m = c.op("Mul", "mul", {c.op("Relu", "relu", {c.conv("conv", c.input("x"))}), c.weight("s", {1})});
+    ValueId a = c.op("Sub", "sub", {m, c.weight("t", {1})});
+    ValueId t = c.op("Tanh", "tanh", {a});
+    c.output(c.op("Div", "div", {t, c.weight("d", {1})}));
+    auto cs = c.groups();
+    QCOMPARE(cs.size(), size_t{1});
+    QCOMPARE(c.names(cs[0]), (Names{"conv", "relu", "mul", "sub", "tanh"}));
+  }
+
   void secondReaderStopsTheChain() {
     G b;
     ValueId c = b.conv("conv", b.input("x"));
