@@ -1,5 +1,6 @@
 #include "cpu/cpu_backend.h"
 
+#include <algorithm>
 #include <omp.h>
 
 #include <atomic>
@@ -98,8 +99,11 @@ bool nhwcOk(const Graph& g, ValueId v, std::vector<int8_t>& memo) {
                                   "BatchNormalization", "Resize", "Upsample"}) && i == 0;
       // Add/Sub/Mul/Div of the tensor and a per-channel (or scalar) weight: a channel affine step.
       bool perChannel = false;
-      if (isOp(n, {"Add", "Sub", "Mul", "Div"}) && n.inputs.size() == 2 && i == 0 && n.inputs[1] >= 0) {
-        const Value& w = g.values[static_cast<size_t>(n.inputs[1])];
+      // (Add and Mul commute: the weight may come first, as in PP-OCR's Mul(scale, x).)
+      const size_t wi = 1 - std::min<size_t>(i, 1);
+      if (isOp(n, {"Add", "Sub", "Mul", "Div"}) && n.inputs.size() == 2 && (i == 0 || isOp(n, {"Add", "Mul"})) &&
+          n.inputs[wi] >= 0 && n.inputs[wi] != v) {
+        const Value& w = g.values[static_cast<size_t>(n.inputs[wi])];
         int64_t nonOne = 0;
         bool channelOnly = w.shapeKnown && w.shape.size() <= 4;
         for (size_t d = 0; channelOnly && d < w.shape.size(); ++d) {
@@ -109,7 +113,11 @@ bool nhwcOk(const Graph& g, ValueId v, std::vector<int8_t>& memo) {
             channelOnly = axis == 1 && w.shape[d] == val.shape[1];
           }
         }
-        perChannel = w.isWeight && w.dtype == DType::Float32 && channelOnly && nonOne <= 1;
+        // A weight, or an activation of one value per channel (a squeeze-and-excitation scale [1,C,1,1],
+        // whose storage is the same in either layout).
+        const bool seScale = !w.isWeight && w.shape.size() == 4 && w.shape[0] == 1 && w.shape[2] == 1 &&
+                             w.shape[3] == 1 && val.shape[0] == 1 && isOp(n, {"Mul", "Add"});
+        perChannel = (w.isWeight || seScale) && w.dtype == DType::Float32 && channelOnly && nonOne <= 1;
       }
       if (perChannel) {
         if (!n.outputs.empty() && nhwcOk(g, n.outputs[0], memo)) continue;

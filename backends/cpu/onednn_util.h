@@ -60,19 +60,19 @@ inline dnnl::primitive_attr scratchAttr() {
   return a;
 }
 
-/// The calling thread's scratchpad for a primitive: one grow-only buffer per thread, shared by every
-/// primitive that thread executes (a thread executes one at a time; an OpenMP team inside a primitive
-/// shares its caller's scratchpad as oneDNN divides it).
-template <class PD>
-memory scratchpadFor(const PD& pd) {
+/// Per-thread scratch: one grow-only buffer per slot and thread, shared by every kernel the thread runs
+/// (a thread runs one kernel at a time, and a kernel needs its scratch only while it runs): scratch never
+/// adds up over a model's kernels, and no run allocates (page faults) once the buffers have grown.
+/// Slots: 0 a source reordered into the primitive's layout, 1 a destination staged before its reorder
+/// into the output, 2 oneDNN's scratchpad.
+inline void* threadBuffer(int slot, size_t n) {
   struct Buffer {
     void* p = nullptr;
     size_t size = 0;
     ~Buffer() { std::free(p); }
   };
-  thread_local Buffer buf;
-  const memory::desc d = pd.scratchpad_desc();
-  const size_t n = d.get_size();
+  thread_local Buffer bufs[3];
+  Buffer& buf = bufs[slot];
   if (n > buf.size) {
     std::free(buf.p);
     buf.size = 0;
@@ -81,7 +81,20 @@ memory scratchpadFor(const PD& pd) {
     buf.size = n;
   }
   static char none[64];
-  return memory(d, engine(), n ? buf.p : none);
+  return n ? buf.p : none;
+}
+
+/// Memory of descriptor `d` over the calling thread's scratch slot (0 source, 1 destination).
+inline memory threadScratch(int slot, const memory::desc& d) {
+  return memory(d, engine(), threadBuffer(slot, d.get_size()));
+}
+
+/// The calling thread's scratchpad for a primitive (slot 2: an OpenMP team inside a primitive shares
+/// its caller's scratchpad as oneDNN divides it).
+template <class PD>
+memory scratchpadFor(const PD& pd) {
+  const memory::desc d = pd.scratchpad_desc();
+  return memory(d, engine(), threadBuffer(2, d.get_size()));
 }
 
 /// A cached reorder between two descriptors.
@@ -97,12 +110,6 @@ struct Reorder {
     prim.execute(s, a, b);
   }
 };
-
-/// `m`, (re)allocated for `d` when it does not have that descriptor: scratch kept between runs.
-inline memory& scratchMemory(memory& m, const memory::desc& d) {
-  if (!m || m.get_desc() != d) m = memory(d, engine());
-  return m;
-}
 
 inline memory userMem(const memory::desc& md, const Tensor& t) {
   return memory(md, engine(), const_cast<void*>(t.raw()));
@@ -132,12 +139,11 @@ struct WeightCache {
   }
 };
 
-/// Source memory in the primitive's layout: the user's memory or a reorder of it into `scratch` (kept
-/// between runs, as is the reorder).
-inline memory toLayout(dnnl::stream& s, const memory& user, const memory::desc& want, memory& scratch,
-                       Reorder& reorder) {
+/// Source memory in the primitive's layout: the user's memory or a reorder of it into the thread's
+/// source scratch (the reorder kept between runs).
+inline memory toLayout(dnnl::stream& s, const memory& user, const memory::desc& want, Reorder& reorder) {
   if (user.get_desc() == want) return user;
-  memory& m = scratchMemory(scratch, want);
+  memory m = threadScratch(0, want);
   reorder.run(s, const_cast<memory&>(user), m);
   return m;
 }

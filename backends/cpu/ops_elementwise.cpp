@@ -296,6 +296,18 @@ bool allNhwcSame(const std::vector<const Tensor*>& in) {
   return true;
 }
 
+/// Whether b is a plain float32 operand of one value per channel of the rank-4 tensor a (or a scalar), or
+/// a channels-last [1,C,1,1] one (the same storage as plain).
+bool perChannelOperand(const Tensor& a, const Tensor& b) {
+  if (a.rank() != 4 || b.dtype() != DType::Float32 || b.rank() > 4) return false;
+  if (b.nhwc() && !(b.rank() == 4 && b.dim(0) == 1 && b.dim(2) == 1 && b.dim(3) == 1)) return false;
+  if (b.numElements() == 1) return true;
+  const int64_t off = 4 - b.rank();
+  for (int64_t d = 0; d < b.rank(); ++d)
+    if (b.dim(d) != 1 && !(d + off == 1 && b.dim(d) == a.dim(1))) return false;
+  return b.numElements() == a.dim(1);
+}
+
 class BinaryKernel final : public OpKernel {
  public:
   explicit BinaryKernel(Bin op) : op_(op) {}
@@ -304,18 +316,15 @@ class BinaryKernel final : public OpKernel {
     if ((op_ == Bin::Add || op_ == Bin::Sub || op_ == Bin::Mul) && allNhwcSame(in)) return true;
     return perChannelNhwc(in);
   }
-  /// A channels-last rank-4 float32 tensor (op) a plain per-channel or scalar float32 operand.
+  /// A channels-last rank-4 float32 tensor (op) a plain per-channel or scalar float32 operand (either
+  /// side for Add and Mul).
   bool perChannelNhwc(const std::vector<const Tensor*>& in) const {
     if (op_ != Bin::Add && op_ != Bin::Sub && op_ != Bin::Mul && op_ != Bin::Div) return false;
-    const Tensor* a = in[0];
-    const Tensor* b = in[1];
-    if (!a || !b || !a->nhwc() || b->nhwc() || a->rank() != 4 || b->dtype() != DType::Float32 || b->rank() > 4)
-      return false;
-    if (b->numElements() == 1) return true;
-    const int64_t off = 4 - b->rank();
-    for (int64_t d = 0; d < b->rank(); ++d)
-      if (b->dim(d) != 1 && !(d + off == 1 && b->dim(d) == a->dim(1))) return false;
-    return b->numElements() == a->dim(1);
+    if (!in[0] || !in[1]) return false;
+    const bool swap = (op_ == Bin::Add || op_ == Bin::Mul) && in[1]->nhwc() && in[1]->numElements() > in[0]->numElements();
+    const Tensor* a = swap ? in[1] : in[0];
+    const Tensor* b = swap ? in[0] : in[1];
+    return a->nhwc() && a->shape() != b->shape() && perChannelOperand(*a, *b);
   }
   Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
     if (in.size() < 2) return makeError("two inputs expected");
@@ -323,6 +332,8 @@ class BinaryKernel final : public OpKernel {
       if (auto e = expectInput(in, i, i ? "B" : "A"); !e.empty()) return Error{e};
     const Tensor* a = in[0];
     const Tensor* b = in[1];
+    if ((op_ == Bin::Add || op_ == Bin::Mul) && b->nhwc() && b->numElements() > a->numElements())
+      std::swap(a, b);  // takesNhwc(): they commute
     if (b->dtype() != a->dtype()) {
       if (op_ != Bin::Pow) return makeError("operand dtypes differ: ", a->describe(), " and ", b->describe());
       if (auto s = castInto(ctx, *b, a->dtype(), conv_); !s) return s;  // Pow's exponent may have another type
@@ -333,24 +344,40 @@ class BinaryKernel final : public OpKernel {
       return makeError("shapes do not broadcast: ", a->describe(), " and ", b->describe());
     out.resize(1);
     const bool cmp = isCompare(op_);
-    if (a->nhwc() && !b->nhwc()) {  // takesNhwc(): a per-channel operand on a channels-last tensor
+    if (a->nhwc() && a->shape() != b->shape() && perChannelOperand(*a, *b)) {  // takesNhwc(): per channel
       if (auto s = out[0].ensureNhwc(a->shape()); !s) return s;
       const int64_t C = a->dim(1), P = a->numElements() / std::max<int64_t>(1, C);
       const float* pa = ptr<float>(*a);
       const float* pb = ptr<float>(*b);
       float* po = ptr<float>(out[0]);
-      const bool scalar = b->numElements() == 1;
-      const Bin op = op_;
-      parallelChunks(ctx, P, [&](int64_t s0, int64_t e0) {
-        for (int64_t p = s0; p < e0; ++p) {
-          const float* x = pa + p * C;
-          float* z = po + p * C;
-          for (int64_t c = 0; c < C; ++c) {
-            const float y = pb[scalar ? 0 : c];
-            z[c] = op == Bin::Add ? x[c] + y : op == Bin::Sub ? x[c] - y : op == Bin::Mul ? x[c] * y : x[c] / y;
+      // The operand per channel (a scalar repeated), so that each pixel is one vector loop.
+      std::vector<float> per(static_cast<size_t>(C));
+      for (int64_t c = 0; c < C; ++c) per[static_cast<size_t>(c)] = pb[b->numElements() == 1 ? 0 : c];
+      const float* y = per.data();
+      auto loop = [&](auto f) {
+        parallelChunks(ctx, P, [&](int64_t s0, int64_t e0) {
+          for (int64_t p = s0; p < e0; ++p) {
+            const float* x = pa + p * C;
+            float* z = po + p * C;
+#pragma omp simd
+            for (int64_t c = 0; c < C; ++c) z[c] = f(x[c], y[c]);
           }
-        }
-      }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, C)));
+        }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, C)));
+      };
+      switch (op_) {
+        case Bin::Add:
+          loop([](float u, float v) { return u + v; });
+          break;
+        case Bin::Sub:
+          loop([](float u, float v) { return u - v; });
+          break;
+        case Bin::Mul:
+          loop([](float u, float v) { return u * v; });
+          break;
+        default:
+          loop([](float u, float v) { return u / v; });
+          break;
+      }
       return Status::ok();
     }
     if (a->nhwc() && b->nhwc()) {  // takesNhwc(): same shapes, both channels-last: over the storage

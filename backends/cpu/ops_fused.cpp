@@ -342,9 +342,9 @@ class FusedConvKernel final : public OpKernel {
     // Source: as it comes when the primitive reads that layout, else reordered into scratch.
     memory xm(descOf(x), engine(), const_cast<void*>(x.raw()));
     if (xm.get_desc() != pd_.src_desc()) {
-      if (!srcScratch_ || srcScratch_.get_desc() != pd_.src_desc()) srcScratch_ = memory(pd_.src_desc(), engine());
-      srcReorder_.run(s, xm, srcScratch_);
-      xm = srcScratch_;
+      memory staged = threadScratch(0, pd_.src_desc());
+      srcReorder_.run(s, xm, staged);
+      xm = staged;
     }
     // Destination: the output tensor itself when the primitive writes its layout (channels-last where allowed).
     out.resize(1);
@@ -354,8 +354,7 @@ class FusedConvKernel final : public OpKernel {
     memory om(descOf(out[0]), engine(), out[0].raw());
     memory dm = om;
     if (om.get_desc() != want) {
-      if (!dstScratch_ || dstScratch_.get_desc() != want) dstScratch_ = memory(want, engine());
-      dm = dstScratch_;
+      dm = threadScratch(1, want);
     }
     if (sumIn_ >= 0) {
       const Tensor* res = static_cast<size_t>(sumIn_) < in.size() ? in[static_cast<size_t>(sumIn_)] : nullptr;
@@ -418,8 +417,6 @@ class FusedConvKernel final : public OpKernel {
   void releaseCaches() override {
     weights_ = memory();
     bias_ = memory();
-    srcScratch_ = memory();
-    dstScratch_ = memory();
     prim_ = dnnl::convolution_forward();
   }
 
@@ -434,7 +431,7 @@ class FusedConvKernel final : public OpKernel {
   memory::desc userW_;
   dnnl::convolution_forward::primitive_desc pd_;
   dnnl::convolution_forward prim_;
-  memory weights_, bias_, srcScratch_, dstScratch_;
+  memory weights_, bias_;
   const void* wPtr_ = nullptr;
   uint64_t wHash_ = 0;
   std::vector<int64_t> wShape_;

@@ -34,10 +34,9 @@ class ConvTransposeKernel final : public OpKernel {
   bool takesNhwc(const std::vector<const Tensor*>&) const override { return true; }
   void releaseCaches() override {
     wm_ = memory();
-    srcScratch_ = memory();
-    dstScratch_ = memory();
+    wt_ = {};
   }
-  Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+  Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
     if (auto e = expectInput(in, 0, "X"); !e.empty()) return Error{e};
     if (auto e = expectInput(in, 1, "W"); !e.empty()) return Error{e};
     const Tensor& x = *in[0];
@@ -55,7 +54,8 @@ class ConvTransposeKernel final : public OpKernel {
     std::vector<int64_t> key = x.shape();
     key.insert(key.end(), w.shape().begin(), w.shape().end());
     key.push_back(b ? 1 : 0);
-    if (key != key_ || !prim_) {
+    key.push_back(x.nhwc() ? 1 : 0);
+    if (key != key_ || (!prim_ && !patch_)) {
       const size_t s = static_cast<size_t>(r - 2);
       auto strides = attrIntsOr(node_, "strides", std::vector<int64_t>(s, 1));
       auto dil = attrIntsOr(node_, "dilations", std::vector<int64_t>(s, 1));
@@ -70,6 +70,10 @@ class ConvTransposeKernel final : public OpKernel {
       if (outShapeAttr.size() == s + 2) outShapeAttr.erase(outShapeAttr.begin(), outShapeAttr.begin() + 2);
       memory::dims st, dl, pl, pr;
       outShape_ = {x.dim(0), M};
+      // Non-overlapping patches (stride = kernel, no padding or dilation) with few output channels:
+      // every input pixel writes its own k x k patch of each output channel, a small dot product per
+      // output element (patchRun()). oneDNN's blocked layout pads such an output to 16 channels.
+      patch_ = r == 4 && group == 1 && M < 16;
       for (size_t i = 0; i < s; ++i) {
         const int64_t in = x.dim(static_cast<int64_t>(i) + 2), k = w.dim(static_cast<int64_t>(i) + 2);
         const int64_t ext = (k - 1) * dil[i] + 1;
@@ -96,11 +100,20 @@ class ConvTransposeKernel final : public OpKernel {
           o = full - pb - pe;
         }
         if (o <= 0) return makeError("empty output");
+        const int64_t kk = w.dim(static_cast<int64_t>(i) + 2);
+        patch_ = patch_ && strides[i] == kk && dil[i] == 1 && pb == 0 && o == in * strides[i];
         st.push_back(strides[i]);
         dl.push_back(dil[i] - 1);
         pl.push_back(pb);
         pr.push_back(pe - outPad[i]);
         outShape_.push_back(o);
+      }
+      if (patch_) {
+        key_ = key;
+        wt_.clear();
+        prim_ = dnnl::deconvolution_forward();
+        out.resize(1);
+        return patchRun(ctx, x, w, b, out[0]);
       }
       // ONNX W is [C, M/group, k...]: as oneDNN's (g)oi(k) dims it is a strided view.
       int64_t K = 1;
@@ -120,27 +133,38 @@ class ConvTransposeKernel final : public OpKernel {
         ws.push_back(ks[static_cast<size_t>(i - 2)]);
       }
       userW_ = memory::desc(wd, dt::f32, ws);
-      auto anyX = memory::desc(toDims(x.shape()), dt::f32, tag::any);
+      // Source and destination in the layouts the neighbours use (channels-last where allowed), not
+      // oneDNN's choice: its blocked layout pads the channels to 16, so a one-channel output (the
+      // PP-OCR detector's last ConvTranspose) took 16x its memory and two reorders.
       auto anyW = memory::desc(wd, dt::f32, tag::any);
-      auto anyY = memory::desc(toDims(outShape_), dt::f32, tag::any);
       auto bd = memory::desc({M}, dt::f32, tag::a);
-      auto d = b ? dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                     dnnl::algorithm::deconvolution_direct, anyX, anyW, bd, anyY, st,
-                                                     dl, pl, pr)
-                 : dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                     dnnl::algorithm::deconvolution_direct, anyX, anyW, anyY, st, dl,
-                                                     pl, pr);
-      pd_ = dnnl::deconvolution_forward::primitive_desc(d, scratchAttr(), engine());
+      auto make = [&](const memory::desc& xd, const memory::desc& yd) {
+        auto d = b ? dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                       dnnl::algorithm::deconvolution_direct, xd, anyW, bd, yd, st, dl,
+                                                       pl, pr)
+                   : dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                       dnnl::algorithm::deconvolution_direct, xd, anyW, yd, st, dl, pl,
+                                                       pr);
+        return dnnl::deconvolution_forward::primitive_desc(d, scratchAttr(), engine());
+      };
+      // Source and destination in the layouts the neighbours use (channels-last where allowed): no
+      // reorders and no staged copies. Where oneDNN has only its reference implementation for those,
+      // its own choice of layouts (blocked) instead.
+      pd_ = make(descOf(x), nhwcOut && outShape_.size() == 4 ? nhwcDesc(outShape_) : plainDesc(outShape_));
+      if (std::string(pd_.impl_info_str()).rfind("ref", 0) == 0)
+        pd_ = make(memory::desc(toDims(x.shape()), dt::f32, tag::any),
+                   memory::desc(toDims(outShape_), dt::f32, tag::any));
       prim_ = dnnl::deconvolution_forward(pd_);
       key_ = key;
     }
     out.resize(1);
+    if (patch_) return patchRun(ctx, x, w, b, out[0]);
     // The output stays channels-last when the primitive writes that layout and every consumer reads it.
     const bool blkOut = nhwcOut && outShape_.size() == 4 && pd_.dst_desc() == nhwcDesc(outShape_);
     if (auto s = blkOut ? out[0].ensureNhwc(outShape_) : out[0].ensure(DType::Float32, outShape_); !s) return s;
     userX_ = descOf(x);
     dnnl::stream s(engine());
-    memory xm = toLayout(s, userMem(userX_, x), pd_.src_desc(), srcScratch_, srcReorder_);
+    memory xm = toLayout(s, userMem(userX_, x), pd_.src_desc(), srcReorder_);
     // Weights reordered once, again only when their storage or contents change.
     if (!wm_ || wPtr_ != w.raw() || wHash_ != sampleHash(w) || wm_.get_desc() != pd_.weights_desc()) {
       wm_ = memory(pd_.weights_desc(), engine());
@@ -151,7 +175,7 @@ class ConvTransposeKernel final : public OpKernel {
     }
     memory wm = wm_;
     memory ym = userMem(descOf(out[0]), out[0]);
-    memory yp = pd_.dst_desc() == ym.get_desc() ? ym : scratchMemory(dstScratch_, pd_.dst_desc());
+    memory yp = pd_.dst_desc() == ym.get_desc() ? ym : threadScratch(1, pd_.dst_desc());
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, yp}};
     if (b) args[DNNL_ARG_BIAS] = userMem(memory::desc({b->dim(0)}, dt::f32, tag::a), *b);
     args[DNNL_ARG_SCRATCHPAD] = scratchpadFor(pd_);
@@ -162,10 +186,68 @@ class ConvTransposeKernel final : public OpKernel {
   }
 
  private:
+  /// The non-overlapping case (patch_): y[n, m, iy*kh + ky, ix*kw + kx] = b[m] + sum_c x[n, c, iy, ix] *
+  /// W[c, m, ky, kx], from channels-last or plain input into the output's layout.
+  Status patchRun(const ExecContext& ctx, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y) {
+    const int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3);
+    const int64_t M = outShape_[1], kh = w.dim(2), kw = w.dim(3), OH = outShape_[2], OW = outShape_[3];
+    const int64_t J = M * kh * kw;
+    if (wt_.empty() || wPtr_ != w.raw() || wHash_ != sampleHash(w)) {  // W as [j = (m, ky, kx)][c]
+      wt_.assign(static_cast<size_t>(J * C), 0.0f);
+      const float* pw = ptr<float>(w);
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t j = 0; j < J; ++j) wt_[static_cast<size_t>(j * C + c)] = pw[c * J + j];
+      wPtr_ = w.raw();
+      wHash_ = sampleHash(w);
+    }
+    const bool nhwcOutput = nhwcOut && outShape_.size() == 4;
+    if (auto st = nhwcOutput ? y.ensureNhwc(outShape_) : y.ensure(DType::Float32, outShape_); !st) return st;
+    const float* px = ptr<float>(x);
+    const float* pb = b ? ptr<float>(*b) : nullptr;
+    float* py = ptr<float>(y);
+    const float* wt = wt_.data();
+    const bool nhwcIn = x.nhwc();
+    parallelChunks(
+        ctx, N * H,
+        [&](int64_t r0, int64_t r1) {
+          std::vector<float> row(nhwcIn ? 0 : static_cast<size_t>(W * C));
+          for (int64_t rr = r0; rr < r1; ++rr) {
+            const int64_t n = rr / H, iy = rr % H;
+            const float* xr = px + (n * H + iy) * W * C;  // channels-last: [ix][c]
+            if (!nhwcIn) {  // plain: gather the row as [ix][c]
+              for (int64_t c = 0; c < C; ++c) {
+                const float* src = px + ((n * C + c) * H + iy) * W;
+                for (int64_t ix = 0; ix < W; ++ix) row[static_cast<size_t>(ix * C + c)] = src[ix];
+              }
+              xr = row.data();
+            }
+            for (int64_t ix = 0; ix < W; ++ix) {
+              const float* xp = xr + ix * C;
+              for (int64_t j = 0; j < J; ++j) {
+                const float* wp = wt + j * C;
+                float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
+                for (int64_t c = 0; c < C; ++c) acc += xp[c] * wp[c];
+                const int64_t m = j / (kh * kw), ky = (j / kw) % kh, kx = j % kw;
+                const int64_t oy = iy * kh + ky, ox = ix * kw + kx;
+                const float v = acc + (pb ? pb[m] : 0.0f);
+                if (nhwcOutput)
+                  py[((n * OH + oy) * OW + ox) * M + m] = v;
+                else
+                  py[((n * M + m) * OH + oy) * OW + ox] = v;
+              }
+            }
+          }
+        },
+        1);
+    return Status::ok();
+  }
+
   Node node_;
+  bool patch_ = false;
+  std::vector<float> wt_;
   std::vector<int64_t> key_, outShape_;
   memory::desc userX_, userW_;
-  memory srcScratch_, dstScratch_;
   Reorder srcReorder_, dstReorder_;
   dnnl::deconvolution_forward::primitive_desc pd_;
   dnnl::deconvolution_forward prim_;
@@ -382,9 +464,9 @@ class PoolKernel final : public OpKernel {
     const bool blkOut = nhwcOut && outShape_.size() == 4 && pd_.dst_desc() == nhwcDesc(outShape_);
     if (auto s = blkOut ? out[0].ensureNhwc(outShape_) : out[0].ensure(DType::Float32, outShape_); !s) return s;
     dnnl::stream s(engine());
-    memory xm = toLayout(s, userMem(userX_, x), pd_.src_desc(), srcScratch_, srcReorder_);
+    memory xm = toLayout(s, userMem(userX_, x), pd_.src_desc(), srcReorder_);
     memory ym = userMem(descOf(out[0]), out[0]);
-    memory yp = pd_.dst_desc() == ym.get_desc() ? ym : scratchMemory(dstScratch_, pd_.dst_desc());
+    memory yp = pd_.dst_desc() == ym.get_desc() ? ym : threadScratch(1, pd_.dst_desc());
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, yp}};
     if (pd_.workspace_desc().get_size()) args[DNNL_ARG_WORKSPACE] = memory(pd_.workspace_desc(), engine());
     args[DNNL_ARG_SCRATCHPAD] = scratchpadFor(pd_);
@@ -401,7 +483,6 @@ class PoolKernel final : public OpKernel {
   std::vector<int64_t> key_, outShape_;
   bool blk_ = false;
   memory::desc userX_;
-  memory srcScratch_, dstScratch_;
   Reorder srcReorder_, dstReorder_;
   dnnl::pooling_v2_forward::primitive_desc pd_;
   dnnl::pooling_v2_forward prim_;

@@ -1,5 +1,6 @@
 #include "profile/executor.h"
 
+#include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
 
@@ -22,6 +23,7 @@
 #include "profile/profiler.h"
 #include "sim/simulator.h"
 #include "support/strings.h"
+
 
 namespace partex {
 
@@ -136,21 +138,19 @@ class Prepared {
     std::vector<bool> isOutput(g_.values.size(), false);
     for (ValueId o : g_.outputs)
       if (o >= 0) isOutput[static_cast<size_t>(o)] = true;
-    struct Slot {
-      int64_t bytes = 0;
-      OpId lastOp = -1;
-      size_t lastK = 0;
-      ValueId lastValue = kNone;
-      OpId firstOp = -1;
-      size_t firstK = 0;
+    // Greedy by size, as TensorFlow Lite's planner: the largest values first, each into the smallest
+    // slot holding values whose lifetimes all come entirely before or after its own, else a new slot
+    // of its size. Slots never grow, so their sum stays near the peak of live bytes (first fit in run
+    // order grew slots to fit later, larger values: the PP-OCRv4 detector planned 59 MB for 38 MB).
+    struct Item {
+      OpId op;
+      size_t k;
+      ValueId v;
+      int64_t bytes;
     };
-    std::vector<Slot> slots;
-    auto freeFor = [&](const Slot& sl, OpId x) {
-      if (!happensBefore(sl.lastOp, x)) return false;
-      for (OpId c : g_.values[static_cast<size_t>(sl.lastValue)].consumers)
-        if (!happensBefore(runner(c), x)) return false;
-      return true;
-    };
+    std::vector<Item> items;
+    std::vector<size_t> pos(n, 0);
+    for (size_t i = 0; i < order.size(); ++i) pos[static_cast<size_t>(order[i])] = i;
     for (OpId x : order) {
       const auto xi = static_cast<size_t>(x);
       if (!kernels_[xi]) continue;
@@ -158,38 +158,60 @@ class Prepared {
       for (size_t k = 0; k < node.outputs.size(); ++k) {
         const ValueId v = node.outputs[k];
         if (v < 0 || isOutput[static_cast<size_t>(v)]) continue;
-        const Value& val = g_.values[static_cast<size_t>(v)];
-        const int64_t bytes = val.bytes();
-        if (bytes <= 0) continue;
-        // Best fit among the free slots: the smallest that holds it, else the largest (it grows).
-        int best = -1;
-        for (size_t i = 0; i < slots.size(); ++i) {
-          if (!freeFor(slots[i], x)) continue;
-          if (best < 0) {
-            best = static_cast<int>(i);
-            continue;
-          }
-          const Slot& b = slots[static_cast<size_t>(best)];
-          const bool fits = slots[i].bytes >= bytes, bfits = b.bytes >= bytes;
-          if ((fits && (!bfits || slots[i].bytes < b.bytes)) || (!fits && !bfits && slots[i].bytes > b.bytes))
-            best = static_cast<int>(i);
-        }
-        if (best < 0) {
-          slots.push_back({bytes, x, k, v, x, k});
-          continue;
-        }
-        Slot& sl = slots[static_cast<size_t>(best)];
-        steal_[xi].push_back({k, sl.lastOp, sl.lastK});
-        sl.bytes = std::max(sl.bytes, bytes);
-        sl.lastOp = x;
-        sl.lastK = k;
-        sl.lastValue = v;
+        const int64_t bytes = g_.values[static_cast<size_t>(v)].bytes();
+        if (bytes > 0) items.push_back({x, k, v, bytes});
       }
     }
-    // A slot's first value takes the storage back from its last one (from the previous run).
-    for (const Slot& sl : slots)
-      if (sl.lastOp != sl.firstOp || sl.lastK != sl.firstK)
-        steal_[static_cast<size_t>(sl.firstOp)].push_back({sl.firstK, sl.lastOp, sl.lastK});
+    // a ends before b starts: a's producer and every reader of a happen before b's producer.
+    auto endsBefore = [&](const Item& a, const Item& b) {
+      if (!happensBefore(a.op, b.op)) return false;
+      for (OpId c : g_.values[static_cast<size_t>(a.v)].consumers)
+        if (!happensBefore(runner(c), b.op)) return false;
+      return true;
+    };
+    std::vector<size_t> bySize(items.size());
+    for (size_t i = 0; i < items.size(); ++i) bySize[i] = i;
+    std::stable_sort(bySize.begin(), bySize.end(), [&](size_t a, size_t b) { return items[a].bytes > items[b].bytes; });
+    struct Slot {
+      int64_t bytes = 0;
+      std::vector<size_t> members;
+    };
+    std::vector<Slot> slots;
+    for (size_t i : bySize) {
+      int best = -1;
+      for (size_t si = 0; si < slots.size(); ++si) {
+        const Slot& sl = slots[si];
+        if (best >= 0 && sl.bytes >= slots[static_cast<size_t>(best)].bytes) continue;
+        bool free = true;
+        for (size_t m : sl.members)
+          if (!endsBefore(items[m], items[i]) && !endsBefore(items[i], items[m])) {
+            free = false;
+            break;
+          }
+        if (free) best = static_cast<int>(si);
+      }
+      if (best < 0) {
+        slots.push_back({items[i].bytes, {i}});
+        continue;
+      }
+      slots[static_cast<size_t>(best)].members.push_back(i);
+    }
+    // Within a slot the values are ordered by happens-before (so by the topological order): each takes
+    // the storage from the one before, the first from the last one of the previous run.
+    for (Slot& sl : slots) {
+      std::sort(sl.members.begin(), sl.members.end(),
+                [&](size_t a, size_t b) { return pos[static_cast<size_t>(items[a].op)] < pos[static_cast<size_t>(items[b].op)]; });
+      for (size_t j = 1; j < sl.members.size(); ++j) {
+        const Item& cur = items[sl.members[j]];
+        const Item& prev = items[sl.members[j - 1]];
+        steal_[static_cast<size_t>(cur.op)].push_back({cur.k, prev.op, prev.k});
+      }
+      if (sl.members.size() > 1) {
+        const Item& first = items[sl.members.front()];
+        const Item& last = items[sl.members.back()];
+        steal_[static_cast<size_t>(first.op)].push_back({first.k, last.op, last.k});
+      }
+    }
   }
 
   Status runOne(size_t op) {
@@ -905,6 +927,11 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
       if (const Tensor* v = refPrep.value(g.outputs[i]); v && !v->empty())
         if (auto st = v->toPlain(refOut[i]); !st) return Error{st.message()};
   }
+#ifdef __GLIBC__
+  // The reference run's buffers are free now: give their pages back, so that the plan's run does not
+  // stack its peak on memory glibc keeps for reuse.
+  malloc_trim(0);
+#endif
   if (cancelled()) return makeError("cancelled");
 
   step("preparing kernels");
