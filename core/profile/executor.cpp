@@ -576,10 +576,17 @@ Result<RunTimes> runLanes(LaneTeam& team, Prepared& prep, const std::vector<Devi
         }
       }
     };
-    for (TaskId v : seq) {
+    for (size_t at = 0; at < seq.size(); ++at) {
+      const TaskId v = seq[at];
       const auto vi = static_cast<size_t>(v);
       const DeviceId d = devOf[vi];
       if (L.masterLane[static_cast<size_t>(d)] != lane) {
+        // A run of consecutive operators of the same team in this lane's sequence: the lane has nothing
+        // of its own between them, so it arrives at all of them at once and steps aside until the last
+        // is done, instead of a handshake (and two scheduling-policy changes) per operator, which held
+        // each team operator up for the lane to be scheduled again.
+        size_t last = at;
+        while (last + 1 < seq.size() && devOf[static_cast<size_t>(seq[last + 1])] == d) ++last;
         // A helper of a team operator: arrive, then step aside until the team has finished it.
         const auto w0 = Clock::now();
         const double c0 = threadCpuUs();
@@ -592,9 +599,15 @@ Result<RunTimes> runLanes(LaneTeam& team, Prepared& prep, const std::vector<Devi
         // take its CPU first (such runs count as disturbed).
         const bool team = L.team[static_cast<size_t>(d)];
         if (team && !stuckIdle) setIdlePolicy(true);
-        arrived[vi].fetch_add(1, std::memory_order_acq_rel);
+        for (size_t k = at; k <= last; ++k)
+          arrived[static_cast<size_t>(seq[k])].fetch_add(1, std::memory_order_acq_rel);
         wakeSleepers();
-        waitFor([&] { return done[vi].load(std::memory_order_acquire); });
+        waitFor([&] {
+          for (size_t k = at; k <= last; ++k)
+            if (!done[static_cast<size_t>(seq[k])].load(std::memory_order_acquire)) return false;
+          return true;
+        });
+        at = last;
         if (team && !stuckIdle && !setIdlePolicy(false)) stuckIdle = true;
         teamWaitCpuUs += threadCpuUs() - c0;
         teamWaitUs += std::chrono::duration<double, std::micro>(Clock::now() - w0).count();
@@ -805,11 +818,11 @@ void noteWaitPolicy(const LaneLayout& layout, const std::vector<DeviceId>& devOf
   r.ompWaitPolicy = ompWaitPolicy();
   bool usesTeam = false;
   for (DeviceId d : devOf) usesTeam = usesTeam || layout.team[static_cast<size_t>(d)];
-  if (usesTeam && r.ompWaitPolicy != "passive")
+  if (usesTeam && ompWaitPolicyFromUser())
     r.notes.push_back("OMP_WAIT_POLICY=" + r.ompWaitPolicy +
-                      " (set before Partex started): the OpenMP team of a multi-thread device keeps spinning after "
-                      "each of its operators and takes the CPU from the operators that follow there; unset it to "
-                      "let Partex choose the passive policy its predictions assume");
+                      " (set before Partex started): the OpenMP team of a multi-thread device waits for its next "
+                      "operator as you chose, not as Partex's predictions assume (active with a spin count of "
+                      "100000, then sleep); unset it to let Partex choose");
 }
 
 }  // namespace

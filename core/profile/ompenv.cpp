@@ -4,6 +4,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
+
+#include <unistd.h>
 
 namespace partex {
 
@@ -11,30 +14,61 @@ namespace {
 
 bool gFromUser = false;
 bool gPreinitRan = false;
-char gPolicy[32] = "";  // What libgomp read: glibc re-points environ at the original one after the
+char gPolicy[32] = "ACTIVE";  // What libgomp read: glibc re-points environ at the original one after the
                         // pre-initialisers, so getenv() later no longer sees what setenv() added.
+/// libgomp's spin count under Partex's policy: about 1 ms of spinning (libgomp counts ~100,000 spins per
+/// ms) before a team thread sleeps.
+constexpr char kSpinCount[] = "100000";
 
 /// Runs before the shared libraries' constructors (libgomp's reads the environment there): an entry of
 /// the executable's .preinit_array. Static libraries bring it into every program that references this
-/// file's functions (the executor and the profiler do).
-void setPassiveWaitPolicy(int, char**, char** envp) {
+/// file's functions (the executor and the profiler do). A setenv() here is lost: libc's own start-up,
+/// which runs after the pre-initialisers and before libgomp's, points environ back at the original
+/// array (OMP_DISPLAY_ENV showed libgomp's defaults). So the program executes itself once more, at once,
+/// with the variables added, and a marker that says they are Partex's, not the user's.
+void setWaitPolicy(int, char** argv, char** envp) {
   gPreinitRan = true;
   // getenv() cannot be trusted this early (environ may not point at envp yet): read envp itself.
   constexpr char kKey[] = "OMP_WAIT_POLICY=";
-  for (char** e = envp; e && *e; ++e)
+  constexpr char kSpin[] = "GOMP_SPINCOUNT=";
+  constexpr char kMark[] = "PARTEX_OMP_ENV=";
+  bool userSpin = false, marked = false;
+  size_t n = 0;
+  for (char** e = envp; e && *e; ++e, ++n) {
     if (std::strncmp(*e, kKey, sizeof kKey - 1) == 0) {
       gFromUser = true;
       std::snprintf(gPolicy, sizeof gPolicy, "%s", *e + sizeof kKey - 1);
-      return;
     }
-  setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
-  std::snprintf(gPolicy, sizeof gPolicy, "%s", "PASSIVE");
+    if (std::strncmp(*e, kSpin, sizeof kSpin - 1) == 0) userSpin = true;
+    if (std::strncmp(*e, kMark, sizeof kMark - 1) == 0) marked = true;
+  }
+  if (marked && gFromUser) {  // the second start: the policy is Partex's
+    gFromUser = false;
+    return;
+  }
+  if (gFromUser) return;
+  static char policy[] = "OMP_WAIT_POLICY=ACTIVE";
+  static char spin[sizeof kSpin + sizeof kSpinCount] = "";
+  static char mark[] = "PARTEX_OMP_ENV=1";
+  std::snprintf(spin, sizeof spin, "%s%s", kSpin, kSpinCount);
+  std::vector<char*> env(envp, envp + n);
+  env.push_back(policy);
+  if (!userSpin) env.push_back(spin);
+  env.push_back(mark);
+  env.push_back(nullptr);
+  char self[4096];
+  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len > 0 && argv && argv[0]) {
+    self[len] = '\0';
+    execve(self, argv, env.data());
+  }
+  std::snprintf(gPolicy, sizeof gPolicy, "%s", "default");  // no second start: libgomp's defaults
 }
 
 }  // namespace
 
 __attribute__((section(".preinit_array"),
-               used)) static void (*const kPreinitWaitPolicy)(int, char**, char**) = &setPassiveWaitPolicy;
+               used)) static void (*const kPreinitWaitPolicy)(int, char**, char**) = &setWaitPolicy;
 
 std::string ompWaitPolicy() {
   const char* v = gPreinitRan ? gPolicy : std::getenv("OMP_WAIT_POLICY");
