@@ -1,6 +1,7 @@
 // Whole models through the CPU backend, operator by operator, with seeded random weights and inputs:
-// every operator of the shared real models and of the generated models must be supported, run, and
-// produce finite outputs. (Values are checked against ONNX's references in tst_cpu_conformance; here the
+// every operator of the shared real models and of the generated models must be supported, run, produce
+// finite outputs, and give the same outputs on the two-thread team as on one thread. (Values are checked
+// against ONNX's references in tst_cpu_conformance and against ONNX Runtime's in tst_ort_outputs; here the
 // point is coverage and robustness on real graphs.) On every shared model, the fused kernels (the
 // runtime's groups, channels-last tensors between them) give the outputs of the operators run one by one.
 
@@ -35,8 +36,10 @@ std::string finiteCheck(const Node&, const Tensor& t) {
   return "";
 }
 
-/// Imports nothing itself: checks support, feeds synthetic data, runs, checks finiteness.
-void runWholeGraph(const Graph& g, const std::string& device) {
+/// Imports nothing itself: checks support, feeds synthetic data, runs on `device` and on `refDevice`
+/// (another thread count, so that each kernel's split of its work across threads is checked against
+/// its one-thread run), checks finiteness and that the two agree on every model output.
+void runWholeGraph(const Graph& g, const std::string& device, const std::string& refDevice) {
   auto backend = makeCpuBackend();
   std::set<std::string> unsupported;
   for (OpId op = 0; op < static_cast<OpId>(g.nodes.size()); ++op) {
@@ -54,11 +57,20 @@ void runWholeGraph(const Graph& g, const std::string& device) {
     QVERIFY2(t.isOk(), t.message().c_str());
     values[v] = std::move(*t);
   }
+  std::map<ValueId, Tensor> ref = values;
   const auto t0 = std::chrono::steady_clock::now();
   Status s = test::runGraph(g, *backend, device, values, finiteCheck);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   QVERIFY2(s.isOk(), s.message().c_str());
   for (ValueId v : g.outputs) QVERIFY2(values.count(v), g.values[static_cast<size_t>(v)].name.c_str());
+  Status rs = test::runGraph(g, *backend, refDevice, ref);
+  QVERIFY2(rs.isOk(), rs.message().c_str());
+  for (ValueId v : g.outputs) {
+    double maxAbs = 0, maxRel = 0;
+    std::string why;
+    QVERIFY2(tensorsClose(ref[v], values[v], 1e-4, maxAbs, maxRel, &why),
+             (g.values[static_cast<size_t>(v)].name + " on " + device + " against " + refDevice + ": " + why).c_str());
+  }
   qInfo("%zu operators on %s in %.0f ms (kernel preparation included)", g.nodes.size(), device.c_str(), ms);
 }
 
@@ -96,7 +108,7 @@ class TestCpuModels : public QObject {
     }
     auto g = importOnnxFile(path, opts);
     QVERIFY2(g.isOk(), g.message().c_str());
-    runWholeGraph(*g, "cpu-parallel");
+    runWholeGraph(*g, "cpu-parallel", "core0");
   }
 
   void fusedMatchesUnfused_data() { sharedModels_data(); }
@@ -164,7 +176,7 @@ class TestCpuModels : public QObject {
     spec.nodes = 40;
     auto g = test::generatedGraph(spec);
     QVERIFY2(g.isOk(), g.message().c_str());
-    runWholeGraph(*g, "cpu-serial");
+    runWholeGraph(*g, "cpu-parallel", "cpu-serial");
   }
 };
 
