@@ -17,6 +17,7 @@
 #include "plan/fusedkernels.h"
 #include "plan/planfile.h"
 #include "platform/platform.h"
+#include "sched/compare.h"
 #include "sched/scheduler.h"
 #include "support/files.h"
 #include "support/strings.h"
@@ -257,30 +258,21 @@ int runCompare(const ProblemArgs& a, const std::string& algos) {
   if (!c) return fail(c.message());
   auto o = parseOptions(a);
   if (!o) return fail(o.message());
-  std::vector<const Scheduler*> chosen;
+  std::vector<std::string> chosen;
   if (algos.empty()) {
-    for (const auto& s : allSchedulers()) chosen.push_back(s.get());
+    for (const auto& s : allSchedulers()) chosen.push_back(s->name());
   } else {
     for (const auto& name : split(algos, ',')) {
-      const Scheduler* s = findScheduler(trim(name));
-      if (!s) return fail("unknown algorithm '" + trim(name) + "' (algorithms: " + algoList() + ")");
-      chosen.push_back(s);
+      if (!findScheduler(trim(name))) return fail("unknown algorithm '" + trim(name) + "' (algorithms: " + algoList() + ")");
+      chosen.push_back(trim(name));
     }
   }
   const CostTable& t = p->table;
-  // Best single device: every task on one device (fallback to the host where it cannot run).
-  double bestSingle = kInf;
-  if (const Scheduler* single = findScheduler("single")) {
-    for (DeviceId d = 0; d < t.numDevices(); ++d) {
-      SchedOptions so = *o;
-      so.params["device"] = t.deviceIds[static_cast<size_t>(d)];
-      auto plan = single->schedule(t, *c, so);
-      if (!plan) continue;
-      auto tl = simulate(t, *plan, o->sim);
-      if (tl) bestSingle = std::min(bestSingle, tl->makespan);
-    }
-  }
-  const double lb = lowerBound(t, *c);
+  // The comparison's rules (best single device, exact's size limit) are core's (sched/compare.h).
+  const Comparison cmp = compareAlgorithms(t, *c, *o, chosen, !algos.empty());
+  const double bestSingle = cmp.bestSingleUs > 0 ? cmp.bestSingleUs : kInf;
+  const double lb = cmp.lowerBoundUs;
+  const double optimum = cmp.optimumUs > 0 ? cmp.optimumUs : -1;
   struct Row {
     std::string algo;
     double makespan = kInf, ms = 0;
@@ -290,37 +282,19 @@ int runCompare(const ProblemArgs& a, const std::string& algos) {
     std::string error;
   };
   std::vector<Row> rows;
-  double optimum = -1;
-  for (const Scheduler* s : chosen) {
+  for (const ComparisonRow& cr : cmp.rows) {
     Row r;
-    r.algo = s->name();
-    if (s->name() == "exact" && t.numTasks() > 40 && algos.empty()) {
-      r.error = "skipped: " + std::to_string(t.numTasks()) + " operators (exact runs up to 40 unless named in --algos)";
-      rows.push_back(r);
-      continue;
+    r.algo = cr.algorithm;
+    r.ms = cr.schedMs;
+    r.valid = cr.valid;
+    r.optimal = cr.optimal;
+    r.timeLimited = cr.timeLimited;
+    r.error = cr.error;
+    if (cr.valid) {
+      r.makespan = cr.makespanUs;
+      r.transfers = cr.timeline.transfers.size();
+      r.bytes = cr.timeline.bytesMoved;
     }
-    SchedInfo info;
-    auto t0 = std::chrono::steady_clock::now();
-    auto plan = s->schedule(t, *c, *o, &info);
-    r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    if (!plan) {
-      r.error = plan.message();
-      rows.push_back(r);
-      continue;
-    }
-    auto tl = simulate(t, *plan, o->sim);
-    if (!tl) {
-      r.error = "invalid plan: " + tl.message();
-      rows.push_back(r);
-      continue;
-    }
-    r.valid = true;
-    r.optimal = info.optimal;
-    for (const auto& n : info.notes) r.timeLimited = r.timeLimited || n.rfind("time limit reached", 0) == 0;
-    r.makespan = tl->makespan;
-    r.transfers = tl->transfers.size();
-    r.bytes = tl->bytesMoved;
-    if (s->name() == "exact" && info.optimal) optimum = r.makespan;  // a time-limited exact run is no optimum
     rows.push_back(r);
   }
   if (a.json) {

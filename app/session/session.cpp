@@ -15,6 +15,7 @@
 
 #include "plan/planfile.h"
 #include "profile/ortprofile.h"
+#include "sched/compare.h"
 #include "session/commands.h"
 #include "session/palette.h"
 #include "support/strings.h"
@@ -985,52 +986,34 @@ void Session::runCompare(const QStringList& algorithms, double timeLimitSec) {
   emit schedulerStarted(tr("Comparing %1 algorithms").arg(algorithms.size()));
   QPointer<Session> self(this);
   compareWatcher_->setFuture(QtConcurrent::run([table, algos, o, cancel, self] {
-    QList<CompareRow> rows;
-    const CostTable& t = *table;
-    double bestSingle = kInf;
-    for (DeviceId d = 0; d < t.numDevices(); ++d) {
-      bool all = true;
-      for (TaskId v = 0; v < t.numTasks() && all; ++v) all = t.canRun(v, d);
-      if (!all) continue;
-      auto tl = simulate(t, singleDevicePlan(t, d));
-      if (tl) bestSingle = std::min(bestSingle, tl->makespan);
-    }
-    const double lb = lowerBound(t);
-    for (size_t i = 0; i < algos.size() && !cancel->load(); ++i) {
-      CompareRow row;
-      row.algorithm = QString::fromStdString(algos[i]);
-      const Scheduler* s = findScheduler(algos[i]);
-      if (!s) {
-        row.error = QStringLiteral("unknown scheduler");
-        rows << row;
-        continue;
-      }
-      row.title = QString::fromStdString(s->title());
-      const double f0 = static_cast<double>(i) / static_cast<double>(algos.size());
-      const QString what = row.title;
+    // The rules are core's (sched/compare.h), as in `partex-cli compare`; the ticked algorithms are the
+    // default set, not named one by one, so exact keeps its size limit here too.
+    SchedOptions so = o;
+    so.progress = [self](double f, const std::string& what) {
+      const QString w = QString::fromStdString(what);
       if (self)
         QMetaObject::invokeMethod(
             self.data(),
-            [self, f0, what] {
-              if (self) emit self->schedulerProgress(f0, what);
+            [self, f, w] {
+              if (self) emit self->schedulerProgress(f, w);
             },
             Qt::QueuedConnection);
-      QElapsedTimer timer;
-      timer.start();
-      SchedInfo info;
-      auto plan = s->schedule(t, {}, o, &info);
-      row.schedMs = static_cast<double>(timer.nsecsElapsed()) / 1e6;
-      for (const auto& n : info.notes) row.timeLimited = row.timeLimited || n.rfind("time limit reached", 0) == 0;
-      if (!plan) {
-        row.error = QString::fromStdString(plan.message());
-      } else if (auto tl = simulate(t, *plan); !tl) {
-        row.error = QString::fromStdString(tl.message());
-      } else {
-        row.makespanUs = tl->makespan;
-        row.speedup = bestSingle < kInf && tl->makespan > 0 ? bestSingle / tl->makespan : 0;
-        row.ratioToBound = lb > 0 ? tl->makespan / lb : 0;
-        row.plan = std::move(plan).value();
-        row.timeline = std::move(tl).value();
+    };
+    const Comparison cmp = compareAlgorithms(*table, {}, so, algos, false);
+    QList<CompareRow> rows;
+    for (const auto& r : cmp.rows) {
+      CompareRow row;
+      row.algorithm = QString::fromStdString(r.algorithm);
+      row.title = QString::fromStdString(r.title);
+      row.schedMs = r.schedMs;
+      row.timeLimited = r.timeLimited;
+      row.error = QString::fromStdString(r.error);
+      if (r.valid) {
+        row.makespanUs = r.makespanUs;
+        row.speedup = r.speedup;
+        row.ratioToBound = r.ratioToBound;
+        row.plan = r.plan;
+        row.timeline = r.timeline;
       }
       rows << row;
     }
