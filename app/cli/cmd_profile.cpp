@@ -215,12 +215,7 @@ Status applyCostSources(const CostSourceArgs& a, CostTable& t, const std::string
   for (const auto& file : a.profiles) {
     auto p = loadProfileFile(file);
     if (!p) return Error{p.message()};
-    ApplyOptions o;
-    o.modelSha256 = modelSha;
-    o.modelFile = modelFile;
-    o.origin = file;
-    o.matchByName = p->imported;
-    auto r = applyProfile(t, *p, o);
+    auto r = applyCostSource(t, *p, false, modelFile, modelSha, file);
     if (!r) return Error{r.message()};
     printReport(file, *r, t);
   }
@@ -231,11 +226,7 @@ Status applyCostSources(const CostSourceArgs& a, CostTable& t, const std::string
     OrtImportInfo info;
     auto p = loadOrtProfileFile(file, a.ortDevice, a.ortProvider, &info);
     if (!p) return Error{p.message()};
-    ApplyOptions o;
-    o.modelFile = modelFile;
-    o.origin = file;
-    o.matchByName = true;
-    auto r = applyProfile(t, *p, o);
+    auto r = applyCostSource(t, *p, true, modelFile, modelSha, file);
     if (!r) return Error{r.message()};
     printReport(file, *r, t);
     if (!info.otherProviders.empty())

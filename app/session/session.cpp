@@ -66,26 +66,9 @@ Result<LoadedProfile> readOrtImport(const std::string& path, const std::string& 
 }
 
 Result<ApplyReport> applyLoadedProfile(CostTable& t, const LoadedProfile& p, const LoadedModel& model) {
-  // As partex-cli's applyCostSources (app/cli/cmd_profile.cpp): a Partex profile is matched by the
-  // model's graph hash unless it was itself imported; an ONNX Runtime import by operator name.
-  ApplyOptions o;
-  o.modelFile = fileNameOf(model.path);
-  o.origin = p.fileName();
-  if (p.kind == LoadedProfile::Kind::Partex) {
-    o.modelSha256 = model.graph.graphSha256;
-    o.matchByName = p.profile.imported;
-  } else {
-    o.matchByName = true;
-  }
-  auto r = applyProfile(t, p.profile, o);
-  if (!r) return r;
-  if (r->opsApplied == 0 && r->groupsApplied == 0 && r->pairsApplied == 0) {
-    size_t ops = 0;
-    for (const auto& d : p.profile.devices) ops += d.ops.size();
-    return makeError(o.origin, ": none of its ", std::to_string(ops), " operator times is for an operator of ",
-                     o.modelFile);
-  }
-  return r;
+  // The rule is core's (profile/profile.h), as in partex-cli's --profile and --import-ort.
+  return applyCostSource(t, p.profile, p.kind != LoadedProfile::Kind::Partex, fileNameOf(model.path),
+                         model.graph.graphSha256, p.fileName());
 }
 
 std::vector<LoadedProfile> applyProfiles(CostTable& t, const std::vector<LoadedProfile>& profiles,

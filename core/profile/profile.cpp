@@ -455,6 +455,24 @@ std::string shortSha(const std::string& sha) {
 
 }  // namespace
 
+Result<ApplyReport> applyCostSource(CostTable& t, const Profile& p, bool ortImport, const std::string& modelFile,
+                                    const std::string& modelSha256, const std::string& origin) {
+  ApplyOptions o;
+  o.modelFile = modelFile;
+  o.origin = origin;
+  if (!ortImport) o.modelSha256 = modelSha256;
+  o.matchByName = ortImport || p.imported;
+  auto r = applyProfile(t, p, o);
+  if (!r) return r;
+  if (r->opsApplied == 0 && r->groupsApplied == 0 && r->pairsApplied == 0) {
+    size_t ops = 0;
+    for (const auto& d : p.devices) ops += d.ops.size();
+    return makeError(origin, ": none of its ", std::to_string(ops), " operator times is for an operator of ",
+                     modelFile);
+  }
+  return r;
+}
+
 Result<ApplyReport> applyProfile(CostTable& t, const Profile& p, const ApplyOptions& o) {
   const std::string origin = o.origin.empty() ? std::string("profile") : o.origin;
   ApplyReport rep;

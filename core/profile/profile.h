@@ -133,6 +133,14 @@ struct ApplyReport {
 /// names the file and both models.
 Result<ApplyReport> applyProfile(CostTable& t, const Profile& p, const ApplyOptions& opts);
 
+/// How the front ends apply a cost source to a model's table (the one rule of the CLI's --profile /
+/// --import-ort and the GUI's Load profile / Import ORT): a Partex profile is matched by the model's
+/// graph hash unless it was itself imported; an ONNX Runtime import (`ortImport`) by operator name.
+/// A source that matches no operator, group or device pair of the model is refused: it would change
+/// nothing while the user believes the costs are measured.
+Result<ApplyReport> applyCostSource(CostTable& t, const Profile& p, bool ortImport, const std::string& modelFile,
+                                    const std::string& modelSha256, const std::string& origin);
+
 /// Fits time = latency + bytes / bytesPerUs to transfer samples (least squares; latency >= 0).
 /// Returns {latencyUs, bytesPerUs}; bytesPerUs is infinite when time does not grow with size.
 std::pair<double, double> fitTransfer(const std::vector<TransferSample>& samples);

@@ -97,6 +97,7 @@ class TestProfile : public QObject {
   void missingFileNamesTheFile();
   void saveIntoMissingDirectoryFails();
   void applyingSetsCostsAndProvenance();
+  void costSourceRuleOfTheFrontEnds();
   void importedProfilesGiveImportedProvenance();
   void measuredFarFromModelIsNoted_data();
   void measuredFarFromModelIsNoted();
@@ -239,6 +240,31 @@ void TestProfile::saveIntoMissingDirectoryFails() {
   auto st = saveProfile(test::tempDir() + "/no/such/dir/p.json", tinyProfile());
   QVERIFY(!st.isOk());
   QVERIFY2(QString::fromStdString(st.message()).contains("p.json"), st.message().c_str());
+}
+
+void TestProfile::costSourceRuleOfTheFrontEnds() {
+  // A Partex profile is matched by hash: of another model it is refused, naming the file.
+  CostTable t = test::tinyTable();
+  auto other = applyCostSource(t, tinyProfile(), false, "tiny.onnx", "ffff0000ffff0000ffff0000ffff0000ffff0000ffff0000ffff0000ffff0000",
+                               "tiny.profile.json");
+  QVERIFY(!other.isOk());
+  QVERIFY2(QString::fromStdString(other.message()).contains("tiny.profile.json"), other.message().c_str());
+  // An ONNX Runtime import is matched by name whatever the hash.
+  CostTable t2 = test::tinyTable();
+  auto ort = applyCostSource(t2, tinyProfile(), true, "tiny.onnx", "ffff0000ffff0000ffff0000ffff0000ffff0000ffff0000ffff0000ffff0000",
+                             "ort.json");
+  QVERIFY2(ort.isOk(), ort.message().c_str());
+  QCOMPARE(ort->opsApplied, 7);
+  // A source whose operators the model does not have changes nothing, and is refused.
+  Profile none = tinyProfile();
+  for (auto& d : none.devices)
+    for (auto& op : d.ops) op.name = "not_" + op.name;
+  for (auto& d : none.devices) d.groups.clear();
+  none.transfers.clear();
+  CostTable t3 = test::tinyTable();
+  auto r = applyCostSource(t3, none, true, "tiny.onnx", kSha, "elsewhere.json");
+  QVERIFY(!r.isOk());
+  QVERIFY2(QString::fromStdString(r.message()).contains("elsewhere.json: none of its 7 operator times"), r.message().c_str());
 }
 
 void TestProfile::applyingSetsCostsAndProvenance() {
