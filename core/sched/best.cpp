@@ -144,29 +144,30 @@ class Best final : public Scheduler {
 
     // ---- Portfolio ----
     struct Member {
-      std::unique_ptr<Scheduler> s;
+      const Scheduler* s;
       bool capped;
     };
-    std::vector<Member> members;
-    members.push_back({makeHeft(), false});
-    members.push_back({makeGreedy(), false});
-    std::vector<std::unique_ptr<Scheduler>> others;
-    others.push_back(makeSingleDevice());
-    others.push_back(makeManualPriority());
-    others.push_back(makeStaticTypeBased());
-    others.push_back(makeCpop());
-    others.push_back(makePeft());
-    others.push_back(makePartitionTuner(true));
-    others.push_back(makePartitionTuner(false));
-    others.push_back(makeDlFusion());
-    others.push_back(makeCoarseSubgraphs());
-    others.push_back(makeDuet());   // the two that search run last: on large graphs they use up
-    others.push_back(makePimDp());  // their share, and members skipped for lack of time are these
+    // Built from the registry (every algorithm but exact and best itself): heft and greedy first and
+    // uncapped (single passes, and the fallback plan); the others capped, in display order, except that
+    // the two that search run last (on large graphs they use up their share, and members skipped for
+    // lack of time are these).
     std::vector<std::string> only;
     if (auto it = o.params.find("members"); it != o.params.end())
       for (const auto& x : split(it->second, ',')) only.push_back(trim(x));
-    for (auto& s : others)
-      if (only.empty() || std::find(only.begin(), only.end(), s->name()) != only.end()) members.push_back({std::move(s), true});
+    auto isOneOf = [](const std::string& n, std::initializer_list<const char*> names) {
+      return std::any_of(names.begin(), names.end(), [&](const char* x) { return n == x; });
+    };
+    std::vector<Member> members;
+    for (const char* first : {"heft", "greedy"})
+      if (const Scheduler* s = findScheduler(first)) members.push_back({s, false});
+    std::vector<Member> searching;
+    for (const auto& s : allSchedulers()) {
+      const std::string& n = s->name();
+      if (isOneOf(n, {"heft", "greedy", "exact", "best"})) continue;
+      if (!only.empty() && std::find(only.begin(), only.end(), n) == only.end()) continue;
+      (isOneOf(n, {"duet", "pimdp"}) ? searching : members).push_back({s.get(), true});
+    }
+    members.insert(members.end(), searching.begin(), searching.end());
 
     Plan bestPlan;
     double bestMs = kInf;
