@@ -7,6 +7,7 @@
 #include "cost/work.h"
 #include "onnx/importer.h"
 #include "support/files.h"
+#include "support/sha256.h"
 
 namespace partex::cli {
 

@@ -44,7 +44,5 @@ Result<Graph> importOnnxFile(const std::string& path, const ImportOptions& opts 
 Result<Graph> importOnnxBytes(const std::string& bytes, const std::string& origin, const ImportOptions& opts = {},
                               const std::string& baseDir = "");
 
-/// SHA-256 (hex) of the serialized model graph, for plan files' model identity.
-std::string sha256Hex(const std::string& bytes);
 
 }  // namespace partex

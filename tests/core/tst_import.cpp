@@ -18,6 +18,7 @@
 #include "onnx/importer.h"
 #include "onnx/testmodels.h"
 #include "support/files.h"
+#include "support/sha256.h"
 #include "testutil.h"
 
 using namespace partex;
