@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sched/scheduler.h"
 #include "support/files.h"
 
 namespace partex {

@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "cost/costtable.h"
-#include "sched/scheduler.h"
 #include "support/result.h"
 
 namespace partex {
@@ -54,6 +53,8 @@ Result<Project> parseProject(const std::string& json, const std::string& project
 Status saveProject(const std::string& path, const Project& p);
 /// Reads and validates a project file.
 Result<Project> loadProjectFile(const std::string& path);
+
+struct Constraints;  // sched/scheduler.h: a project is data; only resolving its pins needs the scheduler layer
 
 /// The project's pins as scheduler constraints on a cost table: every operator and device must
 /// exist, and the device must be able to run the operator. Errors name `origin` and the pin.

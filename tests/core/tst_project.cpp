@@ -8,6 +8,7 @@
 
 #include "cost/costtable.h"
 #include "plan/project.h"
+#include "sched/scheduler.h"
 #include "support/files.h"
 #include "testutil.h"
 
