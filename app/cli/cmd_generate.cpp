@@ -2,7 +2,7 @@
 #include <iostream>
 
 #include "commands.h"
-#include "onnx/generator.h"
+#include "gen/generator.h"
 #include "support/strings.h"
 
 namespace partex::cli {

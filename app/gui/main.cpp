@@ -17,7 +17,7 @@
 #include "backend/backend.h"
 #include "graph/graphview.h"
 #include "gui/mainwindow.h"
-#include "onnx/generator.h"
+#include "gen/generator.h"
 #include "profile/calibration.h"
 #include "session/session.h"
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "cost/work.h"
-#include "onnx/generator.h"
+#include "gen/generator.h"
 #include "onnx/importer.h"
 #include "support/files.h"
 

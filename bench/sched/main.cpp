@@ -25,7 +25,7 @@
 
 #include "cost/costtable.h"
 #include "cost/work.h"
-#include "onnx/generator.h"
+#include "gen/generator.h"
 #include "onnx/importer.h"
 #include "platform/platform.h"
 #include "sched/scheduler.h"

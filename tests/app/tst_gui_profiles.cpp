@@ -26,7 +26,7 @@
 #include "gui/inspector.h"
 #include "gui/mainwindow.h"
 #include "gui/operatortablemodel.h"
-#include "onnx/generator.h"
+#include "gen/generator.h"
 #include "profile/ortprofile.h"
 #include "profile/profile.h"
 #include "session/session.h"

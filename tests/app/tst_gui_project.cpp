@@ -16,7 +16,7 @@
 
 #include "graph/graphview.h"
 #include "gui/mainwindow.h"
-#include "onnx/generator.h"
+#include "gen/generator.h"
 #include "plan/planfile.h"
 #include "session/session.h"
 #include "mainwindowtestutil.h"

@@ -19,7 +19,7 @@
 #include "gui/mainwindow.h"
 #include "gui/platformeditor.h"
 #include "gui/teachpanel.h"
-#include "onnx/generator.h"
+#include "gen/generator.h"
 #include "session/session.h"
 #include "sessiontestutil.h"
 #include "testutil.h"

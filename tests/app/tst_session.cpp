@@ -13,7 +13,7 @@
 #include "gui/comparemodel.h"
 #include "gui/inspector.h"
 #include "gui/operatortablemodel.h"
-#include "onnx/generator.h"
+#include "gen/generator.h"
 #include "session/commands.h"
 #include "session/session.h"
 #include "sessiontestutil.h"

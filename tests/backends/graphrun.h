@@ -11,7 +11,7 @@
 #include "backend/backend.h"
 #include "ir/fusion.h"
 #include "ir/graph.h"
-#include "onnx/generator.h"
+#include "gen/generator.h"
 #include "onnx/importer.h"
 
 namespace partex::test {

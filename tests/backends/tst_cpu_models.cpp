@@ -17,7 +17,7 @@
 #include "backend/backend.h"
 #include "cpu/cpu_backend.h"
 #include "graphrun.h"
-#include "onnx/generator.h"
+#include "gen/generator.h"
 #include "onnx/importer.h"
 #include "profile/executor.h"
 #include "testutil.h"

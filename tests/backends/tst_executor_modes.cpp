@@ -15,7 +15,7 @@
 #include "cpu/cpu_backend.h"
 #include "graphrun.h"
 #include "ir/fusion.h"
-#include "onnx/generator.h"
+#include "gen/generator.h"
 #include "onnx/importer.h"
 #include "platform/platform.h"
 #include "profile/executor.h"

@@ -10,7 +10,7 @@
 #include "cost/costtable.h"
 #include "cost/work.h"
 #include "ir/fusion.h"
-#include "onnx/generator.h"
+#include "gen/generator.h"
 #include "onnx/importer.h"
 #include "platform/platform.h"
 #include "profile/profile.h"

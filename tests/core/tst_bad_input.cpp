@@ -11,7 +11,7 @@
 #include <random>
 
 #include "onnx/importer.h"
-#include "onnx/testmodels.h"
+#include "gen/testmodels.h"
 #include "support/files.h"
 #include "testutil.h"
 

@@ -12,7 +12,7 @@
 #include <fstream>
 
 #include "backend/npy.h"
-#include "onnx/testmodels.h"
+#include "gen/testmodels.h"
 #include "testutil.h"
 
 class TestCli : public QObject {

@@ -9,7 +9,7 @@
 #include <map>
 #include <set>
 
-#include "onnx/generator.h"
+#include "gen/generator.h"
 #include "onnx/importer.h"
 #include "support/files.h"
 #include "testutil.h"

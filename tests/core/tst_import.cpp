@@ -16,7 +16,7 @@
 
 #include "backend/backend.h"
 #include "onnx/importer.h"
-#include "onnx/testmodels.h"
+#include "gen/testmodels.h"
 #include "support/files.h"
 #include "support/sha256.h"
 #include "testutil.h"

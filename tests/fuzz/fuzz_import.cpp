@@ -10,7 +10,7 @@
 #include <string>
 
 #include "onnx/importer.h"
-#include "onnx/testmodels.h"
+#include "gen/testmodels.h"
 
 namespace {
 

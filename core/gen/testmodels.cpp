@@ -1,4 +1,4 @@
-#include "onnx/testmodels.h"
+#include "gen/testmodels.h"
 
 #include <onnx/onnx_pb.h>
 

@@ -1,6 +1,6 @@
-#include "onnx/generator.h"
+#include "gen/generator.h"
 
-#include "onnx/gen_builder.h"
+#include "gen/gen_builder.h"
 #include "support/files.h"
 
 namespace partex {

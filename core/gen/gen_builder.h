@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "onnx/generator.h"
+#include "gen/generator.h"
 
 namespace partex::gen {
 

@@ -1,7 +1,7 @@
 // Convolutional networks for the generator: ResNet-18, MobileNetV2 and an Inception-v1 (GoogLeNet).
 #include <array>
 
-#include "onnx/gen_builder.h"
+#include "gen/gen_builder.h"
 
 namespace partex::gen {
 

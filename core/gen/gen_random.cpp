@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <set>
 
-#include "onnx/gen_builder.h"
+#include "gen/gen_builder.h"
 
 namespace partex::gen {
 

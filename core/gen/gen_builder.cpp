@@ -1,4 +1,4 @@
-#include "onnx/gen_builder.h"
+#include "gen/gen_builder.h"
 
 #include <onnx/checker.h>
 #include <onnx/shape_inference/implementation.h>

@@ -2,7 +2,7 @@
 // the way torch.onnx exports them at opset 13 (LayerNorm and Gelu decomposed into primitive ops).
 #include <cmath>
 
-#include "onnx/gen_builder.h"
+#include "gen/gen_builder.h"
 
 namespace partex::gen {
 
