@@ -1,6 +1,6 @@
 #pragma once
-/// \file The rows and bars of a Gantt chart, computed once per timeline from the cost table, shared
-/// by the item model and the view: one row per device, one per link resource, and one per ordered
+/// \file The rows and bars of a Gantt chart, computed once per timeline from the cost table, which
+/// the view paints and hit-tests: one row per device, one per link resource, and one per ordered
 /// device pair whose uncontended transfers take time (task graphs, links without a resource), as
 /// the trace export does. Bars are sorted by start time per row, so painting and hit-testing find
 /// the visible ones by binary search.
