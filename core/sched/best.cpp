@@ -5,8 +5,8 @@
 // duet, pimdp, dlfusion, coarse (never exact, never itself); members that fail, break the constraints or
 // do not simulate are skipped. heft and greedy always run to completion; every other member gets a
 // share of the time (param member_ms, default max(100, budget_ms / 4) ms, and the portfolio as a whole
-// min(max(1000, budget_ms), 2.5 budget_ms) ms) as its deadline, returns its best plan at it, and is
-// cancelled through its cancel token when it still runs 20 ms later.
+// min(max(1000, budget_ms), 2.5 budget_ms) ms) as its deadline (SchedOptions::deadline) and returns its
+// best plan at it; one that returns more than 20 ms late is counted as over its share.
 // Param members=a,b,c restricts the portfolio (heft and greedy are always added).
 //
 // Local search (search.cpp), from the best member: iterated descent by first improvement of (makespan,
@@ -36,10 +36,7 @@
 // bound; at it, best returns its best plan so far with the note "time limit reached".
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
-#include <mutex>
-#include <thread>
 
 #include "sched/algorithms.h"
 #include "sched/listsched.h"
@@ -65,45 +62,22 @@ std::string fmt(double x) {
   return buf;
 }
 
-/// Grace after a member's deadline before its cancel token is set: members that search stop at their
-/// deadline themselves and return their plan; the token is for those that would not.
+/// A member that returns later than this after its deadline counts as over its time share.
 constexpr auto kMemberGrace = std::chrono::milliseconds(20);
 
-/// Runs `s` with `deadline` (never: no limit) and its own cancel token, set when the deadline plus a
-/// short grace passes or the outer token is set.
+/// Runs `s` within `deadline` (never: no limit) through SchedOptions: every scheduler stops at its
+/// deadline with its best plan so far (tst_sched_timelimit holds each to it) and polls the caller's
+/// cancel token, so no watchdog thread is needed. `overran`: it returned more than kMemberGrace late.
 Result<Plan> runMember(const Scheduler& s, const CostTable& t, const Constraints& c, const SchedOptions& outer,
                        Deadline deadline, bool* overran) {
-  std::atomic<bool> cancel{false};
   SchedOptions so;
   so.sim = outer.sim;
   so.seed = outer.seed;
   so.timeLimitSec = deadline.never() ? outer.timeLimitSec : std::max(1e-3, deadline.leftSec());
   so.deadline = deadline;
-  so.cancel = &cancel;
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  const bool limited = !deadline.never();
-  const auto hardStop = deadline.at() + kMemberGrace;
-  std::thread watchdog([&] {
-    std::unique_lock<std::mutex> lk(mu);
-    while (!done) {
-      cv.wait_for(lk, std::chrono::milliseconds(5));
-      if (done) break;
-      const bool late = limited && std::chrono::steady_clock::now() >= hardStop;
-      if (outer.cancelled() || late) {
-        if (late) *overran = true;
-        cancel.store(true, std::memory_order_relaxed);
-      }
-    }
-  });
+  so.cancel = outer.cancel;
   auto r = s.schedule(t, c, so);
-  {
-    std::lock_guard<std::mutex> lk(mu);
-    done = true;
-  }
-  cv.notify_all();
-  watchdog.join();
+  if (!deadline.never() && std::chrono::steady_clock::now() >= deadline.at() + kMemberGrace) *overran = true;
   return r;
 }
 
