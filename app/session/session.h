@@ -25,6 +25,7 @@
 #include "platform/platform.h"
 #include "profile/profile.h"
 #include "sched/scheduler.h"
+#include "sim/criticalpath.h"
 #include "session/loadedmodel.h"
 #include "sim/plan.h"
 #include "sim/simulator.h"
@@ -136,14 +137,7 @@ struct CompareRow {
   Timeline timeline;
 };
 
-/// The longest chain of the timeline: from the task that ends last, back through whichever of its
-/// inputs (data arrival or the previous task on its device) released it. Per task and per cost-table
-/// edge: 1 when on that chain.
-struct CriticalPath {
-  std::vector<uint8_t> task;
-  std::vector<uint8_t> edge;
-};
-CriticalPath criticalPath(const CostTable& t, const Plan& plan, const Timeline& tl);
+using partex::CriticalPath;  // sim/criticalpath.h
 
 /// See the file comment.
 class Session : public QObject {

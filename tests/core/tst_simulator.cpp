@@ -2,8 +2,14 @@
 // inputs/outputs, deadlock detection, peak bytes, and interactive moves.
 #include <QtTest>
 
+#include <fstream>
+#include <sstream>
+
 #include "cost/costtable.h"
+#include "sched/scheduler.h"
+#include "sim/criticalpath.h"
 #include "sim/simulator.h"
+#include "testutil.h"
 
 using namespace partex;
 
@@ -63,6 +69,43 @@ Plan planOf(const CostTable& t, std::vector<DeviceId> dev) {
 class TestSimulator : public QObject {
   Q_OBJECT
  private slots:
+  void criticalPathOfTheHeftExample() {
+    const std::string path = partex::test::testDataDir() + "/taskgraphs/heft2002.json";
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    auto t = parseTaskGraph(ss.str(), path);
+    QVERIFY2(t, t.message().c_str());
+    auto plan = findScheduler("heft")->schedule(*t, {}, {});
+    QVERIFY2(plan, plan.message().c_str());
+    auto tl = simulate(*t, *plan);
+    QVERIFY2(tl, tl.message().c_str());
+    const CriticalPath cp = criticalPath(*t, *plan, *tl);
+    QCOMPARE(cp.task.size(), size_t(t->numTasks()));
+    QCOMPARE(cp.edge.size(), t->edges.size());
+    // It ends at the task that ends last (T10, the sink, at the paper's 80) and starts at the source T1.
+    TaskId last = 0;
+    for (TaskId v = 1; v < t->numTasks(); ++v)
+      if (tl->tasks[size_t(v)].end > tl->tasks[size_t(last)].end) last = v;
+    QCOMPARE(tl->tasks[size_t(last)].end, 80.0);
+    QVERIFY(cp.task[size_t(last)]);
+    QVERIFY(cp.task[0]);
+    // A marked edge joins two tasks on the path; a chain of n tasks has at most n - 1 of them.
+    int tasks = 0, edges = 0;
+    for (auto x : cp.task) tasks += x;
+    for (size_t e = 0; e < cp.edge.size(); ++e) {
+      if (!cp.edge[e]) continue;
+      ++edges;
+      QVERIFY(cp.task[size_t(t->edges[e].src)] && cp.task[size_t(t->edges[e].dst)]);
+    }
+    QVERIFY(edges >= 1 && edges <= tasks - 1);
+    // A plan that is not the timeline's: nothing marked, no crash.
+    Plan other = *plan;
+    other.device.pop_back();
+    const CriticalPath none = criticalPath(*t, other, *tl);
+    for (auto x : none.task) QVERIFY(!x);
+  }
+
   void chainAcrossDevicesPaysTransfers() {
     Builder b(2);
     auto a = b.task("a", {10, 20});
