@@ -340,12 +340,7 @@ class FusedConvKernel final : public OpKernel {
     if (!released)
       if (auto st = prepareWeights(s, in, w, b, M); !st) return st;
     // Source: as it comes when the primitive reads that layout, else reordered into scratch.
-    memory xm(descOf(x), engine(), const_cast<void*>(x.raw()));
-    if (xm.get_desc() != pd_.src_desc()) {
-      memory staged = threadScratch(0, pd_.src_desc());
-      srcReorder_.run(s, xm, staged);
-      xm = staged;
-    }
+    memory xm = toLayout(s, userMem(descOf(x), x), pd_.src_desc(), srcReorder_);
     // Destination: the output tensor itself when the primitive writes its layout (channels-last where allowed).
     out.resize(1);
     const memory::desc want = pd_.dst_desc();

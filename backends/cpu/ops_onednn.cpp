@@ -108,63 +108,58 @@ class ConvTransposeKernel final : public OpKernel {
         pr.push_back(pe - outPad[i]);
         outShape_.push_back(o);
       }
-      if (patch_) {
+      if (patch_) {  // patchRun(): no primitive
         key_ = key;
         wt_.clear();
         prim_ = dnnl::deconvolution_forward();
-        out.resize(1);
-        return patchRun(ctx, x, w, b, out[0]);
-      }
-      // ONNX W is [C, M/group, k...]: as oneDNN's (g)oi(k) dims it is a strided view.
-      int64_t K = 1;
-      for (int64_t i = 2; i < r; ++i) K *= w.dim(i);
-      const int64_t OCg = M / group, ICg = C / group;
-      memory::dims wd, ws;
-      if (group > 1) {
-        wd = {group, OCg, ICg};
-        ws = {ICg * OCg * K, K, OCg * K};
       } else {
-        wd = {M, C};
-        ws = {K, OCg * K};
+        // ONNX W is [C, M/group, k...]: as oneDNN's (g)oi(k) dims it is a strided view.
+        int64_t K = 1;
+        for (int64_t i = 2; i < r; ++i) K *= w.dim(i);
+        const int64_t OCg = M / group, ICg = C / group;
+        memory::dims wd, ws;
+        if (group > 1) {
+          wd = {group, OCg, ICg};
+          ws = {ICg * OCg * K, K, OCg * K};
+        } else {
+          wd = {M, C};
+          ws = {K, OCg * K};
+        }
+        const auto ks = contiguousStrides(std::vector<int64_t>(w.shape().begin() + 2, w.shape().end()));
+        for (int64_t i = 2; i < r; ++i) {
+          wd.push_back(w.dim(i));
+          ws.push_back(ks[static_cast<size_t>(i - 2)]);
+        }
+        userW_ = memory::desc(wd, dt::f32, ws);
+        auto anyW = memory::desc(wd, dt::f32, tag::any);
+        auto bd = memory::desc({M}, dt::f32, tag::a);
+        auto make = [&](const memory::desc& xd, const memory::desc& yd) {
+          auto d = b ? dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                         dnnl::algorithm::deconvolution_direct, xd, anyW, bd, yd, st, dl,
+                                                         pl, pr)
+                     : dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                         dnnl::algorithm::deconvolution_direct, xd, anyW, yd, st, dl, pl,
+                                                         pr);
+          return dnnl::deconvolution_forward::primitive_desc(d, scratchAttr(), engine());
+        };
+        // Source and destination in the layouts the neighbours use (channels-last where allowed): no
+        // reorders and no staged copies. Where oneDNN has only its reference implementation for those,
+        // its own choice of layouts (blocked) instead.
+        pd_ = make(descOf(x), nhwcOut && outShape_.size() == 4 ? nhwcDesc(outShape_) : plainDesc(outShape_));
+        if (std::string(pd_.impl_info_str()).rfind("ref", 0) == 0)
+          pd_ = make(memory::desc(toDims(x.shape()), dt::f32, tag::any),
+                     memory::desc(toDims(outShape_), dt::f32, tag::any));
+        prim_ = dnnl::deconvolution_forward(pd_);
+        key_ = key;
       }
-      const auto ks = contiguousStrides(std::vector<int64_t>(w.shape().begin() + 2, w.shape().end()));
-      for (int64_t i = 2; i < r; ++i) {
-        wd.push_back(w.dim(i));
-        ws.push_back(ks[static_cast<size_t>(i - 2)]);
-      }
-      userW_ = memory::desc(wd, dt::f32, ws);
-      // Source and destination in the layouts the neighbours use (channels-last where allowed), not
-      // oneDNN's choice: its blocked layout pads the channels to 16, so a one-channel output (the
-      // PP-OCR detector's last ConvTranspose) took 16x its memory and two reorders.
-      auto anyW = memory::desc(wd, dt::f32, tag::any);
-      auto bd = memory::desc({M}, dt::f32, tag::a);
-      auto make = [&](const memory::desc& xd, const memory::desc& yd) {
-        auto d = b ? dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                       dnnl::algorithm::deconvolution_direct, xd, anyW, bd, yd, st, dl,
-                                                       pl, pr)
-                   : dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                       dnnl::algorithm::deconvolution_direct, xd, anyW, yd, st, dl, pl,
-                                                       pr);
-        return dnnl::deconvolution_forward::primitive_desc(d, scratchAttr(), engine());
-      };
-      // Source and destination in the layouts the neighbours use (channels-last where allowed): no
-      // reorders and no staged copies. Where oneDNN has only its reference implementation for those,
-      // its own choice of layouts (blocked) instead.
-      pd_ = make(descOf(x), nhwcOut && outShape_.size() == 4 ? nhwcDesc(outShape_) : plainDesc(outShape_));
-      if (std::string(pd_.impl_info_str()).rfind("ref", 0) == 0)
-        pd_ = make(memory::desc(toDims(x.shape()), dt::f32, tag::any),
-                   memory::desc(toDims(outShape_), dt::f32, tag::any));
-      prim_ = dnnl::deconvolution_forward(pd_);
-      key_ = key;
     }
     out.resize(1);
     if (patch_) return patchRun(ctx, x, w, b, out[0]);
     // The output stays channels-last when the primitive writes that layout and every consumer reads it.
     const bool blkOut = nhwcOut && outShape_.size() == 4 && pd_.dst_desc() == nhwcDesc(outShape_);
     if (auto s = blkOut ? out[0].ensureNhwc(outShape_) : out[0].ensure(DType::Float32, outShape_); !s) return s;
-    userX_ = descOf(x);
     dnnl::stream s(engine());
-    memory xm = toLayout(s, userMem(userX_, x), pd_.src_desc(), srcReorder_);
+    memory xm = toLayout(s, userMem(descOf(x), x), pd_.src_desc(), srcReorder_);
     // Weights reordered once, again only when their storage or contents change.
     if (!wm_ || wPtr_ != w.raw() || wHash_ != sampleHash(w) || wm_.get_desc() != pd_.weights_desc()) {
       wm_ = memory(pd_.weights_desc(), engine());
@@ -247,7 +242,7 @@ class ConvTransposeKernel final : public OpKernel {
   bool patch_ = false;
   std::vector<float> wt_;
   std::vector<int64_t> key_, outShape_;
-  memory::desc userX_, userW_;
+  memory::desc userW_;
   Reorder srcReorder_, dstReorder_;
   dnnl::deconvolution_forward::primitive_desc pd_;
   dnnl::deconvolution_forward prim_;

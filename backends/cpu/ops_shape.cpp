@@ -865,13 +865,8 @@ class ResizeKernel final : public OpKernel {
     ax.wt.assign(static_cast<size_t>(outLen), 0.0f);
     ax.ci.assign(cubic ? static_cast<size_t>(outLen) : 0, {});
     ax.cw.assign(cubic ? static_cast<size_t>(outLen) : 0, {});
-    if (inLen == outLen && scale == 1.0) {
+    if (inLen == outLen && scale == 1.0) {  // an axis the two-axis path keeps (never cubic)
       for (int64_t o = 0; o < outLen; ++o) ax.i0[static_cast<size_t>(o)] = ax.i1[static_cast<size_t>(o)] = o;
-      if (cubic)
-        for (int64_t o = 0; o < outLen; ++o) {
-          ax.ci[static_cast<size_t>(o)] = {o, o, o, o};
-          ax.cw[static_cast<size_t>(o)] = {0.0f, 1.0f, 0.0f, 0.0f};
-        }
       return Status::ok();
     }
     auto& i0 = ax.i0;

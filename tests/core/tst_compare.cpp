@@ -4,13 +4,11 @@
 // optimum; an unknown name is a row with an error, not a crash.
 #include <QtTest>
 
-#include <fstream>
-#include <sstream>
-
 #include "cost/costtable.h"
 #include "sched/compare.h"
 #include "sched/scheduler.h"
 #include "sim/simulator.h"
+#include "taskgraph_fixture.h"
 #include "testutil.h"
 
 using namespace partex;
@@ -18,11 +16,7 @@ using namespace partex;
 namespace {
 
 CostTable heftExample() {
-  const std::string path = partex::test::testDataDir() + "/taskgraphs/heft2002.json";
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto t = parseTaskGraph(ss.str(), path);
+  auto t = test::testTaskGraph("heft2002.json");
   if (!t) qFatal("%s", t.message().c_str());
   return *t;
 }

@@ -3,14 +3,13 @@
 // below the lower bound.
 #include <QtTest>
 
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "cost/costtable.h"
 #include "sched/algorithms.h"
 #include "sched/scheduler.h"
 #include "sim/simulator.h"
+#include "taskgraph_fixture.h"
 #include "testutil.h"
 
 using namespace partex;
@@ -46,11 +45,7 @@ class TestSchedRegistry : public QObject {
   }
 
   void everyPlanOnTheHeftExampleIsValid() {
-    const std::string path = partex::test::testDataDir() + "/taskgraphs/heft2002.json";
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    auto t = parseTaskGraph(ss.str(), path);
+    auto t = test::testTaskGraph("heft2002.json");
     QVERIFY2(t, t.message().c_str());
     const double lb = lowerBound(*t);
     SchedOptions o;

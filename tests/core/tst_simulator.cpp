@@ -2,13 +2,11 @@
 // inputs/outputs, deadlock detection, peak bytes, and interactive moves.
 #include <QtTest>
 
-#include <fstream>
-#include <sstream>
-
 #include "cost/costtable.h"
 #include "sched/scheduler.h"
 #include "sim/criticalpath.h"
 #include "sim/simulator.h"
+#include "taskgraph_fixture.h"
 #include "testutil.h"
 
 using namespace partex;
@@ -70,11 +68,7 @@ class TestSimulator : public QObject {
   Q_OBJECT
  private slots:
   void criticalPathOfTheHeftExample() {
-    const std::string path = partex::test::testDataDir() + "/taskgraphs/heft2002.json";
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    auto t = parseTaskGraph(ss.str(), path);
+    auto t = test::testTaskGraph("heft2002.json");
     QVERIFY2(t, t.message().c_str());
     auto plan = findScheduler("heft")->schedule(*t, {}, {});
     QVERIFY2(plan, plan.message().c_str());
