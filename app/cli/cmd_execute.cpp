@@ -247,6 +247,7 @@ int runExecute(const ExecuteArgs& a) {
                         {"disturbed_runs_discarded", r->discardedRuns},
                         {"disturbed", r->disturbed},
                         {"omp_wait_policy", r->ompWaitPolicy},
+                        {"concat_inputs_in_place", r->concatInputsInPlace},
                         {"peak_rss_bytes", peakRss},
                         {"param_bytes", totals.paramBytes},
                         {"peak_activation_bytes", totals.peakActivationBytes},

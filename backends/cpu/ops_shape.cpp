@@ -281,7 +281,8 @@ class ConcatKernel final : public OpKernel {
     for (const Tensor* t : in) {
       const int64_t row = t->dim(axis) * inner * es;
       const auto* pi = static_cast<const std::byte*>(t->raw());
-      if (row > 0)
+      // An input its producer wrote in place (the executor's pre-placed slice) is already there.
+      if (row > 0 && !(outer == 1 && pi == po + at))
         parallelChunks(
             ctx, outer,
             [&](int64_t b, int64_t e) {

@@ -54,7 +54,28 @@ std::string shapeString(const std::vector<int64_t>& shape) {
 }
 
 void Tensor::AlignedFree::operator()(std::byte* p) const noexcept {
-  std::free(p);
+  if (owned) std::free(p);
+}
+
+bool Tensor::allocate(int64_t bytes) {
+  const size_t alloc = (static_cast<size_t>(bytes) + kAlignment - 1) / kAlignment * kAlignment;
+  data_ = std::unique_ptr<std::byte[], AlignedFree>(static_cast<std::byte*>(std::aligned_alloc(kAlignment, alloc)),
+                                                    AlignedFree{true});
+  capacity_ = data_ ? bytes : 0;
+  return data_ != nullptr;
+}
+
+Status Tensor::borrow(DType dtype, std::vector<int64_t> shape, void* data, int64_t bytes) {
+  const int64_t es = tensorElementSize(dtype);
+  const int64_t n = shapeElements(shape);
+  if (es == 0 || n < 0 || !data || n * es > bytes) return makeError("tensor: cannot view ", shapeString(shape), " in ", std::to_string(bytes), " bytes");
+  *this = Tensor();
+  data_ = std::unique_ptr<std::byte[], AlignedFree>(static_cast<std::byte*>(data), AlignedFree{false});
+  capacity_ = bytes;
+  dtype_ = dtype;
+  shape_ = std::move(shape);
+  numel_ = n;
+  return Status::ok();
 }
 
 Tensor::Tensor(const Tensor& o) : dtype_(o.dtype_), shape_(o.shape_), numel_(o.numel_), layout_(o.layout_) {
@@ -65,11 +86,8 @@ Tensor::Tensor(const Tensor& o) : dtype_(o.dtype_), shape_(o.shape_), numel_(o.n
   }
   const int64_t n = o.storageBytes();
   if (n > 0 && o.data_) {
-    const size_t alloc = (static_cast<size_t>(n) + kAlignment - 1) / kAlignment * kAlignment;
-    data_.reset(static_cast<std::byte*>(std::aligned_alloc(kAlignment, alloc)));
-    if (data_) {
+    if (allocate(n)) {
       std::memcpy(data_.get(), o.data_.get(), static_cast<size_t>(n));
-      capacity_ = n;
     } else {  // out of memory: an empty tensor rather than a crash
       *this = Tensor();
     }
@@ -124,11 +142,8 @@ void Tensor::detach() {
   capacity_ = 0;
   data_.reset();
   if (n <= 0 || !src) return;
-  const size_t alloc = (static_cast<size_t>(n) + kAlignment - 1) / kAlignment * kAlignment;
-  data_.reset(static_cast<std::byte*>(std::aligned_alloc(kAlignment, alloc)));
-  if (!data_) return;
+  if (!allocate(n)) return;
   std::memcpy(data_.get(), src, static_cast<size_t>(n));
-  capacity_ = n;
 }
 
 Status Tensor::ensure(DType dtype, const std::vector<int64_t>& shape, int64_t maxBytes) {
@@ -150,11 +165,8 @@ Status Tensor::ensure(DType dtype, const std::vector<int64_t>& shape, int64_t ma
     data_.reset();
     capacity_ = 0;
     if (bytes > 0) {
-      const size_t alloc = (static_cast<size_t>(bytes) + kAlignment - 1) / kAlignment * kAlignment;
-      data_.reset(static_cast<std::byte*>(std::aligned_alloc(kAlignment, alloc)));
-      if (!data_) return makeError("tensor: out of memory allocating ", std::to_string(bytes), " bytes");
-      std::memset(data_.get(), 0, alloc);
-      capacity_ = bytes;
+      if (!allocate(bytes)) return makeError("tensor: out of memory allocating ", std::to_string(bytes), " bytes");
+      std::memset(data_.get(), 0, (static_cast<size_t>(bytes) + kAlignment - 1) / kAlignment * kAlignment);
     }
   }
   dtype_ = dtype;
@@ -167,6 +179,7 @@ Status Tensor::ensure(DType dtype, const std::vector<int64_t>& shape, int64_t ma
 Status Tensor::ensureNhwc(const std::vector<int64_t>& shape, int64_t maxBytes) {
   if (shape.size() < 3 || shape.size() > 5)
     return makeError("tensor: no channels-last layout for rank ", std::to_string(shape.size()));
+  if (borrowed()) *this = Tensor();  // a view is a plain slice: channels-last data goes elsewhere
   if (auto s = ensure(DType::Float32, shape, maxBytes); !s) return s;
   layout_ = Layout::Nhwc;
   return Status::ok();

@@ -110,6 +110,13 @@ class Tensor {
   /// Makes this tensor a copy of `o` (dtype, shape, layout, values) in its own storage, which is kept
   /// when large enough: unlike `*this = o`, a kernel's output storage stays the executor's.
   Status copyFrom(const Tensor& o);
+  /// Makes this tensor a plain dtype/shape view of `bytes` bytes at `data`, storage it does not own (a
+  /// slice of another tensor: a Concat's input written in place). ensure() keeps writing there while
+  /// the shape fits; growing, ensureNhwc() or assigning another tensor takes storage of its own. The
+  /// owner of `data` must outlive the view. Copies of a view own their storage.
+  Status borrow(DType dtype, std::vector<int64_t> shape, void* data, int64_t bytes);
+  /// True while this tensor is a view made by borrow().
+  bool borrowed() const { return data_ && !data_.get_deleter().owned; }
   /// Bytes of storage (the same in every layout).
   int64_t storageBytes() const { return bytes(); }
 
@@ -157,8 +164,13 @@ class Tensor {
 
  private:
   struct AlignedFree {
+    AlignedFree() noexcept : owned(true) {}
+    explicit AlignedFree(bool own) noexcept : owned(own) {}
+    bool owned;  ///< false for a view (borrow()): the storage belongs to another tensor
     void operator()(std::byte* p) const noexcept;
   };
+  /// Fresh owned storage of `bytes` (contents undefined); false when out of memory.
+  bool allocate(int64_t bytes);
   /// Replaces the alias by an owned copy of its bytes.
   void detach();
   /// Storage to read: the alias's shared bytes or the owned ones.

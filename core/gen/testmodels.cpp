@@ -313,6 +313,19 @@ std::string withDanglingInput(const std::string& missing) {
   return m.bytes();
 }
 
+std::string concatOfProducers() {
+  Model m;
+  addInput(m.g, "x", kFloat, {1, 4, 6});
+  addInput(m.g, "z", kFloat, {1, 2, 6});
+  addNode(m.g, "Sigmoid", {"x"}, {"a"}, "sigmoid");
+  addNode(m.g, "Neg", {"x"}, {"b"}, "neg");
+  addNode(m.g, "Relu", {"z"}, {"c"}, "relu");
+  addAttr(addNode(m.g, "Concat", {"a", "b", "c"}, {"cat"}, "concat"), "axis", int64_t{1});
+  addNode(m.g, "Tanh", {"cat"}, {"y"}, "tanh");
+  addOutput(m.g, "y", kFloat, {1, 10, 6});
+  return m.bytes();
+}
+
 std::string withSymbolicDims() {
   Model m;
   addInput(m.g, "x", kFloat, {"N", 3, "H", "W"});

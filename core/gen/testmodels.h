@@ -47,6 +47,9 @@ std::string withHugeExpandShape();
 std::string withUntypedEyeLikeInput();
 /// Node 'add' reads `missing` (default 'ghost'), which nothing defines.
 std::string withDanglingInput(const std::string& missing = "ghost");
+/// A Concat (axis 1) of Sigmoid(x), Neg(x) and Relu(z), x[1,4,6] and z[1,2,6], read by Tanh -> y[1,10,6]:
+/// each input has the Concat as its only reader, so the executor can write it in its slice.
+std::string concatOfProducers();
 /// x[N,3,H,W] -> Conv -> Relu -> GlobalAveragePool -> Flatten -> y (symbols N, H, W).
 std::string withSymbolicDims();
 /// Conv whose weight 'W' [4,3,3,3] float is stored externally in `location` (432 bytes) at `offset`

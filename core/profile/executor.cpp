@@ -87,7 +87,74 @@ class Prepared {
       kernels_[op] = std::move(k).value();
       for (ValueId in : node.inputs) ins_[op].push_back(in >= 0 ? valuePtr_[static_cast<size_t>(in)] : nullptr);
     }
+    placeConcatInputs();
     return Status::ok();
+  }
+
+  /// Concat into pre-placed slices: where a Concat's output is a row of contiguous slices (every
+  /// dimension before the axis is 1), each input whose only reader is that Concat is made a view of its
+  /// slice (Tensor::borrow), so its producer writes there and the Concat copies nothing for it. The
+  /// Concat's output then has storage of its own, outside the memory plan (its slices are written
+  /// before it runs). A producer that writes elsewhere after all (channels-last, another size) takes
+  /// storage of its own and the Concat copies that input as usual: the kernel skips only an input
+  /// already at its place. Channel concatenation in channels-last is strided, and oneDNN 2.6's
+  /// convolutions fall back to their reference code for a strided destination, so it keeps its copy.
+  void placeConcatInputs() {
+    pinned_.assign(g_.values.size(), false);
+    std::vector<bool> isOutput(g_.values.size(), false);
+    for (ValueId o : g_.outputs)
+      if (o >= 0) isOutput[static_cast<size_t>(o)] = true;
+    for (size_t c = 0; c < g_.nodes.size(); ++c) {
+      const Node& node = g_.nodes[c];
+      if (!kernels_[c] || fusedInto_[c] >= 0 || node.opType != "Concat" || (!node.domain.empty() && node.domain != "ai.onnx") ||
+          node.outputs.size() != 1 || node.outputs[0] < 0)
+        continue;
+      const Value& out = g_.values[static_cast<size_t>(node.outputs[0])];
+      const int64_t rank = static_cast<int64_t>(out.shape.size());
+      int64_t axis = node.attrInt("axis", 0);
+      if (axis < 0) axis += rank;
+      if (!out.shapeKnown || axis < 0 || axis >= rank || isOutput[static_cast<size_t>(node.outputs[0])] ||
+          !tensorDTypeSupported(out.dtype))
+        continue;
+      bool contiguous = true;
+      for (int64_t d = 0; d < axis; ++d) contiguous = contiguous && out.shape[static_cast<size_t>(d)] == 1;
+      if (!contiguous) continue;
+      // The inputs that can be written in place: produced by a kernel's own output, read by this Concat
+      // alone (once), of the output's dtype and a known shape.
+      std::vector<size_t> slots;
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        const ValueId v = node.inputs[i];
+        if (v < 0) continue;
+        const Value& val = g_.values[static_cast<size_t>(v)];
+        const OpId p = val.producer;
+        if (p < 0 || !kernels_[static_cast<size_t>(p)] || isOutput[static_cast<size_t>(v)] || !val.shapeKnown ||
+            val.dtype != out.dtype || val.consumers.size() != 1 ||
+            std::count(node.inputs.begin(), node.inputs.end(), v) != 1)
+          continue;
+        slots.push_back(i);
+      }
+      if (slots.empty()) continue;
+      Tensor& dst = outs_[c][0];
+      if (!dst.ensure(out.dtype, out.shape)) continue;
+      auto* base = static_cast<std::byte*>(dst.raw());
+      int64_t at = 0;
+      size_t next = 0;
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        const ValueId v = node.inputs[i];
+        const Value* val = v >= 0 ? &g_.values[static_cast<size_t>(v)] : nullptr;
+        const int64_t bytes = val && val->shapeKnown ? val->bytes() : -1;
+        if (bytes < 0) break;  // an unknown size: later slices' places are unknown
+        if (next < slots.size() && slots[next] == i) {
+          ++next;
+          const Node& prod = g_.nodes[static_cast<size_t>(val->producer)];
+          for (size_t k = 0; k < prod.outputs.size(); ++k)
+            if (prod.outputs[k] == v && outs_[static_cast<size_t>(val->producer)][k].borrow(val->dtype, val->shape, base + at, bytes))
+              pinned_[static_cast<size_t>(v)] = true;
+        }
+        at += bytes;
+      }
+      pinned_[static_cast<size_t>(node.outputs[0])] = true;
+    }
   }
 
   /// Shares activation storage between values whose lifetimes cannot overlap in any run of `seqs` (per
@@ -157,7 +224,7 @@ class Prepared {
       const Node& node = g_.nodes[xi];
       for (size_t k = 0; k < node.outputs.size(); ++k) {
         const ValueId v = node.outputs[k];
-        if (v < 0 || isOutput[static_cast<size_t>(v)]) continue;
+        if (v < 0 || isOutput[static_cast<size_t>(v)] || pinned_[static_cast<size_t>(v)]) continue;
         const int64_t bytes = g_.values[static_cast<size_t>(v)].bytes();
         if (bytes > 0) items.push_back({x, k, v, bytes});
       }
@@ -262,6 +329,19 @@ class Prepared {
         }
     }
   }
+  /// Concat inputs whose producer wrote them in their pre-placed slice in the last run (its output is
+  /// still a view: a producer that wrote elsewhere took storage of its own).
+  int concatInputsInPlace() const {
+    int count = 0;
+    for (size_t v = 0; v < pinned_.size(); ++v) {
+      const Value& val = g_.values[v];
+      if (!pinned_[v] || val.producer < 0) continue;
+      const Node& prod = g_.nodes[static_cast<size_t>(val.producer)];
+      for (size_t k = 0; k < prod.outputs.size(); ++k)
+        if (prod.outputs[k] == static_cast<ValueId>(v) && outs_[static_cast<size_t>(val.producer)][k].borrowed()) ++count;
+    }
+    return count;
+  }
   /// Kernels free their caches after every run (a run made once, as the reference run).
   void setTransient(bool t) { transient_ = t; }
   /// Per operator: the last operator of the fused group whose kernel ran it; -1 when it ran alone.
@@ -284,6 +364,7 @@ class Prepared {
     size_t fromK;
   };
   std::vector<std::vector<Steal>> steal_;  ///< Per operator; empty when no memory plan was made.
+  std::vector<bool> pinned_;  ///< Per value: outside the memory plan (a Concat's pre-placed slices and output).
   /// The group (index into groups_) whose kernel runs in this operator's slot; -1 when none.
   int groupIndexOf(OpId op) const {
     for (size_t i = 0; i < groups_.size(); ++i)
@@ -958,6 +1039,7 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
   r.notes = program->notes;
   noteWaitPolicy(layout, plan.device, r);
   if (auto st = timedRuns(team, *prep, plan.device, layout, *program, *in, o, step, r); !st) return Error{st.message()};
+  r.concatInputsInPlace = prep->concatInputsInPlace();
   if (o.keepOutputs) {  // row-major copies of the plan run's outputs
     r.outputs.resize(g.outputs.size());
     for (size_t i = 0; i < g.outputs.size(); ++i)

@@ -84,9 +84,12 @@ struct ExecResult {
   int modeSwitchesPerRun = 0;
   /// Where the plan cannot be executed as predicted, why (one line each); empty when it can.
   std::vector<std::string> notes;
-  std::string ompWaitPolicy;
-  int discardedRuns = 0;   ///< Disturbed timed runs discarded and run again.
-  bool disturbed = false;  ///< Some kept runs were disturbed too (after maxDiscarded).  ///< The OpenMP wait policy the run used (profile/ompenv.h).
+  std::string ompWaitPolicy;  ///< The OpenMP wait policy the run used (profile/ompenv.h).
+  int discardedRuns = 0;      ///< Disturbed timed runs discarded and run again.
+  bool disturbed = false;     ///< Some kept runs were disturbed too (after maxDiscarded).
+  /// Concat inputs their producers wrote straight into the Concat's output (a pre-placed slice, where
+  /// the slices are contiguous), so that the Concat copied nothing for them.
+  int concatInputsInPlace = 0;
   bool outputsChecked = false;
   bool outputsMatch = false;
   double maxAbsDiff = 0;

@@ -298,6 +298,42 @@ class TestCpuKernels : public QObject {
     QVERIFY(!Tensor::make(DType::Float32, {-1}).isOk());
     QVERIFY(!Tensor::make(DType::Float32, {int64_t{1} << 40}).isOk());
   }
+
+  /// A view (Tensor::borrow, a Concat's pre-placed slice) writes into its owner while the shape fits and
+  /// takes storage of its own otherwise; a copy of it owns its storage; the owner's other bytes are
+  /// never touched.
+  void tensorView() {
+    auto owner = Tensor::make(DType::Float32, {10});
+    QVERIFY(owner.isOk());
+    float* base = owner->data<float>();
+    Tensor v;
+    QVERIFY(!v.borrow(DType::Float32, {3}, base + 2, 8).isOk());  // 12 bytes do not fit in 8
+    QVERIFY(v.borrow(DType::Float32, {3}, base + 2, 12).isOk());
+    QVERIFY(v.borrowed());
+    QVERIFY(v.ensure(DType::Float32, {1, 3}).isOk());  // fits: still the slice
+    QVERIFY(v.borrowed());
+    QCOMPARE(v.data<float>(), base + 2);
+    for (int i = 0; i < 3; ++i) v.data<float>()[i] = 7.0f;
+    QCOMPARE(base[1], 0.0f);
+    QCOMPARE(base[2], 7.0f);
+    QCOMPARE(base[4], 7.0f);
+    QCOMPARE(base[5], 0.0f);
+    Tensor copy = v;
+    QVERIFY(!copy.borrowed());
+    QVERIFY(copy.data<float>() != base + 2);
+    QCOMPARE(copy.data<float>()[1], 7.0f);
+    Tensor moved = std::move(v);  // a move keeps the view
+    QVERIFY(moved.borrowed());
+    QVERIFY(moved.ensure(DType::Float32, {4}).isOk());  // grows: storage of its own, the owner untouched
+    QVERIFY(!moved.borrowed());
+    QVERIFY(moved.data<float>() != base + 2);
+    moved.fill(1.0);
+    QCOMPARE(base[5], 0.0f);
+    Tensor nhwc;
+    QVERIFY(nhwc.borrow(DType::Float32, {1, 1, 1, 2}, base + 6, 16).isOk());
+    QVERIFY(nhwc.ensureNhwc({1, 1, 1, 2}).isOk());  // channels-last never lands in a plain slice
+    QVERIFY(!nhwc.borrowed());
+  }
 };
 
 QTEST_GUILESS_MAIN(TestCpuKernels)

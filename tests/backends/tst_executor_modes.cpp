@@ -16,6 +16,7 @@
 #include "graphrun.h"
 #include "ir/fusion.h"
 #include "gen/generator.h"
+#include "gen/testmodels.h"
 #include "onnx/importer.h"
 #include "platform/platform.h"
 #include "profile/executor.h"
@@ -52,7 +53,63 @@ class TestExecutorModes : public QObject {
   void waitPolicyIsActiveUnlessTheUserChose();
   void inContextProfileMeasuresHandovers();
   void fusionIsAFactOfTheCosts();
+  void concatInputsWrittenInPlace();
 };
+
+void TestExecutorModes::concatInputsWrittenInPlace() {
+  auto backend = makeCpuBackend();
+  auto g = importOnnxBytes(testmodels::concatOfProducers(), "concat.onnx");
+  QVERIFY2(g.isOk(), g.message().c_str());
+  auto t = buildCostTable(*g, characteriseAll(*g), measureThisMachine());
+  QVERIFY2(t.isOk(), t.message().c_str());
+  auto valueId = [&](const std::string& name) {
+    for (size_t v = 0; v < g->values.size(); ++v)
+      if (g->values[v].name == name) return static_cast<ValueId>(v);
+    return ValueId{-1};
+  };
+  const ValueId x = valueId("x"), z = valueId("z");
+  QVERIFY(x >= 0 && z >= 0);
+  auto xs = Tensor::make(DType::Float32, {1, 4, 6});
+  auto zs = Tensor::make(DType::Float32, {1, 2, 6});
+  QVERIFY(xs.isOk() && zs.isOk());
+  xs->fillRandom(3);
+  zs->fillRandom(4);
+  // y = tanh(concat(sigmoid x, -x, relu z)), computed here.
+  std::vector<float> want;
+  for (int i = 0; i < 24; ++i) want.push_back(std::tanh(1.0f / (1.0f + std::exp(-xs->data<float>()[i]))));
+  for (int i = 0; i < 24; ++i) want.push_back(std::tanh(-xs->data<float>()[i]));
+  for (int i = 0; i < 12; ++i) want.push_back(std::tanh(std::max(0.0f, zs->data<float>()[i])));
+  // Every operator on core0, then the producers spread over two cores (when there are two).
+  std::vector<std::vector<std::string>> placements = {{"core0", "core0", "core0", "core0", "core0"}};
+  if (test::hasDevice(*backend, "core1")) placements.push_back({"core1", "core0", "core1", "core0", "core0"});
+  for (const auto& where : placements) {
+    Plan plan;
+    plan.algorithm = "manual";
+    plan.device.assign(g->nodes.size(), 0);
+    plan.order.assign(static_cast<size_t>(t->numDevices()), {});
+    for (OpId op : t->topoOrder()) {
+      const auto& name = g->nodes[static_cast<size_t>(op)].name;
+      const size_t i = name == "sigmoid" ? 0 : name == "neg" ? 1 : name == "relu" ? 2 : name == "concat" ? 3 : 4;
+      const DeviceId d = deviceIndex(*t, where[i]);
+      plan.device[static_cast<size_t>(op)] = d;
+      plan.order[static_cast<size_t>(d)].push_back(op);
+    }
+    ExecOptions o;
+    o.reps = 3;
+    o.maxDiscarded = 0;
+    o.keepOutputs = true;
+    o.inputs[x] = *xs;
+    o.inputs[z] = *zs;
+    auto r = executePlan(*g, *backend, *t, plan, o);
+    QVERIFY2(r.isOk(), r.message().c_str());
+    QCOMPARE(r->concatInputsInPlace, 3);
+    QVERIFY2(r->outputsMatch, r->mismatch.c_str());
+    QCOMPARE(r->outputs.size(), size_t{1});
+    QCOMPARE(r->outputs[0].numElements(), int64_t{60});
+    for (int i = 0; i < 60; ++i)
+      QVERIFY2(std::abs(r->outputs[0].data<float>()[i] - want[static_cast<size_t>(i)]) < 1e-5f, qPrintable(QString::number(i)));
+  }
+}
 
 void TestExecutorModes::alternatingTeamAndCore() {
   auto backend = makeCpuBackend();
