@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "commands.h"
+#include "cost/instances.h"
 #include "cost/work.h"
 #include "onnx/importer.h"
 #include "support/files.h"
@@ -44,7 +45,7 @@ Result<Problem> loadProblem(const std::string& model, const std::string& platfor
   if (*taskGraph) {
     auto bytes = readFile(model);
     if (!bytes) return Error{bytes.message()};
-    auto t = parseTaskGraph(*bytes, model);
+    auto t = parseInstance(*bytes, model);
     if (!t) return Error{t.message()};
     p.table = std::move(t).value();
     p.id.modelFile = baseName(model);
