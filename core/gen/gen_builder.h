@@ -93,12 +93,14 @@ class Builder {
   std::map<Dims, std::string> shapeInits_;  ///< Shared shape initializers of ConstantOfShape nodes.
 };
 
-/// Per-kind builders (gen_cnn.cpp, gen_transformer.cpp, gen_random.cpp). They throw GenError.
+/// Per-kind builders (gen_cnn.cpp, gen_transformer.cpp, gen_random.cpp, gen_recsys.cpp). They throw GenError.
 void buildResNet18(Builder& b);
 void buildMobileNetV2(Builder& b);
 void buildInception(Builder& b);
 void buildBert(Builder& b);
 void buildGpt2(Builder& b);
 void buildRandomDag(Builder& b);
+void buildWideDeep(Builder& b);
+void buildMultiTower(Builder& b);
 
 }  // namespace partex::gen

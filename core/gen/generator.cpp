@@ -17,6 +17,7 @@ constexpr Kind kKinds[] = {
     {"resnet18", gen::buildResNet18, true, false},   {"mobilenetv2", gen::buildMobileNetV2, true, false},
     {"inception", gen::buildInception, true, false}, {"bert", gen::buildBert, false, true},
     {"gpt2", gen::buildGpt2, false, true},           {"random", gen::buildRandomDag, false, false},
+    {"widedeep", gen::buildWideDeep, false, false},  {"multitower", gen::buildMultiTower, false, false},
 };
 
 const Kind* findKind(const std::string& name) {
@@ -50,6 +51,12 @@ std::string validate(const GenSpec& s, const Kind& k) {
     if (s.vocab * s.hidden > 2147483647)
       return "vocab x hidden (" + std::to_string(s.vocab * s.hidden) + ") exceeds 2^31 elements in one weight";
   }
+  if (std::string(k.name) == "widedeep" || std::string(k.name) == "multitower") {
+    if (!(e = range("layers", s.layers, 1, 1000)).empty()) return e;
+    if (!(e = range("hidden", s.hidden, 1, 65536)).empty()) return e;
+    if (!(e = range("width", s.width, 1, 1000)).empty()) return e;
+    if (!(e = range("vocab", s.vocab, 1, 10000000)).empty()) return e;
+  }
   if (std::string(k.name) == "random") {
     if (!(e = range("nodes", s.nodes, 1, 10000000)).empty()) return e;
     if (!(e = range("width", s.width, 1, 1000000)).empty()) return e;
@@ -73,7 +80,8 @@ std::vector<std::string> generatorKinds() {
 
 Result<std::string> generateModel(const GenSpec& requested) {
   GenSpec spec = requested;
-  if (spec.vocab == 0) spec.vocab = spec.kind == "gpt2" ? 50257 : 30522;  // the kind's own vocabulary
+  if (spec.vocab == 0)  // the kind's own vocabulary (rows of each embedding table for the recommenders)
+    spec.vocab = spec.kind == "gpt2" ? 50257 : spec.kind == "widedeep" ? 100000 : 30522;
   const Kind* kind = findKind(spec.kind);
   if (!kind) return makeError("generate: unknown kind '", spec.kind, "' (kinds: ", kindList(), ")");
   if (std::string e = validate(spec, *kind); !e.empty()) return makeError("generate ", spec.kind, ": ", e);

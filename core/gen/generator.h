@@ -10,7 +10,10 @@
 
 namespace partex {
 
-/// What to generate. Kinds: "resnet18", "mobilenetv2", "inception", "bert", "gpt2", "random".
+/// What to generate. Kinds: "resnet18", "mobilenetv2", "inception", "bert", "gpt2", "random", and the
+/// recommenders "widedeep" (`width` sparse features with embedding tables of `vocab` rows, a deep MLP
+/// of `layers` halving layers from `hidden`, a wide linear part) and "multitower" (`width` towers of
+/// `layers` layers over a shared bottom of `hidden` features).
 struct GenSpec {
   std::string kind;
   /// Fill weights with seeded random data. Without it, weights are declared as initializers with
@@ -27,7 +30,7 @@ struct GenSpec {
   int64_t heads = 12;       ///< Transformers: attention heads.
   int64_t vocab = 0;        ///< Transformers: vocabulary; 0 = the kind's own (BERT 30522, GPT-2 50257).
   int64_t nodes = 100;      ///< Random DAG: number of operators.
-  int64_t width = 8;        ///< Random DAG: typical number of parallel branches.
+  int64_t width = 8;        ///< Random DAG: typical number of parallel branches; recommenders: features or towers.
 };
 
 /// The generator kinds, for help texts.

@@ -5,9 +5,11 @@
 //     as one unit for one device. Then small subgraphs (best-device cost below "merge_fraction"
 //     (default 0.5) times the mean subgraph cost of the initial partition) are merged into a neighbour
 //     with the same allowed devices. A merge is only done with a neighbour joined by an edge whose
-//     contraction cannot create a cycle (the subgraph is the neighbour's only consumer or the
-//     neighbour its only producer), so two subgraphs that can run in parallel are never merged and every
-//     subgraph stays convex. Among candidates, the one with the largest mean transfer across the cut is
+//     contraction cannot create a cycle and serialises no parallel branch: into a producer whose only
+//     consumer is the subgraph, or a consumer whose only producer it is. (A branch of a fork or a join
+//     is never folded into the fork or join node: that would put the branches of a parallel region
+//     in sequence on one device, the parallelism DUET spreads over the CPU and the GPU.) So two
+//     subgraphs that can run in parallel are never merged and every subgraph stays convex. Among candidates, the one with the largest mean transfer across the cut is
 //     taken (merging removes the most transfer), ties by lower index.
 //  2. Compiler-aware cost: W(S,d) from the cost table's group cost (one unit, not a sum of ops).
 //  3. Greedy: subgraphs in topological order of the subgraph DAG, each on the device with the earliest
@@ -158,9 +160,9 @@ class Duet final : public Scheduler {
           }
         };
         for (int32_t p : sPred[s])
-          if (sPred[s].size() == 1 || sSucc[static_cast<size_t>(p)].size() == 1) consider(p);
+          if (sSucc[static_cast<size_t>(p)].size() == 1) consider(p);
         for (int32_t q : sSucc[s])
-          if (sSucc[s].size() == 1 || sPred[static_cast<size_t>(q)].size() == 1) consider(q);
+          if (sPred[static_cast<size_t>(q)].size() == 1) consider(q);
         if (target < 0) continue;
         // Merge s into target.
         const auto ti = static_cast<size_t>(target);

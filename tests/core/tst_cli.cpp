@@ -73,7 +73,7 @@ class TestCli : public QObject {
     QCOMPARE(r.code, 0);
     QStringList names;
     for (const auto& p : QJsonDocument::fromJson(r.out).array()) names << p.toObject()["name"].toString();
-    for (const char* n : {"mobile-soc", "cpu-npu", "cpu-gpu-pcie", "cpu-gpu-shared", "pim", "npu-multicore", "this-machine"})
+    for (const char* n : {"mobile-soc", "cpu-npu", "cpu-gpu-pcie", "cpu-gpu-shared", "cpu-igpu-coupled", "pim", "npu-multicore", "this-machine"})
       QVERIFY2(names.contains(n), n);
   }
 

@@ -129,6 +129,7 @@ class TestGenerator : public QObject {
   void bert();
   void bertScalesLinearlyWithLayers();
   void gpt2();
+  void recommenders();
   void randomDag_data();
   void randomDag();
   void largeRandomDags();
@@ -138,7 +139,8 @@ class TestGenerator : public QObject {
 };
 
 void TestGenerator::kinds() {
-  const std::vector<std::string> expected{"resnet18", "mobilenetv2", "inception", "bert", "gpt2", "random"};
+  const std::vector<std::string> expected{"resnet18", "mobilenetv2", "inception", "bert",
+                                          "gpt2",     "random",      "widedeep",  "multitower"};
   QCOMPARE(generatorKinds(), expected);
 }
 
@@ -370,6 +372,50 @@ void TestGenerator::gpt2() {
   QCOMPARE(g->values[g->nodes[lm].outputs[0]].shape, (std::vector<int64_t>{1, 128, 50257}));
   QVERIFY(g->findNode("transformer.h.0.attn.c_attn.matmul") != kNone);
   checkNamesScoped(*g);
+}
+
+/// Wide & Deep: per sparse feature an embedding and a wide Gather, a deep MLP of halving layers and a
+/// wide sum; multi-tower: towers of different widths over one bottom. The shapes and sizes follow the spec.
+void TestGenerator::recommenders() {
+  GenSpec s;
+  s.kind = "widedeep";
+  s.batch = 64;
+  s.width = 26;
+  s.layers = 3;
+  s.hidden = 1024;
+  auto g = generateAndImport(s);
+  QVERIFY2(g.isOk(), g.message().c_str());
+  auto ops = opCounts(*g);
+  QCOMPARE(ops["Gather"], 2 * 26);
+  QCOMPARE(ops["MatMul"], 3 + 1 + 1);  // deep layers, deep logit, wide dense
+  QCOMPARE(ops["Sum"], 1);
+  const OpId concat = g->findNode("deep.concat");
+  QVERIFY(concat != kNone);
+  QCOMPARE(g->values[g->nodes[concat].outputs[0]].shape, (std::vector<int64_t>{64, 13 + 26 * 32}));
+  const OpId last = g->findNode("deep.layer2.relu");
+  QVERIFY(last != kNone);
+  QCOMPARE(g->values[g->nodes[last].outputs[0]].shape, (std::vector<int64_t>{64, 256}));  // 1024, 512, 256
+  QCOMPARE(g->values[g->outputs[0]].shape, (std::vector<int64_t>{64, 1}));
+  int64_t embeddingBytes = 0;
+  for (const Value& v : g->values)
+    if (v.isWeight && v.name.find(".embedding.weight") != std::string::npos) embeddingBytes += v.bytes();
+  QCOMPARE(embeddingBytes, int64_t{26} * 100000 * 32 * 4);  // the default 100,000 rows per table
+  checkNamesScoped(*g);
+
+  GenSpec t;
+  t.kind = "multitower";
+  t.width = 5;
+  t.layers = 2;
+  t.hidden = 256;
+  auto m = generateAndImport(t);
+  QVERIFY2(m.isOk(), m.message().c_str());
+  QCOMPARE(opCounts(*m)["MatMul"], 1 + 5 * (2 + 1));
+  QCOMPARE(m->values[m->outputs[0]].shape, (std::vector<int64_t>{1, 5}));
+  const OpId small = m->findNode("tower2.layer1.relu");
+  QVERIFY(small != kNone);
+  QCOMPARE(m->values[m->nodes[small].outputs[0]].shape, (std::vector<int64_t>{1, 64}));  // 256 >> 2
+  s.width = 0;
+  QVERIFY(!generateModel(s).isOk());
 }
 
 void TestGenerator::randomDag_data() {

@@ -111,7 +111,7 @@ class TestPlatform : public QObject {
     auto names = presetNames();
     std::set<std::string> set(names.begin(), names.end());
     for (const char* n :
-         {"mobile-soc", "cpu-npu", "cpu-gpu-pcie", "cpu-gpu-shared", "pim", "npu-multicore", "this-machine"})
+         {"mobile-soc", "cpu-npu", "cpu-gpu-pcie", "cpu-gpu-shared", "cpu-igpu-coupled", "pim", "npu-multicore", "this-machine"})
       QVERIFY2(set.count(n), n);
     QCOMPARE(names.back(), std::string("this-machine"));
   }
