@@ -91,11 +91,12 @@ struct CostTable {
   /// Costs of the tasks alone (as cost), for a plan that splits a fused group: the cost model's
   /// estimates from before a profile replaced them. Empty until a profile is applied.
   std::vector<double> unfusedCost;
-  /// The cost of v on d under a plan's placement: w(v,d), unless v's fused group is split there.
+  /// The cost of v on d under a plan's placement: w(v,d), unless v's fused group is split there. A
+  /// member not placed yet (-1: the exact search's partial plans) counts as placed with v.
   double wIn(TaskId v, DeviceId d, const std::vector<DeviceId>& placement) const {
     if (fusedGroupOf.empty() || unfusedCost.empty() || fusedGroupOf[static_cast<size_t>(v)] < 0) return w(v, d);
     for (TaskId u : fusedGroups[static_cast<size_t>(fusedGroupOf[static_cast<size_t>(v)])])
-      if (placement[static_cast<size_t>(u)] != d)
+      if (placement[static_cast<size_t>(u)] >= 0 && placement[static_cast<size_t>(u)] != d)
         return unfusedCost[static_cast<size_t>(v) * deviceIds.size() + static_cast<size_t>(d)];
     return w(v, d);
   }

@@ -1,5 +1,5 @@
 // Partex best: a portfolio of every other scheduler, each judged by the simulator, then iterated local
-// search from the best member (search.h).
+// search from the best member (localsearch.h).
 //
 // Portfolio: single, priority, static, greedy, heft, cpop, peft, partitiontuner, partitiontuner-clean,
 // duet, pimdp, dlfusion, coarse (never exact, never itself); members that fail, break the constraints or
@@ -40,7 +40,8 @@
 
 #include "sched/algorithms.h"
 #include "sched/listsched.h"
-#include "sched/search.h"
+#include "sched/branchbound.h"
+#include "sched/localsearch.h"
 #include "support/strings.h"
 
 namespace partex {

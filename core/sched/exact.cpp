@@ -47,7 +47,7 @@
 
 #include "sched/algorithms.h"
 #include "sched/listsched.h"
-#include "sched/search.h"
+#include "sched/branchbound.h"
 #include "support/strings.h"
 
 namespace partex {

@@ -1,6 +1,6 @@
 #include "sim/simulator.h"
 
-#include "sim/intervals.h"
+#include "sim/simrules.h"
 
 #include <algorithm>
 
@@ -8,16 +8,30 @@ namespace partex {
 
 
 struct Simulator::Scratch {
-  std::vector<double> arrival;  // [task * m + device], -1 until sent
-  std::vector<double> finish;
-  std::vector<size_t> pos;
-  std::vector<double> devFree;
-  std::vector<BusyIntervals> devBusy;
-  std::vector<BusyIntervals> links;
-  std::vector<int> pendingPreds;
+  Scratch(const CostTable& t, const SimOptions& o) : rules(t, o), runner(rules) {}
+  SimRules rules;
+  PlanRunner runner;
   std::vector<double> lastStart;  // start times of the last successful run, for move()
   std::vector<int> topoPos;
 };
+
+namespace {
+
+/// Writes the run into a Timeline.
+struct TimelineRecorder {
+  static constexpr bool kRecords = true;
+  Timeline& tl;
+  void task(TaskId v, DeviceId d, double start, double dur, const ReadyTime&) {
+    tl.tasks[static_cast<size_t>(v)] = TaskSlot{d, start, start + dur};
+    tl.busy[static_cast<size_t>(d)] += dur;
+  }
+  void transfer(const BookedTransfer& x) {
+    tl.transfers.push_back(TransferSlot{x.src, x.dst, x.from, x.to, x.link, x.start, x.end, x.bytes});
+    if (x.kind != TransferKind::Edge) tl.bytesMoved += x.bytes;  // task-graph messages carry no tensor
+  }
+};
+
+}  // namespace
 
 /// Peak live bytes per device (see simulator.h).
 void fillPeakBytes(const CostTable& t, Timeline& tl) {
@@ -81,158 +95,36 @@ void fillPeakBytes(const CostTable& t, Timeline& tl) {
   }
 }
 
-Simulator::Simulator(const CostTable& t, SimOptions opts) : t_(t), opts_(opts), s_(std::make_shared<Scratch>()) {}
+Simulator::Simulator(const CostTable& t, SimOptions opts) : t_(t), opts_(opts), s_(std::make_shared<Scratch>(t, opts)) {}
 
 Result<Timeline> Simulator::run(const Plan& plan) {
   const CostTable& t = t_;
   const int n = t.numTasks(), m = t.numDevices();
   if (auto st = checkPlanShape(t, plan); !st) return Error{st.message()};
   Scratch& s = *s_;
-  s.arrival.assign(static_cast<size_t>(n) * static_cast<size_t>(m), -1.0);
-  s.finish.assign(static_cast<size_t>(n), -1.0);
-  s.pos.assign(static_cast<size_t>(m), 0);
-  s.devFree.assign(static_cast<size_t>(m), 0.0);
-  s.devBusy.assign(static_cast<size_t>(m), BusyIntervals{});
-  s.links.assign(static_cast<size_t>(t.numLinkResources), BusyIntervals{});
-  s.pendingPreds.assign(static_cast<size_t>(n), 0);
-  for (const auto& e : t.edges) ++s.pendingPreds[static_cast<size_t>(e.dst)];
-
   Timeline tl;
   tl.tasks.assign(static_cast<size_t>(n), TaskSlot{});
   tl.busy.assign(static_cast<size_t>(m), 0.0);
-
-  auto book = [&](DeviceId a, DeviceId b, double ready, double dur) -> std::pair<double, int32_t> {
-    const int32_t link = t.linkResource.empty() ? -1 : t.linkResource[static_cast<size_t>(a) * static_cast<size_t>(m) + static_cast<size_t>(b)];
-    if (link < 0 || opts_.unlimitedLinks) return {ready, link};
-    double start = s.links[static_cast<size_t>(link)].firstFit(ready, dur);
-    s.links[static_cast<size_t>(link)].insert(start, start + dur);
-    return {start, link};
-  };
-
-  // Model inputs start on the host.
-  std::vector<double> inputReady(static_cast<size_t>(n), 0.0);
-  std::vector<double> edgeArrival(t.edges.size(), -1.0);
-  for (TaskId v = 0; v < n; ++v) {
-    const DeviceId d = plan.device[static_cast<size_t>(v)];
-    const int64_t bytes = t.inputBytes.empty() ? 0 : t.inputBytes[static_cast<size_t>(v)];
-    if (bytes <= 0 || d == t.host) continue;
-    const double dur = t.transferUs(t.host, d, bytes);
-    auto [start, link] = book(t.host, d, 0.0, dur);
-    inputReady[static_cast<size_t>(v)] = start + dur;
-    tl.transfers.push_back(TransferSlot{-1, v, t.host, d, link, start, start + dur, bytes});
-    tl.bytesMoved += bytes;
-  }
-
-  double makespan = 0;
-  int remaining = n;
-  std::vector<std::pair<double, int64_t>> perDest(static_cast<size_t>(m));
-  std::vector<TaskId> firstConsumer(static_cast<size_t>(m));
-  while (remaining > 0) {
-    DeviceId bestDev = -1;
-    double bestStart = kInf;
+  TimelineRecorder rec{tl};
+  if (!s.runner.run(plan, rec)) {
+    // Every device's next task waits for a task that is ordered behind another waiting task.
+    const SimState& st = s.runner.state();
     for (DeviceId d = 0; d < m; ++d) {
       const auto& ord = plan.order[static_cast<size_t>(d)];
-      if (s.pos[static_cast<size_t>(d)] >= ord.size()) continue;
-      const TaskId v = ord[s.pos[static_cast<size_t>(d)]];
-      if (s.pendingPreds[static_cast<size_t>(v)] > 0) continue;
-      double ready = std::max(s.devFree[static_cast<size_t>(d)], inputReady[static_cast<size_t>(v)]);
+      if (s.runner.nextIndex(d) >= ord.size()) continue;
+      const TaskId v = ord[s.runner.nextIndex(d)];
       for (int32_t ei : t.inEdges[static_cast<size_t>(v)]) {
         const TaskId u = t.edges[static_cast<size_t>(ei)].src;
-        const double arr = plan.device[static_cast<size_t>(u)] == d
-                               ? s.finish[static_cast<size_t>(u)]
-                               : t.edges[static_cast<size_t>(ei)].fixedUs >= 0 ? edgeArrival[static_cast<size_t>(ei)]
-                               : s.arrival[static_cast<size_t>(u) * static_cast<size_t>(m) + static_cast<size_t>(d)];
-        ready = std::max(ready, arr);
-      }
-      const double dur = t.wIn(v, d, plan.device);
-      if (!t.exclusiveWith.empty()) {
-        bool moved = true;
-        while (moved) {
-          moved = false;
-          for (DeviceId p : t.exclusiveWith[static_cast<size_t>(d)]) {
-            double r2 = s.devBusy[static_cast<size_t>(p)].firstFit(ready, dur);
-            if (r2 > ready) {
-              ready = r2;
-              moved = true;
-            }
-          }
-        }
-      }
-      if (ready < bestStart) {
-        bestStart = ready;
-        bestDev = d;
+        if (st.finish[static_cast<size_t>(u)] < 0)
+          return makeError("plan order deadlocks: operator '", t.taskNames[static_cast<size_t>(v)], "' is next on '",
+                           t.deviceIds[static_cast<size_t>(d)], "' but needs '", t.taskNames[static_cast<size_t>(u)],
+                           "', which is ordered after a waiting operator on '",
+                           t.deviceIds[static_cast<size_t>(plan.device[static_cast<size_t>(u)])], "'");
       }
     }
-    if (bestDev < 0) {
-      // Every device's next task waits for a task that is ordered behind another waiting task.
-      for (DeviceId d = 0; d < m; ++d) {
-        const auto& ord = plan.order[static_cast<size_t>(d)];
-        if (s.pos[static_cast<size_t>(d)] >= ord.size()) continue;
-        const TaskId v = ord[s.pos[static_cast<size_t>(d)]];
-        for (int32_t ei : t.inEdges[static_cast<size_t>(v)]) {
-          const TaskId u = t.edges[static_cast<size_t>(ei)].src;
-          if (s.finish[static_cast<size_t>(u)] < 0)
-            return makeError("plan order deadlocks: operator '", t.taskNames[static_cast<size_t>(v)], "' is next on '",
-                             t.deviceIds[static_cast<size_t>(d)], "' but needs '", t.taskNames[static_cast<size_t>(u)],
-                             "', which is ordered after a waiting operator on '",
-                             t.deviceIds[static_cast<size_t>(plan.device[static_cast<size_t>(u)])], "'");
-        }
-      }
-      return makeError("plan order deadlocks");
-    }
-    const DeviceId d = bestDev;
-    const TaskId v = plan.order[static_cast<size_t>(d)][s.pos[static_cast<size_t>(d)]++];
-    const double dur = t.wIn(v, d, plan.device);
-    const double end = bestStart + dur;
-    tl.tasks[static_cast<size_t>(v)] = TaskSlot{d, bestStart, end};
-    tl.busy[static_cast<size_t>(d)] += dur;
-    s.finish[static_cast<size_t>(v)] = end;
-    s.devFree[static_cast<size_t>(d)] = end;
-    if (!t.exclusiveWith.empty() && !t.exclusiveWith[static_cast<size_t>(d)].empty())
-      s.devBusy[static_cast<size_t>(d)].insert(bestStart, end);
-    makespan = std::max(makespan, end);
-    --remaining;
-
-    // Send the result once to every other device that consumes it, as soon as it exists.
-    for (DeviceId b = 0; b < m; ++b) perDest[static_cast<size_t>(b)] = {-1.0, 0};
-    for (int32_t ei : t.outEdges[static_cast<size_t>(v)]) {
-      const Edge& e = t.edges[static_cast<size_t>(ei)];
-      --s.pendingPreds[static_cast<size_t>(e.dst)];
-      const DeviceId b = plan.device[static_cast<size_t>(e.dst)];
-      if (b == d) continue;
-      if (e.fixedUs >= 0) {
-        const double c = t.comm(ei, d, b);
-        auto [st, link] = book(d, b, end, c);
-        edgeArrival[static_cast<size_t>(ei)] = st + c;
-        tl.transfers.push_back(TransferSlot{v, e.dst, d, b, link, st, st + c, e.bytes});
-        continue;
-      }
-      auto& pd = perDest[static_cast<size_t>(b)];
-      const double c = t.comm(ei, d, b);
-      if (pd.first < 0) firstConsumer[static_cast<size_t>(b)] = e.dst;
-      pd.first = std::max(pd.first, c);
-      pd.second = std::max(pd.second, e.bytes);
-    }
-    for (DeviceId b = 0; b < m; ++b) {
-      const auto& pd = perDest[static_cast<size_t>(b)];
-      if (pd.first < 0) continue;
-      auto [start, link] = book(d, b, end, pd.first);
-      s.arrival[static_cast<size_t>(v) * static_cast<size_t>(m) + static_cast<size_t>(b)] = start + pd.first;
-      if (pd.first > 0 || pd.second > 0) {
-        tl.transfers.push_back(TransferSlot{v, firstConsumer[static_cast<size_t>(b)], d, b, link, start, start + pd.first, pd.second});
-        tl.bytesMoved += pd.second;
-      }
-    }
-    // Model outputs return to the host.
-    const int64_t outBytes = t.outputBytes.empty() ? 0 : t.outputBytes[static_cast<size_t>(v)];
-    if (outBytes > 0 && d != t.host) {
-      const double c = t.transferUs(d, t.host, outBytes);
-      auto [start, link] = book(d, t.host, end, c);
-      tl.transfers.push_back(TransferSlot{v, -1, d, t.host, link, start, start + c, outBytes});
-      tl.bytesMoved += outBytes;
-      makespan = std::max(makespan, start + c);
-    }
+    return makeError("plan order deadlocks");
   }
+  const double makespan = s.runner.state().makespan;
   tl.makespan = makespan;
   s.lastStart.resize(static_cast<size_t>(n));
   for (TaskId v = 0; v < n; ++v) s.lastStart[static_cast<size_t>(v)] = tl.tasks[static_cast<size_t>(v)].start;

@@ -12,12 +12,9 @@
 
 #include "cost/costtable.h"
 #include "sim/plan.h"
+#include "sim/simrules.h"
 
 namespace partex {
-
-struct SimOptions {
-  bool unlimitedLinks = false;  ///< Classic HEFT model: transfers never wait for a link.
-};
 
 struct TaskSlot {
   DeviceId device = 0;

@@ -14,7 +14,7 @@
 #include "cost/costtable.h"
 #include "sched/algorithms.h"
 #include "sched/scheduler.h"
-#include "sched/search.h"
+#include "sim/fastsim.h"
 #include "sim/plan.h"
 #include "sim/simulator.h"
 
@@ -251,7 +251,7 @@ class TestSchedExact : public QObject {
     const CostTable t = buildTable(s);
     SimOptions so;
     so.unlimitedLinks = unlimited;
-    search_detail::FastSim fs(t, so);
+    FastSim fs(t, so);
     std::mt19937_64 rng(s.seed);
     const auto topo = t.topoOrder();
     for (int trial = 0; trial < 50; ++trial) {

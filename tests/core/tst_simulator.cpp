@@ -2,9 +2,14 @@
 // inputs/outputs, deadlock detection, peak bytes, and interactive moves.
 #include <QtTest>
 
+#include <random>
+
 #include "cost/costtable.h"
 #include "sched/scheduler.h"
+#include "fused_fixture.h"
+#include "platform/platform.h"
 #include "sim/criticalpath.h"
+#include "sim/fastsim.h"
 #include "sim/simulator.h"
 #include "taskgraph_fixture.h"
 #include "testutil.h"
@@ -279,6 +284,117 @@ class TestSimulator : public QObject {
         QVERIFY2(r.isOk(), r.message().c_str());
       }
     }
+  }
+
+  // ---- The search's fast path (sim/fastsim.h) and simulate() step through the same rules ----------
+
+  /// A random plan: every task on a random device that can run it, each device's tasks in a random
+  /// topological order; with `scramble`, one device's order shuffled (which may deadlock).
+  static Plan randomPlan(const CostTable& t, std::mt19937_64& rng, bool scramble) {
+    const int n = t.numTasks(), m = t.numDevices();
+    Plan p;
+    p.device.resize(static_cast<size_t>(n));
+    for (TaskId v = 0; v < n; ++v) {
+      std::vector<DeviceId> al;
+      for (DeviceId d = 0; d < m; ++d)
+        if (t.canRun(v, d)) al.push_back(d);
+      p.device[static_cast<size_t>(v)] = al[rng() % al.size()];
+    }
+    std::vector<int> indeg(static_cast<size_t>(n), 0);
+    for (const auto& e : t.edges) ++indeg[static_cast<size_t>(e.dst)];
+    std::vector<TaskId> ready;
+    for (TaskId v = 0; v < n; ++v)
+      if (!indeg[static_cast<size_t>(v)]) ready.push_back(v);
+    p.order.assign(static_cast<size_t>(m), {});
+    while (!ready.empty()) {
+      const size_t k = rng() % ready.size();
+      const TaskId v = ready[k];
+      ready.erase(ready.begin() + static_cast<std::ptrdiff_t>(k));
+      p.order[static_cast<size_t>(p.device[static_cast<size_t>(v)])].push_back(v);
+      for (int32_t ei : t.outEdges[static_cast<size_t>(v)])
+        if (--indeg[static_cast<size_t>(t.edges[static_cast<size_t>(ei)].dst)] == 0) ready.push_back(t.edges[static_cast<size_t>(ei)].dst);
+    }
+    if (scramble) {
+      auto& ord = p.order[rng() % p.order.size()];
+      std::shuffle(ord.begin(), ord.end(), rng);
+    }
+    return p;
+  }
+
+  void fastPathAgreesWithSimulate_data() {
+    QTest::addColumn<QString>("source");
+    QTest::addColumn<QString>("platform");
+    for (const char* g : {"heft2002.json", "peft2014.json", "forkjoin29.json"}) QTest::newRow(g) << QString(g) << QString();
+    // Generated models on presets: links that contend (cpu-gpu-pcie), shared memory between four
+    // devices (mobile-soc), exclusive devices and ops only some devices run (pim).
+    for (const char* kind : {"random", "mobilenetv2", "bert"})
+      for (const char* plat : {"cpu-gpu-pcie", "mobile-soc", "pim"})
+        QTest::newRow((std::string(kind) + "@" + plat).c_str()) << QString(kind) << QString(plat);
+    // Fused kernels known from a profile (a split group pays the unfused costs).
+    QTest::newRow("fused resnet18") << QString("fused") << QString();
+  }
+
+  void fastPathAgreesWithSimulate() {
+    QFETCH(QString, source);
+    QFETCH(QString, platform);
+    CostTable t;
+    if (source.endsWith(".json")) {
+      auto tg = test::testTaskGraph(source.toStdString());
+      QVERIFY2(tg.isOk(), tg.isOk() ? "" : tg.message().c_str());
+      t = std::move(tg).value();
+    } else if (source == "fused") {
+      auto fp = test::fusedProblem();
+      QVERIFY2(fp.error.empty(), fp.error.c_str());
+      QVERIFY(!fp.table.fusedGroups.empty());
+      t = std::move(fp.table);
+    } else {
+      GenSpec spec;
+      spec.kind = source.toStdString();
+      spec.imageSize = 32;
+      spec.numClasses = 10;
+      spec.layers = 1;
+      spec.seqLen = 8;
+      spec.hidden = 32;
+      spec.heads = 2;
+      spec.nodes = 60;
+      auto bytes = generateModel(spec);
+      QVERIFY2(bytes.isOk(), bytes.isOk() ? "" : bytes.message().c_str());
+      auto g = importOnnxBytes(*bytes, spec.kind + ".onnx");
+      QVERIFY2(g.isOk(), g.isOk() ? "" : g.message().c_str());
+      auto p = loadPreset(platform.toStdString());
+      QVERIFY2(p.isOk(), p.isOk() ? "" : p.message().c_str());
+      auto tt = buildCostTable(*g, characteriseAll(*g), *p);
+      QVERIFY2(tt.isOk(), tt.isOk() ? "" : tt.message().c_str());
+      t = std::move(tt).value();
+    }
+    QVERIFY(t.numTasks() > 0);
+    std::mt19937_64 rng(7);
+    int simulated = 0, deadlocked = 0;
+    for (bool unlimited : {false, true}) {
+      SimOptions so;
+      so.unlimitedLinks = unlimited;
+      FastSim fast(t, so);
+      for (int trial = 0; trial < 150; ++trial) {
+        const Plan p = randomPlan(t, rng, trial % 5 == 4);
+        const double ms = fast.run(p);
+        auto tl = simulate(t, p, so);
+        if (!tl) {
+          QCOMPARE(ms, -1.0);  // both see the deadlock
+          ++deadlocked;
+          continue;
+        }
+        ++simulated;
+        // Bit for bit: the same decisions and the same arithmetic.
+        QVERIFY2(ms == tl->makespan, qPrintable(QString("trial %1: fast %2, simulate %3").arg(trial).arg(ms, 0, 'g', 17).arg(tl->makespan, 0, 'g', 17)));
+        for (TaskId v = 0; v < t.numTasks(); ++v) {
+          const auto& slot = tl->tasks[static_cast<size_t>(v)];
+          QVERIFY2(fast.start()[static_cast<size_t>(v)] == slot.start && fast.finish()[static_cast<size_t>(v)] == slot.end,
+                   qPrintable(QString("trial %1, task %2").arg(trial).arg(QString::fromStdString(t.taskNames[static_cast<size_t>(v)]))));
+        }
+      }
+    }
+    QVERIFY(simulated >= 240);  // most plans run: the comparison is not vacuous
+    Q_UNUSED(deadlocked);
   }
 };
 

@@ -1,0 +1,37 @@
+#include "sim/simrules.h"
+
+namespace partex {
+
+SimRules::SimRules(const CostTable& t, const SimOptions& o)
+    : t_(t), o_(o), n_(t.numTasks()), m_(t.numDevices()), mm_(static_cast<size_t>(t.numDevices())), anyExclusive_(!t.exclusiveWith.empty()) {
+  indeg_.assign(static_cast<size_t>(n_), 0);
+  for (const auto& e : t.edges) ++indeg_[static_cast<size_t>(e.dst)];
+}
+
+void SimRules::precomputeComm() {
+  commTab_.resize(t_.edges.size() * mm_ * mm_);
+  for (size_t e = 0; e < t_.edges.size(); ++e)
+    for (DeviceId a = 0; a < m_; ++a)
+      for (DeviceId b = 0; b < m_; ++b)
+        commTab_[(e * mm_ + static_cast<size_t>(a)) * mm_ + static_cast<size_t>(b)] = t_.comm(static_cast<int32_t>(e), a, b);
+  comm_ = commTab_.data();
+}
+
+void SimRules::reset(SimState& s) const {
+  const auto n = static_cast<size_t>(n_);
+  s.finish.assign(n, -1.0);
+  s.arrival.assign(n * mm_, -1.0);
+  s.edgeArrival.assign(t_.edges.size(), -1.0);
+  s.devFree.assign(mm_, 0.0);
+  s.lastOnDevice.assign(mm_, -1);
+  s.devBusy.resize(mm_);
+  for (auto& b : s.devBusy) b.iv.clear();
+  s.links.resize(static_cast<size_t>(std::max(0, t_.numLinkResources)));
+  for (auto& l : s.links) l.iv.clear();
+  s.inputReady.assign(n, 0.0);
+  s.pending = indeg_;
+  s.makespan = 0;
+  s.lastTask = -1;
+}
+
+}  // namespace partex
