@@ -8,7 +8,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "cpu/device.h"
-#include "cpu/ops.h"
+#include "cpu/cpu_ops.h"
 
 namespace partex {
 namespace cpu {
@@ -17,45 +17,11 @@ const std::vector<OpEntry>& opTable() {
   static const std::vector<OpEntry> table = [] {
     std::vector<OpEntry> t;
     addOneDnnOps(t);
-    addElementwiseOps(t);
-    addShapeOps(t);
-    addReduceOps(t);
-    addMiscOps(t);
-    addExtraOps(t);
+    const auto& plain = plainOpTable();
+    t.insert(t.end(), plain.begin(), plain.end());
     return t;
   }();
   return table;
-}
-
-DType inDType(const Graph& g, const Node& n, size_t i) {
-  if (i >= n.inputs.size() || n.inputs[i] < 0 || n.inputs[i] >= static_cast<ValueId>(g.values.size()))
-    return DType::Undefined;
-  return g.values[static_cast<size_t>(n.inputs[i])].dtype;
-}
-
-DType outDType(const Graph& g, const Node& n, size_t i) {
-  if (i >= n.outputs.size() || n.outputs[i] < 0 || n.outputs[i] >= static_cast<ValueId>(g.values.size()))
-    return DType::Undefined;
-  return g.values[static_cast<size_t>(n.outputs[i])].dtype;
-}
-
-bool hasIn(const Node& n, size_t i) {
-  return i < n.inputs.size() && n.inputs[i] >= 0;
-}
-
-std::string checkDTypes(const Graph& g, const Node& n, const std::vector<DType>& allowed) {
-  auto ok = [&](DType t) {
-    for (DType a : allowed)
-      if (a == t) return true;
-    return false;
-  };
-  for (size_t i = 0; i < n.inputs.size(); ++i)
-    if (hasIn(n, i) && !ok(inDType(g, n, i)))
-      return std::string("input ") + std::to_string(i) + " has dtype " + dtypeName(inDType(g, n, i));
-  for (size_t i = 0; i < n.outputs.size(); ++i)
-    if (n.outputs[i] >= 0 && !ok(outDType(g, n, i)))
-      return std::string("output ") + std::to_string(i) + " has dtype " + dtypeName(outDType(g, n, i));
-  return "";
 }
 
 namespace {

@@ -10,7 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "cpu/kernels.h"
+#include "cpu/cpu_ops.h"
+#include "kernels/kernels.h"
 
 namespace partex::cpu {
 

@@ -892,32 +892,6 @@ class EltwiseKernel final : public OpKernel {
   dnnl::eltwise_forward prim_;
 };
 
-/// Clip of integer tensors: min/max from inputs 1 and 2 (absent: the type's range).
-class ClipIntKernel final : public OpKernel {
- public:
-  Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
-    if (auto e = expectInput(in, 0, "input"); !e.empty()) return Error{e};
-    const Tensor& x = *in[0];
-    for (size_t i = 1; i < 3 && i < in.size(); ++i)
-      if (in[i] && !in[i]->empty() && (in[i]->dtype() != x.dtype() || in[i]->numElements() != 1))
-        return makeError("min/max must be scalars of the input's dtype");
-    out.resize(1);
-    if (auto s = out[0].ensure(x.dtype(), x.shape()); !s) return s;
-    const bool ok = dispatchAll(x.dtype(), [&](auto v) {
-      using T = decltype(v);
-      T lo = std::numeric_limits<T>::lowest(), hi = std::numeric_limits<T>::max();
-      if (in.size() > 1 && in[1] && !in[1]->empty()) lo = ptr<T>(*in[1])[0];
-      if (in.size() > 2 && in[2] && !in[2]->empty()) hi = ptr<T>(*in[2])[0];
-      const T* px = ptr<T>(x);
-      T* po = ptr<T>(out[0]);
-      parallelChunks(ctx, x.numElements(), [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) po[i] = std::min(hi, std::max(lo, px[i]));
-      });
-    });
-    return ok ? Status::ok() : Status(makeError("dtype not supported"));
-  }
-};
-
 float fattr(const Node& n, const char* k, double def) {
   return static_cast<float>(n.attrFloat(k, def));
 }
@@ -1007,7 +981,7 @@ void addOneDnnOps(std::vector<OpEntry>& t) {
     return std::make_unique<EltwiseKernel>(
         n.attrString("approximate", "none") == "tanh" ? A::eltwise_gelu_tanh : A::eltwise_gelu_erf, 0.f, 0.f);
   });
-  // Clip: oneDNN for float32, a plain loop for integer types (min/max inputs only, opset >= 12).
+  // Clip: oneDNN for float32, the plain kernel (kernels/ops.h) for integer types (min/max inputs only, opset >= 12).
   t.push_back({"Clip",
                [](const Graph& g, const Node& n) {
                  if (inDType(g, n, 0) == DType::Float32) return checkDTypes(g, n, f32Only());
@@ -1016,7 +990,7 @@ void addOneDnnOps(std::vector<OpEntry>& t) {
                                      DType::UInt32, DType::UInt64});
                },
                [](const Graph& g, const Node& n) -> Result<std::unique_ptr<OpKernel>> {
-                 if (inDType(g, n, 0) != DType::Float32) return mk<ClipIntKernel>();
+                 if (inDType(g, n, 0) != DType::Float32) return findPlainEntry(n)->make(g, n);
                  auto k = std::make_unique<EltwiseKernel>(A::eltwise_clip_v2, fattr(n, "min", -INFINITY),
                                                           fattr(n, "max", INFINITY));
                  k->clipInputs = !n.hasAttr("min") && !n.hasAttr("max");

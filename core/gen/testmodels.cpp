@@ -4,6 +4,11 @@
 
 #include <cstring>
 #include <initializer_list>
+#include <limits>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
 
 namespace partex::testmodels {
 
@@ -566,6 +571,113 @@ std::string withShapeChain() {
   return m.bytes();
 }
 
+std::string withFoldCases(std::vector<std::string>* outputs) {
+  Model m;
+  auto floats = [&](const char* name, std::initializer_list<int64_t> dims, std::initializer_list<float> v) {
+    auto* t = m.g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) t->add_dims(d);
+    for (float x : v) t->add_float_data(x);
+  };
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  floats("f_one", {1}, {1.0f});
+  floats("f_nan", {1}, {nan});
+  floats("f_v", {6}, {nan, -2.5f, -0.5f, 0.0f, 1.5f, 4.0f});
+  floats("f_a", {4}, {-7.5f, 7.5f, -7.5f, 1.5f});
+  floats("f_b", {4}, {2.0f, -2.0f, -2.0f, 0.5f});
+  floats("f_lo", {}, {-1.0f});
+  floats("f_hi", {}, {2.0f});
+  floats("f_two", {}, {2.0f});
+  addInitInt64(m.g, "i_a", {6}, {-7, 7, -7, 7, 0, 5});
+  addInitInt64(m.g, "i_b", {6}, {3, -3, -3, 3, 2, 5});
+  addInitInt64(m.g, "i_lo", {}, {-5});
+  addInitInt64(m.g, "i_hi", {}, {5});
+  addInitInt64(m.g, "i_23", {2}, {2, 3});
+  addInitInt64(m.g, "i_idx", {3}, {5, -1, 0});
+  addInitInt64(m.g, "i_start", {1}, {1});
+  addInitInt64(m.g, "i_end", {1}, {5});
+  addInitInt64(m.g, "i_axes", {1}, {0});
+  addInitInt64(m.g, "i_step", {1}, {2});
+  addInitInt64(m.g, "i_rep", {1}, {2});
+  addInitInt64(m.g, "i_r0", {}, {10});
+  addInitInt64(m.g, "i_r1", {}, {-3});
+  addInitInt64(m.g, "i_r2", {}, {-4});
+  addInitInt64(m.g, "i_shape", {2}, {3, 4});
+  std::vector<std::string> outs;
+  std::map<std::string, std::vector<int64_t>> shapes;
+  auto node = [&](const char* op, std::initializer_list<const char*> ins, const char* out, std::vector<int64_t> dims) {
+    outs.push_back(out);
+    shapes[out] = std::move(dims);
+    return addNode(m.g, op, ins, {out}, out);
+  };
+  node("Max", {"f_one", "f_nan"}, "max_1_nan", {1});
+  node("Max", {"f_nan", "f_one"}, "max_nan_1", {1});
+  node("Min", {"f_one", "f_nan"}, "min_1_nan", {1});
+  node("Min", {"f_nan", "f_one"}, "min_nan_1", {1});
+  node("Max", {"f_v", "f_one", "f_lo"}, "max3", {6});
+  node("Mod", {"i_a", "i_b"}, "mod_int", {6});
+  addAttr(node("Mod", {"i_a", "i_b"}, "fmod_int", {6}), "fmod", 1);
+  addAttr(node("Mod", {"f_a", "f_b"}, "fmod_float", {4}), "fmod", 1);
+  node("Div", {"i_a", "i_b"}, "div_int", {6});
+  node("Div", {"f_a", "f_b"}, "div_float", {4});
+  node("Sub", {"i_a", "i_b"}, "sub_int", {6});
+  node("Mul", {"f_v", "f_one"}, "mul_nan", {6});
+  node("Pow", {"f_a", "f_two"}, "pow", {4});
+  node("Sum", {"f_a", "f_b", "f_a"}, "sum3", {4});
+  node("Mean", {"f_a", "f_b"}, "mean2", {4});
+  node("Clip", {"f_a", "f_lo", "f_hi"}, "clip_float", {4});
+  node("Clip", {"f_v", "f_lo", "f_hi"}, "clip_nan", {6});
+  node("Clip", {"i_a", "i_lo", "i_hi"}, "clip_int", {6});
+  node("Relu", {"f_a"}, "relu", {4});
+  node("Relu", {"f_v"}, "relu_nan", {6});
+  node("Sqrt", {"f_b"}, "sqrt", {4});
+  node("Exp", {"f_a"}, "exp", {4});
+  node("Sigmoid", {"f_a"}, "sigmoid", {4});
+  node("Tanh", {"f_a"}, "tanh", {4});
+  node("Neg", {"i_a"}, "neg", {6});
+  node("Abs", {"f_v"}, "abs", {6});
+  node("Floor", {"f_a"}, "floor", {4});
+  node("Round", {"f_v"}, "round", {6});
+  node("Sign", {"f_v"}, "sign", {6});
+  node("Reciprocal", {"f_b"}, "reciprocal", {4});
+  node("Log", {"f_b"}, "log", {4});
+  addAttr(node("ReduceMax", {"f_v"}, "reducemax", {}), "keepdims", 0);
+  node("ReduceSum", {"i_a"}, "reducesum", {1});
+  addAttr(node("Cast", {"f_v"}, "cast_int", {6}), "to", onnx::TensorProto::INT32);
+  addAttr(node("Cast", {"i_a"}, "cast_float", {6}), "to", onnx::TensorProto::FLOAT);
+  node("Less", {"f_v", "f_one"}, "less", {6});
+  node("Equal", {"i_a", "i_b"}, "equal", {6});
+  node("Not", {"less"}, "not", {6});
+  node("Where", {"less", "f_v", "f_nan"}, "where", {6});
+  addAttr(node("Concat", {"i_a", "i_b"}, "concat", {12}), "axis", 0);
+  addAttr(node("Gather", {"f_v", "i_idx"}, "gather", {3}), "axis", 0);
+  node("Slice", {"f_v", "i_start", "i_end", "i_axes", "i_step"}, "slice", {2});
+  node("Reshape", {"concat", "i_shape"}, "reshape", {3, 4});
+  addAttr(node("Transpose", {"reshape"}, "transpose", {4, 3}), "perm", {1, 0});
+  node("Expand", {"f_one", "i_23"}, "expand", {2, 3});
+  node("Tile", {"f_a", "i_rep"}, "tile", {8});
+  node("Range", {"i_r0", "i_r1", "i_r2"}, "range", {4});
+  node("Unsqueeze", {"f_a", "i_axes"}, "unsqueeze", {1, 4});
+  auto* split = addNode(m.g, "Split", {"i_a"}, {"split0", "split1"}, "split");
+  addAttr(split, "axis", 0);
+  for (const char* o : {"split0", "split1"}) {
+    outs.push_back(o);
+    shapes[o] = {3};
+  }
+  const std::set<std::string> ints{"mod_int", "fmod_int", "div_int", "sub_int", "clip_int", "neg", "reducesum",
+                                   "concat", "reshape", "transpose", "range", "split0", "split1"};
+  const std::set<std::string> bools{"less", "equal", "not"};
+  for (const auto& o : outs) {
+    auto* vi = addOutput(m.g, o.c_str(),
+                         o == "cast_int" ? onnx::TensorProto::INT32 : ints.count(o) ? kInt64 : bools.count(o) ? kBool : kFloat,
+                         {});
+    for (int64_t d : shapes[o]) vi->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+  }
+  if (outputs) *outputs = outs;
+  return m.bytes();
+}
+
 std::string withRandom() {
   Model m;
   addInput(m.g, "x", kFloat, {2, 3});
@@ -651,6 +763,7 @@ std::vector<std::pair<std::string, std::string>> all() {
       {"loop.onnx", withLoop()},
       {"domain.onnx", withUnknownDomain()},
       {"shapes.onnx", withShapeChain()},
+      {"foldcases.onnx", withFoldCases()},
       {"random.onnx", withRandom()},
       {"names.onnx", withUnnamedAndDuplicateNames()},
       {"unsorted.onnx", unsorted()},

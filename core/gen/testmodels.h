@@ -73,6 +73,16 @@ std::string withUnknownDomain();
 /// Expand, Tile, Slice, Resize and Pad whose shape inputs are computed, and a ConstantOfShape weight.
 /// Operators after folding: Reshape x2, Transpose x2, MatMul x2, Expand, Tile, Slice, Resize, Pad.
 std::string withShapeChain();
+/// Constant subgraphs only (opset 13), every result a graph output, for checking that folding computes
+/// what the CPU backend computes: Max/Min with NaN in either position, integer Mod (Python and C
+/// fmod) and float fmod with negative operands, integer Div, Clip of NaN, Pow, a three-input Sum,
+/// ReduceMax/ReduceSum, Cast, comparisons, Where, shape operators (Concat, Gather, Slice, Transpose,
+/// Expand, Tile, Range, Split, Unsqueeze) and the operators the backend runs through oneDNN (Relu,
+/// Sqrt, Exp, Sigmoid, Tanh, float Clip; relu_nan and clip_nan of f_v, which holds a NaN). Initializers: f_one [1] 1, f_nan [1] NaN, f_v [6] (NaN,
+/// -2.5, -0.5, 0, 1.5, 4), i_a [6] (-7, 7, -7, 7, 0, 5), i_b [6] (3, -3, -3, 3, 2, 5), f_a [4]
+/// (-7.5, 7.5, -7.5, 1.5), f_b [4] (2, -2, -2, 0.5). `outputs` (if not null) receives the outputs'
+/// names.
+std::string withFoldCases(std::vector<std::string>* outputs = nullptr);
 /// RandomNormal (no inputs, not folded) feeding an Add.
 std::string withRandom();
 /// Nodes without names and with duplicate names.

@@ -1,7 +1,9 @@
 #pragma once
-/// \file Internal to the ONNX importer: evaluation of operators on small constant tensors, used to
-/// fold constant subgraphs (Constant, ConstantOfShape, Shape and shape arithmetic) into weights.
-/// Only dims are tracked for large tensors; element data is kept up to kMaxConstElements.
+/// \file Internal to the ONNX importer: constant folding. A node whose inputs are all constants is
+/// evaluated by the plain CPU kernels (core/kernels, the ones the CPU backend runs), so that a folded
+/// constant holds the value a run would compute. What is left here is only what no kernel does: reading
+/// Constant and ConstantOfShape attributes, Shape and Size of activations of known shape, and relabelling
+/// a large weight (Reshape, Identity, ...) without copying its bytes.
 
 #include <onnx/onnx_pb.h>
 
@@ -13,27 +15,25 @@
 
 namespace partex::onnximp {
 
-/// Tensors up to this many elements keep their data during folding (and, for integer types, in
-/// Value::intData afterwards).
+/// Results up to this many elements are computed when folding (and, for integer types, kept in
+/// Value::intData afterwards); larger ones stay operators, except the relabellings and ConstantOfShape.
 constexpr int64_t kMaxConstElements = 4096;
 
-/// A constant tensor: dims always; small numeric data (ints/floats) for folding; and, at any size,
-/// the element bytes the importer keeps as the weight's data (Value::data).
+/// A constant tensor: dims always, and the elements in Tensor encoding (core/backend Tensor, weights.h)
+/// when known, shared (not copied) by every fold that only relabels them.
 struct ConstTensor {
   DType dtype = DType::Undefined;
   std::vector<int64_t> dims;
-  bool hasData = false;
-  std::vector<int64_t> ints;   ///< Integer and bool types (uint64 stored as its bit pattern).
-  std::vector<double> floats;  ///< Floating types.
-  /// The elements in Tensor encoding (weights.h), shared, not copied, by folds that only relabel them
-  /// (Identity, Reshape, ...); null when only `ints`/`floats` (or nothing) hold them.
-  std::shared_ptr<const TensorData> data;
+  std::shared_ptr<const TensorData> data;  ///< Null when the elements are not known.
 
   /// Element count; -1 for negative dims or overflow.
   int64_t numel() const;
+  /// Whether folding may compute with the elements: known, and at most kMaxConstElements of them.
+  bool foldable() const;
+  /// The elements of a foldable integer or bool constant; empty otherwise.
+  std::vector<int64_t> ints() const;
 };
 
-bool isFloatType(DType t);
 /// Integer types and bool.
 bool isIntType(DType t);
 /// DType from an ONNX elem_type; Undefined for values outside the enum.
@@ -41,19 +41,24 @@ DType dtypeFromOnnx(int64_t elemType);
 /// Element count of dims with overflow checks; -1 when negative or beyond 2^62.
 int64_t safeNumel(const std::vector<int64_t>& dims);
 
-/// Reads dims, dtype and (when `wantData`, numeric and small) the data of a TensorProto. External
-/// tensors never get data.
-ConstTensor tensorFromProto(const onnx::TensorProto& t, bool wantData = true);
-/// Writes a constant with data as a TensorProto (for ONNX shape inference); false when the type
-/// cannot be written.
+/// Writes a foldable constant as a TensorProto (raw data), for ONNX shape inference; false when it has
+/// no foldable data or a 16-bit float type.
 bool tensorToProto(const ConstTensor& c, onnx::TensorProto* out);
 
-/// Evaluates `node` (default domain, opset `opset`) on constant inputs. `in[i]` is null for an
-/// omitted input; an input without data still carries dims (Shape and Size need no more).
-/// On success fills one ConstTensor per node output (dims always; data when it fits the limit) and
-/// returns true; returns false when the op is not supported or its inputs are unsuitable.
-bool evaluateNode(const onnx::NodeProto& node, int64_t opset, const std::vector<const ConstTensor*>& in,
-                  std::vector<ConstTensor>& out);
+/// What ONNX inference says of a node output before folding: `known` when its dtype and all dims are.
+struct ExpectedOutput {
+  bool known = false;
+  DType dtype = DType::Undefined;
+  std::vector<int64_t> dims;
+};
+
+/// Folds `node` (default domain, opset `opset`; `ir` is the same node with its attributes converted)
+/// on constant inputs. `in[i]` is null for an omitted input; an input without data still carries dims
+/// (Shape and Size need no more). `expected` has one entry per output (ONNX inference; unknown entries
+/// allowed). On success fills one ConstTensor per output (dims, and the elements when computed) and
+/// returns true; returns false when the node is not folded here.
+bool evaluateNode(const onnx::NodeProto& node, const Node& ir, int64_t opset, const std::vector<const ConstTensor*>& in,
+                  const std::vector<ExpectedOutput>& expected, std::vector<ConstTensor>& out);
 
 /// True for operators whose result depends on more than their inputs (random generators).
 bool isNondeterministicOp(const std::string& opType);

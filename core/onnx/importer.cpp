@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/tensor.h"
 #include "onnx/consteval.h"
 #include "onnx/inferguard.h"
 #include "onnx/weights.h"
@@ -604,8 +605,8 @@ void GraphBuilder::setConst(Val& val, ConstTensor c) {
   setShape(val, t);
   val.v.isWeight = true;
   val.isConst = true;
-  if (c.hasData && onnximp::isIntType(c.dtype) && c.numel() <= onnximp::kMaxConstElements) val.v.intData = c.ints;
-  val.v.data = c.data ? c.data : onnximp::encodeConst(c);
+  val.v.intData = c.ints();  // small integer constants (shape tensors, axes)
+  val.v.data = c.data;
   if (!val.v.shapeKnown) val.v.data = nullptr;  // an implausible shape (setShape warned): nothing to run on
   val.c = std::make_shared<const ConstTensor>(std::move(c));
 }
@@ -615,7 +616,7 @@ const onnx::TensorProto* GraphBuilder::protoFor(int id) {
   if (!v.isConst) return nullptr;
   if (v.proto) return v.proto;
   if (v.madeProto) return v.madeProto.get();
-  if (!v.c || !v.c->hasData) return nullptr;
+  if (!v.c || !v.c->foldable()) return nullptr;
   auto p = std::make_shared<onnx::TensorProto>();
   if (!onnximp::tensorToProto(*v.c, p.get())) return nullptr;
   p->set_name(v.v.name);
@@ -680,15 +681,15 @@ void GraphBuilder::completeLoopShapes(const onnx::NodeProto& node, const std::ve
       t.dims = out.shape;
     } else {
       const Val* trips = ins.empty() || ins[0] < 0 ? nullptr : &vals_[static_cast<size_t>(ins[0])];
-      const bool fixed = trips && trips->isConst && trips->c && trips->c->hasData && trips->c->ints.size() == 1 &&
-                         trips->c->ints[0] >= 0 && (ins.size() < 2 || ins[1] < 0);
+      const std::vector<int64_t> tripCount = trips && trips->isConst && trips->c ? trips->c->ints() : std::vector<int64_t>{};
+      const bool fixed = tripCount.size() == 1 && tripCount[0] >= 0 && (ins.size() < 2 || ins[1] < 0);
       if (!fixed) {
         ctx_.warn("loop:" + node.name(), "Loop '" + node.name() +
                                              "' has no constant iteration count; its scan outputs have unknown length" +
                                              where_);
         continue;
       }
-      t.dims.push_back(trips->c->ints[0]);
+      t.dims.push_back(tripCount[0]);
       t.dims.insert(t.dims.end(), out.shape.begin(), out.shape.end());
     }
     infos[i] = std::move(t);
@@ -724,20 +725,36 @@ bool GraphBuilder::tryFold(onnx::NodeProto& node, const std::vector<int>& ins) {
       in[i] = &shapeHolders[i];
     }
   }
-  std::vector<ConstTensor> outs;
-  if (!onnximp::evaluateNode(node, ctx_.opset, in, outs)) {
-    // Not evaluated here: fold with the shapes ONNX infers (large weights need no data).
-    std::vector<TypeInfo> infos(static_cast<size_t>(node.output_size()));
-    bool known = true;
-    for (int i = 0; i < node.output_size(); ++i) infos[static_cast<size_t>(i)] = passOneType(node.output(i));
-    for (const auto& t : infos) known = known && t.full() && t.dtype != DType::Undefined;
-    if (!known) {
-      std::vector<TypeInfo> inferred;
-      if (!inferNode(node, ins, inferred) || inferred.size() != infos.size()) return false;
+  // What ONNX infers of the outputs: it bounds what folding computes and types the outputs of a node
+  // that is not evaluated here (large weights need no data).
+  std::vector<TypeInfo> infos(static_cast<size_t>(node.output_size()));
+  for (int i = 0; i < node.output_size(); ++i) infos[static_cast<size_t>(i)] = passOneType(node.output(i));
+  auto allKnown = [&] {
+    bool k = true;
+    for (const auto& t : infos) k = k && t.full() && t.dtype != DType::Undefined;
+    return k;
+  };
+  bool known = allKnown();
+  if (!known) {
+    std::vector<TypeInfo> inferred;
+    if (inferNode(node, ins, inferred) && inferred.size() == infos.size()) {
       infos = std::move(inferred);
-      for (const auto& t : infos) known = known && t.full() && t.dtype != DType::Undefined;
-      if (!known) return false;
+      known = allKnown();
     }
+  }
+  std::vector<onnximp::ExpectedOutput> expected(infos.size());
+  for (size_t i = 0; i < infos.size(); ++i) {
+    expected[i].known = infos[i].full() && infos[i].dtype != DType::Undefined;
+    expected[i].dtype = infos[i].dtype;
+    if (expected[i].known) expected[i].dims = infos[i].dims;
+  }
+  Node ir;
+  ir.name = node.name();
+  ir.opType = op;
+  convertAttributes(node, ir);
+  std::vector<ConstTensor> outs;
+  if (!onnximp::evaluateNode(node, ir, ctx_.opset, in, expected, outs)) {
+    if (!known) return false;
     outs.assign(infos.size(), ConstTensor{});
     for (size_t i = 0; i < infos.size(); ++i) {
       outs[i].dtype = infos[i].dtype;
@@ -750,11 +767,10 @@ bool GraphBuilder::tryFold(onnx::NodeProto& node, const std::vector<int>& ins) {
   // run on and stay folded, without data.
   if (present > 0)
     for (int i = 0; i < node.output_size(); ++i) {
-      ConstTensor& c = outs[static_cast<size_t>(i)];
+      const ConstTensor& c = outs[static_cast<size_t>(i)];
       if (node.output(i).empty() || c.data) continue;
-      c.data = onnximp::encodeConst(c);
       const DType t = c.dtype == DType::Undefined ? passOneType(node.output(i)).dtype : c.dtype;
-      if (!c.data && onnximp::dataElementSize(t) > 0) return false;
+      if (tensorElementSize(t) > 0) return false;
     }
   for (int i = 0; i < node.output_size(); ++i) {
     const std::string& name = node.output(i);
@@ -888,7 +904,9 @@ Result<std::shared_ptr<Graph>> GraphBuilder::build() {
     Val v;
     v.v.name = t.name();
     const bool external = t.data_location() == onnx::TensorProto::EXTERNAL;
-    ConstTensor c = onnximp::tensorFromProto(t, !external);
+    ConstTensor c;
+    c.dtype = onnximp::dtypeFromOnnx(t.data_type());
+    c.dims.assign(t.dims().begin(), t.dims().end());
     // The weight's elements, read once. External data is read where the model's folder is known
     // (importOnnxBytes without a base folder keeps dims only, as a generated graph has).
     Result<std::shared_ptr<const TensorData>> data = std::shared_ptr<const TensorData>();
@@ -902,7 +920,6 @@ Result<std::shared_ptr<Graph>> GraphBuilder::build() {
       v.v.externalData = true;
       for (const auto& e : t.external_data())
         if (e.key() == "location") v.v.externalLocation = e.value();
-      onnximp::decodeSmallData(c);  // shape tensors in external files fold like the others
       if (!c.data && ctx_.baseDir.empty())
         ctx_.warn("nodata:" + t.name(), "initializer '" + t.name() +
                                             "' is external data without a model folder to read it from: runs "

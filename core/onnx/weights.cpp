@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "backend/tensor.h"
 #include "support/strings.h"
 
 namespace partex::onnximp {
@@ -20,33 +21,9 @@ void copyField(const Field& field, std::byte* out) {
 
 }  // namespace
 
-int64_t dataElementSize(DType t) {
-  switch (t) {
-    case DType::Float32:
-    case DType::Int32:
-    case DType::UInt32:
-      return 4;
-    case DType::Float64:
-    case DType::Int64:
-    case DType::UInt64:
-      return 8;
-    case DType::Int16:
-    case DType::UInt16:
-    case DType::Float16:
-    case DType::BFloat16:
-      return 2;
-    case DType::Int8:
-    case DType::UInt8:
-    case DType::Bool:
-      return 1;
-    default:
-      return 0;
-  }
-}
-
 Result<std::shared_ptr<const TensorData>> decodeTensorData(const onnx::TensorProto& t) {
   const DType dt = dtypeFromOnnx(t.data_type());
-  const int64_t es = dataElementSize(dt);
+  const int64_t es = tensorElementSize(dt);
   if (es == 0) return std::shared_ptr<const TensorData>();
   if (t.data_location() == onnx::TensorProto::EXTERNAL) return makeError("external data needs the model's folder");
   const std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
@@ -136,7 +113,7 @@ Result<std::shared_ptr<const TensorData>> decodeTensorData(const onnx::TensorPro
 Result<std::shared_ptr<const TensorData>> readExternalData(const onnx::TensorProto& t, const std::string& baseDir) {
   namespace fs = std::filesystem;
   const DType dt = dtypeFromOnnx(t.data_type());
-  const int64_t es = dataElementSize(dt);
+  const int64_t es = tensorElementSize(dt);
   if (es == 0) return std::shared_ptr<const TensorData>();
   std::string location, offsetText, lengthText;
   bool hasOffset = false, hasLength = false;
@@ -202,67 +179,6 @@ Result<std::shared_ptr<const TensorData>> readExternalData(const onnx::TensorPro
       return makeError("external data file '", file, "': read error");
   }
   return std::shared_ptr<const TensorData>(std::move(d));
-}
-
-std::shared_ptr<const TensorData> encodeConst(const ConstTensor& c) {
-  if (!c.hasData) return nullptr;
-  const int64_t n = c.numel();
-  if (n < 0) return nullptr;
-  const auto un = static_cast<size_t>(n);
-  const bool isF = isFloatType(c.dtype);
-  if ((isF ? c.floats.size() : c.ints.size()) != un) return nullptr;
-  const int64_t es = dataElementSize(c.dtype);
-  if (es == 0 || c.dtype == DType::Float16 || c.dtype == DType::BFloat16) return nullptr;
-  auto d = TensorData::allocate(un * static_cast<size_t>(es));
-  if (!d) return nullptr;
-  std::byte* p = d->mutableData();
-  for (size_t i = 0; i < un; ++i) {
-    switch (c.dtype) {
-      case DType::Float32:
-        reinterpret_cast<float*>(p)[i] = static_cast<float>(c.floats[i]);
-        break;
-      case DType::Float64:
-        reinterpret_cast<double*>(p)[i] = c.floats[i];
-        break;
-      case DType::Int64:
-      case DType::UInt64:
-        reinterpret_cast<int64_t*>(p)[i] = c.ints[i];
-        break;
-      case DType::Int32:
-      case DType::UInt32:
-        reinterpret_cast<uint32_t*>(p)[i] = static_cast<uint32_t>(c.ints[i]);
-        break;
-      case DType::Int16:
-      case DType::UInt16:
-        reinterpret_cast<uint16_t*>(p)[i] = static_cast<uint16_t>(c.ints[i]);
-        break;
-      case DType::Bool:
-        reinterpret_cast<uint8_t*>(p)[i] = c.ints[i] != 0;
-        break;
-      default:  // int8, uint8
-        reinterpret_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(c.ints[i]);
-        break;
-    }
-  }
-  return d;
-}
-
-void decodeSmallData(ConstTensor& c) {
-  if (c.hasData || !c.data) return;
-  const int64_t n = c.numel();
-  if (n < 0 || n > kMaxConstElements || static_cast<int64_t>(c.data->size()) != n * dataElementSize(c.dtype)) return;
-  if (!isFloatType(c.dtype) && !isIntType(c.dtype)) return;
-  const std::byte* p = c.data->data();
-  if (!p && n > 0) return;
-  onnx::TensorProto t;
-  t.set_data_type(static_cast<int32_t>(c.dtype));
-  for (int64_t d : c.dims) t.add_dims(d);
-  t.set_raw_data(std::string(reinterpret_cast<const char*>(p), c.data->size()));
-  ConstTensor small = tensorFromProto(t, true);
-  if (!small.hasData) return;
-  c.hasData = true;
-  c.ints = std::move(small.ints);
-  c.floats = std::move(small.floats);
 }
 
 }  // namespace partex::onnximp

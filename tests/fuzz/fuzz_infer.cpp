@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "onnx/consteval.h"
+#include "onnx/weights.h"
 #include "onnx/inferguard.h"
 
 namespace {
@@ -458,10 +459,15 @@ void inferAsImporter(const Case& c, bool roundTrip) {
     if (!c.data[i]) continue;
     if (!roundTrip) {
       dataMap[name] = c.data[i].get();
-    } else if (const auto ct = onnximp::tensorFromProto(*c.data[i]);
-               ct.hasData && onnximp::tensorToProto(ct, &protos[i])) {
-      protos[i].set_name(name);
-      dataMap[name] = &protos[i];
+    } else {
+      onnximp::ConstTensor ct;
+      ct.dtype = onnximp::dtypeFromOnnx(c.data[i]->data_type());
+      ct.dims.assign(c.data[i]->dims().begin(), c.data[i]->dims().end());
+      if (auto d = onnximp::decodeTensorData(*c.data[i]); d) ct.data = std::move(d).value();
+      if (onnximp::tensorToProto(ct, &protos[i])) {
+        protos[i].set_name(name);
+        dataMap[name] = &protos[i];
+      }
     }
   }
   countOutcome(c, roundTrip ? 2 : 1, refusalsAreFine([&] {

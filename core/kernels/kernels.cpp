@@ -1,4 +1,4 @@
-#include "cpu/kernels.h"
+#include "kernels/kernels.h"
 
 #include <algorithm>
 

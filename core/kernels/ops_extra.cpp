@@ -6,7 +6,7 @@
 #include <cstring>
 #include <limits>
 
-#include "cpu/kernels.h"
+#include "kernels/kernels.h"
 
 namespace partex::cpu {
 

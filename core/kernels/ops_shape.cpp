@@ -7,7 +7,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "cpu/kernels.h"
+#include "kernels/kernels.h"
 
 namespace partex::cpu {
 
@@ -112,72 +112,9 @@ class ReshapeKernel final : public OpKernel {
     const Tensor& x = *in[0];
     out.resize(node_.outputs.size() ? node_.outputs.size() : 1);
     const std::string& op = node_.opType;
-    std::vector<int64_t> shape;
-    if (op == "Reshape") {
-      std::vector<int64_t> req = node_.hasAttr("shape") ? node_.attrInts("shape") : intsFrom(in, 1);
-      if (!node_.hasAttr("shape") && !present(in, 1)) return makeError("missing shape input");
-      const bool allowZero = node_.attrInt("allowzero", 0) != 0;
-      int64_t known = 1, infer = -1;
-      for (size_t i = 0; i < req.size(); ++i) {
-        int64_t d = req[i];
-        if (d == 0 && !allowZero) {
-          if (static_cast<int64_t>(i) >= x.rank()) return makeError("shape 0 beyond the input rank");
-          d = x.dim(static_cast<int64_t>(i));
-        }
-        if (d == -1) {
-          if (infer >= 0) return makeError("two -1 in shape");
-          infer = static_cast<int64_t>(i);
-        } else if (d < 0) {
-          return makeError("negative dim in shape");
-        } else {
-          known *= d;
-        }
-        shape.push_back(d);
-      }
-      if (infer >= 0) {
-        if (known == 0 || x.numElements() % known) return makeError("cannot infer -1 for ", x.describe());
-        shape[static_cast<size_t>(infer)] = x.numElements() / known;
-      }
-    } else if (op == "Flatten") {
-      const int64_t axis = node_.attrInt("axis", 1);
-      const int64_t a = axis < 0 ? axis + x.rank() : axis;
-      if (a < 0 || a > x.rank()) return makeError("axis out of range");
-      int64_t outer = 1;
-      for (int64_t i = 0; i < a; ++i) outer *= x.dim(i);
-      shape = {outer, outer ? x.numElements() / outer : 0};
-      if (outer == 0) {
-        int64_t inner = 1;
-        for (int64_t i = a; i < x.rank(); ++i) inner *= x.dim(i);
-        shape[1] = inner;
-      }
-    } else if (op == "Squeeze") {
-      std::vector<int64_t> axes = node_.hasAttr("axes") ? node_.attrInts("axes") : intsFrom(in, 1);
-      std::vector<bool> drop(static_cast<size_t>(x.rank()), false);
-      if (axes.empty()) {
-        for (int64_t i = 0; i < x.rank(); ++i) drop[static_cast<size_t>(i)] = x.dim(i) == 1;
-      }
-      for (int64_t a : axes) {
-        const int64_t ax = normAxis(a, x.rank());
-        if (ax < 0 || x.dim(ax) != 1) return makeError("cannot squeeze axis ", std::to_string(a), " of ", x.describe());
-        drop[static_cast<size_t>(ax)] = true;
-      }
-      for (int64_t i = 0; i < x.rank(); ++i)
-        if (!drop[static_cast<size_t>(i)]) shape.push_back(x.dim(i));
-    } else if (op == "Unsqueeze") {
-      std::vector<int64_t> axes = node_.hasAttr("axes") ? node_.attrInts("axes") : intsFrom(in, 1);
-      const int64_t r = x.rank() + static_cast<int64_t>(axes.size());
-      std::vector<bool> ins(static_cast<size_t>(r), false);
-      for (int64_t a : axes) {
-        const int64_t ax = normAxis(a, r);
-        if (ax < 0 || ins[static_cast<size_t>(ax)]) return makeError("bad axes for ", x.describe());
-        ins[static_cast<size_t>(ax)] = true;
-      }
-      int64_t k = 0;
-      for (int64_t i = 0; i < r; ++i) shape.push_back(ins[static_cast<size_t>(i)] ? 1 : x.dim(k++));
-    } else {  // Identity-like: Dropout
-      shape = x.shape();
-    }
-    if (auto s = copyReshaped(x, out[0], shape); !s) return s;
+    auto shape = relabeledShape(node_, x.shape(), present(in, 1) ? in[1] : nullptr);
+    if (!shape) return Error{shape.message()};
+    if (auto s = copyReshaped(x, out[0], *shape); !s) return s;
     if (op == "Dropout" && out.size() > 1 && node_.outputs[1] >= 0) {
       if (auto s = out[1].ensure(DType::Bool, x.shape()); !s) return s;
       out[1].fill(1.0);
@@ -562,30 +499,19 @@ class PadKernel final : public OpKernel {
 
 class ShapeKernel final : public OpKernel {
  public:
-  explicit ShapeKernel(const Node& n, bool size)
-      : start_(n.attrInt("start", 0)), end_(n.attrInt("end", INT64_MAX)), size_(size) {}
+  explicit ShapeKernel(const Node& n, bool size) : node_(n), size_(size) {}
   Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
-    if (!in.empty() && in[0] == nullptr) return makeError("missing input");
-    if (in.empty()) return makeError("missing input");
-    const Tensor& x = *in[0];
+    if (in.empty() || in[0] == nullptr) return makeError("missing input");
+    const std::vector<int64_t> v = shapeOpValues(node_, in[0]->shape(), size_);
     out.resize(1);
-    if (size_) {
-      if (auto s = out[0].ensure(DType::Int64, {}); !s) return s;
-      ptr<int64_t>(out[0])[0] = x.numElements();
-      return Status::ok();
-    }
-    const int64_t r = x.rank();
-    int64_t s0 = start_ < 0 ? start_ + r : start_, e0 = end_ < 0 ? end_ + r : end_;
-    s0 = std::clamp<int64_t>(s0, 0, r);
-    e0 = std::clamp<int64_t>(e0, 0, r);
-    const int64_t n = std::max<int64_t>(0, e0 - s0);
-    if (auto s = out[0].ensure(DType::Int64, {n}); !s) return s;
-    for (int64_t i = 0; i < n; ++i) ptr<int64_t>(out[0])[i] = x.dim(s0 + i);
+    if (auto s = out[0].ensure(DType::Int64, size_ ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(v.size())}); !s)
+      return s;
+    std::copy(v.begin(), v.end(), ptr<int64_t>(out[0]));
     return Status::ok();
   }
 
  private:
-  int64_t start_, end_;
+  Node node_;
   bool size_;
 };
 
@@ -1012,6 +938,97 @@ std::string anyDType(const Graph& g, const Node& n) {
 }
 
 }  // namespace
+
+Result<std::vector<int64_t>> relabeledShape(const Node& node, const std::vector<int64_t>& dims, const Tensor* second) {
+  const std::string& op = node.opType;
+  const auto rank = static_cast<int64_t>(dims.size());
+  auto dim = [&](int64_t i) { return dims[static_cast<size_t>(i)]; };
+  const int64_t numel = shapeElements(dims);
+  if (numel < 0) return makeError("invalid shape ", shapeString(dims));
+  auto secondInts = [&] { return second && !second->empty() ? second->toInts() : std::vector<int64_t>{}; };
+  std::vector<int64_t> shape;
+  if (op == "Reshape") {
+    if (!node.hasAttr("shape") && !(second && !second->empty())) return makeError("missing shape input");
+    const std::vector<int64_t> req = node.hasAttr("shape") ? node.attrInts("shape") : secondInts();
+    const bool allowZero = node.attrInt("allowzero", 0) != 0;
+    int64_t known = 1, infer = -1;
+    for (size_t i = 0; i < req.size(); ++i) {
+      int64_t d = req[i];
+      if (d == 0 && !allowZero) {
+        if (static_cast<int64_t>(i) >= rank) return makeError("shape 0 beyond the input rank");
+        d = dim(static_cast<int64_t>(i));
+      }
+      if (d == -1) {
+        if (infer >= 0) return makeError("two -1 in shape");
+        infer = static_cast<int64_t>(i);
+      } else if (d < 0) {
+        return makeError("negative dim in shape");
+      } else {
+        known *= d;
+      }
+      shape.push_back(d);
+    }
+    if (infer >= 0) {
+      if (known == 0 || numel % known) return makeError("cannot infer -1 for ", shapeString(dims));
+      shape[static_cast<size_t>(infer)] = numel / known;
+    }
+  } else if (op == "Flatten") {
+    const int64_t axis = node.attrInt("axis", 1);
+    const int64_t a = axis < 0 ? axis + rank : axis;
+    if (a < 0 || a > rank) return makeError("axis out of range");
+    int64_t outer = 1;
+    for (int64_t i = 0; i < a; ++i) outer *= dim(i);
+    shape = {outer, outer ? numel / outer : 0};
+    if (outer == 0) {
+      int64_t inner = 1;
+      for (int64_t i = a; i < rank; ++i) inner *= dim(i);
+      shape[1] = inner;
+    }
+  } else if (op == "Squeeze") {
+    const std::vector<int64_t> axes = node.hasAttr("axes") ? node.attrInts("axes") : secondInts();
+    std::vector<bool> drop(static_cast<size_t>(rank), false);
+    if (axes.empty())
+      for (int64_t i = 0; i < rank; ++i) drop[static_cast<size_t>(i)] = dim(i) == 1;
+    for (int64_t a : axes) {
+      const int64_t ax = normAxis(a, rank);
+      if (ax < 0 || dim(ax) != 1)
+        return makeError("cannot squeeze axis ", std::to_string(a), " of ", shapeString(dims));
+      drop[static_cast<size_t>(ax)] = true;
+    }
+    for (int64_t i = 0; i < rank; ++i)
+      if (!drop[static_cast<size_t>(i)]) shape.push_back(dim(i));
+  } else if (op == "Unsqueeze") {
+    const std::vector<int64_t> axes = node.hasAttr("axes") ? node.attrInts("axes") : secondInts();
+    const int64_t r = rank + static_cast<int64_t>(axes.size());
+    std::vector<bool> ins(static_cast<size_t>(r), false);
+    for (int64_t a : axes) {
+      const int64_t ax = normAxis(a, r);
+      if (ax < 0 || ins[static_cast<size_t>(ax)]) return makeError("bad axes for ", shapeString(dims));
+      ins[static_cast<size_t>(ax)] = true;
+    }
+    int64_t k = 0;
+    for (int64_t i = 0; i < r; ++i) shape.push_back(ins[static_cast<size_t>(i)] ? 1 : dim(k++));
+  } else {  // Identity-like: Identity, Dropout
+    shape = dims;
+  }
+  if (shapeElements(shape) != numel)
+    return makeError("cannot reshape ", shapeString(dims), " to ", shapeString(shape));
+  return shape;
+}
+
+std::vector<int64_t> shapeOpValues(const Node& n, const std::vector<int64_t>& dims, bool size) {
+  const auto r = static_cast<int64_t>(dims.size());
+  if (size) {
+    int64_t numel = 1;
+    for (int64_t d : dims) numel *= d;
+    return {numel};
+  }
+  const int64_t start = n.attrInt("start", 0), end = n.attrInt("end", INT64_MAX);
+  int64_t s0 = start < 0 ? start + r : start, e0 = end < 0 ? end + r : end;
+  s0 = std::clamp<int64_t>(s0, 0, r);
+  e0 = std::clamp<int64_t>(e0, 0, r);
+  return std::vector<int64_t>(dims.begin() + s0, dims.begin() + std::max(s0, e0));
+}
 
 void addShapeOps(std::vector<OpEntry>& t) {
   for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze"})

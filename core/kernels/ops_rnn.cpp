@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "cpu/kernels.h"
+#include "kernels/kernels.h"
 
 namespace partex::cpu {
 

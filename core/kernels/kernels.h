@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "cpu/ops.h"
+#include "kernels/ops.h"
 
 namespace partex::cpu {
 

@@ -7,7 +7,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "cpu/kernels.h"
+#include "kernels/kernels.h"
 
 namespace partex::cpu {
 
@@ -534,6 +534,49 @@ class CastKernel final : public OpKernel {
   bool like_;
 };
 
+/// Clip of any numeric dtype: min/max from inputs 1 and 2 (opset >= 11) or the min/max attributes
+/// (earlier opsets); absent bounds are the type's range. NaN stays NaN. The CPU backend runs float32
+/// through oneDNN and every other dtype here.
+class ClipKernel final : public OpKernel {
+ public:
+  explicit ClipKernel(const Node& n)
+      : attrs_(n.hasAttr("min") || n.hasAttr("max")), lo_(n.attrFloat("min", -INFINITY)), hi_(n.attrFloat("max", INFINITY)) {}
+  Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (auto e = expectInput(in, 0, "input"); !e.empty()) return Error{e};
+    const Tensor& x = *in[0];
+    for (size_t i = 1; i < 3 && i < in.size(); ++i)
+      if (in[i] && !in[i]->empty() && (in[i]->dtype() != x.dtype() || in[i]->numElements() != 1))
+        return makeError("min/max must be scalars of the input's dtype");
+    out.resize(1);
+    if (auto s = out[0].ensure(x.dtype(), x.shape()); !s) return s;
+    const bool ok = dispatchAll(x.dtype(), [&](auto v) {
+      using T = decltype(v);
+      T lo = std::numeric_limits<T>::lowest(), hi = std::numeric_limits<T>::max();
+      if (attrs_) {
+        if constexpr (std::is_floating_point_v<T>) {
+          lo = static_cast<T>(lo_);
+          hi = static_cast<T>(hi_);
+        }
+      }
+      if (in.size() > 1 && in[1] && !in[1]->empty()) lo = ptr<T>(*in[1])[0];
+      if (in.size() > 2 && in[2] && !in[2]->empty()) hi = ptr<T>(*in[2])[0];
+      const T* px = ptr<T>(x);
+      T* po = ptr<T>(out[0]);
+      parallelChunks(ctx, x.numElements(), [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          const T y = px[i] < lo ? lo : px[i];  // comparisons, not std::min/max: NaN stays NaN
+          po[i] = y > hi ? hi : y;              // min > max: max everywhere
+        }
+      });
+    });
+    return ok ? Status::ok() : Status(makeError("dtype not supported"));
+  }
+
+ private:
+  bool attrs_;
+  double lo_, hi_;
+};
+
 // ---------------------------------------------------------------------------------------------------------
 // Unary functions
 
@@ -568,7 +611,13 @@ enum class Un {
   Not,
   IsNaN,
   IsInf,
-  Mish
+  Mish,
+  // Plain versions of what the CPU backend runs through oneDNN, for constant folding (kernels/ops.h).
+  Relu,
+  Sqrt,
+  Exp,
+  Sigmoid,
+  Tanh
 };
 
 struct UnParams {
@@ -636,6 +685,16 @@ inline T applyUn(Un op, T x, const UnParams& p) {
                                             : (x > static_cast<T>(p.lambd) ? static_cast<T>(x - p.bias) : T(0));
       case Un::Mish:
         return static_cast<T>(x * std::tanh(std::log1p(std::exp(static_cast<double>(x)))));
+      case Un::Relu:
+        return x < T(0) ? T(0) : x;  // NaN stays NaN
+      case Un::Sqrt:
+        return std::sqrt(x);
+      case Un::Exp:
+        return std::exp(x);
+      case Un::Sigmoid:
+        return T(1) / (T(1) + std::exp(-x));
+      case Un::Tanh:
+        return std::tanh(x);
       case Un::Identity:
         return x;
       default:
@@ -654,6 +713,8 @@ inline T applyUn(Un op, T x, const UnParams& p) {
         return static_cast<T>(-x);
       case Un::Not:
         return static_cast<T>(!x);
+      case Un::Relu:
+        return x < T(0) ? T(0) : x;
       case Un::Identity:
         return x;
       default:
@@ -834,6 +895,13 @@ void addElementwiseOps(std::vector<OpEntry>& t) {
                        {"Log", Un::Log},
                        {"Mish", Un::Mish}})
     unary(op, u, fl);
+  // Plain Relu, Sqrt, Exp, Sigmoid, Tanh and Clip: the CPU backend runs these through oneDNN (its entries
+  // come first); constant folding runs these.
+  for (auto [op, u] : {std::pair{"Sqrt", Un::Sqrt}, {"Exp", Un::Exp}, {"Sigmoid", Un::Sigmoid}, {"Tanh", Un::Tanh}})
+    unary(op, u, fl);
+  unary("Relu", Un::Relu, {DType::Float32, DType::Float64, DType::Int8, DType::Int16, DType::Int32, DType::Int64});
+  t.push_back({"Clip", [arithAll](const Graph& g, const Node& n) { return checkDTypes(g, n, arithAll); },
+               [](const Graph&, const Node& n) { return mk<ClipKernel>(n); }});
   unary("Sign", Un::Sign, arithAll);
   // Abs and Neg are memory-bound and needed for integers too: OpenMP, not oneDNN.
   unary("Abs", Un::Abs, arithAll);

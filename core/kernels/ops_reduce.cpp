@@ -6,7 +6,7 @@
 #include <limits>
 #include <numeric>
 
-#include "cpu/kernels.h"
+#include "kernels/kernels.h"
 
 namespace partex::cpu {
 

@@ -1,6 +1,8 @@
 #pragma once
-/// \file Internal to the CPU backend: the operator table. Every kernel file contributes entries (op type,
-/// a check that says why a node cannot run, a factory); CpuBackend looks them up.
+/// \file The plain CPU kernels (OpenMP loops, no oneDNN): one operator table that the CPU backend
+/// (backends/cpu, after its oneDNN entries) and the ONNX importer's constant folding (core/onnx/consteval)
+/// both run, so that a folded constant is the value a run computes. Every kernel file contributes entries
+/// (op type, a check that says why a node cannot run, a factory).
 
 #include <functional>
 #include <memory>
@@ -41,14 +43,6 @@ class OpKernel {
   bool nhwcOut = false;
 };
 
-/// Whether value `v` of `g` may be stored channels-last: a float32 rank-4 activation that is no model
-/// output and whose every consumer reads channels-last inputs there (Conv's X, pooling's X; element-wise
-/// operators, BatchNormalization and channel Concat when their own output may be channels-last too).
-bool nhwcOutputOk(const Graph& g, ValueId v);
-
-/// The kernel of a fused group (ir/fusion.h; `ops` anchor first, a lone Conv included): ops_fused.cpp.
-Result<std::unique_ptr<OpKernel>> makeFusedKernel(const Graph& g, const std::vector<OpId>& ops);
-
 /// Returns "" when the node can run, otherwise the reason (one line).
 using CheckFn = std::function<std::string(const Graph&, const Node&)>;
 /// Creates the kernel of a node that passed its check.
@@ -61,9 +55,24 @@ struct OpEntry {
   MakeFn make;
 };
 
-/// The table filled by every kernel file (see ops_*.cpp).
-const std::vector<OpEntry>& opTable();
-void addOneDnnOps(std::vector<OpEntry>& table);
+/// The plain kernels' table, every ops_*.cpp of this folder (element-wise, shape, reduce, recurrent,
+/// extra, in that order; one entry per op type).
+const std::vector<OpEntry>& plainOpTable();
+/// The plain table's entry for `n` (default domain only); nullptr when it has none.
+const OpEntry* findPlainEntry(const Node& n);
+/// Runs node `op` of `g` once through its plain kernel on the calling thread, one OpenMP thread: the
+/// check, the factory and run(). Errors (no plain kernel, refused by the check, bad inputs) name the
+/// reason, never abort. What constant folding calls.
+Status runPlainKernel(const Graph& g, OpId op, const std::vector<const Tensor*>& in, std::vector<Tensor>& out);
+
+/// The elements of Shape (its start/end attributes applied) or, with `size`, of Size for an input of
+/// `dims`: what ShapeKernel writes, for callers that know only the dims (folding Shape of an activation).
+std::vector<int64_t> shapeOpValues(const Node& n, const std::vector<int64_t>& dims, bool size);
+/// The output shape of Reshape, Flatten, Squeeze, Unsqueeze, Identity or Dropout for an input of `dims`,
+/// `second` their shape or axes input (nullptr when omitted): what ReshapeKernel gives its output, for
+/// callers that relabel a tensor's bytes without copying them (folding a large weight).
+Result<std::vector<int64_t>> relabeledShape(const Node& n, const std::vector<int64_t>& dims, const Tensor* second);
+
 void addElementwiseOps(std::vector<OpEntry>& table);
 void addShapeOps(std::vector<OpEntry>& table);
 void addReduceOps(std::vector<OpEntry>& table);
