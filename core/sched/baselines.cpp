@@ -46,10 +46,7 @@ class SingleDevice final : public Scheduler {
     return "Everything on one device (param device=ID, default: the fastest one); ops it cannot run fall "
            "back to the host.";
   }
-  Result<Plan> schedule(const CostTable& t, const Constraints& c, const SchedOptions& o,
-                        SchedInfo* info) const override {
-    if (o.cancelled()) return cancelledError();
-    if (auto st = checkConstraints(t, c); !st) return Error{st.message()};
+  Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info) const override {
     auto assign = [&](DeviceId d) {
       std::vector<DeviceId> dev(static_cast<size_t>(t.numTasks()));
       for (TaskId v = 0; v < t.numTasks(); ++v) dev[static_cast<size_t>(v)] = c.allowed(t, v, d) ? d : fallback(t, c, v);
@@ -98,10 +95,7 @@ class ManualPriority final : public Scheduler {
     return "ONNX Runtime style: each op on the first device of a user list that can run it "
            "(param priority=npu,gpu,cpu; default: accelerators in platform order, then the host).";
   }
-  Result<Plan> schedule(const CostTable& t, const Constraints& c, const SchedOptions& o,
-                        SchedInfo* info) const override {
-    if (o.cancelled()) return cancelledError();
-    if (auto st = checkConstraints(t, c); !st) return Error{st.message()};
+  Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info) const override {
     std::vector<DeviceId> list;
     auto it = o.params.find("priority");
     if (it != o.params.end() && !trim(it->second).empty()) {
@@ -147,10 +141,7 @@ class StaticTypeBased final : public Scheduler {
     return "A table op type -> device: Conv/ConvTranspose/Gemm/MatMul on the accelerator, the rest on the "
            "host (param table=Conv=npu,MatMul=gpu,*=cpu).";
   }
-  Result<Plan> schedule(const CostTable& t, const Constraints& c, const SchedOptions& o,
-                        SchedInfo* /*info*/) const override {
-    if (o.cancelled()) return cancelledError();
-    if (auto st = checkConstraints(t, c); !st) return Error{st.message()};
+  Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* /*info*/) const override {
     constexpr DeviceId kAccelerator = -2;  // the first non-host device that may run the op
     std::map<std::string, DeviceId> table;
     for (const char* type : {"Conv", "ConvTranspose", "Gemm", "MatMul", "FusedConv", "FusedGemm", "FusedMatMul",
@@ -203,10 +194,7 @@ class Greedy final : public Scheduler {
   std::string description() const override {
     return "Profiling-based: each op on its fastest device, ignoring transfers.";
   }
-  Result<Plan> schedule(const CostTable& t, const Constraints& c, const SchedOptions& o,
-                        SchedInfo* /*info*/) const override {
-    if (o.cancelled()) return cancelledError();
-    if (auto st = checkConstraints(t, c); !st) return Error{st.message()};
+  Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* /*info*/) const override {
     std::vector<DeviceId> dev(static_cast<size_t>(t.numTasks()));
     for (TaskId v = 0; v < t.numTasks(); ++v)
       dev[static_cast<size_t>(v)] = argminAllowed(t, c, v, [&](DeviceId d) { return t.w(v, d); });

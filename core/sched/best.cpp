@@ -50,13 +50,6 @@ namespace {
 
 using namespace sched_detail;
 
-bool respectsConstraints(const CostTable& t, const Constraints& c, const Plan& p) {
-  if (static_cast<int>(p.device.size()) != t.numTasks()) return false;
-  for (TaskId v = 0; v < t.numTasks(); ++v)
-    if (!c.allowed(t, v, p.device[static_cast<size_t>(v)])) return false;
-  return true;
-}
-
 std::string fmt(double x) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.6g", x);
@@ -91,9 +84,7 @@ class Best final : public Scheduler {
            "on the critical path (param budget_ms, max_evals, seed).";
   }
 
-  Result<Plan> schedule(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info) const override {
-    if (o.cancelled()) return cancelledError();
-    if (auto st = checkConstraints(t, c); !st) return Error{st.message()};
+  Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info) const override {
     const int n = t.numTasks();
     // One deadline for everything below (portfolio, local search, branch and bound).
     const Deadline deadline = o.startDeadline(10.0);
@@ -255,9 +246,6 @@ class Best final : public Scheduler {
         }
       }
     }
-
-    plan.algorithm = name();
-    plan.optionsJson = paramsJson(o);
     if (info) {
       info->bound = lowerBound(t, c);
       if (ranBnb && bnb.complete) {

@@ -61,10 +61,8 @@ class CoarseSubgraphs final : public Scheduler {
            "device with the smallest group cost (params max_group_ops=16, mode=dp|elementwise|memory).";
   }
 
-  Result<Plan> schedule(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info) const override {
+  Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info) const override {
     const Deadline deadline = o.startDeadline();
-    if (o.cancelled()) return cancelledError();
-    if (auto st = checkConstraints(t, c); !st) return Error{st.message()};
     const int n = t.numTasks(), m = t.numDevices();
     bool ok = true;
     const double maxOpsParam = numParam(o, "max_group_ops", 16, ok);
@@ -204,8 +202,6 @@ class CoarseSubgraphs final : public Scheduler {
     }
 
     Plan plan;
-    plan.algorithm = name();
-    plan.optionsJson = paramsJson(o);
     plan.device.assign(N, 0);
     plan.order.assign(static_cast<size_t>(m), {});
     size_t groups = 0, largest = 0;

@@ -21,10 +21,7 @@ class Cpop final : public Scheduler {
     return "Critical Path on a Processor: the critical path on the device that runs it fastest, the other "
            "tasks by earliest finish time.";
   }
-  Result<Plan> schedule(const CostTable& t, const Constraints& c, const SchedOptions& o,
-                        SchedInfo* info) const override {
-    if (o.cancelled()) return cancelledError();
-    if (auto st = checkConstraints(t, c); !st) return Error{st.message()};
+  Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info) const override {
     const int n = t.numTasks();
     const std::vector<TaskId> topo = t.topoOrder();
     const std::vector<double> wbar = meanCosts(t, c);

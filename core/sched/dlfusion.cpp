@@ -51,10 +51,8 @@ class DlFusion final : public Scheduler {
            "and one core count per block (params mode=heuristic|oracle, sync_us=2); other ops on the host.";
   }
 
-  Result<Plan> schedule(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info) const override {
+  Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info) const override {
     const Deadline deadline = o.startDeadline();
-    if (o.cancelled()) return cancelledError();
-    if (auto st = checkConstraints(t, c); !st) return Error{st.message()};
     const int n = t.numTasks(), m = t.numDevices();
     bool ok = true;
     const double syncUs = numParam(o, "sync_us", 2.0, ok);
@@ -268,8 +266,6 @@ class DlFusion final : public Scheduler {
     }
 
     Plan plan;
-    plan.algorithm = name();
-    plan.optionsJson = paramsJson(o);
     plan.device = dev;
     plan.order.assign(static_cast<size_t>(m), {});
     for (TaskId v : order) plan.order[static_cast<size_t>(dev[static_cast<size_t>(v)])].push_back(v);

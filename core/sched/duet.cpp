@@ -51,12 +51,10 @@ class Duet final : public Scheduler {
            "per subgraph, greedy earliest finish, then simulated correction moves (param max_rounds).";
   }
 
-  Result<Plan> schedule(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info) const override {
+  Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info) const override {
     const auto t0 = std::chrono::steady_clock::now();
     auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
     const Deadline deadline = o.startDeadline();
-    if (o.cancelled()) return cancelledError();
-    if (auto st = checkConstraints(t, c); !st) return Error{st.message()};
     const int n = t.numTasks(), m = t.numDevices();
     if (m > 64) return makeError("duet: at most 64 devices are supported, the platform has ", std::to_string(m));
     bool ok = true;
@@ -265,8 +263,6 @@ class Duet final : public Scheduler {
       return topoPos[static_cast<size_t>(a)] < topoPos[static_cast<size_t>(b)];
     });
     Plan plan;
-    plan.algorithm = name();
-    plan.optionsJson = paramsJson(o);
     plan.device.assign(static_cast<size_t>(n), 0);
     auto build = [&]() {
       for (TaskId v = 0; v < n; ++v) plan.device[static_cast<size_t>(v)] = subDev[static_cast<size_t>(sub[static_cast<size_t>(v)])];

@@ -56,13 +56,6 @@ namespace {
 
 using namespace sched_detail;
 
-bool respectsConstraints(const CostTable& t, const Constraints& c, const Plan& p) {
-  if (static_cast<int>(p.device.size()) != t.numTasks()) return false;
-  for (TaskId v = 0; v < t.numTasks(); ++v)
-    if (!c.allowed(t, v, p.device[static_cast<size_t>(v)])) return false;
-  return true;
-}
-
 class Exact final : public Scheduler {
  public:
   std::string name() const override { return "exact"; }
@@ -72,9 +65,7 @@ class Exact final : public Scheduler {
            "simulator's own decisions, warm-started from the best heuristic (param max_tasks, default 60).";
   }
 
-  Result<Plan> schedule(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info) const override {
-    if (o.cancelled()) return cancelledError();
-    if (auto st = checkConstraints(t, c); !st) return Error{st.message()};
+  Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info) const override {
     const int n = t.numTasks();
     bool ok = true;
     const auto maxTasks = static_cast<int64_t>(numParam(o, "max_tasks", 60, ok));
@@ -96,8 +87,6 @@ class Exact final : public Scheduler {
       Plan p;
       p.device.assign(static_cast<size_t>(n), 0);
       p.order.assign(static_cast<size_t>(t.numDevices()), {});
-      p.algorithm = name();
-      p.optionsJson = paramsJson(o);
       if (info) {
         info->optimal = true;
         info->bound = 0;
@@ -150,8 +139,6 @@ class Exact final : public Scheduler {
     if (!search.found) return makeError("exact: no plan found within the time limit (", formatSeconds(limit), ")");
 
     Plan plan = search.plan;
-    plan.algorithm = name();
-    plan.optionsJson = paramsJson(o);
     if (info) {
       info->optimal = search.complete;
       double b = search.bound;

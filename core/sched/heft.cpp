@@ -18,10 +18,7 @@ class Heft final : public Scheduler {
     return "Heterogeneous Earliest Finish Time: tasks by decreasing upward rank, each on the device that "
            "finishes it first (insertion into idle gaps).";
   }
-  Result<Plan> schedule(const CostTable& t, const Constraints& c, const SchedOptions& o,
-                        SchedInfo* /*info*/) const override {
-    if (o.cancelled()) return cancelledError();
-    if (auto st = checkConstraints(t, c); !st) return Error{st.message()};
+  Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* /*info*/) const override {
     const std::vector<TaskId> topo = t.topoOrder();
     const std::vector<double> rank = upwardRanks(t, topo, meanCosts(t, c), meanComms(t, c));
     return listSchedule(t, c, o, name(), rank, [&](TaskId v, ListTimeline& tl) {

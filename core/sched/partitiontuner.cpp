@@ -79,9 +79,7 @@ class PartitionTuner final : public Scheduler {
                        "actual predecessor devices, order chosen by simulation.";
   }
 
-  Result<Plan> schedule(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info) const override {
-    if (o.cancelled()) return cancelledError();
-    if (auto st = checkConstraints(t, c); !st) return Error{st.message()};
+  Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info) const override {
     const int n = t.numTasks(), m = t.numDevices();
     bool ok = true;
     const double penalty = faithful_ ? numParam(o, "penalty_us", 50.0, ok) : 0.0;

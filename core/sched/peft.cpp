@@ -19,10 +19,7 @@ class Peft final : public Scheduler {
     return "Predict Earliest Finish Time: an optimistic cost table looks ahead; each task on the device "
            "minimising its finish time plus the optimistic remaining time.";
   }
-  Result<Plan> schedule(const CostTable& t, const Constraints& c, const SchedOptions& o,
-                        SchedInfo* /*info*/) const override {
-    if (o.cancelled()) return cancelledError();
-    if (auto st = checkConstraints(t, c); !st) return Error{st.message()};
+  Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* /*info*/) const override {
     const int n = t.numTasks();
     const int nd = t.numDevices();
     const std::vector<TaskId> topo = t.topoOrder();

@@ -100,11 +100,9 @@ class PimDp final : public Scheduler {
            "DP on DAGs) minimising total time with devices in sequence (param max_states=1000000).";
   }
 
-  Result<Plan> schedule(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info) const override {
+  Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info) const override {
     const auto t0 = std::chrono::steady_clock::now();
     const Deadline deadline = o.startDeadline();
-    if (o.cancelled()) return cancelledError();
-    if (auto st = checkConstraints(t, c); !st) return Error{st.message()};
     const int n = t.numTasks(), m = t.numDevices();
     if (m > 255) return makeError("pimdp: at most 255 devices are supported, the platform has ", std::to_string(m));
     bool ok = true;
@@ -113,8 +111,6 @@ class PimDp final : public Scheduler {
     if (info) info->profilingRuns = m + (m > 1 ? 1 : 0);
 
     Plan plan;
-    plan.algorithm = name();
-    plan.optionsJson = paramsJson(o);
     plan.device.assign(static_cast<size_t>(n), 0);
     plan.order.assign(static_cast<size_t>(m), {});
     if (n == 0) return plan;

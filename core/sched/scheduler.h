@@ -125,15 +125,29 @@ struct SchedInfo {
   std::vector<std::string> notes; ///< Human notes (e.g. "time limit reached").
 };
 
+/// One algorithm. Callers use schedule(), the same for every algorithm; each algorithm writes only
+/// its own step, run().
 class Scheduler {
  public:
   virtual ~Scheduler() = default;
   virtual std::string name() const = 0;         ///< CLI name, e.g. "heft".
   virtual std::string title() const = 0;        ///< Display name, with "(reconstructed)" where so.
   virtual std::string description() const = 0; ///< One line.
-  virtual Result<Plan> schedule(const CostTable& t, const Constraints& c, const SchedOptions& o,
-                                SchedInfo* info = nullptr) const = 0;
+  /// Runs the algorithm within the rules every algorithm shares: refuses a cancelled run, impossible
+  /// constraints (a pin to a device that cannot run the task, a task with no allowed device) and a run
+  /// whose caller's deadline (SchedOptions::deadline) has passed before it starts; then runs run() and
+  /// checks its plan against the table and the constraints (every task once on an allowed device, the
+  /// orders consistent: a plan that breaks them is an error naming the algorithm, never a silent wrong
+  /// plan), and stamps it with name() and the options. `info` may be null.
+  Result<Plan> schedule(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info = nullptr) const;
+
+ protected:
+  /// The algorithm's own step, called by schedule() once the shared checks pass; `info` is never null.
+  virtual Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info) const = 0;
 };
+
+/// True when `p` places every task of `t` on a device `c` allows (pins kept, no forbidden device).
+bool respectsConstraints(const CostTable& t, const Constraints& c, const Plan& p);
 
 /// Every algorithm, in a fixed display order.
 const std::vector<std::unique_ptr<Scheduler>>& allSchedulers();

@@ -14,6 +14,31 @@
 
 using namespace partex;
 
+namespace {
+
+/// A scheduler whose own step returns whatever plan the test gives it, to check the rules schedule()
+/// applies around every algorithm.
+class Scripted final : public Scheduler {
+ public:
+  explicit Scripted(Plan p) : plan_(std::move(p)) {}
+  std::string name() const override { return "scripted"; }
+  std::string title() const override { return "Scripted"; }
+  std::string description() const override { return "returns a given plan"; }
+  mutable int runs = 0;
+
+ protected:
+  Result<Plan> run(const CostTable&, const Constraints&, const SchedOptions&, SchedInfo* info) const override {
+    ++runs;
+    if (!info) return makeError("no info");  // schedule() always passes one
+    return plan_;
+  }
+
+ private:
+  Plan plan_;
+};
+
+}  // namespace
+
 class TestSchedRegistry : public QObject {
   Q_OBJECT
 
@@ -41,6 +66,56 @@ class TestSchedRegistry : public QObject {
     for (const auto& s : allSchedulers()) {
       const bool marked = s->title().find("(reconstructed)") != std::string::npos;
       QVERIFY2(marked == (reconstructed.count(s->name()) > 0), (s->name() + ": " + s->title()).c_str());
+    }
+  }
+
+  /// schedule() checks, runs, validates and stamps, the same for every algorithm.
+  void sharedRulesAroundEveryAlgorithm() {
+    auto t = test::testTaskGraph("heft2002.json");
+    QVERIFY2(t, t.message().c_str());
+    const int n = t->numTasks();
+    Plan good;
+    good.device.assign(static_cast<size_t>(n), 0);
+    good.order.assign(static_cast<size_t>(t->numDevices()), {});
+    good.order[0] = t->topoOrder();
+    good.algorithm = "something else";
+    SchedOptions o;
+    o.params["k"] = "v";
+    {
+      Scripted s(good);
+      auto p = s.schedule(*t, {}, o);  // null info: the rules pass their own
+      QVERIFY2(p, p.message().c_str());
+      QCOMPARE(p->algorithm, std::string("scripted"));  // stamped
+      QVERIFY(p->optionsJson.find("\"k\"") != std::string::npos);
+      // A pin the plan breaks: an error naming the algorithm, not a wrong plan.
+      Constraints c;
+      c.pinned[0] = 1;
+      auto broken = s.schedule(*t, c, o);
+      QVERIFY(!broken);
+      QVERIFY2(broken.message().find("scripted") != std::string::npos, broken.message().c_str());
+      // Impossible constraints, a cancelled run and a passed deadline never reach run().
+      const int before = s.runs;
+      Constraints bad;
+      bad.pinned[0] = 99;
+      QVERIFY(!s.schedule(*t, bad, o));
+      std::atomic<bool> cancel{true};
+      SchedOptions oc = o;
+      oc.cancel = &cancel;
+      auto cancelled = s.schedule(*t, {}, oc);
+      QVERIFY(!cancelled);
+      QCOMPARE(cancelled.message(), std::string("cancelled"));
+      SchedOptions od = o;
+      od.deadline = Deadline::in(0);
+      QVERIFY(!s.schedule(*t, {}, od));
+      QCOMPARE(s.runs, before);
+    }
+    {
+      Plan incomplete = good;
+      incomplete.order[0].pop_back();  // a task on no device's order
+      Scripted s(incomplete);
+      auto p = s.schedule(*t, {}, o);
+      QVERIFY(!p);
+      QVERIFY2(p.message().find("scripted made an invalid plan") != std::string::npos, p.message().c_str());
     }
   }
 

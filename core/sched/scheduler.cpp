@@ -1,0 +1,32 @@
+// The rules every scheduler runs under (scheduler.h): one place for the checks before and after an
+// algorithm's own step.
+#include "sched/scheduler.h"
+
+#include "sched/listsched.h"
+
+namespace partex {
+
+bool respectsConstraints(const CostTable& t, const Constraints& c, const Plan& p) {
+  if (static_cast<int>(p.device.size()) != t.numTasks()) return false;
+  for (TaskId v = 0; v < t.numTasks(); ++v)
+    if (!c.allowed(t, v, p.device[static_cast<size_t>(v)])) return false;
+  return true;
+}
+
+Result<Plan> Scheduler::schedule(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info) const {
+  if (o.cancelled()) return sched_detail::cancelledError();
+  if (auto st = sched_detail::checkConstraints(t, c); !st) return Error{st.message()};
+  if (o.deadline.passed()) return makeError(name(), ": the time limit had passed before it started");
+  SchedInfo local;
+  auto plan = run(t, c, o, info ? info : &local);
+  if (!plan) return plan;
+  if (o.cancelled()) return sched_detail::cancelledError();
+  if (auto st = checkPlanShape(t, *plan); !st) return makeError(name(), " made an invalid plan: ", st.message());
+  if (!respectsConstraints(t, c, *plan))
+    return makeError(name(), " made a plan that breaks the constraints (a pinned task elsewhere or a forbidden device used)");
+  plan->algorithm = name();
+  plan->optionsJson = sched_detail::paramsJson(o);
+  return plan;
+}
+
+}  // namespace partex
