@@ -17,6 +17,16 @@ std::unique_ptr<Scheduler> makeGreedy();           ///< "greedy": each op on its
 std::unique_ptr<Scheduler> makeHeft();  ///< heft.cpp
 std::unique_ptr<Scheduler> makeCpop();  ///< cpop.cpp
 std::unique_ptr<Scheduler> makePeft();  ///< peft.cpp
+// The list heuristics SAGA collects (one file each)
+std::unique_ptr<Scheduler> makeMinMin();     ///< minmin.cpp
+std::unique_ptr<Scheduler> makeMaxMin();     ///< maxmin.cpp
+std::unique_ptr<Scheduler> makeSufferage();  ///< sufferage.cpp
+std::unique_ptr<Scheduler> makeMct();        ///< mct.cpp
+std::unique_ptr<Scheduler> makeMet();        ///< met.cpp
+std::unique_ptr<Scheduler> makeOlb();        ///< olb.cpp
+std::unique_ptr<Scheduler> makeDuplex();     ///< duplex.cpp
+std::unique_ptr<Scheduler> makeEtf();        ///< etf.cpp
+std::unique_ptr<Scheduler> makeHbmct();      ///< hbmct.cpp
 // Published DL partitioners
 std::unique_ptr<Scheduler> makePartitionTuner(bool faithful);  ///< partitiontuner.cpp: "partitiontuner", "partitiontuner-clean"
 std::unique_ptr<Scheduler> makeDuet();                         ///< duet.cpp

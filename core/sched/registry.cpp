@@ -13,6 +13,15 @@ const std::vector<std::unique_ptr<Scheduler>>& allSchedulers() {
     v.push_back(makeHeft());
     v.push_back(makeCpop());
     v.push_back(makePeft());
+    v.push_back(makeMinMin());
+    v.push_back(makeMaxMin());
+    v.push_back(makeSufferage());
+    v.push_back(makeMct());
+    v.push_back(makeMet());
+    v.push_back(makeOlb());
+    v.push_back(makeDuplex());
+    v.push_back(makeEtf());
+    v.push_back(makeHbmct());
     v.push_back(makePartitionTuner(true));
     v.push_back(makePartitionTuner(false));
     v.push_back(makeDuet());

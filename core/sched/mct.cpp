@@ -1,0 +1,36 @@
+// MCT, Minimum Completion Time (R. Armstrong, D. Hensgen, T. Kidd, "The relative performance of
+// various mapping algorithms is independent of sizable variances in run-time predictions", HCW 1998;
+// Braun et al., JPDC 61(6), 2001; as in SAGA): tasks one at a time in topological order, each on the
+// device with its earliest completion time.
+#include "sched/algorithms.h"
+#include "sched/listsched.h"
+
+namespace partex {
+
+namespace {
+
+using namespace sched_detail;
+
+class Mct final : public Scheduler {
+ public:
+  std::string name() const override { return "mct"; }
+  std::string title() const override { return "MCT (Armstrong et al. 1998)"; }
+  std::string description() const override { return "Minimum Completion Time: tasks in topological order, each on the device that finishes it first."; }
+
+ protected:
+  Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* /*info*/) const override {
+    // Tasks one at a time in topological order (SAGA's order for these immediate-mode heuristics).
+    const std::vector<TaskId> topo = t.topoOrder();
+    std::vector<double> priority(topo.size());
+    for (size_t i = 0; i < topo.size(); ++i) priority[static_cast<size_t>(topo[i])] = static_cast<double>(topo.size() - i);
+    return listSchedule(t, c, o, name(), priority, [&](TaskId v, ListTimeline& tl) {
+      return argminAllowed(t, c, v, [&](DeviceId d) { return tl.evaluate(v, d).effFinish; });
+    });
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Scheduler> makeMct() { return std::make_unique<Mct>(); }
+
+}  // namespace partex
