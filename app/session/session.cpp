@@ -11,8 +11,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <set>
 
+#include "plan/move.h"
 #include "plan/planfile.h"
 #include "profile/ortprofile.h"
 #include "sched/compare.h"
@@ -415,9 +415,6 @@ void Session::install(Prepared p) {
   profiles_ = std::move(p.profiles);
   sim_ = std::make_unique<Simulator>(*table_);
   preview_ = std::make_unique<Simulator>(*table_);
-  topoPos_.assign(static_cast<size_t>(table_->numTasks()), 0);
-  const auto topo = table_->topoOrder();
-  for (size_t i = 0; i < topo.size(); ++i) topoPos_[static_cast<size_t>(topo[i])] = static_cast<int>(i);
   lowerBound_ = lowerBound(*table_);
   selection_.clear();
   state_ = std::move(p.state);
@@ -612,58 +609,25 @@ QString Session::deviceLabel(int device) const {
   return QString::fromStdString(table_->deviceIds[static_cast<size_t>(device)]);
 }
 
-QString Session::opLabel(int op) const {
-  return QStringLiteral("'%1' (%2)")
-      .arg(QString::fromStdString(table_->taskNames[static_cast<size_t>(op)]),
-           QString::fromStdString(table_->taskTypes[static_cast<size_t>(op)]));
+PlacementContext Session::placementContext() const {
+  PlacementContext ctx;
+  ctx.pinned = &state_.pinned;
+  ctx.graph = model_ ? &model_->graph : nullptr;
+  ctx.platform = &platform_;
+  return ctx;
+}
+
+static std::vector<TaskId> taskIds(const QList<int>& ops) {
+  return std::vector<TaskId>(ops.begin(), ops.end());
 }
 
 Status Session::canMove(const QList<int>& ops, int device) const {
   if (!table_) return makeError("no model loaded");
-  if (device < 0 || device >= table_->numDevices())
-    return makeError("no device ", std::to_string(device + 1), " on ", platform_.name, " (it has ",
-                     std::to_string(table_->numDevices()), ")");
-  if (ops.isEmpty()) return makeError("no operator selected");
-  const std::string dev = table_->deviceIds[static_cast<size_t>(device)];
-  for (int op : ops) {
-    if (op < 0 || op >= table_->numTasks()) return makeError("no operator with index ", std::to_string(op));
-    auto pin = state_.pinned.find(op);
-    if (pin != state_.pinned.end() && pin->second != device)
-      return makeError(opLabel(op).toStdString(), " is pinned to '",
-                       table_->deviceIds[static_cast<size_t>(pin->second)], "': unpin it first (P)");
-    if (!table_->canRun(op, device)) {
-      std::string reason;
-      const bool modelled = model_ && static_cast<size_t>(device) < platform_.devices.size() &&
-                            static_cast<size_t>(op) < model_->graph.nodes.size();
-      if (modelled && !deviceSupports(platform_.devices[static_cast<size_t>(device)], model_->graph, op, &reason))
-        return makeError("'", dev, "' cannot run ", opLabel(op).toStdString(), ": ", reason);
-      return makeError("'", dev, "' cannot run ", opLabel(op).toStdString(), ": it has no cost for it");
-    }
-  }
-  return {};
-}
-
-/// Moves `ops` in `plan` to `device`, inserting each into the device order by its start time in
-/// `tl` (ties by topological position), as Simulator::move does for one operator: all device
-/// orders stay subsequences of one topological order, so the plan cannot deadlock.
-static void insertByStart(Plan& plan, const std::vector<int>& ops, DeviceId device, const Timeline& tl,
-                          const std::vector<int>& topoPos) {
-  auto before = [&](TaskId a, TaskId b) {
-    const double sa = tl.tasks[static_cast<size_t>(a)].start, sb = tl.tasks[static_cast<size_t>(b)].start;
-    if (sa != sb) return sa < sb;
-    return topoPos[static_cast<size_t>(a)] < topoPos[static_cast<size_t>(b)];
-  };
-  std::vector<int> moving = ops;
-  std::sort(moving.begin(), moving.end(), before);
-  std::set<int> set(moving.begin(), moving.end());
-  for (auto& order : plan.order)
-    order.erase(std::remove_if(order.begin(), order.end(), [&](TaskId x) { return set.count(x) != 0; }), order.end());
-  auto& to = plan.order[static_cast<size_t>(device)];
-  for (int v : moving) {
-    plan.device[static_cast<size_t>(v)] = device;
-    to.insert(std::find_if(to.begin(), to.end(), [&](TaskId x) { return before(v, x); }), v);
-  }
-  plan.algorithm = "manual";
+  // The rule is core's (plan/move.h), as for partex-cli's --pin; the GUI adds the key that unpins.
+  Status st = checkMove(*table_, taskIds(ops), device, placementContext());
+  if (!st && QString::fromStdString(st.message()).endsWith(QLatin1String("unpin it first")))
+    return makeError(st.message(), " (P)");
+  return st;
 }
 
 Status Session::moveOps(const QList<int>& ops, int device) {
@@ -671,49 +635,27 @@ Status Session::moveOps(const QList<int>& ops, int device) {
     emit message(tr("Move refused: %1").arg(QString::fromStdString(st.message())));
     return st;
   }
-  std::vector<int> changing;
-  for (int op : ops)
-    if (deviceOf(op) != device && std::find(changing.begin(), changing.end(), op) == changing.end())
-      changing.push_back(op);
-  if (changing.empty()) return {};  // nothing changes: no undo step
-  PlanState after = state_;
-  Result<Timeline> tl = makeError("not simulated");
-  if (changing.size() == 1) {
-    tl = sim_->move(after.plan, changing.front(), device);
-  } else {
-    insertByStart(after.plan, changing, device, timeline_, topoPos_);
-    tl = sim_->run(after.plan);
-    if (!tl) {
-      orderByUpwardRank(*table_, after.plan);
-      tl = sim_->run(after.plan);
-    }
-  }
-  if (!tl) {
+  auto moved = applyMove(*sim_, *table_, state_.plan, timeline_, taskIds(ops), device, placementContext());
+  if (!moved) {
     (void)sim_->run(state_.plan);  // keep the simulator on the current plan
-    emit message(tr("Move refused: %1").arg(QString::fromStdString(tl.message())));
-    return tl.status();
+    emit message(tr("Move refused: %1").arg(QString::fromStdString(moved.message())));
+    return moved.status();
   }
-  fillPeakBytes(*table_, *tl);
-  for (int op : changing) after.manual[static_cast<size_t>(op)] = 1;
-  QList<int> sortedOps(changing.begin(), changing.end());
-  undo_->push(new MoveOpsCommand(this, sortedOps, device, state_, std::move(after), std::move(tl).value()));
+  if (moved->moved.empty()) return {};  // nothing changes: no undo step
+  PlanState after = state_;
+  after.plan = std::move(moved->plan);
+  for (TaskId op : moved->moved) after.manual[static_cast<size_t>(op)] = 1;
+  QList<int> movedOps(moved->moved.begin(), moved->moved.end());
+  undo_->push(new MoveOpsCommand(this, movedOps, device, state_, std::move(after), std::move(moved->timeline)));
   return {};
 }
 
 Result<Timeline> Session::previewMove(const QList<int>& ops, int device) {
   if (auto st = canMove(ops, device); !st) return Error{st.message()};
-  Plan p = state_.plan;
-  std::vector<int> changing;
-  for (int op : ops)
-    if (deviceOf(op) != device) changing.push_back(op);
-  if (changing.empty()) return timeline_;
-  insertByStart(p, changing, device, timeline_, topoPos_);
-  auto tl = preview_->run(p);
-  if (!tl) {
-    orderByUpwardRank(*table_, p);
-    tl = preview_->run(p);
-  }
-  return tl;
+  // On the preview simulator, so that a preview never disturbs the one that follows the plan.
+  auto moved = applyMove(*preview_, *table_, state_.plan, timeline_, taskIds(ops), device, placementContext());
+  if (!moved) return Error{moved.message()};
+  return std::move(moved->timeline);
 }
 
 Status Session::setPinned(const QList<int>& ops, bool pinned) {

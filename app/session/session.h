@@ -21,6 +21,7 @@
 
 #include "cost/costtable.h"
 #include "plan/fusedkernels.h"
+#include "plan/move.h"
 #include "plan/project.h"
 #include "platform/platform.h"
 #include "profile/profile.h"
@@ -289,7 +290,7 @@ class Session : public QObject {
   void onScheduled();
   void onCompared();
   void refreshDerived();
-  QString opLabel(int op) const;
+  PlacementContext placementContext() const;
   void startPrepare(std::shared_ptr<const LoadedModel> model, const QString& path, const QStringList& dims,
                     std::vector<LoadedProfile> profiles);
   void startJob(std::function<Result<Prepared>()> job);
@@ -306,7 +307,6 @@ class Session : public QObject {
   std::vector<LoadedProfile> profiles_;
   std::unique_ptr<Simulator> sim_;      ///< Keeps buffers; its last run is always the current plan.
   std::unique_ptr<Simulator> preview_;  ///< Drag previews, so they never disturb sim_.
-  std::vector<int> topoPos_;
   PlanState state_;
   PlanState savedState_;  ///< The state at the install or the last markSaved().
   bool dirty_ = false;    ///< Unsaved regardless of the state (a recovered autosave).
