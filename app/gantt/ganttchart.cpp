@@ -292,7 +292,7 @@ QString GanttChart::toolTipAt(const Frame& f, const TimeScale& sc, const QPointF
 // ---- Painting -----------------------------------------------------------------------------------
 
 void GanttChart::paintRowBars(QPainter& p, const Frame& f, const TimeScale& sc, int row, const GanttBars& bars,
-                             const partex::Timeline& tl, bool ghost) {
+                              const partex::Timeline& tl, bool ghost) {
   const auto& rowBars = bars.perRow[static_cast<size_t>(row)];
   if (rowBars.empty()) return;
   const auto& r = rows_[static_cast<size_t>(row)];

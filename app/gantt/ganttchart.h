@@ -34,12 +34,12 @@ namespace partex::gui {
 class GanttChart {
   Q_DECLARE_TR_FUNCTIONS(GanttChart)
  public:
-  static constexpr double kHeaderH = 44;     ///< Makespan line.
-  static constexpr double kAxisH = 26;       ///< Time axis.
-  static constexpr double kRowH = 26;        ///< Row height in exports and at full size.
-  static constexpr double kMinRowH = 12;     ///< Rows shrink to this when the widget is short.
-  static constexpr double kBottom = 8;       ///< Margin under the last row.
-  static constexpr double kFitMargin = 1.03; ///< A fit leaves 3% of room right of the makespan.
+  static constexpr double kHeaderH = 44;      ///< Makespan line.
+  static constexpr double kAxisH = 26;        ///< Time axis.
+  static constexpr double kRowH = 26;         ///< Row height in exports and at full size.
+  static constexpr double kMinRowH = 12;      ///< Rows shrink to this when the widget is short.
+  static constexpr double kBottom = 8;        ///< Margin under the last row.
+  static constexpr double kFitMargin = 1.03;  ///< A fit leaves 3% of room right of the makespan.
 
   GanttChart();
 

@@ -66,8 +66,9 @@ void MainWindow::buildDocks() {
   // horizontal scroll bar would cover the only row of a short list.
   profileList_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   profileList_->setTextElideMode(Qt::ElideMiddle);
-  profileList_->setToolTip(tr("Applied in this order: Partex profiles, then ONNX Runtime imports; a later one "
-                              "overrides an earlier one on the same operator and device"));
+  profileList_->setToolTip(
+      tr("Applied in this order: Partex profiles, then ONNX Runtime imports; a later one "
+         "overrides an earlier one on the same operator and device"));
   pl->addWidget(profileList_);
   auto* profButtons = new QHBoxLayout;
   auto* loadProfileButton = new QPushButton(tr("Load..."), pw);

@@ -21,7 +21,6 @@ void MainWindow::setPreview(const Timeline* tl) {
   if (gantt_) gantt_->setPreview(tl, tl ? session_->fusedKernelsOf(*tl) : std::vector<FusedKernel>{});
 }
 
-
 void MainWindow::onDragMoved(const QList<int>& ops, const QPoint& globalPos) {
   const int d = dropTargetAt(globalPos);
   if (d == previewDevice_) return;

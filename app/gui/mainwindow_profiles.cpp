@@ -34,17 +34,15 @@ struct MainWindow::ProfileRun {
 
 void MainWindow::updateProfiles() {
   const CostCounts c = session_->costCounts();
-  const QString line = session_->hasModel() ? tr("Costs: %1 measured, %2 imported, %3 modelled")
-                                                  .arg(c.measured)
-                                                  .arg(c.imported)
-                                                  .arg(c.modelled)
-                                            : QString();
+  const QString line =
+      session_->hasModel()
+          ? tr("Costs: %1 measured, %2 imported, %3 modelled").arg(c.measured).arg(c.imported).arg(c.modelled)
+          : QString();
   costs_->setText(line);
-  profileCosts_->setText(
-      tr("<b>Profiles</b> &nbsp; %1")
-          .arg(!session_->hasModel()        ? tr("(open a model first)")
-               : session_->profiles().empty() ? tr("none: all costs are modelled")
-                                              : line.toHtmlEscaped()));
+  profileCosts_->setText(tr("<b>Profiles</b> &nbsp; %1")
+                             .arg(!session_->hasModel()          ? tr("(open a model first)")
+                                  : session_->profiles().empty() ? tr("none: all costs are modelled")
+                                                                 : line.toHtmlEscaped()));
   const int keep = profileList_->currentRow();
   profileList_->clear();
   for (const auto& p : session_->profiles()) {
@@ -63,11 +61,10 @@ void MainWindow::updateProfiles() {
         profileList_);
     QString tip = QString::fromStdString(p.path) + QLatin1Char('\n') + QString::fromStdString(applySummary(p));
     if (!p.profile.measuredAt.empty() || !p.profile.machine.empty())
-      tip += QLatin1Char('\n') + tr("Measured %1 on %2 (%3 %4)")
-                                     .arg(QString::fromStdString(p.profile.measuredAt),
-                                          QString::fromStdString(p.profile.machine),
-                                          QString::fromStdString(p.profile.backendName),
-                                          QString::fromStdString(p.profile.backendVersion));
+      tip += QLatin1Char('\n') +
+             tr("Measured %1 on %2 (%3 %4)")
+                 .arg(QString::fromStdString(p.profile.measuredAt), QString::fromStdString(p.profile.machine),
+                      QString::fromStdString(p.profile.backendName), QString::fromStdString(p.profile.backendVersion));
     item->setToolTip(tip);
   }
   if (keep >= 0 && keep < profileList_->count()) profileList_->setCurrentRow(keep);
@@ -135,11 +132,11 @@ void MainWindow::chooseOrtProfile() {
   QStringList devices;
   for (int d = 0; d < session_->numDevices(); ++d) devices << session_->deviceLabel(d);
   bool ok = false;
-  const QString device = QInputDialog::getItem(
-      this, tr("Import ONNX Runtime profile"),
-      tr("%1: which device of %2 were these times measured on?")
-          .arg(QFileInfo(path).fileName(), QString::fromStdString(session_->platform().name)),
-      devices, 0, false, &ok);
+  const QString device =
+      QInputDialog::getItem(this, tr("Import ONNX Runtime profile"),
+                            tr("%1: which device of %2 were these times measured on?")
+                                .arg(QFileInfo(path).fileName(), QString::fromStdString(session_->platform().name)),
+                            devices, 0, false, &ok);
   if (!ok || device.isEmpty()) return;
   // A trace with several execution providers: ask which one's kernels to keep.
   OrtImportInfo info;

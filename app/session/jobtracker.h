@@ -53,8 +53,8 @@ class JobTracker {
   /// Shared with the workers and the queued deliveries, so that they never reach a tracker that is gone.
   struct Shared {
     std::atomic<std::uint64_t> newest{0};  ///< Id of the job whose result is wanted (0: none).
-    std::mutex mutex;                       ///< Held while a worker posts to the context.
-    bool alive = true;                      ///< False once the tracker is gone (under `mutex`).
+    std::mutex mutex;                      ///< Held while a worker posts to the context.
+    bool alive = true;                     ///< False once the tracker is gone (under `mutex`).
   };
   std::uint64_t next();
   void track(QFuture<void> f);

@@ -24,8 +24,8 @@ struct Prepared {
   std::shared_ptr<const CostTable> modelled;  ///< The cost table from the device models alone.
   std::shared_ptr<const CostTable> table;     ///< `modelled` with `profiles` applied: the one scheduled.
   std::vector<LoadedProfile> profiles;        ///< Applied to `table`, in order.
-  PlanState state;        ///< The initial plan: HEFT, or everything on the host when HEFT fails.
-  Timeline timeline;      ///< Its simulation.
+  PlanState state;                            ///< The initial plan: HEFT, or everything on the host when HEFT fails.
+  Timeline timeline;                          ///< Its simulation.
   std::string note;       ///< A problem that did not stop the load (a project's plan that did not fit).
   bool modified = false;  ///< Install as unsaved work (a recovered autosave).
 };

@@ -74,8 +74,8 @@ std::vector<LoadedProfile> applyProfiles(CostTable& t, const std::vector<LoadedP
 
 std::string applySummary(const LoadedProfile& p) {
   const ApplyReport& r = p.report;
-  std::string s = p.fileName() + ": " + std::to_string(r.opsApplied) + " operator times applied on " +
-                  join(p.deviceIds(), ", ");
+  std::string s =
+      p.fileName() + ": " + std::to_string(r.opsApplied) + " operator times applied on " + join(p.deviceIds(), ", ");
   if (r.groupsApplied) s += ", " + std::to_string(r.groupsApplied) + " group times";
   if (r.pairsApplied) s += ", " + std::to_string(r.pairsApplied) + " transfer models";
   if (!r.unmatchedProfileOps.empty())

@@ -55,5 +55,4 @@ struct CostCounts {
 };
 CostCounts countCosts(const CostTable& t);
 
-
 }  // namespace partex::gui

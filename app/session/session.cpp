@@ -48,7 +48,7 @@ void Session::install(Prepared p) {
   state_ = std::move(p.state);
   savedState_ = state_;
   dirty_ = p.modified;
-  // Run once through the session's simulator so that its incremental move() knows the plan.
+  // Simulated by the session's own simulator, which keeps its buffers for the moves that follow.
   auto tl = sim_->run(state_.plan);
   timeline_ = tl ? std::move(tl).value() : std::move(p.timeline);
   refreshDerived();

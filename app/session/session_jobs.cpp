@@ -7,6 +7,7 @@
 #include <QUndoStack>
 
 #include <chrono>
+#include <functional>
 
 #include "sched/compare.h"
 #include "session/commands.h"
@@ -29,8 +30,8 @@ void Session::open(const QString& path, const QStringList& dims) {
   emit loadStarted(tr("Loading %1...").arg(QFileInfo(path).fileName()));
   // Profiles belong to a model: reloading the same file re-applies them (a changed model refuses
   // them with a warning), another model starts without.
-  const bool reload =
-      model_ && QFileInfo(path).absoluteFilePath() == QFileInfo(QString::fromStdString(model_->path)).absoluteFilePath();
+  const bool reload = model_ && QFileInfo(path).absoluteFilePath() ==
+                                    QFileInfo(QString::fromStdString(model_->path)).absoluteFilePath();
   startPrepare(nullptr, path, dims, reload ? profiles_ : std::vector<LoadedProfile>{});
 }
 
@@ -176,7 +177,7 @@ bool Session::schedulerRunning() const {
 
 bool Session::stopJobsOnOldTable() {
   const bool schedulerStopped = schedJobs_.isRunning();
-  schedJobs_.drop();     // its plan was made on the old table: never applied
+  schedJobs_.drop();    // its plan was made on the old table: never applied
   compareJobs_.stop();  // reports "the costs changed" when it ends (onCompared)
   return schedulerStopped;
 }
@@ -227,41 +228,43 @@ void Session::runCompare(const QStringList& algorithms, double timeLimitSec) {
   emit schedulerStarted(tr("Comparing %1 algorithms").arg(algorithms.size()));
   QPointer<Session> self(this);
   const std::weak_ptr<const CostTable> onTable = table_;
-  compareJobs_.start([table, algos, o, self](const std::atomic<bool>& stop) {
-    // The rules are core's (sched/compare.h), as in `partex-cli compare`; the ticked algorithms are the
-    // default set, not named one by one, so exact keeps its size limit here too.
-    SchedOptions so = o;
-    so.cancel = &stop;
-    so.progress = [self](double f, const std::string& what) {
-      const QString w = QString::fromStdString(what);
-      if (self)
-        QMetaObject::invokeMethod(
-            self.data(),
-            [self, f, w] {
-              if (self) emit self->schedulerProgress(f, w);
-            },
-            Qt::QueuedConnection);
-    };
-    const Comparison cmp = compareAlgorithms(*table, {}, so, algos, false);
-    QList<CompareRow> rows;
-    for (const auto& r : cmp.rows) {
-      CompareRow row;
-      row.algorithm = QString::fromStdString(r.algorithm);
-      row.title = QString::fromStdString(r.title);
-      row.schedMs = r.schedMs;
-      row.timeLimited = r.timeLimited;
-      row.error = QString::fromStdString(r.error);
-      if (r.valid) {
-        row.makespanUs = r.makespanUs;
-        row.speedup = r.speedup;
-        row.ratioToBound = r.ratioToBound;
-        row.plan = r.plan;
-        row.timeline = r.timeline;
-      }
-      rows << row;
-    }
-    return rows;
-  }, [this, onTable](const QList<CompareRow>& rows) { onCompared(rows, onTable); });
+  compareJobs_.start(
+      [table, algos, o, self](const std::atomic<bool>& stop) {
+        // The rules are core's (sched/compare.h), as in `partex-cli compare`; the ticked algorithms are the
+        // default set, not named one by one, so exact keeps its size limit here too.
+        SchedOptions so = o;
+        so.cancel = &stop;
+        so.progress = [self](double f, const std::string& what) {
+          const QString w = QString::fromStdString(what);
+          if (self)
+            QMetaObject::invokeMethod(
+                self.data(),
+                [self, f, w] {
+                  if (self) emit self->schedulerProgress(f, w);
+                },
+                Qt::QueuedConnection);
+        };
+        const Comparison cmp = compareAlgorithms(*table, {}, so, algos, false);
+        QList<CompareRow> rows;
+        for (const auto& r : cmp.rows) {
+          CompareRow row;
+          row.algorithm = QString::fromStdString(r.algorithm);
+          row.title = QString::fromStdString(r.title);
+          row.schedMs = r.schedMs;
+          row.timeLimited = r.timeLimited;
+          row.error = QString::fromStdString(r.error);
+          if (r.valid) {
+            row.makespanUs = r.makespanUs;
+            row.speedup = r.speedup;
+            row.ratioToBound = r.ratioToBound;
+            row.plan = r.plan;
+            row.timeline = r.timeline;
+          }
+          rows << row;
+        }
+        return rows;
+      },
+      [this, onTable](const QList<CompareRow>& rows) { onCompared(rows, onTable); });
 }
 
 void Session::onCompared(const QList<CompareRow>& rows, const std::weak_ptr<const CostTable>& table) {

@@ -98,8 +98,8 @@ Result<ApplyReport> Session::installProfiles(std::vector<LoadedProfile> profiles
   // simulators that reference it are gone.
   const std::shared_ptr<const CostTable> old = table_;
   const bool schedulerStopped = stopJobsOnOldTable();  // a running scheduler's plan was made on the old costs
-  dirty_ = true;  // the profile list is part of the project
-  undo_->clear();  // its timelines and reference makespans belong to the old costs
+  dirty_ = true;                                       // the profile list is part of the project
+  undo_->clear();                                      // its timelines and reference makespans belong to the old costs
   preview_.reset();
   sim_.reset();
   table_ = std::move(t);

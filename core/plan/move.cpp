@@ -59,11 +59,12 @@ Result<MoveResult> applyMove(Simulator& sim, const CostTable& t, const Plan& pla
   if (auto st = checkMove(t, ops, device, ctx); !st) return Error{st.message()};
   const size_t n = static_cast<size_t>(t.numTasks());
   if (plan.device.size() != n || current.tasks.size() != n)
-    return makeError("the plan does not fit the cost table (", std::to_string(plan.device.size()), " operators, the table has ",
-                     std::to_string(n), ")");
+    return makeError("the plan does not fit the cost table (", std::to_string(plan.device.size()),
+                     " operators, the table has ", std::to_string(n), ")");
   MoveResult out;
   for (TaskId v : ops)
-    if (plan.device[static_cast<size_t>(v)] != device && std::find(out.moved.begin(), out.moved.end(), v) == out.moved.end())
+    if (plan.device[static_cast<size_t>(v)] != device &&
+        std::find(out.moved.begin(), out.moved.end(), v) == out.moved.end())
       out.moved.push_back(v);
   if (out.moved.empty()) {
     out.plan = plan;
@@ -85,8 +86,9 @@ Result<MoveResult> applyMove(Simulator& sim, const CostTable& t, const Plan& pla
   std::vector<char> isMoving(n, 0);
   for (TaskId v : moving) isMoving[static_cast<size_t>(v)] = 1;
   for (auto& order : p.order)
-    order.erase(std::remove_if(order.begin(), order.end(), [&](TaskId x) { return isMoving[static_cast<size_t>(x)] != 0; }),
-                order.end());
+    order.erase(
+        std::remove_if(order.begin(), order.end(), [&](TaskId x) { return isMoving[static_cast<size_t>(x)] != 0; }),
+        order.end());
   if (p.order.size() < static_cast<size_t>(t.numDevices())) p.order.resize(static_cast<size_t>(t.numDevices()));
   auto& to = p.order[static_cast<size_t>(device)];
   for (TaskId v : moving) {

@@ -22,8 +22,8 @@ namespace partex {
 /// What a placement is checked against besides the cost table. Every member may be null.
 struct PlacementContext {
   const std::map<TaskId, DeviceId>* pinned = nullptr;  ///< Operators held on a device.
-  const Graph* graph = nullptr;        ///< With `platform`: the platform's own reason for a refusal.
-  const Platform* platform = nullptr;  ///< Also names the platform when a device does not exist.
+  const Graph* graph = nullptr;                        ///< With `platform`: the platform's own reason for a refusal.
+  const Platform* platform = nullptr;                  ///< Also names the platform when a device does not exist.
 };
 
 /// Ok when task `v` may be placed on device `d` of `t`; otherwise the reason, naming the operator

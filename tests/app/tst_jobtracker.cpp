@@ -62,8 +62,8 @@ void TestJobTracker::newerJobSupersedesOlder() {
   QCoreApplication::processEvents();
   QCoreApplication::processEvents();
   QCOMPARE(delivered, QList<int>{2});  // the older result was dropped
-  QVERIFY(firstSawStop);                // and the older job was asked to stop
-  QVERIFY(!jobs.stopRequested());       // the newest was not
+  QVERIFY(firstSawStop);               // and the older job was asked to stop
+  QVERIFY(!jobs.stopRequested());      // the newest was not
 }
 
 void TestJobTracker::resultComesQueuedOnTheContextThread() {

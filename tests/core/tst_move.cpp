@@ -54,7 +54,8 @@ void TestMove::placementRefusalsSayWhy() {
   // The npu has no cost for relu1 and no platform says why.
   Status st = checkPlacement(t, relu, 2);
   QVERIFY(!st);
-  QCOMPARE(QString::fromStdString(st.message()), QStringLiteral("'npu' cannot run 'relu1' (Relu): it has no cost for it"));
+  QCOMPARE(QString::fromStdString(st.message()),
+           QStringLiteral("'npu' cannot run 'relu1' (Relu): it has no cost for it"));
   // A pin holds an operator on its device.
   const std::map<TaskId, DeviceId> pins{{relu, 0}};
   PlacementContext ctx;
@@ -111,7 +112,8 @@ void TestMove::moveInsertsByStartTimeAndResimulates() {
   const TaskId a = task(t, "branch_a"), b = task(t, "branch_b");
   // Both branches to the gpu: inserted by their start times on the cpu, so branch_a (which started
   // first) runs first there as well.
-  const double startA = current->tasks[static_cast<size_t>(a)].start, startB = current->tasks[static_cast<size_t>(b)].start;
+  const double startA = current->tasks[static_cast<size_t>(a)].start,
+               startB = current->tasks[static_cast<size_t>(b)].start;
   QVERIFY(startA != startB);
   auto moved = applyMove(sim, t, plan, *current, {b, a, b}, 1);
   QVERIFY2(moved, moved.message().c_str());
