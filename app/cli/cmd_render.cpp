@@ -1,6 +1,7 @@
-// partex-cli render: the Gantt chart (GanttView's own painting) and the graph coloured by device
-// (Graphviz on planToDot, recoloured with the GUI palette) as SVG or PNG, without a display. Qt is
-// started with the offscreen platform only inside this command.
+// partex-cli render: the Gantt chart (GanttChart, the painting the GUI's GanttView shows) and the
+// graph coloured by device (Graphviz on planToDot, recoloured with the GUI palette) as SVG or PNG,
+// without a display. Qt GUI (not Widgets) is started with the offscreen platform only inside this
+// command.
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -13,13 +14,13 @@
 #include "support/files.h"
 
 #ifdef PARTEX_HAVE_GUI
-#include <QApplication>
+#include <QGuiApplication>
 #include <QByteArray>
 #include <QFile>
 
 #include <graphviz/gvc.h>
 
-#include "gantt/ganttview.h"
+#include "gantt/ganttchart.h"
 #include "plan/exports.h"
 #include "plan/fusedkernels.h"
 #include "plan/planfile.h"
@@ -204,7 +205,7 @@ int runRender(const RenderArgs& a) {
   static int argc = 1;
   static char arg0[] = "partex-cli";
   static char* argv[] = {arg0, nullptr};
-  QApplication qapp(argc, argv);
+  QGuiApplication qapp(argc, argv);
   const std::vector<QColor> colors = deviceColors(*p);
   Written written;
 
@@ -218,7 +219,7 @@ int runRender(const RenderArgs& a) {
     written.paths.push_back(a.graph);
   }
   if (!a.gantt.empty()) {
-    gui::GanttView view;
+    gui::GanttChart view;
     view.setTimeline(&p->table, tl, colors,
                      p->graph ? fusedKernels(*p->graph, p->table, plan.device, &tl) : std::vector<FusedKernel>{});
     const Scheduler* s = findScheduler(plan.algorithm);

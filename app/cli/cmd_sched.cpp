@@ -15,6 +15,7 @@
 #include "onnx/importer.h"
 #include "plan/exports.h"
 #include "plan/fusedkernels.h"
+#include "plan/move.h"
 #include "plan/planfile.h"
 #include "platform/platform.h"
 #include "sched/compare.h"
@@ -63,7 +64,13 @@ Result<Problem> loadCostedProblem(const ProblemArgs& a) {
   return p;
 }
 
-Result<Constraints> parsePins(const CostTable& t, const std::vector<std::string>& pins) {
+/// The --pin options as constraints. Whether an operator may be placed on a device is core's rule
+/// (plan/move.h), the one the GUI's moves follow: the refusal gives the platform's reason.
+Result<Constraints> parsePins(const Problem& p, const std::vector<std::string>& pins) {
+  const CostTable& t = p.table;
+  PlacementContext ctx;
+  ctx.graph = p.graph ? &*p.graph : nullptr;
+  ctx.platform = p.platform ? &*p.platform : nullptr;
   Constraints c;
   for (const auto& pin : pins) {
     auto eq = pin.rfind('=');
@@ -75,7 +82,7 @@ Result<Constraints> parsePins(const CostTable& t, const std::vector<std::string>
     if (dt == t.deviceIds.end()) return makeError("--pin ", pin, ": no device '", dev, "' (devices: ", join(t.deviceIds, ", "), ")");
     auto v = static_cast<TaskId>(it - t.taskNames.begin());
     auto d = static_cast<DeviceId>(dt - t.deviceIds.begin());
-    if (!t.canRun(v, d)) return makeError("--pin ", pin, ": operator '", op, "' cannot run on '", dev, "'");
+    if (auto st = checkPlacement(t, v, d, ctx); !st) return makeError("--pin ", pin, ": ", st.message());
     c.pinned[v] = d;
   }
   return c;
@@ -202,7 +209,7 @@ int runSchedule(const ProblemArgs& a, const std::string& algo, const Exports& ex
   if (!s) return fail("unknown algorithm '" + algo + "' (algorithms: " + algoList() + ")");
   auto p = loadCostedProblem(a);
   if (!p) return fail(p.message());
-  auto c = parsePins(p->table, a.pins);
+  auto c = parsePins(*p, a.pins);
   if (!c) return fail(c.message());
   auto o = parseOptions(a);
   if (!o) return fail(o.message());
@@ -254,7 +261,7 @@ int runSimulate(const ProblemArgs& a, const std::string& planPath, const Exports
 int runCompare(const ProblemArgs& a, const std::string& algos) {
   auto p = loadCostedProblem(a);
   if (!p) return fail(p.message());
-  auto c = parsePins(p->table, a.pins);
+  auto c = parsePins(*p, a.pins);
   if (!c) return fail(c.message());
   auto o = parseOptions(a);
   if (!o) return fail(o.message());

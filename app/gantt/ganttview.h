@@ -2,16 +2,17 @@
 /// \file The Gantt chart widget: one row per device and per link, the makespan large with its
 /// change against a reference, a time axis, tooltips, zoom (wheel), pan (drag the background), fit
 /// (double-click), a preview timeline drawn over ghosts of the current one while a drag hovers over
-/// a device, and export to SVG or PNG.
+/// a device, and export to SVG or PNG. The chart itself (data, geometry, painting, export) is
+/// GanttChart, which needs no widget; this class adds the events.
 
 #include <QColor>
 #include <QList>
 #include <QWidget>
 
-#include <optional>
 #include <vector>
 
 #include "cost/costtable.h"
+#include "gantt/ganttchart.h"
 #include "gantt/ganttdata.h"
 #include "gantt/timescale.h"
 #include "sim/simulator.h"
@@ -21,9 +22,7 @@ class QPainter;
 
 namespace partex::gui {
 
-/// Paints a timeline cheaply: only the visible rows and the bars inside the visible time range
-/// (binary search on start-sorted rows), and bars narrower than two pixels merged into one mark per
-/// run of pixel columns, so that a repaint costs O(visible bars + width), not O(tasks) of drawing.
+/// A GanttChart in a widget (see GanttChart for how it paints cheaply).
 class GanttView : public QWidget {
   Q_OBJECT
  public:
@@ -75,7 +74,7 @@ class GanttView : public QWidget {
   void setFitEnd(double us);
   /// The label column is at least this wide, so that stacked charts line up.
   void setMinimumLabelWidth(int px);
-  int labelWidth() const;
+  int labelWidth() const { return chart_.labelWidth(); }
 
   /// Makespan shown now: the preview's while one is set.
   double shownMakespan() const;
@@ -83,12 +82,14 @@ class GanttView : public QWidget {
   QString makespanText() const;
   /// The tooltip text of the bar under a widget position ("" if none).
   QString toolTipAt(const QPoint& pos) const;
-  const std::vector<GanttRow>& rows() const { return rows_; }
+  const std::vector<GanttRow>& rows() const { return chart_.rows(); }
   /// Bars of the timeline shown (the preview while one is set), per row.
-  const GanttBars& bars() const { return preview_ ? previewBars_ : bars_; }
+  const GanttBars& bars() const { return chart_.bars(); }
   /// Marks drawn by the last paint (filled rectangles for bars and merged runs): lets tests check
   /// the level of detail, and the bench report it.
-  int lastMarkCount() const { return lastMarks_; }
+  int lastMarkCount() const { return chart_.lastMarkCount(); }
+  /// The chart this widget shows.
+  const GanttChart& chart() const { return chart_; }
 
   QSize sizeHint() const override;
   QSize minimumSizeHint() const override;
@@ -107,6 +108,7 @@ class GanttView : public QWidget {
 
  protected:
   bool event(QEvent* e) override;
+  void changeEvent(QEvent* e) override;
   void paintEvent(QPaintEvent* e) override;
   void resizeEvent(QResizeEvent* e) override;
   void mousePressEvent(QMouseEvent* e) override;
@@ -116,51 +118,14 @@ class GanttView : public QWidget {
   void wheelEvent(QWheelEvent* e) override;
 
  private:
-  /// Geometry of one paint: where the header, axis, labels, rows and plot are.
-  struct Frame {
-    QRectF area;
-    double plotLeft = 0;
-    double plotWidth = 0;
-    double rowsTop = 0;
-    double rowHeight = 0;
-  };
-  Frame frameFor(const QRectF& area, bool compactRows) const;
-  Frame widgetFrame() const;
-  void paintChart(QPainter& p, const Frame& f, const TimeScale& sc, const QRectF& dirty);
-  void paintRowBars(QPainter& p, const Frame& f, const TimeScale& sc, int row, const GanttBars& bars,
-                    const partex::Timeline& tl, bool ghost);
-  void relayout();
-  double fitEnd() const;
-  int rowAtY(const Frame& f, double y) const;
-  /// The bar under a widget position in the shown timeline: row and bar index, or {-1, -1}.
-  std::pair<int, int> barAt(const QPoint& pos) const;
-  /// Start and end of where task v is drawn in the shown timeline (its fused kernel's span when it
-  /// is in one); false when unknown.
-  bool shownSpan(int v, double& start, double& end) const;
-  QColor deviceColorOf(int device) const;
+  GanttChart::Frame widgetFrame() const;
+  /// After the chart's rows changed: the widget's size hints follow.
+  void chartChanged();
   void setScaleInternal(const TimeScale& s);
 
-  const partex::CostTable* table_ = nullptr;
-  partex::Timeline tl_;
-  std::vector<partex::FusedKernel> fused_;
-  std::optional<partex::Timeline> preview_;
-  std::vector<partex::FusedKernel> previewFused_;
-  std::vector<QColor> colors_;
-  std::vector<GanttRow> rows_;
-  GanttBars bars_;
-  GanttBars previewBars_;
-  std::vector<char> selected_;  ///< Per task.
-  QList<int> selectedList_;
-  double referenceUs_ = 0;
-  QString referenceLabel_;
-  QString title_;
+  GanttChart chart_;
   TimeScale scale_;
   bool autoFit_ = true;
-  double fitEnd_ = 0;
-  int minLabelWidth_ = 0;
-  int labelWidth_ = 90;
-  int exportWidth_ = 1600;
-  int lastMarks_ = 0;
   bool panning_ = false;
   QPoint panStart_;
   double panOrigin_ = 0;

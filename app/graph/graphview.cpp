@@ -9,7 +9,6 @@
 #include <QPixmap>
 #include <QScrollBar>
 #include <QWheelEvent>
-#include <QtConcurrent/QtConcurrentRun>
 
 #include <algorithm>
 #include <chrono>
@@ -36,8 +35,6 @@ GraphView::GraphView(Session* session, QWidget* parent) : QGraphicsView(parent),
   setViewportUpdateMode(QGraphicsView::SmartViewportUpdate);
   setBackgroundBrush(QColor(250, 250, 250));
   setFocusPolicy(Qt::StrongFocus);
-  watcher_ = new QFutureWatcher<Laid>(this);
-  connect(watcher_, &QFutureWatcherBase::finished, this, &GraphView::onLayoutFinished);
   connect(session_, &Session::modelChanged, this, [this] {
     const CostTable* t = session_->table();
     grouped_ = t && t->numTasks() > collapseAbove_;
@@ -106,31 +103,27 @@ void GraphView::startLayout() {
       in.nodes.push_back({kGroupWidth + 6, kGroupHeight + 6});
   }
   for (const auto& e : pending_.display.edges) in.edges.push_back({e.src, e.dst});
-  pending_.generation = ++generation_;
-  layoutPending_ = true;
-  const int gen = pending_.generation;
   layoutStartNs_ = nowNs();
   emit statusMessage(tr("Laying out %1 nodes...").arg(in.nodes.size()));
-  watcher_->setFuture(QtConcurrent::run([in = std::move(in), gen] {
-    Laid out;
-    out.generation = gen;
-    out.layout = layoutGraph(in);
-    if (!out.layout) {
-      out.layout = layoutByLevels(in);
-      out.fallback = true;
-    }
-    return out;
-  }));
+  // The newest layout wins: a relayout while one runs drops the older result.
+  layoutJobs_.start(
+      [in = std::move(in)](const std::atomic<bool>&) {
+        Laid out;
+        out.layout = layoutGraph(in);
+        if (!out.layout) {
+          out.layout = layoutByLevels(in);
+          out.fallback = true;
+        }
+        return out;
+      },
+      [this](Laid laid) { onLayoutFinished(std::move(laid)); });
 }
 
 bool GraphView::layoutRunning() const {
-  return layoutPending_;
+  return layoutJobs_.isRunning();
 }
 
-void GraphView::onLayoutFinished() {
-  Laid laid = watcher_->result();
-  if (laid.generation != generation_) return;  // a newer layout is on its way
-  layoutPending_ = false;
+void GraphView::onLayoutFinished(Laid laid) {
   const LayoutResult& lay = laid.layout.value();
   scene_->build(std::move(pending_.display), std::move(pending_.grouping), pending_.grouped, lay);
   lastLayoutMs_ = static_cast<double>(nowNs() - layoutStartNs_) / 1e6;

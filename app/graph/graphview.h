@@ -4,13 +4,13 @@
 /// drag of a selection onto a device (no QDrag: its nested event loop cannot be driven by tests,
 /// and the drop targets, palette and Gantt rows, live in other widgets that the main window knows).
 
-#include <QFutureWatcher>
 #include <QGraphicsView>
 #include <QList>
 #include <QPoint>
 
 #include "graph/displaygraph.h"
 #include "graph/layout.h"
+#include "session/jobtracker.h"
 #include "support/result.h"
 
 class QLabel;
@@ -89,15 +89,13 @@ class GraphView : public QGraphicsView {
     DisplayGraph display;
     Grouping grouping;
     bool grouped = false;
-    int generation = 0;
   };
   struct Laid {
     Result<LayoutResult> layout = LayoutResult{};
     bool fallback = false;
-    int generation = 0;
   };
   void startLayout();
-  void onLayoutFinished();
+  void onLayoutFinished(Laid laid);
   QGraphicsItem* nodeItemAt(const QPoint& viewportPos) const;
   void endDrag();
 
@@ -108,11 +106,9 @@ class GraphView : public QGraphicsView {
   bool grouped_ = false;
   std::vector<uint8_t> expanded_;
   Pending pending_;
-  int generation_ = 0;
-  bool layoutPending_ = false;
   bool fitAfterLayout_ = false;
   int centerAfterLayout_ = -1;
-  QFutureWatcher<Laid>* watcher_ = nullptr;
+  JobTracker layoutJobs_{this};  ///< The Graphviz layout, off the GUI thread.
   qint64 layoutStartNs_ = 0;
   double lastLayoutMs_ = 0;
   QString layoutEngine_;

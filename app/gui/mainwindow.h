@@ -3,18 +3,24 @@
 /// device palette, the schedulers and their comparison, the inspector of the selected operator, the
 /// operator table and the Gantt chart. It wires the graph view's hand-made drag to the drop targets
 /// (palette entries, Gantt device rows) and shows a preview while a drag hovers a device.
+///
+/// Where it is written, by responsibility: mainwindow.cpp (the session's signals, the header, the
+/// model summary, recent files), mainwindow_docks.cpp (building the docks, menus and toolbar),
+/// mainwindow_drag.cpp (drag and drop of operators onto devices, move and pin keys),
+/// mainwindow_project.cpp (projects, autosave and recovery), mainwindow_export.cpp (plan, trace, CSV
+/// and image exports), mainwindow_sidebyside.cpp (the side-by-side view of compared plans) and
+/// mainwindow_profiles.cpp (loading and importing profiles, profiling this machine in the background).
 
-#include <QFutureWatcher>
 #include <QList>
 #include <QMainWindow>
 #include <QPointer>
 #include <QStringList>
 #include <QTimer>
 
-#include <atomic>
 #include <memory>
 
 #include "gui/operatortablemodel.h"
+#include "session/jobtracker.h"
 #include "session/session.h"
 
 class QLabel;
@@ -179,7 +185,8 @@ class MainWindow : public QMainWindow {
   void chooseProfile();
   void chooseOrtProfile();
   void profileWithDialog();
-  void onProfiled();
+  struct ProfileRun;
+  void onProfiled(ProfileRun run);
   const Backend* cpuBackend();
   void onLoadFailed(const QString& message);
   void onPlanChanged();
@@ -256,12 +263,9 @@ class MainWindow : public QMainWindow {
   QPushButton* removeProfileButton_ = nullptr;
   QAction* profileAction_ = nullptr;
   std::unique_ptr<BackendRegistry> backends_;  ///< Created on first use (Profile on this machine).
-  struct ProfileRun;
-  QFutureWatcher<std::shared_ptr<ProfileRun>>* profileWatcher_ = nullptr;
-  std::shared_ptr<std::atomic<bool>> profileCancel_;
+  JobTracker profileJobs_{this};  ///< Profile on this machine: one run at a time.
   QPointer<QProgressDialog> profileDialog_;
   QString profileSavePath_;
-  bool profiling_ = false;
 };
 
 }  // namespace partex::gui

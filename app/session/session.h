@@ -2,18 +2,21 @@
 /// \file The session: one loaded model on one platform, its cost table, the current plan and its
 /// simulated timeline, the user's pins, and an undo stack over every change of the plan. Views
 /// (graph, palette, Gantt, inspector) read from it and react to its signals; nothing else edits the
-/// plan. Heavy work (import, cost table, schedulers) runs on worker threads; the newest job wins.
+/// plan. Heavy work (import, cost table, schedulers) runs on worker threads, one JobTracker per kind
+/// of job: the newest job wins.
+///
+/// Where it is written: session.cpp (state, undo, editing, selection, what the views derive from the
+/// plan), session_jobs.cpp (loading, scheduling and comparing in the background), session_profiles.cpp
+/// (adding and removing profiles). The free functions it builds on are in prepare.h (what a load
+/// installs) and profiles.h (reading and applying profiles); the rule for moving operators is core's
+/// (plan/move.h).
 
 #include <QColor>
-#include <QFutureWatcher>
 #include <QList>
 #include <QObject>
 #include <QString>
 #include <QStringList>
 
-#include <atomic>
-#include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,12 +24,16 @@
 
 #include "cost/costtable.h"
 #include "plan/fusedkernels.h"
+#include "plan/move.h"
 #include "plan/project.h"
 #include "platform/platform.h"
-#include "profile/profile.h"
 #include "sched/scheduler.h"
-#include "sim/criticalpath.h"
+#include "session/jobtracker.h"
 #include "session/loadedmodel.h"
+#include "session/planstate.h"
+#include "session/prepare.h"
+#include "session/profiles.h"
+#include "sim/criticalpath.h"
 #include "sim/plan.h"
 #include "sim/simulator.h"
 #include "support/result.h"
@@ -34,94 +41,6 @@
 class QUndoStack;
 
 namespace partex::gui {
-
-/// The undoable part of a session: the plan, the pins, which operators were placed by hand since
-/// the last scheduler plan, and that scheduler's name and makespan (the reference for "change
-/// against the last scheduler plan"). Undo restores exactly this.
-struct PlanState {
-  Plan plan;
-  std::map<TaskId, DeviceId> pinned;
-  std::vector<uint8_t> manual;   ///< Per task: 1 when moved by hand after `algorithm` placed it.
-  std::string algorithm;         ///< Scheduler that made the base plan ("" when none).
-  double schedulerMakespan = 0;  ///< Its simulated makespan.
-  bool operator==(const PlanState& o) const;
-};
-
-/// A profile applied over the modelled costs: a Partex profile file (partex-cli --profile) or an
-/// ONNX Runtime profiling JSON imported for one device (partex-cli --import-ort FILE --device ID).
-struct LoadedProfile {
-  enum class Kind { Partex, OrtImport };
-  Kind kind = Kind::Partex;
-  std::string path;      ///< Absolute path of the file it was read from.
-  Profile profile;       ///< As read.
-  std::string device;    ///< OrtImport: the platform device the times are for.
-  std::string provider;  ///< OrtImport: the execution provider whose events were kept ("" = all).
-  ApplyReport report;    ///< What its last application to the session's cost table did.
-  /// The file name (no folder), as errors and the profile list name it.
-  std::string fileName() const;
-  /// The device ids it holds times for.
-  std::vector<std::string> deviceIds() const;
-};
-
-/// Reads a Partex profile file. Errors are one line naming the file.
-Result<LoadedProfile> readProfile(const std::string& path);
-/// Reads an ONNX Runtime profiling JSON as the times of platform device `device`, keeping only the
-/// events of `provider` when it is not empty. Errors are one line naming the file.
-Result<LoadedProfile> readOrtImport(const std::string& path, const std::string& device, const std::string& provider);
-/// Applies a profile to `t` with the options partex-cli uses for --profile and --import-ort (the
-/// model's graph hash and file name; imports matched by operator name). Besides applyProfile()'s
-/// refusals (another model, a device not on the platform) it refuses a profile none of whose times
-/// match an operator of the model. `t` is unspecified after an error: apply to a copy.
-Result<ApplyReport> applyLoadedProfile(CostTable& t, const LoadedProfile& p, const LoadedModel& model);
-/// Applies `profiles` to `t` in order. One that is refused is left out and `warnings` gets a line naming
-/// its file and the reason ("x.json dropped: ..."). Returns the applied ones, with their reports.
-std::vector<LoadedProfile> applyProfiles(CostTable& t, const std::vector<LoadedProfile>& profiles,
-                                         const LoadedModel& model, std::vector<std::string>* warnings);
-/// One line about an application: "x.json: 132 operator times applied (2 devices), 3 transfer models;
-/// 4 profiled operators are not in the model".
-std::string applySummary(const LoadedProfile& p);
-
-/// Cost entries (operator x device pairs that can run) by where they come from.
-struct CostCounts {
-  int measured = 0;
-  int imported = 0;
-  int modelled = 0;
-};
-CostCounts countCosts(const CostTable& t);
-
-/// What a model or platform change installs, built off the GUI thread by prepareSession().
-struct Prepared {
-  std::shared_ptr<const LoadedModel> model;
-  std::string platformName;  ///< Preset name or platform file, as the user gave it.
-  Platform platform;
-  std::shared_ptr<const CostTable> modelled;  ///< The cost table from the device models alone.
-  std::shared_ptr<const CostTable> table;     ///< `modelled` with `profiles` applied: the one scheduled.
-  std::vector<LoadedProfile> profiles;        ///< Applied to `table`, in order.
-  PlanState state;        ///< The initial plan: HEFT, or everything on the host when HEFT fails.
-  Timeline timeline;      ///< Its simulation.
-  int generation = 0;     ///< Job number, so that a superseded job's result is dropped.
-  std::string note;       ///< A problem that did not stop the load (a project's plan that did not fit).
-  bool modified = false;  ///< Install as unsaved work (a recovered autosave).
-};
-
-/// Builds the cost table of `model` on a platform (preset name or file), applies `profiles` over it in
-/// order (one that no longer applies, e.g. for a device the platform lacks, is dropped and named in
-/// Prepared::note) and makes an initial HEFT plan on the result. Runs on a worker thread; every
-/// failure is a one-line message.
-Result<Prepared> prepareSession(std::shared_ptr<const LoadedModel> model, const std::string& platformNameOrPath,
-                                const std::vector<LoadedProfile>& profiles = {});
-/// The same on a platform given as an object (an edited platform); `label` names it.
-Result<Prepared> prepareSession(std::shared_ptr<const LoadedModel> model, Platform platform, const std::string& label,
-                                const std::vector<LoadedProfile>& profiles = {});
-
-/// Builds a session from a project (runs on a worker thread): the model with its dimensions, the
-/// platform, the profiles and ONNX Runtime imports (read and applied in order; a missing, unreadable
-/// or mismatched one is left out with a warning naming it in Prepared::note, and Prepared::modified is
-/// set, since the session then differs from the file), then the embedded plan validated against the
-/// cost table (readPlan), the pins and the manual flags. A plan that does not fit falls back to HEFT
-/// (respecting the pins) and says so in Prepared::note; a missing model or platform, or an invalid
-/// pin, fails. `origin` names the file.
-Result<Prepared> prepareProject(const Project& project, const std::string& origin);
 
 /// One row of the algorithm comparison.
 struct CompareRow {
@@ -283,16 +202,17 @@ class Session : public QObject {
   void compareFinished(const QList<partex::gui::CompareRow>& rows);
 
  private:
-  struct SchedJob;
   struct SchedOutcome;
-  void onPrepared();
-  void onScheduled();
-  void onCompared();
+  void onPrepared(Result<Prepared> result);
+  void onScheduled(SchedOutcome out);
+  void onCompared(const QList<CompareRow>& rows, const std::weak_ptr<const CostTable>& table);
+  /// Stops the scheduler and the comparison that run on the table being replaced: the scheduler's
+  /// plan is dropped, the comparison reports that the costs changed. True when a scheduler was running.
+  bool stopJobsOnOldTable();
   void refreshDerived();
-  QString opLabel(int op) const;
+  PlacementContext placementContext() const;
   void startPrepare(std::shared_ptr<const LoadedModel> model, const QString& path, const QStringList& dims,
                     std::vector<LoadedProfile> profiles);
-  void startJob(std::function<Result<Prepared>()> job);
   Result<ApplyReport> installProfiles(std::vector<LoadedProfile> profiles, int changed);
 
   std::shared_ptr<const LoadedModel> model_;
@@ -306,7 +226,6 @@ class Session : public QObject {
   std::vector<LoadedProfile> profiles_;
   std::unique_ptr<Simulator> sim_;      ///< Keeps buffers; its last run is always the current plan.
   std::unique_ptr<Simulator> preview_;  ///< Drag previews, so they never disturb sim_.
-  std::vector<int> topoPos_;
   PlanState state_;
   PlanState savedState_;  ///< The state at the install or the last markSaved().
   bool dirty_ = false;    ///< Unsaved regardless of the state (a recovered autosave).
@@ -318,17 +237,10 @@ class Session : public QObject {
   QList<int> selection_;
   QUndoStack* undo_ = nullptr;
 
-  QFutureWatcher<Result<Prepared>>* prepWatcher_ = nullptr;
-  int prepGeneration_ = 0;
-  bool prepPending_ = false;   ///< From a load request until its result is handled.
-  bool schedPending_ = false;  ///< Same for a scheduler run.
-  bool comparePending_ = false;
-  QFutureWatcher<std::shared_ptr<SchedOutcome>>* schedWatcher_ = nullptr;
-  QFutureWatcher<QList<CompareRow>>* compareWatcher_ = nullptr;
-  std::shared_ptr<std::atomic<bool>> schedCancel_;
-  std::shared_ptr<std::atomic<bool>> compareCancel_;
-  std::weak_ptr<const CostTable> compareTable_;  ///< The table the running comparison works on.
-  int schedGeneration_ = 0;
+  // Background work, the newest job of each kind wins (session_jobs.cpp).
+  JobTracker prepJobs_{this};     ///< Loading a model, platform or project.
+  JobTracker schedJobs_{this};    ///< One scheduler run.
+  JobTracker compareJobs_{this};  ///< A comparison of schedulers.
 };
 
 }  // namespace partex::gui

@@ -1,0 +1,527 @@
+#include "gantt/ganttchart.h"
+
+#include <QFileInfo>
+#include <QFontMetrics>
+#include <QImage>
+#include <QPainter>
+#include <QSaveFile>
+#include <QSvgGenerator>
+
+#include <algorithm>
+#include <cmath>
+
+#include "session/palette.h"
+
+namespace partex::gui {
+
+namespace {
+
+constexpr double kRightMargin = 16;
+constexpr int kLabelFontPx = 12;
+constexpr int kBarFontPx = 11;
+constexpr int kHeaderFontPx = 20;
+
+QFont pixelFont(const QFont& base, int px, bool bold = false) {
+  QFont f = base;
+  f.setPixelSize(px);
+  f.setBold(bold);
+  return f;
+}
+
+/// "+12.3%" or "\u221212.3%" (a real minus sign) for value against reference.
+QString percentChange(double value, double reference) {
+  const double pct = (value / reference - 1.0) * 100.0;
+  const QString num = QString::number(std::fabs(pct), 'f', 1);
+  if (num == QLatin1String("0.0")) return QStringLiteral("\u00b10.0%");
+  return (pct < 0 ? QStringLiteral("\u2212") : QStringLiteral("+")) + num + QLatin1Char('%');
+}
+
+QString taskLabel(const partex::CostTable& t, int v) {
+  if (v < 0) return QStringLiteral("host");
+  if (v >= t.numTasks()) return QStringLiteral("?");
+  return QString::fromStdString(t.taskNames[static_cast<size_t>(v)]);
+}
+
+}  // namespace
+
+GanttChart::GanttChart() : referenceLabel_(tr("reference")) {}
+
+void GanttChart::setFont(const QFont& f) {
+  if (f == font_) return;
+  font_ = f;
+  relayout();
+}
+
+void GanttChart::setTimeline(const partex::CostTable* t, const partex::Timeline& tl,
+                             const std::vector<QColor>& deviceColors, const std::vector<partex::FusedKernel>& fused) {
+  table_ = t;
+  preview_.reset();
+  previewFused_.clear();
+  previewBars_ = {};
+  if (t) {
+    tl_ = tl;
+    fused_ = fused;
+  } else {
+    tl_ = {};
+    fused_.clear();
+  }
+  colors_ = deviceColors;
+  relayout();
+  setSelectedTasks({});  // the tasks of another timeline: the caller selects again
+}
+
+void GanttChart::setPreview(const partex::Timeline* tl, const std::vector<partex::FusedKernel>& fused) {
+  if (tl && table_) {
+    preview_ = *tl;
+    previewFused_ = fused;
+  } else {
+    preview_.reset();
+    previewFused_.clear();
+  }
+  relayout();
+}
+
+void GanttChart::setReferenceMakespan(double us) {
+  referenceUs_ = us > 0 && std::isfinite(us) ? us : 0;
+}
+
+void GanttChart::setReferenceLabel(const QString& label) {
+  referenceLabel_ = label;
+}
+
+void GanttChart::setTitle(const QString& title) {
+  title_ = title;
+}
+
+void GanttChart::setSelectedTasks(const QList<int>& tasks) {
+  const int n = table_ ? table_->numTasks() : 0;
+  selected_.assign(static_cast<size_t>(n), 0);
+  selectedList_.clear();
+  for (int v : tasks) {
+    if (v < 0 || v >= n || selected_[static_cast<size_t>(v)]) continue;
+    selected_[static_cast<size_t>(v)] = 1;
+    selectedList_.push_back(v);
+  }
+}
+
+void GanttChart::relayout() {
+  rows_.clear();
+  bars_ = {};
+  previewBars_ = {};
+  if (table_) {
+    rows_ = ganttRows(*table_, {&tl_, preview_ ? &*preview_ : nullptr});
+    bars_ = ganttBars(*table_, rows_, tl_, fused_);
+    if (preview_) previewBars_ = ganttBars(*table_, rows_, *preview_, previewFused_);
+  }
+  const QFontMetrics fm(pixelFont(font_, kLabelFontPx, true));
+  int w = 0;
+  for (const auto& r : rows_) w = std::max(w, fm.horizontalAdvance(r.label));
+  labelWidth_ = std::max({70, w + 34, minLabelWidth_});
+}
+
+void GanttChart::setMinimumLabelWidth(int px) {
+  minLabelWidth_ = std::max(0, px);
+  relayout();
+}
+
+QColor GanttChart::deviceColorOf(int device) const {
+  if (device >= 0 && device < static_cast<int>(colors_.size()) && colors_[static_cast<size_t>(device)].isValid())
+    return colors_[static_cast<size_t>(device)];
+  return deviceColor(device);
+}
+
+double GanttChart::shownMakespan() const {
+  return preview_ ? preview_->makespan : tl_.makespan;
+}
+
+double GanttChart::fitEnd() const {
+  if (fitEnd_ > 0) return fitEnd_;
+  return std::max(tl_.makespan, preview_ ? preview_->makespan : 0.0);
+}
+
+void GanttChart::setFitEnd(double us) {
+  fitEnd_ = us > 0 && std::isfinite(us) ? us : 0;
+}
+
+QString GanttChart::makespanText() const {
+  if (!table_) return tr("No timeline");
+  const double m = shownMakespan();
+  QString s;
+  if (!title_.isEmpty()) s += title_ + QStringLiteral(": ");
+  s += (preview_ ? tr("preview makespan ") : tr("makespan ")) + TimeScale::formatDuration(m);
+  QStringList deltas;
+  if (preview_ && tl_.makespan > 0) deltas << percentChange(m, tl_.makespan) + tr(" vs current");
+  if (referenceUs_ > 0) deltas << percentChange(m, referenceUs_) + tr(" vs ") + referenceLabel_;
+  if (!deltas.isEmpty()) s += QStringLiteral(" (") + deltas.join(QStringLiteral(", ")) + QLatin1Char(')');
+  return s;
+}
+
+// ---- Geometry -----------------------------------------------------------------------------------
+
+GanttChart::Frame GanttChart::frameFor(const QRectF& area, bool compactRows) const {
+  Frame f;
+  f.area = area;
+  f.plotLeft = area.left() + labelWidth_;
+  f.plotWidth = std::max(10.0, area.width() - labelWidth_ - kRightMargin);
+  f.rowsTop = area.top() + kHeaderH + kAxisH;
+  f.rowHeight = kRowH;
+  if (compactRows && !rows_.empty()) {
+    const double avail = (area.height() - kHeaderH - kAxisH - kBottom) / static_cast<double>(rows_.size());
+    f.rowHeight = std::clamp(std::floor(avail), kMinRowH, kRowH);
+  }
+  return f;
+}
+
+int GanttChart::rowAtY(const Frame& f, double y) const {
+  if (y < f.rowsTop) return -1;
+  const int r = static_cast<int>(std::floor((y - f.rowsTop) / f.rowHeight));
+  return r < static_cast<int>(rows_.size()) ? r : -1;
+}
+
+std::pair<int, int> GanttChart::barAt(const Frame& f, const TimeScale& sc, const QPointF& pos) const {
+  if (!table_) return {-1, -1};
+  const int r = rowAtY(f, pos.y());
+  if (r < 0 || pos.x() < f.plotLeft || pos.x() > f.plotLeft + f.plotWidth) return {-1, -1};
+  const auto& shown = bars();
+  const auto& rowBars = shown.perRow[static_cast<size_t>(r)];
+  const double t = sc.timeAt(pos.x() - f.plotLeft);
+  const double tol = 2 * sc.usPerPixel;  // a bar narrower than a pixel is still hit within 2 px
+  int best = -1;
+  double bestDist = kInf;
+  for (size_t i = firstVisibleBar(rowBars, shown.maxDuration[static_cast<size_t>(r)], t - tol); i < rowBars.size();
+       ++i) {
+    const auto& b = rowBars[i];
+    if (b.start > t + tol) break;
+    if (b.end < t - tol) continue;
+    const double d = t < b.start ? b.start - t : (t > b.end ? t - b.end : 0.0);
+    // Inside two bars (a fused kernel's span can hold another operator scheduled between its own):
+    // the shorter one, which is painted over the longer.
+    const bool inner =
+        d == 0 && bestDist == 0 && best >= 0 &&
+        b.end - b.start < rowBars[static_cast<size_t>(best)].end - rowBars[static_cast<size_t>(best)].start;
+    if (d < bestDist || inner) {
+      bestDist = d;
+      best = static_cast<int>(i);
+    }
+  }
+  return {best < 0 ? -1 : r, best};
+}
+
+int GanttChart::taskAt(const Frame& f, const TimeScale& sc, const QPointF& pos) const {
+  auto [r, i] = barAt(f, sc, pos);
+  if (r < 0) return -1;
+  const auto& b = bars().perRow[static_cast<size_t>(r)][static_cast<size_t>(i)];
+  return b.kind == GanttBarKind::Task ? b.index : -1;
+}
+
+bool GanttChart::shownSpan(int v, double& start, double& end) const {
+  const partex::Timeline& shown = preview_ ? *preview_ : tl_;
+  if (!table_ || v < 0 || v >= static_cast<int>(shown.tasks.size())) return false;
+  const GanttBars& b = bars();
+  const int k = static_cast<size_t>(v) < b.kernelOf.size() ? b.kernelOf[static_cast<size_t>(v)] : -1;
+  start = shown.tasks[static_cast<size_t>(v)].start;
+  end = shown.tasks[static_cast<size_t>(v)].end;
+  if (k >= 0)
+    for (int m : b.kernels[static_cast<size_t>(k)].ops) {
+      start = std::min(start, shown.tasks[static_cast<size_t>(m)].start);
+      end = std::max(end, shown.tasks[static_cast<size_t>(m)].end);
+    }
+  return true;
+}
+
+QRectF GanttChart::taskRect(const Frame& f, const TimeScale& sc, int task) const {
+  const partex::Timeline& shown = preview_ ? *preview_ : tl_;
+  double start = 0, end = 0;
+  if (!shownSpan(task, start, end)) return {};
+  const auto& s = shown.tasks[static_cast<size_t>(task)];
+  if (s.device < 0 || s.device >= table_->numDevices()) return {};
+  const double x0 = std::max(f.plotLeft, f.plotLeft + sc.xAt(start));
+  const double x1 = std::min(f.plotLeft + f.plotWidth, f.plotLeft + sc.xAt(end));
+  if (x1 <= x0) return {};
+  return QRectF(x0, f.rowsTop + s.device * f.rowHeight, x1 - x0, f.rowHeight);
+}
+
+QString GanttChart::toolTipAt(const Frame& f, const TimeScale& sc, const QPointF& pos) const {
+  auto [r, i] = barAt(f, sc, pos);
+  if (r < 0) return {};
+  const auto& t = *table_;
+  const auto& tl = preview_ ? *preview_ : tl_;
+  const auto& b = bars().perRow[static_cast<size_t>(r)][static_cast<size_t>(i)];
+  const QString times = tr("start %1<br>end %2<br>duration %3")
+                            .arg(TimeScale::formatDuration(b.start), TimeScale::formatDuration(b.end),
+                                 TimeScale::formatDuration(b.end - b.start));
+  if (b.kind == GanttBarKind::Task && b.kernel >= 0) {
+    // One fused kernel: every operator it runs, and the cost of its last one (the kernel's time).
+    const auto& k = bars().kernels[static_cast<size_t>(b.kernel)];
+    QStringList names, types;
+    for (int v : k.ops) {
+      names << taskLabel(t, v).toHtmlEscaped();
+      if (static_cast<size_t>(v) < t.taskTypes.size())
+        types << QString::fromStdString(t.taskTypes[static_cast<size_t>(v)]).toHtmlEscaped();
+    }
+    const size_t ci =
+        static_cast<size_t>(k.last()) * static_cast<size_t>(t.numDevices()) + static_cast<size_t>(k.device);
+    const auto prov = ci < t.provenance.size() ? t.provenance[ci] : partex::Provenance::Modelled;
+    return tr("<b>fused kernel: %1</b><br>%2<br>one kernel of %3 operators on device %4<br>%5<br>cost %6")
+        .arg(names.join(QStringLiteral(" + ")), types.join(QStringLiteral(" + ")))
+        .arg(k.ops.size())
+        .arg(QString::fromStdString(t.deviceIds[static_cast<size_t>(k.device)]).toHtmlEscaped(), times,
+             QString::fromLatin1(partex::provenanceName(prov)));
+  }
+  if (b.kind == GanttBarKind::Task) {
+    const int d = tl.tasks[static_cast<size_t>(b.index)].device;
+    const std::string& type =
+        static_cast<size_t>(b.index) < t.taskTypes.size() ? t.taskTypes[static_cast<size_t>(b.index)] : std::string();
+    const size_t ci = static_cast<size_t>(b.index) * static_cast<size_t>(t.numDevices()) + static_cast<size_t>(d);
+    const auto prov = ci < t.provenance.size() ? t.provenance[ci] : partex::Provenance::Modelled;
+    return tr("<b>%1</b>%2<br>device %3<br>%4<br>cost %5")
+        .arg(taskLabel(t, b.index).toHtmlEscaped(),
+             type.empty() ? QString()
+                          : QStringLiteral(" (") + QString::fromStdString(type).toHtmlEscaped() + QLatin1Char(')'),
+             QString::fromStdString(t.deviceIds[static_cast<size_t>(d)]).toHtmlEscaped(), times,
+             QString::fromLatin1(partex::provenanceName(prov)));
+  }
+  const auto& x = tl.transfers[static_cast<size_t>(b.index)];
+  return tr("<b>transfer %1 -> %2</b><br>%3 -> %4 on %5<br>%6 bytes<br>%7<br>cost modelled")
+      .arg(taskLabel(t, x.src).toHtmlEscaped(), taskLabel(t, x.dst).toHtmlEscaped(),
+           QString::fromStdString(t.deviceIds[static_cast<size_t>(x.from)]).toHtmlEscaped(),
+           QString::fromStdString(t.deviceIds[static_cast<size_t>(x.to)]).toHtmlEscaped(),
+           rows_[static_cast<size_t>(r)].label.toHtmlEscaped(), QString::number(x.bytes), times);
+}
+
+// ---- Painting -----------------------------------------------------------------------------------
+
+void GanttChart::paintRowBars(QPainter& p, const Frame& f, const TimeScale& sc, int row, const GanttBars& bars,
+                              const partex::Timeline& tl, bool ghost) {
+  const auto& rowBars = bars.perRow[static_cast<size_t>(row)];
+  if (rowBars.empty()) return;
+  const auto& r = rows_[static_cast<size_t>(row)];
+  const double top = f.rowsTop + row * f.rowHeight + std::max(2.0, f.rowHeight * 0.12);
+  const double h = f.rowHeight - 2 * std::max(2.0, f.rowHeight * 0.12);
+  const double left = f.plotLeft, right = f.plotLeft + f.plotWidth;
+  const double t0 = sc.timeAt(0), t1 = sc.timeAt(f.plotWidth);
+  const int alpha = ghost ? 70 : 255;
+  const QColor rowColor = r.kind == GanttRowKind::Device ? deviceColorOf(r.device) : QColor();
+  auto colorOf = [&](const GanttBar& b) {
+    QColor c = b.kind == GanttBarKind::Task
+                   ? rowColor
+                   : deviceColorOf(tl.transfers[static_cast<size_t>(b.index)].from).lighter(125);
+    c.setAlpha(alpha);
+    return c;
+  };
+  const QFont barFont = pixelFont(font_, kBarFontPx);
+  const QFontMetrics fm(barFont);
+  const bool labels = !ghost && h >= fm.height();
+  if (labels) p.setFont(barFont);
+
+  // A run of adjacent narrow bars becomes one mark: at most one mark per pixel column.
+  int runStart = -1, runEnd = -1;
+  QColor runColor;
+  auto flush = [&] {
+    if (runStart < 0) return;
+    p.fillRect(QRectF(runStart, top, runEnd - runStart, h), runColor);
+    ++lastMarks_;
+    runStart = -1;
+  };
+  for (size_t i = firstVisibleBar(rowBars, bars.maxDuration[static_cast<size_t>(row)], t0); i < rowBars.size(); ++i) {
+    const GanttBar& b = rowBars[i];
+    if (b.start > t1) break;
+    if (b.end < t0) continue;
+    const double x0 = std::max(left - 1, left + sc.xAt(b.start));
+    const double x1 = std::min(right + 1, left + sc.xAt(b.end));
+    if (x1 - x0 >= 2.0) {
+      flush();
+      const QColor c = colorOf(b);
+      const QRectF rect(x0, top, x1 - x0, h);
+      p.fillRect(rect, c);
+      ++lastMarks_;
+      if (ghost || x1 - x0 < 6) continue;
+      p.setPen(QPen(c.darker(160), 0));
+      p.setBrush(Qt::NoBrush);
+      p.drawRect(rect.adjusted(0.5, 0.5, -0.5, -0.5));
+      if (b.kernel >= 0) {
+        // A fused kernel: a darker band along the bottom marks one kernel for several operators.
+        p.fillRect(QRectF(x0 + 1, top + h - 3, x1 - x0 - 2, 2), c.darker(170));
+      }
+      if (labels && x1 - x0 >= 36) {
+        QString name = b.kind == GanttBarKind::Task ? taskLabel(*table_, b.index) : QString();
+        if (b.kernel >= 0)
+          name += QStringLiteral(" +%1").arg(bars.kernels[static_cast<size_t>(b.kernel)].ops.size() - 1);
+        if (!name.isEmpty()) {
+          p.setPen(textColorOn(c));
+          p.drawText(rect.adjusted(3, 0, -3, 0), Qt::AlignLeft | Qt::AlignVCenter,
+                     fm.elidedText(name, Qt::ElideRight, static_cast<int>(x1 - x0) - 6));
+        }
+      }
+    } else {
+      const int px = static_cast<int>(std::floor(x0));
+      const int pe = std::max(px + 1, static_cast<int>(std::ceil(x1)));
+      if (runStart >= 0 && px <= runEnd) {
+        runEnd = std::max(runEnd, pe);
+      } else {
+        flush();
+        runStart = px;
+        runEnd = pe;
+        runColor = colorOf(b);
+      }
+    }
+  }
+  flush();
+}
+
+void GanttChart::paint(QPainter& p, const Frame& f, const TimeScale& sc, const QRectF& dirty) {
+  lastMarks_ = 0;
+  const QRectF& a = f.area;
+  p.fillRect(a, Qt::white);
+  const QColor ink(0x22, 0x22, 0x22), grid(0xE4, 0xE4, 0xE4), muted(0x70, 0x70, 0x70);
+
+  // Header: the makespan, large.
+  p.setPen(ink);
+  p.setFont(pixelFont(font_, kHeaderFontPx, true));
+  p.drawText(QRectF(a.left() + 10, a.top(), a.width() - 20, kHeaderH), Qt::AlignLeft | Qt::AlignVCenter,
+             makespanText());
+  if (!table_) return;
+
+  const double rowsBottom = f.rowsTop + f.rowHeight * static_cast<double>(rows_.size());
+  const double right = f.plotLeft + f.plotWidth;
+
+  // Row backgrounds and labels (only rows that intersect the dirty rectangle).
+  const QFont labelFont = pixelFont(font_, kLabelFontPx, true);
+  const QFont linkFont = pixelFont(font_, kLabelFontPx);
+  for (size_t i = 0; i < rows_.size(); ++i) {
+    const QRectF rowRect(a.left(), f.rowsTop + static_cast<double>(i) * f.rowHeight, a.width(), f.rowHeight);
+    if (!rowRect.intersects(dirty)) continue;
+    if (i % 2) p.fillRect(QRectF(a.left(), rowRect.top(), right - a.left(), f.rowHeight), QColor(0xF6, 0xF6, 0xF6));
+    const auto& r = rows_[i];
+    double textLeft = a.left() + 8;
+    if (r.kind == GanttRowKind::Device) {
+      const double sw = std::min(12.0, f.rowHeight - 4);
+      p.fillRect(QRectF(textLeft, rowRect.center().y() - sw / 2, sw, sw), deviceColorOf(r.device));
+      textLeft += sw + 6;
+      p.setFont(labelFont);
+      p.setPen(ink);
+    } else {
+      textLeft += 18;
+      p.setFont(linkFont);
+      p.setPen(muted);
+    }
+    p.drawText(QRectF(textLeft, rowRect.top(), f.plotLeft - textLeft - 4, f.rowHeight),
+               Qt::AlignLeft | Qt::AlignVCenter, r.label);
+  }
+
+  // Time axis and grid.
+  const double axisTop = a.top() + kHeaderH;
+  p.setPen(QPen(muted, 0));
+  p.drawLine(QPointF(f.plotLeft, f.rowsTop - 0.5), QPointF(right, f.rowsTop - 0.5));
+  p.setFont(pixelFont(font_, kLabelFontPx));
+  for (const auto& tick : sc.ticks(f.plotWidth, 90)) {
+    const double x = std::round(f.plotLeft + sc.xAt(tick.us)) + 0.5;
+    p.setPen(QPen(grid, 0));
+    p.drawLine(QPointF(x, f.rowsTop), QPointF(x, rowsBottom));
+    p.setPen(QPen(muted, 0));
+    p.drawLine(QPointF(x, f.rowsTop - 6), QPointF(x, f.rowsTop));
+    p.drawText(QRectF(x + 3, axisTop, 120, kAxisH - 6), Qt::AlignLeft | Qt::AlignBottom, tick.label);
+  }
+
+  // Bars: the current timeline, as ghosts under the preview while one is set.
+  for (size_t i = 0; i < rows_.size(); ++i) {
+    const QRectF rowRect(a.left(), f.rowsTop + static_cast<double>(i) * f.rowHeight, a.width(), f.rowHeight);
+    if (!rowRect.intersects(dirty)) continue;
+    paintRowBars(p, f, sc, static_cast<int>(i), bars_, tl_, preview_.has_value());
+    if (preview_) paintRowBars(p, f, sc, static_cast<int>(i), previewBars_, *preview_, false);
+  }
+
+  // Selected tasks: an outline at least 4 px wide, even where bars were merged.
+  const partex::Timeline& shown = preview_ ? *preview_ : tl_;
+  p.setBrush(Qt::NoBrush);
+  p.setPen(QPen(ink, 2));
+  for (int v : selectedList_) {
+    double start = 0, end = 0;
+    if (!shownSpan(v, start, end)) continue;  // a member of a fused kernel: its kernel's bar
+    const auto& s = shown.tasks[static_cast<size_t>(v)];
+    if (s.device < 0 || s.device >= static_cast<int>(rows_.size())) continue;  // device d is row d
+    double x0 = f.plotLeft + sc.xAt(start), x1 = f.plotLeft + sc.xAt(end);
+    if (x1 < f.plotLeft || x0 > right) continue;
+    if (x1 - x0 < 4) {
+      const double c = (x0 + x1) / 2;
+      x0 = c - 2;
+      x1 = c + 2;
+    }
+    p.drawRect(QRectF(x0, f.rowsTop + s.device * f.rowHeight + 1, x1 - x0, f.rowHeight - 2));
+  }
+
+  // Makespan markers: the shown makespan solid, the current one dashed under a preview.
+  auto marker = [&](double us, const QColor& c, Qt::PenStyle style) {
+    const double x = f.plotLeft + sc.xAt(us);
+    if (x < f.plotLeft || x > right) return;
+    p.setPen(QPen(c, 1.5, style));
+    p.drawLine(QPointF(x, f.rowsTop - 8), QPointF(x, rowsBottom));
+  };
+  if (referenceUs_ > 0) marker(referenceUs_, muted, Qt::DotLine);
+  if (preview_) marker(tl_.makespan, muted, Qt::DashLine);
+  marker(shownMakespan(), QColor(0xC0, 0x39, 0x2B), Qt::SolidLine);
+}
+
+// ---- Export -------------------------------------------------------------------------------------
+
+void GanttChart::setExportWidth(int px) {
+  exportWidth_ = std::clamp(px, 200, 20000);
+}
+
+QSize GanttChart::exportSize() const {
+  const double h = kHeaderH + kAxisH + kBottom + kRowH * static_cast<double>(rows_.size());
+  return {exportWidth_, static_cast<int>(std::ceil(h))};
+}
+
+void GanttChart::renderTo(QPainter* p, const QRectF& target) {
+  if (!p) return;
+  const Frame f = frameFor(target, false);
+  TimeScale sc;
+  sc.fit(0, std::max(fitEnd(), 1e-3) * kFitMargin, f.plotWidth);
+  p->save();
+  p->setClipRect(target);
+  paint(*p, f, sc, target);
+  p->restore();
+}
+
+partex::Status GanttChart::saveImage(const QString& path) {
+  const std::string where = path.toStdString();
+  if (!table_) return partex::makeError(where, ": no timeline to draw");
+  const QString ext = QFileInfo(path).suffix().toLower();
+  if (ext != QLatin1String("svg") && ext != QLatin1String("png"))
+    return partex::makeError(where, ": unsupported image type '", ext.toStdString(), "' (use .svg or .png)");
+  QSaveFile file(path);
+  if (!file.open(QIODevice::WriteOnly))
+    return partex::makeError(where, ": cannot write: ", file.errorString().toStdString());
+  const QSize size = exportSize();
+  if (ext == QLatin1String("svg")) {
+    QSvgGenerator gen;
+    gen.setOutputDevice(&file);
+    gen.setSize(size);
+    gen.setViewBox(QRect(QPoint(0, 0), size));
+    gen.setTitle(QStringLiteral("Partex Gantt chart: ") + QString::fromStdString(table_->name));
+    gen.setDescription(makespanText());
+    QPainter p;
+    if (!p.begin(&gen)) {
+      file.cancelWriting();
+      return partex::makeError(where, ": cannot start the SVG painter");
+    }
+    renderTo(&p, QRectF(QPointF(0, 0), QSizeF(size)));
+    p.end();
+  } else {
+    QImage img(size, QImage::Format_ARGB32_Premultiplied);
+    img.fill(Qt::white);
+    QPainter p(&img);
+    p.setRenderHint(QPainter::TextAntialiasing);
+    renderTo(&p, QRectF(QPointF(0, 0), QSizeF(size)));
+    p.end();
+    if (!img.save(&file, "PNG")) {
+      file.cancelWriting();
+      return partex::makeError(where, ": cannot encode the PNG image");
+    }
+  }
+  if (!file.commit()) return partex::makeError(where, ": cannot write: ", file.errorString().toStdString());
+  return partex::Status::ok();
+}
+
+}  // namespace partex::gui

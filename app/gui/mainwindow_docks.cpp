@@ -1,0 +1,447 @@
+// MainWindow: the docks (platform and profiles, scheduler and comparison, inspector, operators,
+// platform editor, teaching, Gantt chart, side by side), the menus and the toolbar.
+#include "gui/mainwindow.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QComboBox>
+#include <QDockWidget>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QKeySequence>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QMenuBar>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSortFilterProxyModel>
+#include <QStatusBar>
+#include <QTableView>
+#include <QTextBrowser>
+#include <QToolBar>
+#include <QUndoStack>
+#include <QVBoxLayout>
+
+#include <algorithm>
+
+#include "gantt/compareview.h"
+#include "gantt/ganttview.h"
+#include "graph/devicepalette.h"
+#include "graph/graphview.h"
+#include "gui/comparemodel.h"
+#include "gui/platformeditor.h"
+#include "gui/teachpanel.h"
+
+namespace partex::gui {
+
+void MainWindow::buildDocks() {
+  // Platform: preset chooser and the device palette (a drop target).
+  auto* platDock = new QDockWidget(tr("Platform"), this);
+  platDock->setObjectName(QStringLiteral("platformDock"));
+  auto* pw = new QWidget(platDock);
+  auto* pl = new QVBoxLayout(pw);
+  auto* row = new QHBoxLayout;
+  platformBox_ = new QComboBox(pw);
+  for (const auto& n : presetNames()) platformBox_->addItem(QString::fromStdString(n));
+  platformBox_->setCurrentText(session_->platformName());
+  platformBox_->setToolTip(tr("Platform preset (devices, links, cost models)"));
+  auto* fileButton = new QPushButton(tr("File..."), pw);
+  fileButton->setToolTip(tr("Open a platform JSON file"));
+  row->addWidget(platformBox_, 1);
+  row->addWidget(fileButton);
+  pl->addLayout(row);
+  palette_ = new DevicePalette(session_, pw);
+  palette_->setToolTip(tr("Drop operators on a device to move them there"));
+  pl->addWidget(palette_, 1);
+  // Profiles: measured or imported costs applied over the modelled ones, in application order.
+  // Compact, so that the device palette above keeps its room: the list shows only when not empty.
+  profileCosts_ = new QLabel(pw);
+  profileCosts_->setWordWrap(true);
+  profileCosts_->setToolTip(tr("Measured costs (profiles) override the platform's modelled ones"));
+  pl->addWidget(profileCosts_);
+  profileList_ = new QListWidget(pw);
+  profileList_->setObjectName(QStringLiteral("profileList"));
+  // One line per profile, elided in the middle (the tooltip has the whole path and summary): a
+  // horizontal scroll bar would cover the only row of a short list.
+  profileList_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  profileList_->setTextElideMode(Qt::ElideMiddle);
+  profileList_->setToolTip(
+      tr("Applied in this order: Partex profiles, then ONNX Runtime imports; a later one "
+         "overrides an earlier one on the same operator and device"));
+  pl->addWidget(profileList_);
+  auto* profButtons = new QHBoxLayout;
+  auto* loadProfileButton = new QPushButton(tr("Load..."), pw);
+  loadProfileButton->setToolTip(tr("Load a profile measured by Profile on this machine or partex-cli profile"));
+  auto* importButton = new QPushButton(tr("Import ORT..."), pw);
+  importButton->setToolTip(tr("Import an ONNX Runtime profiling JSON as the times of one device"));
+  removeProfileButton_ = new QPushButton(tr("Remove"), pw);
+  removeProfileButton_->setToolTip(tr("Remove the selected profile: its operators go back to the modelled costs"));
+  removeProfileButton_->setEnabled(false);
+  profButtons->addWidget(loadProfileButton);
+  profButtons->addWidget(importButton);
+  profButtons->addWidget(removeProfileButton_);
+  pl->addLayout(profButtons);
+  connect(loadProfileButton, &QPushButton::clicked, this, &MainWindow::chooseProfile);
+  connect(importButton, &QPushButton::clicked, this, &MainWindow::chooseOrtProfile);
+  connect(removeProfileButton_, &QPushButton::clicked, this, [this] {
+    const int row = profileList_->currentRow();
+    if (row >= 0) (void)removeProfile(row);
+  });
+  connect(profileList_, &QListWidget::currentRowChanged, this,
+          [this](int row) { removeProfileButton_->setEnabled(row >= 0); });
+  platDock->setWidget(pw);
+  addDockWidget(Qt::LeftDockWidgetArea, platDock);
+  connect(platformBox_, &QComboBox::textActivated, this, &MainWindow::setPlatform);
+  connect(fileButton, &QPushButton::clicked, this, &MainWindow::choosePlatformFile);
+
+  // Scheduler: run one algorithm, or compare several.
+  auto* schedDock = new QDockWidget(tr("Scheduler"), this);
+  schedDock->setObjectName(QStringLiteral("schedulerDock"));
+  auto* sw = new QWidget(schedDock);
+  auto* sl = new QVBoxLayout(sw);
+  algoBox_ = new QComboBox(sw);
+  for (const auto& s : allSchedulers()) {
+    algoBox_->addItem(QString::fromStdString(s->title()), QString::fromStdString(s->name()));
+    algoBox_->setItemData(algoBox_->count() - 1, QString::fromStdString(s->description()), Qt::ToolTipRole);
+  }
+  algoBox_->setCurrentIndex(std::max(0, algoBox_->findData(QStringLiteral("heft"))));
+  sl->addWidget(algoBox_);
+  auto* buttons = new QHBoxLayout;
+  runButton_ = new QPushButton(tr("Run"), sw);
+  runButton_->setToolTip(tr("Schedule every operator with this algorithm (pins are dropped)"));
+  reoptButton_ = new QPushButton(tr("Re-optimise unpinned"), sw);
+  reoptButton_->setToolTip(tr("Schedule again, keeping pinned operators where they are"));
+  cancelButton_ = new QPushButton(tr("Cancel"), sw);
+  cancelButton_->setEnabled(false);
+  buttons->addWidget(runButton_);
+  buttons->addWidget(reoptButton_);
+  buttons->addWidget(cancelButton_);
+  sl->addLayout(buttons);
+  schedProgress_ = new QProgressBar(sw);
+  schedProgress_->setRange(0, 1000);
+  schedProgress_->setValue(0);
+  schedProgress_->setTextVisible(false);
+  schedProgress_->setMaximumHeight(8);
+  sl->addWidget(schedProgress_);
+  schedStatus_ = new QLabel(tr("Idle"), sw);
+  schedStatus_->setWordWrap(true);
+  sl->addWidget(schedStatus_);
+  sl->addWidget(new QLabel(tr("Compare (tick algorithms):"), sw));
+  compareAlgos_ = new QListWidget(sw);
+  const QStringList defaults = {QStringLiteral("single"), QStringLiteral("greedy"), QStringLiteral("heft"),
+                                QStringLiteral("cpop"), QStringLiteral("peft")};
+  for (const auto& s : allSchedulers()) {
+    auto* item = new QListWidgetItem(QString::fromStdString(s->title()), compareAlgos_);
+    item->setData(Qt::UserRole, QString::fromStdString(s->name()));
+    item->setToolTip(QString::fromStdString(s->description()));
+    item->setFlags(item->flags() | Qt::ItemIsUserCheckable);
+    item->setCheckState(defaults.contains(QString::fromStdString(s->name())) ? Qt::Checked : Qt::Unchecked);
+  }
+  compareAlgos_->setMaximumHeight(120);
+  sl->addWidget(compareAlgos_);
+  auto* compareButton = new QPushButton(tr("Compare"), sw);
+  sl->addWidget(compareButton);
+  compare_ = new CompareModel(this);
+  auto* compareProxy = new QSortFilterProxyModel(this);
+  compareProxy->setSourceModel(compare_);
+  compareProxy->setSortRole(Qt::UserRole);
+  compareView_ = new QTableView(sw);
+  compareView_->setModel(compareProxy);
+  compareView_->setSortingEnabled(true);
+  compareView_->verticalHeader()->hide();
+  compareView_->verticalHeader()->setDefaultSectionSize(compareView_->fontMetrics().height() + 6);
+  compareView_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  compareView_->setToolTip(tr("Double-click a row to apply that algorithm's plan"));
+  sl->addWidget(compareView_, 1);
+  schedDock->setWidget(sw);
+  addDockWidget(Qt::LeftDockWidgetArea, schedDock);
+  splitDockWidget(platDock, schedDock, Qt::Vertical);
+
+  connect(runButton_, &QPushButton::clicked, this, [this] { runScheduler(algoBox_->currentData().toString(), false); });
+  connect(reoptButton_, &QPushButton::clicked, this,
+          [this] { runScheduler(algoBox_->currentData().toString(), true); });
+  connect(cancelButton_, &QPushButton::clicked, session_, &Session::cancelScheduler);
+  connect(compareButton, &QPushButton::clicked, this, [this] {
+    QStringList algos;
+    for (int i = 0; i < compareAlgos_->count(); ++i)
+      if (compareAlgos_->item(i)->checkState() == Qt::Checked)
+        algos << compareAlgos_->item(i)->data(Qt::UserRole).toString();
+    if (algos.isEmpty()) {
+      schedStatus_->setText(tr("Tick at least one algorithm to compare."));
+      return;
+    }
+    session_->runCompare(algos);
+  });
+  connect(compareView_, &QTableView::doubleClicked, this, [this, compareProxy](const QModelIndex& i) {
+    const QModelIndex src = compareProxy->mapToSource(i);
+    if (src.isValid() && src.row() < compare_->rows().size())
+      runScheduler(compare_->rows()[src.row()].algorithm, false);
+  });
+  connect(session_, &Session::schedulerStarted, this, [this](const QString& what) {
+    schedStatus_->setText(tr("Running %1...").arg(what));
+    schedProgress_->setValue(0);
+    cancelButton_->setEnabled(true);
+  });
+  connect(session_, &Session::schedulerProgress, this, [this](double f, const QString& what) {
+    schedProgress_->setValue(static_cast<int>(f * 1000));
+    if (!what.isEmpty()) schedStatus_->setText(what);
+  });
+  connect(session_, &Session::schedulerFinished, this, [this](bool ok, const QString& msg) {
+    schedProgress_->setValue(ok ? 1000 : 0);
+    schedStatus_->setText(msg);
+    cancelButton_->setEnabled(session_->schedulerRunning());
+    statusBar()->showMessage(msg, 8000);
+  });
+  connect(session_, &Session::compareFinished, this, [this](const QList<CompareRow>& rows) {
+    compare_->setRows(rows);
+    compareView_->resizeColumnsToContents();
+    updateSideBySide();
+    if (!rows.isEmpty()) sideDock_->show();
+  });
+
+  // Inspector and operator table, tabbed on the right.
+  auto* inspDock = new QDockWidget(tr("Inspector"), this);
+  inspDock->setObjectName(QStringLiteral("inspectorDock"));
+  inspector_ = new QTextBrowser(inspDock);
+  inspector_->setOpenLinks(false);
+  inspDock->setWidget(inspector_);
+  addDockWidget(Qt::RightDockWidgetArea, inspDock);
+
+  auto* opsDock = new QDockWidget(tr("Operators"), this);
+  opsDock->setObjectName(QStringLiteral("operatorsDock"));
+  auto* ow = new QWidget(opsDock);
+  auto* ol = new QVBoxLayout(ow);
+  table_ = new OperatorTableModel(this);
+  table_->setSession(session_);
+  proxy_ = new QSortFilterProxyModel(this);
+  proxy_->setSourceModel(table_);
+  proxy_->setSortRole(Qt::UserRole);
+  proxy_->setFilterKeyColumn(-1);
+  proxy_->setFilterCaseSensitivity(Qt::CaseInsensitive);
+  filter_ = new QLineEdit(ow);
+  filter_->setPlaceholderText(tr("Filter operators by name, type, class or device"));
+  filter_->setClearButtonEnabled(true);
+  connect(filter_, &QLineEdit::textChanged, proxy_, &QSortFilterProxyModel::setFilterFixedString);
+  view_ = new QTableView(ow);
+  view_->setModel(proxy_);
+  view_->setSortingEnabled(true);
+  view_->sortByColumn(OperatorTableModel::Index, Qt::AscendingOrder);
+  view_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  view_->setAlternatingRowColors(true);
+  view_->verticalHeader()->hide();
+  view_->horizontalHeader()->setStretchLastSection(true);
+  connect(view_, &QTableView::clicked, this, [this](const QModelIndex& i) {
+    const int op = proxy_->mapToSource(i).row();
+    session_->setSelection({op});
+    graph_->centerOnOp(op);
+  });
+  ol->addWidget(filter_);
+  ol->addWidget(view_, 1);
+  opsDock->setWidget(ow);
+  addDockWidget(Qt::RightDockWidgetArea, opsDock);
+  tabifyDockWidget(inspDock, opsDock);
+
+  // Platform editor: an accepted edit re-builds the cost table on the edited platform.
+  auto* editDock = new QDockWidget(tr("Platform editor"), this);
+  editDock->setObjectName(QStringLiteral("platformEditorDock"));
+  editor_ = new PlatformEditor(editDock);
+  editDock->setWidget(editor_);
+  addDockWidget(Qt::RightDockWidgetArea, editDock);
+  tabifyDockWidget(opsDock, editDock);
+  connect(editor_, &PlatformEditor::platformEdited, this, [this](const Platform& p) {
+    // The editor also reports the platform it was just shown: only a real change re-builds.
+    if (session_->hasModel() && platformToJson(p) == platformToJson(session_->platform())) return;
+    const QString label = p.name.empty() ? tr("edited platform") : QString::fromStdString(p.name);
+    session_->setPlatform(p, label);
+  });
+
+  // Teaching: step through a list scheduler's decisions; each step selects its task in the graph.
+  auto* teachDock = new QDockWidget(tr("Teach"), this);
+  teachDock->setObjectName(QStringLiteral("teachDock"));
+  teach_ = new TeachPanel(teachDock);
+  teachDock->setWidget(teach_);
+  addDockWidget(Qt::RightDockWidgetArea, teachDock);
+  tabifyDockWidget(editDock, teachDock);
+  connect(teach_, &TeachPanel::stepChanged, this,
+          [this](int task, int, const QList<int>&, const std::vector<DeviceId>&) {
+            if (task < 0 || task >= session_->numOps()) return;
+            session_->setSelection({task});
+            graph_->centerOnOp(task);
+          });
+  inspDock->raise();
+
+  // Gantt chart (app/gantt); a marked placeholder in builds without it.
+  ganttDock_ = new QDockWidget(tr("Gantt chart"), this);
+  ganttDock_->setObjectName(QStringLiteral("ganttDock"));
+  gantt_ = new GanttView(ganttDock_);
+  gantt_->setMinimumHeight(180);
+  ganttDock_->setWidget(gantt_);
+  connect(gantt_, &GanttView::taskClicked, this, [this](int task, Qt::KeyboardModifiers mods) {
+    QList<int> sel = session_->selection();
+    if (mods & (Qt::ControlModifier | Qt::ShiftModifier)) {
+      if (sel.contains(task))
+        sel.removeAll(task);
+      else
+        sel << task;
+    } else {
+      sel = {task};
+    }
+    session_->setSelection(sel);
+    graph_->centerOnOp(task);
+  });
+  addDockWidget(Qt::BottomDockWidgetArea, ganttDock_);
+
+  // Two plans side by side (the compare table's rows, or the current plan against one of them),
+  // tabbed with the Gantt chart; "Select in graph" highlights the operators they place differently.
+  auto* sideDock = sideDock_ = new QDockWidget(tr("Side by side"), this);
+  sideDock->setObjectName(QStringLiteral("sideBySideDock"));
+  auto* sideWidget = new QWidget(sideDock);
+  auto* sideLayout = new QVBoxLayout(sideWidget);
+  sideLayout->setContentsMargins(0, 0, 0, 0);
+  sideStatus_ =
+      new QLabel(tr("Run Compare in the scheduler dock, then pick one row (the current plan against it) or two rows."),
+                 sideWidget);
+  sideStatus_->setWordWrap(true);
+  auto* selectDiff = new QPushButton(tr("Select the differently placed operators in the graph"), sideWidget);
+  sideBySide_ = new CompareView(sideWidget);
+  sideLayout->addWidget(sideStatus_);
+  sideLayout->addWidget(sideBySide_, 1);
+  sideLayout->addWidget(selectDiff);
+  sideDock->setWidget(sideWidget);
+  addDockWidget(Qt::BottomDockWidgetArea, sideDock);
+  tabifyDockWidget(ganttDock_, sideDock);
+  // Hidden until a comparison has rows, so that its two charts do not take room from the others.
+  sideDock->hide();
+  ganttDock_->raise();
+  connect(selectDiff, &QPushButton::clicked, this, &MainWindow::selectSideBySideDifferences);
+  connect(sideBySide_, &CompareView::taskClicked, this, [this](int task, Qt::KeyboardModifiers) {
+    if (!session_->hasModel() || task < 0 || task >= session_->numOps()) return;
+    session_->setSelection({task});
+    graph_->centerOnOp(task);
+  });
+  connect(compareView_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &MainWindow::updateSideBySide);
+  resizeDocks({platDock, inspDock}, {330, 380}, Qt::Horizontal);
+}
+
+void MainWindow::buildMenus() {
+  auto* file = menuBar()->addMenu(tr("&File"));
+  auto* open = file->addAction(tr("&Open..."), this, &MainWindow::chooseFile);
+  open->setShortcut(QKeySequence::Open);
+  file->addAction(tr("Open Pro&ject..."), this, &MainWindow::chooseProject);
+  recentMenu_ = file->addMenu(tr("Open &Recent"));
+  file->addAction(tr("Open &platform file..."), this, &MainWindow::choosePlatformFile);
+  file->addSeparator();
+  file->addAction(tr("&Load profile..."), this, &MainWindow::chooseProfile)
+      ->setStatusTip(tr("Apply measured costs from a profile file (Profile on this machine, partex-cli profile)"));
+  file->addAction(tr("&Import ONNX Runtime profile..."), this, &MainWindow::chooseOrtProfile)
+      ->setStatusTip(tr("Apply an ONNX Runtime profiling JSON as the times of one platform device"));
+  profileAction_ = file->addAction(tr("Profile on this &machine..."), this, &MainWindow::profileWithDialog);
+  file->setToolTipsVisible(true);  // the profile action says why it is disabled
+  file->addSeparator();
+  auto* save = file->addAction(tr("&Save Project"), this, [this] {
+    if (projectPath_.isEmpty()) {
+      saveProjectAs();
+      return;
+    }
+    if (auto st = saveProject(projectPath_); !st) showError(QString::fromStdString(st.message()));
+  });
+  save->setShortcut(QKeySequence::Save);
+  auto* saveAs = file->addAction(tr("Save Project &As..."), this, &MainWindow::saveProjectAs);
+  saveAs->setShortcut(QKeySequence::SaveAs);
+  QMenu* exportMenu = file->addMenu(tr("&Export"));
+  exportMenu->addAction(tr("&Plan (JSON)..."), this, [this] {
+    exportWithDialog(tr("Export plan"), tr("Plan JSON (*.json)"), &MainWindow::exportPlan);
+  });
+  exportMenu->addAction(tr("Perfetto / Chrome &trace..."), this, [this] {
+    exportWithDialog(tr("Export trace"), tr("Trace JSON (*.json)"), &MainWindow::exportTrace);
+  });
+  exportMenu->addAction(tr("Operators as &CSV..."), this, [this] {
+    exportWithDialog(tr("Export operators"), tr("CSV (*.csv)"), &MainWindow::exportCsv);
+  });
+  exportMenu->addAction(tr("&Graph as SVG or PNG..."), this, [this] {
+    exportWithDialog(tr("Export graph"), tr("SVG (*.svg);;PNG (*.png)"), &MainWindow::exportGraphImage);
+  });
+  auto* ganttExport = exportMenu->addAction(tr("G&antt chart as SVG or PNG..."), this, [this] {
+    exportWithDialog(tr("Export Gantt chart"), tr("SVG (*.svg);;PNG (*.png)"), &MainWindow::exportGanttImage);
+  });
+  (void)ganttExport;
+  file->addSeparator();
+  auto* quit = file->addAction(tr("&Quit"), qApp, &QApplication::closeAllWindows);
+  quit->setShortcut(QKeySequence::Quit);
+  updateRecentMenu();
+
+  auto* edit = menuBar()->addMenu(tr("&Edit"));
+  QAction* undo = session_->undoStack()->createUndoAction(this, tr("&Undo"));
+  undo->setShortcut(QKeySequence(QStringLiteral("Ctrl+Z")));
+  QAction* redo = session_->undoStack()->createRedoAction(this, tr("&Redo"));
+  redo->setShortcuts({QKeySequence(QStringLiteral("Ctrl+Shift+Z")), QKeySequence(QStringLiteral("Ctrl+Y"))});
+  edit->addAction(undo);
+  edit->addAction(redo);
+  edit->addSeparator();
+  auto* find = edit->addAction(tr("&Find operator..."), this, [this] {
+    search_->setFocus();
+    search_->selectAll();
+  });
+  find->setShortcut(QKeySequence::Find);
+  auto* pin = edit->addAction(tr("&Pin / unpin selection"), this, &MainWindow::togglePin);
+  pin->setShortcut(QKeySequence(Qt::Key_P));
+  QMenu* moveMenu = edit->addMenu(tr("&Move selection to"));
+  for (int i = 0; i < 9; ++i) {
+    QAction* a = moveMenu->addAction(tr("Device %1").arg(i + 1), this, [this, i] { moveSelectionTo(i); });
+    a->setShortcut(QKeySequence(Qt::Key_1 + i));
+    a->setVisible(false);
+    moveActions_ << a;
+  }
+
+  auto* viewMenu = menuBar()->addMenu(tr("&View"));
+  QToolBar* tb = addToolBar(tr("Graph"));
+  tb->setObjectName(QStringLiteral("graphToolbar"));
+  search_ = new QLineEdit(tb);
+  search_->setPlaceholderText(tr("Find operator by name or type (Ctrl+F, Enter for next)"));
+  search_->setClearButtonEnabled(true);
+  search_->setMaximumWidth(360);
+  connect(search_, &QLineEdit::returnPressed, this, [this] { graph_->findNext(search_->text()); });
+  auto* zin = viewMenu->addAction(tr("Zoom &in"), this, [this] { graph_->zoomBy(1.25); });
+  zin->setShortcut(QKeySequence::ZoomIn);
+  auto* zout = viewMenu->addAction(tr("Zoom &out"), this, [this] { graph_->zoomBy(0.8); });
+  zout->setShortcut(QKeySequence::ZoomOut);
+  auto* fit = viewMenu->addAction(tr("&Fit"), this, [this] { graph_->fitAll(); });
+  fit->setShortcut(QKeySequence(QStringLiteral("Ctrl+0")));
+  auto* one = viewMenu->addAction(tr("Actual size (1:1)"), this, [this] { graph_->resetZoom(); });
+  one->setShortcut(QKeySequence(QStringLiteral("Ctrl+1")));
+  auto* crit = criticalAction_ = viewMenu->addAction(tr("&Critical path"));
+  crit->setCheckable(true);
+  crit->setShortcut(QKeySequence(QStringLiteral("Ctrl+K")));
+  connect(crit, &QAction::toggled, graph_, &GraphView::setShowCriticalPath);
+  auto* mini = viewMenu->addAction(tr("&Minimap"));
+  mini->setCheckable(true);
+  mini->setShortcut(QKeySequence(QStringLiteral("Ctrl+M")));
+  connect(mini, &QAction::toggled, graph_, &GraphView::setMiniMapVisible);
+  mini->setChecked(true);
+  // Toolbar buttons with fixed labels (the menu's actions carry the command's text, which can be long).
+  QUndoStack* stack = session_->undoStack();
+  auto* tbUndo = tb->addAction(tr("Undo"), stack, &QUndoStack::undo);
+  auto* tbRedo = tb->addAction(tr("Redo"), stack, &QUndoStack::redo);
+  tbUndo->setEnabled(false);
+  tbRedo->setEnabled(false);
+  connect(stack, &QUndoStack::canUndoChanged, tbUndo, &QAction::setEnabled);
+  connect(stack, &QUndoStack::canRedoChanged, tbRedo, &QAction::setEnabled);
+  connect(stack, &QUndoStack::undoTextChanged, tbUndo,
+          [tbUndo](const QString& t) { tbUndo->setToolTip(tr("Undo %1 (Ctrl+Z)").arg(t)); });
+  connect(stack, &QUndoStack::redoTextChanged, tbRedo,
+          [tbRedo](const QString& t) { tbRedo->setToolTip(tr("Redo %1 (Ctrl+Shift+Z)").arg(t)); });
+  tb->addSeparator();
+  tb->addAction(zin);
+  tb->addAction(zout);
+  tb->addAction(fit);
+  tb->addAction(one);
+  tb->addAction(crit);
+  tb->addAction(mini);
+  tb->addSeparator();
+  tb->addWidget(search_);
+  viewMenu->addSeparator();
+  for (QDockWidget* d : findChildren<QDockWidget*>()) viewMenu->addAction(d->toggleViewAction());
+}
+
+}  // namespace partex::gui
