@@ -71,37 +71,10 @@ Result<MoveResult> applyMove(Simulator& sim, const CostTable& t, const Plan& pla
     out.timeline = current;
     return out;
   }
-  std::vector<int> topoPos(n, 0);
-  const auto topo = t.topoOrder();
-  for (size_t i = 0; i < topo.size(); ++i) topoPos[static_cast<size_t>(topo[i])] = static_cast<int>(i);
-  auto before = [&](TaskId a, TaskId b) {
-    const double sa = current.tasks[static_cast<size_t>(a)].start, sb = current.tasks[static_cast<size_t>(b)].start;
-    if (sa != sb) return sa < sb;
-    return topoPos[static_cast<size_t>(a)] < topoPos[static_cast<size_t>(b)];
-  };
   out.plan = plan;
-  Plan& p = out.plan;
-  std::vector<TaskId> moving = out.moved;
-  std::sort(moving.begin(), moving.end(), before);
-  std::vector<char> isMoving(n, 0);
-  for (TaskId v : moving) isMoving[static_cast<size_t>(v)] = 1;
-  for (auto& order : p.order)
-    order.erase(
-        std::remove_if(order.begin(), order.end(), [&](TaskId x) { return isMoving[static_cast<size_t>(x)] != 0; }),
-        order.end());
-  if (p.order.size() < static_cast<size_t>(t.numDevices())) p.order.resize(static_cast<size_t>(t.numDevices()));
-  auto& to = p.order[static_cast<size_t>(device)];
-  for (TaskId v : moving) {
-    p.device[static_cast<size_t>(v)] = device;
-    to.insert(std::find_if(to.begin(), to.end(), [&](TaskId x) { return before(v, x); }), v);
-  }
-  p.algorithm = "manual";
-  auto tl = sim.run(p);
-  if (!tl) {
-    // Ties between zero-length operators can still order a consumer first: fall back to rank order.
-    orderByUpwardRank(t, p);
-    tl = sim.run(p);
-  }
+  std::vector<double> start(n);
+  for (size_t v = 0; v < n; ++v) start[v] = current.tasks[v].start;
+  auto tl = sim.move(out.plan, out.moved, device, start);
   if (!tl) return Error{tl.message()};
   out.timeline = std::move(tl).value();
   return out;

@@ -1,5 +1,7 @@
 #include "plan/project.h"
 
+#include "plan/move.h"
+
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -190,7 +192,7 @@ Result<Constraints> resolvePins(const Project& p, const CostTable& t, const std:
     for (DeviceId i = 0; i < t.numDevices(); ++i)
       if (t.deviceIds[static_cast<size_t>(i)] == dev) d = i;
     if (d < 0) return makeError(baseName(origin), ": pin of '", op, "': the platform has no device '", dev, "'");
-    if (!t.canRun(v, d)) return makeError(baseName(origin), ": pin of '", op, "': device '", dev, "' cannot run it");
+    if (auto st = checkPlacement(t, v, d); !st) return makeError(baseName(origin), ": pin of '", op, "': ", st.message());
     c.pinned[v] = d;
   }
   return c;

@@ -152,38 +152,48 @@ Result<Timeline> Simulator::move(Plan& plan, TaskId v, DeviceId d) {
   if (d < 0 || d >= m) return makeError("no device with index ", std::to_string(d));
   if (!t_.canRun(v, d))
     return makeError("operator '", t_.taskNames[static_cast<size_t>(v)], "' cannot run on '", t_.deviceIds[static_cast<size_t>(d)], "'");
+  if (s_->lastStart.size() != static_cast<size_t>(n)) {
+    auto first = run(plan);
+    if (!first) return first;
+  }
+  const std::vector<double> start = s_->lastStart;
+  // The live chart needs times; peak bytes are filled on demand (fillPeakBytes).
+  return move(plan, std::vector<TaskId>{v}, d, start, false);
+}
+
+Result<Timeline> Simulator::move(Plan& plan, const std::vector<TaskId>& ops, DeviceId d, const std::vector<double>& start,
+                                 bool peaks) {
+  const int n = t_.numTasks();
   Scratch& s = *s_;
   if (s.topoPos.size() != static_cast<size_t>(n)) {
     s.topoPos.assign(static_cast<size_t>(n), 0);
     auto topo = t_.topoOrder();
     for (size_t i = 0; i < topo.size(); ++i) s.topoPos[static_cast<size_t>(topo[i])] = static_cast<int>(i);
   }
-  // Every device order is sorted by the start times of the last simulation, so inserting the moved
-  // task by its old start time keeps all orders subsequences of one topological order.
-  if (s.lastStart.size() != static_cast<size_t>(n)) {
-    auto first = run(plan);
-    if (!first) return first;
-  }
-  const std::vector<double> start = s.lastStart;
   auto before = [&](TaskId a, TaskId b) {
     if (start[static_cast<size_t>(a)] != start[static_cast<size_t>(b)]) return start[static_cast<size_t>(a)] < start[static_cast<size_t>(b)];
     return s.topoPos[static_cast<size_t>(a)] < s.topoPos[static_cast<size_t>(b)];
   };
-  const DeviceId old = plan.device[static_cast<size_t>(v)];
-  auto& from = plan.order[static_cast<size_t>(old)];
-  from.erase(std::remove(from.begin(), from.end(), v), from.end());
-  plan.device[static_cast<size_t>(v)] = d;
+  std::vector<TaskId> moving = ops;
+  std::sort(moving.begin(), moving.end(), before);
+  if (plan.order.size() < static_cast<size_t>(t_.numDevices())) plan.order.resize(static_cast<size_t>(t_.numDevices()));
+  for (TaskId v : moving) {
+    auto& from = plan.order[static_cast<size_t>(plan.device[static_cast<size_t>(v)])];
+    from.erase(std::remove(from.begin(), from.end(), v), from.end());
+  }
   auto& to = plan.order[static_cast<size_t>(d)];
-  to.insert(std::find_if(to.begin(), to.end(), [&](TaskId x) { return before(v, x); }), v);
+  for (TaskId v : moving) {
+    plan.device[static_cast<size_t>(v)] = d;
+    to.insert(std::find_if(to.begin(), to.end(), [&](TaskId x) { return before(v, x); }), v);
+  }
   plan.algorithm = "manual";
-  peaks_ = false;  // the live chart needs times; peak bytes are filled on demand (fillPeakBytes)
+  peaks_ = peaks;
   auto tl = run(plan);
-  peaks_ = true;
-  if (tl) return tl;
-  // Ties between zero-length operators can still order a consumer first: fall back to rank order.
-  orderByUpwardRank(t_, plan);
-  peaks_ = false;
-  tl = run(plan);
+  if (!tl) {
+    // Ties between zero-length operators can still order a consumer first: fall back to rank order.
+    orderByUpwardRank(t_, plan);
+    tl = run(plan);
+  }
   peaks_ = true;
   return tl;
 }

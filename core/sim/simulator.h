@@ -63,6 +63,13 @@ class Simulator {
   /// For speed (it drives the live chart) the returned timeline has no peak bytes: call
   /// fillPeakBytes() when they are shown.
   Result<Timeline> move(Plan& plan, TaskId v, DeviceId d);
+  /// The rule of every move by hand (plan/move.h calls it): `ops` leave their devices' orders and
+  /// enter d's by their start times in `start` (a simulation of `plan`; ties by topological position),
+  /// which keeps all orders subsequences of one topological order; then re-simulates, falling back to
+  /// upward-rank order where ties between zero-length operators would deadlock. Plan::algorithm
+  /// becomes "manual". `peaks`: fill the timeline's peak bytes.
+  Result<Timeline> move(Plan& plan, const std::vector<TaskId>& ops, DeviceId d, const std::vector<double>& start,
+                        bool peaks = true);
 
  private:
   const CostTable& t_;
