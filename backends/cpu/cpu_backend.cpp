@@ -192,6 +192,7 @@ class CpuKernel final : public Kernel {
 
   bool keepsCopy(size_t i) const override { return op_->keepsCopy(i); }
   void releaseCaches() override { op_->releaseCaches(); }
+  bool mayWriteOtherLayout() const override { return op_->nhwcOut; }
 
  private:
   std::unique_ptr<OpKernel> op_;

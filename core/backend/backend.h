@@ -50,6 +50,9 @@ class Kernel {
   /// Frees what the kernel caches between runs (transformed weights, scratch), for a kernel that runs
   /// once (a reference run): the next run prepares them again.
   virtual void releaseCaches() {}
+  /// Whether the kernel may leave its outputs in a layout other than row-major (Tensor::Layout): a
+  /// runtime then does not plan to have it write into a row-major slice of another tensor.
+  virtual bool mayWriteOtherLayout() const { return false; }
 };
 
 /// A device a backend can run on. Ids match the platform presets' device ids (this-machine:

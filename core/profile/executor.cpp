@@ -127,13 +127,16 @@ class Prepared {
         if (v < 0) continue;
         const Value& val = g_.values[static_cast<size_t>(v)];
         const OpId p = val.producer;
-        if (p < 0 || !kernels_[static_cast<size_t>(p)] || isOutput[static_cast<size_t>(v)] || !val.shapeKnown ||
+        // A producer that may write channels-last would drop the view, and the Concat's output would
+        // sit outside the memory plan for nothing (DenseNet's concatenations: 30 MB more).
+        if (p < 0 || !kernels_[static_cast<size_t>(p)] || kernels_[static_cast<size_t>(p)]->mayWriteOtherLayout() ||
+            isOutput[static_cast<size_t>(v)] || !val.shapeKnown ||
             val.dtype != out.dtype || val.consumers.size() != 1 ||
             std::count(node.inputs.begin(), node.inputs.end(), v) != 1)
           continue;
         slots.push_back(i);
       }
-      if (slots.empty()) continue;
+      if (slots.empty() || kernels_[c]->mayWriteOtherLayout()) continue;
       Tensor& dst = outs_[c][0];
       if (!dst.ensure(out.dtype, out.shape)) continue;
       auto* base = static_cast<std::byte*>(dst.raw());
