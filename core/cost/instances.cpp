@@ -27,15 +27,17 @@ Result<json> parseJson(const std::string& text, const std::string& origin) {
   }
 }
 
-bool isNonNegative(const json& v) { return v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() >= 0; }
+bool isNonNegative(const json& v) {
+  return v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() >= 0;
+}
 
 /// Adds an edge src -> dst, refusing self-loops and duplicates.
 Status addEdge(CostTable& t, std::set<std::pair<TaskId, TaskId>>& seen, TaskId a, TaskId b, int64_t bytes,
                double fixedUs, const std::string& origin) {
   if (a == b) return makeError(origin, ": edge from task '", t.taskNames[static_cast<size_t>(a)], "' to itself");
   if (!seen.insert({a, b}).second)
-    return makeError(origin, ": edge ", t.taskNames[static_cast<size_t>(a)], " -> ", t.taskNames[static_cast<size_t>(b)],
-                     " is listed twice");
+    return makeError(origin, ": edge ", t.taskNames[static_cast<size_t>(a)], " -> ",
+                     t.taskNames[static_cast<size_t>(b)], " is listed twice");
   t.edges.push_back(Edge{a, b, bytes, fixedUs});
   return Status::ok();
 }
@@ -84,7 +86,8 @@ Result<CostTable> parsePartexTaskGraph(const json& j, const std::string& origin)
     } else {
       return makeError(origin, ": field 'devices' must hold names or {\"name\": ..., \"speed\": ...} objects");
     }
-    if (!devIndex.emplace(id, t.deviceIds.size()).second) return makeError(origin, ": device '", id, "' is listed twice");
+    if (!devIndex.emplace(id, t.deviceIds.size()).second)
+      return makeError(origin, ": device '", id, "' is listed twice");
     t.deviceIds.push_back(id);
     speed.push_back(s);
   }
@@ -144,7 +147,8 @@ Result<CostTable> parsePartexTaskGraph(const json& j, const std::string& origin)
         if (auto s = task(e["to"], b); !s) return Error{s.message()};
         const json& v = e.contains("time") ? e["time"] : e["bytes"];
         if (!isNonNegative(v) || v.get<double>() > 9e18)
-          return makeError(origin, ": edge ", e.dump(), ": '", e.contains("time") ? "time" : "bytes", "' must be a non-negative number");
+          return makeError(origin, ": edge ", e.dump(), ": '", e.contains("time") ? "time" : "bytes",
+                           "' must be a non-negative number");
         if (e.contains("time")) {
           fixed = v.get<double>();
         } else {
@@ -153,8 +157,10 @@ Result<CostTable> parsePartexTaskGraph(const json& j, const std::string& origin)
           bytes = std::llround(v.get<double>());
         }
       } else {
-        return makeError(origin, ": every edge must be [\"from\", \"to\", non-negative transfer time] or {\"from\", \"to\", "
-                                 "\"time\" or \"bytes\"}, got ", e.dump());
+        return makeError(origin,
+                         ": every edge must be [\"from\", \"to\", non-negative transfer time] or {\"from\", \"to\", "
+                         "\"time\" or \"bytes\"}, got ",
+                         e.dump());
       }
       if (auto s = addEdge(t, seenEdge, a, b, bytes, fixed, origin); !s) return Error{s.message()};
     }
@@ -194,7 +200,8 @@ Result<CostTable> parsePartexTaskGraph(const json& j, const std::string& origin)
         from = l["from"].get<std::string>();
         to = l["to"].get<std::string>();
       } else {
-        return makeError(origin, ": network: a link names its devices as \"between\": [a, b] or \"from\"/\"to\", got ", l.dump());
+        return makeError(origin, ": network: a link names its devices as \"between\": [a, b] or \"from\"/\"to\", got ",
+                         l.dump());
       }
       auto fa = devIndex.find(from), fb = devIndex.find(to);
       if (fa == devIndex.end() || fb == devIndex.end())
@@ -224,7 +231,9 @@ std::string instanceFormat(const std::string& text) {
   return "";
 }
 
-bool looksLikeTaskGraph(const std::string& bytes) { return !instanceFormat(bytes).empty(); }
+bool looksLikeTaskGraph(const std::string& bytes) {
+  return !instanceFormat(bytes).empty();
+}
 
 Result<CostTable> parseTaskGraph(const std::string& text, const std::string& origin) {
   auto j = parseJson(text, origin);
@@ -250,11 +259,12 @@ Result<CostTable> parseSagaInstance(const std::string& text, const std::string& 
   std::map<std::string, size_t> devIndex;
   std::vector<double> speed;
   for (const auto& n : net["nodes"]) {
-    if (!n.is_object() || !n.contains("name") || !n["name"].is_string() || !n.contains("speed") || !n["speed"].is_number() ||
-        !(n["speed"].get<double>() > 0) || !std::isfinite(n["speed"].get<double>()))
+    if (!n.is_object() || !n.contains("name") || !n["name"].is_string() || !n.contains("speed") ||
+        !n["speed"].is_number() || !(n["speed"].get<double>() > 0) || !std::isfinite(n["speed"].get<double>()))
       return makeError(origin, ": network.nodes: every node needs a name and a positive speed, got ", n.dump());
     const std::string id = n["name"].get<std::string>();
-    if (!devIndex.emplace(id, t.deviceIds.size()).second) return makeError(origin, ": network node '", id, "' is listed twice");
+    if (!devIndex.emplace(id, t.deviceIds.size()).second)
+      return makeError(origin, ": network node '", id, "' is listed twice");
     t.deviceIds.push_back(id);
     speed.push_back(n["speed"].get<double>());
   }
@@ -263,7 +273,8 @@ Result<CostTable> parseSagaInstance(const std::string& text, const std::string& 
   std::vector<std::pair<std::string, double>> tasks;
   std::set<std::string> seenTask;
   for (const auto& v : tg["tasks"]) {
-    if (!v.is_object() || !v.contains("name") || !v["name"].is_string() || !v.contains("cost") || !isNonNegative(v["cost"]))
+    if (!v.is_object() || !v.contains("name") || !v["name"].is_string() || !v.contains("cost") ||
+        !isNonNegative(v["cost"]))
       return makeError(origin, ": task_graph.tasks: every task needs a name and a non-negative cost, got ", v.dump());
     if (!seenTask.insert(v["name"].get<std::string>()).second)
       return makeError(origin, ": task '", v["name"].get<std::string>(), "' is listed twice");
@@ -286,8 +297,10 @@ Result<CostTable> parseSagaInstance(const std::string& text, const std::string& 
     for (const auto& e : tg["dependencies"]) {
       if (!e.is_object() || !e.contains("source") || !e.contains("target") || !e["source"].is_string() ||
           !e["target"].is_string() || (e.contains("size") && !isNonNegative(e["size"])))
-        return makeError(origin, ": task_graph.dependencies: every dependency needs a source, a target and a non-negative size, got ",
-                         e.dump());
+        return makeError(
+            origin,
+            ": task_graph.dependencies: every dependency needs a source, a target and a non-negative size, got ",
+            e.dump());
       auto a = index.find(e["source"].get<std::string>()), b = index.find(e["target"].get<std::string>());
       if (a == index.end() || b == index.end())
         return makeError(origin, ": dependency names unknown task '",
@@ -305,7 +318,8 @@ Result<CostTable> parseSagaInstance(const std::string& text, const std::string& 
   if (net.contains("edges")) {
     if (!net["edges"].is_array()) return makeError(origin, ": network.edges must be an array");
     for (const auto& e : net["edges"]) {
-      if (!e.is_object() || !e.contains("source") || !e.contains("target") || !e["source"].is_string() || !e["target"].is_string())
+      if (!e.is_object() || !e.contains("source") || !e.contains("target") || !e["source"].is_string() ||
+          !e["target"].is_string())
         return makeError(origin, ": network.edges: every edge needs a source and a target, got ", e.dump());
       auto a = devIndex.find(e["source"].get<std::string>()), b = devIndex.find(e["target"].get<std::string>());
       if (a == devIndex.end() || b == devIndex.end())
@@ -341,7 +355,8 @@ Result<CostTable> parseWfCommons(const std::string& text, const std::string& ori
   const bool v15 = wf.contains("specification");
   const json& specTasks = v15 ? wf["specification"].value("tasks", json()) : wf.value("tasks", json());
   if (!specTasks.is_array() || specTasks.empty())
-    return makeError(origin, ": the workflow lists no tasks (", v15 ? "workflow.specification.tasks" : "workflow.tasks", ")");
+    return makeError(origin, ": the workflow lists no tasks (", v15 ? "workflow.specification.tasks" : "workflow.tasks",
+                     ")");
   const json machines = v15 ? (wf.contains("execution") ? wf["execution"].value("machines", json()) : json())
                             : wf.value("machines", json());
   if (!machines.is_array() || machines.empty())
@@ -374,7 +389,8 @@ Result<CostTable> parseWfCommons(const std::string& text, const std::string& ori
   std::map<std::string, double> runtimeById;
   if (v15 && wf.contains("execution") && wf["execution"].contains("tasks") && wf["execution"]["tasks"].is_array())
     for (const auto& et : wf["execution"]["tasks"])
-      if (et.is_object() && et.contains("id") && et["id"].is_string() && isNonNegative(et.value("runtimeInSeconds", json())))
+      if (et.is_object() && et.contains("id") && et["id"].is_string() &&
+          isNonNegative(et.value("runtimeInSeconds", json())))
         runtimeById[et["id"].get<std::string>()] = et["runtimeInSeconds"].get<double>();
   std::map<std::string, int64_t> fileBytes;  // 1.5: sizes in specification.files
   if (v15 && wf["specification"].contains("files") && wf["specification"]["files"].is_array())
@@ -390,8 +406,9 @@ Result<CostTable> parseWfCommons(const std::string& text, const std::string& ori
     const char* keyField = v15 ? "id" : "name";
     const char* otherField = v15 ? "name" : "id";
     const std::string key = task.contains(keyField) && task[keyField].is_string() ? task[keyField].get<std::string>()
-                            : task.contains(otherField) && task[otherField].is_string() ? task[otherField].get<std::string>()
-                                                                                         : std::string();
+                            : task.contains(otherField) && task[otherField].is_string()
+                                ? task[otherField].get<std::string>()
+                                : std::string();
     if (key.empty()) return makeError(origin, ": a task has neither an id nor a name");
     double runtime = -1;
     for (const char* k : {"runtimeInSeconds", "runtime"})
@@ -401,7 +418,8 @@ Result<CostTable> parseWfCommons(const std::string& text, const std::string& ori
     if (!index.emplace(key, static_cast<TaskId>(t.taskNames.size())).second)
       return makeError(origin, ": task '", key, "' is listed twice");
     t.taskNames.push_back(key);
-    t.taskTypes.push_back(task.contains("category") && task["category"].is_string() ? task["category"].get<std::string>() : "");
+    t.taskTypes.push_back(
+        task.contains("category") && task["category"].is_string() ? task["category"].get<std::string>() : "");
     for (size_t d = 0; d < m; ++d) {
       t.cost.push_back(runtime * 1e6 * mean / speed[d]);
       t.provenance.push_back(Provenance::Imported);
@@ -412,20 +430,24 @@ Result<CostTable> parseWfCommons(const std::string& text, const std::string& ori
       for (const auto& f : task["files"]) {
         if (!f.is_object()) continue;
         const std::string fname = f.contains("name") && f["name"].is_string() ? f["name"].get<std::string>()
-                                  : f.contains("id") && f["id"].is_string() ? f["id"].get<std::string>()
-                                                                            : std::string();
+                                  : f.contains("id") && f["id"].is_string()   ? f["id"].get<std::string>()
+                                                                              : std::string();
         const json& sz = f.contains("sizeInBytes") ? f["sizeInBytes"] : f.value("size", json(0));
         const std::string link = f.value("link", std::string());
-        if (link == "input") in.insert(fname);
-        else if (link == "output") out[fname] = isNonNegative(sz) ? static_cast<int64_t>(sz.get<double>()) : 0;
+        if (link == "input")
+          in.insert(fname);
+        else if (link == "output")
+          out[fname] = isNonNegative(sz) ? static_cast<int64_t>(sz.get<double>()) : 0;
       }
     }
     for (const char* k : {"inputFiles", "outputFiles"})  // 1.5: file ids, sizes in specification.files
       if (task.contains(k) && task[k].is_array())
         for (const auto& f : task[k])
           if (f.is_string()) {
-            if (std::string(k) == "inputFiles") in.insert(f.get<std::string>());
-            else out[f.get<std::string>()] = fileBytes.count(f.get<std::string>()) ? fileBytes[f.get<std::string>()] : 0;
+            if (std::string(k) == "inputFiles")
+              in.insert(f.get<std::string>());
+            else
+              out[f.get<std::string>()] = fileBytes.count(f.get<std::string>()) ? fileBytes[f.get<std::string>()] : 0;
           }
     if (task.contains("parents") && task["parents"].is_array())
       for (const auto& p : task["parents"])
@@ -442,7 +464,8 @@ Result<CostTable> parseWfCommons(const std::string& text, const std::string& ori
       int64_t bytes = 0;
       for (const auto& [file, size] : writes[static_cast<size_t>(it->second)])
         if (reads[c].count(file)) bytes += size;
-      if (auto s = addEdge(t, seenEdge, it->second, static_cast<TaskId>(c), bytes, -1.0, origin); !s) return Error{s.message()};
+      if (auto s = addEdge(t, seenEdge, it->second, static_cast<TaskId>(c), bytes, -1.0, origin); !s)
+        return Error{s.message()};
     }
   if (auto s = finish(t, origin); !s) return Error{s.message()};
   if (!(bytesPerSecond > 0)) return makeError(origin, ": the file system's bandwidth must be positive");
@@ -456,8 +479,9 @@ Result<CostTable> parseInstance(const std::string& text, const std::string& orig
   if (f == "wfcommons") return parseWfCommons(text, origin);
   if (f == "partex") return parseTaskGraph(text, origin);
   if (auto j = parseJson(text, origin); !j) return Error{j.message()};  // say where the JSON breaks
-  return makeError(origin, ": not a scheduling instance (expected a Partex task graph with 'tasks', a SAGA problem "
-                           "instance with 'task_graph' and 'network', or a WfCommons instance with 'workflow')");
+  return makeError(origin,
+                   ": not a scheduling instance (expected a Partex task graph with 'tasks', a SAGA problem "
+                   "instance with 'task_graph' and 'network', or a WfCommons instance with 'workflow')");
 }
 
 }  // namespace partex

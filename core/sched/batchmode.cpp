@@ -4,8 +4,8 @@
 
 namespace partex::sched_detail {
 
-Result<Plan> batchSchedule(const CostTable& t, const Constraints& c, const SchedOptions& o, const std::string& algorithm,
-                           const BatchPicker& pick) {
+Result<Plan> batchSchedule(const CostTable& t, const Constraints& c, const SchedOptions& o,
+                           const std::string& algorithm, const BatchPicker& pick) {
   const int n = t.numTasks(), m = t.numDevices();
   const std::vector<TaskId> topo = t.topoOrder();
   const std::vector<int32_t> pos = topoPositions(t, topo);
@@ -45,7 +45,8 @@ Result<Plan> batchSchedule(const CostTable& t, const Constraints& c, const Sched
       options.push_back(b);
     }
     const BatchChoice ch = pick(options);
-    if (ch.option >= options.size() || ch.device < 0 || ch.device >= m || !c.allowed(t, options[ch.option].task, ch.device))
+    if (ch.option >= options.size() || ch.device < 0 || ch.device >= m ||
+        !c.allowed(t, options[ch.option].task, ch.device))
       return makeError(algorithm, ": chose no allowed device");
     const TaskId v = options[ch.option].task;
     tl.place(v, ch.device);

@@ -30,8 +30,8 @@ using BatchPicker = std::function<BatchChoice(const std::vector<BatchOption>& re
 
 /// Schedules every task: while tasks are ready, evaluates them all and places the one `pick` chooses.
 /// Honours the constraints and cancellation and reports progress.
-Result<Plan> batchSchedule(const CostTable& t, const Constraints& c, const SchedOptions& o, const std::string& algorithm,
-                           const BatchPicker& pick);
+Result<Plan> batchSchedule(const CostTable& t, const Constraints& c, const SchedOptions& o,
+                           const std::string& algorithm, const BatchPicker& pick);
 
 /// The plan's simulated makespan (kInf when it cannot be simulated): how Duplex compares its two.
 double simulatedMakespan(const CostTable& t, const Plan& p, const SimOptions& sim);

@@ -30,6 +30,8 @@ class Duplex final : public Scheduler {
 
 }  // namespace
 
-std::unique_ptr<Scheduler> makeDuplex() { return std::make_unique<Duplex>(); }
+std::unique_ptr<Scheduler> makeDuplex() {
+  return std::make_unique<Duplex>();
+}
 
 }  // namespace partex

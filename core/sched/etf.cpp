@@ -15,17 +15,22 @@ class Etf final : public Scheduler {
  public:
   std::string name() const override { return "etf"; }
   std::string title() const override { return "ETF (Hwang et al. 1989)"; }
-  std::string description() const override { return "Earliest Time First: of all ready (task, device) pairs, the earliest start goes first (ties: larger upward rank)."; }
+  std::string description() const override {
+    return "Earliest Time First: of all ready (task, device) pairs, the earliest start goes first (ties: larger upward "
+           "rank).";
+  }
 
  protected:
-  Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* /*info*/) const override {
+  Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o,
+                   SchedInfo* /*info*/) const override {
     const std::vector<TaskId> topo = t.topoOrder();
     const std::vector<double> rank = upwardRanks(t, topo, meanCosts(t, c), meanComms(t, c));
     return batchSchedule(t, c, o, name(), [&](const std::vector<BatchOption>& r) {
       size_t best = 0;
       for (size_t i = 1; i < r.size(); ++i) {
         const double a = r[i].start, b = r[best].start;
-        if (a < b || (a == b && rank[static_cast<size_t>(r[i].task)] > rank[static_cast<size_t>(r[best].task)])) best = i;
+        if (a < b || (a == b && rank[static_cast<size_t>(r[i].task)] > rank[static_cast<size_t>(r[best].task)]))
+          best = i;
       }
       return BatchChoice{best, r[best].earliest};
     });
@@ -34,6 +39,8 @@ class Etf final : public Scheduler {
 
 }  // namespace
 
-std::unique_ptr<Scheduler> makeEtf() { return std::make_unique<Etf>(); }
+std::unique_ptr<Scheduler> makeEtf() {
+  return std::make_unique<Etf>();
+}
 
 }  // namespace partex

@@ -34,9 +34,8 @@ class Hbmct final : public Scheduler {
     const std::vector<int32_t> pos = topoPositions(t, topo);
     const std::vector<double> rank = upwardRanks(t, topo, meanCosts(t, c), meanComms(t, c));
     std::vector<TaskId> order(topo);
-    std::stable_sort(order.begin(), order.end(), [&](TaskId a, TaskId b) {
-      return rank[static_cast<size_t>(a)] > rank[static_cast<size_t>(b)];
-    });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](TaskId a, TaskId b) { return rank[static_cast<size_t>(a)] > rank[static_cast<size_t>(b)]; });
     // Upward ranks fall along every edge (positive costs), but zero-cost tasks can tie: keep the order
     // a linear extension of the dependencies by placing a task only after its predecessors.
     std::vector<std::vector<TaskId>> groups;
@@ -51,7 +50,8 @@ class Hbmct final : public Scheduler {
           for (int32_t e : t.inEdges[static_cast<size_t>(v)]) {
             const TaskId p = t.edges[static_cast<size_t>(e)].src;
             ready = ready && placed[static_cast<size_t>(p)];
-            dependsOnGroup = dependsOnGroup || (!groups.empty() && groupOf[static_cast<size_t>(p)] == static_cast<int32_t>(groups.size()) - 1);
+            dependsOnGroup = dependsOnGroup || (!groups.empty() && groupOf[static_cast<size_t>(p)] ==
+                                                                       static_cast<int32_t>(groups.size()) - 1);
           }
           if (!ready) {
             rest.push_back(v);
@@ -126,7 +126,8 @@ class Hbmct final : public Scheduler {
       }
       tl = std::move(best);
     }
-    info->notes.push_back("hbmct: " + std::to_string(groups.size()) + " groups, " + std::to_string(moves) + " balancing moves");
+    info->notes.push_back("hbmct: " + std::to_string(groups.size()) + " groups, " + std::to_string(moves) +
+                          " balancing moves");
     if (timeUp) info->notes.push_back("time limit reached: later groups not balanced");
     return tl->toPlan(pos, name());
   }
@@ -134,6 +135,8 @@ class Hbmct final : public Scheduler {
 
 }  // namespace
 
-std::unique_ptr<Scheduler> makeHbmct() { return std::make_unique<Hbmct>(); }
+std::unique_ptr<Scheduler> makeHbmct() {
+  return std::make_unique<Hbmct>();
+}
 
 }  // namespace partex

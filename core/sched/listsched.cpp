@@ -549,6 +549,16 @@ Result<Plan> listSchedule(const CostTable& t, const Constraints& c, const SchedO
   return plan;
 }
 
+Result<Plan> topologicalListSchedule(const CostTable& t, const Constraints& c, const SchedOptions& o,
+                                     const std::string& algorithm, const DeviceScore& score) {
+  const std::vector<TaskId> topo = t.topoOrder();
+  std::vector<double> priority(topo.size());
+  for (size_t i = 0; i < topo.size(); ++i) priority[static_cast<size_t>(topo[i])] = static_cast<double>(topo.size() - i);
+  return listSchedule(t, c, o, algorithm, priority, [&](TaskId v, ListTimeline& tl) {
+    return argminAllowed(t, c, v, [&](DeviceId d) { return score(v, d, tl); });
+  });
+}
+
 Plan finishAssignmentPlan(const CostTable& t, std::vector<DeviceId> device, const std::string& algorithm,
                           const SchedOptions& o) {
   Plan plan;

@@ -154,6 +154,12 @@ using DeviceChooser = std::function<DeviceId(TaskId v, ListTimeline& tl)>;
 Result<Plan> listSchedule(const CostTable& t, const Constraints& c, const SchedOptions& o, const std::string& algorithm,
                           const std::vector<double>& priority, const DeviceChooser& choose);
 
+/// The immediate-mode heuristics (MCT, MET, OLB, as SAGA runs them): tasks one at a time in
+/// topological order, each on the allowed device with the lowest score(v, d, tl) (ties: lower index).
+using DeviceScore = std::function<double(TaskId v, DeviceId d, ListTimeline& tl)>;
+Result<Plan> topologicalListSchedule(const CostTable& t, const Constraints& c, const SchedOptions& o,
+                                     const std::string& algorithm, const DeviceScore& score);
+
 /// The allowed device minimising score(d) (ties: lower index; scores equal within 1e-9 relative tie);
 /// -1 when none is allowed.
 DeviceId argminAllowed(const CostTable& t, const Constraints& c, TaskId v, const std::function<double(DeviceId)>& score);

@@ -14,10 +14,13 @@ class MaxMin final : public Scheduler {
  public:
   std::string name() const override { return "maxmin"; }
   std::string title() const override { return "MaxMin (Ibarra and Kim 1977)"; }
-  std::string description() const override { return "Batch mode: of the ready tasks, the one whose earliest finish is largest goes first, to that device."; }
+  std::string description() const override {
+    return "Batch mode: of the ready tasks, the one whose earliest finish is largest goes first, to that device.";
+  }
 
  protected:
-  Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* /*info*/) const override {
+  Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o,
+                   SchedInfo* /*info*/) const override {
     return batchSchedule(t, c, o, name(), [](const std::vector<BatchOption>& r) {
       size_t best = 0;
       for (size_t i = 1; i < r.size(); ++i)
@@ -29,6 +32,8 @@ class MaxMin final : public Scheduler {
 
 }  // namespace
 
-std::unique_ptr<Scheduler> makeMaxMin() { return std::make_unique<MaxMin>(); }
+std::unique_ptr<Scheduler> makeMaxMin() {
+  return std::make_unique<MaxMin>();
+}
 
 }  // namespace partex

@@ -15,22 +15,22 @@ class Mct final : public Scheduler {
  public:
   std::string name() const override { return "mct"; }
   std::string title() const override { return "MCT (Armstrong et al. 1998)"; }
-  std::string description() const override { return "Minimum Completion Time: tasks in topological order, each on the device that finishes it first."; }
+  std::string description() const override {
+    return "Minimum Completion Time: tasks in topological order, each on the device that finishes it first.";
+  }
 
  protected:
-  Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* /*info*/) const override {
-    // Tasks one at a time in topological order (SAGA's order for these immediate-mode heuristics).
-    const std::vector<TaskId> topo = t.topoOrder();
-    std::vector<double> priority(topo.size());
-    for (size_t i = 0; i < topo.size(); ++i) priority[static_cast<size_t>(topo[i])] = static_cast<double>(topo.size() - i);
-    return listSchedule(t, c, o, name(), priority, [&](TaskId v, ListTimeline& tl) {
-      return argminAllowed(t, c, v, [&](DeviceId d) { return tl.evaluate(v, d).effFinish; });
-    });
+  Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o,
+                   SchedInfo* /*info*/) const override {
+    return topologicalListSchedule(t, c, o, name(),
+                                   [&](TaskId v, DeviceId d, ListTimeline& tl) { return tl.evaluate(v, d).effFinish; });
   }
 };
 
 }  // namespace
 
-std::unique_ptr<Scheduler> makeMct() { return std::make_unique<Mct>(); }
+std::unique_ptr<Scheduler> makeMct() {
+  return std::make_unique<Mct>();
+}
 
 }  // namespace partex

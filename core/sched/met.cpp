@@ -14,22 +14,23 @@ class Met final : public Scheduler {
  public:
   std::string name() const override { return "met"; }
   std::string title() const override { return "MET (Armstrong et al. 1998)"; }
-  std::string description() const override { return "Minimum Execution Time: tasks in topological order, each on the device that runs it fastest, whatever its load."; }
+  std::string description() const override {
+    return "Minimum Execution Time: tasks in topological order, each on the device that runs it fastest, whatever its "
+           "load.";
+  }
 
  protected:
-  Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* /*info*/) const override {
-    // Tasks one at a time in topological order (SAGA's order for these immediate-mode heuristics).
-    const std::vector<TaskId> topo = t.topoOrder();
-    std::vector<double> priority(topo.size());
-    for (size_t i = 0; i < topo.size(); ++i) priority[static_cast<size_t>(topo[i])] = static_cast<double>(topo.size() - i);
-    return listSchedule(t, c, o, name(), priority, [&](TaskId v, ListTimeline& /*tl*/) {
-      return argminAllowed(t, c, v, [&](DeviceId d) { return t.w(v, d); });
-    });
+  Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o,
+                   SchedInfo* /*info*/) const override {
+    return topologicalListSchedule(t, c, o, name(),
+                                   [&](TaskId v, DeviceId d, ListTimeline& /*tl*/) { return t.w(v, d); });
   }
 };
 
 }  // namespace
 
-std::unique_ptr<Scheduler> makeMet() { return std::make_unique<Met>(); }
+std::unique_ptr<Scheduler> makeMet() {
+  return std::make_unique<Met>();
+}
 
 }  // namespace partex

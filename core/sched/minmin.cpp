@@ -15,10 +15,13 @@ class MinMin final : public Scheduler {
  public:
   std::string name() const override { return "minmin"; }
   std::string title() const override { return "MinMin (Ibarra and Kim 1977)"; }
-  std::string description() const override { return "Batch mode: of the ready tasks, the one whose earliest finish is smallest goes first, to that device."; }
+  std::string description() const override {
+    return "Batch mode: of the ready tasks, the one whose earliest finish is smallest goes first, to that device.";
+  }
 
  protected:
-  Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* /*info*/) const override {
+  Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o,
+                   SchedInfo* /*info*/) const override {
     return batchSchedule(t, c, o, name(), [](const std::vector<BatchOption>& r) {
       size_t best = 0;
       for (size_t i = 1; i < r.size(); ++i)
@@ -30,6 +33,8 @@ class MinMin final : public Scheduler {
 
 }  // namespace
 
-std::unique_ptr<Scheduler> makeMinMin() { return std::make_unique<MinMin>(); }
+std::unique_ptr<Scheduler> makeMinMin() {
+  return std::make_unique<MinMin>();
+}
 
 }  // namespace partex

@@ -14,22 +14,23 @@ class Olb final : public Scheduler {
  public:
   std::string name() const override { return "olb"; }
   std::string title() const override { return "OLB (Armstrong et al. 1998)"; }
-  std::string description() const override { return "Opportunistic Load Balancing: tasks in topological order, each on the device where it can start first, whatever it costs there."; }
+  std::string description() const override {
+    return "Opportunistic Load Balancing: tasks in topological order, each on the device where it can start first, "
+           "whatever it costs there.";
+  }
 
  protected:
-  Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* /*info*/) const override {
-    // Tasks one at a time in topological order (SAGA's order for these immediate-mode heuristics).
-    const std::vector<TaskId> topo = t.topoOrder();
-    std::vector<double> priority(topo.size());
-    for (size_t i = 0; i < topo.size(); ++i) priority[static_cast<size_t>(topo[i])] = static_cast<double>(topo.size() - i);
-    return listSchedule(t, c, o, name(), priority, [&](TaskId v, ListTimeline& tl) {
-      return argminAllowed(t, c, v, [&](DeviceId d) { return tl.evaluate(v, d).start; });
-    });
+  Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o,
+                   SchedInfo* /*info*/) const override {
+    return topologicalListSchedule(t, c, o, name(),
+                                   [&](TaskId v, DeviceId d, ListTimeline& tl) { return tl.evaluate(v, d).start; });
   }
 };
 
 }  // namespace
 
-std::unique_ptr<Scheduler> makeOlb() { return std::make_unique<Olb>(); }
+std::unique_ptr<Scheduler> makeOlb() {
+  return std::make_unique<Olb>();
+}
 
 }  // namespace partex

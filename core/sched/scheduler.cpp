@@ -13,7 +13,8 @@ bool respectsConstraints(const CostTable& t, const Constraints& c, const Plan& p
   return true;
 }
 
-Result<Plan> Scheduler::schedule(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info) const {
+Result<Plan> Scheduler::schedule(const CostTable& t, const Constraints& c, const SchedOptions& o,
+                                 SchedInfo* info) const {
   if (o.cancelled()) return sched_detail::cancelledError();
   if (auto st = sched_detail::checkConstraints(t, c); !st) return Error{st.message()};
   if (o.deadline.passed()) return makeError(name(), ": the time limit had passed before it started");
@@ -23,7 +24,8 @@ Result<Plan> Scheduler::schedule(const CostTable& t, const Constraints& c, const
   if (o.cancelled()) return sched_detail::cancelledError();
   if (auto st = checkPlanShape(t, *plan); !st) return makeError(name(), " made an invalid plan: ", st.message());
   if (!respectsConstraints(t, c, *plan))
-    return makeError(name(), " made a plan that breaks the constraints (a pinned task elsewhere or a forbidden device used)");
+    return makeError(name(),
+                     " made a plan that breaks the constraints (a pinned task elsewhere or a forbidden device used)");
   plan->algorithm = name();
   plan->optionsJson = sched_detail::paramsJson(o);
   return plan;

@@ -15,10 +15,14 @@ class Sufferage final : public Scheduler {
  public:
   std::string name() const override { return "sufferage"; }
   std::string title() const override { return "Sufferage (Maheswaran et al. 1999)"; }
-  std::string description() const override { return "Batch mode: the ready task that would lose most if denied its best device (second-best finish minus best) goes first."; }
+  std::string description() const override {
+    return "Batch mode: the ready task that would lose most if denied its best device (second-best finish minus best) "
+           "goes first.";
+  }
 
  protected:
-  Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* /*info*/) const override {
+  Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o,
+                   SchedInfo* /*info*/) const override {
     return batchSchedule(t, c, o, name(), [](const std::vector<BatchOption>& r) {
       size_t best = 0;
       auto suffer = [&](size_t i) { return r[i].secondFinish == kInf ? kInf : r[i].secondFinish - r[i].finish; };
@@ -31,6 +35,8 @@ class Sufferage final : public Scheduler {
 
 }  // namespace
 
-std::unique_ptr<Scheduler> makeSufferage() { return std::make_unique<Sufferage>(); }
+std::unique_ptr<Scheduler> makeSufferage() {
+  return std::make_unique<Sufferage>();
+}
 
 }  // namespace partex

@@ -18,7 +18,9 @@ using namespace partex;
 
 namespace {
 
-std::string dataPath(const std::string& name) { return test::testDataDir() + "/instances/" + name; }
+std::string dataPath(const std::string& name) {
+  return test::testDataDir() + "/instances/" + name;
+}
 
 CostTable load(const std::string& name) {
   auto bytes = readFile(dataPath(name));
@@ -46,7 +48,9 @@ int32_t edge(const CostTable& t, const std::string& a, const std::string& b) {
   return -1;
 }
 
-bool near(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(b)); }
+bool near(double a, double b) {
+  return std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(b));
+}
 
 }  // namespace
 
@@ -119,7 +123,7 @@ class TestInstances : public QObject {
   void partexNetwork() {
     const CostTable t = load("network_small.json");
     const DeviceId cpu = device(t, "cpu"), gpu = device(t, "gpu"), npu = device(t, "npu");
-    QVERIFY(near(t.w(task(t, "load"), gpu), 2.0));  // 8 / speed 4
+    QVERIFY(near(t.w(task(t, "load"), gpu), 2.0));   // 8 / speed 4
     QVERIFY(near(t.w(task(t, "conv"), gpu), 10.0));  // listed per device
     QVERIFY(!t.canRun(task(t, "conv"), npu));
     const int32_t lc = edge(t, "load", "conv"), cp = edge(t, "conv", "post");
@@ -133,31 +137,45 @@ class TestInstances : public QObject {
   void badInput_data() {
     QTest::addColumn<QString>("text");
     QTest::addColumn<QString>("reason");
-    QTest::newRow("not json") << "{\"task_graph\": " << "not valid JSON";
-    QTest::newRow("saga no nodes") << R"({"task_graph": {"tasks": [{"name": "a", "cost": 1}]}, "network": {"nodes": []}})"
-                                   << "network.nodes";
-    QTest::newRow("saga zero speed") << R"({"task_graph": {"tasks": [{"name": "a", "cost": 1}]}, "network": {"nodes": [{"name": "n", "speed": 0}]}})"
-                                     << "positive speed";
-    QTest::newRow("saga negative cost") << R"({"task_graph": {"tasks": [{"name": "a", "cost": -1}]}, "network": {"nodes": [{"name": "n", "speed": 1}]}})"
-                                        << "non-negative cost";
-    QTest::newRow("saga unknown task") << R"({"task_graph": {"tasks": [{"name": "a", "cost": 1}], "dependencies": [{"source": "a", "target": "b", "size": 1}]}, "network": {"nodes": [{"name": "n", "speed": 1}]}})"
-                                       << "unknown task 'b'";
-    QTest::newRow("saga cycle") << R"({"task_graph": {"tasks": [{"name": "a", "cost": 1}, {"name": "b", "cost": 1}], "dependencies": [{"source": "a", "target": "b"}, {"source": "b", "target": "a"}]}, "network": {"nodes": [{"name": "n", "speed": 1}]}})"
-                                << "cycle";
-    QTest::newRow("saga unknown node") << R"({"task_graph": {"tasks": [{"name": "a", "cost": 1}]}, "network": {"nodes": [{"name": "n", "speed": 1}], "edges": [{"source": "n", "target": "m", "speed": 1}]}})"
-                                       << "unknown node 'm'";
-    QTest::newRow("wf no machines") << R"({"workflow": {"tasks": [{"name": "a", "runtimeInSeconds": 1}]}})" << "no machines";
-    QTest::newRow("wf no runtime") << R"({"workflow": {"machines": [{"nodeName": "m"}], "tasks": [{"name": "a"}]}})" << "no runtime";
-    QTest::newRow("wf unknown parent") << R"({"workflow": {"machines": [{"nodeName": "m"}], "tasks": [{"name": "a", "runtime": 1, "parents": ["z"]}]}})"
-                                       << "unknown parent 'z'";
-    QTest::newRow("bytes without network") << R"({"devices": ["a"], "tasks": {"x": 1, "y": 1}, "edges": [{"from": "x", "to": "y", "bytes": 10}]})"
-                                           << "no 'network'";
-    QTest::newRow("link to unknown device") << R"({"devices": ["a", "b"], "tasks": {"x": 1}, "network": {"links": [{"between": ["a", "c"], "bandwidth": 1}]}})"
-                                            << "unknown device 'c'";
+    QTest::newRow("not json") << "{\"task_graph\": "
+                              << "not valid JSON";
+    QTest::newRow("saga no nodes")
+        << R"({"task_graph": {"tasks": [{"name": "a", "cost": 1}]}, "network": {"nodes": []}})"
+        << "network.nodes";
+    QTest::newRow("saga zero speed")
+        << R"({"task_graph": {"tasks": [{"name": "a", "cost": 1}]}, "network": {"nodes": [{"name": "n", "speed": 0}]}})"
+        << "positive speed";
+    QTest::newRow("saga negative cost")
+        << R"({"task_graph": {"tasks": [{"name": "a", "cost": -1}]}, "network": {"nodes": [{"name": "n", "speed": 1}]}})"
+        << "non-negative cost";
+    QTest::newRow("saga unknown task")
+        << R"({"task_graph": {"tasks": [{"name": "a", "cost": 1}], "dependencies": [{"source": "a", "target": "b", "size": 1}]}, "network": {"nodes": [{"name": "n", "speed": 1}]}})"
+        << "unknown task 'b'";
+    QTest::newRow("saga cycle")
+        << R"({"task_graph": {"tasks": [{"name": "a", "cost": 1}, {"name": "b", "cost": 1}], "dependencies": [{"source": "a", "target": "b"}, {"source": "b", "target": "a"}]}, "network": {"nodes": [{"name": "n", "speed": 1}]}})"
+        << "cycle";
+    QTest::newRow("saga unknown node")
+        << R"({"task_graph": {"tasks": [{"name": "a", "cost": 1}]}, "network": {"nodes": [{"name": "n", "speed": 1}], "edges": [{"source": "n", "target": "m", "speed": 1}]}})"
+        << "unknown node 'm'";
+    QTest::newRow("wf no machines") << R"({"workflow": {"tasks": [{"name": "a", "runtimeInSeconds": 1}]}})"
+                                    << "no machines";
+    QTest::newRow("wf no runtime") << R"({"workflow": {"machines": [{"nodeName": "m"}], "tasks": [{"name": "a"}]}})"
+                                   << "no runtime";
+    QTest::newRow("wf unknown parent")
+        << R"({"workflow": {"machines": [{"nodeName": "m"}], "tasks": [{"name": "a", "runtime": 1, "parents": ["z"]}]}})"
+        << "unknown parent 'z'";
+    QTest::newRow("bytes without network")
+        << R"({"devices": ["a"], "tasks": {"x": 1, "y": 1}, "edges": [{"from": "x", "to": "y", "bytes": 10}]})"
+        << "no 'network'";
+    QTest::newRow("link to unknown device")
+        << R"({"devices": ["a", "b"], "tasks": {"x": 1}, "network": {"links": [{"between": ["a", "c"], "bandwidth": 1}]}})"
+        << "unknown device 'c'";
     QTest::newRow("negative bandwidth") << R"({"devices": ["a", "b"], "tasks": {"x": 1}, "network": {"bandwidth": -1}})"
                                         << "'bandwidth' must be a non-negative number";
-    QTest::newRow("bad speed") << R"({"devices": [{"name": "a", "speed": 0}], "tasks": {"x": 1}})" << "'speed' must be a positive";
-    QTest::newRow("none of them") << R"({"graph": {}})" << "not a scheduling instance";
+    QTest::newRow("bad speed") << R"({"devices": [{"name": "a", "speed": 0}], "tasks": {"x": 1}})"
+                               << "'speed' must be a positive";
+    QTest::newRow("none of them") << R"({"graph": {}})"
+                                  << "not a scheduling instance";
   }
   void badInput() {
     QFETCH(QString, text);
@@ -183,7 +201,8 @@ class TestInstances : public QObject {
     const QString bad = QString::fromStdString(test::tempDir()) + "/bad_saga.json";
     QFile f(bad);
     QVERIFY(f.open(QIODevice::WriteOnly));
-    f.write(R"({"task_graph": {"tasks": [{"name": "a", "cost": -3}]}, "network": {"nodes": [{"name": "n", "speed": 1}]}})");
+    f.write(
+        R"({"task_graph": {"tasks": [{"name": "a", "cost": -3}]}, "network": {"nodes": [{"name": "n", "speed": 1}]}})");
     f.close();
     QProcess p;
     p.start(test::cliPath(), {"schedule", bad, "--algo", "heft"});
