@@ -1,6 +1,6 @@
 // bench_sched: scheduling quality and speed.
 //
-// Usage: bench_sched [quality|papers|speed|small|sim|teach|all] [--models DIR] [--max-ms N]
+// Usage: bench_sched [quality|papers|speed|small|sim|teach|families|all] [--models DIR] [--max-ms N]
 //                    [--tasks 100,1000] [--devices 2,4] [--algos heft,peft]  (speed only)
 //   quality  models x presets x algorithms: makespan / lower bound and / best of all
 //   papers   the published comparisons in shape (PartitionTuner, DUET, PIM DP, DLFusion)
@@ -8,6 +8,8 @@
 //   small    best against the exact optimum on small random DAGs (8 .. 30 tasks)
 //   sim      re-simulation time after one move (1k and 10k tasks)
 //   teach    recording a scheduler's decisions for teaching mode (300 and 3000 tasks)
+//   families SAGA-style instance families (chains, in-trees, out-trees, fork-join, layered) at CCR 0.1, 1, 10 on
+//            heterogeneous nodes and links: every algorithm against the best of all
 // Each algorithm run is cancelled after --max-ms (default 60000) through its cancel token.
 #include <algorithm>
 #include <atomic>
@@ -405,6 +407,122 @@ void teach() {
   }
 }
 
+/// A SAGA-style instance: a task graph of one family on `m` nodes of heterogeneous speeds (0.5-2),
+/// task costs 1-10 and data sizes 1-10 (SAGA's units: time = cost / speed, size / link speed), links of
+/// heterogeneous speeds per pair (0.5-2 relative) scaled so that the mean transfer time is `ccr` times
+/// the mean execution time. Families: chain, in-tree, out-tree, fork-join, layered.
+CostTable familyInstance(const std::string& family, double ccr, uint64_t seed, int m = 4) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> cost(1.0, 10.0), rel(0.5, 2.0);
+  std::vector<std::pair<int, int>> edges;
+  int n = 0;
+  if (family == "chain") {
+    n = 20;
+    for (int i = 1; i < n; ++i) edges.push_back({i - 1, i});
+  } else if (family == "out-tree" || family == "in-tree") {
+    n = 31;  // a full binary tree of depth 5
+    for (int i = 1; i < n; ++i) edges.push_back(family == "out-tree" ? std::pair{(i - 1) / 2, i} : std::pair{i, (i - 1) / 2});
+    if (family == "in-tree")  // tasks in topological order: leaves first
+      for (auto& e : edges) e = {n - 1 - e.first, n - 1 - e.second};
+  } else if (family == "fork-join") {
+    const int branches = 6, stages = 3;
+    n = 2 + branches * stages;
+    for (int b = 0; b < branches; ++b) {
+      int prev = 0;
+      for (int st = 0; st < stages; ++st) {
+        const int v = 1 + b * stages + st;
+        edges.push_back({prev, v});
+        prev = v;
+      }
+      edges.push_back({prev, n - 1});
+    }
+  } else {  // layered: 5 layers of 6, each task fed by 1-3 tasks of the layer before
+    const int layers = 5, width = 6;
+    n = layers * width;
+    for (int l = 1; l < layers; ++l)
+      for (int w = 0; w < width; ++w) {
+        const int k = 1 + static_cast<int>(rng() % 3);
+        std::vector<int> from;
+        for (int j = 0; j < k; ++j) from.push_back((l - 1) * width + static_cast<int>(rng() % width));
+        std::sort(from.begin(), from.end());
+        from.erase(std::unique(from.begin(), from.end()), from.end());
+        for (int f : from) edges.push_back({f, l * width + w});
+      }
+  }
+  CostTable t;
+  t.name = family;
+  std::vector<double> speed(static_cast<size_t>(m));
+  for (int d = 0; d < m; ++d) {
+    t.deviceIds.push_back("n" + std::to_string(d));
+    speed[static_cast<size_t>(d)] = rel(rng);
+  }
+  double meanCost = 0, meanSpeed = 0, meanSize = 0;
+  for (int v = 0; v < n; ++v) {
+    const double c = cost(rng);
+    meanCost += c / n;
+    t.taskNames.push_back("t" + std::to_string(v));
+    t.taskTypes.emplace_back();
+    for (int d = 0; d < m; ++d) {
+      t.cost.push_back(c / speed[static_cast<size_t>(d)]);
+      t.provenance.push_back(Provenance::Imported);
+    }
+  }
+  for (double sp : speed) meanSpeed += sp / m;
+  for (const auto& [a, b] : edges) {
+    const double size = cost(rng);
+    meanSize += size / static_cast<double>(edges.size());
+    t.edges.push_back(Edge{a, b, std::llround(size * 1e6), -1.0});
+  }
+  finishTaskTable(t);
+  // Link speed so that mean size / mean link speed = ccr x mean cost / mean node speed.
+  const double linkSpeed = edges.empty() ? 1.0 : meanSize / (ccr * meanCost / meanSpeed);
+  for (int a = 0; a < m; ++a)
+    for (int b = a + 1; b < m; ++b) {
+      const double bpu = linkSpeed * rel(rng) * 1e6;
+      t.linkBytesPerUs[static_cast<size_t>(a * m + b)] = bpu;
+      t.linkBytesPerUs[static_cast<size_t>(b * m + a)] = bpu;
+    }
+  return t;
+}
+
+void families() {
+  std::printf("\n## (f) SAGA-style instance families: makespan / best of all algorithms (mean over 5 seeds)\n\n");
+  std::vector<std::string> algos;
+  for (const auto& s : allSchedulers())
+    if (s->name() != "exact") algos.push_back(s->name());
+  std::printf("| family | CCR |");
+  for (const auto& a : algos) std::printf(" %s |", a.c_str());
+  std::printf("\n|---|---:|");
+  for (size_t i = 0; i < algos.size(); ++i) std::printf("---:|");
+  std::printf("\n");
+  int losses = 0, cases = 0;
+  for (const char* fam : {"chain", "in-tree", "out-tree", "fork-join", "layered"})
+    for (double ccr : {0.1, 1.0, 10.0}) {
+      std::map<std::string, double> sumRatio;
+      for (uint64_t seed = 1; seed <= 5; ++seed) {
+        const CostTable t = familyInstance(fam, ccr, seed * 7919 + static_cast<uint64_t>(ccr * 10));
+        std::map<std::string, double> ms;
+        double bestOther = kInf, all = kInf;
+        for (const auto& a : algos) {
+          SchedOptions o;
+          o.timeLimitSec = 2.0;
+          auto r = runOne(*findScheduler(a), t, o);
+          ms[a] = r.ok ? r.makespan : kInf;
+          all = std::min(all, ms[a]);
+          if (a != "best") bestOther = std::min(bestOther, ms[a]);
+        }
+        ++cases;
+        if (ms["best"] > bestOther * (1 + 1e-9)) ++losses;
+        for (const auto& a : algos) sumRatio[a] += ms[a] / all / 5.0;
+      }
+      std::printf("| %s | %g |", fam, ccr);
+      for (const auto& a : algos) std::printf(" %.3f |", sumRatio[a]);
+      std::printf("\n");
+      std::fflush(stdout);
+    }
+  std::printf("\n`best` worse than another algorithm in %d of %d instances.\n", losses, cases);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -428,5 +546,6 @@ int main(int argc, char** argv) {
   if (what == "small" || what == "all") small();
   if (what == "sim" || what == "all") sim();
   if (what == "teach" || what == "all") teach();
+  if (what == "families" || what == "all") families();
   return 0;
 }
