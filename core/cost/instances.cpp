@@ -217,35 +217,7 @@ Result<CostTable> parsePartexTaskGraph(const json& j, const std::string& origin)
   return t;
 }
 
-}  // namespace
-
-std::string instanceFormat(const std::string& text) {
-  size_t i = 0;
-  while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
-  if (i >= text.size() || text[i] != '{') return "";
-  const auto j = json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return text.find("\"tasks\"") != std::string::npos ? "partex" : "";
-  if (j.contains("task_graph") && j.contains("network")) return "saga";
-  if (j.contains("workflow")) return "wfcommons";
-  if (j.contains("tasks")) return "partex";
-  return "";
-}
-
-bool looksLikeTaskGraph(const std::string& bytes) {
-  return !instanceFormat(bytes).empty();
-}
-
-Result<CostTable> parseTaskGraph(const std::string& text, const std::string& origin) {
-  auto j = parseJson(text, origin);
-  if (!j) return Error{j.message()};
-  if (!j->is_object()) return makeError(origin, ": a task graph must be a JSON object");
-  return parsePartexTaskGraph(*j, origin);
-}
-
-Result<CostTable> parseSagaInstance(const std::string& text, const std::string& origin) {
-  auto parsed = parseJson(text, origin);
-  if (!parsed) return Error{parsed.message()};
-  const json& j = *parsed;
+Result<CostTable> sagaTable(const json& j, const std::string& origin) {
   if (!j.is_object() || !j.contains("task_graph") || !j.contains("network"))
     return makeError(origin, ": a SAGA problem instance is an object with 'task_graph' and 'network'");
   const json& tg = j["task_graph"];
@@ -343,10 +315,7 @@ Result<CostTable> parseSagaInstance(const std::string& text, const std::string& 
   return t;
 }
 
-Result<CostTable> parseWfCommons(const std::string& text, const std::string& origin, double bytesPerSecond) {
-  auto parsed = parseJson(text, origin);
-  if (!parsed) return Error{parsed.message()};
-  const json& j = *parsed;
+Result<CostTable> wfCommonsTable(const json& j, const std::string& origin, double bytesPerSecond) {
   if (!j.is_object() || !j.contains("workflow") || !j["workflow"].is_object())
     return makeError(origin, ": a WfCommons instance is an object with a 'workflow' object");
   const json& wf = j["workflow"];
@@ -473,12 +442,55 @@ Result<CostTable> parseWfCommons(const std::string& text, const std::string& ori
   return t;
 }
 
+/// The format of a parsed instance ("saga", "wfcommons", "partex"; "" for none).
+std::string formatOf(const json& j) {
+  if (!j.is_object()) return "";
+  if (j.contains("task_graph") && j.contains("network")) return "saga";
+  if (j.contains("workflow")) return "wfcommons";
+  if (j.contains("tasks")) return "partex";
+  return "";
+}
+
+}  // namespace
+
+std::string instanceFormat(const std::string& text) {
+  const auto j = json::parse(text, nullptr, false);
+  return j.is_discarded() ? "" : formatOf(j);
+}
+
+bool looksLikeTaskGraph(const std::string& bytes) {
+  // Every format names its "tasks"; parseInstance says what is wrong with the rest.
+  size_t i = 0;
+  while (i < bytes.size() && std::isspace(static_cast<unsigned char>(bytes[i]))) ++i;
+  return i < bytes.size() && bytes[i] == '{' && bytes.find("\"tasks\"") != std::string::npos;
+}
+
+Result<CostTable> parseTaskGraph(const std::string& text, const std::string& origin) {
+  auto j = parseJson(text, origin);
+  if (!j) return Error{j.message()};
+  if (!j->is_object()) return makeError(origin, ": a task graph must be a JSON object");
+  return parsePartexTaskGraph(*j, origin);
+}
+
+Result<CostTable> parseSagaInstance(const std::string& text, const std::string& origin) {
+  auto j = parseJson(text, origin);
+  if (!j) return Error{j.message()};
+  return sagaTable(*j, origin);
+}
+
+Result<CostTable> parseWfCommons(const std::string& text, const std::string& origin, double bytesPerSecond) {
+  auto j = parseJson(text, origin);
+  if (!j) return Error{j.message()};
+  return wfCommonsTable(*j, origin, bytesPerSecond);
+}
+
 Result<CostTable> parseInstance(const std::string& text, const std::string& origin) {
-  const std::string f = instanceFormat(text);
-  if (f == "saga") return parseSagaInstance(text, origin);
-  if (f == "wfcommons") return parseWfCommons(text, origin);
-  if (f == "partex") return parseTaskGraph(text, origin);
-  if (auto j = parseJson(text, origin); !j) return Error{j.message()};  // say where the JSON breaks
+  auto j = parseJson(text, origin);  // parsed once, whatever the format
+  if (!j) return Error{j.message()};
+  const std::string f = formatOf(*j);
+  if (f == "saga") return sagaTable(*j, origin);
+  if (f == "wfcommons") return wfCommonsTable(*j, origin, kWfCommonsBytesPerSecond);
+  if (f == "partex") return parsePartexTaskGraph(*j, origin);
   return makeError(origin,
                    ": not a scheduling instance (expected a Partex task graph with 'tasks', a SAGA problem "
                    "instance with 'task_graph' and 'network', or a WfCommons instance with 'workflow')");

@@ -24,12 +24,15 @@ std::string instanceFormat(const std::string& text);
 /// `__super_sink__` tasks are kept (they cost nothing and carry nothing).
 Result<CostTable> parseSagaInstance(const std::string& json, const std::string& origin);
 
+/// The shared file system WfCommons workflows are read with: 100 MB/s, SAGA's default for them.
+constexpr double kWfCommonsBytesPerSecond = 100e6;
+
 /// A WfCommons workflow instance (WfFormat 1.4: workflow.tasks with runtime(InSeconds) and files with
 /// their link; 1.5: workflow.specification and workflow.execution). Speed model (as SAGA's reading of
 /// these instances): a machine's speed is its CPU speed over the machines' mean, and a task takes its
 /// recorded runtime over that relative speed; an edge carries the bytes of the files the child reads
 /// that the parent writes, over a shared file system of `bytesPerSecond` (default 100 MB/s, SAGA's).
-Result<CostTable> parseWfCommons(const std::string& json, const std::string& origin, double bytesPerSecond = 100e6);
+Result<CostTable> parseWfCommons(const std::string& json, const std::string& origin, double bytesPerSecond = kWfCommonsBytesPerSecond);
 
 /// Any of the three formats, by content (instanceFormat); an error for anything else.
 Result<CostTable> parseInstance(const std::string& text, const std::string& origin);

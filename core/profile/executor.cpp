@@ -101,9 +101,6 @@ class Prepared {
   /// convolutions fall back to their reference code for a strided destination, so it keeps its copy.
   void placeConcatInputs() {
     pinned_.assign(g_.values.size(), false);
-    std::vector<bool> isOutput(g_.values.size(), false);
-    for (ValueId o : g_.outputs)
-      if (o >= 0) isOutput[static_cast<size_t>(o)] = true;
     for (size_t c = 0; c < g_.nodes.size(); ++c) {
       const Node& node = g_.nodes[c];
       if (!kernels_[c] || fusedInto_[c] >= 0 || node.opType != "Concat" || (!node.domain.empty() && node.domain != "ai.onnx") ||
@@ -113,7 +110,7 @@ class Prepared {
       const int64_t rank = static_cast<int64_t>(out.shape.size());
       int64_t axis = node.attrInt("axis", 0);
       if (axis < 0) axis += rank;
-      if (!out.shapeKnown || axis < 0 || axis >= rank || isOutput[static_cast<size_t>(node.outputs[0])] ||
+      if (!out.shapeKnown || axis < 0 || axis >= rank || out.isGraphOutput ||
           !tensorDTypeSupported(out.dtype))
         continue;
       bool contiguous = true;
@@ -130,7 +127,7 @@ class Prepared {
         // A producer that may write channels-last would drop the view, and the Concat's output would
         // sit outside the memory plan for nothing (DenseNet's concatenations: 30 MB more).
         if (p < 0 || !kernels_[static_cast<size_t>(p)] || kernels_[static_cast<size_t>(p)]->mayWriteOtherLayout() ||
-            isOutput[static_cast<size_t>(v)] || !val.shapeKnown ||
+            val.isGraphOutput || !val.shapeKnown ||
             val.dtype != out.dtype || val.consumers.size() != 1 ||
             std::count(node.inputs.begin(), node.inputs.end(), v) != 1)
           continue;
@@ -205,9 +202,6 @@ class Prepared {
     };
     // The operator whose kernel runs an operator (a fused group runs in its last operator's slot).
     auto runner = [&](OpId op) { return fusedInto_[static_cast<size_t>(op)] >= 0 ? fusedInto_[static_cast<size_t>(op)] : op; };
-    std::vector<bool> isOutput(g_.values.size(), false);
-    for (ValueId o : g_.outputs)
-      if (o >= 0) isOutput[static_cast<size_t>(o)] = true;
     // Greedy by size, as TensorFlow Lite's planner: the largest values first, each into the smallest
     // slot holding values whose lifetimes all come entirely before or after its own, else a new slot
     // of its size. Slots never grow, so their sum stays near the peak of live bytes (first fit in run
@@ -227,7 +221,7 @@ class Prepared {
       const Node& node = g_.nodes[xi];
       for (size_t k = 0; k < node.outputs.size(); ++k) {
         const ValueId v = node.outputs[k];
-        if (v < 0 || isOutput[static_cast<size_t>(v)] || pinned_[static_cast<size_t>(v)]) continue;
+        if (v < 0 || g_.values[static_cast<size_t>(v)].isGraphOutput || pinned_[static_cast<size_t>(v)]) continue;
         const int64_t bytes = g_.values[static_cast<size_t>(v)].bytes();
         if (bytes > 0) items.push_back({x, k, v, bytes});
       }

@@ -159,10 +159,6 @@ class Best final : public Scheduler {
         skipped.push_back(s.name() + (overran ? " (over its time share)" : " (" + p.message() + ")"));
         continue;
       }
-      if (!respectsConstraints(t, c, *p)) {
-        skipped.push_back(s.name() + " (breaks the constraints)");
-        continue;
-      }
       auto tl = simulate(t, *p, o.sim);
       if (!tl) {
         skipped.push_back(s.name() + " (" + tl.message() + ")");

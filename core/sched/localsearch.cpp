@@ -14,23 +14,36 @@ namespace partex::search_detail {
 
 // ---------------------------------------------------------------------------------------------------
 
-void orderByAssignedRank(const CostTable& t, Plan& plan, const std::vector<int32_t>& topoPos) {
-  const int n = t.numTasks(), m = t.numDevices();
-  std::vector<TaskId> topo(static_cast<size_t>(n));
-  for (TaskId v = 0; v < n; ++v) topo[static_cast<size_t>(topoPos[static_cast<size_t>(v)])] = v;
-  std::vector<double> rank(static_cast<size_t>(n), 0.0);
+namespace {
+
+/// The assignment-aware upward rank of every task under `device`: w(v, device v) plus the longest
+/// continuation over successors, with the exact transfer time between the assigned devices (what is
+/// infinite counts 0). `topo`: a topological order.
+std::vector<double> assignedRanks(const CostTable& t, const std::vector<DeviceId>& device,
+                                  const std::vector<TaskId>& topo) {
+  std::vector<double> rank(static_cast<size_t>(t.numTasks()), 0.0);
   for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
     const TaskId v = *it;
-    const DeviceId a = plan.device[static_cast<size_t>(v)];
+    const DeviceId a = device[static_cast<size_t>(v)];
     double best = 0;
     for (int32_t ei : t.outEdges[static_cast<size_t>(v)]) {
       const TaskId s = t.edges[static_cast<size_t>(ei)].dst;
-      const double c = t.comm(ei, a, plan.device[static_cast<size_t>(s)]);
+      const double c = t.comm(ei, a, device[static_cast<size_t>(s)]);
       best = std::max(best, (c < kInf ? c : 0.0) + rank[static_cast<size_t>(s)]);
     }
     const double w = t.w(v, a);
     rank[static_cast<size_t>(v)] = (w < kInf ? w : 0.0) + best;
   }
+  return rank;
+}
+
+}  // namespace
+
+void orderByAssignedRank(const CostTable& t, Plan& plan, const std::vector<int32_t>& topoPos) {
+  const int n = t.numTasks(), m = t.numDevices();
+  std::vector<TaskId> topo(static_cast<size_t>(n));
+  for (TaskId v = 0; v < n; ++v) topo[static_cast<size_t>(topoPos[static_cast<size_t>(v)])] = v;
+  const std::vector<double> rank = assignedRanks(t, plan.device, topo);
   for (auto& ord : plan.order) ord.clear();
   plan.order.resize(static_cast<size_t>(m));
   std::vector<TaskId> byRank(topo);
@@ -436,18 +449,7 @@ class Searcher {
   /// HEFT-like list scheduling (insertion into idle gaps) with the current assignment.
   void listOrder(Plan& p) {
     // Priority: the assignment-aware upward rank (as in orderByAssignedRank).
-    std::vector<double> rank(static_cast<size_t>(n_), 0.0);
-    for (auto it = topo_.rbegin(); it != topo_.rend(); ++it) {
-      const TaskId v = *it;
-      const DeviceId a = p.device[static_cast<size_t>(v)];
-      double best = 0;
-      for (int32_t ei : t_.outEdges[static_cast<size_t>(v)]) {
-        const TaskId s = t_.edges[static_cast<size_t>(ei)].dst;
-        const double c = t_.comm(ei, a, p.device[static_cast<size_t>(s)]);
-        best = std::max(best, (c < kInf ? c : 0.0) + rank[static_cast<size_t>(s)]);
-      }
-      rank[static_cast<size_t>(v)] = t_.w(v, a) + best;
-    }
+    const std::vector<double> rank = assignedRanks(t_, p.device, topo_);
     SchedOptions so;
     so.sim = sim_;
     const std::vector<DeviceId> dev = p.device;
