@@ -161,6 +161,31 @@ struct GroupModel {
   std::vector<int64_t> inputBytes, outputBytes;
   std::vector<double> cost;  // to check support
   size_t m = 0;
+
+  /// W(S,d): roofline time of `group` fused as one kernel on d with all its cores (rooflineGroupUs).
+  double time(const std::vector<TaskId>& group, DeviceId d) const {
+    if (group.empty()) return 0.0;
+    std::set<TaskId> members(group.begin(), group.end());
+    int64_t flops = 0, bytes = 0, bestFlops = -1;
+    OpClass cls = OpClass::Unknown;
+    DType dt = DType::Float32;
+    for (TaskId v : group) {
+      if (cost[static_cast<size_t>(v) * m + static_cast<size_t>(d)] == kInf) return kInf;
+      const OpWork& w = work[static_cast<size_t>(v)];
+      flops += w.flops;
+      bytes += w.bytesReadWeights + inputBytes[static_cast<size_t>(v)] + outputBytes[static_cast<size_t>(v)];
+      if (w.flops > bestFlops) {
+        bestFlops = w.flops;
+        cls = w.cls;
+        dt = w.dtype;
+      }
+      for (int32_t ei : inEdges[static_cast<size_t>(v)])
+        if (!members.count(edges[static_cast<size_t>(ei)].src)) bytes += edges[static_cast<size_t>(ei)].bytes;
+      for (int32_t ei : outEdges[static_cast<size_t>(v)])
+        if (!members.count(edges[static_cast<size_t>(ei)].dst)) bytes += edges[static_cast<size_t>(ei)].bytes;
+    }
+    return rooflineGroupUs(devices[static_cast<size_t>(d)], cls, dt, flops, bytes);
+  }
 };
 
 }  // namespace
@@ -250,29 +275,8 @@ Result<CostTable> buildCostTable(const Graph& g, const std::vector<OpWork>& work
   gm->outputBytes = t.outputBytes;
   gm->cost = t.cost;
   gm->m = m;
-  t.groupCost = [gm](const std::vector<TaskId>& group, DeviceId d) -> double {
-    if (group.empty()) return 0.0;
-    std::set<TaskId> members(group.begin(), group.end());
-    int64_t flops = 0, bytes = 0, bestFlops = -1;
-    OpClass cls = OpClass::Unknown;
-    DType dt = DType::Float32;
-    for (TaskId v : group) {
-      if (gm->cost[static_cast<size_t>(v) * gm->m + static_cast<size_t>(d)] == kInf) return kInf;
-      const OpWork& w = gm->work[static_cast<size_t>(v)];
-      flops += w.flops;
-      bytes += w.bytesReadWeights + gm->inputBytes[static_cast<size_t>(v)] + gm->outputBytes[static_cast<size_t>(v)];
-      if (w.flops > bestFlops) {
-        bestFlops = w.flops;
-        cls = w.cls;
-        dt = w.dtype;
-      }
-      for (int32_t ei : gm->inEdges[static_cast<size_t>(v)])
-        if (!members.count(gm->edges[static_cast<size_t>(ei)].src)) bytes += gm->edges[static_cast<size_t>(ei)].bytes;
-      for (int32_t ei : gm->outEdges[static_cast<size_t>(v)])
-        if (!members.count(gm->edges[static_cast<size_t>(ei)].dst)) bytes += gm->edges[static_cast<size_t>(ei)].bytes;
-    }
-    return rooflineGroupUs(gm->devices[static_cast<size_t>(d)], cls, dt, flops, bytes);
-  };
+  t.groupCost = [gm](const std::vector<TaskId>& group, DeviceId d) -> double { return gm->time(group, d); };
+  setBlockModel(t, p.devices);
   return t;
 }
 
@@ -310,6 +314,117 @@ void setUniformLinks(CostTable& t, double latencyUs, double bytesPerUs, bool con
         t.linkNames.push_back(t.deviceIds[a] + "->" + t.deviceIds[b]);
       }
     }
+}
+
+void setBlockModel(CostTable& t, const std::vector<Device>& devices) {
+  const size_t n = static_cast<size_t>(t.numTasks()), m = static_cast<size_t>(t.numDevices());
+  auto devs = std::make_shared<const std::vector<Device>>(devices);
+  t.groupRoofline = [devs](DeviceId d, OpClass cls, DType dt, int64_t flops, int64_t bytes) {
+    return rooflineGroupParts((*devs)[static_cast<size_t>(d)], cls, dt, flops, bytes);
+  };
+  t.deviceCompilesBlocks.clear();
+  for (const auto& d : devices) t.deviceCompilesBlocks.push_back(d.compilesBlocks ? 1 : 0);
+  t.blockAlone.clear();
+  t.blockFloor.clear();
+  if (!std::any_of(t.deviceCompilesBlocks.begin(), t.deviceCompilesBlocks.end(), [](char c) { return c != 0; })) return;
+  // Per task alone (blockTimeUs's denominator), and the floor of its share of any block (the lower
+  // bound's cost: rooflineFloorUs, as a fraction of its cost so that it follows a profile).
+  t.blockAlone.assign(n * m, 0.0);  // sized first: BlockTimer models only with it
+  t.blockFloor.assign(n * m, 1.0);
+  for (size_t d = 0; d < m; ++d) {
+    if (!t.deviceCompilesBlocks[d]) continue;
+    BlockTimer one(t, static_cast<DeviceId>(d));
+    for (size_t v = 0; v < n; ++v) {
+      if (t.cost[v * m + d] == kInf) continue;
+      one.clear();
+      one.add(static_cast<TaskId>(v));
+      const double alone = one.modelUs(0);
+      t.blockAlone[v * m + d] = alone;
+      if (alone > 0) t.blockFloor[v * m + d] = std::clamp(rooflineFloorUs(devices[d], t.work[v]) / alone, 0.0, 1.0);
+    }
+  }
+}
+
+BlockTimer::BlockTimer(const CostTable& t, DeviceId d) : t_(t), d_(d) {
+  const auto di = static_cast<size_t>(d);
+  cores_ = di < t.deviceCores.size() ? std::max(1, t.deviceCores[di]) : 1;
+  compiles_ = di < t.deviceCompilesBlocks.size() && t.deviceCompilesBlocks[di] && t.groupRoofline && !t.work.empty() &&
+              t.blockAlone.size() == static_cast<size_t>(t.numTasks()) * static_cast<size_t>(t.numDevices());
+  in_.assign(static_cast<size_t>(t.numTasks()), 0);
+  if (compiles_) spread_.assign(static_cast<size_t>(cores_) + 1, 0.0);
+  clear();
+}
+
+void BlockTimer::clear() {
+  for (TaskId v : members_) in_[static_cast<size_t>(v)] = 0;
+  members_.clear();
+  cannot_ = false;
+  flops_ = bytes_ = 0;
+  heaviest_ = -1;
+  cls_ = OpClass::Unknown;
+  dtype_ = DType::Float32;
+  sumW_ = sumAlone_ = 0;
+  std::fill(spread_.begin(), spread_.end(), 0.0);
+}
+
+void BlockTimer::add(TaskId v) {
+  const auto vi = static_cast<size_t>(v);
+  in_[vi] = 1;
+  members_.push_back(v);
+  const double w = t_.w(v, d_);
+  sumW_ += w;
+  if (!(w < kInf)) cannot_ = true;
+  if (!compiles_ || cannot_) return;
+  sumAlone_ += t_.blockAlone[vi * static_cast<size_t>(t_.numDevices()) + static_cast<size_t>(d_)];
+  const OpWork& wk = t_.work[vi];
+  flops_ += wk.flops;
+  bytes_ += wk.bytesReadWeights + t_.inputBytes[vi] + t_.outputBytes[vi];
+  if (wk.flops > heaviest_) {
+    heaviest_ = wk.flops;
+    cls_ = wk.cls;
+    dtype_ = wk.dtype;
+  }
+  // A tensor from or to a member stays on chip: it was counted as crossing the boundary when that
+  // member joined, and is taken back now.
+  for (int32_t ei : t_.inEdges[vi]) {
+    const Edge& e = t_.edges[static_cast<size_t>(ei)];
+    bytes_ += in_[static_cast<size_t>(e.src)] && e.src != v ? -e.bytes : e.bytes;
+  }
+  for (int32_t ei : t_.outEdges[vi]) {
+    const Edge& e = t_.edges[static_cast<size_t>(ei)];
+    bytes_ += in_[static_cast<size_t>(e.dst)] && e.dst != v ? -e.bytes : e.bytes;
+  }
+  // Each layer is split over the cores by its own output channels.
+  const int64_t ch = vi < t_.taskChannels.size() ? t_.taskChannels[vi] : 0;
+  for (size_t k = 1; k < spread_.size(); ++k) {
+    const double keff = ch > 0 ? static_cast<double>(ch) / std::ceil(static_cast<double>(ch) / static_cast<double>(k)) : static_cast<double>(k);
+    spread_[k] += static_cast<double>(wk.flops) * cores_ / keff;
+  }
+}
+
+double BlockTimer::modelUs(int cores) const {
+  if (cannot_) return kInf;
+  if (!compiles_ || members_.empty()) return sumW_;
+  const int k = cores <= 0 ? cores_ : std::min(cores, cores_);
+  // The roofline of the flops as if on all cores at full use, then scaled by the spread.
+  const RooflineParts r = t_.groupRoofline(d_, cls_, dtype_, flops_, bytes_);
+  const double compute = flops_ > 0 ? r.computeUs * spread_[static_cast<size_t>(k)] / static_cast<double>(flops_) : 0.0;
+  const double sync = k > 1 ? r.syncLevelUs * std::ceil(std::log2(static_cast<double>(k))) : 0.0;
+  return r.launchUs + std::max(compute, r.memoryUs) + sync;
+}
+
+double BlockTimer::timeUs(int cores) const {
+  if (cannot_) return kInf;
+  if (!compiles_ || members_.empty()) return sumW_;
+  if (members_.size() == 1 && (cores <= 0 || cores >= cores_)) return sumW_;  // an op alone on all cores: its own cost
+  const double model = modelUs(cores);
+  return sumAlone_ > 0 ? sumW_ * model / sumAlone_ : model;
+}
+
+double blockTimeUs(const CostTable& t, const std::vector<TaskId>& tasks, DeviceId d, int cores) {
+  BlockTimer b(t, d);
+  for (TaskId v : tasks) b.add(v);
+  return b.timeUs(cores);
 }
 
 void useSumGroupCost(CostTable& t) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "cost/roofline.h"
 #include "cost/work.h"
 #include "ir/graph.h"
 #include "platform/platform.h"
@@ -106,6 +107,22 @@ struct CostTable {
   /// Group cost W(S,d) in microseconds for tasks fused as one kernel; kInf if d cannot run them all.
   /// Set by buildCostTable (roofline group model); for task graphs it is the plain sum.
   std::function<double(const std::vector<TaskId>&, DeviceId)> groupCost;
+  /// Per device (empty for task graphs): 1 when its compiler runs a block of operators as one kernel
+  /// on any number of its cores (Device::compilesBlocks), so that Plan::blocks change its costs.
+  std::vector<char> deviceCompilesBlocks;
+  /// The roofline parts of a group on device d with the given dominant class and dtype, total flops and
+  /// off-chip bytes (rooflineGroupParts on the platform's device). Set by buildCostTable; unset for
+  /// task graphs. The block model (BlockTimer) is built on it.
+  std::function<RooflineParts(DeviceId, OpClass, DType, int64_t, int64_t)> groupRoofline;
+  /// Per [task * numDevices + device] on devices that compile blocks: the block model's time of the
+  /// task alone on all cores (BlockTimer); the denominator of blockTimeUs. Empty when none does.
+  std::vector<double> blockAlone;
+  /// Per [task * numDevices + device], a fraction of w(v,d) below which v's share of a block on d never
+  /// goes (1 where d compiles no blocks): the lower bound's cost. Empty when no device compiles blocks.
+  std::vector<double> blockFloor;
+  double wFloor(TaskId v, DeviceId d) const {
+    return blockFloor.empty() ? w(v, d) : w(v, d) * blockFloor[static_cast<size_t>(v) * deviceIds.size() + static_cast<size_t>(d)];
+  }
 
   /// c(e,a,b): transfer time of edge e from a to b in microseconds (0 when free).
   double comm(int32_t edge, DeviceId a, DeviceId b) const;
@@ -130,6 +147,58 @@ void finishTaskTable(CostTable& t);
 /// Gives every ordered pair of distinct devices the same link: `latencyUs` + bytes / `bytesPerUs`; when
 /// `contended`, each pair is its own link resource (one transfer at a time), named "a->b".
 void setUniformLinks(CostTable& t, double latencyUs, double bytesPerUs, bool contended);
+
+/// The block model: the time of tasks run as one kernel on `cores` of device d's cores, built one task
+/// at a time so that a DP that grows blocks pays O(degree) per task and O(1) per core count:
+///  - one launch; flops summed and run at the peak of the heaviest member's class and dtype; off-chip
+///    bytes are the members' weights, model inputs and outputs and the tensors that cross the block's
+///    boundary (intermediates stay on chip): the roofline of a group (CostTable::groupRoofline);
+///  - compute spread over k cores by output channels, layer by layer: a member with ch channels takes
+///    ceil(ch / k) rounds, so for it the cores count as keff = ch / ceil(ch / k) (at most k) and its
+///    flops take C / keff times as long as on all C cores at full use;
+///  - the barrier of the k cores, Device::coreSyncUs * ceil(log2 k).
+/// modelUs(k) = launch + max(sum of compute_v * C / keff_v, memory) + barrier; timeUs(k) is what a plan is charged
+/// (blockTimeUs). Devices that compile no blocks: timeUs is the plain sum of the members' costs.
+class BlockTimer {
+ public:
+  BlockTimer(const CostTable& t, DeviceId d);
+  /// Adds a task (not already a member). O(its degree + C).
+  void add(TaskId v);
+  /// Empties the block (O(members)).
+  void clear();
+  size_t size() const { return members_.size(); }
+  const std::vector<TaskId>& members() const { return members_; }
+  /// The block model's time on `cores` (0 or >= C: all), kInf when d cannot run a member.
+  double modelUs(int cores) const;
+  /// What a plan charges for the block on `cores`: blockTimeUs(t, members, d, cores).
+  double timeUs(int cores) const;
+
+ private:
+  const CostTable& t_;
+  DeviceId d_;
+  int cores_ = 1;
+  bool compiles_ = false, cannot_ = false;
+  std::vector<TaskId> members_;
+  std::vector<char> in_;  ///< Per task: a member.
+  int64_t flops_ = 0, bytes_ = 0, heaviest_ = -1;
+  OpClass cls_ = OpClass::Unknown;
+  DType dtype_ = DType::Float32;
+  double sumW_ = 0, sumAlone_ = 0;
+  std::vector<double> spread_;  ///< [k]: sum of the members' flops * C / keff_v(k), k = 1..C.
+};
+
+/// Sets the block model of a table whose tasks, costs, work, edges, channels and cores are filled:
+/// groupRoofline over `devices` (the platform's, in table order), deviceCompilesBlocks, blockAlone and
+/// blockFloor. buildCostTable calls it.
+void setBlockModel(CostTable& t, const std::vector<Device>& devices);
+
+/// The time a plan charges for `tasks` run as one block on d with `cores` of its cores (0: all): the
+/// members' own costs sum(w(v,d)) scaled by the block model's gain (BlockTimer::modelUs),
+///     modelUs(S, cores) / sum over v in S of modelUs({v}, all),
+/// so that a block gains what the model says fusion and the core count gain, at the level of the
+/// table's own costs (measured ones included). The plain sum where d compiles no blocks, without a block model, and for one op on all cores.
+/// kInf when d cannot run a member.
+double blockTimeUs(const CostTable& t, const std::vector<TaskId>& tasks, DeviceId d, int cores);
 
 /// Sets t.groupCost to the plain sum of the members' costs (no fusion gain), over a snapshot of t.cost:
 /// the group model of task graphs, whose tasks have no work to fuse.

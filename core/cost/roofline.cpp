@@ -58,15 +58,51 @@ double boundUs(const Ceilings& c, int64_t flops, int64_t activationBytes, int64_
 
 }  // namespace
 
+double coreSyncCostUs(const Device& d, int k) {
+  if (k <= 1 || !(d.coreSyncUs > 0) || !std::isfinite(d.coreSyncUs)) return 0.0;
+  return d.coreSyncUs * std::ceil(std::log2(static_cast<double>(k)));
+}
+
 double rooflineUs(const Device& d, const OpWork& w, const std::string& opType) {
   const Ceilings c = ceilings(d, w.cls, w.dtype, &opType);
   if (w.cls == OpClass::ShapeOnly) return c.launchUs;  // views and metadata: no data moved
-  return c.launchUs + boundUs(c, w.flops, w.bytesReadActivations + w.bytesWritten, w.bytesReadWeights);
+  return c.launchUs + boundUs(c, w.flops, w.bytesReadActivations + w.bytesWritten, w.bytesReadWeights) + coreSyncCostUs(d, d.cores);
+}
+
+RooflineParts rooflineGroupParts(const Device& d, OpClass cls, DType t, int64_t flops, int64_t offchipBytes) {
+  const Ceilings c = ceilings(d, cls, t, nullptr);
+  RooflineParts r;
+  r.launchUs = c.launchUs;
+  r.computeUs = static_cast<double>(std::max<int64_t>(0, flops)) / (c.peakGflops * 1e3);
+  r.memoryUs = static_cast<double>(std::max<int64_t>(0, offchipBytes)) / (c.bandwidthGBs * 1e3);
+  r.syncUs = coreSyncCostUs(d, d.cores);
+  r.syncLevelUs = d.coreSyncUs > 0 && std::isfinite(d.coreSyncUs) ? d.coreSyncUs : 0.0;
+  return r;
 }
 
 double rooflineGroupUs(const Device& d, OpClass cls, DType t, int64_t flops, int64_t offchipBytes) {
-  const Ceilings c = ceilings(d, cls, t, nullptr);
-  return c.launchUs + boundUs(c, flops, offchipBytes, 0);
+  const RooflineParts r = rooflineGroupParts(d, cls, t, flops, offchipBytes);
+  return r.launchUs + std::max(r.computeUs, r.memoryUs) + r.syncUs;
+}
+
+double rooflineFloorUs(const Device& d, const OpWork& w) {
+  double peak = usable(d.defaultPeakGflops) ? d.defaultPeakGflops : 1.0;
+  for (const auto& [cls, v] : d.peakGflops)
+    if (usable(v)) peak = std::max(peak, v);
+  for (const auto& [type, o] : d.opTypeCosts)
+    if (usable(o.peakGflops)) peak = std::max(peak, o.peakGflops);
+  double speedup = 1.0;  // a group runs all its flops at its dominant member's dtype: the best of any
+  for (const auto& [dt, v] : d.dtypeSpeedup)
+    if (usable(v)) speedup = std::max(speedup, v);
+  peak *= speedup;
+  double bw = usable(d.memBandwidthGBs) ? d.memBandwidthGBs : 1.0;
+  for (const auto& [cls, v] : d.bandwidthGBsByClass)
+    if (usable(v)) bw = std::max(bw, v);
+  for (const auto& [type, o] : d.opTypeCosts)
+    if (usable(o.bandwidthGBs)) bw = std::max(bw, o.bandwidthGBs);
+  const double compute = static_cast<double>(std::max<int64_t>(0, w.flops)) / (peak * 1e3);
+  const double weights = static_cast<double>(std::max<int64_t>(0, w.bytesReadWeights)) / (bw * 1e3);
+  return 0.5 * (compute + weights);
 }
 
 }  // namespace partex

@@ -8,6 +8,8 @@
 /// out once: no per-call layout conversion), so without per-class numbers the memory time is
 /// (activations + weights) / memBandwidthGBs.
 /// Shape-only operators (Reshape, Squeeze, ...) cost only the launch overhead: they move no data.
+/// A multi-core device with a barrier cost (Device::coreSyncUs) adds the barrier of its `cores`
+/// (coreSyncCostUs) to every kernel that moves data: the default is to run on all of them.
 
 #include <string>
 
@@ -22,5 +24,20 @@ double rooflineUs(const Device& d, const OpWork& w, const std::string& opType = 
 /// Predicted time in microseconds of a fused group with the given total flops, off-chip bytes,
 /// and dominant class and dtype: one launch.
 double rooflineGroupUs(const Device& d, OpClass cls, DType t, int64_t flops, int64_t offchipBytes);
+
+/// A group's roofline time in its parts (rooflineGroupUs = launch + max(compute, memory) + sync): the
+/// fixed launch, compute at the full peak of class `cls`, the memory time of `offchipBytes`, and the
+/// barrier of all the device's cores.
+struct RooflineParts {
+  double launchUs = 0, computeUs = 0, memoryUs = 0, syncUs = 0;
+  double syncLevelUs = 0;  ///< One level of the barrier tree (Device::coreSyncUs, 0 when unset).
+};
+RooflineParts rooflineGroupParts(const Device& d, OpClass cls, DType t, int64_t flops, int64_t offchipBytes);
+/// The barrier of a kernel on k cores of d: Device::coreSyncUs * ceil(log2 k), 0 for k <= 1.
+double coreSyncCostUs(const Device& d, int k);
+/// A time that `w`'s share of any group on d never goes below: half of (its flops at the device's
+/// highest peak for its dtype + its weight bytes at the device's highest bandwidth). For any group S,
+/// rooflineGroupUs >= max(sum of compute, sum of weight reads) >= sum over S of this floor.
+double rooflineFloorUs(const Device& d, const OpWork& w);
 
 }  // namespace partex

@@ -120,6 +120,33 @@ std::string planToJson(const CostTable& t, const Plan& plan, const Timeline& tl,
   }
   doc["operators"] = std::move(ops);
 
+  // Compiled blocks (PlanBlock): written only when the plan has some, so that plans of the schedulers
+  // that leave kernels to the runtime keep their files unchanged.
+  if (!plan.blocks.empty()) {
+    std::vector<double> blockStart(plan.blocks.size(), 0), blockEnd(plan.blocks.size(), 0);
+    ojson blocks = ojson::array();
+    for (size_t b = 0; b < plan.blocks.size(); ++b) {
+      const PlanBlock& blk = plan.blocks[b];
+      ojson bj;
+      bj["device"] = blk.device >= 0 && blk.device < t.numDevices() ? ojson(t.deviceIds[static_cast<size_t>(blk.device)]) : ojson(nullptr);
+      bj["cores"] = blk.cores;
+      ojson names = ojson::array();
+      for (TaskId v : blk.tasks) names.push_back(v >= 0 && v < t.numTasks() ? ojson(t.taskNames[static_cast<size_t>(v)]) : ojson(nullptr));
+      bj["ops"] = std::move(names);
+      if (timed && !blk.tasks.empty()) {
+        double st = kInf, en = 0;
+        for (TaskId v : blk.tasks) {
+          st = std::min(st, tl.tasks[static_cast<size_t>(v)].start);
+          en = std::max(en, tl.tasks[static_cast<size_t>(v)].end);
+        }
+        bj["start_us"] = timeValue(st);
+        bj["end_us"] = timeValue(en);
+      }
+      blocks.push_back(std::move(bj));
+    }
+    doc["blocks"] = std::move(blocks);
+  }
+
   if (g) {
     ojson kernels = ojson::array();
     for (const FusedKernel& k : fusedKernels(*g, t, plan.device, timed ? &tl : nullptr)) {
@@ -363,6 +390,37 @@ Result<Plan> readPlan(const std::string& json, const std::string& origin, const 
     }
     if (shown < cycle.size()) text += " -> ...";
     return makeError(o, "the device orders deadlock: each of these operators must run before the next: ", text);
+  }
+
+  // Compiled blocks: part of the plan (they change its costs); checked like the scheduler's.
+  if (auto bk = doc.find("blocks"); bk != doc.end() && !bk->is_null()) {
+    if (!bk->is_array()) return makeError(o, "field 'blocks' must be an array");
+    for (size_t i = 0; i < bk->size(); ++i) {
+      const auto& k = (*bk)[i];
+      const std::string where = "blocks[" + std::to_string(i) + "]";
+      if (!k.is_object()) return makeError(o, where, " must be an object");
+      PlanBlock blk;
+      auto dv = k.find("device");
+      if (dv == k.end() || !dv->is_string()) return makeError(o, where, ": field 'device' must be a string");
+      auto dit = deviceById.find(dv->get<std::string>());
+      if (dit == deviceById.end()) return makeError(o, where, ": unknown device '", oneLine(dv->get<std::string>()), "'");
+      blk.device = dit->second;
+      if (auto c = k.find("cores"); c != k.end() && !c->is_null()) {
+        if (!c->is_number_integer() || c->get<int64_t>() < 0 || c->get<int64_t>() > 1000000)
+          return makeError(o, where, ": field 'cores' must be an integer >= 0 (0: all cores)");
+        blk.cores = static_cast<int>(c->get<int64_t>());
+      }
+      auto ko = k.find("ops");
+      if (ko == k.end() || !ko->is_array() || ko->empty()) return makeError(o, where, ": field 'ops' must be a non-empty array of operator names");
+      for (const auto& nm : *ko) {
+        if (!nm.is_string()) return makeError(o, where, ": field 'ops' must hold operator names (strings)");
+        auto it = taskByName.find(nm.get<std::string>());
+        if (it == taskByName.end()) return makeError(o, where, ": operator '", oneLine(nm.get<std::string>()), "' is not in ", modelLabel);
+        blk.tasks.push_back(it->second);
+      }
+      plan.blocks.push_back(std::move(blk));
+    }
+    if (auto st = checkBlocks(t, plan); !st) return makeError(o, st.message());
   }
 
   // Fused kernels: informational (they follow from the placement and the costs), but a file that

@@ -66,6 +66,13 @@ struct Device {
   int64_t memCapacityBytes = 0;  ///< 0 = unlimited.
   int64_t onChipBytes = 0;       ///< On-chip memory (NPU SRAM), 0 if none.
   int cores = 1;                 ///< Cores for multi-core accelerators (DLFusion).
+  /// Cost of one level of the barrier tree between cores (us): a kernel on k > 1 cores pays
+  /// coreSyncUs * ceil(log2 k). 0: none (the default).
+  double coreSyncUs = 0.0;
+  /// The device's compiler runs a block of operators (a convex subgraph, Plan::blocks) as one kernel,
+  /// on any number of its cores (DLFusion, coarse subgraphs). Off by default: a runtime that fuses only
+  /// fixed patterns (the CPU backend) runs a plan operator by operator.
+  bool compilesBlocks = false;
   /// Op types the device runs. Empty = everything not in unsupportedOps.
   std::set<std::string> supportedOps;
   std::set<std::string> unsupportedOps;

@@ -270,6 +270,8 @@ class Parser {
     int64_t cores = optionalInteger(o, "cores", where, 1, 1);
     if (cores > 1000000) failField(where, "cores", "must be at most 1000000", member(o, "cores"));
     d.cores = static_cast<int>(cores);
+    d.coreSyncUs = optionalNumber(o, "core_sync_us", where, Sign::NonNegative, 0.0);
+    d.compilesBlocks = optionalBool(o, "compiles_blocks", where, false);
     for (auto& s : stringList(o, "supported_ops", where)) d.supportedOps.insert(s);
     for (auto& s : stringList(o, "unsupported_ops", where)) d.unsupportedOps.insert(s);
     if (const json* cs = optionalArray(o, "constraints", where))
@@ -486,6 +488,8 @@ json deviceToJson(const Device& d) {
   o["memory_bytes"] = d.memCapacityBytes;
   o["on_chip_bytes"] = d.onChipBytes;
   o["cores"] = d.cores;
+  if (d.coreSyncUs > 0) o["core_sync_us"] = d.coreSyncUs;
+  if (d.compilesBlocks) o["compiles_blocks"] = true;
   if (!d.supportedOps.empty())
     o["supported_ops"] = std::vector<std::string>(d.supportedOps.begin(), d.supportedOps.end());
   if (!d.unsupportedOps.empty())

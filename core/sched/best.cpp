@@ -9,6 +9,8 @@
 // best plan at it; one that returns more than 20 ms late is counted as over its share.
 // Param members=a,b,c restricts the portfolio (heft and greedy are always added).
 //
+// A member's compiled blocks (dlfusion, coarse) stay with its plan; the local search starts from the
+// member's placement and orders without them and replaces the plan only when faster.
 // Local search (search.cpp), from the best member: iterated descent by first improvement of (makespan,
 // sum of finish times) over: critical-path tasks moved to another device (ranked by estimated gain),
 // adjacent swaps, stretches of the critical path moved together, critical tasks trading devices with
@@ -185,7 +187,11 @@ class Best final : public Scheduler {
     double planMs = bestMs;
     search_detail::LocalSearchResult ls;
     if (lo.maxEvals > 0 && !lo.deadline.passed() && n > 0) {
-      ls = search_detail::localSearch(t, c, o.sim, bestPlan, lo);
+      // The search moves single operators and judges plans without blocks (fastsim.h): it starts from
+      // the member's placement and orders, and its plan replaces the member's only when faster.
+      Plan start = bestPlan;
+      start.blocks.clear();
+      ls = search_detail::localSearch(t, c, o.sim, start, lo);
       if (o.cancelled()) return cancelledError();
       auto tl = simulate(t, ls.plan, o.sim);
       if (tl && tl->makespan < planMs && respectsConstraints(t, c, ls.plan)) {
@@ -216,6 +222,7 @@ class Best final : public Scheduler {
       auto& ord = moved.order[static_cast<size_t>(target)];
       auto at = std::find(ord.begin(), ord.end(), grp.back());
       ord.insert(at, grp.begin(), grp.end() - 1);
+      dropBrokenBlocks(t, moved);
       if (!respectsConstraints(t, c, moved)) continue;
       auto tl = simulate(t, moved, o.sim);
       if (tl && tl->makespan <= planMs) {

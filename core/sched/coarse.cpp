@@ -15,7 +15,10 @@
 // Each group goes to the device minimising W(S,d). Param "mode": "dp" (default), "elementwise" (the
 // TVM-like baseline: a group is one op followed by a chain of element-wise ops, each the only consumer
 // of the previous one) or "memory" (the AStitch-like baseline: groups of memory-bound ops only, a
-// compute op (Conv/MatMul class) stays alone). The simulator runs single ops: the groups appear as
+// compute op (Conv/MatMul class) stays alone). The group cost is blockTimeUs on all cores (the
+// simulator's rule): on a device that compiles blocks (Device::compilesBlocks) a group of several ops
+// becomes one of the plan's blocks (Plan::blocks), one kernel with its intermediates on chip; elsewhere
+// the members run one by one and cost their sum, so grouping gains nothing there. Groups appear as
 // consecutive ops in each device's order and are summarised in SchedInfo.notes. At the time limit the
 // rest of the DP uses single-op groups (notes say so).
 #include <algorithm>
@@ -98,11 +101,12 @@ class CoarseSubgraphs final : public Scheduler {
     std::vector<int32_t> pos(static_cast<size_t>(n), 0);
     for (size_t i = 0; i < order.size(); ++i) pos[static_cast<size_t>(order[i])] = static_cast<int32_t>(i);
 
-    auto groupCost = [&](const std::vector<TaskId>& g, DeviceId d) {
-      if (t.groupCost) return t.groupCost(g, d);
-      double s = 0;
-      for (TaskId v : g) s += t.w(v, d);
-      return s;
+    // A group's cost is what the simulator charges for it as a block on all cores (blockTimeUs): one
+    // kernel on a device that compiles blocks, the members one by one elsewhere.
+    std::vector<BlockTimer> timers;  // per device: the group being grown
+    for (DeviceId d = 0; d < m; ++d) timers.emplace_back(t, d);
+    auto compiles = [&](DeviceId d) {
+      return static_cast<size_t>(d) < t.deviceCompilesBlocks.size() && t.deviceCompilesBlocks[static_cast<size_t>(d)] != 0;
     };
     auto onChipOf = [&](DeviceId d) {
       return static_cast<size_t>(d) < t.deviceOnChipBytes.size() ? t.deviceOnChipBytes[static_cast<size_t>(d)] : int64_t{0};
@@ -166,12 +170,12 @@ class CoarseSubgraphs final : public Scheduler {
         timeUpAt = t.taskNames[static_cast<size_t>(order[i - 1])];
       }
       const size_t cap = timeUp ? 1 : maxOps;
-      std::vector<TaskId> g;
+      for (auto& tm : timers) tm.clear();
       std::vector<bool> devOk(static_cast<size_t>(m), true);
       for (size_t len = 1; len <= std::min(i, cap); ++len) {
         const size_t j = i - len;
         const TaskId v = order[j];
-        g.insert(g.begin(), v);
+        for (auto& tm : timers) tm.add(v);
         bool any = false;
         for (DeviceId d = 0; d < m; ++d) {
           devOk[static_cast<size_t>(d)] = devOk[static_cast<size_t>(d)] && c.allowed(t, v, d);
@@ -186,7 +190,7 @@ class CoarseSubgraphs final : public Scheduler {
           const int64_t chip = onChipOf(d);
           if (len > 1 && chip > 0 && peak > chip) continue;
           anyFit = true;
-          const double W = groupCost(g, d);
+          const double W = timers[static_cast<size_t>(d)].timeUs(0);
           if (!(W < kInf)) continue;
           const double x = best[j] + W;
           if (x < best[i] - 1e-12 * std::max(1.0, std::fabs(x))) {
@@ -209,7 +213,14 @@ class CoarseSubgraphs final : public Scheduler {
       ++groups;
       largest = std::max(largest, i - from[i]);
       for (size_t p = from[i]; p < i; ++p) plan.device[static_cast<size_t>(order[p])] = devOf[i];
+      if (i - from[i] > 1 && compiles(devOf[i])) {
+        PlanBlock b;
+        b.device = devOf[i];
+        b.tasks.assign(order.begin() + static_cast<std::ptrdiff_t>(from[i]), order.begin() + static_cast<std::ptrdiff_t>(i));
+        plan.blocks.push_back(std::move(b));
+      }
     }
+    std::reverse(plan.blocks.begin(), plan.blocks.end());
     for (TaskId v : order) plan.order[static_cast<size_t>(plan.device[static_cast<size_t>(v)])].push_back(v);
     if (info) {
       double perOp = 0;

@@ -1,28 +1,32 @@
 // DLFusion (Liu et al., arXiv 2011.05630, 2020), reconstructed from its abstract as in
-// docs/algorithms.md. DLFusion tunes one multi-core accelerator with on-chip memory:
-//  - The accelerator: the non-forbidden non-host device that is not a CPU (CPU modes are no
-//    accelerator; when every other device is a CPU, any non-host device) with the most cores (> 1).
-//    Without one, every such device counts as 1 core and the one with the smallest all-on-it time (ops
-//    it cannot run on the host) is used; SchedInfo.notes says so. Ops the accelerator may not run go to the host
-//    (or, when the host is not allowed either, to their fastest allowed device).
-//  - Time of a block S (ops fused as one kernel) on k of the C cores:
-//        T(S,k) = launch + (W(S,acc) - launch) * C / keff(S,k) + sync_us * ceil(log2 k)
-//    W from the cost table's group cost (all C cores), launch the device's fixed overhead, keff the
-//    effective parallelism: work is split across cores by output channels, so
-//    keff = min over members with known channels ch of k * ch / (k * ceil(ch / k)); "sync_us" (default
-//    2 us) is the cost of one level of a barrier tree between cores.
-//  - Per layer, the best core count k*(v) = argmin_k T({v},k) (small layers and channel counts that do
-//    not split evenly want fewer cores).
+// docs/algorithms.md. DLFusion tunes one multi-core accelerator with on-chip memory; its two knobs
+// are the fusion scheme and the number of cores per fused block, and the plan carries both
+// (Plan::blocks), so that the simulator charges what was chosen:
+//  - The accelerator: among the non-forbidden non-host devices that are not CPUs (a CPU mode is no
+//    accelerator; when every other device is a CPU, any non-host device), the one that compiles blocks
+//    with the most cores; else the one with the most cores (> 1). Without one, every such device counts
+//    as 1 core and the one with the smallest all-on-it time is used; SchedInfo.notes says so. Ops the
+//    accelerator may not run go to the host (or, when the host is not allowed either, to their fastest
+//    allowed device).
+//  - The time of a block S on k cores is the cost model's, blockTimeUs(S, acc, k) (cost/costtable.h):
+//    one launch, intermediates kept on chip, compute spread over the k cores by output channels (a
+//    layer whose channels do not split evenly wastes cores) and a barrier of ceil(log2 k) levels
+//    (Device::coreSyncUs), so small layers want few cores and big ones all of them.
+//  - Per layer, the best core count k*(v) = argmin_k T({v},k), from its operation and channel counts.
 //  - Per chain of accelerator ops (maximal runs of consecutive accelerator ops in a topological order
 //    that keeps accelerator ops together; a run of a topological order is convex), the DP
 //        best[i] = min_j best[j] + min_k T(ops j+1..i fused, k)
 //    with a block fitting on chip: weights + internal tensors <= on_chip_bytes * k / C (each core brings
 //    its share of the on-chip memory; a single op always fits, it streams from memory; no on-chip size
-//    means no limit). Param mode=heuristic (default: k among the members' best counts, block length
-//    <= 8) or mode=oracle (every k, any length up to 256).
-//  The simulator runs single ops, so the fusion is expressed as consecutive ordering on the
-//  accelerator (each device runs its ops in the DP's topological order) and the blocks with their core
-//  counts are listed in SchedInfo.notes.
+//    means no limit). Param mode=heuristic (default: k among the members' best counts and the powers of
+//    two, the core counts a Cambricon compiler accepts for model parallelism; blocks of at most
+//    max_block = 64 layers), mode=oracle (the reduced brute force: every k from 1 to C, blocks of up to
+//    max_block = 256 layers) or mode=none (the
+//    paper's "no optimisation" baseline: every layer compiled alone on the default core count, param
+//    default_cores, default 1, as a compiler that is not told a core count builds a layer for one core).
+//  Each device runs its ops in the DP's topological order; the blocks and their core counts are the
+//  plan's (and listed in SchedInfo.notes with the search time). On a device that compiles no blocks
+//  (Device::compilesBlocks) the knobs do not exist: the plan has no blocks and the notes say so.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -48,19 +52,22 @@ class DlFusion final : public Scheduler {
   std::string title() const override { return "DLFusion (reconstructed)"; }
   std::string description() const override {
     return "Liu et al. 2020: per-layer best core count on a multi-core accelerator, then a DP choosing fusion blocks "
-           "and one core count per block (params mode=heuristic|oracle, sync_us=2); other ops on the host.";
+           "and one core count per block (params mode=heuristic|oracle|none, max_block, default_cores=1); other ops on the host.";
   }
 
   Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info) const override {
     const Deadline deadline = o.startDeadline();
     const int n = t.numTasks(), m = t.numDevices();
+    const auto searchStart = std::chrono::steady_clock::now();
     bool ok = true;
-    const double syncUs = numParam(o, "sync_us", 2.0, ok);
-    if (!ok || syncUs < 0) return makeError("dlfusion: param sync_us must be a non-negative number");
+    const double defaultCores = numParam(o, "default_cores", 1.0, ok);
+    if (!ok || defaultCores < 1 || defaultCores != std::floor(defaultCores))
+      return makeError("dlfusion: param default_cores must be an integer >= 1");
     std::string mode = "heuristic";
     if (auto it = o.params.find("mode"); it != o.params.end() && !trim(it->second).empty()) mode = trim(it->second);
-    if (mode != "heuristic" && mode != "oracle") return makeError("dlfusion: param mode must be 'heuristic' or 'oracle', got '", mode, "'");
-    const bool oracle = mode == "oracle";
+    if (mode != "heuristic" && mode != "oracle" && mode != "none")
+      return makeError("dlfusion: param mode must be 'heuristic', 'oracle' or 'none', got '", mode, "'");
+    const bool oracle = mode == "oracle", none = mode == "none";
     std::vector<std::string> notes;
 
     // The accelerator.
@@ -81,9 +88,12 @@ class DlFusion final : public Scheduler {
         if (pass == 0 && cpu) continue;
         candidates.push_back(d);
       }
+    auto compiles = [&](DeviceId d) {
+      return static_cast<size_t>(d) < t.deviceCompilesBlocks.size() && t.deviceCompilesBlocks[static_cast<size_t>(d)] != 0;
+    };
     DeviceId acc = -1;
     for (DeviceId d : candidates)
-      if (coresOf(d) > 1 && (acc < 0 || coresOf(d) > coresOf(acc))) acc = d;
+      if (coresOf(d) > 1 && (acc < 0 || std::make_pair(compiles(d), coresOf(d)) > std::make_pair(compiles(acc), coresOf(acc)))) acc = d;
     if (acc < 0) {
       double bestTotal = kInf;
       for (DeviceId d : candidates) {
@@ -135,39 +145,35 @@ class DlFusion final : public Scheduler {
       }
     }
 
-    // Block time model.
-    const double launch = acc >= 0 && static_cast<size_t>(acc) < t.deviceLaunchUs.size() ? t.deviceLaunchUs[static_cast<size_t>(acc)] : 0.0;
+    // Block time: the cost model's (one rule with the simulator).
     const int64_t onChip = acc >= 0 && static_cast<size_t>(acc) < t.deviceOnChipBytes.size() ? t.deviceOnChipBytes[static_cast<size_t>(acc)] : 0;
-    auto groupCost = [&](const std::vector<TaskId>& g) {
-      if (t.groupCost) return t.groupCost(g, acc);
-      double s = 0;
-      for (TaskId v : g) s += t.w(v, acc);
-      return s;
+    const bool blocksExist = acc >= 0 && compiles(acc);
+    if (acc >= 0 && !blocksExist)
+      notes.push_back("'" + t.deviceIds[static_cast<size_t>(acc)] + "' compiles no blocks: its ops run one by one on all its cores");
+    int64_t evaluations = 0;
+    const DeviceId timerDev = acc >= 0 ? acc : t.host;
+    BlockTimer timer(t, timerDev);  // the block being grown (one rule with the simulator)
+    auto timeOf = [&](const std::vector<TaskId>& g, int k) {
+      ++evaluations;
+      return blockTimeUs(t, g, acc, k);
     };
-    auto keff = [&](const std::vector<TaskId>& g, int k) {
-      double e = k;
-      for (TaskId v : g) {
-        const int64_t ch = static_cast<size_t>(v) < t.taskChannels.size() ? t.taskChannels[static_cast<size_t>(v)] : 0;
-        if (ch <= 0) continue;
-        const double per = std::ceil(static_cast<double>(ch) / k);
-        e = std::min(e, static_cast<double>(ch) / per);
-      }
-      return std::max(1e-9, e);
+    // On-chip footprint of the block being grown: members' weights + tensors between members.
+    std::vector<char> member(static_cast<size_t>(n), 0);
+    int64_t footprint = 0;
+    auto grow = [&](TaskId v) {
+      member[static_cast<size_t>(v)] = 1;
+      timer.add(v);
+      if (t.work.empty()) return;
+      footprint += t.work[static_cast<size_t>(v)].bytesReadWeights;
+      for (int32_t ei : t.outEdges[static_cast<size_t>(v)])
+        if (member[static_cast<size_t>(t.edges[static_cast<size_t>(ei)].dst)]) footprint += t.edges[static_cast<size_t>(ei)].bytes;
+      for (int32_t ei : t.inEdges[static_cast<size_t>(v)])
+        if (member[static_cast<size_t>(t.edges[static_cast<size_t>(ei)].src)]) footprint += t.edges[static_cast<size_t>(ei)].bytes;
     };
-    auto timeOf = [&](const std::vector<TaskId>& g, double W, int k) {
-      const double body = std::max(0.0, W - launch);
-      return std::min(W, launch) + body * C / keff(g, k) + syncUs * std::ceil(std::log2(static_cast<double>(k)));
-    };
-    auto footprint = [&](const std::vector<TaskId>& g) {
-      if (t.work.empty()) return int64_t{0};
-      std::set<TaskId> in(g.begin(), g.end());
-      int64_t b = 0;
-      for (TaskId v : g) {
-        b += t.work[static_cast<size_t>(v)].bytesReadWeights;
-        for (int32_t ei : t.outEdges[static_cast<size_t>(v)])
-          if (in.count(t.edges[static_cast<size_t>(ei)].dst)) b += t.edges[static_cast<size_t>(ei)].bytes;
-      }
-      return b;
+    auto leaveAll = [&]() {
+      for (TaskId v : timer.members()) member[static_cast<size_t>(v)] = 0;
+      timer.clear();
+      footprint = 0;
     };
     auto fits = [&](size_t size, int64_t bytes, int k) {
       if (size <= 1 || onChip <= 0) return true;
@@ -180,10 +186,9 @@ class DlFusion final : public Scheduler {
       for (TaskId v = 0; v < n; ++v) {
         if (!onAcc[static_cast<size_t>(v)]) continue;
         const std::vector<TaskId> g{v};
-        const double W = groupCost(g);
         double bt = kInf;
         for (int k = 1; k <= C; ++k) {
-          const double x = timeOf(g, W, k);
+          const double x = timeOf(g, k);
           if (x < bt - 1e-12) {
             bt = x;
             bestK[static_cast<size_t>(v)] = k;
@@ -198,7 +203,9 @@ class DlFusion final : public Scheduler {
       double time;
     };
     std::vector<Block> blocks;
-    const size_t maxLen = oracle ? 256 : 8;
+    const double maxBlockParam = numParam(o, "max_block", oracle ? 256 : 64, ok);
+    if (!ok || maxBlockParam < 1) return makeError("dlfusion: param max_block must be a number >= 1");
+    const size_t maxLen = static_cast<size_t>(std::min(maxBlockParam, 1e6));
     double accTime = 0, unfusedTime = 0;
     bool timeUp = false;
     size_t nextReport = 0;
@@ -226,31 +233,40 @@ class DlFusion final : public Scheduler {
           timeUp = true;
           notes.push_back("time limit reached: later blocks are single layers");
         }
-        const size_t lenCap = timeUp ? 1 : maxLen;
-        std::vector<TaskId> g;
+        const size_t lenCap = timeUp || none ? 1 : maxLen;
+        leaveAll();
+        std::set<int> memberKs;
         for (size_t len = 1; len <= std::min(i, lenCap); ++len) {
           const size_t j = i - len;
-          g.insert(g.begin(), order[r + j]);
-          const double W = groupCost(g);
-          if (!(W < kInf)) break;
+          grow(order[r + j]);
+          memberKs.insert(bestK[static_cast<size_t>(order[r + j])]);
+          const size_t size = timer.size();
           std::set<int> ks;
-          if (oracle) {
+          if (none) {
+            ks.insert(std::min(C, static_cast<int>(defaultCores)));
+          } else if (oracle) {
             for (int k = 1; k <= C; ++k) ks.insert(k);
           } else {
-            for (TaskId v : g) ks.insert(bestK[static_cast<size_t>(v)]);
+            ks = memberKs;
+            for (int k = 1; k < C; k *= 2) ks.insert(k);
+            ks.insert(C);
           }
-          const int64_t fp = g.size() > 1 && onChip > 0 ? footprint(g) : 0;
-          if (!fits(g.size(), fp, C)) break;  // longer blocks fit even less
+          if (!fits(size, footprint, C)) break;  // longer blocks fit even less
+          bool any = false;
           for (int k : ks) {
-            if (!fits(g.size(), fp, k)) continue;
-            const double x = best[j] + timeOf(g, W, k);
+            if (!fits(size, footprint, k)) continue;
+            ++evaluations;
+            const double T = timer.timeUs(k);
+            any = any || T < kInf;
+            const double x = best[j] + T;
             if (x < best[i] - 1e-12) {
               best[i] = x;
               from[i] = j;
               kOf[i] = k;
-              tOf[i] = timeOf(g, W, k);
+              tOf[i] = T;
             }
           }
+          if (!any && size > 1) break;  // a member the accelerator cannot run: longer blocks cannot either
         }
       }
       std::vector<Block> runBlocks;
@@ -258,10 +274,7 @@ class DlFusion final : public Scheduler {
       std::reverse(runBlocks.begin(), runBlocks.end());
       blocks.insert(blocks.end(), runBlocks.begin(), runBlocks.end());
       accTime += best[L];
-      for (size_t i = r; i < e; ++i) {
-        const std::vector<TaskId> g{order[i]};
-        unfusedTime += timeOf(g, groupCost(g), C);
-      }
+      for (size_t i = r; i < e; ++i) unfusedTime += timeOf({order[i]}, C);
       r = e;
     }
 
@@ -269,6 +282,15 @@ class DlFusion final : public Scheduler {
     plan.device = dev;
     plan.order.assign(static_cast<size_t>(m), {});
     for (TaskId v : order) plan.order[static_cast<size_t>(dev[static_cast<size_t>(v)])].push_back(v);
+    if (blocksExist)
+      for (const Block& b : blocks) {
+        PlanBlock pb;
+        pb.device = acc;
+        pb.cores = b.cores >= C ? 0 : b.cores;
+        for (size_t p = b.begin; p < b.end; ++p) pb.tasks.push_back(order[p]);
+        plan.blocks.push_back(std::move(pb));
+      }
+    const double searchMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - searchStart).count();
 
     if (info) {
       for (auto& s : notes) info->notes.push_back(std::move(s));
@@ -280,6 +302,7 @@ class DlFusion final : public Scheduler {
         info->notes.push_back("accelerator " + t.deviceIds[static_cast<size_t>(acc)] + " (" + std::to_string(C) + " cores), mode " + mode +
                               ": " + std::to_string(blocks.size()) + " blocks, " + std::to_string(fused) + " fused; estimated " +
                               std::to_string(accTime) + " us against " + std::to_string(unfusedTime) + " us unfused on all cores");
+        info->notes.push_back("search: " + std::to_string(evaluations) + " block evaluations in " + std::to_string(searchMs) + " ms");
         const size_t shown = std::min<size_t>(blocks.size(), 200);
         for (size_t i = 0; i < shown; ++i) {
           const Block& b = blocks[i];

@@ -54,7 +54,7 @@ double lowerBound(const CostTable& t, const Constraints& c) {
     double b = kInf;
     for (DeviceId d = 0; d < nd; ++d)
       if (c.allowed(t, v, d)) {
-        b = std::min(b, t.w(v, d));
+        b = std::min(b, t.wFloor(v, d));  // below w where a compiled block can make v cheaper
         used[static_cast<size_t>(d)] = 1;
       }
     best[static_cast<size_t>(v)] = b < kInf ? b : 0.0;

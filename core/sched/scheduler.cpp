@@ -2,6 +2,8 @@
 // algorithm's own step.
 #include "sched/scheduler.h"
 
+#include <algorithm>
+
 #include "sched/listsched.h"
 
 namespace partex {
@@ -28,6 +30,13 @@ Result<Plan> Scheduler::schedule(const CostTable& t, const Constraints& c, const
                      " made a plan that breaks the constraints (a pinned task elsewhere or a forbidden device used)");
   plan->algorithm = name();
   plan->optionsJson = sched_detail::paramsJson(o);
+  // The exact searches prove optimality over plans that run operator by operator; where a device
+  // compiles blocks, a plan with blocks may still be faster: no such claim then.
+  if (info && info->optimal && !t.blockFloor.empty()) {
+    info->optimal = false;
+    info->bound = std::min(info->bound, lowerBound(t, c));
+    info->notes.push_back("optimal among plans without compiled blocks");
+  }
   return plan;
 }
 

@@ -78,7 +78,126 @@ Status checkPlanShape(const CostTable& t, const Plan& plan) {
                        " cannot run on '", t.deviceIds[static_cast<size_t>(d)], "'");
     if (!seen[static_cast<size_t>(v)]) return makeError("operator '", t.taskNames[static_cast<size_t>(v)], "' is missing from its device's order");
   }
+  return checkBlocks(t, plan);
+}
+
+namespace {
+
+/// Why block b of the plan is not valid, or "" (see checkBlocks). `inBlock` marks the tasks of the
+/// blocks before it (and is updated); `pos` is each task's index in its device's order.
+std::string blockProblem(const CostTable& t, const Plan& plan, size_t b, std::vector<int32_t>& inBlock, const std::vector<int32_t>& pos,
+                         const std::vector<int32_t>& topoPos) {
+  const PlanBlock& blk = plan.blocks[b];
+  const int n = t.numTasks(), m = t.numDevices();
+  const std::string which = "block " + std::to_string(b + 1);
+  if (blk.tasks.empty()) return which + " has no operators";
+  if (blk.device < 0 || blk.device >= m) return which + " is on an unknown device";
+  const auto di = static_cast<size_t>(blk.device);
+  const std::string& dev = t.deviceIds[di];
+  if (di >= t.deviceCompilesBlocks.size() || !t.deviceCompilesBlocks[di]) return which + ": device '" + dev + "' compiles no blocks";
+  const int cores = di < t.deviceCores.size() ? std::max(1, t.deviceCores[di]) : 1;
+  if (blk.cores < 0 || blk.cores > cores)
+    return which + " uses " + std::to_string(blk.cores) + " cores, '" + dev + "' has " + std::to_string(cores);
+  for (size_t i = 0; i < blk.tasks.size(); ++i) {
+    const TaskId v = blk.tasks[i];
+    if (v < 0 || v >= n) return which + " names an unknown operator index " + std::to_string(v);
+    const auto vi = static_cast<size_t>(v);
+    if (plan.device[vi] != blk.device) return which + ": operator '" + t.taskNames[vi] + "' is not on '" + dev + "'";
+    if (inBlock[vi] >= 0) return which + ": operator '" + t.taskNames[vi] + "' is already in block " + std::to_string(inBlock[vi] + 1);
+    if (i > 0 && pos[vi] != pos[static_cast<size_t>(blk.tasks[i - 1])] + 1)
+      return which + ": operator '" + t.taskNames[vi] + "' does not follow '" + t.taskNames[static_cast<size_t>(blk.tasks[i - 1])] +
+             "' in the order of '" + dev + "'";
+  }
+  for (TaskId v : blk.tasks) inBlock[static_cast<size_t>(v)] = static_cast<int32_t>(b);
+  // Convex: no member reaches another through a task outside the block. Search forward from the
+  // members' outside successors, only through tasks that come before the last member topologically.
+  int32_t last = -1;
+  for (TaskId v : blk.tasks) last = std::max(last, topoPos[static_cast<size_t>(v)]);
+  std::vector<TaskId> stack;
+  std::vector<char> seen(static_cast<size_t>(n), 0);
+  for (TaskId v : blk.tasks)
+    for (int32_t ei : t.outEdges[static_cast<size_t>(v)]) {
+      const TaskId s = t.edges[static_cast<size_t>(ei)].dst;
+      if (inBlock[static_cast<size_t>(s)] != static_cast<int32_t>(b) && !seen[static_cast<size_t>(s)]) {
+        seen[static_cast<size_t>(s)] = 1;
+        stack.push_back(s);
+      }
+    }
+  while (!stack.empty()) {
+    const TaskId u = stack.back();
+    stack.pop_back();
+    if (topoPos[static_cast<size_t>(u)] > last) continue;
+    for (int32_t ei : t.outEdges[static_cast<size_t>(u)]) {
+      const TaskId s = t.edges[static_cast<size_t>(ei)].dst;
+      if (inBlock[static_cast<size_t>(s)] == static_cast<int32_t>(b))
+        return which + " is not convex: a path leaves it at '" + t.taskNames[static_cast<size_t>(u)] + "' and comes back to '" +
+               t.taskNames[static_cast<size_t>(s)] + "'";
+      if (!seen[static_cast<size_t>(s)]) {
+        seen[static_cast<size_t>(s)] = 1;
+        stack.push_back(s);
+      }
+    }
+  }
+  return {};
+}
+
+struct BlockIndex {
+  std::vector<int32_t> pos, topoPos;
+};
+
+BlockIndex indexPlan(const CostTable& t, const Plan& plan) {
+  BlockIndex x;
+  x.pos.assign(static_cast<size_t>(t.numTasks()), -1);
+  for (const auto& ord : plan.order)
+    for (size_t i = 0; i < ord.size(); ++i) x.pos[static_cast<size_t>(ord[i])] = static_cast<int32_t>(i);
+  x.topoPos.assign(static_cast<size_t>(t.numTasks()), 0);
+  const std::vector<TaskId> topo = t.topoOrder();
+  for (size_t i = 0; i < topo.size(); ++i) x.topoPos[static_cast<size_t>(topo[i])] = static_cast<int32_t>(i);
+  return x;
+}
+
+}  // namespace
+
+Status checkBlocks(const CostTable& t, const Plan& plan) {
+  if (plan.blocks.empty()) return Status::ok();
+  const BlockIndex x = indexPlan(t, plan);
+  std::vector<int32_t> inBlock(static_cast<size_t>(t.numTasks()), -1);
+  for (size_t b = 0; b < plan.blocks.size(); ++b)
+    if (std::string why = blockProblem(t, plan, b, inBlock, x.pos, x.topoPos); !why.empty()) return makeError(why);
   return Status::ok();
+}
+
+int dropBrokenBlocks(const CostTable& t, Plan& plan) {
+  if (plan.blocks.empty()) return 0;
+  const BlockIndex x = indexPlan(t, plan);
+  std::vector<int32_t> inBlock(static_cast<size_t>(t.numTasks()), -1);
+  std::vector<PlanBlock> kept;
+  int dropped = 0;
+  for (size_t b = 0; b < plan.blocks.size(); ++b) {
+    std::vector<int32_t> trial = inBlock;
+    // Judged against the blocks kept so far.
+    if (blockProblem(t, plan, b, trial, x.pos, x.topoPos).empty()) {
+      inBlock = std::move(trial);
+      kept.push_back(plan.blocks[b]);
+    } else {
+      ++dropped;
+    }
+  }
+  plan.blocks = std::move(kept);
+  return dropped;
+}
+
+std::vector<double> blockDurations(const CostTable& t, const Plan& plan) {
+  if (plan.blocks.empty()) return {};
+  std::vector<double> dur(static_cast<size_t>(t.numTasks()), -1.0);
+  for (const PlanBlock& b : plan.blocks) {
+    const double total = blockTimeUs(t, b.tasks, b.device, b.cores);
+    double sum = 0;
+    for (TaskId v : b.tasks) sum += t.wIn(v, b.device, plan.device);
+    for (TaskId v : b.tasks)
+      dur[static_cast<size_t>(v)] = sum > 0 ? total * t.wIn(v, b.device, plan.device) / sum : total / static_cast<double>(b.tasks.size());
+  }
+  return dur;
 }
 
 }  // namespace partex

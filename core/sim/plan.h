@@ -9,9 +9,23 @@
 
 namespace partex {
 
+/// Operators a device's compiler runs as one kernel (a fused block), on a number of its cores: the
+/// knobs of DLFusion (fusion scheme and core count per block) and of coarse subgraphs. Only on devices
+/// that compile blocks (CostTable::deviceCompilesBlocks). The block takes blockTimeUs(tasks, device,
+/// cores); the simulator shares it among the members in proportion to their own costs, each member
+/// still waiting for its inputs (sim/simulator.h).
+struct PlanBlock {
+  DeviceId device = 0;
+  std::vector<TaskId> tasks;  ///< Consecutive in the device's order, in that order; a convex subgraph.
+  int cores = 0;              ///< Cores used, 1..CostTable::deviceCores; 0: all of them.
+};
+
 struct Plan {
   std::vector<DeviceId> device;            ///< Per task.
   std::vector<std::vector<TaskId>> order;  ///< Per device: its tasks in execution order.
+  /// Compiled blocks (empty for the schedulers that leave kernels to the runtime: every task then
+  /// runs alone on all the cores of its device). Tasks in no block run alone.
+  std::vector<PlanBlock> blocks;
   std::string algorithm;                   ///< Scheduler name that made it ("manual" after edits).
   std::string optionsJson = "{}";          ///< The scheduler options, as JSON text.
 };
@@ -23,6 +37,18 @@ void orderByUpwardRank(const CostTable& t, Plan& plan);
 std::vector<double> upwardRanks(const CostTable& t);
 /// Checks that the plan is complete and consistent with the table: every task on exactly one
 /// device that can run it, orders a permutation of the assignment. The message names the task.
+/// Blocks are checked too (checkBlocks).
 Status checkPlanShape(const CostTable& t, const Plan& plan);
+/// Checks plan.blocks against a plan whose assignment and orders are consistent: each block non-empty,
+/// on a device that compiles blocks, with 0..cores cores, its tasks on that device, consecutive in its
+/// order as listed, in no other block, and convex (no path leaves the block and comes back).
+Status checkBlocks(const CostTable& t, const Plan& plan);
+/// Removes the blocks that checkBlocks would refuse (after a move took a member away or put another
+/// task between members); returns how many it removed. Their tasks then run alone.
+int dropBrokenBlocks(const CostTable& t, Plan& plan);
+/// Per task: its time as a member of a block of the plan (the block's blockTimeUs shared among its
+/// members in proportion to their costs wIn, equally when those are all 0), or -1 for a task in no
+/// block. Empty when the plan has no blocks. The plan's blocks must pass checkBlocks.
+std::vector<double> blockDurations(const CostTable& t, const Plan& plan);
 
 }  // namespace partex

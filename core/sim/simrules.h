@@ -6,7 +6,8 @@
 /// decisions. The rules (simulator.h says them in words):
 ///  - a task starts at max(device free, model-input arrival, arrival of every input), then past the
 ///    busy time of the devices exclusive with its own (first gap that fits);
-///  - its duration is CostTable::wIn (a fused group split across devices pays the unfused costs);
+///  - its duration is CostTable::wIn (a fused group split across devices pays the unfused costs), or,
+///    for a member of one of the plan's compiled blocks, its share of the block's time (blockDurations);
 ///  - when it ends, its result goes once to every other device that consumes it (one message per
 ///    edge for task-graph edges with fixed costs), model outputs go back to the host, each transfer
 ///    on a link resource taking the first gap that fits (unless SimOptions::unlimitedLinks);
@@ -219,6 +220,7 @@ class PlanRunner {
   std::vector<char> headValid_;
   std::vector<ReadyTime> head_;    ///< Per device: dataReady() of its next task, once all its inputs are there.
   std::vector<double> headDur_;
+  std::vector<double> blockDur_;   ///< blockDurations() of the plan being run (empty without blocks).
 };
 
 // ---- Templates -------------------------------------------------------------------------------------
@@ -321,6 +323,7 @@ bool PlanRunner::run(const Plan& plan, Observer& obs) {
   head_.resize(m);
   headDur_.resize(m);
   const sim_detail::ObserverSink<Observer> toObs{obs};
+  blockDur_ = blockDurations(r_.table(), plan);
   r_.sendInputs(s_, plan.device, toObs);
   for (int remaining = r_.numTasks(); remaining > 0; --remaining) {
     DeviceId bestDev = -1;
@@ -334,7 +337,8 @@ bool PlanRunner::run(const Plan& plan, Observer& obs) {
       // until the device moves on: computed once.
       if (!headValid_[d]) {
         head_[d] = r_.dataReady(s_, v, static_cast<DeviceId>(d), plan.device);
-        headDur_[d] = r_.duration(v, static_cast<DeviceId>(d), plan.device);
+        headDur_[d] = !blockDur_.empty() && blockDur_[static_cast<size_t>(v)] >= 0 ? blockDur_[static_cast<size_t>(v)]
+                                                                                  : r_.duration(v, static_cast<DeviceId>(d), plan.device);
         headValid_[d] = 1;
       }
       ReadyTime why = head_[d];

@@ -187,11 +187,13 @@ Result<Timeline> Simulator::move(Plan& plan, const std::vector<TaskId>& ops, Dev
     to.insert(std::find_if(to.begin(), to.end(), [&](TaskId x) { return before(v, x); }), v);
   }
   plan.algorithm = "manual";
+  dropBrokenBlocks(t_, plan);  // a block that lost a member or was cut by a newcomer runs op by op
   peaks_ = peaks;
   auto tl = run(plan);
   if (!tl) {
     // Ties between zero-length operators can still order a consumer first: fall back to rank order.
     orderByUpwardRank(t_, plan);
+    dropBrokenBlocks(t_, plan);
     tl = run(plan);
   }
   peaks_ = true;

@@ -66,8 +66,9 @@ class Simulator {
   /// The rule of every move by hand (plan/move.h calls it): `ops` leave their devices' orders and
   /// enter d's by their start times in `start` (a simulation of `plan`; ties by topological position),
   /// which keeps all orders subsequences of one topological order; then re-simulates, falling back to
-  /// upward-rank order where ties between zero-length operators would deadlock. Plan::algorithm
-  /// becomes "manual". `peaks`: fill the timeline's peak bytes.
+  /// upward-rank order where ties between zero-length operators would deadlock. Blocks the move
+  /// breaks are dropped (dropBrokenBlocks). Plan::algorithm becomes "manual". `peaks`: fill the
+  /// timeline's peak bytes.
   Result<Timeline> move(Plan& plan, const std::vector<TaskId>& ops, DeviceId d, const std::vector<double>& start,
                         bool peaks = true);
 

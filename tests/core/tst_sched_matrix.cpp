@@ -37,6 +37,30 @@ std::string violation(const CostTable& t, const Constraints& c, const Plan& p, c
   const int n = t.numTasks(), m = t.numDevices();
   auto name = [&](TaskId v) { return "task " + t.taskNames[static_cast<size_t>(v)]; };
   if (static_cast<int>(p.device.size()) != n || static_cast<int>(tl.tasks.size()) != n) return "sizes";
+  // A compiled block takes its members' costs scaled by the block model's gain on its cores
+  // (modelUs(S, k) / sum of modelUs({v}, all); an op alone on all cores: its cost), shared among its
+  // members by their costs.
+  std::vector<char> inBlock(static_cast<size_t>(n), 0);
+  for (const PlanBlock& b : p.blocks) {
+    const bool alone = b.tasks.size() == 1 && (b.cores == 0 || b.cores == t.deviceCores[static_cast<size_t>(b.device)]);
+    double got = 0, costs = 0, modelAlone = 0;
+    BlockTimer whole(t, b.device), one(t, b.device);
+    for (TaskId v : b.tasks) {
+      got += tl.tasks[static_cast<size_t>(v)].end - tl.tasks[static_cast<size_t>(v)].start;
+      costs += t.w(v, b.device);
+      one.clear();
+      one.add(v);
+      modelAlone += one.modelUs(0);
+      whole.add(v);
+      inBlock[static_cast<size_t>(v)] = 1;
+    }
+    const double want = alone ? costs : costs * whole.modelUs(b.cores) / modelAlone;
+    if (std::abs(got - want) > kEps * std::max(1.0, want)) return name(b.tasks[0]) + ": its block does not take the block model's time";
+    for (TaskId v : b.tasks)
+      if (costs > 0 && std::abs((tl.tasks[static_cast<size_t>(v)].end - tl.tasks[static_cast<size_t>(v)].start) - want * t.w(v, b.device) / costs) >
+                           kEps * std::max(1.0, want))
+        return name(v) + ": its share of its block is not in proportion to its cost";
+  }
   for (TaskId v = 0; v < n; ++v) {
     const DeviceId d = p.device[static_cast<size_t>(v)];
     const TaskSlot& s = tl.tasks[static_cast<size_t>(v)];
@@ -44,7 +68,7 @@ std::string violation(const CostTable& t, const Constraints& c, const Plan& p, c
     if (!c.allowed(t, v, d)) return name(v) + " breaks a pin or a forbidden device";
     if (s.device != d) return name(v) + ": timeline device differs from the plan";
     const double w = t.w(v, d);
-    if (std::abs((s.end - s.start) - w) > kEps * std::max(1.0, w)) return name(v) + ": duration is not its cost";
+    if (!inBlock[static_cast<size_t>(v)] && std::abs((s.end - s.start) - w) > kEps * std::max(1.0, w)) return name(v) + ": duration is not its cost";
     if (s.end > tl.makespan + kEps * std::max(1.0, tl.makespan)) return name(v) + " ends after the makespan";
   }
   for (const Edge& e : t.edges) {
