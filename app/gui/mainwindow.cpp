@@ -244,7 +244,10 @@ void MainWindow::onModelChanged() {
     editor_->setUnavailable(session_->instanceReason(tr("The platform editor")));
   }
   // A platform applies to ONNX models: with an instance loaded the chooser only waits for the next one.
-  const QString platformWhy = session_->instanceReason(tr("A platform"));
+  const QString platformWhy =
+      inst ? tr("%1 is a %2 with its own devices: a platform applies to the next ONNX model you open")
+                 .arg(file, QString::fromStdString(inst->formatTitle()))
+           : QString();
   platformBox_->setEnabled(!inst);
   platformFileButton_->setEnabled(!inst);
   platformBox_->setToolTip(inst ? platformWhy : tr("Platform preset (devices, links, cost models)"));

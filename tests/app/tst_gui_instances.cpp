@@ -185,7 +185,7 @@ class TestGuiInstances : public QObject {
     QCOMPARE(s->platformName(), QStringLiteral("cpu-gpu-pcie"));
     bool chooserOff = false;
     for (QComboBox* box : w.findChildren<QComboBox*>())
-      if (box->currentText() == "cpu-gpu-pcie" && box->toolTip().contains("needs an ONNX model"))
+      if (box->currentText() == "cpu-gpu-pcie" && box->toolTip().contains("applies to the next ONNX model"))
         chooserOff = !box->isEnabled();
     QVERIFY(chooserOff);
     QAbstractItemModelTester tester(w.operatorView()->model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
