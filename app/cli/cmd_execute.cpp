@@ -16,6 +16,7 @@
 #include "backend/npy.h"
 #include "cmd_profile.h"
 #include "commands.h"
+#include "cost/instances.h"
 #include "cost/work.h"
 #include "onnx/tensorio.h"
 #include "plan/fusedkernels.h"
@@ -116,7 +117,7 @@ int runExecute(const ExecuteArgs& a) {
   if (a.reps < 1) return fail("--reps must be at least 1");
   if (a.spinUs < 0) return fail("--spin-us must be >= 0");
   if (a.warmup < 0) return fail("--warmup must be >= 0");
-  auto taskGraph = isTaskGraphFile(a.model);
+  auto taskGraph = isInstanceFile(a.model);
   if (!taskGraph) return fail(taskGraph.message());
   if (*taskGraph) return fail(a.model + ": a task graph has no operators to execute (an ONNX model is needed)");
   auto plat = loadPlatform(a.platform);

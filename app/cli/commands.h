@@ -35,10 +35,6 @@ struct Problem {
 /// or an ONNX model on a platform preset or file, and builds its cost table.
 Result<Problem> loadProblem(const std::string& model, const std::string& platform, const std::vector<std::string>& dims);
 
-/// Whether `path` is a JSON task graph rather than an ONNX model. Only a file that starts like JSON is
-/// read whole, so a large model is not loaded twice. Errors as readFile's.
-Result<bool> isTaskGraphFile(const std::string& path);
-
 /// Imports a model with the user's --dim bindings.
 Result<Graph> loadModel(const std::string& path, const std::vector<std::string>& dims);
 /// Prints "partex-cli: <message>" (one line) and returns 2.

@@ -1,6 +1,3 @@
-#include <cctype>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 
 #include "commands.h"
@@ -8,7 +5,6 @@
 #include "cost/work.h"
 #include "onnx/importer.h"
 #include "support/files.h"
-#include "support/sha256.h"
 
 namespace partex::cli {
 
@@ -22,35 +18,17 @@ Result<Graph> loadModel(const std::string& path, const std::vector<std::string>&
   return importOnnxFile(path, opts);
 }
 
-Result<bool> isTaskGraphFile(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_regular_file(path, ec)) {
-    std::ifstream in(path, std::ios::binary);
-    char head[256];
-    in.read(head, sizeof head);
-    const std::streamsize n = in.gcount();
-    std::streamsize i = 0;
-    while (i < n && std::isspace(static_cast<unsigned char>(head[i]))) ++i;
-    if (i < n && head[i] != '{') return false;  // not JSON: an ONNX model (or something the importer refuses)
-  }
-  auto bytes = readFile(path);  // JSON, or an error readFile words (missing, a directory, unreadable)
-  if (!bytes) return Error{bytes.message()};
-  return looksLikeTaskGraph(*bytes);
-}
-
 Result<Problem> loadProblem(const std::string& model, const std::string& platform, const std::vector<std::string>& dims) {
   Problem p;
-  auto taskGraph = isTaskGraphFile(model);
+  auto taskGraph = isInstanceFile(model);
   if (!taskGraph) return Error{taskGraph.message()};
   if (*taskGraph) {
-    auto bytes = readFile(model);
-    if (!bytes) return Error{bytes.message()};
-    auto t = parseInstance(*bytes, model);
-    if (!t) return Error{t.message()};
-    p.table = std::move(t).value();
+    auto inst = readInstanceFile(model);
+    if (!inst) return Error{inst.message()};
+    p.table = std::move(inst->table);
     p.id.modelFile = baseName(model);
-    p.id.modelSha256 = sha256Hex(*bytes);
-    p.id.platformName = "task graph";
+    p.id.modelSha256 = inst->sha256;
+    p.id.platformName = kInstancePlatformName;
     if (!platform.empty()) std::cerr << "partex-cli: note: " << model << " is a task graph; it carries its own devices, --platform is ignored\n";
     return p;
   }

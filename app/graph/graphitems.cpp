@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "gantt/timescale.h"
 #include "graph/graphscene.h"
 #include "session/palette.h"
 #include "session/session.h"
@@ -86,21 +87,30 @@ void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* option, QWidge
   f.setPointSizeF(9);
   f.setBold(true);
   p->setFont(f);
+  // An operator: its type, name and output shape; an instance's task: its name, its type (WfCommons'
+  // category, if any) and its time on its device.
+  const bool instance = s->isInstance();
   const QString type = QString::fromStdString(t->taskTypes[static_cast<size_t>(op_)]);
+  const QString taskName = QString::fromStdString(t->taskNames[static_cast<size_t>(op_)]);
+  const QString title = instance ? taskName : type;
   if (lod < 0.5) {
-    p->drawText(r, Qt::AlignCenter, type);
+    p->drawText(r, Qt::AlignCenter, title);
   } else {
     const QRectF inner = r.adjusted(6, 3, -6, -3);
     const double lh = inner.height() / 3;
-    p->drawText(QRectF(inner.left(), inner.top(), inner.width(), lh), Qt::AlignLeft | Qt::AlignVCenter, type);
+    p->drawText(QRectF(inner.left(), inner.top(), inner.width(), lh), Qt::AlignLeft | Qt::AlignVCenter,
+                QFontMetricsF(f).elidedText(title, Qt::ElideMiddle, inner.width()));
     f.setBold(false);
     f.setPointSizeF(8);
     p->setFont(f);
     QFontMetricsF fm(f);
-    const QString name =
-        fm.elidedText(QString::fromStdString(t->taskNames[static_cast<size_t>(op_)]), Qt::ElideMiddle, inner.width());
+    const QString name = fm.elidedText(instance ? type : taskName, Qt::ElideMiddle, inner.width());
     p->drawText(QRectF(inner.left(), inner.top() + lh, inner.width(), lh), Qt::AlignLeft | Qt::AlignVCenter, name);
-    const QString shape = fm.elidedText(outputShape(s, op_), Qt::ElideRight, inner.width());
+    const DeviceId d = s->deviceOf(op_);
+    const QString third = !instance                       ? outputShape(s, op_)
+                          : d >= 0 && d < t->numDevices() ? TimeScale::formatDuration(t->w(op_, d))
+                                                          : QString();
+    const QString shape = fm.elidedText(third, Qt::ElideRight, inner.width());
     p->drawText(QRectF(inner.left(), inner.top() + 2 * lh, inner.width(), lh), Qt::AlignLeft | Qt::AlignVCenter, shape);
   }
   if (s->isPinned(op_)) drawPin(p, QPointF(r.right() - 4, r.top() - 2));
@@ -229,6 +239,38 @@ void EdgeItem::transfer(int64_t* bytes, double* us, bool* critical) const {
   }
 }
 
+QString EdgeItem::label() const {
+  int64_t bytes = 0;
+  double us = 0;
+  bool critical = false;
+  transfer(&bytes, &us, &critical);
+  const GraphScene* sc = sceneOf(this);
+  const Session* s = sc ? sc->session() : nullptr;
+  const bool instance = s && s->isInstance();
+  if (bytes > 0 || us > 0) {
+    // A task graph's fixed transfer time carries no bytes.
+    // An instance's times span nanoseconds to hours (WfCommons' seconds): in a fitting unit.
+    const QString time = instance ? TimeScale::formatDuration(us) : QString::number(us, 'g', 3) + QStringLiteral(" us");
+    if (bytes == 0 && instance) return time;
+    const QString size = s ? s->bytesText(bytes) : QString::fromStdString(humanBytes(static_cast<double>(bytes)));
+    // Shared memory between the two devices: the tensor crosses devices but nothing is copied.
+    return us > 0 ? QStringLiteral("%1, %2").arg(size, time) : QObject::tr("%1, shared memory").arg(size);
+  }
+  const CostTable* t = s ? s->table() : nullptr;
+  if (!t || !instance || edge_ < 0 || static_cast<size_t>(edge_) >= sc->display().edges.size()) return {};
+  // Within one device nothing moves; an instance's edge still shows what it would carry.
+  int64_t data = 0;
+  double fixed = 0;
+  for (int32_t e : sc->display().edges[static_cast<size_t>(edge_)].costEdges) {
+    if (e < 0 || static_cast<size_t>(e) >= t->edges.size()) continue;
+    data += t->edges[static_cast<size_t>(e)].bytes;
+    fixed += std::max(0.0, t->edges[static_cast<size_t>(e)].fixedUs);
+  }
+  if (data > 0) return s->bytesText(data);
+  if (fixed > 0) return QStringLiteral("c %1").arg(TimeScale::formatDuration(fixed));
+  return {};
+}
+
 void EdgeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* option, QWidget*) {
   int64_t bytes = 0;
   double us = 0;
@@ -263,21 +305,18 @@ void EdgeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* option, QWidge
     p->setBrush(c);
     p->drawPolygon(head);
   }
-  if (cross && lod >= 0.45) {
+  const QString text = lod >= 0.45 ? label() : QString();
+  if (!text.isEmpty()) {
     QFont f = p->font();
     f.setPointSizeF(7.5);
     p->setFont(f);
-    const QString size = QString::fromStdString(humanBytes(static_cast<double>(bytes)));
-    // Shared memory between the two devices: the tensor crosses devices but nothing is copied.
-    const QString label = us > 0 ? QStringLiteral("%1, %2 us").arg(size, QString::number(us, 'g', 3))
-                                 : QObject::tr("%1, shared memory").arg(size);
     QFontMetricsF fm(f);
-    QRectF box(labelPos_ + QPointF(4, -13), QSizeF(fm.horizontalAdvance(label) + 6, fm.height() + 2));
+    QRectF box(labelPos_ + QPointF(4, -13), QSizeF(fm.horizontalAdvance(text) + 6, fm.height() + 2));
     p->setPen(Qt::NoPen);
     p->setBrush(QColor(255, 255, 255, 220));
     p->drawRect(box);
     p->setPen(c.darker(130));
-    p->drawText(box, Qt::AlignCenter, label);
+    p->drawText(box, Qt::AlignCenter, text);
   }
 }
 

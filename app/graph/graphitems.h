@@ -51,7 +51,8 @@ class GroupItem : public QGraphicsItem {
 };
 
 /// A data dependency between two display nodes (all the cost-table edges between them). Edges that
-/// cross devices are drawn thick and labelled with the bytes sent and the transfer time.
+/// cross devices are drawn thick and labelled with the bytes sent and the transfer time; a scheduling
+/// instance's edges are all labelled with the data they carry (its graphs are about their edges).
 class EdgeItem : public QGraphicsItem {
  public:
   enum { Type = UserType + 3 };
@@ -64,6 +65,10 @@ class EdgeItem : public QGraphicsItem {
   void paint(QPainter* p, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
   /// Bytes and microseconds of the transfers this edge causes under the current plan (0 when none).
   void transfer(int64_t* bytes, double* us, bool* critical) const;
+  /// The label drawn beside the edge at full detail ("" when none): "2 MB, 4.1 us" across devices; on
+  /// an instance also the data of an edge within a device ("2 MB", or "c 18 us" for a fixed transfer
+  /// time).
+  QString label() const;
 
  private:
   int edge_;

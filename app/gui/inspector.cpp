@@ -3,6 +3,7 @@
 #include <map>
 
 #include "session/session.h"
+#include "support/files.h"
 #include "support/strings.h"
 
 namespace partex::gui {
@@ -103,10 +104,14 @@ QString inspectorHtml(const Session& s, const QList<int>& selection) {
   const int dev = s.deviceOf(op);
   QString h;
   h += QStringLiteral("<h3>%1</h3>").arg(esc(t->taskNames[static_cast<size_t>(op)]));
-  h += QObject::tr("<p><b>%1</b> &nbsp; operator #%2 &nbsp; on %3 <b>%4</b>")
-           .arg(esc(t->taskTypes[static_cast<size_t>(op)]))
-           .arg(op)
-           .arg(swatch(s.deviceColor(dev)), s.deviceLabel(dev));
+  const LoadedInstance* inst = s.instance();
+  if (inst && t->taskTypes[static_cast<size_t>(op)].empty())
+    h += QObject::tr("<p>task #%1 &nbsp; on %2 <b>%3</b>").arg(op).arg(swatch(s.deviceColor(dev)), s.deviceLabel(dev));
+  else
+    h += QObject::tr("<p><b>%1</b> &nbsp; %2 #%3 &nbsp; on %4 <b>%5</b>")
+             .arg(esc(t->taskTypes[static_cast<size_t>(op)]), inst ? QObject::tr("task") : QObject::tr("operator"))
+             .arg(op)
+             .arg(swatch(s.deviceColor(dev)), s.deviceLabel(dev));
   if (static_cast<size_t>(op) < tl.tasks.size())
     h += QObject::tr(" &nbsp; %1 to %2")
              .arg(us(tl.tasks[static_cast<size_t>(op)].start), us(tl.tasks[static_cast<size_t>(op)].end));
@@ -142,11 +147,11 @@ QString inspectorHtml(const Session& s, const QList<int>& selection) {
       }
       cost = QStringLiteral("<font color=#a00>%1</font>").arg(esc(reason));
     }
-    const QString prov = t->canRun(op, d)
-                             ? QString::fromLatin1(provenanceName(
-                                   t->provenance[static_cast<size_t>(op) * static_cast<size_t>(t->numDevices()) +
-                                                 static_cast<size_t>(d)]))
-                             : QString();
+    const QString prov = !t->canRun(op, d) ? QString()
+                         : inst            ? QObject::tr("instance")
+                                           : QString::fromLatin1(provenanceName(
+                                                 t->provenance[static_cast<size_t>(op) * static_cast<size_t>(t->numDevices()) +
+                                                    static_cast<size_t>(d)]));
     h += QStringLiteral("<tr><td>%1 %2%3</td><td align=right>%4</td><td>%5</td></tr>")
              .arg(swatch(s.deviceColor(d)), s.deviceLabel(d), d == dev ? QStringLiteral(" &#9664;") : QString(), cost,
                   prov);
@@ -160,7 +165,7 @@ QString inspectorHtml(const Session& s, const QList<int>& selection) {
     const int a = s.deviceOf(ce.src);
     if (a == dev) continue;
     in << QObject::tr("from %1 on %2: %3, %4")
-              .arg(esc(t->taskNames[static_cast<size_t>(ce.src)]), s.deviceLabel(a), bytes(ce.bytes),
+              .arg(esc(t->taskNames[static_cast<size_t>(ce.src)]), s.deviceLabel(a), s.bytesText(ce.bytes),
                    xfer(t->comm(e, a, dev)));
   }
   for (int32_t e : t->outEdges[static_cast<size_t>(op)]) {
@@ -168,13 +173,18 @@ QString inspectorHtml(const Session& s, const QList<int>& selection) {
     const int b = s.deviceOf(ce.dst);
     if (b == dev) continue;
     out << QObject::tr("to %1 on %2: %3, %4")
-               .arg(esc(t->taskNames[static_cast<size_t>(ce.dst)]), s.deviceLabel(b), bytes(ce.bytes),
+               .arg(esc(t->taskNames[static_cast<size_t>(ce.dst)]), s.deviceLabel(b), s.bytesText(ce.bytes),
                     xfer(t->comm(e, dev, b)));
   }
   h += QObject::tr("<p><b>Transfers in:</b> %1<br><b>Transfers out:</b> %2</p>")
            .arg(in.isEmpty() ? QObject::tr("none") : in.join(QStringLiteral("<br>")),
                 out.isEmpty() ? QObject::tr("none") : out.join(QStringLiteral("<br>")));
 
+  if (inst)
+    h += QObject::tr(
+             "<p><i>A task of the %1 %2: its costs and transfers are the file's own; there is no ONNX "
+             "operator behind it, so no work, shapes or kernel to show.</i></p>")
+             .arg(QString::fromStdString(inst->formatTitle()), esc(baseName(inst->path)));
   if (m && static_cast<size_t>(op) < m->graph.nodes.size()) {
     const Node& n = m->graph.nodes[static_cast<size_t>(op)];
     const OpWork& w = m->work[static_cast<size_t>(op)];

@@ -1,6 +1,7 @@
 // partex: the Qt front end.
-// `partex [MODEL|PROJECT.partex] [--dim NAME=VALUE]... [--platform P] [--profile FILE]... [--algo A]
-//  [--screenshot FILE]`.
+// `partex [MODEL|TASKGRAPH.json|PROJECT.partex] [--dim NAME=VALUE]... [--platform P] [--profile FILE]...
+//  [--algo A] [--screenshot FILE]`. A task graph (Partex, SAGA or WfCommons JSON) brings its own devices:
+// --platform is then ignored, with a note in the status bar.
 // Without a model it offers to recover an autosave, else opens the bundled example (a generated ResNet-18).
 #include <QApplication>
 #include <QCommandLineParser>
@@ -82,7 +83,9 @@ int main(int argc, char** argv) {
   parser.addOption(shotOpt);
   parser.addOption(platOpt);
   parser.addOption(algoOpt);
-  parser.addPositionalArgument(QStringLiteral("model"), QStringLiteral("ONNX model to open"));
+  parser.addPositionalArgument(
+      QStringLiteral("model"),
+      QStringLiteral("ONNX model, project (.partex) or task graph (Partex, SAGA or WfCommons JSON) to open"));
   parser.process(app);
 
   QString model = parser.positionalArguments().value(0);

@@ -19,6 +19,7 @@
 #include <QMessageBox>
 #include <QMimeData>
 #include <QProgressBar>
+#include <QPushButton>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTableView>
@@ -74,7 +75,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   auto* layout = new QVBoxLayout(central);
   layout->setContentsMargins(4, 4, 4, 0);
   auto* header = new QHBoxLayout;
-  summary_ = new QLabel(tr("Open an ONNX model (File > Open, or drop a file here)."), central);
+  summary_ = new QLabel(tr("Open an ONNX model or a task graph (File > Open, or drop a file here)."), central);
   summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   summary_->setWordWrap(true);
   auto* ms = new QVBoxLayout;
@@ -149,6 +150,7 @@ void MainWindow::openModel(const QString& path, const QStringList& dims) {
 }
 
 void MainWindow::setPlatform(const QString& nameOrPath) {
+  platformAsked_ = nameOrPath;
   if (platformBox_->findText(nameOrPath) < 0) platformBox_->addItem(nameOrPath);
   platformBox_->setCurrentText(nameOrPath);
   session_->setPlatform(nameOrPath);
@@ -197,38 +199,74 @@ void MainWindow::onModelChanged() {
   lastError_.clear();
   adoptCostTable();
   const LoadedModel* m = session_->model();
-  if (!m) return;
+  const LoadedInstance* inst = session_->instance();
+  if (!m && !inst) return;
   view_->resizeColumnsToContents();
-  const auto& g = m->graph;
-  const QString file = QFileInfo(QString::fromStdString(m->path)).fileName();
-  summary_->setText(tr("<b>%1</b> &nbsp; %2 operators &nbsp; %3 MACs &nbsp; %4 FLOPs &nbsp; parameters %5 &nbsp; peak "
-                       "activations %6 &nbsp; opset %7%8<br>"
-                       "platform <b>%9</b> (%10 devices)")
-                        .arg(file.toHtmlEscaped())
-                        .arg(g.nodes.size())
-                        .arg(QString::fromStdString(humanCount(static_cast<double>(m->total.macs))))
-                        .arg(QString::fromStdString(humanCount(static_cast<double>(m->total.flops))))
-                        .arg(QString::fromStdString(humanBytes(static_cast<double>(m->total.paramBytes))))
-                        .arg(QString::fromStdString(humanBytes(static_cast<double>(m->total.peakActivationBytes))))
-                        .arg(g.opsetVersion)
-                        .arg(g.warnings.empty()
-                                 ? QString()
-                                 : tr(" &nbsp; <font color=#b35806>%1 warning(s)</font>").arg(g.warnings.size()))
-                        .arg(QString::fromStdString(session_->platform().name).toHtmlEscaped())
-                        .arg(session_->numDevices()));
-  summary_->setToolTip(QString::fromStdString(session_->platform().description));
+  const QString file = QFileInfo(session_->sourcePath()).fileName();
+  if (m) {
+    const auto& g = m->graph;
+    summary_->setText(tr("<b>%1</b> &nbsp; %2 operators &nbsp; %3 MACs &nbsp; %4 FLOPs &nbsp; parameters %5 &nbsp; "
+                         "peak activations %6 &nbsp; opset %7%8<br>"
+                         "platform <b>%9</b> (%10 devices)")
+                          .arg(file.toHtmlEscaped())
+                          .arg(g.nodes.size())
+                          .arg(QString::fromStdString(humanCount(static_cast<double>(m->total.macs))))
+                          .arg(QString::fromStdString(humanCount(static_cast<double>(m->total.flops))))
+                          .arg(QString::fromStdString(humanBytes(static_cast<double>(m->total.paramBytes))))
+                          .arg(QString::fromStdString(humanBytes(static_cast<double>(m->total.peakActivationBytes))))
+                          .arg(g.opsetVersion)
+                          .arg(g.warnings.empty()
+                                   ? QString()
+                                   : tr(" &nbsp; <font color=#b35806>%1 warning(s)</font>").arg(g.warnings.size()))
+                          .arg(QString::fromStdString(session_->platform().name).toHtmlEscaped())
+                          .arg(session_->numDevices()));
+    summary_->setToolTip(QString::fromStdString(session_->platform().description));
+    editor_->setPlatform(session_->platform(), session_->platformName());
+  } else {
+    // An instance: its own devices, links and costs; no operators, no platform.
+    const CostTable& t = *session_->table();
+    QStringList devices;
+    for (int d = 0; d < t.numDevices(); ++d) devices << session_->deviceLabel(d).toHtmlEscaped();
+    // A platform named for this load (--platform, the chooser) does not apply: said here and in the status line.
+    const QString ignored = loadingPath_.isEmpty() || platformAsked_.isEmpty()
+                                ? QString()
+                                : tr("<br><font color=#b35806>%1</font>")
+                                      .arg(session_->platformIgnoredNote(platformAsked_).toHtmlEscaped());
+    summary_->setText(tr("<b>%1</b> &nbsp; %2 &nbsp; %3 tasks &nbsp; %4 edges<br>"
+                         "%5 devices from the instance (%6); costs and transfer times are the instance's own%7")
+                          .arg(file.toHtmlEscaped(), QString::fromStdString(inst->formatTitle()))
+                          .arg(t.numTasks())
+                          .arg(t.edges.size())
+                          .arg(t.numDevices())
+                          .arg(devices.join(QStringLiteral(", ")), ignored));
+    summary_->setToolTip(
+        tr("Read by content as a %1 (docs/taskgraph-format.md)").arg(QString::fromStdString(inst->formatTitle())));
+    editor_->setUnavailable(session_->instanceReason(tr("The platform editor")));
+  }
+  // A platform applies to ONNX models: with an instance loaded the chooser only waits for the next one.
+  const QString platformWhy =
+      inst ? tr("%1 is a %2 with its own devices: a platform applies to the next ONNX model you open")
+                 .arg(file, QString::fromStdString(inst->formatTitle()))
+           : QString();
+  platformBox_->setEnabled(!inst);
+  platformFileButton_->setEnabled(!inst);
+  platformBox_->setToolTip(inst ? platformWhy : tr("Platform preset (devices, links, cost models)"));
+  platformFileButton_->setToolTip(inst ? platformWhy : tr("Open a platform JSON file"));
   if (!loadingPath_.isEmpty()) projectPath_ = loadingProject_ && !recovering_ ? loadingPath_ : QString();
   setWindowTitle(tr("%1[*] - Partex").arg(projectPath_.isEmpty() ? file : QFileInfo(projectPath_).fileName()));
   setWindowModified(session_->modified());
   if (platformBox_->findText(session_->platformName()) >= 0) platformBox_->setCurrentText(session_->platformName());
-  editor_->setPlatform(session_->platform(), session_->platformName());
   for (int i = 0; i < moveActions_.size(); ++i) {
     moveActions_[i]->setVisible(i < session_->numDevices());
     moveActions_[i]->setEnabled(i < session_->numDevices());
     if (i < session_->numDevices()) moveActions_[i]->setText(session_->deviceLabel(i));
   }
   if (!loadingPath_.isEmpty()) {
-    statusBar()->showMessage(tr("Loaded %1").arg(loadingPath_), 5000);
+    QString loaded = tr("Loaded %1").arg(loadingPath_);
+    const bool ignored = inst && !platformAsked_.isEmpty();
+    if (ignored) loaded += QStringLiteral("; ") + session_->platformIgnoredNote(platformAsked_);
+    platformAsked_.clear();
+    statusBar()->showMessage(loaded, ignored ? 30000 : 5000);
     if (!recovering_) addRecent(QFileInfo(loadingPath_).absoluteFilePath());
     if (loadingProject_) {  // the saved selection (the zoom and centre wait for the layout)
       const QJsonObject view = QJsonDocument::fromJson(pendingView_.toUtf8()).object();
@@ -319,8 +357,11 @@ void MainWindow::updateGantt() {
 }
 
 void MainWindow::chooseFile() {
-  QString path = QFileDialog::getOpenFileName(this, tr("Open ONNX model or project"), QString(),
-                                              tr("ONNX models and projects (*.onnx *.partex);;All files (*)"));
+  // Task graphs and scheduling instances are JSON; the session tells them from models by content.
+  QString path = QFileDialog::getOpenFileName(
+      this, tr("Open ONNX model, task graph or project"), QString(),
+      tr("Models, task graphs and projects (*.onnx *.json *.partex);;ONNX models (*.onnx);;"
+         "Task graphs: Partex, SAGA, WfCommons (*.json);;Partex projects (*.partex);;All files (*)"));
   if (!path.isEmpty()) openModel(path);
 }
 

@@ -60,7 +60,9 @@ class MainWindow : public QMainWindow {
   ~MainWindow() override;
 
   /// Starts loading a model in the background; `dims` are "NAME=VALUE" or "INPUT:AXIS=VALUE". A
-  /// `.partex` file opens as a project (so the command line, drops and recent files take them).
+  /// `.partex` file opens as a project (so the command line, drops and recent files take them); a
+  /// scheduling instance (a task graph, SAGA or WfCommons JSON, told by content) opens with its own
+  /// devices and costs.
   void openModel(const QString& path, const QStringList& dims = {});
 
   // --- Projects (docs/project-format.md) ---------------------------------------------------------
@@ -228,6 +230,9 @@ class MainWindow : public QMainWindow {
   QProgressBar* progress_ = nullptr;
   QMenu* recentMenu_ = nullptr;
   QComboBox* platformBox_ = nullptr;
+  QPushButton* platformFileButton_ = nullptr;
+  QString
+      platformAsked_;  ///< The platform last named by setPlatform(), until a load has used it or said it is ignored.
   QComboBox* algoBox_ = nullptr;
   QPushButton* runButton_ = nullptr;
   QPushButton* reoptButton_ = nullptr;
@@ -261,6 +266,10 @@ class MainWindow : public QMainWindow {
   QLabel* profileCosts_ = nullptr;
   QListWidget* profileList_ = nullptr;
   QPushButton* removeProfileButton_ = nullptr;
+  QPushButton* loadProfileButton_ = nullptr;
+  QPushButton* importOrtButton_ = nullptr;
+  QAction* loadProfileAction_ = nullptr;
+  QAction* importOrtAction_ = nullptr;
   QAction* profileAction_ = nullptr;
   std::unique_ptr<BackendRegistry> backends_;  ///< Created on first use (Profile on this machine).
   JobTracker profileJobs_{this};  ///< Profile on this machine: one run at a time.

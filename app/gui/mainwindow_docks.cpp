@@ -46,7 +46,7 @@ void MainWindow::buildDocks() {
   for (const auto& n : presetNames()) platformBox_->addItem(QString::fromStdString(n));
   platformBox_->setCurrentText(session_->platformName());
   platformBox_->setToolTip(tr("Platform preset (devices, links, cost models)"));
-  auto* fileButton = new QPushButton(tr("File..."), pw);
+  auto* fileButton = platformFileButton_ = new QPushButton(tr("File..."), pw);
   fileButton->setToolTip(tr("Open a platform JSON file"));
   row->addWidget(platformBox_, 1);
   row->addWidget(fileButton);
@@ -71,9 +71,9 @@ void MainWindow::buildDocks() {
          "overrides an earlier one on the same operator and device"));
   pl->addWidget(profileList_);
   auto* profButtons = new QHBoxLayout;
-  auto* loadProfileButton = new QPushButton(tr("Load..."), pw);
+  auto* loadProfileButton = loadProfileButton_ = new QPushButton(tr("Load..."), pw);
   loadProfileButton->setToolTip(tr("Load a profile measured by Profile on this machine or partex-cli profile"));
-  auto* importButton = new QPushButton(tr("Import ORT..."), pw);
+  auto* importButton = importOrtButton_ = new QPushButton(tr("Import ORT..."), pw);
   importButton->setToolTip(tr("Import an ONNX Runtime profiling JSON as the times of one device"));
   removeProfileButton_ = new QPushButton(tr("Remove"), pw);
   removeProfileButton_->setToolTip(tr("Remove the selected profile: its operators go back to the modelled costs"));
@@ -332,10 +332,11 @@ void MainWindow::buildMenus() {
   recentMenu_ = file->addMenu(tr("Open &Recent"));
   file->addAction(tr("Open &platform file..."), this, &MainWindow::choosePlatformFile);
   file->addSeparator();
-  file->addAction(tr("&Load profile..."), this, &MainWindow::chooseProfile)
-      ->setStatusTip(tr("Apply measured costs from a profile file (Profile on this machine, partex-cli profile)"));
-  file->addAction(tr("&Import ONNX Runtime profile..."), this, &MainWindow::chooseOrtProfile)
-      ->setStatusTip(tr("Apply an ONNX Runtime profiling JSON as the times of one platform device"));
+  loadProfileAction_ = file->addAction(tr("&Load profile..."), this, &MainWindow::chooseProfile);
+  loadProfileAction_->setStatusTip(
+      tr("Apply measured costs from a profile file (Profile on this machine, partex-cli profile)"));
+  importOrtAction_ = file->addAction(tr("&Import ONNX Runtime profile..."), this, &MainWindow::chooseOrtProfile);
+  importOrtAction_->setStatusTip(tr("Apply an ONNX Runtime profiling JSON as the times of one platform device"));
   profileAction_ = file->addAction(tr("Profile on this &machine..."), this, &MainWindow::profileWithDialog);
   file->setToolTipsVisible(true);  // the profile action says why it is disabled
   file->addSeparator();

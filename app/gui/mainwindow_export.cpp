@@ -12,6 +12,7 @@
 
 #include <algorithm>
 
+#include "cost/instances.h"
 #include "gantt/ganttview.h"
 #include "graph/graphview.h"
 #include "gui/fileerrors.h"
@@ -39,17 +40,19 @@ void MainWindow::exportWithDialog(const QString& title, const QString& filter,
     statusBar()->showMessage(tr("Exported %1").arg(path), 5000);
 }
 
-/// The plan's identity for plan files written from the session.
+/// The plan's identity for plan files written from the session; an instance's is the one partex-cli
+/// writes for it (the file's hash, kInstancePlatformName).
 static PlanIdentity identityOf(const Session& s) {
-  const LoadedModel* m = s.model();
-  return PlanIdentity{QFileInfo(QString::fromStdString(m->path)).fileName().toStdString(), m->graph.graphSha256,
-                      s.platform().name};
+  const std::string file = QFileInfo(s.sourcePath()).fileName().toStdString();
+  if (const LoadedInstance* inst = s.instance()) return PlanIdentity{file, inst->sha256, kInstancePlatformName};
+  return PlanIdentity{file, s.model()->graph.graphSha256, s.platform().name};
 }
 
 Status MainWindow::exportPlan(const QString& path) {
   if (!session_->hasModel()) return makeError(QFileInfo(path).fileName().toStdString(), ": no model loaded");
+  const LoadedModel* m = session_->model();
   return namingFile(path, savePlan(path.toStdString(), *session_->table(), session_->plan(), session_->timeline(),
-                                   identityOf(*session_), &session_->model()->graph));
+                                   identityOf(*session_), m ? &m->graph : nullptr));
 }
 
 Status MainWindow::exportTrace(const QString& path) {
@@ -82,7 +85,8 @@ Status MainWindow::exportGraphImage(const QString& path) {
     gen.setOutputDevice(&file);
     gen.setSize(source.size().toSize());
     gen.setViewBox(QRectF(QPointF(0, 0), source.size()));
-    gen.setTitle(QString::fromStdString(session_->platform().name));
+    gen.setTitle(session_->isInstance() ? QFileInfo(session_->sourcePath()).fileName()
+                                        : QString::fromStdString(session_->platform().name));
     QPainter painter(&gen);
     scene->render(&painter, QRectF(QPointF(0, 0), source.size()), source);
   } else {

@@ -34,15 +34,26 @@ struct MainWindow::ProfileRun {
 
 void MainWindow::updateProfiles() {
   const CostCounts c = session_->costCounts();
+  const bool instance = session_->isInstance();
   const QString line =
-      session_->hasModel()
-          ? tr("Costs: %1 measured, %2 imported, %3 modelled").arg(c.measured).arg(c.imported).arg(c.modelled)
-          : QString();
+      !session_->hasModel() ? QString()
+      : instance            ? tr("Costs: the instance's own")
+                 : tr("Costs: %1 measured, %2 imported, %3 modelled").arg(c.measured).arg(c.imported).arg(c.modelled);
   costs_->setText(line);
   profileCosts_->setText(tr("<b>Profiles</b> &nbsp; %1")
                              .arg(!session_->hasModel()          ? tr("(open a model first)")
+                                  : instance                     ? tr("none: a task graph brings its own costs")
                                   : session_->profiles().empty() ? tr("none: all costs are modelled")
                                                                  : line.toHtmlEscaped()));
+  // Profiles time an ONNX model's operators on a platform's devices: an instance has neither.
+  const QString profileWhy = session_->instanceReason(tr("A profile"));
+  for (QPushButton* b : {loadProfileButton_, importOrtButton_}) b->setEnabled(profileWhy.isEmpty());
+  for (QAction* a : {loadProfileAction_, importOrtAction_}) a->setEnabled(profileWhy.isEmpty());
+  loadProfileButton_->setToolTip(profileWhy.isEmpty()
+                                     ? tr("Load a profile measured by Profile on this machine or partex-cli profile")
+                                     : profileWhy);
+  importOrtButton_->setToolTip(
+      profileWhy.isEmpty() ? tr("Import an ONNX Runtime profiling JSON as the times of one device") : profileWhy);
   const int keep = profileList_->currentRow();
   profileList_->clear();
   for (const auto& p : session_->profiles()) {
@@ -116,6 +127,10 @@ void MainWindow::chooseProfile() {
     showError(tr("Open a model first: a profile applies to the model it was measured on"));
     return;
   }
+  if (session_->isInstance()) {
+    showError(session_->instanceReason(tr("A profile")));
+    return;
+  }
   const QString path = QFileDialog::getOpenFileName(this, tr("Load profile"), modelFolder(*session_),
                                                     tr("Partex profiles (*.json);;All files (*)"));
   if (!path.isEmpty()) (void)loadProfile(path);
@@ -124,6 +139,10 @@ void MainWindow::chooseProfile() {
 void MainWindow::chooseOrtProfile() {
   if (!session_->hasModel()) {
     showError(tr("Open a model first: the imported times apply to its operators"));
+    return;
+  }
+  if (session_->isInstance()) {
+    showError(session_->instanceReason(tr("An ONNX Runtime import")));
     return;
   }
   const QString path = QFileDialog::getOpenFileName(this, tr("Import ONNX Runtime profile"), modelFolder(*session_),
@@ -180,6 +199,7 @@ QStringList MainWindow::profilableDevices() {
 
 QString MainWindow::profilingUnavailableReason() {
   if (!session_->hasModel()) return tr("Open a model first");
+  if (session_->isInstance()) return session_->instanceReason(tr("Profiling on this machine"));
   if (session_->loading()) return tr("Wait until the model has loaded");
   // Only this computer's platform describes the cores the CPU backend measures: the times of a
   // core0 on a platform file would be this machine's, not that platform's.

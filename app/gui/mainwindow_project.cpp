@@ -55,6 +55,9 @@ void MainWindow::applyViewState() {
 Result<Project> MainWindow::buildProject(const QString& path, bool sidecarPlatform) {
   const LoadedModel* m = session_->model();
   const CostTable* t = session_->table();
+  if (session_->isInstance())
+    return makeError(QFileInfo(path).fileName().toStdString(), ": ",
+                     session_->instanceReason(tr("A project")).toStdString(), " (File > Export > Plan keeps the plan)");
   if (!m || !t) return makeError(QFileInfo(path).fileName().toStdString(), ": no model loaded to save");
   Project p;
   p.modelPath = QFileInfo(QString::fromStdString(m->path)).absoluteFilePath().toStdString();
@@ -146,6 +149,10 @@ void MainWindow::saveProjectAs() {
     showError(tr("Open a model first: there is nothing to save"));
     return;
   }
+  if (session_->isInstance()) {
+    showError(session_->instanceReason(tr("A project")) + tr(" (File > Export > Plan keeps the plan)"));
+    return;
+  }
   QString path = QFileDialog::getSaveFileName(this, tr("Save project"), projectPath_,
                                               tr("Partex projects (*.partex);;All files (*)"));
   if (path.isEmpty()) return;
@@ -165,6 +172,7 @@ void MainWindow::setAutosaveInterval(int ms) {
 
 bool MainWindow::autosaveNow() {
   if (!session_->hasModel() || session_->loading() || !session_->modified()) return false;
+  if (session_->isInstance()) return false;  // the autosave is a project: instances have none
   const QString path = autosavePath();
   QDir().mkpath(QFileInfo(path).path());
   if (auto st = writeProject(path); !st) {
@@ -203,7 +211,18 @@ Status MainWindow::recoverAutosave() {
 }
 
 void MainWindow::closeEvent(QCloseEvent* e) {
-  if (dialogsEnabled_ && session_->modified()) {
+  if (dialogsEnabled_ && session_->modified() && session_->isInstance()) {
+    // No project to save it in: the plan file is where an edited instance plan goes.
+    const auto answer = QMessageBox::question(
+        this, tr("Partex"),
+        tr("The plan of %1 was changed and is not saved (File > Export > Plan keeps it). Close anyway?")
+            .arg(QFileInfo(session_->sourcePath()).fileName()),
+        QMessageBox::Close | QMessageBox::Cancel, QMessageBox::Cancel);
+    if (answer == QMessageBox::Cancel) {
+      e->ignore();
+      return;
+    }
+  } else if (dialogsEnabled_ && session_->modified()) {
     const auto answer =
         QMessageBox::question(this, tr("Partex"), tr("Save the changes to the project before closing?"),
                               QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);

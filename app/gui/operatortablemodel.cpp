@@ -10,12 +10,25 @@ OperatorTableModel::OperatorTableModel(QObject* parent) : QAbstractTableModel(pa
 void OperatorTableModel::setModel(std::shared_ptr<const LoadedModel> model) {
   beginResetModel();
   model_ = std::move(model);
+  instance_.reset();
+  endResetModel();
+}
+
+void OperatorTableModel::setInstance(std::shared_ptr<const CostTable> table) {
+  beginResetModel();
+  model_.reset();
+  instance_ = std::move(table);
   endResetModel();
 }
 
 void OperatorTableModel::setSession(Session* session) {
   session_ = session;
-  connect(session, &Session::modelChanged, this, [this] { setModel(session_->modelPtr()); });
+  connect(session, &Session::modelChanged, this, [this] {
+    if (session_->isInstance())
+      setInstance(session_->tablePtr());
+    else
+      setModel(session_->modelPtr());
+  });
   connect(session, &Session::planChanged, this, [this] {
     // Device, Time and Source follow the plan and the cost table (a profile changes both).
     if (rowCount() > 0) emit dataChanged(index(0, Device), index(rowCount() - 1, Source));
@@ -23,19 +36,32 @@ void OperatorTableModel::setSession(Session* session) {
 }
 
 int OperatorTableModel::rowCount(const QModelIndex& parent) const {
-  if (parent.isValid() || !model_) return 0;
-  return static_cast<int>(model_->graph.nodes.size());
+  if (parent.isValid()) return 0;
+  if (instance_) return instance_->numTasks();
+  return model_ ? static_cast<int>(model_->graph.nodes.size()) : 0;
 }
 
 int OperatorTableModel::columnCount(const QModelIndex& parent) const {
   return parent.isValid() ? 0 : ColumnCount;
 }
 
+QVariant OperatorTableModel::placement(int row, int column, bool sortRole) const {
+  // The session's plan and table must be the ones this table shows (a load may be half-way).
+  if (!session_ || session_->modelPtr() != model_ || !session_->table()) return {};
+  if (instance_ && session_->tablePtr() != instance_) return {};
+  if (column == Device) return session_->deviceLabel(session_->deviceOf(row));
+  const CostTable& t = *session_->table();
+  const int d = session_->deviceOf(row);
+  if (row >= t.numTasks() || d < 0 || d >= t.numDevices()) return {};
+  const size_t at = static_cast<size_t>(row) * static_cast<size_t>(t.numDevices()) + static_cast<size_t>(d);
+  if (column == Source) return instance_ ? tr("instance") : QString::fromLatin1(provenanceName(t.provenance[at]));
+  if (sortRole) return t.cost[at];
+  return QString::number(t.cost[at], 'f', 1);
+}
+
 QVariant OperatorTableModel::data(const QModelIndex& index, int role) const {
-  if (!model_ || !index.isValid() || index.row() >= rowCount()) return {};
+  if ((!model_ && !instance_) || !index.isValid() || index.row() >= rowCount()) return {};
   const auto row = static_cast<size_t>(index.row());
-  const Node& n = model_->graph.nodes[row];
-  const OpWork& w = model_->work[row];
   if (role == Qt::TextAlignmentRole) {
     switch (index.column()) {
       case Index:
@@ -54,26 +80,27 @@ QVariant OperatorTableModel::data(const QModelIndex& index, int role) const {
   switch (index.column()) {
     case Index:
       return index.row();
+    case Device:
+    case Time:
+    case Source:
+      return placement(index.row(), index.column(), sortRole);
+    default:
+      break;
+  }
+  if (instance_) {  // a task: its name and type (WfCommons' category); no work or shapes
+    if (index.column() == Name) return QString::fromStdString(instance_->taskNames[row]);
+    if (index.column() == OpType) return QString::fromStdString(instance_->taskTypes[row]);
+    return {};
+  }
+  const Node& n = model_->graph.nodes[row];
+  const OpWork& w = model_->work[row];
+  switch (index.column()) {
     case Name:
       return QString::fromStdString(n.name);
     case OpType:
       return QString::fromStdString(n.domain.empty() ? n.opType : n.domain + "::" + n.opType);
     case Class:
       return QString::fromLatin1(opClassName(w.cls));
-    case Device:
-      if (!session_ || session_->modelPtr() != model_) return {};
-      return session_->deviceLabel(session_->deviceOf(index.row()));
-    case Time:
-    case Source: {
-      if (!session_ || session_->modelPtr() != model_ || !session_->table()) return {};
-      const CostTable& t = *session_->table();
-      const int d = session_->deviceOf(index.row());
-      if (index.row() >= t.numTasks() || d < 0 || d >= t.numDevices()) return {};
-      const size_t at = static_cast<size_t>(index.row()) * static_cast<size_t>(t.numDevices()) + static_cast<size_t>(d);
-      if (index.column() == Source) return QString::fromLatin1(provenanceName(t.provenance[at]));
-      if (sortRole) return t.cost[at];
-      return QString::number(t.cost[at], 'f', 1);
-    }
     case Macs:
       return sortRole ? QVariant::fromValue<qlonglong>(w.macs)
                       : QVariant(QString::fromStdString(withCommas(static_cast<uint64_t>(w.macs))));

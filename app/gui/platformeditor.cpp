@@ -308,9 +308,11 @@ PlatformEditor::PlatformEditor(QWidget* parent) : QWidget(parent) {
   });
   connect(open, &QPushButton::clicked, this, &PlatformEditor::chooseFile);
   connect(save, &QPushButton::clicked, this, &PlatformEditor::saveFile);
+  controls_ = {preset_, open, save, deviceView_, linkView_};
 }
 
 void PlatformEditor::setPlatform(const Platform& p, const QString& source) {
+  for (QWidget* w : controls_) w->setEnabled(true);
   platform_ = p;
   devices_->reload();
   links_->reload();
@@ -323,6 +325,14 @@ void PlatformEditor::setPlatform(const Platform& p, const QString& source) {
   preset_->setCurrentIndex(i);
   updating_ = false;
   showMessage({});
+}
+
+void PlatformEditor::setUnavailable(const QString& reason) {
+  platform_ = Platform{};
+  devices_->reload();
+  links_->reload();
+  for (QWidget* w : controls_) w->setEnabled(false);
+  showMessage(reason);
 }
 
 Status PlatformEditor::load(const QString& nameOrPath) {

@@ -6,6 +6,7 @@
 /// reason is shown.
 
 #include <QAbstractTableModel>
+#include <QList>
 #include <QWidget>
 
 #include "platform/platform.h"
@@ -67,8 +68,11 @@ class PlatformEditor : public QWidget {
   Q_OBJECT
  public:
   explicit PlatformEditor(QWidget* parent = nullptr);
-  /// Shows a platform; `source` is its preset name or file path (for the chooser).
+  /// Shows a platform; `source` is its preset name or file path (for the chooser). Enables editing.
   void setPlatform(const Platform& p, const QString& source);
+  /// Nothing to edit (a scheduling instance is loaded: its devices and costs are its own): empties the
+  /// tables, disables the controls and shows `reason`.
+  void setUnavailable(const QString& reason);
   const Platform& platform() const { return platform_; }
   /// Loads a preset by name or a platform file; errors name the file.
   Status load(const QString& nameOrPath);
@@ -97,6 +101,7 @@ class PlatformEditor : public QWidget {
   QLabel* message_ = nullptr;
   QTableView* deviceView_ = nullptr;
   QTableView* linkView_ = nullptr;
+  QList<QWidget*> controls_;  ///< What setUnavailable() disables.
   QString lastMessage_;
   bool updating_ = false;
 };

@@ -22,4 +22,10 @@ Result<std::shared_ptr<const LoadedModel>> loadModel(const std::string& path, co
   return std::shared_ptr<const LoadedModel>(std::move(m));
 }
 
+std::string LoadedInstance::formatTitle() const {
+  if (format == "saga") return "SAGA instance";
+  if (format == "wfcommons") return "WfCommons workflow";
+  return "task graph";
+}
+
 }  // namespace partex::gui

@@ -7,6 +7,7 @@
 
 #include <map>
 
+#include "cost/instances.h"
 #include "plan/planfile.h"
 #include "sched/scheduler.h"
 
@@ -24,6 +25,35 @@ static Plan singleDevicePlan(const CostTable& t, DeviceId d) {
   p.order[static_cast<size_t>(d)] = t.topoOrder();
   p.algorithm = "single";
   return p;
+}
+
+/// The initial plan on p.table: HEFT's (quick on any size, and a sensible partition to start editing
+/// from), or everything on the first device that runs everything when HEFT fails.
+static Status initialPlan(Prepared& p) {
+  const CostTable& t = *p.table;
+  p.state.manual.assign(static_cast<size_t>(t.numTasks()), 0);
+  Result<Plan> plan = makeError("no scheduler");
+  if (const Scheduler* heft = findScheduler("heft")) plan = heft->schedule(t, {}, SchedOptions{});
+  Result<Timeline> tl = makeError("no plan");
+  if (plan) tl = simulate(t, *plan);
+  if (plan && tl) {
+    p.state.plan = std::move(plan).value();
+    p.state.algorithm = "heft";
+  } else {
+    // HEFT failed (it should not): fall back to the first device that runs everything.
+    for (DeviceId d = 0; d < t.numDevices() && !tl; ++d) {
+      bool all = true;
+      for (TaskId v = 0; v < t.numTasks() && all; ++v) all = t.canRun(v, d);
+      if (!all) continue;
+      p.state.plan = singleDevicePlan(t, d);
+      tl = simulate(t, p.state.plan);
+      p.state.algorithm = "single";
+    }
+    if (!tl) return makeError("no initial plan: ", tl.message());
+  }
+  p.timeline = std::move(tl).value();
+  p.state.schedulerMakespan = p.timeline.makespan;
+  return {};
 }
 
 Result<Prepared> prepareSession(std::shared_ptr<const LoadedModel> model, const std::string& platformNameOrPath,
@@ -55,30 +85,22 @@ Result<Prepared> prepareSession(std::shared_ptr<const LoadedModel> model, Platfo
     for (size_t i = 0; i < dropped.size(); ++i) p.note += (i ? "; " : "") + dropped[i];
     p.modified = !dropped.empty();  // the session's profile list now differs from the one asked for
   }
-  const CostTable& t = *p.table;
-  p.state.manual.assign(static_cast<size_t>(t.numTasks()), 0);
-  // The initial plan is HEFT's: quick on any size, and a sensible partition to start editing from.
-  Result<Plan> plan = makeError("no scheduler");
-  if (const Scheduler* heft = findScheduler("heft")) plan = heft->schedule(t, {}, SchedOptions{});
-  Result<Timeline> tl = makeError("no plan");
-  if (plan) tl = simulate(t, *plan);
-  if (plan && tl) {
-    p.state.plan = std::move(plan).value();
-    p.state.algorithm = "heft";
-  } else {
-    // HEFT failed (it should not): fall back to the first device that runs everything.
-    for (DeviceId d = 0; d < t.numDevices() && !tl; ++d) {
-      bool all = true;
-      for (TaskId v = 0; v < t.numTasks() && all; ++v) all = t.canRun(v, d);
-      if (!all) continue;
-      p.state.plan = singleDevicePlan(t, d);
-      tl = simulate(t, p.state.plan);
-      p.state.algorithm = "single";
-    }
-    if (!tl) return makeError("no initial plan: ", tl.message());
-  }
-  p.timeline = std::move(tl).value();
-  p.state.schedulerMakespan = p.timeline.makespan;
+  if (auto st = initialPlan(p); !st) return Error{st.message()};
+  return p;
+}
+
+Result<Prepared> prepareInstance(const std::string& path) {
+  auto file = readInstanceFile(path);
+  if (!file) return Error{file.message()};
+  auto inst = std::make_shared<LoadedInstance>();
+  inst->path = path;
+  inst->format = file->format;
+  inst->sha256 = file->sha256;
+  Prepared p;
+  p.instance = std::move(inst);
+  p.table = std::make_shared<const CostTable>(std::move(file->table));
+  p.modelled = p.table;
+  if (auto st = initialPlan(p); !st) return makeError(fileNameOf(path), ": ", st.message());
   return p;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 /// \file What a model, platform or project change installs in a session, built on a worker thread:
-/// the model, the platform, the cost table with the profiles applied, and the initial plan.
+/// the model, the platform, the cost table with the profiles applied, and the initial plan; or, for a
+/// scheduling instance, its cost table and the initial plan.
 
 #include <memory>
 #include <string>
@@ -18,9 +19,10 @@
 namespace partex::gui {
 
 struct Prepared {
-  std::shared_ptr<const LoadedModel> model;
-  std::string platformName;  ///< Preset name or platform file, as the user gave it.
-  Platform platform;
+  std::shared_ptr<const LoadedModel> model;        ///< Null for an instance.
+  std::shared_ptr<const LoadedInstance> instance;  ///< Set instead of `model` and `platform` for an instance.
+  std::string platformName;  ///< Preset name or platform file, as the user gave it ("" for an instance).
+  Platform platform;         ///< Empty for an instance: its devices and links are in `table`.
   std::shared_ptr<const CostTable> modelled;  ///< The cost table from the device models alone.
   std::shared_ptr<const CostTable> table;     ///< `modelled` with `profiles` applied: the one scheduled.
   std::vector<LoadedProfile> profiles;        ///< Applied to `table`, in order.
@@ -39,6 +41,11 @@ Result<Prepared> prepareSession(std::shared_ptr<const LoadedModel> model, const 
 /// The same on a platform given as an object (an edited platform); `label` names it.
 Result<Prepared> prepareSession(std::shared_ptr<const LoadedModel> model, Platform platform, const std::string& label,
                                 const std::vector<LoadedProfile>& profiles = {});
+
+/// Reads a scheduling instance (core's readInstanceFile: a Partex task graph, a SAGA instance or a
+/// WfCommons workflow) and makes the initial HEFT plan on its cost table. Runs on a worker thread;
+/// every failure is a one-line message naming the file (the parser's reason).
+Result<Prepared> prepareInstance(const std::string& path);
 
 /// Builds a session from a project (runs on a worker thread): the model with its dimensions, the
 /// platform, the profiles and ONNX Runtime imports (read and applied in order; a missing, unreadable

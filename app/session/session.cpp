@@ -2,12 +2,14 @@
 // views derive from the plan. Background jobs are in session_jobs.cpp, profiles in session_profiles.cpp.
 #include "session/session.h"
 
+#include <QFileInfo>
 #include <QUndoStack>
 
 #include <algorithm>
 
 #include "session/commands.h"
 #include "session/palette.h"
+#include "support/strings.h"
 
 namespace partex::gui {
 
@@ -34,7 +36,9 @@ void Session::install(Prepared p) {
   sim_.reset();
   preview_.reset();
   model_ = std::move(p.model);
-  platformName_ = p.platformName;
+  instance_ = std::move(p.instance);
+  // An instance has no platform: the one chosen stays for the next model.
+  if (!instance_) platformName_ = p.platformName;
   installedName_ = platformName_;
   installedCustom_ = customPlatform_;
   platform_ = std::move(p.platform);
@@ -103,14 +107,32 @@ Constraints Session::constraints() const {
 
 std::vector<QColor> Session::deviceColors() const {
   std::vector<QColor> c;
-  for (int d = 0; d < static_cast<int>(platform_.devices.size()); ++d)
-    c.push_back(gui::deviceColor(d, platform_.devices[static_cast<size_t>(d)].color));
+  for (int d = 0; d < numDevices(); ++d) c.push_back(deviceColor(d));
   return c;
 }
 
 QColor Session::deviceColor(int device) const {
-  if (device < 0 || device >= static_cast<int>(platform_.devices.size())) return QColor(Qt::lightGray);
-  return gui::deviceColor(device, platform_.devices[static_cast<size_t>(device)].color);
+  // The cost table's devices: an instance has no platform to give a colour.
+  if (device < 0 || device >= numDevices()) return QColor(Qt::lightGray);
+  const bool own = static_cast<size_t>(device) < platform_.devices.size();
+  return gui::deviceColor(device, own ? platform_.devices[static_cast<size_t>(device)].color : std::string());
+}
+
+QString Session::sourcePath() const {
+  if (model_) return QString::fromStdString(model_->path);
+  if (instance_) return QString::fromStdString(instance_->path);
+  return {};
+}
+
+QString Session::bytesText(int64_t bytes) const {
+  const double b = static_cast<double>(bytes);
+  return QString::fromStdString(instance_ ? humanCount(b) + "B" : humanBytes(b));
+}
+
+QString Session::instanceReason(const QString& what) const {
+  if (!instance_) return {};
+  return tr("%1 needs an ONNX model and a platform: %2 is a %3, with its own devices and costs")
+      .arg(what, QFileInfo(sourcePath()).fileName(), QString::fromStdString(instance_->formatTitle()));
 }
 
 QString Session::deviceLabel(int device) const {
@@ -122,7 +144,7 @@ PlacementContext Session::placementContext() const {
   PlacementContext ctx;
   ctx.pinned = &state_.pinned;
   ctx.graph = model_ ? &model_->graph : nullptr;
-  ctx.platform = &platform_;
+  ctx.platform = instance_ ? nullptr : &platform_;  // an instance's devices are the cost table's
   return ctx;
 }
 

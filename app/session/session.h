@@ -1,5 +1,6 @@
 #pragma once
-/// \file The session: one loaded model on one platform, its cost table, the current plan and its
+/// \file The session: one loaded model on one platform (or one scheduling instance, which brings its
+/// own devices and costs: no ONNX graph and no platform), its cost table, the current plan and its
 /// simulated timeline, the user's pins, and an undo stack over every change of the plan. Views
 /// (graph, palette, Gantt, inspector) read from it and react to its signals; nothing else edits the
 /// plan. Heavy work (import, cost table, schedulers) runs on worker threads, one JobTracker per kind
@@ -68,10 +69,13 @@ class Session : public QObject {
 
   // --- Loading -------------------------------------------------------------------------------
   /// Loads a model in the background and installs it on the current platform; emits modelChanged
-  /// or loadFailed. A newer open() or setPlatform() supersedes a running one.
+  /// or loadFailed. A scheduling instance (core's isInstanceFile decides, by content) is installed
+  /// with its own devices and costs instead; the platform stays chosen for the next model. A newer
+  /// open() or setPlatform() supersedes a running one.
   void open(const QString& path, const QStringList& dims = {});
   /// Switches platform (preset name or file); with a model loaded, rebuilds the cost table and the
   /// initial plan in the background (the undo history is cleared: its plans belong to the old table).
+  /// With an instance loaded, the choice is kept for the next model and message() says it is ignored.
   void setPlatform(const QString& nameOrPath);
   /// Switches to a platform object (the platform editor's); `label` is shown as its name. Later
   /// models open on it too, until setPlatform(nameOrPath) picks a preset or file again.
@@ -87,9 +91,26 @@ class Session : public QObject {
   void waitForJobs();
 
   // --- State ---------------------------------------------------------------------------------
+  /// True when a model or an instance is installed (there is a cost table and a plan).
   bool hasModel() const { return table_ != nullptr; }
+  /// The ONNX model; null before the first load and for an instance.
   const LoadedModel* model() const { return model_.get(); }
   std::shared_ptr<const LoadedModel> modelPtr() const { return model_; }
+  /// The scheduling instance installed instead of a model and a platform (null for a model).
+  const LoadedInstance* instance() const { return instance_.get(); }
+  bool isInstance() const { return instance_ != nullptr; }
+  /// The file of the installed model or instance ("" when none).
+  QString sourcePath() const;
+  /// A data size as the views show it: binary units for a model's tensors ("976.6 KiB"), decimal ones
+  /// for an instance, whose files count in bytes and megabytes ("1.00 MB").
+  QString bytesText(int64_t bytes) const;
+  /// Why something that needs an ONNX model and a real platform (profiles, profiling, the platform
+  /// editor, projects) is not available for the installed instance, in words; "" for a model.
+  QString instanceReason(const QString& what) const;
+  /// "x.json is a SAGA instance with its own devices: platform P is ignored for it (...)": what the
+  /// status line says when a platform is chosen (--platform, the platform box) with an instance loaded.
+  QString platformIgnoredNote(const QString& platform) const;
+  /// The platform of the model (empty, without devices, for an instance).
   const Platform& platform() const { return platform_; }
   /// The installed platform when it came from the platform editor (no file or preset names it).
   const std::optional<Platform>& editedPlatform() const { return installedCustom_; }
@@ -216,6 +237,7 @@ class Session : public QObject {
   Result<ApplyReport> installProfiles(std::vector<LoadedProfile> profiles, int changed);
 
   std::shared_ptr<const LoadedModel> model_;
+  std::shared_ptr<const LoadedInstance> instance_;
   std::string platformName_ = "mobile-soc";
   std::optional<Platform> customPlatform_;   ///< Set: prepare on this object instead of platformName_.
   std::string installedName_;                ///< The platform of the installed model, restored when a

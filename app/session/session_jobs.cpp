@@ -9,6 +9,7 @@
 #include <chrono>
 #include <functional>
 
+#include "cost/instances.h"
 #include "sched/compare.h"
 #include "session/commands.h"
 #include "session/session.h"
@@ -39,6 +40,7 @@ void Session::setPlatform(const QString& nameOrPath) {
   if (nameOrPath.toStdString() == platformName_ && !customPlatform_ && hasModel()) return;
   platformName_ = nameOrPath.toStdString();
   customPlatform_.reset();
+  if (instance_) emit message(platformIgnoredNote(nameOrPath));
   if (!model_) return;
   emit loadStarted(tr("Building the cost table on %1...").arg(nameOrPath));
   startPrepare(model_, QString(), {}, profiles_);
@@ -47,6 +49,7 @@ void Session::setPlatform(const QString& nameOrPath) {
 void Session::setPlatform(const Platform& platform, const QString& label) {
   platformName_ = label.toStdString();
   customPlatform_ = platform;
+  if (instance_) emit message(platformIgnoredNote(label));
   if (!model_) return;
   emit loadStarted(tr("Building the cost table on %1...").arg(label));
   startPrepare(model_, QString(), {}, profiles_);
@@ -63,6 +66,10 @@ void Session::startPrepare(std::shared_ptr<const LoadedModel> model, const QStri
       [model, file, d, plat, custom, profiles](const std::atomic<bool>&) -> Result<Prepared> {
         std::shared_ptr<const LoadedModel> m = model;
         if (!m) {
+          // What an instance is, is core's rule; the platform then plays no part.
+          auto instance = isInstanceFile(file);
+          if (!instance) return Error{instance.message()};
+          if (*instance) return prepareInstance(file);
           auto loaded = loadModel(file, d);
           if (!loaded) return Error{loaded.message()};
           m = loaded.value();
@@ -86,6 +93,12 @@ void Session::openProject(const Project& project, const QString& origin, bool mo
       [this](Result<Prepared> p) { onPrepared(std::move(p)); });
 }
 
+QString Session::platformIgnoredNote(const QString& platform) const {
+  return tr("%1 is a %2 with its own devices: platform %3 is ignored for it (it applies to the next ONNX model)")
+      .arg(QFileInfo(sourcePath()).fileName(),
+           instance_ ? QString::fromStdString(instance_->formatTitle()) : tr("task graph"), platform);
+}
+
 bool Session::loading() const {
   return prepJobs_.isRunning();
 }
@@ -98,7 +111,7 @@ void Session::waitForJobs() {
 
 void Session::onPrepared(Result<Prepared> result) {
   if (!result) {
-    if (model_) {  // keep the platform that is installed
+    if (model_ || instance_) {  // keep the platform that is installed
       platformName_ = installedName_;
       customPlatform_ = installedCustom_;
     }

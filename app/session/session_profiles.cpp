@@ -13,8 +13,16 @@ CostCounts Session::costCounts() const {
   return table_ ? countCosts(*table_) : CostCounts{};
 }
 
+/// A profile applies to an ONNX model's operators on a platform: an instance has neither.
+static Status refuseOnInstance(const Session& s, const QString& path) {
+  if (!s.isInstance()) return {};
+  return makeError(QFileInfo(path).fileName().toStdString(), ": ",
+                   s.instanceReason(QObject::tr("a profile")).toStdString());
+}
+
 Result<ApplyReport> Session::addProfile(const QString& path) {
   if (!hasModel()) return makeError(QFileInfo(path).fileName().toStdString(), ": open a model first");
+  if (auto st = refuseOnInstance(*this, path); !st) return Error{st.message()};
   auto lp = readProfile(path.toStdString());
   if (!lp) {
     emit message(tr("Profile refused: %1").arg(QString::fromStdString(lp.message())));
@@ -25,6 +33,7 @@ Result<ApplyReport> Session::addProfile(const QString& path) {
 
 Result<ApplyReport> Session::addOrtImport(const QString& path, const QString& device, const QString& provider) {
   if (!hasModel()) return makeError(QFileInfo(path).fileName().toStdString(), ": open a model first");
+  if (auto st = refuseOnInstance(*this, path); !st) return Error{st.message()};
   auto lp = readOrtImport(path.toStdString(), device.toStdString(), provider.toStdString());
   if (!lp) {
     emit message(tr("Import refused: %1").arg(QString::fromStdString(lp.message())));
@@ -34,6 +43,7 @@ Result<ApplyReport> Session::addOrtImport(const QString& path, const QString& de
 }
 
 Result<ApplyReport> Session::addLoadedProfile(LoadedProfile p) {
+  if (auto st = refuseOnInstance(*this, QString::fromStdString(p.path)); !st) return Error{st.message()};
   std::vector<LoadedProfile> list = profiles_;
   // The same file again (measured again, edited) replaces the applied one in its place; otherwise a
   // Partex profile goes after the others, before the imports, and an import goes last.

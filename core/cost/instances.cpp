@@ -5,10 +5,13 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 
 #include "support/files.h"
+#include "support/sha256.h"
 #include "support/strings.h"
 
 namespace partex {
@@ -484,16 +487,50 @@ Result<CostTable> parseWfCommons(const std::string& text, const std::string& ori
   return wfCommonsTable(*j, origin, bytesPerSecond);
 }
 
-Result<CostTable> parseInstance(const std::string& text, const std::string& origin) {
-  auto j = parseJson(text, origin);  // parsed once, whatever the format
-  if (!j) return Error{j.message()};
-  const std::string f = formatOf(*j);
-  if (f == "saga") return sagaTable(*j, origin);
-  if (f == "wfcommons") return wfCommonsTable(*j, origin, kWfCommonsBytesPerSecond);
-  if (f == "partex") return parsePartexTaskGraph(*j, origin);
+/// The table of a parsed instance in format `f` (formatOf).
+static Result<CostTable> instanceTable(const json& j, const std::string& f, const std::string& origin) {
+  if (f == "saga") return sagaTable(j, origin);
+  if (f == "wfcommons") return wfCommonsTable(j, origin, kWfCommonsBytesPerSecond);
+  if (f == "partex") return parsePartexTaskGraph(j, origin);
   return makeError(origin,
                    ": not a scheduling instance (expected a Partex task graph with 'tasks', a SAGA problem "
                    "instance with 'task_graph' and 'network', or a WfCommons instance with 'workflow')");
+}
+
+Result<CostTable> parseInstance(const std::string& text, const std::string& origin) {
+  auto j = parseJson(text, origin);  // parsed once, whatever the format
+  if (!j) return Error{j.message()};
+  return instanceTable(*j, formatOf(*j), origin);
+}
+
+Result<bool> isInstanceFile(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec)) {
+    std::ifstream in(path, std::ios::binary);
+    char head[256];
+    in.read(head, sizeof head);
+    const std::streamsize n = in.gcount();
+    std::streamsize i = 0;
+    while (i < n && std::isspace(static_cast<unsigned char>(head[i]))) ++i;
+    if (i < n && head[i] != '{') return false;  // not JSON: an ONNX model (or something the importer refuses)
+  }
+  auto bytes = readFile(path);  // JSON, or an error readFile words (missing, a directory, unreadable)
+  if (!bytes) return Error{bytes.message()};
+  return looksLikeTaskGraph(*bytes);
+}
+
+Result<InstanceFile> readInstanceFile(const std::string& path) {
+  auto bytes = readFile(path);
+  if (!bytes) return Error{bytes.message()};
+  auto j = parseJson(*bytes, path);
+  if (!j) return Error{j.message()};
+  InstanceFile f;
+  f.format = formatOf(*j);
+  auto t = instanceTable(*j, f.format, path);
+  if (!t) return Error{t.message()};
+  f.table = std::move(t).value();
+  f.sha256 = sha256Hex(*bytes);
+  return f;
 }
 
 }  // namespace partex

@@ -37,4 +37,22 @@ Result<CostTable> parseWfCommons(const std::string& json, const std::string& ori
 /// Any of the three formats, by content (instanceFormat); an error for anything else.
 Result<CostTable> parseInstance(const std::string& text, const std::string& origin);
 
+/// Whether the file at `path` is a scheduling instance (looksLikeTaskGraph) rather than an ONNX model.
+/// Only a file that starts like JSON is read whole, so that a large model is not read twice. Errors as
+/// readFile's (missing, a directory, unreadable). The one rule both front ends use to tell them apart.
+Result<bool> isInstanceFile(const std::string& path);
+
+/// An instance file read and parsed (once): its cost table, its format (instanceFormat's name) and the
+/// SHA-256 of its bytes, which stands for the model's in the identity of its plan files.
+struct InstanceFile {
+  CostTable table;
+  std::string format;
+  std::string sha256;
+};
+/// Reads and parses an instance file as parseInstance does; errors name `path` as given.
+Result<InstanceFile> readInstanceFile(const std::string& path);
+
+/// The platform name in the identity of an instance's plan files: it has devices but no platform.
+inline constexpr const char* kInstancePlatformName = "task graph";
+
 }  // namespace partex
