@@ -51,12 +51,26 @@ std::vector<std::string> algorithmsOf(const std::vector<SweepRow>& rows) {
 void legend(Canvas& c, double x, double y, const std::vector<std::string>& names, bool lines) {
   for (size_t i = 0; i < names.size(); ++i) {
     const double yy = y + 18.0 * static_cast<double>(i);
-    if (lines)
-      c.line(x, yy - 4, x + 22, yy - 4, svg::seriesColor(i), 2.5, svg::seriesDash(i));
-    else
-      c.circle(x + 11, yy - 4, 4.5, svg::seriesColor(i));
+    if (lines) c.line(x, yy - 4, x + 22, yy - 4, svg::seriesColor(i), 2.5, svg::seriesDash(i));
+    c.marker(svg::seriesMarker(i), x + 11, yy - 4, 4.5, svg::seriesColor(i));
     c.text(x + 28, yy, names[i], 11);
   }
+}
+
+/// Legend names, with "(N of M cases)" for an algorithm valid in fewer cases than the most valid one
+/// (exact skipped on large graphs): its mean is over fewer models than the others'.
+std::vector<std::string> withValidCounts(const std::vector<SweepRow>& rows, const std::vector<std::string>& algos) {
+  std::map<std::string, size_t> valid, all;
+  size_t most = 0;
+  for (const auto& r : rows) {
+    ++all[r.algorithm];
+    if (r.valid) most = std::max(most, ++valid[r.algorithm]);
+  }
+  std::vector<std::string> out;
+  for (const auto& a : algos)
+    out.push_back(valid[a] < most ? a + " (" + std::to_string(valid[a]) + " of " + std::to_string(all[a]) + " cases)"
+                                  : a);
+  return out;
 }
 
 std::string emptyPlot(const std::string& title) {
@@ -205,10 +219,10 @@ std::string speedupVsBandwidthSvg(const std::vector<SweepRow>& rows) {
       if (it == s[platforms[pi]].end()) continue;
       std::vector<std::pair<double, double>> pts;
       for (const auto& [b, v] : it->second) pts.emplace_back(x(b), y(geomean(v)));
-      c.polyline(pts, svg::seriesColor(ai), 1.8, svg::seriesDash(ai));
+      c.polyline(pts, svg::seriesColor(ai), 2, svg::seriesDash(ai), svg::seriesMarker(ai));
     }
   }
-  legend(c, width - legendW + 10, top + 10, algos, true);
+  legend(c, width - legendW + 10, top + 10, withValidCounts(rows, algos), true);
   return c.str();
 }
 
@@ -245,7 +259,7 @@ std::string schedTimeVsSizeSvg(const std::vector<SweepRow>& rows) {
       if (r.valid && r.algorithm == algos[ai])
         c.circle(x(static_cast<double>(std::max(1, r.tasks))), y(std::max(floorMs, r.schedMs)), 3.5,
                  svg::seriesColor(ai), 0.75);
-  legend(c, x1 + 20, top + 10, algos, false);
+  legend(c, x1 + 20, top + 10, withValidCounts(rows, algos), false);
   return c.str();
 }
 

@@ -98,16 +98,24 @@ std::string tickLabel(double v) {
 }
 
 std::string seriesColor(size_t i) {
-  static const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
-                                  "#7f7f7f", "#bcbd22", "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896",
-                                  "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5"};
-  return kColors[i % 20];
+  static const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                  "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+  return kColors[i % 10];
 }
 
 std::string seriesDash(size_t i) {
-  if (i < 10) return "";
-  if (i < 20) return "6 3";
-  return "2 2";
+  switch ((i / 10) % 3) {
+    case 0:
+      return "";
+    case 1:
+      return "7 3";
+    default:
+      return "2 2";
+  }
+}
+
+Marker seriesMarker(size_t i) {
+  return static_cast<Marker>((i / 10) % 3);
 }
 
 std::string escape(const std::string& s) {
@@ -152,14 +160,31 @@ void Canvas::circle(double cx, double cy, double r, const std::string& fill, dou
            "\" fill-opacity=\"" + f(opacity) + "\"/>\n";
 }
 
+void Canvas::marker(Marker m, double cx, double cy, double r, const std::string& fill, double opacity) {
+  switch (m) {
+    case Marker::Circle:
+      circle(cx, cy, r, fill, opacity);
+      return;
+    case Marker::Square:
+      body_ += "<rect x=\"" + f(cx - r * 0.9) + "\" y=\"" + f(cy - r * 0.9) + "\" width=\"" + f(1.8 * r) +
+               "\" height=\"" + f(1.8 * r) + "\" fill=\"" + fill + "\" fill-opacity=\"" + f(opacity) + "\"/>\n";
+      return;
+    case Marker::Triangle:
+      body_ += "<polygon points=\"" + f(cx) + "," + f(cy - 1.2 * r) + " " + f(cx - 1.1 * r) + "," + f(cy + 0.8 * r) +
+               " " + f(cx + 1.1 * r) + "," + f(cy + 0.8 * r) + "\" fill=\"" + fill + "\" fill-opacity=\"" + f(opacity) +
+               "\"/>\n";
+      return;
+  }
+}
+
 void Canvas::polyline(const std::vector<std::pair<double, double>>& pts, const std::string& stroke, double width,
-                      const std::string& dash) {
+                      const std::string& dash, Marker m) {
   if (pts.empty()) return;
   std::string p;
   for (const auto& [x, y] : pts) p += f(x) + "," + f(y) + " ";
   body_ += "<polyline points=\"" + p + "\" fill=\"none\" stroke=\"" + stroke + "\" stroke-width=\"" + f(width) + "\"" +
            (dash.empty() ? "" : " stroke-dasharray=\"" + dash + "\"") + "/>\n";
-  for (const auto& [x, y] : pts) circle(x, y, width + 1.5, stroke);
+  for (const auto& [x, y] : pts) marker(m, x, y, width + 1.5, stroke);
 }
 
 void Canvas::text(double x, double y, const std::string& s, double size, const std::string& anchor, double rotate,

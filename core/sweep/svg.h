@@ -21,10 +21,13 @@ Scale niceScale(double lo, double hi, bool log);
 /// "0.5", "12", "1.2k", "3e+06": short tick labels.
 std::string tickLabel(double v);
 
-/// Distinct colours for series (Tableau 20 order); cycles after 20.
+/// Series i is drawn in colour i % 10 (Tableau 10), with the dash pattern and marker shape of i / 10,
+/// so that 30 series stay apart: solid lines and circles, then dashed and squares, then dotted and
+/// triangles.
 std::string seriesColor(size_t i);
-/// A dash pattern for series beyond the colours ("" for the first 10, then dashed, dotted).
 std::string seriesDash(size_t i);
+enum class Marker { Circle, Square, Triangle };
+Marker seriesMarker(size_t i);
 
 class Canvas {
  public:
@@ -34,8 +37,10 @@ class Canvas {
   void rect(double x, double y, double w, double h, const std::string& fill, const std::string& stroke = "none",
             double strokeWidth = 1);
   void circle(double cx, double cy, double r, const std::string& fill, double opacity = 1);
+  void marker(Marker m, double cx, double cy, double r, const std::string& fill, double opacity = 1);
+  /// A line through the points with a marker at each.
   void polyline(const std::vector<std::pair<double, double>>& pts, const std::string& stroke, double width = 1.5,
-                const std::string& dash = "");
+                const std::string& dash = "", Marker m = Marker::Circle);
   /// anchor: "start", "middle", "end"; rotate: degrees about (x, y).
   void text(double x, double y, const std::string& s, double size = 12, const std::string& anchor = "start",
             double rotate = 0, const std::string& weight = "normal", const std::string& fill = "#222");
