@@ -150,11 +150,13 @@ int runLocal(const SweepArgs& a, const SweepSpec& spec) {
     o.shardCount = s->second;
   }
   gStop.store(false);
-  struct sigaction sa {
-  }, old{};
+  // Ctrl+C, and SIGTERM (what Slurm sends a task at its time limit or on scancel): the running case
+  // stops and is not kept; the finished ones are already written.
+  struct sigaction sa = {}, oldInt = {}, oldTerm = {};
   sa.sa_handler = onSweepInterrupt;
   sigemptyset(&sa.sa_mask);
-  ::sigaction(SIGINT, &sa, &old);
+  ::sigaction(SIGINT, &sa, &oldInt);
+  ::sigaction(SIGTERM, &sa, &oldTerm);
   ProgressDisplay show(a.quiet);
   o.cancel = &gStop;
   o.onStart = [&](const SweepProgress& p) { show.start(p); };
@@ -162,7 +164,8 @@ int runLocal(const SweepArgs& a, const SweepSpec& spec) {
   o.onNote = [&](const std::string& n) { show.note(n); };
   auto sum = runSweep(spec, o);
   show.clear();
-  ::sigaction(SIGINT, &old, nullptr);
+  ::sigaction(SIGINT, &oldInt, nullptr);
+  ::sigaction(SIGTERM, &oldTerm, nullptr);
   if (!sum) return fail(sum.message());
   std::fprintf(stderr,
                "partex-cli: %zu cases%s: %zu already done, %zu run now (%zu without a valid plan)%s; results in %s\n",

@@ -132,6 +132,39 @@ class TestSweep : public QObject {
     QVERIFY(!fs::exists(fs::path(dir) / "s-results"));  // nothing ran, nothing written
   }
 
+  void cliRunStatusAndMerge() {
+    const std::string dir = freshDir("cliRunStatusAndMerge");
+    const std::string tg = test::testDataDir() + "/taskgraphs";
+    const std::string file = write(dir, "tiny.json",
+                                   "{\"models\": [\"" + tg +
+                                       "/heft2002.json\"], \"algorithms\": [\"heft\", \"peft\"], "
+                                       "\"link_bandwidth_scale\": [1, 2]}");
+    auto r = test::runCli({"sweep", QString::fromStdString(file)});
+    QVERIFY2(r.code == 0, r.err.constData());
+    // Not a terminal: one plain progress line per case on stderr.
+    QCOMPARE(QString(r.err).count(QStringLiteral("cases  ")), 4);
+    std::ifstream csv(dir + "/tiny-results/results.csv");
+    int lines = 0;
+    for (std::string l; std::getline(csv, l);) ++lines;
+    QCOMPARE(lines, 1 + 4);
+    r = test::runCli({"sweep", "status", QString::fromStdString(file)});
+    QCOMPARE(r.code, 0);
+    QVERIFY2(r.out.contains("4 cases, 4 done"), r.out.constData());
+    // A longer sweep over the same results: two cases missing until it runs; merge says so and exits 1.
+    write(dir, "tiny.json",
+          "{\"models\": [\"" + tg +
+              "/heft2002.json\"], \"algorithms\": [\"heft\", \"peft\", \"cpop\"], "
+              "\"link_bandwidth_scale\": [1, 2], \"output\": \"tiny-results\"}");
+    r = test::runCli({"sweep", "merge", QString::fromStdString(file)});
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains("2 cases missing"), r.err.constData());
+    r = test::runCli({"sweep", QString::fromStdString(file), "--quiet"});
+    QCOMPARE(r.code, 0);
+    QVERIFY2(r.err.contains("4 already done, 2 run now"), r.err.constData());
+    r = test::runCli({"sweep", QString::fromStdString(file), "--shard", "3/3"});
+    QCOMPARE(r.code, 2);
+  }
+
   void expansionOrderAndKeys() {
     const std::string dir = freshDir("expansionOrderAndKeys");
     auto s = loadSweepFile(smallSweep(dir));
