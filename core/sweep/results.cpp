@@ -53,6 +53,8 @@ std::string rowToJson(const SweepRow& r) {
             {"optimal", r.optimal},
             {"error", r.error},
             {"version", r.version},
+            {"model_sha256", r.modelSha256},
+            {"platform_sha256", r.platformSha256},
             {"inputs_sha256", r.inputsSha256}};
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
@@ -95,6 +97,8 @@ Result<SweepRow> rowFromJson(const std::string& line) {
     r.optimal = j.value("optimal", false);
     r.error = j.value("error", "");
     r.version = j.at("version").get<std::string>();
+    r.modelSha256 = j.value("model_sha256", "");
+    r.platformSha256 = j.value("platform_sha256", "");
     r.inputsSha256 = j.at("inputs_sha256").get<std::string>();
   } catch (const json::exception& e) {
     return makeError("not a results row (", e.what(), ")");
@@ -123,7 +127,7 @@ std::string csvHeader() {
   return "case,index,model,dims,platform,bw_scale,lat_scale,algorithm,time_limit_s,tasks,edges,devices,profiles,valid,"
          "makespan_us,lower_bound_us,ratio_to_lower_bound,best_single_us,speedup,transfers,bytes_moved,peak_device_"
          "bytes,"
-         "over_capacity,sched_ms,time_limited,optimal,error,version,inputs_sha256";
+         "over_capacity,sched_ms,time_limited,optimal,error,version,model_sha256,platform_sha256,inputs_sha256";
 }
 
 std::string rowToCsv(const SweepRow& r) {
@@ -156,6 +160,8 @@ std::string rowToCsv(const SweepRow& r) {
                                       b(r.optimal),
                                       csvField(r.error),
                                       csvField(r.version),
+                                      r.modelSha256,
+                                      r.platformSha256,
                                       r.inputsSha256};
   std::string s;
   for (size_t i = 0; i < f.size(); ++i) s += (i ? "," : "") + f[i];

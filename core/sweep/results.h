@@ -32,7 +32,9 @@ struct SweepRow {
   bool optimal = false;         ///< exact proved its plan optimal.
   std::string error;            ///< Why no plan (an error, or "skipped: ...").
   std::string version;          ///< Partex version that computed it.
-  std::string inputsSha256;     ///< Hash of the case's inputs and the version.
+  std::string modelSha256;      ///< The model file's bytes (a generator reference's text).
+  std::string platformSha256;   ///< The platform as loaded, before scaling ("" for task graphs).
+  std::string inputsSha256;     ///< Hash of all the case's inputs and the version: the resume rule's.
 };
 
 /// The version written into rows and hashes ("0.1.0").

@@ -64,7 +64,8 @@ std::string shardResultsPath(const std::string& outDir, int index, int count) {
       .string();
 }
 
-Result<std::string> CaseHasher::hash(const SweepCase& c) {
+Result<CaseHasher::Hashes> CaseHasher::hash(const SweepCase& c) {
+  Hashes h;
   const SweepModel& m = spec_.models[c.model];
   auto fileSha = [&](const std::string& path) -> Result<std::string> {
     if (auto it = files_.find(path); it != files_.end()) return it->second;
@@ -74,10 +75,12 @@ Result<std::string> CaseHasher::hash(const SweepCase& c) {
   };
   std::string text = "partex " + partexVersion() + "\n";
   if (isGeneratorRef(m.ref)) {
-    text += "model " + m.ref + "\n";  // the generator's output is a function of its reference and the version
+    h.model = sha256Hex(m.ref);  // the generator's output is a function of its reference and the version
+    text += "model " + m.ref + "\n";
   } else {
     auto sha = fileSha(m.ref);
     if (!sha) return Error{sha.message()};
+    h.model = *sha;
     text += "model " + *sha + "\n";
   }
   text += "dims " + dimsLabel(m.dimSets[c.dimSet]) + "\n";
@@ -89,6 +92,7 @@ Result<std::string> CaseHasher::hash(const SweepCase& c) {
       if (!p) return Error{p.message()};
       it = platforms_.emplace(ref, sha256Hex(platformToJson(*p))).first;
     }
+    h.platform = it->second;
     text += "platform " + it->second + "\n";
     if (ref == "this-machine") {
       if (profiles_.empty()) {
@@ -107,7 +111,8 @@ Result<std::string> CaseHasher::hash(const SweepCase& c) {
   text += "algorithm " + a.name + (a.named ? " named" : "") + "\ntime_limit " + exact(a.timeLimitSec) + "\n";
   for (const auto& [k, v] : a.params) text += "param " + k + "=" + v + "\n";
   text += std::string("unlimited_links ") + (spec_.unlimitedLinks ? "1" : "0") + "\n";
-  return sha256Hex(text);
+  h.inputs = sha256Hex(text);
+  return h;
 }
 
 namespace {
@@ -187,7 +192,7 @@ class ProblemCache {
   std::map<std::string, Result<Profile>> profiles_;
 };
 
-SweepRow baseRow(const SweepSpec& spec, const SweepCase& c, const std::string& inputsSha) {
+SweepRow baseRow(const SweepSpec& spec, const SweepCase& c, const CaseHasher::Hashes& h) {
   SweepRow r;
   const SweepModel& m = spec.models[c.model];
   r.key = c.key;
@@ -200,7 +205,9 @@ SweepRow baseRow(const SweepSpec& spec, const SweepCase& c, const std::string& i
   r.algorithm = spec.algorithms[c.algorithm].label;
   r.timeLimitSec = spec.algorithms[c.algorithm].timeLimitSec;
   r.version = partexVersion();
-  r.inputsSha256 = inputsSha;
+  r.modelSha256 = h.model;
+  r.platformSha256 = h.platform;
+  r.inputsSha256 = h.inputs;
   return r;
 }
 
@@ -237,7 +244,7 @@ Result<SweepTable> collectResults(const SweepSpec& spec, const std::vector<Sweep
     bool stale = false;
     if (auto it = byKey.find(c.key); it != byKey.end())
       for (const auto& r : it->second) {  // the last current row wins
-        if (r.inputsSha256 == *h)
+        if (r.inputsSha256 == h->inputs)
           found = &r;
         else
           stale = true;

@@ -56,8 +56,13 @@ std::string shardResultsPath(const std::string& outDir, int index, int count);
 class CaseHasher {
  public:
   explicit CaseHasher(const SweepSpec& spec) : spec_(spec) {}
+  struct Hashes {
+    std::string model;     ///< SHA-256 of the model file's bytes, or of a generator reference.
+    std::string platform;  ///< SHA-256 of the platform as loaded, before scaling ("" for task graphs).
+    std::string inputs;    ///< SHA-256 over all the inputs above and the version.
+  };
   /// Errors when a model or platform file can no longer be read.
-  Result<std::string> hash(const SweepCase& c);
+  Result<Hashes> hash(const SweepCase& c);
 
  private:
   const SweepSpec& spec_;

@@ -305,6 +305,9 @@ class TestSweep : public QObject {
     for (const auto& r : whole->rows) {
       QVERIFY2(r.valid, r.error.c_str());
       QVERIFY(r.makespanUs > 0 && r.ratioToBound >= 1.0 - 1e-9 && r.speedup > 0);
+      QCOMPARE(r.modelSha256.size(), size_t{64});
+      QCOMPARE(r.platformSha256.size(), r.platform == "task graph" ? size_t{0} : size_t{64});
+      QCOMPARE(r.version, partexVersion());
     }
     // Lower bandwidth never helps HEFT's transfers on the generated models: the bw=0.5 and bw=2 cases differ.
     QVERIFY(whole->rows[12].makespanUs != whole->rows[15].makespanUs);
