@@ -6,6 +6,9 @@ set -euo pipefail
 # Installed with --no-install-recommends, so a package whose CMake config needs something its -dev
 # package only recommends must be listed here: libdnnl-dev's dnnl-config.cmake calls
 # find_package(OpenCL), which needs ocl-icd-opencl-dev (a Recommends of libdnnl-dev).
+# slurmctld, slurmd, slurm-client and munge (Debian's slurm-wlm 22.05) are the single-node Slurm that
+# tests/slurm/ starts to run a sweep as a job array (partex-cli sweep --slurm); the product needs only
+# sbatch on PATH where it submits.
 # nodejs and npm run ONNX Runtime (scripts/ort/install.sh, from npm's registry), the yardstick of the
 # CPU runtime's benchmark and of the optional output-equality tests; the product does not use them.
 PACKAGES=(
@@ -18,6 +21,7 @@ PACKAGES=(
   libonnx-testdata
   clang libclang-rt-14-dev
   xvfb xauth
+  slurmctld slurmd slurm-client munge
 )
 # A node with its own npm (e.g. NodeSource's, which conflicts with Debian's npm) is kept.
 command -v node >/dev/null || PACKAGES+=(nodejs)

@@ -12,6 +12,7 @@
 #include "ir/graph.h"
 #include "plan/planfile.h"
 #include "platform/platform.h"
+#include "problem/problem.h"
 #include "support/result.h"
 
 namespace partex::cli {
@@ -22,21 +23,15 @@ void addPlatforms(CLI::App& app, int& exitCode);
 void addGenerate(CLI::App& app, int& exitCode);
 void addSched(CLI::App& app, int& exitCode);  ///< algos, schedule, simulate, compare
 void addRender(CLI::App& app, int& exitCode);  ///< render (Gantt chart and graph images)
+void addSweep(CLI::App& app, int& exitCode);   ///< sweep, sweep merge, sweep status
 
-/// A model (or task graph) on a platform, ready to schedule.
-struct Problem {
-  std::optional<Graph> graph;
-  std::optional<Platform> platform;
-  CostTable table;
-  PlanIdentity id;
-};
+/// A model (or task graph) on a platform, ready to schedule (core/problem).
+using partex::Problem;
 
-/// Loads a JSON task graph (which carries its own devices; a platform is then ignored with a note)
-/// or an ONNX model on a platform preset or file, and builds its cost table.
+/// core's loadProblem (problem/problem.h), its notes printed to stderr. isTaskGraphFile and loadModel
+/// are core's too.
 Result<Problem> loadProblem(const std::string& model, const std::string& platform, const std::vector<std::string>& dims);
 
-/// Imports a model with the user's --dim bindings.
-Result<Graph> loadModel(const std::string& path, const std::vector<std::string>& dims);
 /// Prints "partex-cli: <message>" (one line) and returns 2.
 int fail(const std::string& message);
 

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   partex::cli::addProfile(app, exitCode);
   partex::cli::addExecute(app, exitCode);
   partex::cli::addRender(app, exitCode);
+  partex::cli::addSweep(app, exitCode);
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
     std::string names;

@@ -1,0 +1,146 @@
+#include "problem/problem.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+
+#include "cost/instances.h"
+#include "cost/work.h"
+#include "onnx/importer.h"
+#include "support/files.h"
+#include "support/sha256.h"
+#include "support/strings.h"
+
+namespace partex {
+
+void scaleLinks(Platform& p, LinkScale s) {
+  for (auto& l : p.links) {
+    l.bandwidthGBs *= s.bandwidth;
+    l.latencyUs *= s.latency;
+  }
+}
+
+void scaleLinks(CostTable& t, LinkScale s) {
+  for (auto& l : t.linkLatencyUs) l *= s.latency;
+  for (auto& b : t.linkBytesPerUs) b *= s.bandwidth;  // kInf (free) stays kInf
+  for (auto& e : t.edges)
+    if (e.fixedUs >= 0) e.fixedUs /= s.bandwidth;
+}
+
+bool isGeneratorRef(const std::string& model) {
+  return model.rfind(kGeneratorPrefix, 0) == 0;
+}
+
+Result<GenSpec> parseGeneratorRef(const std::string& ref) {
+  if (!isGeneratorRef(ref)) return makeError(ref, ": not a generator reference (gen:KIND?key=value&...)");
+  std::string body = ref.substr(std::string(kGeneratorPrefix).size());
+  GenSpec spec;
+  const auto q = body.find('?');
+  spec.kind = trim(body.substr(0, q));
+  const auto kinds = generatorKinds();
+  if (std::find(kinds.begin(), kinds.end(), spec.kind) == kinds.end())
+    return makeError(ref, ": unknown generator '", spec.kind, "' (generators: ", join(kinds, ", "), ")");
+  if (q == std::string::npos) return spec;
+  struct Key {
+    const char* name;
+    int64_t GenSpec::*field;
+  };
+  static const Key kKeys[] = {{"batch", &GenSpec::batch},        {"image-size", &GenSpec::imageSize},
+                              {"classes", &GenSpec::numClasses}, {"layers", &GenSpec::layers},
+                              {"seq", &GenSpec::seqLen},         {"hidden", &GenSpec::hidden},
+                              {"heads", &GenSpec::heads},        {"vocab", &GenSpec::vocab},
+                              {"nodes", &GenSpec::nodes},        {"width", &GenSpec::width}};
+  for (const auto& kv : split(body.substr(q + 1), '&')) {
+    const auto eq = kv.find('=');
+    std::string key = trim(kv.substr(0, eq));
+    std::replace(key.begin(), key.end(), '_', '-');
+    const std::string value = eq == std::string::npos ? "" : trim(kv.substr(eq + 1));
+    int64_t n = 0;
+    if (key == "weights") {
+      if (value != "" && value != "1" && value != "true" && value != "0" && value != "false")
+        return makeError(ref, ": weights must be true or false");
+      spec.weights = value == "" || value == "1" || value == "true";
+      continue;
+    }
+    if (eq == std::string::npos || !parseInt64(value, n)) return makeError(ref, ": '", kv, "' is not KEY=INTEGER");
+    if (key == "seed") {
+      if (n < 0) return makeError(ref, ": seed must be >= 0");
+      spec.seed = static_cast<uint64_t>(n);
+      continue;
+    }
+    const Key* k = nullptr;
+    for (const auto& c : kKeys)
+      if (key == c.name) k = &c;
+    if (!k) {
+      std::vector<std::string> names{"weights", "seed"};
+      for (const auto& c : kKeys) names.emplace_back(c.name);
+      return makeError(ref, ": unknown parameter '", key, "' (parameters: ", join(names, ", "), ")");
+    }
+    spec.*(k->field) = n;
+  }
+  return spec;
+}
+
+Result<bool> isTaskGraphFile(const std::string& path) {
+  if (isGeneratorRef(path)) return false;
+  return isInstanceFile(path);
+}
+
+Result<Graph> loadModel(const std::string& path, const std::vector<std::string>& dims) {
+  ImportOptions opts;
+  for (const auto& d : dims) {
+    auto b = parseDimBinding(d);
+    if (!b) return makeError("--dim ", d, ": ", b.message());
+    opts.dims.push_back(*b);
+  }
+  if (!isGeneratorRef(path)) return importOnnxFile(path, opts);
+  auto spec = parseGeneratorRef(path);
+  if (!spec) return Error{spec.message()};
+  auto bytes = generateModel(*spec);
+  if (!bytes) return makeError(path, ": ", bytes.message());
+  return importOnnxBytes(*bytes, path, opts);
+}
+
+Result<Problem> problemFromGraph(Graph g, Platform platform, const std::string& modelName, LinkScale scale) {
+  Problem p;
+  scaleLinks(platform, scale);
+  auto work = characteriseAll(g);
+  auto t = buildCostTable(g, work, platform);
+  if (!t) return Error{t.message()};
+  p.table = std::move(t).value();
+  p.id.modelFile = modelName;
+  p.id.modelSha256 = g.graphSha256;
+  p.id.platformName = platform.name;
+  p.graph = std::move(g);
+  p.platform = std::move(platform);
+  return p;
+}
+
+Result<Problem> loadProblem(const std::string& model, const std::string& platform, const std::vector<std::string>& dims,
+                            LinkScale scale) {
+  auto taskGraph = isTaskGraphFile(model);
+  if (!taskGraph) return Error{taskGraph.message()};
+  if (*taskGraph) {
+    Problem p;
+    auto inst = readInstanceFile(model);
+    if (!inst) return Error{inst.message()};
+    p.table = std::move(inst->table);
+    if (!scale.identity()) scaleLinks(p.table, scale);
+    p.id.modelFile = baseName(model);
+    p.id.modelSha256 = inst->sha256;
+    p.id.platformName = kInstancePlatformName;
+    if (!platform.empty())
+      p.notes.push_back(model + " is a task graph; it carries its own devices, --platform is ignored");
+    return p;
+  }
+  if (platform.empty()) return makeError(model, ": an ONNX model needs --platform (see partex-cli platforms)");
+  auto plat = loadPlatform(platform);
+  if (!plat) return Error{plat.message()};
+  auto g = loadModel(model, dims);
+  if (!g) return Error{g.message()};
+  return problemFromGraph(std::move(g).value(), std::move(plat).value(),
+                          isGeneratorRef(model) ? model : baseName(model), scale);
+}
+
+}  // namespace partex
