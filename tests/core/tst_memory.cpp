@@ -4,6 +4,9 @@
 // infeasibility error, never an over-capacity plan called valid); the mobile-soc example;
 // moves by hand that would overflow a device; best's local search staying within capacity.
 #include <QtTest>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 
 #include <algorithm>
 #include <random>
@@ -15,8 +18,10 @@
 #include "plan/move.h"
 #include "plan/planfile.h"
 #include "platform/platform.h"
+#include "sched/localsearch.h"
 #include "sched/scheduler.h"
 #include "sim/memory.h"
+#include "support/files.h"
 #include "sim/simulator.h"
 #include "testutil.h"
 
@@ -324,6 +329,81 @@ class TstMemory : public QObject {
       const DeviceId npu = static_cast<DeviceId>(std::find(t->deviceIds.begin(), t->deviceIds.end(), "npu") - t->deviceIds.begin());
       QVERIFY(mem[static_cast<size_t>(npu)].weights <= 16 * 1024 * 1024);
     }
+  }
+
+  /// best's local search never leaves capacity: from a plan within capacity on a table where the
+  /// fastest device is capped (the search would otherwise pile operators onto it), every plan it
+  /// returns keeps every device's weights within capacity.
+  void localSearchStaysWithinCapacity() {
+    const auto g = generated("resnet18");
+    auto plat = loadPreset("mobile-soc");
+    QVERIFY(plat);
+    int64_t total = 0;
+    for (const Value& v : g->values)
+      if (v.isWeight) total += v.bytes();
+    const std::vector<OpWork> work = characteriseAll(*g);
+    auto free = buildCostTable(*g, work, *plat);
+    QVERIFY(free);
+    // Unlimited, the search puts most weights on the npu and gpu; capped at a tenth each, it may not.
+    for (auto& d : plat->devices)
+      if (d.id == "npu" || d.id == "gpu") d.memCapacityBytes = total / 10;
+    auto t = buildCostTable(*g, work, *plat);
+    QVERIFY(t);
+    Plan start = planOf(*t, std::vector<DeviceId>(static_cast<size_t>(t->numTasks()), t->host));  // all on the host: fits
+    QVERIFY(checkCapacity(*t, start, nullptr));
+    search_detail::LocalSearchOptions lo;
+    lo.maxEvals = 20000;
+    lo.seed = 3;
+    const auto capped = search_detail::localSearch(*t, Constraints{}, SimOptions{}, start, lo);
+    const Status st = checkCapacity(*t, capped.plan, nullptr);
+    QVERIFY2(st, st.message().c_str());
+    QVERIFY(capped.makespan > 0);
+    // The same search without limits goes over those limits: the check above can fail.
+    const auto unlimited = search_detail::localSearch(*free, Constraints{}, SimOptions{}, start, lo);
+    const std::vector<int64_t> w = weightBytesPerDevice(*t, unlimited.plan.device);
+    bool wouldOverflow = false;
+    for (DeviceId d = 0; d < t->numDevices(); ++d)
+      wouldOverflow = wouldOverflow || (t->memCapacity[static_cast<size_t>(d)] > 0 && w[static_cast<size_t>(d)] > t->memCapacity[static_cast<size_t>(d)]);
+    QVERIFY(wouldOverflow);
+  }
+
+  /// partex-cli: the memory of each device in schedule --json, and the one-line refusal with exit 2.
+  void cliReportsAndRefuses() {
+    const std::string dir = partex::test::tempDir();
+    GenSpec s;
+    s.kind = "resnet18";
+    s.imageSize = 64;
+    const std::string model = dir + "/r18.onnx";
+    QVERIFY(generateModelFile(s, model));
+    auto plat = loadPreset("mobile-soc");
+    QVERIFY(plat);
+    for (auto& d : plat->devices)
+      if (d.id == "npu") d.memCapacityBytes = 1 << 20;
+    const std::string capped = dir + "/capped.json";
+    QVERIFY(writeFileAtomic(capped, platformToJson(*plat)));
+    auto r = partex::test::runCli({"schedule", QString::fromStdString(model), "--platform", QString::fromStdString(capped), "--algo",
+                                   "heft", "--json"});
+    QCOMPARE(r.code, 0);
+    const QJsonDocument doc = QJsonDocument::fromJson(r.out);
+    bool sawNpu = false;
+    for (const auto& d : doc.object().value("devices").toArray()) {
+      const QJsonObject o = d.toObject();
+      QVERIFY(o.contains("weight_bytes") && o.contains("resident_peak_bytes") && o.contains("peak_bytes"));
+      QVERIFY(!o.value("over_capacity").toBool());
+      if (o.value("id").toString() == "npu") {
+        sawNpu = true;
+        QCOMPARE(o.value("capacity_bytes").toDouble(), double(1 << 20));
+        QVERIFY(o.value("resident_peak_bytes").toDouble() <= double(1 << 20));
+      }
+    }
+    QVERIFY(sawNpu);
+    // Every device at 1 KiB: nothing fits.
+    for (auto& d : plat->devices) d.memCapacityBytes = 1024;
+    QVERIFY(writeFileAtomic(capped, platformToJson(*plat)));
+    r = partex::test::runCli({"schedule", QString::fromStdString(model), "--platform", QString::fromStdString(capped), "--algo", "heft"});
+    QCOMPARE(r.code, 2);
+    const QByteArray err = r.err.trimmed();
+    QVERIFY2(!err.contains('\n') && err.contains("1,024 bytes") && err.contains("device '"), err.constData());
   }
 
   /// With every device too small, the refusal is the one-line error, whatever the algorithm.
