@@ -20,6 +20,7 @@
 #include "platform/platform.h"
 #include "sched/compare.h"
 #include "sched/scheduler.h"
+#include "sim/memory.h"
 #include "support/files.h"
 #include "support/strings.h"
 
@@ -117,6 +118,30 @@ void printTimeline(const CostTable& t, const Timeline& tl, const std::string& al
     std::printf("%-16s %8d %12.3f %7.1f%% %14lld%s\n", t.deviceIds[static_cast<size_t>(d)].c_str(), count[static_cast<size_t>(d)],
                 tl.busy[static_cast<size_t>(d)], tl.utilisation[static_cast<size_t>(d)] * 100.0,
                 static_cast<long long>(tl.peakBytes[static_cast<size_t>(d)]), tl.overCapacity[static_cast<size_t>(d)] ? "  OVER CAPACITY" : "");
+}
+
+/// Each device's memory (sim/memory.h): weights, the peak and its parts, the capacity. Shown when the
+/// model has weights or a device a capacity (task graphs without limits have nothing to show).
+void printMemory(const CostTable& t, const Plan& plan, const Timeline& tl) {
+  if (t.weightBytes.empty() && !hasCapacityLimits(t)) return;
+  const std::vector<DeviceMemory> mem = deviceMemory(t, plan, tl);
+  std::printf("\n%-16s %12s %12s %12s %12s %12s\n", "memory", "weights", "activations", "received", "peak", "capacity");
+  auto b = [](int64_t x) { return humanBytes(static_cast<double>(x)); };
+  for (DeviceId d = 0; d < t.numDevices(); ++d) {
+    const DeviceMemory& dm = mem[static_cast<size_t>(d)];
+    std::printf("%-16s %12s %12s %12s %12s %12s%s\n", t.deviceIds[static_cast<size_t>(d)].c_str(), b(dm.weights).c_str(),
+                b(dm.activations + dm.workspace).c_str(), b(dm.received).c_str(), b(dm.peak).c_str(),
+                dm.capacity > 0 ? b(dm.capacity).c_str() : "unlimited", dm.over ? "  OVER CAPACITY" : "");
+  }
+}
+
+/// timelineJson's devices with each one's memory (memoryFields) added.
+void addMemoryJson(const CostTable& t, const Plan& plan, const Timeline& tl, nlohmann::json& j) {
+  const std::vector<DeviceMemory> mem = deviceMemory(t, plan, tl);
+  for (DeviceId d = 0; d < t.numDevices(); ++d) {
+    auto& dj = j["devices"][static_cast<size_t>(d)];
+    for (const auto& [key, bytes] : memoryFields(mem[static_cast<size_t>(d)])) dj[key] = bytes;
+  }
 }
 
 nlohmann::json timelineJson(const CostTable& t, const Timeline& tl, const std::string& algo) {
@@ -221,6 +246,7 @@ int runSchedule(const ProblemArgs& a, const std::string& algo, const Exports& ex
   if (!writeExports(*p, *plan, *tl, ex.plan, ex.trace, ex.dot, ex.csv, ex.openvino, ex.onert)) return 2;
   if (a.json) {
     auto j = timelineJson(p->table, *tl, algo);
+    addMemoryJson(p->table, *plan, *tl, j);
     j["lower_bound_us"] = lowerBound(p->table, *c);
     j["optimal"] = info.optimal;
     j["notes"] = info.notes;
@@ -229,6 +255,7 @@ int runSchedule(const ProblemArgs& a, const std::string& algo, const Exports& ex
     std::cout << j.dump(2) << "\n";
   } else {
     printTimeline(p->table, *tl, s->title());
+    printMemory(p->table, *plan, *tl);
     std::printf("Lower bound  %.3f us (makespan / bound = %.3f)\n", lowerBound(p->table, *c),
                 tl->makespan / std::max(1e-12, lowerBound(p->table, *c)));
     printKernels(*p, planKernels(*p, *plan, *tl));
@@ -249,10 +276,12 @@ int runSimulate(const ProblemArgs& a, const std::string& planPath, const Exports
   if (!writeExports(*p, *plan, *tl, ex.plan, ex.trace, ex.dot, ex.csv, ex.openvino, ex.onert)) return 2;
   if (a.json) {
     auto j = timelineJson(p->table, *tl, plan->algorithm);
+    addMemoryJson(p->table, *plan, *tl, j);
     if (p->graph) j["fused_kernels"] = kernelsJson(p->table, planKernels(*p, *plan, *tl));
     std::cout << j.dump(2) << "\n";
   } else {
     printTimeline(p->table, *tl, plan->algorithm);
+    printMemory(p->table, *plan, *tl);
     printKernels(*p, planKernels(*p, *plan, *tl));
   }
   return 0;
@@ -287,6 +316,7 @@ int runCompare(const ProblemArgs& a, const std::string& algos) {
     int64_t bytes = 0;
     bool valid = false, optimal = false, timeLimited = false;
     std::string error;
+    std::vector<DeviceMemory> memory;  ///< Per device, when valid.
   };
   std::vector<Row> rows;
   for (const ComparisonRow& cr : cmp.rows) {
@@ -301,6 +331,7 @@ int runCompare(const ProblemArgs& a, const std::string& algos) {
       r.makespan = cr.makespanUs;
       r.transfers = cr.timeline.transfers.size();
       r.bytes = cr.timeline.bytesMoved;
+      r.memory = deviceMemory(t, cr.plan, cr.timeline);
     }
     rows.push_back(r);
   }
@@ -317,6 +348,14 @@ int runCompare(const ProblemArgs& a, const std::string& algos) {
         j["bytes_moved"] = r.bytes;
         if (r.algo == "exact") j["optimal"] = r.optimal;
         j["time_limit_reached"] = r.timeLimited;
+        nlohmann::json mem = nlohmann::json::array();
+        for (DeviceId d = 0; d < t.numDevices(); ++d) {
+          nlohmann::json mj = {{"device", t.deviceIds[static_cast<size_t>(d)]}};
+          for (const auto& [key, bytes] : memoryFields(r.memory[static_cast<size_t>(d)])) mj[key] = bytes;
+          mj["over_capacity"] = r.memory[static_cast<size_t>(d)].over;
+          mem.push_back(mj);
+        }
+        j["memory"] = mem;
       } else {
         j["makespan_us"] = nullptr;
         j["speedup_vs_best_single"] = nullptr;
@@ -332,8 +371,8 @@ int runCompare(const ProblemArgs& a, const std::string& algos) {
   }
   std::printf("Model %s, %d operators, %d devices; lower bound %.3f us; best single device %.3f us; time limit %g s per algorithm\n",
               p->id.modelFile.c_str(), t.numTasks(), t.numDevices(), lb, bestSingle, a.timeLimit);
-  std::printf("\n%-22s %14s %9s %9s %9s %10s %10s %12s\n", "algorithm", "makespan_us", "speedup", "vs_LB", "vs_opt", "sched_ms",
-              "transfers", "bytes_moved");
+  std::printf("\n%-22s %14s %9s %9s %9s %10s %10s %12s  %s\n", "algorithm", "makespan_us", "speedup", "vs_LB", "vs_opt", "sched_ms",
+              "transfers", "bytes_moved", "largest_memory_peak");
   for (const auto& r : rows) {
     if (!r.valid) {
       std::printf("%-22s %s\n", r.algo.c_str(), r.error.c_str());
@@ -341,9 +380,23 @@ int runCompare(const ProblemArgs& a, const std::string& algos) {
     }
     char opt[16] = "-";
     if (optimum > 0) std::snprintf(opt, sizeof opt, "%.3f", r.makespan / optimum);
-    std::printf("%-22s %14.3f %9.3f %9.3f %9s %10.1f %10zu %12lld%s\n", r.algo.c_str(), r.makespan,
+    // The device whose resident peak is the largest share of its capacity (of bytes, without limits).
+    std::string mem = "-";
+    double worst = -1;
+    for (DeviceId d = 0; d < t.numDevices(); ++d) {
+      const DeviceMemory& dm = r.memory[static_cast<size_t>(d)];
+      const double share = dm.capacity > 0 ? static_cast<double>(dm.peak) / static_cast<double>(dm.capacity) : 0.0;
+      const double key = hasCapacityLimits(t) ? share : static_cast<double>(dm.peak);
+      if (dm.peak > 0 && key > worst) {
+        worst = key;
+        mem = t.deviceIds[static_cast<size_t>(d)] + " " + humanBytes(static_cast<double>(dm.peak));
+        if (dm.capacity > 0) mem += " of " + humanBytes(static_cast<double>(dm.capacity));
+        if (dm.over) mem += " OVER CAPACITY";
+      }
+    }
+    std::printf("%-22s %14.3f %9.3f %9.3f %9s %10.1f %10zu %12lld  %s%s\n", r.algo.c_str(), r.makespan,
                 bestSingle < kInf ? bestSingle / r.makespan : 0.0, lb > 0 ? r.makespan / lb : 0.0, opt, r.ms, r.transfers,
-                static_cast<long long>(r.bytes),
+                static_cast<long long>(r.bytes), mem.c_str(),
                 r.algo == "exact" && r.optimal ? "  (proven optimal)" : r.timeLimited ? "  (time limit reached)" : "");
   }
   return 0;

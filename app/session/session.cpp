@@ -145,6 +145,8 @@ PlacementContext Session::placementContext() const {
   ctx.pinned = &state_.pinned;
   ctx.graph = model_ ? &model_->graph : nullptr;
   ctx.platform = instance_ ? nullptr : &platform_;  // an instance's devices are the cost table's
+  if (table_ && state_.plan.device.size() == static_cast<size_t>(table_->numTasks()))
+    ctx.placement = &state_.plan.device;  // a move must leave room for the weights it brings
   return ctx;
 }
 

@@ -246,8 +246,24 @@ Result<CostTable> buildCostTable(const Graph& g, const std::vector<OpWork>& work
     for (DeviceId b = 0; b < static_cast<DeviceId>(m); ++b)
       if (a != b && p.exclusive(a, b)) t.exclusiveWith[static_cast<size_t>(a)].push_back(b);
   fillLinks(t, p);
+  // Weights by identity: a weight read by several operators is one buffer per device.
+  {
+    std::map<ValueId, int32_t> index;
+    t.taskWeights.assign(n, {});
+    for (size_t v = 0; v < n; ++v)
+      for (ValueId in : g.nodes[v].inputs) {
+        if (in < 0) continue;
+        const Value& val = g.values[static_cast<size_t>(in)];
+        if (!val.isWeight || val.bytes() <= 0) continue;
+        auto [it, fresh] = index.emplace(in, static_cast<int32_t>(t.weightBytes.size()));
+        if (fresh) t.weightBytes.push_back(val.bytes());
+        auto& tw = t.taskWeights[v];
+        if (std::find(tw.begin(), tw.end(), it->second) == tw.end()) tw.push_back(it->second);
+      }
+  }
   for (const auto& d : p.devices) {
     t.memCapacity.push_back(d.memCapacityBytes);
+    t.deviceWorkspaceBytes.push_back(d.workspaceBytes);
     t.deviceKinds.emplace_back(deviceKindName(d.kind));
     t.deviceCores.push_back(std::max(1, d.cores));
     t.deviceOnChipBytes.push_back(d.onChipBytes);

@@ -69,8 +69,16 @@ struct CostTable {
   /// Transfer time parameters per (a,b): latency and bandwidth (bytes per microsecond).
   std::vector<double> linkLatencyUs;
   std::vector<double> linkBytesPerUs;  ///< kInf for free transfers.
-  /// Device memory capacity in bytes (0 = unlimited), for the simulator's over-capacity flag.
+  /// Device memory capacity in bytes (0 = unlimited): a hard constraint of every plan (sim/memory.h).
   std::vector<int64_t> memCapacity;
+  /// Per device: bytes of workspace an operator holds there while it runs (Device::workspaceBytes);
+  /// empty (none) for task graphs.
+  std::vector<int64_t> deviceWorkspaceBytes;
+  /// The model's weights (initializers and folded constants), by index: their bytes, and per task the
+  /// indexes of the distinct weights it reads. A weight lives once on every device that runs one of
+  /// its readers (sim/memory.h). Empty for task graphs (no weights).
+  std::vector<int64_t> weightBytes;
+  std::vector<std::vector<int32_t>> taskWeights;
 
   /// Per device, from the platform (empty for task graphs): kind ("cpu", "gpu", "npu", "dsp", "pim"),
   /// cores of a multi-core accelerator, on-chip memory bytes (0 = none) and the fixed launch overhead

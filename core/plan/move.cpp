@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "sim/memory.h"
+
 namespace partex {
 
 namespace {
@@ -51,12 +53,27 @@ Status checkMove(const CostTable& t, const std::vector<TaskId>& ops, DeviceId d,
   if (ops.empty()) return makeError("no operator selected");
   for (TaskId v : ops)
     if (auto st = checkPlacement(t, v, d, ctx); !st) return st;
+  if (ctx.placement && ctx.placement->size() == static_cast<size_t>(t.numTasks())) {
+    WeightLoad load(t);
+    if (load.active() && load.capacity(d) > 0) {
+      load.reset(*ctx.placement);
+      const int64_t before = load.bytes(d);
+      for (TaskId v : ops)
+        if ((*ctx.placement)[static_cast<size_t>(v)] != d) load.move(v, (*ctx.placement)[static_cast<size_t>(v)], d);
+      if (load.bytes(d) > before && !load.fits(d))
+        return makeError("'", t.deviceIds[static_cast<size_t>(d)], "' has no memory for ",
+                         ops.size() == 1 ? opLabel(t, ops.front()) : std::to_string(ops.size()) + " operators", ": it would need ",
+                         formatBytes(load.bytes(d)), " for weights, ", formatBytes(load.capacity(d)), " available");
+    }
+  }
   return {};
 }
 
 Result<MoveResult> applyMove(Simulator& sim, const CostTable& t, const Plan& plan, const Timeline& current,
                              const std::vector<TaskId>& ops, DeviceId device, const PlacementContext& ctx) {
-  if (auto st = checkMove(t, ops, device, ctx); !st) return Error{st.message()};
+  PlacementContext withPlacement = ctx;
+  if (!withPlacement.placement) withPlacement.placement = &plan.device;
+  if (auto st = checkMove(t, ops, device, withPlacement); !st) return Error{st.message()};
   const size_t n = static_cast<size_t>(t.numTasks());
   if (plan.device.size() != n || current.tasks.size() != n)
     return makeError("the plan does not fit the cost table (", std::to_string(plan.device.size()),
@@ -76,6 +93,13 @@ Result<MoveResult> applyMove(Simulator& sim, const CostTable& t, const Plan& pla
   for (size_t v = 0; v < n; ++v) start[v] = current.tasks[v].start;
   auto tl = sim.move(out.plan, out.moved, device, start);
   if (!tl) return Error{tl.message()};
+  if (device >= 0 && hasCapacityLimits(t)) {
+    const std::vector<DeviceMemory> mem = deviceMemory(t, out.plan, *tl);
+    const DeviceMemory& dm = mem[static_cast<size_t>(device)];
+    if (dm.over)
+      return makeError("'", t.deviceIds[static_cast<size_t>(device)], "' has no memory for the move: it would need ", formatBytes(dm.peak),
+                       " at its peak (weights ", formatBytes(dm.weights), "), ", formatBytes(dm.capacity), " available");
+  }
   out.timeline = std::move(tl).value();
   return out;
 }

@@ -24,6 +24,9 @@ struct PlacementContext {
   const std::map<TaskId, DeviceId>* pinned = nullptr;  ///< Operators held on a device.
   const Graph* graph = nullptr;                        ///< With `platform`: the platform's own reason for a refusal.
   const Platform* platform = nullptr;                  ///< Also names the platform when a device does not exist.
+  /// The plan's placement (per task): checkMove then refuses a move whose operators' weights do not
+  /// fit in the device's remaining memory (sim/memory.h). applyMove uses its plan's when null.
+  const std::vector<DeviceId>* placement = nullptr;
 };
 
 /// Ok when task `v` may be placed on device `d` of `t`; otherwise the reason, naming the operator
@@ -33,7 +36,8 @@ struct PlacementContext {
 Status checkPlacement(const CostTable& t, TaskId v, DeviceId d, const PlacementContext& ctx = {});
 
 /// checkPlacement() for every operator of `ops`; also refuses an empty list and a device the
-/// platform does not have (before any operator).
+/// platform does not have (before any operator), and, given the placement, a device whose memory
+/// cannot hold the weights `ops` bring (the reason names the device, bytes needed and available).
 Status checkMove(const CostTable& t, const std::vector<TaskId>& ops, DeviceId d, const PlacementContext& ctx = {});
 
 /// A move applied to a plan.
@@ -44,7 +48,8 @@ struct MoveResult {
 };
 
 /// Moves `ops` to `device` in `plan`, whose current simulation is `current`. Refused (nothing
-/// changes) as checkMove() refuses, or when the new plan does not simulate. The operators not yet on
+/// changes) as checkMove() refuses, when the new plan does not simulate, or when `device` is then
+/// over its memory capacity at its peak (weights and activations, sim/memory.h). The operators not yet on
 /// `device` leave their devices' orders and are inserted into `device`'s order by their start time
 /// in `current` (ties by topological position), so that every device order stays a subsequence of
 /// one topological order and the plan cannot deadlock; when ties between zero-length operators still

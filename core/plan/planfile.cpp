@@ -8,6 +8,7 @@
 
 #include "plan/fusedkernels.h"
 #include "plan/jsonutil.h"
+#include "sim/memory.h"
 #include "support/files.h"
 
 namespace partex {
@@ -185,6 +186,21 @@ std::string planToJson(const CostTable& t, const Plan& plan, const Timeline& tl,
     transfers.push_back(std::move(tr));
   }
   doc["transfers"] = std::move(transfers);
+  // Each device's memory (sim/memory.h): what the plan needs resident, against the capacity.
+  if (timed) {
+    ojson memory = ojson::array();
+    const std::vector<DeviceMemory> mem = deviceMemory(t, plan, tl);
+    for (DeviceId d = 0; d < t.numDevices(); ++d) {
+      const DeviceMemory& dm = mem[static_cast<size_t>(d)];
+      ojson mj;
+      mj["device"] = t.deviceIds[static_cast<size_t>(d)];
+      for (const auto& [key, bytes] : memoryFields(dm)) mj[key] = bytes;
+      mj["peak_us"] = timeValue(dm.peakTime);
+      mj["over_capacity"] = dm.over;
+      memory.push_back(std::move(mj));
+    }
+    doc["memory"] = std::move(memory);
+  }
   return doc.dump(2) + "\n";
 }
 

@@ -64,6 +64,9 @@ struct Device {
   /// Per ONNX op type: numbers that override the class's (see OpTypeCost).
   std::map<std::string, OpTypeCost> opTypeCosts;
   int64_t memCapacityBytes = 0;  ///< 0 = unlimited.
+  /// Scratch memory an operator holds on this device while it runs (im2col buffers, a compiler's
+  /// workspace), in bytes; 0: none. Counted by the memory model (sim/memory.h).
+  int64_t workspaceBytes = 0;
   int64_t onChipBytes = 0;       ///< On-chip memory (NPU SRAM), 0 if none.
   int cores = 1;                 ///< Cores for multi-core accelerators (DLFusion).
   /// Cost of one level of the barrier tree between cores (us): a kernel on k > 1 cores pays

@@ -44,6 +44,7 @@
 #include "sched/listsched.h"
 #include "sched/branchbound.h"
 #include "sched/localsearch.h"
+#include "sim/memory.h"
 #include "support/strings.h"
 
 namespace partex {
@@ -194,7 +195,7 @@ class Best final : public Scheduler {
       ls = search_detail::localSearch(t, c, o.sim, start, lo);
       if (o.cancelled()) return cancelledError();
       auto tl = simulate(t, ls.plan, o.sim);
-      if (tl && tl->makespan < planMs && respectsConstraints(t, c, ls.plan)) {
+      if (tl && tl->makespan < planMs && respectsConstraints(t, c, ls.plan) && checkCapacity(t, ls.plan, &*tl)) {
         plan = ls.plan;
         planMs = tl->makespan;
       }
@@ -225,7 +226,7 @@ class Best final : public Scheduler {
       dropBrokenBlocks(t, moved);
       if (!respectsConstraints(t, c, moved)) continue;
       auto tl = simulate(t, moved, o.sim);
-      if (tl && tl->makespan <= planMs) {
+      if (tl && tl->makespan <= planMs && checkCapacity(t, moved, &*tl)) {
         plan = std::move(moved);
         planMs = tl->makespan;
       }
@@ -243,7 +244,13 @@ class Best final : public Scheduler {
         bnb = search_detail::branchAndBound(t, c, bo, deadline, static_cast<int64_t>(bnbNodes), &plan, planMs);
         ranBnb = true;
         if (o.cancelled()) return cancelledError();
-        if (bnb.found && bnb.makespan < planMs && respectsConstraints(t, c, bnb.plan)) {
+        // The branch and bound knows no capacity: its plan counts only when it fits.
+        auto fits = [&](const Plan& p) {
+          if (!hasCapacityLimits(t)) return true;
+          auto tl = simulate(t, p, o.sim);
+          return tl && checkCapacity(t, p, &*tl).isOk();
+        };
+        if (bnb.found && bnb.makespan < planMs && respectsConstraints(t, c, bnb.plan) && fits(bnb.plan)) {
           plan = bnb.plan;
           planMs = bnb.makespan;
         }

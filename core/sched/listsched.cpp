@@ -1,5 +1,7 @@
 #include "sched/listsched.h"
 
+#include "sim/memory.h"
+
 #include <algorithm>
 #include <cmath>
 #include <queue>
@@ -497,6 +499,7 @@ Result<Plan> listSchedule(const CostTable& t, const Constraints& c, const SchedO
   }
 
   ListTimeline tl(t, o.sim);
+  WeightLoad load(t);  // weights placed per device, against their capacity
   const int step = std::max(1, n / 100);
   int done = 0;
   o.report(0.0, algorithm + ": scheduling");
@@ -521,9 +524,27 @@ Result<Plan> listSchedule(const CostTable& t, const Constraints& c, const SchedO
     }
     const TaskId v = readyQ.top();
     readyQ.pop();
-    const DeviceId d = choose(v, tl);
+    DeviceId d = choose(v, tl);
     if (d < 0 || d >= t.numDevices() || !c.allowed(t, v, d))
       return makeError("task '", t.taskNames[static_cast<size_t>(v)], "': no allowed device");
+    if (load.active() && !load.fitsWith(v, d)) {
+      // Capacity is checked when placing: the algorithm's choice has no room for v's weights, so v
+      // goes to the allowed device with room where it finishes first.
+      const std::vector<DeviceId> allowed = allowedDevices(t, c, v);
+      DeviceId alt = -1;
+      double altFinish = kInf;
+      for (DeviceId x : allowed)
+        if (load.fitsWith(v, x)) {
+          const double f = tl.evaluate(v, x).finish;
+          if (alt < 0 || f < altFinish) {
+            alt = x;
+            altFinish = f;
+          }
+        }
+      if (alt < 0) return noDeviceFits(t, load, v, allowed);
+      d = alt;
+    }
+    load.add(v, d);
     if (o.trace) {
       st.kind = "place";
       st.task = v;

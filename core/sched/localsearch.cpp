@@ -9,6 +9,7 @@
 
 #include "sched/listsched.h"
 #include "sim/fastsim.h"
+#include "sim/memory.h"
 
 namespace partex::search_detail {
 
@@ -77,7 +78,7 @@ constexpr int kFullInsertTasks = 40;
 class Searcher {
  public:
   Searcher(const CostTable& t, const Constraints& c, const SimOptions& sim, const LocalSearchOptions& lo)
-      : t_(t), c_(c), sim_(sim), lo_(lo), fs_(t, sim), rng_(lo.seed), n_(t.numTasks()), m_(t.numDevices()) {
+      : t_(t), c_(c), sim_(sim), lo_(lo), fs_(t, sim), rng_(lo.seed), n_(t.numTasks()), m_(t.numDevices()), load_(t) {
     allowed_.resize(static_cast<size_t>(n_));
     for (TaskId v = 0; v < n_; ++v) allowed_[static_cast<size_t>(v)] = sched_detail::allowedDevices(t, c, v);
     topo_ = t.topoOrder();
@@ -169,7 +170,10 @@ class Searcher {
 
   /// Records the current plan's timeline (its start times, critical path).
   void snapshot(bool rerun = true) {
-    if (rerun) curMs_ = fs_.run(cur_);
+    if (rerun) {
+      curMs_ = fs_.run(cur_);
+      if (load_.active()) load_.reset(cur_.device);  // cur_ was replaced as a whole
+    }
     curSum_ = fs_.sumFinish();
     curStart_ = fs_.start();
     curFinish_ = fs_.finish();
@@ -191,10 +195,32 @@ class Searcher {
     return topoPos_[static_cast<size_t>(a)] < topoPos_[static_cast<size_t>(b)];
   }
 
+  /// Capacity: the device changes trial_ makes to cur_ (recorded by reassign and Insert), checked
+  /// against load_ (cur_'s weights per device) in O(weights of the moved tasks), never a recount.
+  struct Change {
+    TaskId v;
+    DeviceId from, to;
+  };
+  bool trialFits() {
+    if (!load_.active() || changes_.empty()) return true;
+    for (const Change& ch : changes_) load_.move(ch.v, ch.from, ch.to);
+    bool ok = true;
+    for (const Change& ch : changes_) ok = ok && load_.fits(ch.to);
+    for (auto it = changes_.rbegin(); it != changes_.rend(); ++it) load_.move(it->v, it->to, it->from);
+    return ok;
+  }
+  /// trial_ became cur_: its device changes enter load_.
+  void commitChanges() {
+    if (!load_.active()) return;
+    for (const Change& ch : changes_) load_.move(ch.v, ch.from, ch.to);
+    changes_.clear();
+  }
+
   /// Moves v to device d in trial_, placed by its current start time.
   void reassign(TaskId v, DeviceId d) {
     const DeviceId old = trial_.device[static_cast<size_t>(v)];
     if (old == d) return;
+    changes_.push_back({v, old, d});
     auto& from = trial_.order[static_cast<size_t>(old)];
     from.erase(std::find(from.begin(), from.end(), v));
     trial_.device[static_cast<size_t>(v)] = d;
@@ -405,6 +431,7 @@ class Searcher {
   bool apply(const Move& mv) {
     trial_.device = cur_.device;
     trial_.order = cur_.order;
+    changes_.clear();
     switch (mv.kind) {
       case MoveKind::Reassign:
         reassign(mv.v, mv.d);
@@ -413,6 +440,7 @@ class Searcher {
         const DeviceId old = trial_.device[static_cast<size_t>(mv.v)];
         auto& from = trial_.order[static_cast<size_t>(old)];
         from.erase(std::find(from.begin(), from.end(), mv.v));
+        if (old != mv.d) changes_.push_back({mv.v, old, mv.d});
         trial_.device[static_cast<size_t>(mv.v)] = mv.d;
         auto& to = trial_.order[static_cast<size_t>(mv.d)];
         to.insert(to.begin() + std::min<std::ptrdiff_t>(mv.pos, static_cast<std::ptrdiff_t>(to.size())), mv.v);
@@ -456,7 +484,7 @@ class Searcher {
     auto r = sched_detail::listSchedule(t_, c_, so, "best", rank, [&](TaskId v, sched_detail::ListTimeline&) {
       return dev[static_cast<size_t>(v)];
     });
-    if (r) p.order = std::move(r->order);
+    if (r && r->device == dev) p.order = std::move(r->order);
   }
 
   /// Simulated annealing until `evalsEnd` evaluations: random insertions (critical tasks half of the
@@ -493,7 +521,7 @@ class Searcher {
       } else {
         mv.kind = MoveKind::RankOrder;
       }
-      if (!apply(mv)) continue;
+      if (!apply(mv) || !trialFits()) continue;
       const double ms = evalTrial();
       if (ms < 0) continue;
       const double delta = (ms - curMs_) + perTask * (fs_.sumFinish() - curSum_);
@@ -501,6 +529,7 @@ class Searcher {
         std::swap(cur_.device, trial_.device);
         std::swap(cur_.order, trial_.order);
         curMs_ = ms;
+        commitChanges();
         snapshot(false);
         if (curMs_ < bestMs_ - tol(bestMs_)) {
           best_ = cur_;
@@ -518,12 +547,13 @@ class Searcher {
       bool improved = false;
       for (const Move& mv : moves) {
         if (stop()) return false;
-        if (!apply(mv)) continue;
+        if (!apply(mv) || !trialFits()) continue;
         const double ms = evalTrial();
         if (better(ms, fs_.sumFinish())) {
           std::swap(cur_.device, trial_.device);
           std::swap(cur_.order, trial_.order);
           curMs_ = ms;
+          commitChanges();
           snapshot(false);
           ++improvements_;
           if (curMs_ < bestMs_ - tol(bestMs_)) {
@@ -547,6 +577,7 @@ class Searcher {
       cur_.device = best_.device;
       cur_.order = best_.order;
       snapshot();
+      changes_.clear();
       const int maxK = std::max(1, std::min(n_, 2 + stuck % 4 + n_ / 50));
       const int k = 1 + static_cast<int>(rng_() % static_cast<uint64_t>(maxK));
       bool any = false;
@@ -571,6 +602,7 @@ class Searcher {
       }
       if (!any) continue;
       if (rng_() % 3 == 0) orderByAssignedRank(t_, trial_, topoPos_);
+      if (!trialFits()) continue;
       const double ms = evalTrial();
       if (ms < 0) continue;
       std::swap(cur_.device, trial_.device);
@@ -589,6 +621,8 @@ class Searcher {
   std::mt19937_64 rng_;
   int n_, m_;
   std::vector<std::vector<DeviceId>> allowed_;
+  WeightLoad load_;              ///< Weights per device of cur_ (capacity).
+  std::vector<Change> changes_;  ///< Device changes of trial_ against cur_.
   std::vector<TaskId> topo_;
   std::vector<int32_t> topoPos_;
   Plan cur_, trial_, best_;

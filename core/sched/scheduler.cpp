@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "sched/listsched.h"
+#include "sim/memory.h"
 
 namespace partex {
 
@@ -28,6 +29,24 @@ Result<Plan> Scheduler::schedule(const CostTable& t, const Constraints& c, const
   if (!respectsConstraints(t, c, *plan))
     return makeError(name(),
                      " made a plan that breaks the constraints (a pinned task elsewhere or a forbidden device used)");
+  if (hasCapacityLimits(t)) {
+    // Capacity is a hard constraint of every plan. Weights first: algorithms that do not place under
+    // capacity themselves get the generic repair (operators off full devices, memory.h); then the
+    // whole memory model on the plan's timeline, activations over time included (fitCapacity), and
+    // the check once more, whatever the repair did.
+    std::vector<std::vector<DeviceId>> allowed(static_cast<size_t>(t.numTasks()));
+    for (TaskId v = 0; v < t.numTasks(); ++v) allowed[static_cast<size_t>(v)] = sched_detail::allowedDevices(t, c, v);
+    auto moved = fitCapacity(t, allowed, *plan, o.sim);
+    if (!moved) return makeError(name(), ": ", moved.message());
+    if (*moved > 0) {
+      SchedInfo& in = info ? *info : local;
+      in.notes.push_back("capacity: " + std::to_string(*moved) + " operators moved off devices without room for them");
+      in.optimal = false;  // the repair leaves the algorithm's own search space
+    }
+    auto tl = simulate(t, *plan, o.sim);
+    if (!tl) return makeError(name(), " made an invalid plan: ", tl.message());
+    if (auto st = checkCapacity(t, *plan, &*tl); !st) return makeError(name(), ": ", st.message());
+  }
   plan->algorithm = name();
   plan->optionsJson = sched_detail::paramsJson(o);
   // The exact searches prove optimality over plans that run operator by operator; where a device

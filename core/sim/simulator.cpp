@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "sim/memory.h"
+
 namespace partex {
 
 
@@ -90,8 +92,14 @@ void fillPeakBytes(const CostTable& t, Timeline& tl) {
       peak = std::max(peak, live);
     }
     tl.peakBytes[static_cast<size_t>(d)] = peak;
-    const int64_t cap = t.memCapacity.empty() ? 0 : t.memCapacity[static_cast<size_t>(d)];
-    tl.overCapacity[static_cast<size_t>(d)] = cap > 0 && peak > cap;
+  }
+  // Over capacity by the whole memory model (weights, received tensors and workspaces too).
+  if (hasCapacityLimits(t)) {
+    Plan placed;
+    placed.device.resize(static_cast<size_t>(n));
+    for (TaskId v = 0; v < n; ++v) placed.device[static_cast<size_t>(v)] = tl.tasks[static_cast<size_t>(v)].device;
+    const std::vector<DeviceMemory> mem = deviceMemory(t, placed, tl);
+    for (DeviceId d = 0; d < m; ++d) tl.overCapacity[static_cast<size_t>(d)] = mem[static_cast<size_t>(d)].over;
   }
 }
 

@@ -41,7 +41,7 @@ struct Timeline {
   std::vector<double> utilisation;  ///< Per device: busy / makespan.
   int64_t bytesMoved = 0;
   std::vector<int64_t> peakBytes;   ///< Per device: peak live activation bytes.
-  std::vector<bool> overCapacity;   ///< Per device: peak above memCapacity.
+  std::vector<bool> overCapacity;   ///< Per device: resident bytes (sim/memory.h: weights too) above memCapacity.
 };
 
 /// Simulates a plan. Errors (incomplete plan, a task on a device that cannot run it, an order that
