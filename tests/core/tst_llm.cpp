@@ -10,6 +10,7 @@
 #include <regex>
 #include <set>
 
+#include "backend/backend.h"
 #include "cost/work.h"
 #include "gen/generator.h"
 #include "onnx/importer.h"
@@ -230,6 +231,43 @@ class TestLlm : public QObject {
     // Nothing near the 13.5 GB of weights (nor one 250 MB embedding table) was allocated.
     const int64_t grown = peakRssBytes() - rssBefore;
     QVERIFY2(grown < int64_t{200} << 20, std::to_string(grown).c_str());
+  }
+
+  void runRefusedWhenPlaceholdersDoNotFit() {
+    // A run expands placeholder weights: on 8 GB the 7B decode model (13.5 GB of them, and 268 MB of
+    // cache inputs) is refused before anything is allocated; a tiny model fits.
+    auto bytes = generateModel(llama7b("decode"));
+    QVERIFY(bytes.isOk());
+    auto g = importOnnxBytes(*bytes, "llama7b.onnx");
+    QVERIFY(g.isOk());
+    auto st = checkRunMemory(*g, int64_t{8} << 30);
+    QVERIFY(!st.isOk());
+    QVERIFY2(st.message().find("13.5 GB of them placeholder weights") != std::string::npos, st.message().c_str());
+    QVERIFY2(st.message().find("13.7 GB") != std::string::npos, st.message().c_str());  // 13.48 + 0.27 (cache)
+    QVERIFY(st.message().find('\n') == std::string::npos);
+    QVERIFY(checkRunMemory(*g, int64_t{14} << 30).isOk());
+    auto tiny = generateAndImport(small("decode"));
+    QVERIFY(tiny.isOk());
+    QVERIFY(checkRunMemory(*tiny, int64_t{1} << 20).isOk());
+    QVERIFY(!checkRunMemory(*tiny, 1000).isOk());
+  }
+
+  void cliExecutesTinyModel() {
+    // A tiny float32 model runs on the CPU backend in both phases and writes logits and the cache.
+    for (const char* phase : {"prefill", "decode"}) {
+      const std::string dir = test::tempDir() + "/" + phase;
+      const QString model = QString::fromStdString(dir + ".onnx"), plan = QString::fromStdString(dir + ".plan.json");
+      auto r = test::runCli({"generate", "llama", "--layers", "2", "--hidden", "64", "--heads", "4", "--kv-heads", "2",
+                             "--vocab", "100", "--seq", "8", "--phase", phase, "-o", model});
+      QVERIFY2(r.code == 0, r.err.constData());
+      r = test::runCli({"schedule", model, "--platform", "this-machine", "--algo", "heft", "-o", plan});
+      QVERIFY2(r.code == 0, r.err.constData());
+      r = test::runCli({"execute", model, "--plan", plan, "--reps", "1", "--warmup", "0", "--outputs",
+                        QString::fromStdString(dir)});
+      QVERIFY2(r.code == 0, r.err.constData());
+      for (const char* out : {"logits.npy", "present_key.0.npy", "present_value.1.npy"})
+        QVERIFY2(QFile::exists(QString::fromStdString(dir + "/" + out)), out);
+    }
   }
 
   void badParameters_data() {
