@@ -149,7 +149,10 @@ int runExecute(const ExecuteArgs& a) {
   o.referenceDevice = a.reference;
   o.inputs = std::move(inputs).value();
   o.keepOutputs = !a.outputsDir.empty();
-  handOverWeights(*g, o);  // the run holds the weights alone: each is freed once its kernels copied it
+  if (auto st = checkReferenceRunnable(*g, *b); !st)
+    return fail(baseName(a.model) + ": " + baseName(a.plan) + ": " + st.message());
+  // The run holds the weights alone: each is freed once its kernels copied it.
+  if (auto st = handOverWeights(*g, o); !st) return fail(baseName(a.model) + ": " + st.message());
   auto r = executePlan(*g, *b, *t, *plan, std::move(o));
   if (!r) return fail(baseName(a.model) + ": " + baseName(a.plan) + ": " + r.message());
   if (!a.outputsDir.empty())

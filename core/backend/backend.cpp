@@ -1,6 +1,9 @@
 #include "backend/backend.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <cmath>
 
 namespace partex {
@@ -202,6 +205,41 @@ Result<Tensor> leafTensor(const Graph& g, ValueId id, uint64_t seed) {
   auto t = Tensor::alias(v.dtype, v.shape, v.data);
   if (!t) return makeError("weight '", v.name, "': ", t.message());
   return t;
+}
+
+int64_t availableMemoryBytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    long long kb = 0;
+    if (std::sscanf(line.c_str(), "MemAvailable: %lld kB", &kb) == 1) return static_cast<int64_t>(kb) * 1024;
+  }
+  return -1;
+}
+
+Status checkRunMemory(const Graph& g, int64_t availableBytes) {
+  if (availableBytes < 0) availableBytes = availableMemoryBytes();
+  if (availableBytes < 0) return Status::ok();
+  int64_t placeholders = 0, inputs = 0;
+  for (const auto& v : g.values) {
+    if (v.producer >= 0 || v.bytes() <= 0) continue;
+    if (v.isWeight && v.data && v.data->isSplat())
+      placeholders += v.bytes();
+    else if (v.isGraphInput || (v.isWeight && !v.data))
+      inputs += v.bytes();
+  }
+  const int64_t need = placeholders + inputs;
+  if (need <= availableBytes) return Status::ok();
+  auto gb = [](int64_t b) {
+    std::ostringstream o;
+    o.precision(3);
+    o << static_cast<double>(b) / 1e9 << " GB";
+    return o.str();
+  };
+  return makeError("a run needs ", gb(need), " for its weights and inputs before the first kernel (", gb(placeholders),
+                   " of them placeholder weights, ConstantOfShape patterns that a run expands: the model has no "
+                   "weight data), more than the ",
+                   gb(availableBytes), " of memory available");
 }
 
 }  // namespace partex

@@ -126,4 +126,14 @@ Result<Tensor> syntheticTensor(const Graph& g, ValueId v, uint64_t seed);
 /// copy the importer made; otherwise (model inputs, graphs without data) syntheticTensor(g, v, seed).
 Result<Tensor> leafTensor(const Graph& g, ValueId v, uint64_t seed);
 
+/// Memory the machine has available now (MemAvailable of /proc/meminfo), bytes; -1 when unknown.
+int64_t availableMemoryBytes();
+/// Whether a run of `g` can hold its leaves: the bytes a run allocates before its first kernel, the
+/// weights the importer kept as a pattern (ConstantOfShape placeholders, such as a generated model's
+/// without --weights, which leafTensor expands) plus the synthetic model inputs, must stay within
+/// `availableBytes` (-1: availableMemoryBytes(); unknown: no check). Weights with data are already
+/// resident and not counted. The error says how much the run needs, how much of it is placeholder
+/// weights, and how much memory there is.
+Status checkRunMemory(const Graph& g, int64_t availableBytes = -1);
+
 }  // namespace partex

@@ -86,9 +86,11 @@ void Builder::output(const std::string& name, int32_t elemType, const Dims& dims
   setShape(vi, elemType, dims);
 }
 
-std::string Builder::weight(const std::string& name, const Dims& dims, float lo, float hi) {
+std::string Builder::weight(const std::string& name, const Dims& dims, float lo, float hi, int32_t elemType) {
   const int64_t n = product(dims);
   if (n > 2147483647) throw GenError("weight " + name + " [" + dimsKey(dims) + "] has more than 2^31 elements");
+  const bool half = elemType == onnx::TensorProto::FLOAT16;
+  if (!half && elemType != onnx::TensorProto::FLOAT) throw GenError("weight " + name + ": unsupported element type");
   if (!spec_.weights) {
     auto it = shapeInits_.find(dims);
     if (it == shapeInits_.end()) {
@@ -102,27 +104,83 @@ std::string Builder::weight(const std::string& name, const Dims& dims, float lo,
     a->set_type(onnx::AttributeProto::TENSOR);
     auto* t = a->mutable_t();
     t->add_dims(1);
-    t->set_data_type(onnx::TensorProto::FLOAT);
-    t->add_float_data(0.02f);
+    t->set_data_type(elemType);
+    if (half)
+      t->add_int32_data(floatToHalf(0.02f));  // ONNX keeps float16 elements in int32_data
+    else
+      t->add_float_data(0.02f);
     return name;
   }
-  weightBytes_ += n * 4;
+  const int64_t es = half ? 2 : 4;
+  weightBytes_ += n * es;
   if (weightBytes_ > kMaxWeightBytes)
     throw GenError("weights exceed " + std::to_string(kMaxWeightBytes >> 20) +
                    " MiB, above what one protobuf file can hold: use smaller sizes or no weights");
   auto* t = graph_->add_initializer();
   t->set_name(name);
-  t->set_data_type(onnx::TensorProto::FLOAT);
+  t->set_data_type(elemType);
   for (int64_t d : dims) t->add_dims(d);
   std::string* raw = t->mutable_raw_data();
-  raw->resize(static_cast<size_t>(n) * 4);
+  raw->resize(static_cast<size_t>(n * es));
   char* p = raw->data();
   const double span = static_cast<double>(hi) - lo;
   for (int64_t i = 0; i < n; ++i) {
     float v = static_cast<float>(lo + span * rng_.uniform());
-    std::memcpy(p + i * 4, &v, 4);  // little-endian hosts only, as ONNX raw_data requires
+    if (half) {
+      const uint16_t h = floatToHalf(v);
+      std::memcpy(p + i * 2, &h, 2);
+    } else {
+      std::memcpy(p + i * 4, &v, 4);  // little-endian hosts only, as ONNX raw_data requires
+    }
   }
   return name;
+}
+
+std::string Builder::constFloat(const std::string& name, int32_t elemType, const Dims& dims,
+                                const std::vector<float>& data) {
+  if (!constants_.emplace(name, true).second) return name;
+  const bool half = elemType == onnx::TensorProto::FLOAT16;
+  if (!half && elemType != onnx::TensorProto::FLOAT) throw GenError("constant " + name + ": unsupported element type");
+  if (static_cast<int64_t>(data.size()) != product(dims)) throw GenError("constant " + name + ": size mismatch");
+  auto* t = graph_->add_initializer();
+  t->set_name(name);
+  t->set_data_type(elemType);
+  for (int64_t d : dims) t->add_dims(d);
+  std::string* raw = t->mutable_raw_data();
+  raw->resize(data.size() * (half ? 2 : 4));
+  for (size_t i = 0; i < data.size(); ++i) {
+    if (half) {
+      const uint16_t h = floatToHalf(data[i]);
+      std::memcpy(raw->data() + i * 2, &h, 2);
+    } else {
+      std::memcpy(raw->data() + i * 4, &data[i], 4);
+    }
+  }
+  return name;
+}
+
+uint16_t floatToHalf(float f) {
+  uint32_t x = 0;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const uint32_t exp = (x >> 23) & 0xFFu;
+  uint32_t mant = x & 0x7FFFFFu;
+  if (exp == 0xFF) return static_cast<uint16_t>(sign | 0x7C00u | (mant ? 0x200u : 0u));  // inf, NaN
+  const int e = static_cast<int>(exp) - 127 + 15;
+  if (e >= 31) return static_cast<uint16_t>(sign | 0x7C00u);  // overflow: infinity
+  if (e <= 0) {                                                // subnormal or zero
+    if (e < -10) return static_cast<uint16_t>(sign);
+    mant |= 0x800000u;
+    const int shift = 14 - e;
+    uint32_t h = mant >> shift;
+    const uint32_t rem = mant & ((1u << shift) - 1), halfway = 1u << (shift - 1);
+    if (rem > halfway || (rem == halfway && (h & 1u))) ++h;
+    return static_cast<uint16_t>(sign | h);
+  }
+  uint32_t h = (static_cast<uint32_t>(e) << 10) | (mant >> 13);
+  const uint32_t rem = mant & 0x1FFFu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // a carry into the exponent is still right
+  return static_cast<uint16_t>(sign | h);
 }
 
 std::string Builder::constI64(const std::string& name, const Dims& dims, const std::vector<int64_t>& data) {

@@ -58,7 +58,14 @@ class Builder {
 
   /// A float parameter of `dims`: seeded random data uniform in [lo, hi] with spec.weights, else a
   /// ConstantOfShape node (value 0.02) reading a shared int64 shape initializer.
-  std::string weight(const std::string& name, const Dims& dims, float lo, float hi);
+  /// `elemType` is FLOAT or FLOAT16 (placeholders then hold a float16 0.02).
+  std::string weight(const std::string& name, const Dims& dims, float lo, float hi,
+                     int32_t elemType = onnx::TensorProto::FLOAT);
+  /// A constant of real values (always stored, whatever spec.weights), FLOAT or FLOAT16.
+  std::string constFloat(const std::string& name, int32_t elemType, const Dims& dims, const std::vector<float>& data);
+  std::string constFloatScalar(const std::string& name, int32_t elemType, float v) {
+    return constFloat(name, elemType, {}, {v});
+  }
   /// Small constants, always stored as initializers (names are shared: the same name is created once).
   std::string constI64(const std::string& name, const Dims& dims, const std::vector<int64_t>& data);
   std::string constI64Vec(const std::string& name, const std::vector<int64_t>& data) {
@@ -102,5 +109,9 @@ void buildGpt2(Builder& b);
 void buildRandomDag(Builder& b);
 void buildWideDeep(Builder& b);
 void buildMultiTower(Builder& b);
+void buildLlama(Builder& b);
+
+/// IEEE binary16 bits of `f`, rounded to nearest even (overflow to infinity).
+uint16_t floatToHalf(float f);
 
 }  // namespace partex::gen

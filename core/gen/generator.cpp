@@ -18,6 +18,7 @@ constexpr Kind kKinds[] = {
     {"inception", gen::buildInception, true, false}, {"bert", gen::buildBert, false, true},
     {"gpt2", gen::buildGpt2, false, true},           {"random", gen::buildRandomDag, false, false},
     {"widedeep", gen::buildWideDeep, false, false},  {"multitower", gen::buildMultiTower, false, false},
+    {"llama", gen::buildLlama, false, true},
 };
 
 const Kind* findKind(const std::string& name) {
@@ -51,6 +52,23 @@ std::string validate(const GenSpec& s, const Kind& k) {
     if (s.vocab * s.hidden > 2147483647)
       return "vocab x hidden (" + std::to_string(s.vocab * s.hidden) + ") exceeds 2^31 elements in one weight";
   }
+  const bool llama = std::string(k.name) == "llama";
+  if (!llama && s.phase != "prefill") return "phase applies to llama only";
+  if (!llama && s.dtype != "float32") return "dtype applies to llama only";
+  if (!llama && (s.kvHeads != 0 || s.intermediate != 0)) return "kv-heads and intermediate apply to llama only";
+  if (llama) {
+    if (s.phase != "prefill" && s.phase != "decode") return "phase '" + s.phase + "' is not prefill or decode";
+    if (s.dtype != "float32" && s.dtype != "float16") return "dtype '" + s.dtype + "' is not float32 or float16";
+    if (!(e = range("kvHeads", s.kvHeads, 0, s.heads)).empty()) return e;
+    if (s.kvHeads > 0 && s.heads % s.kvHeads != 0)
+      return "heads " + std::to_string(s.heads) + " is not divisible by kv-heads " + std::to_string(s.kvHeads);
+    if ((s.hidden / s.heads) % 2 != 0)
+      return "head size " + std::to_string(s.hidden / s.heads) + " (hidden / heads) is odd: rotary embedding needs it even";
+    if (!(e = range("intermediate", s.intermediate, 0, 1048576)).empty()) return e;
+    const int64_t ffn = s.intermediate > 0 ? s.intermediate : llamaIntermediate(s.hidden);
+    if (ffn * s.hidden > 2147483647)
+      return "intermediate x hidden (" + std::to_string(ffn * s.hidden) + ") exceeds 2^31 elements in one weight";
+  }
   if (std::string(k.name) == "widedeep" || std::string(k.name) == "multitower") {
     if (!(e = range("layers", s.layers, 1, 1000)).empty()) return e;
     if (!(e = range("hidden", s.hidden, 1, 65536)).empty()) return e;
@@ -72,6 +90,11 @@ std::string kindList() {
 
 }  // namespace
 
+int64_t llamaIntermediate(int64_t hidden) {
+  const int64_t raw = 2 * (4 * hidden) / 3;
+  return 256 * ((raw + 255) / 256);
+}
+
 std::vector<std::string> generatorKinds() {
   std::vector<std::string> v;
   for (const auto& k : kKinds) v.emplace_back(k.name);
@@ -81,7 +104,10 @@ std::vector<std::string> generatorKinds() {
 Result<std::string> generateModel(const GenSpec& requested) {
   GenSpec spec = requested;
   if (spec.vocab == 0)  // the kind's own vocabulary (rows of each embedding table for the recommenders)
-    spec.vocab = spec.kind == "gpt2" ? 50257 : spec.kind == "widedeep" ? 100000 : 30522;
+    spec.vocab = spec.kind == "gpt2"       ? 50257
+                 : spec.kind == "widedeep" ? 100000
+                 : spec.kind == "llama"    ? 32000
+                                           : 30522;
   const Kind* kind = findKind(spec.kind);
   if (!kind) return makeError("generate: unknown kind '", spec.kind, "' (kinds: ", kindList(), ")");
   if (std::string e = validate(spec, *kind); !e.empty()) return makeError("generate ", spec.kind, ": ", e);

@@ -25,13 +25,22 @@ struct GenSpec {
   int64_t imageSize = 224;  ///< CNNs: input height and width.
   int64_t numClasses = 1000;
   int64_t layers = 12;      ///< Transformers: number of blocks.
-  int64_t seqLen = 128;     ///< Transformers: sequence length.
+  int64_t seqLen = 128;     ///< Transformers: sequence length; Llama: prompt or cache length (context).
   int64_t hidden = 768;     ///< Transformers: hidden size.
   int64_t heads = 12;       ///< Transformers: attention heads.
-  int64_t vocab = 0;        ///< Transformers: vocabulary; 0 = the kind's own (BERT 30522, GPT-2 50257).
+  int64_t vocab = 0;        ///< Transformers: vocabulary; 0 = the kind's own (BERT 30522, GPT-2 50257, Llama 32000).
+  int64_t kvHeads = 0;      ///< Llama: key/value heads (grouped-query attention); 0 = heads.
+  int64_t intermediate = 0; ///< Llama: gated-MLP size; 0 = Llama's rule, 256 * ceil((8 * hidden / 3) / 256).
+  /// Llama: "prefill" (`seqLen` prompt tokens, empty cache) or "decode" (one token, a `seqLen`-token cache).
+  std::string phase = "prefill";
+  std::string dtype = "float32";  ///< Llama: weight and activation type, "float32" or "float16".
   int64_t nodes = 100;      ///< Random DAG: number of operators.
   int64_t width = 8;        ///< Random DAG: typical number of parallel branches; recommenders: features or towers.
 };
+
+/// Llama's gated-MLP size for `hidden` when GenSpec::intermediate is 0: 256 * ceil((2 * 4 * hidden / 3) / 256)
+/// (Meta's rule with multiple_of 256; 11008 for hidden 4096).
+int64_t llamaIntermediate(int64_t hidden);
 
 /// The generator kinds, for help texts.
 std::vector<std::string> generatorKinds();

@@ -50,7 +50,13 @@ Result<GenSpec> parseGeneratorRef(const std::string& ref) {
                               {"classes", &GenSpec::numClasses}, {"layers", &GenSpec::layers},
                               {"seq", &GenSpec::seqLen},         {"hidden", &GenSpec::hidden},
                               {"heads", &GenSpec::heads},        {"vocab", &GenSpec::vocab},
-                              {"nodes", &GenSpec::nodes},        {"width", &GenSpec::width}};
+                              {"nodes", &GenSpec::nodes},        {"width", &GenSpec::width},
+                              {"kv-heads", &GenSpec::kvHeads},   {"intermediate", &GenSpec::intermediate}};
+  struct TextKey {
+    const char* name;
+    std::string GenSpec::*field;
+  };
+  static const TextKey kTextKeys[] = {{"phase", &GenSpec::phase}, {"dtype", &GenSpec::dtype}};
   for (const auto& kv : split(body.substr(q + 1), '&')) {
     const auto eq = kv.find('=');
     std::string key = trim(kv.substr(0, eq));
@@ -61,6 +67,14 @@ Result<GenSpec> parseGeneratorRef(const std::string& ref) {
       if (value != "" && value != "1" && value != "true" && value != "0" && value != "false")
         return makeError(ref, ": weights must be true or false");
       spec.weights = value == "" || value == "1" || value == "true";
+      continue;
+    }
+    const TextKey* tk = nullptr;
+    for (const auto& c : kTextKeys)
+      if (key == c.name) tk = &c;
+    if (tk) {
+      if (value.empty()) return makeError(ref, ": '", kv, "' is not KEY=VALUE");
+      spec.*(tk->field) = value;  // checked by generateModel
       continue;
     }
     if (eq == std::string::npos || !parseInt64(value, n)) return makeError(ref, ": '", kv, "' is not KEY=INTEGER");
@@ -75,6 +89,7 @@ Result<GenSpec> parseGeneratorRef(const std::string& ref) {
     if (!k) {
       std::vector<std::string> names{"weights", "seed"};
       for (const auto& c : kKeys) names.emplace_back(c.name);
+      for (const auto& c : kTextKeys) names.emplace_back(c.name);
       return makeError(ref, ": unknown parameter '", key, "' (parameters: ", join(names, ", "), ")");
     }
     spec.*(k->field) = n;

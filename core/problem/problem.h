@@ -45,7 +45,8 @@ void scaleLinks(CostTable& t, LinkScale s);
 inline constexpr const char* kGeneratorPrefix = "gen:";
 bool isGeneratorRef(const std::string& model);
 /// Parses "gen:KIND?key=value&..." (keys as `partex-cli generate`'s options: weights, seed, batch,
-/// image-size, classes, layers, seq, hidden, heads, vocab, nodes, width). Errors name the reference.
+/// image-size, classes, layers, seq, hidden, heads, vocab, nodes, width, kv-heads, intermediate, phase,
+/// dtype; "gen:llama?phase=decode&dtype=float16"). Errors name the reference.
 Result<GenSpec> parseGeneratorRef(const std::string& ref);
 
 /// Whether `path` is a scheduling instance rather than an ONNX model: core/cost/instances.h's

@@ -940,7 +940,18 @@ Result<ExecResult> executeOnDevice(const Graph& g, const Backend& backend, const
   return r;
 }
 
-void handOverWeights(Graph& g, ExecOptions& opts) {
+Status checkReferenceRunnable(const Graph& g, const Backend& backend) {
+  for (size_t op = 0; op < g.nodes.size(); ++op) {
+    std::string why;
+    if (!backend.supports(g, static_cast<OpId>(op), &why))
+      return makeError("reference run: operator '", g.nodes[op].name, "' (", g.nodes[op].opType, "): backend '",
+                       backend.name(), "' cannot run it: ", why);
+  }
+  return Status::ok();
+}
+
+Status handOverWeights(Graph& g, ExecOptions& opts) {
+  if (auto st = checkRunMemory(g); !st) return st;
   for (size_t v = 0; v < g.values.size(); ++v) {
     Value& val = g.values[v];
     if (!val.isWeight || !val.data || opts.inputs.count(static_cast<ValueId>(v))) continue;
@@ -951,6 +962,7 @@ void handOverWeights(Graph& g, ExecOptions& opts) {
     opts.inputs[static_cast<ValueId>(v)] = std::move(t).value();
     val.data.reset();
   }
+  return Status::ok();
 }
 
 Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const CostTable& t, const Plan& plan,
@@ -976,6 +988,8 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
     if (o.progress) o.progress(done, total, what);
   };
   auto cancelled = [&] { return o.cancel && o.cancel->load(std::memory_order_relaxed); };
+  if (o.checkOutputs)
+    if (auto st = checkReferenceRunnable(g, backend); !st) return Error{st.message()};
   auto in = makeRunInputs(g, o.seed, std::move(o.inputs));
   if (!in) return Error{in.message()};
 

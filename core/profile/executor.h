@@ -109,7 +109,13 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
 /// stay, as the fusion rules read constants), leaving `g` without it, for a
 /// caller that runs `g` once (partex-cli execute): the run then holds the only reference to each
 /// weight, so a weight whose kernels keep their own (reordered) copy is freed, not held twice.
-void handOverWeights(Graph& g, ExecOptions& opts);
+/// Fails first, touching nothing, when the run would not fit in memory (checkRunMemory).
+Status handOverWeights(Graph& g, ExecOptions& opts);
+
+/// The reference run's condition, checked before a run allocates its weights and inputs: `backend`
+/// runs every operator of `g` on its own. The error names the first operator it cannot run and why
+/// (a float16 model on the CPU backend, say), as the reference run would after expanding the weights.
+Status checkReferenceRunnable(const Graph& g, const Backend& backend);
 
 /// Runs every operator of `g` on one device of `backend` in `order` (a topological order) with the
 /// executor's own lanes, waits and timing: the in-context profile, measured exactly as a plan that

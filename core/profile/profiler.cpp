@@ -552,6 +552,7 @@ Result<Profile> profileModel(const Graph& g, const Backend& backend, const Profi
   if (o.reps < 1) return makeError("profiler: reps must be at least 1");
   if (o.warmup < 0) return makeError("profiler: warm-up runs must be >= 0");
   if (o.groups && o.maxGroup < 2) return makeError("profiler: group size must be at least 2");
+  if (auto st = checkRunMemory(g); !st) return Error{st.message()};
   Ctx c{g, backend, o, info, {}, {}, 0, 0};
   const auto all = backend.devices();
   if (o.devices.empty()) {

@@ -376,7 +376,7 @@ void TestExecute::givenInputsAndHandedOverWeights() {
   for (int64_t i = 0; i < 8; ++i) QCOMPARE(r->outputs[1].valueAsDouble(i), 3.0);  // x + w
   QVERIFY(g.values[static_cast<size_t>(wid)].data);
 
-  handOverWeights(g, o);
+  QVERIFY(handOverWeights(g, o).isOk());
   // Under 64 KiB a weight stays in the graph (the fusion rules read small constants such as HardSwish's
   // 3 and 6); larger ones move into the run.
   QVERIFY(g.values[static_cast<size_t>(wid)].data);
