@@ -240,7 +240,11 @@ int runSchedule(const ProblemArgs& a, const std::string& algo, const Exports& ex
   if (!o) return fail(o.message());
   SchedInfo info;
   auto plan = s->schedule(p->table, *c, *o, &info);
-  if (!plan) return fail(baseName(a.model) + ": " + algo + ": " + plan.message());
+  if (!plan) {
+    // Schedulers name themselves in their errors; the algorithm is named once.
+    const std::string& m = plan.message();
+    return fail(baseName(a.model) + ": " + (m.rfind(algo + ": ", 0) == 0 ? m : algo + ": " + m));
+  }
   auto tl = simulate(p->table, *plan, o->sim);
   if (!tl) return fail(baseName(a.model) + ": " + algo + " produced an invalid plan: " + tl.message());
   if (!writeExports(*p, *plan, *tl, ex.plan, ex.trace, ex.dot, ex.csv, ex.openvino, ex.onert)) return 2;

@@ -142,6 +142,7 @@ class Best final : public Scheduler {
     double bestMs = kInf;
     std::string bestName;
     std::vector<std::string> skipped;
+    std::string capacityError;  // the first member refused for capacity
     int ran = 0;
     for (size_t i = 0; i < members.size(); ++i) {
       if (o.cancelled()) return cancelledError();
@@ -160,6 +161,8 @@ class Best final : public Scheduler {
       if (o.cancelled()) return cancelledError();
       if (!p) {
         skipped.push_back(s.name() + (overran ? " (over its time share)" : " (" + p.message() + ")"));
+        if (capacityError.empty() && !overran && hasCapacityLimits(t) && p.message().find(" available") != std::string::npos)
+          capacityError = p.message();
         continue;
       }
       auto tl = simulate(t, *p, o.sim);
@@ -174,6 +177,9 @@ class Best final : public Scheduler {
         bestName = s.name();
       }
     }
+    // Nothing fits: the first member's one-line capacity error (the device, the bytes needed and
+    // available), not the list of every member's.
+    if (bestName.empty() && !capacityError.empty()) return makeError("best: no plan within capacity: ", capacityError);
     if (bestName.empty()) return makeError("best: every portfolio member failed (", join(skipped, "; "), ")");
 
     // ---- Local search ----

@@ -2,6 +2,7 @@
 // algorithm and its proof of exactness are described at the top of exact.cpp. Every step of the
 // simulator is taken through sim/simrules.h, the rules simulate() itself runs.
 #include "sched/branchbound.h"
+#include "sim/memory.h"
 
 #include <algorithm>
 #include <chrono>
@@ -239,6 +240,9 @@ class BranchAndBound {
   // ---- Bound ------------------------------------------------------------------------------------
 
   double lowerBoundOf(const Node& s) {
+    // Capacity as a constraint of the search: weights only grow as devices get fixed, so a prefix whose
+    // fixed devices already hold more weights than a device's capacity has no feasible completion.
+    if (capped_ && !weightsFit(s.dev)) return kInf;
     const auto m = static_cast<size_t>(m_);
     double lb = s.sim.makespan;
     auto cand = [&](TaskId v) -> std::pair<const DeviceId*, size_t> {
@@ -428,7 +432,9 @@ class BranchAndBound {
     for (const Step& st : s.seq) p.order[static_cast<size_t>(st.dev)].push_back(st.task);
     p.algorithm = "exact";
     auto tl = simulate(t_, p, o_.sim);
-    if (tl) offer(p, tl->makespan);
+    // The whole memory model (activations over time) on the leaf's timeline: only plans within
+    // capacity become the incumbent.
+    if (tl && (!capped_ || checkCapacity(t_, p, &*tl))) offer(p, tl->makespan);
     poll();
   }
 
@@ -557,9 +563,20 @@ class BranchAndBound {
   }
 
   const CostTable& t_;
+  /// True when the weights of the devices fixed in `dev` (-1: not yet) fit every capacity.
+  bool weightsFit(const std::vector<DeviceId>& dev) const {
+    const std::vector<int64_t> w = weightBytesPerDevice(t_, dev);
+    for (DeviceId d = 0; d < m_; ++d) {
+      const int64_t cap = t_.memCapacity[static_cast<size_t>(d)];
+      if (cap > 0 && w[static_cast<size_t>(d)] > cap) return false;
+    }
+    return true;
+  }
+
   const Constraints& c_;
   const SchedOptions& o_;
   SimRules rules_;
+  bool capped_ = hasCapacityLimits(t_);
   const double* commTab_ = nullptr;  ///< rules_' table of c(e, a, b).
   int n_, m_;
   int64_t maxNodes_;

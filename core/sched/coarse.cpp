@@ -64,6 +64,8 @@ class CoarseSubgraphs final : public Scheduler {
            "device with the smallest group cost (params max_group_ops=16, mode=dp|elementwise|memory).";
   }
 
+  bool capacityByPenalty() const override { return true; }
+
   Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info) const override {
     const Deadline deadline = o.startDeadline();
     const int n = t.numTasks(), m = t.numDevices();

@@ -55,6 +55,8 @@ class DlFusion final : public Scheduler {
            "and one core count per block (params mode=heuristic|oracle|none, max_block, default_cores=1); other ops on the host.";
   }
 
+  bool capacityByPenalty() const override { return true; }
+
   Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info) const override {
     const Deadline deadline = o.startDeadline();
     const int n = t.numTasks(), m = t.numDevices();

@@ -30,6 +30,7 @@
 
 #include "sched/algorithms.h"
 #include "sched/listsched.h"
+#include "sim/memory.h"
 #include "support/strings.h"
 
 namespace partex {
@@ -220,13 +221,29 @@ class Duet final : public Scheduler {
     std::vector<double> devFree(static_cast<size_t>(m), 0.0);
     std::vector<int32_t> subRank(chains, 0);
     for (size_t i = 0; i < subTopo.size(); ++i) subRank[static_cast<size_t>(subTopo[i])] = static_cast<int32_t>(i);
+    // Capacity: a subgraph goes only where its weights fit beside those already placed (a device
+    // without room is passed over; when no device has room, the earliest finish anyway, and
+    // Scheduler::schedule's repair or its one-line error decides).
+    WeightLoad load(t);
+    auto fitsOn = [&](int32_t s, DeviceId d) {
+      if (!load.active()) return true;
+      const auto& mem = members[static_cast<size_t>(s)];
+      for (TaskId v : mem) load.add(v, d);
+      const bool ok = load.fits(d);
+      for (TaskId v : mem) load.remove(v, d);
+      return ok;
+    };
     for (int32_t s : subTopo) {
       if (o.cancelled()) return cancelledError();
       const auto si = static_cast<size_t>(s);
       DeviceId bestD = -1;
       double bestFinish = kInf, bestStart = 0;
+      bool anyFits = false;
+      for (DeviceId d = 0; d < m; ++d)
+        if ((subMask[si] >> d & 1) && fitsOn(s, d)) anyFits = true;
       for (DeviceId d = 0; d < m; ++d) {
         if (!(subMask[si] >> d & 1)) continue;
+        if (anyFits && !fitsOn(s, d)) continue;
         double ready = 0;
         for (TaskId v : members[si]) {
           const auto vi = static_cast<size_t>(v);
@@ -249,6 +266,7 @@ class Duet final : public Scheduler {
       }
       if (bestD < 0) return makeError("duet: no allowed device for the subgraph at '", t.taskNames[static_cast<size_t>(members[si].front())], "'");
       subDev[si] = bestD;
+      for (TaskId v : members[si]) load.add(v, bestD);
       subStart[si] = bestStart;
       subFinish[si] = bestFinish;
       devFree[static_cast<size_t>(bestD)] = bestFinish;
@@ -291,6 +309,13 @@ class Duet final : public Scheduler {
         const DeviceId orig = subDev[si];
         for (DeviceId d = 0; d < m; ++d) {
           if (d == orig || !(subMask[si] >> d & 1)) continue;
+          // The correction never steps outside capacity: a move whose weights do not fit on d is not tried.
+          if (load.active()) {
+            for (TaskId v : members[si]) load.remove(v, orig);
+            const bool ok = fitsOn(s, d);
+            for (TaskId v : members[si]) load.add(v, orig);
+            if (!ok) continue;
+          }
           if (o.cancelled()) return cancelledError();
           if (deadline.passed()) {
             timeUp = true;
@@ -313,6 +338,7 @@ class Duet final : public Scheduler {
                    "duet: correction round " + std::to_string(rounds) + ", makespan " + std::to_string(cur));
       }
       if (bestSub < 0) break;
+      for (TaskId v : members[static_cast<size_t>(bestSub)]) load.move(v, subDev[static_cast<size_t>(bestSub)], bestTo);
       subDev[static_cast<size_t>(bestSub)] = bestTo;
       build();
       auto tl = sim.run(plan);

@@ -48,6 +48,7 @@
 #include "sched/algorithms.h"
 #include "sched/listsched.h"
 #include "sched/branchbound.h"
+#include "sim/memory.h"
 #include "support/strings.h"
 
 namespace partex {
@@ -136,6 +137,18 @@ class Exact final : public Scheduler {
     const auto search = search_detail::branchAndBound(t, c, o, deadline, maxNodes, warmName.empty() ? nullptr : &warmPlan, warmBest);
     o.report(0.2, "exact: branch and bound");
     if (search.cancelled || o.cancelled()) return cancelledError();
+    if (!search.found && hasCapacityLimits(t) && !o.cancelled()) {
+      // Capacity pruned every plan the search reached (or every warm start was refused): HEFT's plan
+      // without the limits goes to Scheduler::schedule's repair, which finds a plan within capacity
+      // (the search ran out of time) or gives the one-line error of the device without room.
+      CostTable free = t;
+      std::fill(free.memCapacity.begin(), free.memCapacity.end(), 0);
+      auto p = makeHeft()->schedule(free, c, SchedOptions{});
+      if (p) {
+        if (info) info->notes.push_back("no plan within capacity found by the search; HEFT's plan repaired");
+        return p;
+      }
+    }
     if (!search.found) return makeError("exact: no plan found within the time limit (", formatSeconds(limit), ")");
 
     Plan plan = search.plan;

@@ -79,6 +79,8 @@ class PartitionTuner final : public Scheduler {
                        "actual predecessor devices, order chosen by simulation.";
   }
 
+  bool capacityByPenalty() const override { return true; }
+
   Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info) const override {
     const int n = t.numTasks(), m = t.numDevices();
     bool ok = true;

@@ -100,6 +100,8 @@ class PimDp final : public Scheduler {
            "DP on DAGs) minimising total time with devices in sequence (param max_states=1000000).";
   }
 
+  bool capacityByPenalty() const override { return true; }
+
   Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info) const override {
     const auto t0 = std::chrono::steady_clock::now();
     const Deadline deadline = o.startDeadline();

@@ -144,6 +144,12 @@ class Scheduler {
  protected:
   /// The algorithm's own step, called by schedule() once the shared checks pass; `info` is never null.
   virtual Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info) const = 0;
+  /// True for the dynamic programmes, whose search minimises a cost and keeps no memory in its state:
+  /// where their plan's weights do not fit, schedule() carries capacity into their objective as a
+  /// Lagrangian penalty (each operator's cost on a capped device grows with the share of its capacity
+  /// its weights take), re-running them with a growing multiplier until the plan fits, within the
+  /// same time limit; the generic repair is the fallback.
+  virtual bool capacityByPenalty() const { return false; }
 };
 
 /// True when `p` places every task of `t` on a device `c` allows (pins kept, no forbidden device).

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <set>
 
 namespace partex {
 
@@ -291,7 +292,10 @@ Result<int> fitCapacity(const CostTable& t, const std::vector<std::vector<Device
   std::string lastOver;  // the previous round's device over capacity at its peak
   for (int round = 0;; ++round) {
     auto r = repairCapacity(t, allowed, plan, sim, &budget);
-    if (!r) return Error{lastOver.empty() ? r.message() : lastOver};  // a failed repair leaves the plan as it was
+    if (!r) {  // a failed repair leaves the plan as it was
+      if (lastOver.empty()) return Error{r.message()};  // the weights alone do not fit
+      break;
+    }
     moved += *r;
     auto tl = simulate(t, plan, sim);
     if (!tl) return Error{tl.message()};
@@ -307,8 +311,75 @@ Result<int> fitCapacity(const CostTable& t, const std::vector<std::vector<Device
     if (!over) return moved;
     const Status st = checkCapacity(t, plan, &*tl);
     lastOver = st.message();
-    if (round + 1 == kRounds) return Error{lastOver};
+    if (round + 1 == kRounds) break;
   }
+  // Weights alone could not make room (a device over capacity with activations, its weights already
+  // at the budget, or none): operators leave it one at a time, the one whose output is largest among
+  // those alive at its peak first, each to the allowed device with room for its weights where it
+  // costs least, until every device fits or no operator can leave.
+  WeightLoad load(t);
+  const int n = t.numTasks();
+  std::set<std::pair<TaskId, DeviceId>> left;
+  for (int it = 0; it < 2 * n + 8; ++it) {
+    auto tl = simulate(t, plan, sim);
+    if (!tl) return Error{tl.message()};
+    const std::vector<DeviceMemory> mem = deviceMemory(t, plan, *tl);
+    DeviceId d = -1;
+    for (DeviceId x = 0; x < t.numDevices() && d < 0; ++x)
+      if (mem[static_cast<size_t>(x)].over) d = x;
+    if (d < 0) return moved;
+    const double peak = mem[static_cast<size_t>(d)].peakTime;
+    load.reset(plan.device);
+    TaskId pick = -1;
+    DeviceId to = -1;
+    int64_t pickBytes = -1;
+    for (TaskId v = 0; v < n; ++v) {
+      if (plan.device[static_cast<size_t>(v)] != d) continue;
+      const auto& tv = tl->tasks[static_cast<size_t>(v)];
+      if (tv.start > peak) continue;
+      double lastUse = tv.end;
+      int64_t out = t.outputBytes.empty() ? 0 : t.outputBytes[static_cast<size_t>(v)];
+      if (out > 0) lastUse = tl->makespan;
+      for (int32_t ei : t.outEdges[static_cast<size_t>(v)]) {
+        const Edge& e = t.edges[static_cast<size_t>(ei)];
+        out = std::max(out, e.bytes);
+        lastUse = std::max(lastUse, tl->tasks[static_cast<size_t>(e.dst)].end);
+      }
+      if (lastUse < peak) continue;
+      // Targets: room for its weights and for its output beside the target's own peak, never a
+      // device it already left (no ping-pong between two full devices).
+      DeviceId e = -1;
+      double ce = kInf;
+      for (DeviceId x : allowed[static_cast<size_t>(v)]) {
+        const int64_t cap = t.memCapacity[static_cast<size_t>(x)];
+        if (x == d || left.count({v, x}) || !load.fitsWith(v, x)) continue;
+        if (cap > 0 && mem[static_cast<size_t>(x)].peak + load.extra(v, x) + out > cap) continue;
+        if (t.w(v, x) < ce) {
+          e = x;
+          ce = t.w(v, x);
+        }
+      }
+      if (e >= 0 && out > pickBytes) {
+        pick = v;
+        to = e;
+        pickBytes = out;
+      }
+    }
+    if (pick < 0) break;
+    left.insert({pick, d});
+    std::vector<double> start(static_cast<size_t>(n));
+    for (TaskId v = 0; v < n; ++v) start[static_cast<size_t>(v)] = tl->tasks[static_cast<size_t>(v)].start;
+    const std::string algorithm = plan.algorithm;
+    Simulator s(t, sim);
+    auto r = s.move(plan, {pick}, to, start, false);
+    if (!r) return Error{r.message()};
+    plan.algorithm = algorithm;
+    ++moved;
+  }
+  auto tl = simulate(t, plan, sim);
+  if (!tl) return Error{tl.message()};
+  if (auto st = checkCapacity(t, plan, &*tl); !st) return Error{st.message()};
+  return moved;
 }
 
 }  // namespace partex

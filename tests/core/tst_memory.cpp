@@ -9,6 +9,7 @@
 #include <QJsonObject>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 
 #include "cost/costtable.h"
@@ -95,6 +96,62 @@ Plan planOf(const CostTable& t, const std::vector<DeviceId>& device) {
   p.device = device;
   orderByUpwardRank(t, p);
   return p;
+}
+
+/// x[1,64] -> four Gemms, each with its own 64x64 weight (16 KiB), -> Sum -> y: with a fast npu that
+/// holds two of the four weights, the optimum within capacity differs from the one without.
+Graph fourBranches() {
+  Graph g;
+  g.name = "four";
+  const ValueId x = addTensor(g, "x", {1, 64});
+  g.values[static_cast<size_t>(x)].isGraphInput = true;
+  g.inputs.push_back(x);
+  std::vector<ValueId> outs;
+  for (int i = 0; i < 4; ++i) {
+    const std::string k = std::to_string(i);
+    const ValueId w = addTensor(g, "W" + k, {64, 64}, true);
+    const ValueId o = addTensor(g, "h" + k, {1, 64});
+    addOp(g, "G" + k, "MatMul", {x, w}, o);
+    outs.push_back(o);
+  }
+  const ValueId y = addTensor(g, "y", {1, 64});
+  g.values[static_cast<size_t>(y)].isGraphOutput = true;
+  g.outputs.push_back(y);
+  addOp(g, "S", "Sum", outs, y);
+  g.rebuildIndex();
+  return g;
+}
+
+/// The best simulated makespan over every placement and every per-device order consistent with a
+/// topological order, among the plans within capacity (checkCapacity on their timeline); kInf if none.
+double bruteForceWithinCapacity(const CostTable& t) {
+  const int n = t.numTasks(), m = t.numDevices();
+  std::vector<TaskId> perm(static_cast<size_t>(n));
+  for (TaskId v = 0; v < n; ++v) perm[static_cast<size_t>(v)] = v;
+  std::vector<int> pos(static_cast<size_t>(n));
+  double best = kInf;
+  std::vector<DeviceId> dev(static_cast<size_t>(n), 0);
+  int64_t combos = 1;
+  for (int i = 0; i < n; ++i) combos *= m;
+  std::sort(perm.begin(), perm.end());
+  do {
+    for (int i = 0; i < n; ++i) pos[static_cast<size_t>(perm[static_cast<size_t>(i)])] = i;
+    bool topo = true;
+    for (const auto& e : t.edges) topo = topo && pos[static_cast<size_t>(e.src)] < pos[static_cast<size_t>(e.dst)];
+    if (!topo) continue;
+    for (int64_t c = 0; c < combos; ++c) {
+      int64_t k = c;
+      for (int v = 0; v < n; ++v, k /= m) dev[static_cast<size_t>(v)] = static_cast<DeviceId>(k % m);
+      Plan p;
+      p.device = dev;
+      p.order.assign(static_cast<size_t>(m), {});
+      for (TaskId v : perm) p.order[static_cast<size_t>(dev[static_cast<size_t>(v)])].push_back(v);
+      auto tl = simulate(t, p, SimOptions{});
+      if (!tl || !checkCapacity(t, p, &*tl)) continue;
+      best = std::min(best, tl->makespan);
+    }
+  } while (std::next_permutation(perm.begin(), perm.end()));
+  return best;
 }
 
 /// A model imported once per kind (small generated ones).
@@ -404,6 +461,109 @@ class TstMemory : public QObject {
     QCOMPARE(r.code, 2);
     const QByteArray err = r.err.trimmed();
     QVERIFY2(!err.contains('\n') && err.contains("1,024 bytes") && err.contains("device '"), err.constData());
+  }
+
+  /// exact carries capacity as a constraint of its search: on a graph where the fast npu holds two of
+  /// four weights, its plan is within capacity, proven optimal, and equal to brute force over the
+  /// plans within capacity (which is slower than the optimum without the limit: the limit binds).
+  void exactOptimalWithinCapacity() {
+    static const Graph g = fourBranches();
+    const std::string json = R"({"format": "partex-platform", "version": 1, "name": "two", "host": "cpu",
+      "devices": [
+        {"id": "cpu", "kind": "cpu", "peak_gflops": {"default": 0.5}, "bandwidth_gbs": 2},
+        {"id": "npu", "kind": "npu", "peak_gflops": {"default": 50}, "bandwidth_gbs": 100, "memory_bytes": 40000}],
+      "links": [{"from": "cpu", "to": "npu", "bandwidth_gbs": 10, "latency_us": 1, "bidirectional": true}]})";
+    auto plat = parsePlatform(json, "two.json");
+    QVERIFY2(plat, plat.message().c_str());
+    auto t = buildCostTable(g, characteriseAll(g), *plat);
+    QVERIFY2(t, t.message().c_str());
+    const double bf = bruteForceWithinCapacity(*t);
+    QVERIFY(std::isfinite(bf));
+    CostTable free = *t;
+    std::fill(free.memCapacity.begin(), free.memCapacity.end(), 0);
+    const double unlimited = bruteForceWithinCapacity(free);
+    QVERIFY2(unlimited < bf - 1e-6, qPrintable(QString("limit does not bind: %1 vs %2").arg(unlimited).arg(bf)));
+    SchedOptions o;
+    o.params["warm"] = "0";  // the search alone, no warm start to fall back on
+    SchedInfo info;
+    auto plan = findScheduler("exact")->schedule(*t, Constraints{}, o, &info);
+    QVERIFY2(plan, plan.message().c_str());
+    auto tl = simulate(*t, *plan, SimOptions{});
+    QVERIFY(tl);
+    QVERIFY(checkCapacity(*t, *plan, &*tl));
+    QVERIFY2(std::abs(tl->makespan - bf) < 1e-6 * bf, qPrintable(QString("exact %1, brute force %2").arg(tl->makespan).arg(bf)));
+    QVERIFY(info.optimal);
+    for (const auto& n : info.notes) QVERIFY2(n.find("operators moved") == std::string::npos, n.c_str());
+  }
+
+  /// The DPs carry capacity as a penalty on their costs: pimdp on resnet18 with the mobile-soc's
+  /// accelerators capped is within capacity and no slower than its own unconstrained plan repaired.
+  void dpCarriesCapacityAsPenalty_data() {
+    QTest::addColumn<QString>("algo");
+    for (const char* a : {"pimdp", "partitiontuner-clean", "coarse"}) QTest::newRow(a) << a;
+  }
+  void dpCarriesCapacityAsPenalty() {
+    QFETCH(QString, algo);
+    const auto g = generated("resnet18");
+    auto plat = loadPreset("mobile-soc");
+    QVERIFY(plat);
+    int64_t total = 0;
+    for (const Value& v : g->values)
+      if (v.isWeight) total += v.bytes();
+    const std::vector<OpWork> work = characteriseAll(*g);
+    auto free = buildCostTable(*g, work, *plat);
+    QVERIFY(free);
+    for (auto& d : plat->devices)
+      if (d.id != plat->host) d.memCapacityBytes = total / 4;
+    auto t = buildCostTable(*g, work, *plat);
+    QVERIFY(t);
+    const Scheduler* s = findScheduler(algo.toStdString());
+    SchedOptions o;
+    o.timeLimitSec = 20;
+    auto own = s->schedule(*free, Constraints{}, o);
+    QVERIFY(own);
+    const bool ownFits = checkCapacity(*t, *own, nullptr).isOk();
+    SchedInfo info;
+    auto plan = s->schedule(*t, Constraints{}, o, &info);
+    QVERIFY2(plan, plan.message().c_str());
+    auto tl = simulate(*t, *plan, SimOptions{});
+    QVERIFY(tl);
+    QVERIFY2(checkCapacity(*t, *plan, &*tl), "over capacity");
+    if (ownFits) return;  // nothing to carry: the limits do not bind this algorithm's plan
+    std::vector<std::vector<DeviceId>> allowed(static_cast<size_t>(t->numTasks()));
+    for (TaskId v = 0; v < t->numTasks(); ++v)
+      for (DeviceId d = 0; d < t->numDevices(); ++d)
+        if (std::isfinite(t->w(v, d))) allowed[static_cast<size_t>(v)].push_back(d);
+    Plan repaired = *own;
+    QVERIFY(fitCapacity(*t, allowed, repaired, SimOptions{}));
+    auto tlr = simulate(*t, repaired, SimOptions{});
+    QVERIFY(tlr);
+    QVERIFY2(tl->makespan <= tlr->makespan * (1 + 1e-9),
+             qPrintable(QString("%1 us, the repaired plan %2 us").arg(tl->makespan).arg(tlr->makespan)));
+    bool noted = false;
+    for (const auto& n : info.notes) noted = noted || n.find("capacity:") != std::string::npos;
+    QVERIFY(noted);
+    for (const auto& n : info.notes) qInfo("note: %s", n.c_str());
+    qInfo("%s: %.1f us within capacity, its own plan repaired %.1f us, unconstrained %.1f us", qPrintable(algo), tl->makespan, tlr->makespan, simulate(*free, *own, SimOptions{})->makespan);
+  }
+
+  /// DUET places its subgraphs and corrects within capacity itself: no repair needed.
+  void duetStaysWithinCapacity() {
+    const auto g = generated("inception");
+    auto plat = loadPreset("mobile-soc");
+    QVERIFY(plat);
+    int64_t total = 0;
+    for (const Value& v : g->values)
+      if (v.isWeight) total += v.bytes();
+    for (auto& d : plat->devices)
+      if (d.id != plat->host) d.memCapacityBytes = total / 3;
+    auto t = buildCostTable(*g, characteriseAll(*g), *plat);
+    QVERIFY(t);
+    SchedInfo info;
+    auto plan = findScheduler("duet")->schedule(*t, Constraints{}, SchedOptions{}, &info);
+    QVERIFY2(plan, plan.message().c_str());
+    QVERIFY(checkCapacity(*t, *plan, nullptr));
+    for (const auto& n : info.notes) QVERIFY2(n.find("operators moved") == std::string::npos, n.c_str());
   }
 
   /// With every device too small, the refusal is the one-line error, whatever the algorithm.
