@@ -566,6 +566,34 @@ class TstMemory : public QObject {
     for (const auto& n : info.notes) QVERIFY2(n.find("operators moved") == std::string::npos, n.c_str());
   }
 
+  /// Accelerators smaller than the model's largest activation, the host unlimited: a plan exists (all
+  /// on the host), so every scheduler returns one within capacity; before, the repair could not move
+  /// operators without weights and called the case infeasible.
+  void activationsAloneOverflow_data() {
+    QTest::addColumn<QString>("algo");
+    for (const char* a : {"greedy", "heft", "pimdp", "partitiontuner", "coarse", "dlfusion", "duet", "best"}) QTest::newRow(a) << a;
+  }
+  void activationsAloneOverflow() {
+    QFETCH(QString, algo);
+    const auto g = generated("resnet18");
+    auto plat = loadPreset("mobile-soc");
+    QVERIFY(plat);
+    const std::vector<OpWork> work = characteriseAll(*g);
+    auto free = buildCostTable(*g, work, *plat);
+    QVERIFY(free);
+    int64_t largest = 0;
+    for (const Edge& e : free->edges) largest = std::max(largest, e.bytes);
+    for (auto& d : plat->devices)
+      if (d.id != plat->host) d.memCapacityBytes = largest / 2;
+    auto t = buildCostTable(*g, work, *plat);
+    QVERIFY(t);
+    auto plan = findScheduler(algo.toStdString())->schedule(*t, Constraints{}, SchedOptions{});
+    QVERIFY2(plan, plan.message().c_str());
+    auto tl = simulate(*t, *plan, SimOptions{});
+    QVERIFY(tl);
+    QVERIFY(checkCapacity(*t, *plan, &*tl));
+  }
+
   /// With every device too small, the refusal is the one-line error, whatever the algorithm.
   void nothingFits() {
     const CostTable t = [] {
