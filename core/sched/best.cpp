@@ -137,6 +137,11 @@ class Best final : public Scheduler {
       (isOneOf(n, {"duet", "pimdp"}) ? searching : members).push_back({s.get(), true});
     }
     members.insert(members.end(), searching.begin(), searching.end());
+    // Where a device compiles blocks, the members that emit blocks (DLFusion, coarse) are the ones that
+    // win there: they run right after heft and greedy, so that a slow machine's time share reaches them.
+    if (!t.blockFloor.empty())
+      std::stable_partition(members.begin() + 2, members.end(),
+                            [&](const Member& mb) { return isOneOf(mb.s->name(), {"dlfusion", "coarse"}); });
 
     Plan bestPlan;
     double bestMs = kInf;
