@@ -30,7 +30,7 @@ class MemoryChart {
  public:
   static constexpr double kTitleH = 20;    ///< "Memory" title line above the lanes.
   static constexpr double kLaneH = 54;     ///< Lane height at full size.
-  static constexpr double kMinLaneH = 40;  ///< Lanes shrink to this when the widget is short.
+  static constexpr double kMinLaneH = 46;  ///< Lanes shrink to this when the widget is short.
   static constexpr double kBottom = 6;     ///< Margin under the last lane.
   static constexpr double kHeadroom = 1.12;  ///< A lane's top is this much above max(peak, capacity).
 

@@ -246,6 +246,18 @@ class TstGanttMemory : public QObject {
     QCOMPARE(*s->headroomOf(npu), room);
     QVERIFY2(html.contains("headroom on npu: " + QString::fromStdString(formatBytes(room))), qPrintable(html));
 
+    // A move updates the view at once: the weights it brings show on the target's lane.
+    const int little = s->platform().findDevice("cpu-little");
+    QVERIFY(little >= 0);
+    int heavy = -1;
+    for (int v = 0; v < s->numOps() && heavy < 0; ++v)
+      if (s->deviceOf(v) != little && s->weightBytesOf(v) > 0 && s->canMove({v}, little)) heavy = v;
+    QVERIFY(heavy >= 0);
+    const int64_t littleBefore = mv->chart().memory()[size_t(little)].weights;
+    QVERIFY(s->moveOps({heavy}, little));
+    QCOMPARE(mv->chart().memory()[size_t(little)].weights, s->memory()[size_t(little)].weights);
+    QVERIFY(mv->chart().memory()[size_t(little)].weights > littleBefore);
+
     // Every device capped to 1 MiB: nothing fits. The plan of last resort is installed, flagged
     // over capacity in the status bar, the memory view and the inspector, with a warning.
     QSignalSpy warned(s, &Session::loadWarning);
