@@ -235,23 +235,28 @@ void MemoryChart::paint(QPainter& p, const Frame& f, const TimeScale& sc, const 
 
     // The lane's figures above its plot: peak, capacity, weights, and the excess in red.
     const QStringList parts = laneText(lane);
-    p.setFont(textFont);
+    const QFont badgeFont = pixelFont(font_, kTextFontPx, true);
+    const QFontMetrics bfm(badgeFont);
+    const QString sep = QStringLiteral("  \u00b7  ");
     double x = f.plotLeft + 4;
     const double ty = laneRect.top();
     for (int k = 0; k < parts.size(); ++k) {
-      const bool over = m.over && k == parts.size() - 1;
-      const QString s = (k ? QStringLiteral("  \u00b7  ") : QString()) + parts[k];
-      const double w = tfm.horizontalAdvance(s);
-      if (x + w > right) break;
-      if (over) {
-        const double sx = x + tfm.horizontalAdvance(QStringLiteral("  \u00b7  "));
-        p.fillRect(QRectF(sx - 2, ty + 1, w - (sx - x) + 4, kTextH - 1), kOver);
+      const bool badge = m.over && k == parts.size() - 1;  // "OVER CAPACITY by ...": white on red
+      const double sepW = k ? tfm.horizontalAdvance(sep) : 0.0;
+      const double w = (badge ? bfm.horizontalAdvance(parts[k]) + 8 : tfm.horizontalAdvance(parts[k]));
+      if (x + sepW + w > right) break;
+      p.setFont(textFont);
+      p.setPen(muted);
+      if (k) p.drawText(QRectF(x, ty, sepW + 1, kTextH), Qt::AlignLeft | Qt::AlignVCenter, sep);
+      x += sepW;
+      if (badge) {
+        p.fillRect(QRectF(x, ty + 1, w, kTextH - 1), kOver);
+        p.setFont(badgeFont);
         p.setPen(Qt::white);
-        p.setFont(pixelFont(font_, kTextFontPx, true));
+        p.drawText(QRectF(x, ty, w, kTextH), Qt::AlignCenter, parts[k]);
       } else {
-        p.setPen(muted);
+        p.drawText(QRectF(x, ty, w + 1, kTextH), Qt::AlignLeft | Qt::AlignVCenter, parts[k]);
       }
-      p.drawText(QRectF(x, ty, w + 4, kTextH), Qt::AlignLeft | Qt::AlignVCenter, s);
       x += w;
     }
   }
