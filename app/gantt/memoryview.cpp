@@ -36,8 +36,9 @@ void MemoryView::follow(GanttView* gantt) {
 }
 
 bool MemoryView::eventFilter(QObject* watched, QEvent* e) {
-  if (watched == gantt_ && (e->type() == QEvent::Resize || e->type() == QEvent::Move))
-    update();  // the Gantt's plot columns may have moved
+  // Installed on the Gantt view only. No comparison through gantt_ here: the filter also sees the events
+  // of the Gantt's destruction, when it is a GanttView no more (UBSan: a bad downcast).
+  if (e->type() == QEvent::Resize || e->type() == QEvent::Move) update();  // its plot columns may have moved
   return QWidget::eventFilter(watched, e);
 }
 
