@@ -66,6 +66,9 @@ class GanttView : public QWidget {
   /// The size saveImage() writes.
   QSize exportSize() const;
 
+  /// Where the header, axis, rows and plot are in this widget now (what paintEvent draws in): views
+  /// drawn on the same time axis (MemoryView) take their plot columns from it.
+  GanttChart::Frame plotFrame() const { return widgetFrame(); }
   /// The time scale of the plot area (pixel 0 = left edge of the bars).
   const TimeScale& timeScale() const { return scale_; }
   /// Sets the time scale (a compare view keeps two charts on one); emits timeScaleChanged when it changes.

@@ -1,8 +1,10 @@
 #include "gui/inspector.h"
 
 #include <map>
+#include <optional>
 
 #include "session/session.h"
+#include "sim/memory.h"
 #include "support/files.h"
 #include "support/strings.h"
 
@@ -29,6 +31,23 @@ QString xfer(double v) {
 
 QString bytes(int64_t b) {
   return QString::fromStdString(humanBytes(static_cast<double>(b)));
+}
+
+/// Bytes exact and in MiB, as core's formatBytes: "16,777,216 bytes (16.0 MiB)"; "none" for 0.
+QString memoryText(int64_t b) {
+  return b > 0 ? QString::fromStdString(formatBytes(b)) : QObject::tr("none");
+}
+
+/// A device's capacity minus its peak under the current plan; "unlimited" without a capacity, and
+/// the excess in red when the plan is over it.
+QString headroomText(const Session& s, int dev) {
+  const std::optional<int64_t> room = s.headroomOf(dev);
+  if (!room) return QObject::tr("unlimited (no capacity set)");
+  const auto& m = s.memory()[static_cast<size_t>(dev)];
+  const QString of = QObject::tr(" (capacity %1, peak %2)").arg(memoryText(m.capacity), memoryText(m.peak));
+  if (*room < 0)
+    return QObject::tr("<font color=#c0392b><b>over capacity by %1</b></font>").arg(memoryText(-*room)) + of;
+  return QString::fromStdString(formatBytes(*room)) + of;
 }
 
 QString attrText(const Attribute& a) {
@@ -157,6 +176,10 @@ QString inspectorHtml(const Session& s, const QList<int>& selection) {
                   prov);
   }
   h += QStringLiteral("</table>");
+
+  // Memory: what the operator brings to its device, and the room left there under this plan.
+  h += QObject::tr("<p><b>Memory:</b> weights %1; headroom on %2: %3</p>")
+           .arg(memoryText(s.weightBytesOf(op)), s.deviceLabel(dev), headroomText(s, dev));
 
   // Transfers the current plan causes.
   QStringList in, out;

@@ -32,6 +32,7 @@
 
 #include "backend/backend.h"
 #include "gantt/ganttview.h"
+#include "gantt/memoryview.h"
 #include "graph/graphview.h"
 #include "gui/comparemodel.h"
 #include "gui/inspector.h"
@@ -110,6 +111,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   costs_->setToolTip(tr("Operator/device cost entries by source: measured (a Partex profile), imported (ONNX "
                         "Runtime profiling) or modelled (the platform's device models)"));
   statusBar()->addPermanentWidget(costs_);
+  capacity_ = new QLabel(this);
+  capacity_->setObjectName(QStringLiteral("capacityWarning"));
+  capacity_->setStyleSheet(QStringLiteral("QLabel { color: white; background: #c0392b; padding: 1px 6px; }"));
+  capacity_->hide();
+  statusBar()->addPermanentWidget(capacity_);
 
   buildDocks();
   buildMenus();
@@ -290,6 +296,7 @@ void MainWindow::adoptCostTable() {
   // selectionChanged or planChanged follows at once.
   if (gantt_)
     gantt_->setTimeline(session_->table(), session_->timeline(), session_->deviceColors(), session_->fusedKernels());
+  updateMemory();
   // Compare rows and the side-by-side plans belong to the previous cost table.
   compare_->setRows({});
   updateSideBySide();
@@ -354,6 +361,25 @@ void MainWindow::updateGantt() {
   gantt_->setReferenceLabel(tr("%1 plan").arg(algo));
   gantt_->setTitle(session_->plan().algorithm == "manual" ? tr("Edited %1 plan").arg(algo) : algo);
   gantt_->setSelectedTasks(session_->selection());
+  updateMemory();
+}
+
+void MainWindow::updateMemory() {
+  const QString problem = session_->hasModel() ? session_->capacityProblem() : QString();
+  capacity_->setText(tr("Over capacity: %1").arg(problem));
+  capacity_->setToolTip(tr("The plan does not fit the devices' memory: %1. The memory view under the Gantt chart "
+                           "shows where; run a scheduler (they all keep within the capacities) or move operators "
+                           "off the device.")
+                            .arg(problem));
+  capacity_->setVisible(!problem.isEmpty());
+  if (!memory_) return;
+  if (!session_->hasModel()) {
+    memory_->clear();
+    return;
+  }
+  std::vector<QString> labels;
+  for (int d = 0; d < session_->numDevices(); ++d) labels.push_back(session_->deviceLabel(d));
+  memory_->setMemory(session_->memory(), std::move(labels), session_->deviceColors());
 }
 
 void MainWindow::chooseFile() {

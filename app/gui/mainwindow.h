@@ -48,6 +48,7 @@ class GraphView;
 class DevicePalette;
 class CompareModel;
 class GanttView;
+class MemoryView;
 class CompareView;
 class PlatformEditor;
 class TeachPanel;
@@ -144,6 +145,10 @@ class MainWindow : public QMainWindow {
   QLabel* makespanLabel() const { return makespan_; }
   /// The Gantt chart (null in builds without app/gantt).
   GanttView* ganttView() const { return gantt_; }
+  /// The memory view under the Gantt chart, on its time axis (null in builds without app/gantt).
+  MemoryView* memoryView() const { return memory_; }
+  /// The status bar's warning while the plan does not fit the devices' memory (hidden when it fits).
+  QLabel* capacityLabel() const { return capacity_; }
   /// Two plans side by side (a dock tabbed with the Gantt chart), fed by the compare table.
   CompareView* sideBySideView() const { return sideBySide_; }
   /// Re-shows the side-by-side view from the compare table's selection: one row is compared with
@@ -207,6 +212,8 @@ class MainWindow : public QMainWindow {
   void updateMakespan();
   void setPreview(const Timeline* tl);
   void updateGantt();
+  /// The memory view and the over-capacity warning, from the session's memory of the current plan.
+  void updateMemory();
   Result<Project> buildProject(const QString& path, bool sidecarPlatform);
   Status writeProject(const QString& path);
   Status startProject(const QString& path, bool recovery);
@@ -245,6 +252,8 @@ class MainWindow : public QMainWindow {
   QTextBrowser* inspector_ = nullptr;
   QDockWidget* ganttDock_ = nullptr;
   GanttView* gantt_ = nullptr;
+  MemoryView* memory_ = nullptr;
+  QLabel* capacity_ = nullptr;
   CompareView* sideBySide_ = nullptr;
   QLabel* sideStatus_ = nullptr;
   QDockWidget* sideDock_ = nullptr;

@@ -15,6 +15,7 @@
 #include <QMenuBar>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QSplitter>
 #include <QSortFilterProxyModel>
 #include <QStatusBar>
 #include <QTableView>
@@ -27,6 +28,7 @@
 
 #include "gantt/compareview.h"
 #include "gantt/ganttview.h"
+#include "gantt/memoryview.h"
 #include "graph/devicepalette.h"
 #include "graph/graphview.h"
 #include "gui/comparemodel.h"
@@ -274,9 +276,21 @@ void MainWindow::buildDocks() {
   // Gantt chart (app/gantt); a marked placeholder in builds without it.
   ganttDock_ = new QDockWidget(tr("Gantt chart"), this);
   ganttDock_->setObjectName(QStringLiteral("ganttDock"));
-  gantt_ = new GanttView(ganttDock_);
+  // The memory view under it, on its time axis: a splitter keeps both the dock's width, so that their
+  // plot columns coincide.
+  auto* ganttSplit = new QSplitter(Qt::Vertical, ganttDock_);
+  ganttSplit->setObjectName(QStringLiteral("ganttSplit"));
+  ganttSplit->setChildrenCollapsible(false);
+  gantt_ = new GanttView(ganttSplit);
   gantt_->setMinimumHeight(180);
-  ganttDock_->setWidget(gantt_);
+  memory_ = new MemoryView(ganttSplit);
+  memory_->setObjectName(QStringLiteral("memoryView"));
+  memory_->follow(gantt_);
+  ganttSplit->addWidget(gantt_);
+  ganttSplit->addWidget(memory_);
+  ganttSplit->setStretchFactor(0, 3);
+  ganttSplit->setStretchFactor(1, 2);
+  ganttDock_->setWidget(ganttSplit);
   connect(gantt_, &GanttView::taskClicked, this, [this](int task, Qt::KeyboardModifiers mods) {
     QList<int> sel = session_->selection();
     if (mods & (Qt::ControlModifier | Qt::ShiftModifier)) {

@@ -50,6 +50,12 @@ static Status initialPlan(Prepared& p) {
       p.state.algorithm = "single";
     }
     if (!tl) return makeError("no initial plan: ", tl.message());
+    // Never silently: the plan of last resort may not fit the devices' memory (the session flags it
+    // over capacity, docs/design-decisions.md "An edited capacity").
+    if (!plan)
+      p.note += std::string(p.note.empty() ? "" : "; ") + "HEFT found no plan (" + plan.message() +
+                "): everything placed on " +
+                t.deviceIds[static_cast<size_t>(p.state.plan.device.empty() ? 0 : p.state.plan.device[0])];
   }
   p.timeline = std::move(tl).value();
   p.state.schedulerMakespan = p.timeline.makespan;

@@ -68,6 +68,25 @@ void Session::refreshDerived() {
   fused_ = model_ ? partex::fusedKernels(model_->graph, *table_, state_.plan.device, &timeline_)
                   : std::vector<FusedKernel>{};
   fusedOf_ = kernelOfTasks(table_->numTasks(), fused_);
+  // The memory rule is core's: the same numbers as schedule --json and the plan file.
+  memory_ = deviceMemory(*table_, state_.plan, timeline_);
+  const Status fits = checkCapacity(*table_, state_.plan, &timeline_);
+  capacityProblem_ = fits ? QString() : QString::fromStdString(fits.message());
+}
+
+int64_t Session::weightBytesOf(int op) const {
+  if (!table_ || op < 0 || static_cast<size_t>(op) >= table_->taskWeights.size()) return 0;
+  int64_t sum = 0;
+  for (int32_t w : table_->taskWeights[static_cast<size_t>(op)])
+    if (w >= 0 && static_cast<size_t>(w) < table_->weightBytes.size()) sum += table_->weightBytes[static_cast<size_t>(w)];
+  return sum;
+}
+
+std::optional<int64_t> Session::headroomOf(int device) const {
+  if (device < 0 || static_cast<size_t>(device) >= memory_.size()) return std::nullopt;
+  const DeviceMemory& m = memory_[static_cast<size_t>(device)];
+  if (m.capacity <= 0) return std::nullopt;
+  return m.capacity - m.peak;
 }
 
 const FusedKernel* Session::fusedKernelOf(int op) const {

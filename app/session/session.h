@@ -35,6 +35,7 @@
 #include "session/prepare.h"
 #include "session/profiles.h"
 #include "sim/criticalpath.h"
+#include "sim/memory.h"
 #include "sim/plan.h"
 #include "sim/simulator.h"
 #include "support/result.h"
@@ -145,6 +146,18 @@ class Session : public QObject {
   /// The fused kernels of the placement a timeline shows (a drag preview's).
   std::vector<FusedKernel> fusedKernelsOf(const Timeline& tl) const;
   double lowerBoundUs() const { return lowerBound_; }
+  /// Each device's memory under the current plan (core's deviceMemory(): weights, peak with its
+  /// breakdown, resident bytes over time), recomputed with every plan, cost table or platform change.
+  const std::vector<DeviceMemory>& memory() const { return memory_; }
+  /// Why the current plan does not fit the devices' memory (core's checkCapacity, one line naming the
+  /// device, the bytes needed and available); "" when it fits. The views show it as a warning: a plan
+  /// over capacity is never shown as fine.
+  QString capacityProblem() const { return capacityProblem_; }
+  /// The bytes of `op`'s distinct weights (CostTable::taskWeights), 0 when it has none.
+  int64_t weightBytesOf(int op) const;
+  /// Capacity of `device` minus its peak under the current plan (negative when over); nullopt when
+  /// the device has no capacity limit.
+  std::optional<int64_t> headroomOf(int device) const;
   /// Why `op` sits on its device, in words (pinned, moved by hand, unsupported elsewhere, cheapest,
   /// chosen by the scheduler, on the critical path).
   QStringList placementReasons(int op) const;
@@ -256,6 +269,8 @@ class Session : public QObject {
   std::vector<FusedKernel> fused_;  ///< Of the current plan, with timeline_'s times.
   std::vector<int> fusedOf_;        ///< Per operator: index into fused_, or -1.
   double lowerBound_ = 0;
+  std::vector<DeviceMemory> memory_;  ///< Of the current plan and timeline.
+  QString capacityProblem_;
   QList<int> selection_;
   QUndoStack* undo_ = nullptr;
 
