@@ -298,10 +298,20 @@ std::vector<std::string> explainOffload(const CostTable& t, const std::string& s
     return s;
   });
   perDevice("busy", [&](const Plan&, const Timeline& tl, DeviceId d) { return fmtTime(tl.busy[static_cast<size_t>(d)]); });
+  // Model inputs and outputs (the KV cache, the token ids, the logits) start and end on the host in the
+  // simulator's model: a layer whose attention runs on the GPU pays its cache over the link.
   auto transfers = [&](const std::string& label, const Timeline& tl) {
-    double us = 0;
-    for (const auto& x : tl.transfers) us += x.end - x.start;
-    return label + " " + std::to_string(tl.transfers.size()) + " (" + humanBytes(static_cast<double>(tl.bytesMoved)) + ", " + fmtTime(us) + " on the links)";
+    double us = 0, ioUs = 0;
+    int64_t ioBytes = 0;
+    for (const auto& x : tl.transfers) {
+      us += x.end - x.start;
+      if (x.src < 0 || x.dst < 0) {
+        ioUs += x.end - x.start;
+        ioBytes += x.bytes;
+      }
+    }
+    return label + " " + std::to_string(tl.transfers.size()) + " (" + humanBytes(static_cast<double>(tl.bytesMoved)) + ", " + fmtTime(us) +
+           " on the links, of which model inputs and outputs " + humanBytes(static_cast<double>(ioBytes)) + ", " + fmtTime(ioUs) + ")";
   };
   out.push_back("transfers: " + transfers("offload", ruleTl) + "; " + transfers(otherName, otherTl));
 
