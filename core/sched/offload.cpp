@@ -106,11 +106,12 @@ class Offload final : public Scheduler {
       if (d == t.deviceIds.end()) return makeError("offload: param device: no device '", it->second, "'");
       accel = static_cast<DeviceId>(d - t.deviceIds.begin());
     }
-    auto split = chooseOffloadSplit(t, c, o.sim, mode == "best-k", accel, o.startDeadline(), o.cancel);
+    const Deadline deadline = o.startDeadline();
+    auto split = chooseOffloadSplit(t, c, o.sim, mode == "best-k", accel, deadline, o.cancel);
     if (!split) return Error{split.message()};
     info->notes.push_back(split->split);
     info->notes.push_back(split->note);
-    if (o.startDeadline().passed()) info->notes.push_back("time limit reached");
+    if (mode == "best-k" && deadline.passed()) info->notes.push_back("time limit reached");
     return std::move(split->plan);
   }
 };
