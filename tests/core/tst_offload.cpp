@@ -223,6 +223,58 @@ class TstOffload : public QObject {
     QVERIFY2(bad.message().find("mode") != std::string::npos, bad.message().c_str());
   }
 
+  /// The goal's case: Llama-2-7B in float16 (13.5 GB) on desktop-rtx4070's 12 GiB GPU. The rule's k is
+  /// the hand count (31 layers of 404,766,720 bytes fit, 32 do not), and best is never slower than the
+  /// fastest first-k split, in prefill and decode.
+  void llama7bOnRtx4070_data() { largestFittingK_data(); }
+  void llama7bOnRtx4070() {
+    QFETCH(QString, phase);
+    GenSpec s;
+    s.kind = "llama";
+    s.layers = 32;
+    s.hidden = 4096;
+    s.heads = 32;
+    s.vocab = 32000;
+    s.seqLen = 512;
+    s.phase = phase.toStdString();
+    s.dtype = "float16";
+    auto bytes = generateModel(s);
+    QVERIFY(bytes);
+    auto g = importOnnxBytes(*bytes, "llama7b.onnx");
+    QVERIFY2(g, g.message().c_str());
+    auto p = loadPreset("desktop-rtx4070");
+    QVERIFY(p);
+    auto t = buildCostTable(*g, characteriseAll(*g), *p);
+    QVERIFY2(t, t.message().c_str());
+    // q, k, v, o 4096 x 4096, gate and up 4096 x 11008, down 11008 x 4096, two norms; 2 bytes each.
+    const int64_t layerBytes = 2 * (4 * 4096 * 4096 + 3 * 4096 * 11008 + 2 * 4096);
+    QCOMPARE(layerBytes, int64_t{404766720});
+    for (int L : {0, 17, 31}) QCOMPARE(layerWeightBytes(*g, L), layerBytes);
+    const int64_t cap = int64_t{12} << 30, shared = sharedLayerConstants(*g);
+    QCOMPARE((cap - shared) / layerBytes, int64_t{31});
+    auto rule = chooseOffloadSplit(*t, {}, {}, false, -1, Deadline{}, nullptr);
+    QVERIFY2(rule, rule.message().c_str());
+    QCOMPARE(rule->k, 31);
+    QCOMPARE(rule->split, std::string("k=31 of 32 layers on gpu"));
+    QVERIFY2(rule->note.find("k=32: device 'gpu' needs " + withCommas(static_cast<uint64_t>(shared + 32 * layerBytes)) + " bytes") !=
+                 std::string::npos,
+             rule->note.c_str());
+    auto fastest = chooseOffloadSplit(*t, {}, {}, true, -1, Deadline{}, nullptr);
+    QVERIFY(fastest);
+    QVERIFY(fastest->makespanUs <= rule->makespanUs);
+    const Scheduler* best = findScheduler("best");
+    SchedOptions o;  // its default limit
+    auto plan = best->schedule(*t, {}, o);
+    QVERIFY2(plan, plan.message().c_str());
+    auto tl = simulate(*t, *plan);
+    QVERIFY(tl);
+    QVERIFY(checkCapacity(*t, *plan, &*tl));
+    QVERIFY2(tl->makespan <= fastest->makespanUs * (1 + 1e-12),
+             qPrintable(QString("best %1 us, fastest split %2 us").arg(tl->makespan).arg(fastest->makespanUs)));
+    qInfo("%s: rule k=%d %.3f ms, fastest k=%d %.3f ms, best %.3f ms", qPrintable(phase), rule->k, rule->makespanUs / 1000, fastest->k,
+          fastest->makespanUs / 1000, tl->makespan / 1000);
+  }
+
   void explanation() {
     const Graph g = importTiny("decode");
     const int64_t cap = sharedLayerConstants(g) + 2 * kLayerBytes + kLayerBytes / 2;
