@@ -90,7 +90,8 @@ class Offload final : public Scheduler {
   std::string name() const override { return "offload"; }
   std::string title() const override { return "First k layers on the GPU (llama.cpp -ngl)"; }
   std::string description() const override {
-    return "llama.cpp's -ngl / --n-gpu-layers rule: the first k transformer layers (operators named layers.<L>.) on the "
+    return "llama.cpp's -ngl / --n-gpu-layers rule: the first k transformer layers (operators named layers.<L>.) on "
+           "the "
            "GPU, embedding, other layers and output head on the CPU; param mode=largest (k as large as fits, the "
            "users' rule) or best-k (the fastest k that fits), device=<id> (default: the first gpu).";
   }
@@ -162,19 +163,24 @@ Result<OffloadSplit> chooseOffloadSplit(const CostTable& t, const Constraints& c
   const std::vector<int> layer = taskLayers(t);
   const int layers = layer.empty() ? 0 : *std::max_element(layer.begin(), layer.end()) + 1;
   if (layers == 0)
-    return makeError("offload: '", t.name, "' has no layer names (operators named layers.<L>., as partex-cli generate llama "
+    return makeError("offload: '", t.name,
+                     "' has no layer names (operators named layers.<L>., as partex-cli generate llama "
                      "writes them): the first-k-layers rule cannot tell its layers");
-  if (t.numDevices() < 2) return makeError("offload: the platform has one device; the rule needs a GPU beside the host");
+  if (t.numDevices() < 2)
+    return makeError("offload: the platform has one device; the rule needs a GPU beside the host");
   OffloadSplit s;
   s.host = t.host;
   s.layers = layers;
   if (accel < 0) {
     for (DeviceId d = 0; d < t.numDevices() && accel < 0; ++d)
-      if (d != t.host && static_cast<size_t>(d) < t.deviceKinds.size() && t.deviceKinds[static_cast<size_t>(d)] == "gpu") accel = d;
+      if (d != t.host && static_cast<size_t>(d) < t.deviceKinds.size() &&
+          t.deviceKinds[static_cast<size_t>(d)] == "gpu")
+        accel = d;
     for (DeviceId d = 0; d < t.numDevices() && accel < 0; ++d)
       if (d != t.host) accel = d;
   }
-  if (accel == t.host) return makeError("offload: param device names the host '", t.deviceIds[static_cast<size_t>(accel)], "'");
+  if (accel == t.host)
+    return makeError("offload: param device names the host '", t.deviceIds[static_cast<size_t>(accel)], "'");
   s.accel = accel;
   const std::string gpu = t.deviceIds[static_cast<size_t>(accel)];
 
@@ -226,10 +232,12 @@ Result<OffloadSplit> chooseOffloadSplit(const CostTable& t, const Constraints& c
     }
   }
   // k + 1 (when there is one) is kept as the reason the rule stops there.
-  if (s.largestK >= 0 && s.largestK < layers && s.largestK == kWeights) s.trials.push_back(trial(s.largestK + 1, nullptr));
+  if (s.largestK >= 0 && s.largestK < layers && s.largestK == kWeights)
+    s.trials.push_back(trial(s.largestK + 1, nullptr));
   if (s.largestK < 0) {
     const std::string why = s.trials.empty() ? std::string("no split simulated") : s.trials.back().why;
-    return makeError("offload: no first-k split fits (k=0, everything on '", t.deviceIds[static_cast<size_t>(s.host)], "': ", why, ")");
+    return makeError("offload: no first-k split fits (k=0, everything on '", t.deviceIds[static_cast<size_t>(s.host)],
+                     "': ", why, ")");
   }
   s.plan = std::move(largestPlan);
   if (bestK) {
@@ -249,44 +257,50 @@ Result<OffloadSplit> chooseOffloadSplit(const CostTable& t, const Constraints& c
   const OffloadTrial* next = nullptr;
   for (const auto& tr : s.trials)
     if (tr.k == s.largestK + 1) next = &tr;
-  s.note = s.largestK == layers ? "all " + std::to_string(layers) + " layers fit on " + gpu
-                                : "k=" + std::to_string(s.largestK) + " is the largest that fits" +
-                                      (next ? " (k=" + std::to_string(next->k) + ": " + next->why + ")" : std::string());
+  s.note = s.largestK == layers
+               ? "all " + std::to_string(layers) + " layers fit on " + gpu
+               : "k=" + std::to_string(s.largestK) + " is the largest that fits" +
+                     (next ? " (k=" + std::to_string(next->k) + ": " + next->why + ")" : std::string());
   if (bestK) {
     int feasible = 0;
     for (const auto& tr : s.trials) feasible += tr.fits ? 1 : 0;
     s.note += "; k=" + std::to_string(s.k) + " is the fastest of " + std::to_string(feasible) + " fitting splits";
     for (const auto& tr : s.trials)
-      if (tr.k == s.largestK && s.k != s.largestK) s.note += ", the largest (k=" + std::to_string(tr.k) + ") takes " + fmtTime(tr.makespanUs);
+      if (tr.k == s.largestK && s.k != s.largestK)
+        s.note += ", the largest (k=" + std::to_string(tr.k) + ") takes " + fmtTime(tr.makespanUs);
     if (stopped()) s.note += " (stopped at the time limit)";
   }
   s.plan.algorithm = "offload";
   return s;
 }
 
-std::vector<std::string> explainOffload(const CostTable& t, const std::string& split, const Plan& rule, const Timeline& ruleTl,
-                                        const std::string& otherName, const Plan& other, const Timeline& otherTl) {
+std::vector<std::string> explainOffload(const CostTable& t, const std::string& split, const Plan& rule,
+                                        const Timeline& ruleTl, const std::string& otherName, const Plan& other,
+                                        const Timeline& otherTl) {
   std::vector<std::string> out;
   const std::string ruleName = "offload (" + split + ")";
   const double a = ruleTl.makespan, b = otherTl.makespan;
   char buf[256];
   if (b < a)
     std::snprintf(buf, sizeof buf, "%s %s vs %s %s: %s is %.2fx as fast (%s, %.1f%% less time)", otherName.c_str(),
-                  fmtTime(b).c_str(), ruleName.c_str(), fmtTime(a).c_str(), otherName.c_str(), a / b, fmtTime(a - b).c_str(),
-                  100.0 * (a - b) / a);
+                  fmtTime(b).c_str(), ruleName.c_str(), fmtTime(a).c_str(), otherName.c_str(), a / b,
+                  fmtTime(a - b).c_str(), 100.0 * (a - b) / a);
   else if (b > a)
     std::snprintf(buf, sizeof buf, "%s %s vs %s %s: the split is %.2fx as fast", otherName.c_str(), fmtTime(b).c_str(),
                   ruleName.c_str(), fmtTime(a).c_str(), b / a);
   else
-    std::snprintf(buf, sizeof buf, "%s and %s take the same time, %s", otherName.c_str(), ruleName.c_str(), fmtTime(a).c_str());
+    std::snprintf(buf, sizeof buf, "%s and %s take the same time, %s", otherName.c_str(), ruleName.c_str(),
+                  fmtTime(a).c_str());
   out.push_back(buf);
 
   auto perDevice = [&](const char* what, auto value) {
     std::string line = what;
-    for (const auto& [label, plan, tl] : {std::tuple<std::string, const Plan*, const Timeline*>{"offload", &rule, &ruleTl},
-                                          std::tuple<std::string, const Plan*, const Timeline*>{otherName, &other, &otherTl}}) {
+    for (const auto& [label, plan, tl] :
+         {std::tuple<std::string, const Plan*, const Timeline*>{"offload", &rule, &ruleTl},
+          std::tuple<std::string, const Plan*, const Timeline*>{otherName, &other, &otherTl}}) {
       line += (line == what ? " " : "; ") + label + ":";
-      for (DeviceId d = 0; d < t.numDevices(); ++d) line += (d ? ", " : " ") + t.deviceIds[static_cast<size_t>(d)] + " " + value(*plan, *tl, d);
+      for (DeviceId d = 0; d < t.numDevices(); ++d)
+        line += (d ? ", " : " ") + t.deviceIds[static_cast<size_t>(d)] + " " + value(*plan, *tl, d);
     }
     out.push_back(line);
   };
@@ -295,10 +309,12 @@ std::vector<std::string> explainOffload(const CostTable& t, const std::string& s
   perDevice("weights", [&](const Plan& p, const Timeline&, DeviceId d) {
     const int64_t w = (&p == &rule ? wr : wo)[static_cast<size_t>(d)];
     std::string s = humanBytes(static_cast<double>(w));
-    if (t.memCapacity[static_cast<size_t>(d)] > 0) s += " of " + humanBytes(static_cast<double>(t.memCapacity[static_cast<size_t>(d)]));
+    if (t.memCapacity[static_cast<size_t>(d)] > 0)
+      s += " of " + humanBytes(static_cast<double>(t.memCapacity[static_cast<size_t>(d)]));
     return s;
   });
-  perDevice("busy", [&](const Plan&, const Timeline& tl, DeviceId d) { return fmtTime(tl.busy[static_cast<size_t>(d)]); });
+  perDevice("busy",
+            [&](const Plan&, const Timeline& tl, DeviceId d) { return fmtTime(tl.busy[static_cast<size_t>(d)]); });
   // Model inputs and outputs (the KV cache, the token ids, the logits) start and end on the host in the
   // simulator's model: a layer whose attention runs on the GPU pays its cache over the link.
   auto transfers = [&](const std::string& label, const Timeline& tl) {
@@ -311,8 +327,9 @@ std::vector<std::string> explainOffload(const CostTable& t, const std::string& s
         ioBytes += x.bytes;
       }
     }
-    return label + " " + std::to_string(tl.transfers.size()) + " (" + humanBytes(static_cast<double>(tl.bytesMoved)) + ", " + fmtTime(us) +
-           " on the links, of which model inputs and outputs " + humanBytes(static_cast<double>(ioBytes)) + ", " + fmtTime(ioUs) + ")";
+    return label + " " + std::to_string(tl.transfers.size()) + " (" + humanBytes(static_cast<double>(tl.bytesMoved)) +
+           ", " + fmtTime(us) + " on the links, of which model inputs and outputs " +
+           humanBytes(static_cast<double>(ioBytes)) + ", " + fmtTime(ioUs) + ")";
   };
   out.push_back("transfers: " + transfers("offload", ruleTl) + "; " + transfers(otherName, otherTl));
 
@@ -340,15 +357,16 @@ std::vector<std::string> explainOffload(const CostTable& t, const std::string& s
   }
   out.push_back(otherName + " places " + std::to_string(moved) + " operators differently:");
   std::vector<std::pair<std::tuple<std::string, DeviceId, DeviceId>, Group>> sorted(groups.begin(), groups.end());
-  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& x, const auto& y) { return x.second.ops > y.second.ops; });
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto& x, const auto& y) { return x.second.ops > y.second.ops; });
   const size_t shown = std::min<size_t>(sorted.size(), 10);
   for (size_t i = 0; i < shown; ++i) {
     const auto& [key, g] = sorted[i];
     const auto& [role, from, to] = key;
     std::string line = "  " + role;
     if (!g.layers.empty()) line += ", layer" + std::string(g.layers.size() > 1 ? "s " : " ") + ranges(g.layers);
-    line += ": " + std::to_string(g.ops) + " operator" + (g.ops > 1 ? "s " : " ") + t.deviceIds[static_cast<size_t>(from)] + " -> " +
-            t.deviceIds[static_cast<size_t>(to)];
+    line += ": " + std::to_string(g.ops) + " operator" + (g.ops > 1 ? "s " : " ") +
+            t.deviceIds[static_cast<size_t>(from)] + " -> " + t.deviceIds[static_cast<size_t>(to)];
     line += std::string(" (compute ") + (g.deltaUs <= 0 ? "-" : "+") + fmtTime(std::abs(g.deltaUs)) + ")";
     out.push_back(line);
   }
@@ -356,6 +374,8 @@ std::vector<std::string> explainOffload(const CostTable& t, const std::string& s
   return out;
 }
 
-std::unique_ptr<Scheduler> makeOffload() { return std::make_unique<Offload>(); }
+std::unique_ptr<Scheduler> makeOffload() {
+  return std::make_unique<Offload>();
+}
 
 }  // namespace partex

@@ -23,23 +23,23 @@ bool hasLayerNames(const CostTable& t);
 /// One split evaluated: k layers on the accelerator.
 struct OffloadTrial {
   int k = 0;
-  bool fits = false;        ///< Within every device's capacity (checkCapacity on its simulation).
-  double makespanUs = 0;    ///< When it simulates.
-  std::string why;          ///< The capacity error when it does not fit.
+  bool fits = false;      ///< Within every device's capacity (checkCapacity on its simulation).
+  double makespanUs = 0;  ///< When it simulates.
+  std::string why;        ///< The capacity error when it does not fit.
 };
 
 /// The first-k-layers split chosen for a table.
 struct OffloadSplit {
-  DeviceId accel = -1;   ///< The device the first k layers go to (the GPU).
-  DeviceId host = -1;    ///< Where everything else goes.
-  int layers = 0;        ///< Layers in the model.
-  int k = 0;             ///< The chosen split.
-  int largestK = -1;     ///< The largest k that fits (the users' rule).
-  double makespanUs = 0; ///< The chosen split's simulated makespan.
+  DeviceId accel = -1;               ///< The device the first k layers go to (the GPU).
+  DeviceId host = -1;                ///< Where everything else goes.
+  int layers = 0;                    ///< Layers in the model.
+  int k = 0;                         ///< The chosen split.
+  int largestK = -1;                 ///< The largest k that fits (the users' rule).
+  double makespanUs = 0;             ///< The chosen split's simulated makespan.
   std::vector<OffloadTrial> trials;  ///< Every k evaluated, by increasing k.
-  Plan plan;             ///< The chosen split's plan.
-  std::string split;  ///< "k=26 of 32 layers on gpu".
-  std::string note;   ///< How k was chosen: "k=26 is the largest that fits (k=27: device 'gpu' needs ...)".
+  Plan plan;                         ///< The chosen split's plan.
+  std::string split;                 ///< "k=26 of 32 layers on gpu".
+  std::string note;  ///< How k was chosen: "k=26 is the largest that fits (k=27: device 'gpu' needs ...)".
 };
 
 /// The plan of "the first k layers on `accel`, everything else on `host`" (pins kept; an operator
@@ -61,7 +61,8 @@ Result<OffloadSplit> chooseOffloadSplit(const CostTable& t, const Constraints& c
 /// the links) and each device's busy time, then which operators `other` places differently, grouped
 /// by what they are (output head, embedding, attention over the KV cache, attention projections, MLP,
 /// norms) with the layers they belong to. Both timelines are the simulator's for their plans.
-std::vector<std::string> explainOffload(const CostTable& t, const std::string& split, const Plan& rule, const Timeline& ruleTl,
-                                        const std::string& otherName, const Plan& other, const Timeline& otherTl);
+std::vector<std::string> explainOffload(const CostTable& t, const std::string& split, const Plan& rule,
+                                        const Timeline& ruleTl, const std::string& otherName, const Plan& other,
+                                        const Timeline& otherTl);
 
 }  // namespace partex

@@ -102,8 +102,15 @@ class TstOffload : public QObject {
  private slots:
   void layersFromNames() {
     CostTable t;
-    t.taskNames = {"embed_tokens", "layers.0.attn.q_proj", "layers.12.mlp.down_proj", "model.layers.3.x", "/model/layers.7/MatMul",
-                   "players.1.x", "layers.x.y", "layers.4", "lm_head"};
+    t.taskNames = {"embed_tokens",
+                   "layers.0.attn.q_proj",
+                   "layers.12.mlp.down_proj",
+                   "model.layers.3.x",
+                   "/model/layers.7/MatMul",
+                   "players.1.x",
+                   "layers.x.y",
+                   "layers.4",
+                   "lm_head"};
     const std::vector<int> expect{-1, 0, 12, 3, 7, -1, -1, -1, -1};
     QCOMPARE(taskLayers(t), expect);
     QVERIFY(hasLayerNames(t));
@@ -201,7 +208,8 @@ class TstOffload : public QObject {
     // best-k is the minimum over every fitting k (each simulated here again).
     const std::vector<int> layer = taskLayers(*t);
     double minUs = kInf;
-    for (int k = 0; k <= 2; ++k) minUs = std::min(minUs, makespanOf(*t, firstKLayersPlan(*t, {}, layer, k, 1, t->host)));
+    for (int k = 0; k <= 2; ++k)
+      minUs = std::min(minUs, makespanOf(*t, firstKLayersPlan(*t, {}, layer, k, 1, t->host)));
     QCOMPARE(bestKUs, minUs);
     QVERIFY2(info.notes[1].find("fitting splits") != std::string::npos, info.notes[1].c_str());
     // best holds the split in its portfolio: never slower, and within capacity.
@@ -214,7 +222,8 @@ class TstOffload : public QObject {
     QVERIFY2(b, b.message().c_str());
     auto btl = simulate(*t, *b);
     QVERIFY(btl);
-    QVERIFY2(btl->makespan <= bestKUs * (1 + 1e-12), qPrintable(QString("best %1 us, best-k %2 us").arg(btl->makespan).arg(bestKUs)));
+    QVERIFY2(btl->makespan <= bestKUs * (1 + 1e-12),
+             qPrintable(QString("best %1 us, best-k %2 us").arg(btl->makespan).arg(bestKUs)));
     QVERIFY(checkCapacity(*t, *b, &*btl));
     // Bad params are refused.
     o.params["mode"] = "smallest";
@@ -256,8 +265,8 @@ class TstOffload : public QObject {
     QVERIFY2(rule, rule.message().c_str());
     QCOMPARE(rule->k, 31);
     QCOMPARE(rule->split, std::string("k=31 of 32 layers on gpu"));
-    QVERIFY2(rule->note.find("k=32: device 'gpu' needs " + withCommas(static_cast<uint64_t>(shared + 32 * layerBytes)) + " bytes") !=
-                 std::string::npos,
+    QVERIFY2(rule->note.find("k=32: device 'gpu' needs " + withCommas(static_cast<uint64_t>(shared + 32 * layerBytes)) +
+                             " bytes") != std::string::npos,
              rule->note.c_str());
     auto fastest = chooseOffloadSplit(*t, {}, {}, true, -1, Deadline{}, nullptr);
     QVERIFY(fastest);
@@ -271,8 +280,8 @@ class TstOffload : public QObject {
     QVERIFY(checkCapacity(*t, *plan, &*tl));
     QVERIFY2(tl->makespan <= fastest->makespanUs * (1 + 1e-12),
              qPrintable(QString("best %1 us, fastest split %2 us").arg(tl->makespan).arg(fastest->makespanUs)));
-    qInfo("%s: rule k=%d %.3f ms, fastest k=%d %.3f ms, best %.3f ms", qPrintable(phase), rule->k, rule->makespanUs / 1000, fastest->k,
-          fastest->makespanUs / 1000, tl->makespan / 1000);
+    qInfo("%s: rule k=%d %.3f ms, fastest k=%d %.3f ms, best %.3f ms", qPrintable(phase), rule->k,
+          rule->makespanUs / 1000, fastest->k, fastest->makespanUs / 1000, tl->makespan / 1000);
   }
 
   void explanation() {
@@ -297,8 +306,8 @@ class TstOffload : public QObject {
     QVERIFY2(lines[1].find(gpuWeights) != std::string::npos, (lines[1] + " lacks " + gpuWeights).c_str());
     QVERIFY2(lines[3].rfind("transfers: offload ", 0) == 0, lines[3].c_str());
     // The plan against itself: nothing placed differently.
-    const auto same = explainOffload(*t, "k=2 of 4 layers on gpu", cmp.rows[0].plan, cmp.rows[0].timeline, "offload", cmp.rows[0].plan,
-                                     cmp.rows[0].timeline);
+    const auto same = explainOffload(*t, "k=2 of 4 layers on gpu", cmp.rows[0].plan, cmp.rows[0].timeline, "offload",
+                                     cmp.rows[0].plan, cmp.rows[0].timeline);
     QCOMPARE(same.back(), std::string("offload places every operator as the split does"));
     // Without an offload row, no explanation; the default comparison lists offload on this model only.
     QVERIFY(explainAgainstOffload(*t, compareAlgorithms(*t, {}, o, {"heft"}, true)).empty());
@@ -313,7 +322,8 @@ class TstOffload : public QObject {
   void cli() {
     const std::string dir = test::tempDir();
     // A model without layer names: one line, exit 2.
-    auto r = test::runCli({"schedule", "gen:resnet18?image-size=32", "--platform", "desktop-rtx4070", "--algo", "offload"});
+    auto r =
+        test::runCli({"schedule", "gen:resnet18?image-size=32", "--platform", "desktop-rtx4070", "--algo", "offload"});
     QCOMPARE(r.code, 2);
     const QByteArray err = r.err.trimmed();
     QVERIFY2(err.contains("has no layer names"), err.constData());
@@ -328,8 +338,10 @@ class TstOffload : public QObject {
       auto j = nlohmann::json::parse(platformToJson(withGpuBytes(cap)));
       std::ofstream(platform) << j.dump(2);
     }
-    const QString model = "gen:llama?layers=4&hidden=64&heads=4&kv-heads=4&intermediate=96&vocab=100&seq=8&phase=decode";
-    auto c = test::runCli({"compare", model, "--platform", QString::fromStdString(platform), "--algos", "offload,best", "--time-limit", "3"});
+    const QString model =
+        "gen:llama?layers=4&hidden=64&heads=4&kv-heads=4&intermediate=96&vocab=100&seq=8&phase=decode";
+    auto c = test::runCli({"compare", model, "--platform", QString::fromStdString(platform), "--algos", "offload,best",
+                           "--time-limit", "3"});
     QVERIFY2(c.code == 0, c.err.constData());
     QVERIFY2(c.out.contains("split: k=2 of 4 layers on gpu; k=2 is the largest that fits"), c.out.constData());
     QVERIFY2(c.out.contains("best against the first-k-layers split:"), c.out.constData());
