@@ -220,7 +220,7 @@ Result<OffloadSplit> chooseOffloadSplit(const CostTable& t, const Constraints& c
   // The users' rule: from the most layers that the weights allow down, the first that fits (a few
   // simulations: not cut by the deadline, only by Cancel).
   Plan largestPlan;
-  for (int k = std::max(-1, kWeights); k >= 0; --k) {
+  for (int k = std::max(0, kWeights); k >= 0; --k) {  // k = 0 is always simulated: its error is the reason
     if (cancel && cancel->load(std::memory_order_relaxed)) return cancelledError();
     OffloadTrial tr = trial(k, &largestPlan);
     s.trials.push_back(tr);
@@ -235,7 +235,7 @@ Result<OffloadSplit> chooseOffloadSplit(const CostTable& t, const Constraints& c
   if (s.largestK >= 0 && s.largestK < layers && s.largestK == kWeights)
     s.trials.push_back(trial(s.largestK + 1, nullptr));
   if (s.largestK < 0) {
-    const std::string why = s.trials.empty() ? std::string("no split simulated") : s.trials.back().why;
+    const std::string why = s.trials.back().why;  // k = 0's
     return makeError("offload: no first-k split fits (k=0, everything on '", t.deviceIds[static_cast<size_t>(s.host)],
                      "': ", why, ")");
   }

@@ -186,6 +186,17 @@ class TstOffload : public QObject {
     auto sAll = chooseOffloadSplit(*free, {}, {}, false, -1, Deadline{}, nullptr);
     QVERIFY(sAll);
     QCOMPARE(sAll->k, kLayers);
+    // Nothing fits (the host too small for what the GPU cannot take): one line naming k = 0's device.
+    Platform tight = withGpuBytes(1000);
+    for (auto& d : tight.devices)
+      if (d.id == "cpu") d.memCapacityBytes = 1000;
+    auto t0 = buildCostTable(g, characteriseAll(g), tight);
+    QVERIFY(t0);
+    auto none = chooseOffloadSplit(*t0, {}, {}, false, -1, Deadline{}, nullptr);
+    QVERIFY(!none);
+    QVERIFY2(none.message().rfind("offload: no first-k split fits (k=0, everything on 'cpu': device 'cpu' needs ", 0) == 0,
+             none.message().c_str());
+    QVERIFY(none.message().find('\n') == std::string::npos);
   }
 
   void bestKAndBest_data() { largestFittingK_data(); }
