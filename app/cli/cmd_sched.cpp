@@ -300,7 +300,7 @@ int runCompare(const ProblemArgs& a, const std::string& algos) {
   if (!o) return fail(o.message());
   std::vector<std::string> chosen;
   if (algos.empty()) {
-    for (const auto& s : allSchedulers()) chosen.push_back(s->name());
+    chosen = defaultComparison(p->table);  // offload only on models with layer names
   } else {
     for (const auto& name : split(algos, ',')) {
       if (!findScheduler(trim(name))) return fail("unknown algorithm '" + trim(name) + "' (algorithms: " + algoList() + ")");
@@ -320,6 +320,7 @@ int runCompare(const ProblemArgs& a, const std::string& algos) {
     int64_t bytes = 0;
     bool valid = false, optimal = false, timeLimited = false;
     std::string error;
+    std::vector<std::string> notes;
     std::vector<DeviceMemory> memory;  ///< Per device, when valid.
   };
   std::vector<Row> rows;
@@ -331,6 +332,7 @@ int runCompare(const ProblemArgs& a, const std::string& algos) {
     r.optimal = cr.optimal;
     r.timeLimited = cr.timeLimited;
     r.error = cr.error;
+    r.notes = cr.notes;
     if (cr.valid) {
       r.makespan = cr.makespanUs;
       r.transfers = cr.timeline.transfers.size();
@@ -339,6 +341,8 @@ int runCompare(const ProblemArgs& a, const std::string& algos) {
     }
     rows.push_back(r);
   }
+  // On language models: why best beats the first-k split, computed by core (sched/offload.h).
+  const std::vector<std::string> why = explainAgainstOffload(t, cmp, "best");
   if (a.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& r : rows) {
@@ -360,6 +364,11 @@ int runCompare(const ProblemArgs& a, const std::string& algos) {
           mem.push_back(mj);
         }
         j["memory"] = mem;
+        if (r.algo == "offload" && r.notes.size() >= 2) {
+          j["split"] = r.notes[0];
+          j["split_choice"] = r.notes[1];
+        }
+        if (r.algo == "best" && !why.empty()) j["vs_offload"] = why;
       } else {
         j["makespan_us"] = nullptr;
         j["speedup_vs_best_single"] = nullptr;
@@ -402,6 +411,11 @@ int runCompare(const ProblemArgs& a, const std::string& algos) {
                 bestSingle < kInf ? bestSingle / r.makespan : 0.0, lb > 0 ? r.makespan / lb : 0.0, opt, r.ms, r.transfers,
                 static_cast<long long>(r.bytes), mem.c_str(),
                 r.algo == "exact" && r.optimal ? "  (proven optimal)" : r.timeLimited ? "  (time limit reached)" : "");
+    if (r.algo == "offload" && r.notes.size() >= 2) std::printf("%-22s split: %s; %s\n", "", r.notes[0].c_str(), r.notes[1].c_str());
+  }
+  if (!why.empty()) {
+    std::printf("\nbest against the first-k-layers split:\n");
+    for (const auto& line : why) std::printf("  %s\n", line.c_str());
   }
   return 0;
 }

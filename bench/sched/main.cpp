@@ -1,6 +1,6 @@
 // bench_sched: scheduling quality and speed.
 //
-// Usage: bench_sched [quality|papers|speed|small|sim|teach|families|all] [--models DIR] [--max-ms N]
+// Usage: bench_sched [quality|papers|speed|small|sim|teach|families|offload|all] [--models DIR] [--max-ms N]
 //                    [--tasks 100,1000] [--devices 2,4] [--algos heft,peft]  (speed only)
 //   quality  models x presets x algorithms: makespan / lower bound and / best of all
 //   papers   the published comparisons in shape (PartitionTuner, DUET, PIM DP, DLFusion)
@@ -10,6 +10,9 @@
 //   teach    recording a scheduler's decisions for teaching mode (300 and 3000 tasks)
 //   families SAGA-style instance families (chains, in-trees, out-trees, fork-join, layered) at CCR 0.1, 1, 10 on
 //            heterogeneous nodes and links: every algorithm against the best of all
+//   offload  the LLM offload question (issue 15.5): a generated Llama-2-7B (float16) in prefill and decode on
+//            desktop-rtx4070 (12 GiB) and an 8 GiB variant: llama.cpp's first-k-layers rule (largest k
+//            that fits), the fastest k, and best, with the splits and why best wins
 // Each algorithm run is cancelled after --max-ms (default 60000) through its cancel token.
 #include <algorithm>
 #include <atomic>
@@ -30,8 +33,11 @@
 #include "gen/generator.h"
 #include "onnx/importer.h"
 #include "platform/platform.h"
+#include "sched/offload.h"
 #include "sched/scheduler.h"
+#include "sim/memory.h"
 #include "sim/simulator.h"
+#include "support/strings.h"
 
 using namespace partex;
 
@@ -124,7 +130,7 @@ void quality(const std::string& dir) {
   std::printf("\n## (a) Quality: makespan / lower bound (and / best of all algorithms)\n\n");
   std::vector<std::string> algos;
   for (const auto& s : allSchedulers())
-    if (s->name() != "exact") algos.push_back(s->name());
+    if (s->name() != "exact" && s->name() != "offload") algos.push_back(s->name());  // offload: bench_sched offload
   std::printf("| model | platform |");
   for (const auto& a : algos) std::printf(" %s |", a.c_str());
   std::printf("\n|---|---|");
@@ -584,6 +590,80 @@ void families() {
 
 }  // namespace
 
+void offload() {
+  std::printf("\n## (h) LLM offload: llama.cpp's first k layers on the GPU against best (modelled)\n\n");
+  std::printf("Llama-2-7B shape (32 layers, hidden 4096, 32 heads, vocab 32000), float16, generated without weights; "
+              "best with its default time limit (10 s).\n\n");
+  std::printf("| case | GPU | ops | rule: largest k | rule ms | best k | best-k ms | best ms | best vs rule | best vs best-k | "
+              "best sched s | best's GPU weights |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+  struct Case {
+    const char* phase;
+    int cache;
+    int gpuGiB;
+  };
+  std::vector<std::vector<std::string>> whys;
+  for (const Case& c : {Case{"prefill", 512, 12}, Case{"decode", 512, 12}, Case{"decode", 4096, 12}, Case{"prefill", 512, 8},
+                        Case{"decode", 512, 8}}) {
+    GenSpec s;
+    s.kind = "llama";
+    s.layers = 32;
+    s.hidden = 4096;
+    s.heads = 32;
+    s.vocab = 32000;
+    s.seqLen = c.cache;
+    s.phase = c.phase;
+    s.dtype = "float16";
+    auto bytes = generateModel(s);
+    auto p = loadPreset("desktop-rtx4070");
+    if (!bytes || !p) {
+      std::printf("| %s %d | - | %s |\n", c.phase, c.cache, bytes ? p.message().c_str() : bytes.message().c_str());
+      continue;
+    }
+    for (auto& d : p->devices)
+      if (d.id == "gpu") d.memCapacityBytes = int64_t{c.gpuGiB} << 30;
+    auto t = tableFor("llama7b.onnx", *bytes, {}, *p);
+    if (!t) {
+      std::printf("| %s %d | - | %s |\n", c.phase, c.cache, t.message().c_str());
+      continue;
+    }
+    const std::string label = std::string(c.phase) + (std::string(c.phase) == "decode" ? " 1 token, " : " ") + std::to_string(c.cache) +
+                              (std::string(c.phase) == "decode" ? "-token cache" : "-token prompt");
+    auto rule = chooseOffloadSplit(*t, {}, {}, false, -1, Deadline{}, nullptr);
+    auto fastest = chooseOffloadSplit(*t, {}, {}, true, -1, Deadline{}, nullptr);
+    if (!rule || !fastest) {
+      std::printf("| %s | %d GiB | %d | %s |\n", label.c_str(), c.gpuGiB, t->numTasks(), (rule ? fastest : rule).message().c_str());
+      continue;
+    }
+    const Scheduler* best = findScheduler("best");
+    SchedOptions o;
+    SchedInfo info;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto plan = best->schedule(*t, {}, o, &info);
+    const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!plan) {
+      std::printf("| %s | %d GiB | %d | best: %s |\n", label.c_str(), c.gpuGiB, t->numTasks(), plan.message().c_str());
+      continue;
+    }
+    auto btl = simulate(*t, *plan);
+    auto rtl = simulate(*t, rule->plan);
+    if (!btl || !rtl) continue;
+    const DeviceId gpu = rule->accel;
+    const int64_t bw = weightBytesPerDevice(*t, plan->device)[static_cast<size_t>(gpu)];
+    std::printf("| %s | %d GiB | %d | %d of %d | %.2f | %d | %.2f | %.2f | %.3fx | %.3fx | %.1f | %s |\n", label.c_str(), c.gpuGiB,
+                t->numTasks(), rule->k, rule->layers, rule->makespanUs / 1000, fastest->k, fastest->makespanUs / 1000, btl->makespan / 1000,
+                rule->makespanUs / btl->makespan, fastest->makespanUs / btl->makespan, sec, humanBytes(static_cast<double>(bw)).c_str());
+    std::fflush(stdout);
+    std::vector<std::string> why = {label + ", " + std::to_string(c.gpuGiB) + " GiB GPU: " + rule->note};
+    for (const auto& line : explainOffload(*t, rule->split, rule->plan, *rtl, "best", *plan, *btl)) why.push_back("  " + line);
+    for (const auto& n : info.notes) why.push_back("  best: " + n);
+    whys.push_back(why);
+  }
+  std::printf("\nWhy (core's explainOffload, as `partex-cli compare` prints it):\n\n```\n");
+  for (const auto& w : whys)
+    for (const auto& line : w) std::printf("%s\n", line.c_str());
+  std::printf("```\n");
+}
+
 int main(int argc, char** argv) {
   std::string what = "all", dir = "../shared/models";
   for (int i = 1; i < argc; ++i) {
@@ -606,5 +686,6 @@ int main(int argc, char** argv) {
   if (what == "sim" || what == "all") sim();
   if (what == "teach" || what == "all") teach();
   if (what == "families" || what == "all") families();
+  if (what == "offload" || what == "all") offload();
   return 0;
 }

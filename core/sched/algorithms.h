@@ -33,6 +33,8 @@ std::unique_ptr<Scheduler> makeDuet();                         ///< duet.cpp
 std::unique_ptr<Scheduler> makePimDp();                        ///< pimdp.cpp
 std::unique_ptr<Scheduler> makeDlFusion();                     ///< dlfusion.cpp
 std::unique_ptr<Scheduler> makeCoarseSubgraphs();              ///< coarse.cpp (OSDI'23)
+// The rule language-model users apply
+std::unique_ptr<Scheduler> makeOffload();  ///< offload.cpp: llama.cpp's first k layers on the GPU (-ngl)
 // References and our own
 std::unique_ptr<Scheduler> makeExact();  ///< exact.cpp
 std::unique_ptr<Scheduler> makeBest();   ///< best.cpp

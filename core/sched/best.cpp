@@ -2,7 +2,8 @@
 // search from the best member (localsearch.h).
 //
 // Portfolio: single, priority, static, greedy, heft, cpop, peft, partitiontuner, partitiontuner-clean,
-// duet, pimdp, dlfusion, coarse (never exact, never itself); members that fail, break the constraints or
+// duet, pimdp, dlfusion, coarse, and on language models (operators named layers.<L>.) offload with
+// mode=best-k (the fastest first-k-layers split) (never exact, never itself); members that fail, break the constraints or
 // do not simulate are skipped. heft and greedy always run to completion; every other member gets a
 // share of the time (param member_ms, default max(100, budget_ms / 4) ms, and the portfolio as a whole
 // min(max(1000, budget_ms), 2.5 budget_ms) ms) as its deadline (SchedOptions::deadline) and returns its
@@ -44,6 +45,7 @@
 #include "sched/listsched.h"
 #include "sched/branchbound.h"
 #include "sched/localsearch.h"
+#include "sched/offload.h"
 #include "sim/memory.h"
 #include "support/strings.h"
 
@@ -66,8 +68,9 @@ constexpr auto kMemberGrace = std::chrono::milliseconds(20);
 /// deadline with its best plan so far (tst_sched_timelimit holds each to it) and polls the caller's
 /// cancel token, so no watchdog thread is needed. `overran`: it returned more than kMemberGrace late.
 Result<Plan> runMember(const Scheduler& s, const CostTable& t, const Constraints& c, const SchedOptions& outer,
-                       Deadline deadline, bool* overran) {
+                       Deadline deadline, bool* overran, const std::map<std::string, std::string>& params) {
   SchedOptions so;
+  so.params = params;
   so.sim = outer.sim;
   so.seed = outer.seed;
   so.timeLimitSec = deadline.never() ? outer.timeLimitSec : std::max(1e-3, deadline.leftSec());
@@ -115,6 +118,7 @@ class Best final : public Scheduler {
     struct Member {
       const Scheduler* s;
       bool capped;
+      std::map<std::string, std::string> params = {};
     };
     // Built from the registry (every algorithm but exact and best itself): heft and greedy first and
     // uncapped (single passes, and the fallback plan); the others capped, in display order, except that
@@ -129,10 +133,16 @@ class Best final : public Scheduler {
     std::vector<Member> members;
     for (const char* first : {"heft", "greedy"})
       if (const Scheduler* s = findScheduler(first)) members.push_back({s, false});
+    // Language models (operators named layers.<L>.): the fastest first-k-layers split (offload.h,
+    // mode=best-k) is a member, so that best is never slower than any split llama.cpp's users could
+    // pick with -ngl, and the local search starts from it when it is the fastest. Elsewhere offload
+    // has nothing to split and is left out (not listed as skipped).
+    if (const Scheduler* s = findScheduler("offload"); s && hasLayerNames(t) && (only.empty() || std::find(only.begin(), only.end(), "offload") != only.end()))
+      members.push_back({s, true, {{"mode", "best-k"}}});
     std::vector<Member> searching;
     for (const auto& s : allSchedulers()) {
       const std::string& n = s->name();
-      if (isOneOf(n, {"heft", "greedy", "exact", "best"})) continue;
+      if (isOneOf(n, {"heft", "greedy", "exact", "best", "offload"})) continue;
       if (!only.empty() && std::find(only.begin(), only.end(), n) == only.end()) continue;
       (isOneOf(n, {"duet", "pimdp"}) ? searching : members).push_back({s.get(), true});
     }
@@ -162,7 +172,7 @@ class Best final : public Scheduler {
         }
       }
       bool overran = false;
-      auto p = runMember(s, t, c, o, limit, &overran);
+      auto p = runMember(s, t, c, o, limit, &overran, members[i].params);
       if (o.cancelled()) return cancelledError();
       if (!p) {
         skipped.push_back(s.name() + (overran ? " (over its time share)" : " (" + p.message() + ")"));

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "sched/offload.h"
+
 namespace partex {
 
 double bestSingleDeviceUs(const CostTable& t, const Constraints& c, const SchedOptions& o) {
@@ -49,6 +51,7 @@ Comparison compareAlgorithms(const CostTable& t, const Constraints& c, const Sch
     const auto t0 = std::chrono::steady_clock::now();
     auto plan = s->schedule(t, c, so, &info);
     r.schedMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    r.notes = info.notes;
     for (const auto& n : info.notes) r.timeLimited = r.timeLimited || n.rfind("time limit reached", 0) == 0;
     if (!plan) {
       r.error = plan.message();
@@ -72,6 +75,24 @@ Comparison compareAlgorithms(const CostTable& t, const Constraints& c, const Sch
     out.rows.push_back(std::move(r));
   }
   return out;
+}
+
+std::vector<std::string> defaultComparison(const CostTable& t) {
+  std::vector<std::string> out;
+  const bool layered = hasLayerNames(t);
+  for (const auto& s : allSchedulers())
+    if (s->name() != "offload" || layered) out.push_back(s->name());
+  return out;
+}
+
+std::vector<std::string> explainAgainstOffload(const CostTable& t, const Comparison& cmp, const std::string& other) {
+  const ComparisonRow *rule = nullptr, *row = nullptr;
+  for (const auto& r : cmp.rows) {
+    if (r.algorithm == "offload" && r.valid) rule = &r;
+    if (r.algorithm == other && r.valid) row = &r;
+  }
+  if (!rule || !row || rule->notes.empty()) return {};
+  return explainOffload(t, rule->notes.front(), rule->plan, rule->timeline, other, row->plan, row->timeline);
 }
 
 }  // namespace partex

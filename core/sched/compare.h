@@ -28,6 +28,7 @@ struct ComparisonRow {
   bool optimal = false;     ///< exact proved its plan optimal.
   bool timeLimited = false; ///< It stopped at the time limit with its best plan so far.
   std::string error;        ///< Why no plan (an error, or "skipped: ...").
+  std::vector<std::string> notes;  ///< The scheduler's notes (SchedInfo::notes): offload's split first.
   Plan plan;                ///< When valid.
   Timeline timeline;        ///< When valid.
 };
@@ -44,6 +45,15 @@ struct Comparison {
 /// the caller named these algorithms one by one (the exact size limit then does not apply).
 Comparison compareAlgorithms(const CostTable& t, const Constraints& c, const SchedOptions& o,
                              const std::vector<std::string>& algorithms, bool explicitNames);
+
+/// The algorithms a comparison runs when the caller names none: every registered one, except
+/// `offload` on models without layer names (it has nothing to split there).
+std::vector<std::string> defaultComparison(const CostTable& t);
+
+/// On a language model, when the comparison has a valid `offload` row and a valid `other` row (by
+/// default best): why `other` is faster or slower than the first-k split (explainOffload). Empty
+/// otherwise.
+std::vector<std::string> explainAgainstOffload(const CostTable& t, const Comparison& cmp, const std::string& other = "best");
 
 /// The best single device's simulated makespan as defined above; 0 when none.
 double bestSingleDeviceUs(const CostTable& t, const Constraints& c, const SchedOptions& o);

@@ -28,6 +28,7 @@ const std::vector<std::unique_ptr<Scheduler>>& allSchedulers() {
     v.push_back(makePimDp());
     v.push_back(makeDlFusion());
     v.push_back(makeCoarseSubgraphs());
+    v.push_back(makeOffload());
     v.push_back(makeExact());
     v.push_back(makeBest());
     return v;

@@ -313,7 +313,10 @@ Result<SweepSpec> parseSweep(const std::string& text, const std::string& file) {
     const json list = root["algorithms"].is_array() ? root["algorithms"] : json::array({root["algorithms"]});
     if (list.empty()) return c.err("algorithms", "is an empty list");
     std::vector<std::string> all;
-    for (const auto& sch : allSchedulers()) all.push_back(sch->name());
+    // offload (the first-k-layers rule) refuses models without layer names, which most are: like
+    // this-machine among the platforms, it is not in "*" but runs when named.
+    for (const auto& sch : allSchedulers())
+      if (sch->name() != "offload") all.push_back(sch->name());
     std::set<std::string> seen;
     for (size_t i = 0; i < list.size(); ++i) {
       const std::string entry = "algorithms[" + std::to_string(i) + "]";

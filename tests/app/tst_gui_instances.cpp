@@ -205,10 +205,16 @@ class TestGuiInstances : public QObject {
     QStringList all;
     for (const auto& sched : allSchedulers()) {
       const QString name = QString::fromStdString(sched->name());
-      all << name;
       QSignalSpy done(s, &Session::schedulerFinished);
       s->runScheduler(name, false, 5.0);
       QVERIFY(done.wait(30000));
+      if (name == QLatin1String("offload")) {
+        // The first-k-layers rule needs layer names, which an instance has not: refused, saying why.
+        QVERIFY(!done.first().first().toBool());
+        QVERIFY2(done.first().at(1).toString().contains(QLatin1String("no layer names")), qPrintable(done.first().at(1).toString()));
+        continue;
+      }
+      all << name;
       QVERIFY2(done.first().first().toBool(), qPrintable(name + ": " + done.first().at(1).toString()));
       // Whatever the scheduler, the timeline shown is the simulator's for its plan.
       auto tl = simulate(*s->table(), s->plan());

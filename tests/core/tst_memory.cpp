@@ -294,7 +294,7 @@ class TstMemory : public QObject {
     QVERIFY(s);
     static const std::vector<std::pair<std::string, std::shared_ptr<Graph>>> cases = [] {
       std::vector<std::pair<std::string, std::shared_ptr<Graph>>> out;
-      for (const char* kind : {"resnet18", "bert", "random"}) out.emplace_back(std::string("gen:") + kind, generated(kind));
+      for (const char* kind : {"resnet18", "bert", "random", "llama"}) out.emplace_back(std::string("gen:") + kind, generated(kind));
       for (const char* file : {"mnist.onnx", "light_squeezenet.onnx"}) {
         const std::string path = partex::test::sharedModel(file);
         if (path.empty()) {
@@ -331,6 +331,11 @@ class TstMemory : public QObject {
         if (s->name() == "exact" && t->numTasks() > 40) continue;  // exact's search grows exponentially
         auto plan = s->schedule(*t, Constraints{}, o);
         const std::string where = label + " trial " + std::to_string(trial) + ": ";
+        if (!plan && s->name() == "offload" && label != "gen:llama") {
+          // Only the language model has layer names to split by; the others are refused in one line.
+          QVERIFY2(plan.message().find("has no layer names") != std::string::npos, (where + plan.message()).c_str());
+          continue;
+        }
         if (!plan) {
           QVERIFY2(isCapacityError(plan.message()), (where + plan.message()).c_str());
           ++refusals;

@@ -220,6 +220,11 @@ void TstSchedMatrix::everySchedulerEveryPreset() {
         QVERIFY2(!plan && plan.message().find("max_tasks") != std::string::npos, what.c_str());
         continue;
       }
+      if (s->name() == "offload") {
+        // Random graphs have no layer names: the first-k-layers rule refuses them in one line.
+        QVERIFY2(!plan && plan.message().find("no layer names") != std::string::npos, what.c_str());
+        continue;
+      }
       QVERIFY2(plan, (what + ": " + plan.message()).c_str());
       QVERIFY2(checkPlanShape(t, *plan), what.c_str());
       auto tl = simulate(t, *plan);

@@ -1,0 +1,381 @@
+// The first-k-layers offload rule of llama.cpp (`-ngl N` / `--n-gpu-layers N`): the first k
+// transformer layers on the GPU, the embedding, the other layers, the final norm and the output head on
+// the CPU; k as large as fits (mode=largest, the users' rule) or the fastest k that fits (mode=best-k,
+// every k simulated). A split fits when checkCapacity passes on its simulated timeline: weights, the KV
+// cache (model inputs and outputs) and activations of every device within its capacity.
+#include "sched/offload.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "sched/algorithms.h"
+#include "sched/listsched.h"
+#include "sim/memory.h"
+#include "support/strings.h"
+
+namespace partex {
+
+namespace {
+
+using namespace sched_detail;
+
+/// The layer of a name: "layers.<L>." at the start or after '.' or '/' (exporters prefix "model." or
+/// "/model/"), -1 otherwise.
+int layerOf(const std::string& name) {
+  static const std::string key = "layers.";
+  for (size_t at = name.find(key); at != std::string::npos; at = name.find(key, at + 1)) {
+    if (at > 0 && name[at - 1] != '.' && name[at - 1] != '/') continue;
+    size_t i = at + key.size();
+    int64_t L = 0;
+    size_t digits = 0;
+    while (i < name.size() && name[i] >= '0' && name[i] <= '9' && digits < 9) {
+      L = L * 10 + (name[i] - '0');
+      ++i;
+      ++digits;
+    }
+    if (digits > 0 && i < name.size() && (name[i] == '.' || name[i] == '/')) return static_cast<int>(L);
+  }
+  return -1;
+}
+
+std::string fmtTime(double us) {
+  char buf[64];
+  if (us >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.3f s", us / 1e6);
+  else if (us >= 1000)
+    std::snprintf(buf, sizeof buf, "%.3f ms", us / 1000);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f us", us);
+  return buf;
+}
+
+/// "0-3,7,9-10".
+std::string ranges(const std::set<int>& xs) {
+  std::string out;
+  for (auto it = xs.begin(); it != xs.end();) {
+    int a = *it, b = a;
+    ++it;
+    while (it != xs.end() && *it == b + 1) b = *it++;
+    if (!out.empty()) out += ",";
+    out += std::to_string(a);
+    if (b > a) out += "-" + std::to_string(b);
+  }
+  return out;
+}
+
+/// What an operator is, for the explanation: the part of a layer, or the operator outside the layers.
+std::string roleOf(const std::string& name, int layer) {
+  if (layer < 0) {
+    if (name.find("lm_head") != std::string::npos) return "output head (lm_head)";
+    if (name.find("embed") != std::string::npos) return "token embedding";
+    if (name == "norm" || name.rfind("norm.", 0) == 0) return "final norm";
+    return name;
+  }
+  auto has = [&](const char* s) { return name.find(s) != std::string::npos; };
+  if (has("q_proj") || has("k_proj") || has("v_proj") || has("o_proj")) return "attention projections (q, k, v, o)";
+  if (has(".attn.")) return "attention over the KV cache (rope, scores, softmax, cache concat)";
+  if (has("gate_proj") || has("up_proj") || has("down_proj")) return "MLP projections (gate, up, down)";
+  if (has(".mlp.")) return "MLP activation (SiLU, gate product)";
+  if (has("norm")) return "RMS norms";
+  if (has("residual")) return "residual adds";
+  return "other layer operators";
+}
+
+class Offload final : public Scheduler {
+ public:
+  std::string name() const override { return "offload"; }
+  std::string title() const override { return "First k layers on the GPU (llama.cpp -ngl)"; }
+  std::string description() const override {
+    return "llama.cpp's -ngl / --n-gpu-layers rule: the first k transformer layers (operators named layers.<L>.) on "
+           "the "
+           "GPU, embedding, other layers and output head on the CPU; param mode=largest (k as large as fits, the "
+           "users' rule) or best-k (the fastest k that fits), device=<id> (default: the first gpu).";
+  }
+
+  Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info) const override {
+    std::string mode = "largest";
+    if (auto it = o.params.find("mode"); it != o.params.end()) mode = it->second;
+    if (mode != "largest" && mode != "best-k")
+      return makeError("offload: param mode must be 'largest' or 'best-k', not '", mode, "'");
+    DeviceId accel = -1;
+    if (auto it = o.params.find("device"); it != o.params.end()) {
+      auto d = std::find(t.deviceIds.begin(), t.deviceIds.end(), it->second);
+      if (d == t.deviceIds.end()) return makeError("offload: param device: no device '", it->second, "'");
+      accel = static_cast<DeviceId>(d - t.deviceIds.begin());
+    }
+    const Deadline deadline = o.startDeadline();
+    auto split = chooseOffloadSplit(t, c, o.sim, mode == "best-k", accel, deadline, o.cancel);
+    if (!split) return Error{split.message()};
+    info->notes.push_back(split->split);
+    info->notes.push_back(split->note);
+    if (mode == "best-k" && deadline.passed()) info->notes.push_back("time limit reached");
+    return std::move(split->plan);
+  }
+};
+
+}  // namespace
+
+std::vector<int> taskLayers(const CostTable& t) {
+  std::vector<int> out(static_cast<size_t>(t.numTasks()), -1);
+  for (TaskId v = 0; v < t.numTasks(); ++v) out[static_cast<size_t>(v)] = layerOf(t.taskNames[static_cast<size_t>(v)]);
+  return out;
+}
+
+bool hasLayerNames(const CostTable& t) {
+  for (const auto& n : t.taskNames)
+    if (layerOf(n) >= 0) return true;
+  return false;
+}
+
+Plan firstKLayersPlan(const CostTable& t, const Constraints& c, const std::vector<int>& layer, int k, DeviceId accel,
+                      DeviceId host) {
+  const int n = t.numTasks(), m = t.numDevices();
+  Plan p;
+  p.device.assign(static_cast<size_t>(n), -1);
+  p.order.assign(static_cast<size_t>(m), {});
+  for (TaskId v : t.topoOrder()) {
+    const int L = layer[static_cast<size_t>(v)];
+    const DeviceId want = L >= 0 && L < k ? accel : host;
+    const DeviceId other = want == accel ? host : accel;
+    DeviceId d = -1;
+    if (auto pin = c.pinned.find(v); pin != c.pinned.end())
+      d = pin->second;
+    else if (c.allowed(t, v, want))
+      d = want;
+    else if (c.allowed(t, v, other))
+      d = other;
+    else
+      for (DeviceId x = 0; x < m && d < 0; ++x)
+        if (c.allowed(t, v, x)) d = x;
+    if (d < 0) d = host;  // checkConstraints refused such a task before run()
+    p.device[static_cast<size_t>(v)] = d;
+    p.order[static_cast<size_t>(d)].push_back(v);
+  }
+  return p;
+}
+
+Result<OffloadSplit> chooseOffloadSplit(const CostTable& t, const Constraints& c, const SimOptions& sim, bool bestK,
+                                        DeviceId accel, const Deadline& deadline, const std::atomic<bool>* cancel) {
+  const std::vector<int> layer = taskLayers(t);
+  const int layers = layer.empty() ? 0 : *std::max_element(layer.begin(), layer.end()) + 1;
+  if (layers == 0)
+    return makeError("offload: '", t.name,
+                     "' has no layer names (operators named layers.<L>., as partex-cli generate llama "
+                     "writes them): the first-k-layers rule cannot tell its layers");
+  if (t.numDevices() < 2)
+    return makeError("offload: the platform has one device; the rule needs a GPU beside the host");
+  OffloadSplit s;
+  s.host = t.host;
+  s.layers = layers;
+  if (accel < 0) {
+    for (DeviceId d = 0; d < t.numDevices() && accel < 0; ++d)
+      if (d != t.host && static_cast<size_t>(d) < t.deviceKinds.size() &&
+          t.deviceKinds[static_cast<size_t>(d)] == "gpu")
+        accel = d;
+    for (DeviceId d = 0; d < t.numDevices() && accel < 0; ++d)
+      if (d != t.host) accel = d;
+  }
+  if (accel == t.host)
+    return makeError("offload: param device names the host '", t.deviceIds[static_cast<size_t>(accel)], "'");
+  s.accel = accel;
+  const std::string gpu = t.deviceIds[static_cast<size_t>(accel)];
+
+  // Weights alone bound k from above at no simulation: they only grow with k on the accelerator.
+  WeightLoad load(t);
+  int kWeights = layers;
+  if (load.active()) {
+    for (int k = 0; k <= layers; ++k) {
+      load.reset(firstKLayersPlan(t, c, layer, k, accel, s.host).device);
+      if (!load.fits(accel)) {
+        kWeights = k - 1;
+        break;
+      }
+    }
+  }
+  auto trial = [&](int k, Plan* keep) {
+    OffloadTrial tr;
+    tr.k = k;
+    Plan p = firstKLayersPlan(t, c, layer, k, accel, s.host);
+    load.reset(p.device);
+    bool weightsFit = true;
+    for (DeviceId d = 0; d < t.numDevices(); ++d) weightsFit = weightsFit && load.fits(d);
+    auto tl = simulate(t, p, sim);
+    if (!tl) {
+      tr.why = tl.message();
+      return tr;
+    }
+    tr.makespanUs = tl->makespan;
+    const Status st = checkCapacity(t, p, weightsFit ? &*tl : nullptr);
+    tr.fits = st.isOk() && weightsFit;
+    if (!tr.fits) tr.why = st.isOk() ? "weights over capacity" : st.message();
+    if (keep) *keep = std::move(p);
+    return tr;
+  };
+  auto stopped = [&] { return (cancel && cancel->load(std::memory_order_relaxed)) || deadline.passed(); };
+
+  // The users' rule: from the most layers that the weights allow down, the first that fits (a few
+  // simulations: not cut by the deadline, only by Cancel).
+  Plan largestPlan;
+  for (int k = std::max(0, kWeights); k >= 0; --k) {  // k = 0 is always simulated: its error is the reason
+    if (cancel && cancel->load(std::memory_order_relaxed)) return cancelledError();
+    OffloadTrial tr = trial(k, &largestPlan);
+    s.trials.push_back(tr);
+    if (tr.fits) {
+      s.largestK = k;
+      s.k = k;
+      s.makespanUs = tr.makespanUs;
+      break;
+    }
+  }
+  // k + 1 (when there is one) is kept as the reason the rule stops there.
+  if (s.largestK >= 0 && s.largestK < layers && s.largestK == kWeights)
+    s.trials.push_back(trial(s.largestK + 1, nullptr));
+  if (s.largestK < 0) {
+    const std::string why = s.trials.back().why;  // k = 0's
+    return makeError("offload: no first-k split fits (k=0, everything on '", t.deviceIds[static_cast<size_t>(s.host)],
+                     "': ", why, ")");
+  }
+  s.plan = std::move(largestPlan);
+  if (bestK) {
+    for (int k = 0; k < s.largestK && !stopped(); ++k) {
+      Plan p;
+      OffloadTrial tr = trial(k, &p);
+      s.trials.push_back(tr);
+      if (tr.fits && tr.makespanUs < s.makespanUs) {
+        s.k = k;
+        s.makespanUs = tr.makespanUs;
+        s.plan = std::move(p);
+      }
+    }
+  }
+  std::sort(s.trials.begin(), s.trials.end(), [](const OffloadTrial& a, const OffloadTrial& b) { return a.k < b.k; });
+  s.split = "k=" + std::to_string(s.k) + " of " + std::to_string(layers) + " layers on " + gpu;
+  const OffloadTrial* next = nullptr;
+  for (const auto& tr : s.trials)
+    if (tr.k == s.largestK + 1) next = &tr;
+  s.note = s.largestK == layers
+               ? "all " + std::to_string(layers) + " layers fit on " + gpu
+               : "k=" + std::to_string(s.largestK) + " is the largest that fits" +
+                     (next ? " (k=" + std::to_string(next->k) + ": " + next->why + ")" : std::string());
+  if (bestK) {
+    int feasible = 0;
+    for (const auto& tr : s.trials) feasible += tr.fits ? 1 : 0;
+    s.note += "; k=" + std::to_string(s.k) + " is the fastest of " + std::to_string(feasible) + " fitting splits";
+    for (const auto& tr : s.trials)
+      if (tr.k == s.largestK && s.k != s.largestK)
+        s.note += ", the largest (k=" + std::to_string(tr.k) + ") takes " + fmtTime(tr.makespanUs);
+    if (stopped()) s.note += " (stopped at the time limit)";
+  }
+  s.plan.algorithm = "offload";
+  return s;
+}
+
+std::vector<std::string> explainOffload(const CostTable& t, const std::string& split, const Plan& rule,
+                                        const Timeline& ruleTl, const std::string& otherName, const Plan& other,
+                                        const Timeline& otherTl) {
+  std::vector<std::string> out;
+  const std::string ruleName = "offload (" + split + ")";
+  const double a = ruleTl.makespan, b = otherTl.makespan;
+  char buf[256];
+  if (b < a)
+    std::snprintf(buf, sizeof buf, "%s %s vs %s %s: %s is %.2fx as fast (%s, %.1f%% less time)", otherName.c_str(),
+                  fmtTime(b).c_str(), ruleName.c_str(), fmtTime(a).c_str(), otherName.c_str(), a / b,
+                  fmtTime(a - b).c_str(), 100.0 * (a - b) / a);
+  else if (b > a)
+    std::snprintf(buf, sizeof buf, "%s %s vs %s %s: the split is %.2fx as fast", otherName.c_str(), fmtTime(b).c_str(),
+                  ruleName.c_str(), fmtTime(a).c_str(), b / a);
+  else
+    std::snprintf(buf, sizeof buf, "%s and %s take the same time, %s", otherName.c_str(), ruleName.c_str(),
+                  fmtTime(a).c_str());
+  out.push_back(buf);
+
+  auto perDevice = [&](const char* what, auto value) {
+    std::string line = what;
+    for (const auto& [label, plan, tl] :
+         {std::tuple<std::string, const Plan*, const Timeline*>{"offload", &rule, &ruleTl},
+          std::tuple<std::string, const Plan*, const Timeline*>{otherName, &other, &otherTl}}) {
+      line += (line == what ? " " : "; ") + label + ":";
+      for (DeviceId d = 0; d < t.numDevices(); ++d)
+        line += (d ? ", " : " ") + t.deviceIds[static_cast<size_t>(d)] + " " + value(*plan, *tl, d);
+    }
+    out.push_back(line);
+  };
+  const auto wOf = [&](const Plan& p) { return weightBytesPerDevice(t, p.device); };
+  const std::vector<int64_t> wr = wOf(rule), wo = wOf(other);
+  perDevice("weights", [&](const Plan& p, const Timeline&, DeviceId d) {
+    const int64_t w = (&p == &rule ? wr : wo)[static_cast<size_t>(d)];
+    std::string s = humanBytes(static_cast<double>(w));
+    if (t.memCapacity[static_cast<size_t>(d)] > 0)
+      s += " of " + humanBytes(static_cast<double>(t.memCapacity[static_cast<size_t>(d)]));
+    return s;
+  });
+  perDevice("busy",
+            [&](const Plan&, const Timeline& tl, DeviceId d) { return fmtTime(tl.busy[static_cast<size_t>(d)]); });
+  // Model inputs and outputs (the KV cache, the token ids, the logits) start and end on the host in the
+  // simulator's model: a layer whose attention runs on the GPU pays its cache over the link.
+  auto transfers = [&](const std::string& label, const Timeline& tl) {
+    double us = 0, ioUs = 0;
+    int64_t ioBytes = 0;
+    for (const auto& x : tl.transfers) {
+      us += x.end - x.start;
+      if (x.src < 0 || x.dst < 0) {
+        ioUs += x.end - x.start;
+        ioBytes += x.bytes;
+      }
+    }
+    return label + " " + std::to_string(tl.transfers.size()) + " (" + humanBytes(static_cast<double>(tl.bytesMoved)) +
+           ", " + fmtTime(us) + " on the links, of which model inputs and outputs " +
+           humanBytes(static_cast<double>(ioBytes)) + ", " + fmtTime(ioUs) + ")";
+  };
+  out.push_back("transfers: " + transfers("offload", ruleTl) + "; " + transfers(otherName, otherTl));
+
+  // Operators placed differently, grouped by role and direction, with their layers.
+  struct Group {
+    std::set<int> layers;
+    int ops = 0;
+    double deltaUs = 0;  ///< Sum of (cost where other puts it - cost where the rule puts it).
+  };
+  std::map<std::tuple<std::string, DeviceId, DeviceId>, Group> groups;
+  const std::vector<int> layer = taskLayers(t);
+  int moved = 0;
+  for (TaskId v = 0; v < t.numTasks(); ++v) {
+    const DeviceId from = rule.device[static_cast<size_t>(v)], to = other.device[static_cast<size_t>(v)];
+    if (from == to) continue;
+    ++moved;
+    Group& g = groups[{roleOf(t.taskNames[static_cast<size_t>(v)], layer[static_cast<size_t>(v)]), from, to}];
+    if (layer[static_cast<size_t>(v)] >= 0) g.layers.insert(layer[static_cast<size_t>(v)]);
+    ++g.ops;
+    g.deltaUs += t.w(v, to) - t.w(v, from);
+  }
+  if (moved == 0) {
+    out.push_back(otherName + " places every operator as the split does");
+    return out;
+  }
+  out.push_back(otherName + " places " + std::to_string(moved) + " operators differently:");
+  std::vector<std::pair<std::tuple<std::string, DeviceId, DeviceId>, Group>> sorted(groups.begin(), groups.end());
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto& x, const auto& y) { return x.second.ops > y.second.ops; });
+  const size_t shown = std::min<size_t>(sorted.size(), 10);
+  for (size_t i = 0; i < shown; ++i) {
+    const auto& [key, g] = sorted[i];
+    const auto& [role, from, to] = key;
+    std::string line = "  " + role;
+    if (!g.layers.empty()) line += ", layer" + std::string(g.layers.size() > 1 ? "s " : " ") + ranges(g.layers);
+    line += ": " + std::to_string(g.ops) + " operator" + (g.ops > 1 ? "s " : " ") +
+            t.deviceIds[static_cast<size_t>(from)] + " -> " + t.deviceIds[static_cast<size_t>(to)];
+    line += std::string(" (compute ") + (g.deltaUs <= 0 ? "-" : "+") + fmtTime(std::abs(g.deltaUs)) + ")";
+    out.push_back(line);
+  }
+  if (sorted.size() > shown) out.push_back("  and " + std::to_string(sorted.size() - shown) + " smaller groups");
+  return out;
+}
+
+std::unique_ptr<Scheduler> makeOffload() {
+  return std::make_unique<Offload>();
+}
+
+}  // namespace partex

@@ -1,0 +1,367 @@
+// The offload rule of llama.cpp's users (sched/offload.h: the first k layers on the GPU, k as large as
+// fits) on a small generated Llama whose GPU capacity is chosen by hand from its weight bytes: the k
+// chosen is exactly the largest whose weights fit and k + 1 does not; mode=best-k is never slower than
+// the largest; best is never slower than best-k (its portfolio holds the split); the explanation names
+// the split and the weights per device; a model without layer names is refused in one line (exit 2 on
+// the CLI). Prefill and decode both.
+#include <QtTest>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cost/costtable.h"
+#include "cost/work.h"
+#include "gen/generator.h"
+#include "onnx/importer.h"
+#include "platform/platform.h"
+#include "sched/compare.h"
+#include "sched/offload.h"
+#include "sched/scheduler.h"
+#include "sim/memory.h"
+#include "support/strings.h"
+#include "testutil.h"
+
+using namespace partex;
+
+namespace {
+
+constexpr int kLayers = 4;
+constexpr int64_t kHidden = 64, kInter = 96, kVocab = 100;
+
+GenSpec tiny(const std::string& phase) {
+  GenSpec s;
+  s.kind = "llama";
+  s.layers = kLayers;
+  s.hidden = kHidden;
+  s.heads = 4;
+  s.kvHeads = 4;
+  s.intermediate = kInter;
+  s.vocab = kVocab;
+  s.seqLen = 8;
+  s.phase = phase;
+  s.dtype = "float32";
+  return s;
+}
+
+Graph importTiny(const std::string& phase) {
+  auto bytes = generateModel(tiny(phase));
+  if (!bytes) qFatal("generate: %s", bytes.message().c_str());
+  auto g = importOnnxBytes(*bytes, "llama-" + phase + ".onnx");
+  if (!g) qFatal("import: %s", g.message().c_str());
+  return std::move(g).value();
+}
+
+/// One layer's own weights by hand: q, k, v, o projections hidden x hidden (4 kv heads of 16), gate and
+/// up hidden x intermediate, down intermediate x hidden, two RMSNorm scales of hidden; float32.
+constexpr int64_t kLayerBytes = 4 * (4 * kHidden * kHidden + 3 * kHidden * kInter + 2 * kHidden);
+
+/// Bytes of the distinct weights read by operators of layers below k that are not a layer's own (the
+/// rotary tables and scalar constants every layer shares): counted once on the GPU.
+int64_t sharedLayerConstants(const Graph& g) {
+  std::set<ValueId> seen;
+  int64_t bytes = 0;
+  for (const Node& n : g.nodes) {
+    if (n.name.rfind("layers.", 0) != 0) continue;
+    for (ValueId id : n.inputs) {
+      if (id == kNone || !g.values[static_cast<size_t>(id)].isWeight) continue;
+      if (g.values[static_cast<size_t>(id)].name.rfind("layers.", 0) == 0) continue;
+      if (seen.insert(id).second) bytes += g.values[static_cast<size_t>(id)].bytes();
+    }
+  }
+  return bytes;
+}
+
+int64_t layerWeightBytes(const Graph& g, int layer) {
+  const std::string prefix = "layers." + std::to_string(layer) + ".";
+  int64_t bytes = 0;
+  for (const Value& v : g.values)
+    if (v.isWeight && v.name.rfind(prefix, 0) == 0) bytes += v.bytes();
+  return bytes;
+}
+
+/// desktop-rtx4070 with the GPU's memory set to `gpuBytes`.
+Platform withGpuBytes(int64_t gpuBytes) {
+  auto p = loadPreset("desktop-rtx4070");
+  if (!p) qFatal("preset: %s", p.message().c_str());
+  for (auto& d : p->devices)
+    if (d.id == "gpu") d.memCapacityBytes = gpuBytes;
+  return *p;
+}
+
+double makespanOf(const CostTable& t, const Plan& p) {
+  auto tl = simulate(t, p);
+  if (!tl) qFatal("simulate: %s", tl.message().c_str());
+  return tl->makespan;
+}
+
+}  // namespace
+
+class TstOffload : public QObject {
+  Q_OBJECT
+ private slots:
+  void layersFromNames() {
+    CostTable t;
+    t.taskNames = {"embed_tokens",
+                   "layers.0.attn.q_proj",
+                   "layers.12.mlp.down_proj",
+                   "model.layers.3.x",
+                   "/model/layers.7/MatMul",
+                   "players.1.x",
+                   "layers.x.y",
+                   "layers.4",
+                   "lm_head"};
+    const std::vector<int> expect{-1, 0, 12, 3, 7, -1, -1, -1, -1};
+    QCOMPARE(taskLayers(t), expect);
+    QVERIFY(hasLayerNames(t));
+    t.taskNames = {"conv1", "relu"};
+    QVERIFY(!hasLayerNames(t));
+  }
+
+  void largestFittingK_data() {
+    QTest::addColumn<QString>("phase");
+    QTest::newRow("prefill") << "prefill";
+    QTest::newRow("decode") << "decode";
+  }
+  void largestFittingK() {
+    QFETCH(QString, phase);
+    const Graph g = importTiny(phase.toStdString());
+    // The hand count of a layer's weights holds for every layer.
+    for (int L = 0; L < kLayers; ++L) QCOMPARE(layerWeightBytes(g, L), kLayerBytes);
+    const int64_t shared = sharedLayerConstants(g);
+    QVERIFY(shared > 0 && shared < kLayerBytes / 4);
+    // Room for the shared constants, two layers and half a layer more (activations and the KV cache of
+    // this tiny model are a few KiB): k = 2 is the largest that fits, k = 3 needs half a layer more.
+    const int64_t cap = shared + 2 * kLayerBytes + kLayerBytes / 2;
+    auto t = buildCostTable(g, characteriseAll(g), withGpuBytes(cap));
+    QVERIFY2(t, t.message().c_str());
+    const DeviceId gpu = 1;
+    QCOMPARE(t->deviceIds[static_cast<size_t>(gpu)], std::string("gpu"));
+
+    const Scheduler* offload = findScheduler("offload");
+    QVERIFY(offload);
+    SchedOptions o;
+    SchedInfo info;
+    auto plan = offload->schedule(*t, {}, o, &info);
+    QVERIFY2(plan, plan.message().c_str());
+    QVERIFY(info.notes.size() >= 2);
+    QCOMPARE(info.notes[0], std::string("k=2 of 4 layers on gpu"));
+    QVERIFY2(info.notes[1].find("k=2 is the largest that fits (k=3: device 'gpu'") == 0, info.notes[1].c_str());
+    // The plan: layers 0-1 on the GPU, everything else (embedding, layers 2-3, norm, head) on the CPU.
+    const std::vector<int> layer = taskLayers(*t);
+    for (TaskId v = 0; v < t->numTasks(); ++v) {
+      const int L = layer[static_cast<size_t>(v)];
+      QCOMPARE(plan->device[static_cast<size_t>(v)], L >= 0 && L < 2 ? gpu : t->host);
+    }
+    // Its GPU weights are the hand count; k = 3's would be a layer more, over the capacity.
+    QCOMPARE(weightBytesPerDevice(*t, plan->device)[static_cast<size_t>(gpu)], shared + 2 * kLayerBytes);
+    const Plan three = firstKLayersPlan(*t, {}, layer, 3, gpu, t->host);
+    QCOMPARE(weightBytesPerDevice(*t, three.device)[static_cast<size_t>(gpu)], shared + 3 * kLayerBytes);
+    QVERIFY(!checkCapacity(*t, three, nullptr));
+    auto tl = simulate(*t, *plan);
+    QVERIFY(tl);
+    QVERIFY(checkCapacity(*t, *plan, &*tl));
+
+    // The same split from the core function, with its trials: k = 2 fits, k = 3 does not.
+    auto split = chooseOffloadSplit(*t, {}, {}, false, -1, Deadline{}, nullptr);
+    QVERIFY2(split, split.message().c_str());
+    QCOMPARE(split->k, 2);
+    QCOMPARE(split->largestK, 2);
+    QCOMPARE(split->accel, gpu);
+    QCOMPARE(split->layers, kLayers);
+    bool sawThree = false;
+    for (const auto& tr : split->trials)
+      if (tr.k == 3) sawThree = !tr.fits && tr.why.find("device 'gpu'") != std::string::npos;
+    QVERIFY(sawThree);
+
+    // One byte less than two layers' weights: k = 1.
+    auto t1 = buildCostTable(g, characteriseAll(g), withGpuBytes(shared + 2 * kLayerBytes - 1));
+    QVERIFY(t1);
+    auto s1 = chooseOffloadSplit(*t1, {}, {}, false, -1, Deadline{}, nullptr);
+    QVERIFY2(s1, s1.message().c_str());
+    QCOMPARE(s1->k, 1);
+    // Without limits every layer goes to the GPU.
+    auto free = buildCostTable(g, characteriseAll(g), withGpuBytes(0));
+    QVERIFY(free);
+    auto sAll = chooseOffloadSplit(*free, {}, {}, false, -1, Deadline{}, nullptr);
+    QVERIFY(sAll);
+    QCOMPARE(sAll->k, kLayers);
+    // Nothing fits (the host too small for what the GPU cannot take): one line naming k = 0's device.
+    Platform tight = withGpuBytes(1000);
+    for (auto& d : tight.devices)
+      if (d.id == "cpu") d.memCapacityBytes = 1000;
+    auto t0 = buildCostTable(g, characteriseAll(g), tight);
+    QVERIFY(t0);
+    auto none = chooseOffloadSplit(*t0, {}, {}, false, -1, Deadline{}, nullptr);
+    QVERIFY(!none);
+    QVERIFY2(none.message().rfind("offload: no first-k split fits (k=0, everything on 'cpu': device 'cpu' needs ", 0) == 0,
+             none.message().c_str());
+    QVERIFY(none.message().find('\n') == std::string::npos);
+  }
+
+  void bestKAndBest_data() { largestFittingK_data(); }
+  void bestKAndBest() {
+    QFETCH(QString, phase);
+    const Graph g = importTiny(phase.toStdString());
+    const int64_t cap = sharedLayerConstants(g) + 2 * kLayerBytes + kLayerBytes / 2;
+    auto t = buildCostTable(g, characteriseAll(g), withGpuBytes(cap));
+    QVERIFY(t);
+    const Scheduler* offload = findScheduler("offload");
+    SchedOptions o;
+    auto largest = offload->schedule(*t, {}, o);
+    QVERIFY(largest);
+    o.params["mode"] = "best-k";
+    SchedInfo info;
+    auto bestK = offload->schedule(*t, {}, o, &info);
+    QVERIFY2(bestK, bestK.message().c_str());
+    const double largestUs = makespanOf(*t, *largest), bestKUs = makespanOf(*t, *bestK);
+    QVERIFY(bestKUs <= largestUs);
+    // best-k is the minimum over every fitting k (each simulated here again).
+    const std::vector<int> layer = taskLayers(*t);
+    double minUs = kInf;
+    for (int k = 0; k <= 2; ++k)
+      minUs = std::min(minUs, makespanOf(*t, firstKLayersPlan(*t, {}, layer, k, 1, t->host)));
+    QCOMPARE(bestKUs, minUs);
+    QVERIFY2(info.notes[1].find("fitting splits") != std::string::npos, info.notes[1].c_str());
+    // best holds the split in its portfolio: never slower, and within capacity.
+    const Scheduler* best = findScheduler("best");
+    SchedOptions bo;
+    bo.timeLimitSec = 5;
+    bo.params["budget_ms"] = "200";
+    bo.params["bnb_nodes"] = "2000";
+    auto b = best->schedule(*t, {}, bo);
+    QVERIFY2(b, b.message().c_str());
+    auto btl = simulate(*t, *b);
+    QVERIFY(btl);
+    QVERIFY2(btl->makespan <= bestKUs * (1 + 1e-12),
+             qPrintable(QString("best %1 us, best-k %2 us").arg(btl->makespan).arg(bestKUs)));
+    QVERIFY(checkCapacity(*t, *b, &*btl));
+    // Bad params are refused.
+    o.params["mode"] = "smallest";
+    auto bad = offload->schedule(*t, {}, o);
+    QVERIFY(!bad);
+    QVERIFY2(bad.message().find("mode") != std::string::npos, bad.message().c_str());
+  }
+
+  /// The goal's case: Llama-2-7B in float16 (13.5 GB) on desktop-rtx4070's 12 GiB GPU. The rule's k is
+  /// the hand count (31 layers of 404,766,720 bytes fit, 32 do not), and best is never slower than the
+  /// fastest first-k split, in prefill and decode.
+  void llama7bOnRtx4070_data() { largestFittingK_data(); }
+  void llama7bOnRtx4070() {
+    QFETCH(QString, phase);
+    GenSpec s;
+    s.kind = "llama";
+    s.layers = 32;
+    s.hidden = 4096;
+    s.heads = 32;
+    s.vocab = 32000;
+    s.seqLen = 512;
+    s.phase = phase.toStdString();
+    s.dtype = "float16";
+    auto bytes = generateModel(s);
+    QVERIFY(bytes);
+    auto g = importOnnxBytes(*bytes, "llama7b.onnx");
+    QVERIFY2(g, g.message().c_str());
+    auto p = loadPreset("desktop-rtx4070");
+    QVERIFY(p);
+    auto t = buildCostTable(*g, characteriseAll(*g), *p);
+    QVERIFY2(t, t.message().c_str());
+    // q, k, v, o 4096 x 4096, gate and up 4096 x 11008, down 11008 x 4096, two norms; 2 bytes each.
+    const int64_t layerBytes = 2 * (4 * 4096 * 4096 + 3 * 4096 * 11008 + 2 * 4096);
+    QCOMPARE(layerBytes, int64_t{404766720});
+    for (int L : {0, 17, 31}) QCOMPARE(layerWeightBytes(*g, L), layerBytes);
+    const int64_t cap = int64_t{12} << 30, shared = sharedLayerConstants(*g);
+    QCOMPARE((cap - shared) / layerBytes, int64_t{31});
+    auto rule = chooseOffloadSplit(*t, {}, {}, false, -1, Deadline{}, nullptr);
+    QVERIFY2(rule, rule.message().c_str());
+    QCOMPARE(rule->k, 31);
+    QCOMPARE(rule->split, std::string("k=31 of 32 layers on gpu"));
+    QVERIFY2(rule->note.find("k=32: device 'gpu' needs " + withCommas(static_cast<uint64_t>(shared + 32 * layerBytes)) +
+                             " bytes") != std::string::npos,
+             rule->note.c_str());
+    auto fastest = chooseOffloadSplit(*t, {}, {}, true, -1, Deadline{}, nullptr);
+    QVERIFY(fastest);
+    QVERIFY(fastest->makespanUs <= rule->makespanUs);
+    const Scheduler* best = findScheduler("best");
+    SchedOptions o;  // its default limit
+    auto plan = best->schedule(*t, {}, o);
+    QVERIFY2(plan, plan.message().c_str());
+    auto tl = simulate(*t, *plan);
+    QVERIFY(tl);
+    QVERIFY(checkCapacity(*t, *plan, &*tl));
+    QVERIFY2(tl->makespan <= fastest->makespanUs * (1 + 1e-12),
+             qPrintable(QString("best %1 us, fastest split %2 us").arg(tl->makespan).arg(fastest->makespanUs)));
+    qInfo("%s: rule k=%d %.3f ms, fastest k=%d %.3f ms, best %.3f ms", qPrintable(phase), rule->k,
+          rule->makespanUs / 1000, fastest->k, fastest->makespanUs / 1000, tl->makespan / 1000);
+  }
+
+  void explanation() {
+    const Graph g = importTiny("decode");
+    const int64_t cap = sharedLayerConstants(g) + 2 * kLayerBytes + kLayerBytes / 2;
+    auto t = buildCostTable(g, characteriseAll(g), withGpuBytes(cap));
+    QVERIFY(t);
+    SchedOptions o;
+    o.timeLimitSec = 5;
+    o.params["budget_ms"] = "200";
+    o.params["bnb_nodes"] = "2000";
+    const Comparison cmp = compareAlgorithms(*t, {}, o, {"offload", "best"}, true);
+    QCOMPARE(cmp.rows.size(), size_t(2));
+    QVERIFY(cmp.rows[0].valid && cmp.rows[1].valid);
+    QCOMPARE(cmp.rows[0].notes.front(), std::string("k=2 of 4 layers on gpu"));
+    const auto lines = explainAgainstOffload(*t, cmp);
+    QVERIFY(lines.size() >= 4);
+    QVERIFY2(lines[0].find("offload (k=2 of 4 layers on gpu)") != std::string::npos, lines[0].c_str());
+    QVERIFY2(lines[1].rfind("weights offload: cpu ", 0) == 0, lines[1].c_str());
+    // The split's GPU weights, as the memory model counts them, in the line.
+    const std::string gpuWeights = "gpu " + humanBytes(static_cast<double>(sharedLayerConstants(g) + 2 * kLayerBytes));
+    QVERIFY2(lines[1].find(gpuWeights) != std::string::npos, (lines[1] + " lacks " + gpuWeights).c_str());
+    QVERIFY2(lines[3].rfind("transfers: offload ", 0) == 0, lines[3].c_str());
+    // The plan against itself: nothing placed differently.
+    const auto same = explainOffload(*t, "k=2 of 4 layers on gpu", cmp.rows[0].plan, cmp.rows[0].timeline, "offload",
+                                     cmp.rows[0].plan, cmp.rows[0].timeline);
+    QCOMPARE(same.back(), std::string("offload places every operator as the split does"));
+    // Without an offload row, no explanation; the default comparison lists offload on this model only.
+    QVERIFY(explainAgainstOffload(*t, compareAlgorithms(*t, {}, o, {"heft"}, true)).empty());
+    const auto names = defaultComparison(*t);
+    QVERIFY(std::find(names.begin(), names.end(), "offload") != names.end());
+    CostTable plain;
+    plain.taskNames = {"conv"};
+    const auto plainNames = defaultComparison(plain);
+    QVERIFY(std::find(plainNames.begin(), plainNames.end(), "offload") == plainNames.end());
+  }
+
+  void cli() {
+    const std::string dir = test::tempDir();
+    // A model without layer names: one line, exit 2.
+    auto r =
+        test::runCli({"schedule", "gen:resnet18?image-size=32", "--platform", "desktop-rtx4070", "--algo", "offload"});
+    QCOMPARE(r.code, 2);
+    const QByteArray err = r.err.trimmed();
+    QVERIFY2(err.contains("has no layer names"), err.constData());
+    QVERIFY2(!err.contains('\n'), err.constData());
+    // A language model on a GPU with room for two layers: compare shows the split and why best wins.
+    const Graph g = importTiny("decode");
+    const int64_t cap = sharedLayerConstants(g) + 2 * kLayerBytes + kLayerBytes / 2;
+    auto preset = loadPreset("desktop-rtx4070");
+    QVERIFY(preset);
+    const std::string platform = dir + "/capped.json";
+    {
+      auto j = nlohmann::json::parse(platformToJson(withGpuBytes(cap)));
+      std::ofstream(platform) << j.dump(2);
+    }
+    const QString model =
+        "gen:llama?layers=4&hidden=64&heads=4&kv-heads=4&intermediate=96&vocab=100&seq=8&phase=decode";
+    auto c = test::runCli({"compare", model, "--platform", QString::fromStdString(platform), "--algos", "offload,best",
+                           "--time-limit", "3"});
+    QVERIFY2(c.code == 0, c.err.constData());
+    QVERIFY2(c.out.contains("split: k=2 of 4 layers on gpu; k=2 is the largest that fits"), c.out.constData());
+    QVERIFY2(c.out.contains("best against the first-k-layers split:"), c.out.constData());
+    QVERIFY2(c.out.contains("weights offload: cpu"), c.out.constData());
+    auto s = test::runCli({"schedule", model, "--platform", QString::fromStdString(platform), "--algo", "offload"});
+    QVERIFY2(s.code == 0, s.err.constData());
+    QVERIFY2(s.out.contains("k=2 of 4 layers on gpu") || s.err.contains("k=2 of 4 layers on gpu"), s.out.constData());
+  }
+};
+
+QTEST_GUILESS_MAIN(TstOffload)
+#include "tst_offload.moc"
