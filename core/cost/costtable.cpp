@@ -153,6 +153,17 @@ void fillLinks(CostTable& t, const Platform& p) {
   t.numLinkResources = static_cast<int>(t.linkNames.size());
 }
 
+}  // namespace
+
+bool isCacheValue(const Value& v) {
+  if (!v.isGraphInput && !v.isGraphOutput) return false;
+  const std::string& n = v.name;
+  auto starts = [&](const char* p) { return n.rfind(p, 0) == 0; };
+  return v.isGraphInput ? (starts("past_key") || starts("past_value") || starts("past.")) : (starts("present_key") || starts("present_value") || starts("present."));
+}
+
+namespace {
+
 struct GroupModel {
   std::vector<Device> devices;
   std::vector<OpWork> work;
@@ -224,18 +235,40 @@ Result<CostTable> buildCostTable(const Graph& g, const std::vector<OpWork>& work
   std::map<std::pair<TaskId, TaskId>, int64_t> pairBytes;
   t.inputBytes.assign(n, 0);
   t.outputBytes.assign(n, 0);
+  t.keepsOutput.assign(n, 0);
+  // A language model's KV cache (isCacheValue) is device state, as runtimes keep it: the past is
+  // resident on the device of the layer that reads it (counted with the weights below, never sent
+  // from the host), the present stays there (not sent back, alive until the end of the run). The
+  // group model still charges the bytes a kernel reads and writes.
+  std::vector<int64_t> readBytes(n, 0), writtenBytes(n, 0);
+  t.keptInPlaceBytes.assign(n, 0);
   for (size_t v = 0; v < n; ++v) {
     std::set<ValueId> seen;
+    int64_t pastRead = 0;
     for (ValueId in : g.nodes[v].inputs) {
       if (in < 0 || !seen.insert(in).second) continue;
       const Value& val = g.values[static_cast<size_t>(in)];
-      if (val.producer >= 0)
+      if (val.producer >= 0) {
         pairBytes[{val.producer, static_cast<TaskId>(v)}] += val.bytes();
-      else if (val.isGraphInput)
-        t.inputBytes[v] += val.bytes();
+      } else if (val.isGraphInput) {
+        readBytes[v] += val.bytes();
+        if (!isCacheValue(val))
+          t.inputBytes[v] += val.bytes();
+        else
+          pastRead += val.bytes();
+      }
     }
-    for (ValueId out : g.nodes[v].outputs)
-      if (out >= 0 && g.values[static_cast<size_t>(out)].isGraphOutput) t.outputBytes[v] += g.values[static_cast<size_t>(out)].bytes();
+    for (ValueId out : g.nodes[v].outputs) {
+      if (out < 0 || !g.values[static_cast<size_t>(out)].isGraphOutput) continue;
+      const Value& val = g.values[static_cast<size_t>(out)];
+      writtenBytes[v] += val.bytes();
+      if (isCacheValue(val))
+        t.keepsOutput[v] = 1;
+      else
+        t.outputBytes[v] += val.bytes();
+    }
+    // Past + new = present, appended in place: the present costs only its new rows.
+    if (t.keepsOutput[v] && pastRead > 0) t.keptInPlaceBytes[v] = pastRead;
   }
   t.edges.reserve(pairBytes.size());
   for (const auto& [k, bytes] : pairBytes) t.edges.push_back(Edge{k.first, k.second, bytes, -1.0});
@@ -254,7 +287,7 @@ Result<CostTable> buildCostTable(const Graph& g, const std::vector<OpWork>& work
       for (ValueId in : g.nodes[v].inputs) {
         if (in < 0) continue;
         const Value& val = g.values[static_cast<size_t>(in)];
-        if (!val.isWeight || val.bytes() <= 0) continue;
+        if (!(val.isWeight || (val.isGraphInput && isCacheValue(val))) || val.bytes() <= 0) continue;
         auto [it, fresh] = index.emplace(in, static_cast<int32_t>(t.weightBytes.size()));
         if (fresh) t.weightBytes.push_back(val.bytes());
         auto& tw = t.taskWeights[v];
@@ -287,8 +320,8 @@ Result<CostTable> buildCostTable(const Graph& g, const std::vector<OpWork>& work
   gm->edges = t.edges;
   gm->inEdges = t.inEdges;
   gm->outEdges = t.outEdges;
-  gm->inputBytes = t.inputBytes;
-  gm->outputBytes = t.outputBytes;
+  gm->inputBytes = std::move(readBytes);
+  gm->outputBytes = std::move(writtenBytes);
   gm->cost = t.cost;
   gm->m = m;
   t.groupCost = [gm](const std::vector<TaskId>& group, DeviceId d) -> double { return gm->time(group, d); };

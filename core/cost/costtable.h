@@ -57,6 +57,14 @@ struct CostTable {
   /// (which return to the host). Zero for task graphs.
   std::vector<int64_t> inputBytes;
   std::vector<int64_t> outputBytes;
+  /// Per task: 1 when it writes device state that stays where it is written and lives until the end
+  /// of the run (a language model's present KV cache, isCacheValue): not in outputBytes, never sent
+  /// to the host. Empty (none) for task graphs.
+  std::vector<char> keepsOutput;
+  /// Per task: bytes of its output written in place into resident state it reads (a decode step's
+  /// present KV cache is the past, resident, plus the new rows): the memory model counts only the rest.
+  /// Empty (none) for task graphs.
+  std::vector<int64_t> keptInPlaceBytes;
   DeviceId host = 0;
 
   /// Per device: the devices it is mutually exclusive with (never itself).
@@ -211,6 +219,13 @@ double blockTimeUs(const CostTable& t, const std::vector<TaskId>& tasks, DeviceI
 /// Sets t.groupCost to the plain sum of the members' costs (no fusion gain), over a snapshot of t.cost:
 /// the group model of task graphs, whose tasks have no work to fuse.
 void useSumGroupCost(CostTable& t);
+
+/// True for a model input or output that is a language model's KV cache by the names exporters give
+/// it (past_key*, past_value*, past.* in; present_key*, present_value*, present.* out: Partex's
+/// generator, Hugging Face's and ONNX Runtime GenAI's exports). buildCostTable treats it as device
+/// state, as llama.cpp and ONNX Runtime keep it: the past is resident, like a weight, on the device of
+/// each operator that reads it and never sent from the host; the present stays on its device.
+bool isCacheValue(const Value& v);
 
 /// Builds the cost table for an imported model on a platform from the roofline device models.
 /// Fails when some operator can run on no device (the message names the operator).

@@ -72,10 +72,12 @@ std::vector<DeviceMemory> deviceMemory(const CostTable& t, const Plan& plan, con
       events[di].push_back({slot.start, ws, kWorkspace});
       events[di].push_back({slot.end, -ws, kWorkspace});
     }
-    const int64_t b = outBytesOf(t, v);
+    int64_t b = outBytesOf(t, v);
+    if (!t.keptInPlaceBytes.empty()) b -= t.keptInPlaceBytes[static_cast<size_t>(v)];
     if (b <= 0) continue;
     double until = std::max(slot.end, lastUseOnOwn[static_cast<size_t>(v)]);
-    if (!t.outputBytes.empty() && t.outputBytes[static_cast<size_t>(v)] > 0) until = std::max(until, tl.makespan);
+    if ((!t.outputBytes.empty() && t.outputBytes[static_cast<size_t>(v)] > 0) || (!t.keepsOutput.empty() && t.keepsOutput[static_cast<size_t>(v)]))
+      until = std::max(until, tl.makespan);
     events[di].push_back({slot.start, b, kOwn});
     events[di].push_back({until, -b, kOwn});
   }

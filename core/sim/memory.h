@@ -3,6 +3,7 @@
 /// plan must keep (CostTable::memCapacity, 0 = unlimited). Resident on a device d:
 ///  - weights: every weight (initializer or folded constant) read by an operator placed on d, once per
 ///    device however many of d's operators read it (CostTable::taskWeights), resident for the whole run;
+///    a language model's past KV cache counts here too (isCacheValue: device state);
 ///  - activations: an operator's outputs from its start until their last use on d (a consumer's end or
 ///    an outgoing transfer's end; model outputs until the makespan), as the simulator counts them
 ///    (fillPeakBytes);

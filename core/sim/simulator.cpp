@@ -73,10 +73,12 @@ void fillPeakBytes(const CostTable& t, Timeline& tl) {
   }
   for (TaskId v = 0; v < n; ++v) {
     const auto& slot = tl.tasks[static_cast<size_t>(v)];
-    const int64_t b = outBytesOf(v);
+    int64_t b = outBytesOf(v);
+    if (!t.keptInPlaceBytes.empty()) b -= t.keptInPlaceBytes[static_cast<size_t>(v)];
     if (b <= 0) continue;
     double until = std::max(slot.end, lastUseOnOwn[static_cast<size_t>(v)]);
-    if (!t.outputBytes.empty() && t.outputBytes[static_cast<size_t>(v)] > 0) until = std::max(until, makespan);
+    if ((!t.outputBytes.empty() && t.outputBytes[static_cast<size_t>(v)] > 0) || (!t.keepsOutput.empty() && t.keepsOutput[static_cast<size_t>(v)]))
+      until = std::max(until, makespan);
     events[static_cast<size_t>(slot.device)].push_back({slot.start, b});
     events[static_cast<size_t>(slot.device)].push_back({until, -b});
   }

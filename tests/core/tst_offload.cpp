@@ -80,6 +80,16 @@ int64_t layerWeightBytes(const Graph& g, int layer) {
   return bytes;
 }
 
+/// Bytes of a layer's KV cache inputs (decode's past_key.L and past_value.L; none in prefill): device
+/// state, resident with the layer's weights on its device (isCacheValue).
+int64_t layerCacheBytes(const Graph& g, int layer) {
+  int64_t bytes = 0;
+  for (const Value& v : g.values)
+    if (v.isGraphInput && (v.name == "past_key." + std::to_string(layer) || v.name == "past_value." + std::to_string(layer)))
+      bytes += v.bytes();
+  return bytes;
+}
+
 /// desktop-rtx4070 with the GPU's memory set to `gpuBytes`.
 Platform withGpuBytes(int64_t gpuBytes) {
   auto p = loadPreset("desktop-rtx4070");
@@ -154,9 +164,12 @@ class TstOffload : public QObject {
       QCOMPARE(plan->device[static_cast<size_t>(v)], L >= 0 && L < 2 ? gpu : t->host);
     }
     // Its GPU weights are the hand count; k = 3's would be a layer more, over the capacity.
-    QCOMPARE(weightBytesPerDevice(*t, plan->device)[static_cast<size_t>(gpu)], shared + 2 * kLayerBytes);
+    // The KV cache of a decode step is resident with its layer (none in prefill).
+    const int64_t cache = layerCacheBytes(g, 0);
+    QCOMPARE(cache > 0, phase == "decode");
+    QCOMPARE(weightBytesPerDevice(*t, plan->device)[static_cast<size_t>(gpu)], shared + 2 * (kLayerBytes + cache));
     const Plan three = firstKLayersPlan(*t, {}, layer, 3, gpu, t->host);
-    QCOMPARE(weightBytesPerDevice(*t, three.device)[static_cast<size_t>(gpu)], shared + 3 * kLayerBytes);
+    QCOMPARE(weightBytesPerDevice(*t, three.device)[static_cast<size_t>(gpu)], shared + 3 * (kLayerBytes + cache));
     QVERIFY(!checkCapacity(*t, three, nullptr));
     auto tl = simulate(*t, *plan);
     QVERIFY(tl);
@@ -271,12 +284,15 @@ class TstOffload : public QObject {
     QCOMPARE(layerBytes, int64_t{404766720});
     for (int L : {0, 17, 31}) QCOMPARE(layerWeightBytes(*g, L), layerBytes);
     const int64_t cap = int64_t{12} << 30, shared = sharedLayerConstants(*g);
-    QCOMPARE((cap - shared) / layerBytes, int64_t{31});
+    // Decode: each layer's cache, 2 (k, v) x 32 heads x 512 positions x 128 x 2 bytes, is resident with it.
+    const int64_t cache = phase == "decode" ? int64_t{2} * 32 * 512 * 128 * 2 : 0;
+    QCOMPARE(layerCacheBytes(*g, 5), cache);
+    QCOMPARE((cap - shared) / (layerBytes + cache), int64_t{31});
     auto rule = chooseOffloadSplit(*t, {}, {}, false, -1, Deadline{}, nullptr);
     QVERIFY2(rule, rule.message().c_str());
     QCOMPARE(rule->k, 31);
     QCOMPARE(rule->split, std::string("k=31 of 32 layers on gpu"));
-    QVERIFY2(rule->note.find("k=32: device 'gpu' needs " + withCommas(static_cast<uint64_t>(shared + 32 * layerBytes)) +
+    QVERIFY2(rule->note.find("k=32: device 'gpu' needs " + withCommas(static_cast<uint64_t>(shared + 32 * (layerBytes + cache))) +
                              " bytes") != std::string::npos,
              rule->note.c_str());
     auto fastest = chooseOffloadSplit(*t, {}, {}, true, -1, Deadline{}, nullptr);
@@ -313,7 +329,8 @@ class TstOffload : public QObject {
     QVERIFY2(lines[0].find("offload (k=2 of 4 layers on gpu)") != std::string::npos, lines[0].c_str());
     QVERIFY2(lines[1].rfind("weights offload: cpu ", 0) == 0, lines[1].c_str());
     // The split's GPU weights, as the memory model counts them, in the line.
-    const std::string gpuWeights = "gpu " + humanBytes(static_cast<double>(sharedLayerConstants(g) + 2 * kLayerBytes));
+    const std::string gpuWeights =
+        "gpu " + humanBytes(static_cast<double>(sharedLayerConstants(g) + 2 * (kLayerBytes + layerCacheBytes(g, 0))));
     QVERIFY2(lines[1].find(gpuWeights) != std::string::npos, (lines[1] + " lacks " + gpuWeights).c_str());
     QVERIFY2(lines[3].rfind("transfers: offload ", 0) == 0, lines[3].c_str());
     // The plan against itself: nothing placed differently.
