@@ -11,10 +11,14 @@
 #include <set>
 
 #include "backend/backend.h"
+#include "cost/costtable.h"
 #include "cost/work.h"
 #include "gen/generator.h"
 #include "onnx/importer.h"
+#include "platform/platform.h"
 #include "problem/problem.h"
+#include "sim/memory.h"
+#include "sim/simulator.h"
 #include "testutil.h"
 
 using namespace partex;
@@ -231,6 +235,58 @@ class TestLlm : public QObject {
     // Nothing near the 13.5 GB of weights (nor one 250 MB embedding table) was allocated.
     const int64_t grown = peakRssBytes() - rssBefore;
     QVERIFY2(grown < int64_t{200} << 20, std::to_string(grown).c_str());
+  }
+
+  /// The KV cache is device state (isCacheValue): in decode, with every operator on the GPU, only the
+  /// ids go in and the logits come out; each layer's past cache is resident on the GPU once (with the
+  /// weights), and the present adds only its new row, alive to the end.
+  void kvCacheIsDeviceState() {
+    auto g = generateAndImport(small("decode"));
+    QVERIFY2(g, g.message().c_str());
+    auto plat = loadPreset("desktop-rtx4070");
+    QVERIFY2(plat, plat.message().c_str());
+    auto t = buildCostTable(*g, characteriseAll(*g), *plat);
+    QVERIFY2(t, t.message().c_str());
+    DeviceId gpu = -1;
+    for (DeviceId d = 0; d < t->numDevices(); ++d)
+      if (t->deviceIds[static_cast<size_t>(d)] == "gpu") gpu = d;
+    QVERIFY(gpu >= 0 && gpu != t->host);
+    int64_t weights = 0, cache = 0, ids = 0, logits = 0, presentRows = 0;
+    for (const Value& v : g->values) {
+      if (v.isWeight) weights += v.bytes();
+      if (v.isGraphInput && isCacheValue(v)) cache += v.bytes();
+      if (v.isGraphInput && !isCacheValue(v)) ids += v.bytes();
+      if (v.isGraphOutput && !isCacheValue(v)) logits += v.bytes();
+      if (v.isGraphOutput && isCacheValue(v)) presentRows += v.bytes();
+    }
+    presentRows -= cache;  // present = past + one new row per layer
+    // 3 layers x (k, v) x 2 kv heads x 8 positions x 16 (head dim) x 4 bytes.
+    QCOMPARE(cache, int64_t{3 * 2 * 2 * 8 * 16 * 4});
+    QCOMPARE(presentRows, int64_t{3 * 2 * 2 * 1 * 16 * 4});
+    int64_t in = 0, out = 0;
+    for (TaskId v = 0; v < t->numTasks(); ++v) {
+      in += t->inputBytes[static_cast<size_t>(v)];
+      out += t->outputBytes[static_cast<size_t>(v)];
+    }
+    QCOMPARE(in, ids);
+    QCOMPARE(out, logits);
+    Plan p;
+    p.device.assign(static_cast<size_t>(t->numTasks()), gpu);
+    p.order.assign(static_cast<size_t>(t->numDevices()), {});
+    p.order[static_cast<size_t>(gpu)] = t->topoOrder();
+    auto tl = simulate(*t, p);
+    QVERIFY2(tl, tl.message().c_str());
+    int64_t moved = 0;
+    for (const auto& x : tl->transfers) moved += x.bytes;
+    QCOMPARE(moved, ids + logits);
+    const auto mem = deviceMemory(*t, p, *tl);
+    const DeviceMemory& dm = mem[static_cast<size_t>(gpu)];
+    QCOMPARE(dm.weights, weights + cache);  // every weight is read by some operator on the gpu
+    // At the end of the run the new rows are still resident, beside the logits.
+    QVERIFY(dm.steps.size() >= 2);
+    const int64_t beforeEnd = dm.steps[dm.steps.size() - 2].second;
+    QVERIFY2(beforeEnd >= weights + cache + presentRows,
+             qPrintable(QString("%1 resident at the end, %2 expected").arg(beforeEnd).arg(weights + cache + presentRows)));
   }
 
   void runRefusedWhenPlaceholdersDoNotFit() {
