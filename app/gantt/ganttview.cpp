@@ -1,4 +1,6 @@
 #include "gantt/ganttview.h"
+#include "gantt/tooltipevent.h"
+
 
 #include <QEvent>
 #include <QHelpEvent>
@@ -157,17 +159,7 @@ void GanttView::zoomOut() {
 // ---- Events -------------------------------------------------------------------------------------
 
 bool GanttView::event(QEvent* e) {
-  if (e->type() == QEvent::ToolTip) {
-    auto* he = static_cast<QHelpEvent*>(e);
-    const QString text = toolTipAt(he->pos());
-    if (text.isEmpty()) {
-      QToolTip::hideText();
-      e->ignore();
-    } else {
-      QToolTip::showText(he->globalPos(), text, this);
-    }
-    return true;
-  }
+  if (showChartToolTip(this, e, [this](const QPoint& p) { return toolTipAt(p); })) return true;
   return QWidget::event(e);
 }
 

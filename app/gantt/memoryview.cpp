@@ -1,5 +1,6 @@
 #include "gantt/memoryview.h"
 
+
 #include <QEvent>
 #include <QHelpEvent>
 #include <QMouseEvent>
@@ -12,6 +13,7 @@
 #include <cmath>
 
 #include "gantt/ganttview.h"
+#include "gantt/tooltipevent.h"
 
 namespace partex::gui {
 
@@ -106,17 +108,7 @@ QSize MemoryView::minimumSizeHint() const {
 }
 
 bool MemoryView::event(QEvent* e) {
-  if (e->type() == QEvent::ToolTip) {
-    auto* he = static_cast<QHelpEvent*>(e);
-    const QString text = toolTipAt(he->pos());
-    if (text.isEmpty()) {
-      QToolTip::hideText();
-      e->ignore();
-    } else {
-      QToolTip::showText(he->globalPos(), text, this);
-    }
-    return true;
-  }
+  if (showChartToolTip(this, e, [this](const QPoint& p) { return toolTipAt(p); })) return true;
   return QWidget::event(e);
 }
 
