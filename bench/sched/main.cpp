@@ -604,15 +604,7 @@ void offload() {
   std::vector<std::vector<std::string>> whys;
   for (const Case& c : {Case{"prefill", 512, 12}, Case{"decode", 512, 12}, Case{"decode", 4096, 12}, Case{"prefill", 512, 8},
                         Case{"decode", 512, 8}}) {
-    GenSpec s;
-    s.kind = "llama";
-    s.layers = 32;
-    s.hidden = 4096;
-    s.heads = 32;
-    s.vocab = 32000;
-    s.seqLen = c.cache;
-    s.phase = c.phase;
-    s.dtype = "float16";
+    const GenSpec s = llama2_7b(c.phase, c.cache);
     auto bytes = generateModel(s);
     auto p = loadPreset("desktop-rtx4070");
     if (!bytes || !p) {

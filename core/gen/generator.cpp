@@ -90,6 +90,19 @@ std::string kindList() {
 
 }  // namespace
 
+GenSpec llama2_7b(const std::string& phase, int64_t tokens) {
+  GenSpec s;
+  s.kind = "llama";
+  s.layers = 32;
+  s.hidden = 4096;
+  s.heads = 32;
+  s.vocab = 32000;
+  s.seqLen = tokens;
+  s.phase = phase;
+  s.dtype = "float16";
+  return s;
+}
+
 int64_t llamaIntermediate(int64_t hidden) {
   const int64_t raw = 2 * (4 * hidden) / 3;
   return 256 * ((raw + 255) / 256);

@@ -42,6 +42,11 @@ struct GenSpec {
 /// (Meta's rule with multiple_of 256; 11008 for hidden 4096).
 int64_t llamaIntermediate(int64_t hidden);
 
+/// Llama-2-7B's shape (32 layers, hidden 4096, 32 heads, vocabulary 32000, float16) in `phase`
+/// ("prefill": a `tokens`-token prompt; "decode": one token with a `tokens`-token cache): the 7B-class
+/// decoder of the offload comparison (bench_sched offload, tests).
+GenSpec llama2_7b(const std::string& phase, int64_t tokens = 512);
+
 /// The generator kinds, for help texts.
 std::vector<std::string> generatorKinds();
 /// Builds the model and returns the serialized ModelProto.

@@ -46,18 +46,7 @@ Result<Graph> generateAndImport(const GenSpec& spec) {
   return importOnnxBytes(*bytes, "llama.onnx");
 }
 
-GenSpec llama7b(const std::string& phase) {
-  GenSpec s;
-  s.kind = "llama";
-  s.layers = 32;
-  s.hidden = 4096;
-  s.heads = 32;
-  s.vocab = 32000;
-  s.seqLen = 512;
-  s.phase = phase;
-  s.dtype = "float16";
-  return s;
-}
+GenSpec llama7b(const std::string& phase) { return llama2_7b(phase); }
 
 const Value* valueNamed(const Graph& g, const std::string& name) {
   const ValueId id = g.findValue(name);

@@ -262,16 +262,7 @@ class TstOffload : public QObject {
   void llama7bOnRtx4070_data() { largestFittingK_data(); }
   void llama7bOnRtx4070() {
     QFETCH(QString, phase);
-    GenSpec s;
-    s.kind = "llama";
-    s.layers = 32;
-    s.hidden = 4096;
-    s.heads = 32;
-    s.vocab = 32000;
-    s.seqLen = 512;
-    s.phase = phase.toStdString();
-    s.dtype = "float16";
-    auto bytes = generateModel(s);
+    auto bytes = generateModel(llama2_7b(phase.toStdString()));
     QVERIFY(bytes);
     auto g = importOnnxBytes(*bytes, "llama7b.onnx");
     QVERIFY2(g, g.message().c_str());
