@@ -265,7 +265,8 @@ class Best final : public Scheduler {
         bnb = search_detail::branchAndBound(t, c, bo, deadline, static_cast<int64_t>(bnbNodes), &plan, planMs);
         ranBnb = true;
         if (o.cancelled()) return cancelledError();
-        // The branch and bound knows no capacity: its plan counts only when it fits.
+        // The branch and bound prunes on weights and accepts leaves within capacity; its plan is
+        // checked once more against the whole memory model before it replaces best's.
         auto fits = [&](const Plan& p) {
           if (!hasCapacityLimits(t)) return true;
           auto tl = simulate(t, p, o.sim);

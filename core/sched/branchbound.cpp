@@ -242,7 +242,10 @@ class BranchAndBound {
   double lowerBoundOf(const Node& s) {
     // Capacity as a constraint of the search: weights only grow as devices get fixed, so a prefix whose
     // fixed devices already hold more weights than a device's capacity has no feasible completion.
-    if (capped_ && !weightsFit(s.dev)) return kInf;
+    if (weights_.active()) {
+      weights_.reset(s.dev);
+      if (!weights_.fitsAll()) return kInf;
+    }
     const auto m = static_cast<size_t>(m_);
     double lb = s.sim.makespan;
     auto cand = [&](TaskId v) -> std::pair<const DeviceId*, size_t> {
@@ -563,16 +566,7 @@ class BranchAndBound {
   }
 
   const CostTable& t_;
-  /// True when the weights of the devices fixed in `dev` (-1: not yet) fit every capacity.
-  bool weightsFit(const std::vector<DeviceId>& dev) const {
-    const std::vector<int64_t> w = weightBytesPerDevice(t_, dev);
-    for (DeviceId d = 0; d < m_; ++d) {
-      const int64_t cap = t_.memCapacity[static_cast<size_t>(d)];
-      if (cap > 0 && w[static_cast<size_t>(d)] > cap) return false;
-    }
-    return true;
-  }
-
+  WeightLoad weights_{t_};  ///< The weights of a node's fixed devices (-1: not yet), recounted per bound.
   const Constraints& c_;
   const SchedOptions& o_;
   SimRules rules_;

@@ -201,8 +201,7 @@ Result<OffloadSplit> chooseOffloadSplit(const CostTable& t, const Constraints& c
     tr.k = k;
     Plan p = firstKLayersPlan(t, c, layer, k, accel, s.host);
     load.reset(p.device);
-    bool weightsFit = true;
-    for (DeviceId d = 0; d < t.numDevices(); ++d) weightsFit = weightsFit && load.fits(d);
+    const bool weightsFit = load.fitsAll();
     auto tl = simulate(t, p, sim);
     if (!tl) {
       tr.why = tl.message();

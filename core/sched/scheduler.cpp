@@ -23,13 +23,28 @@ namespace {
 
 /// True when every device's weights under `device` fit its capacity.
 bool weightsFit(const CostTable& t, const std::vector<DeviceId>& device) {
-  const std::vector<int64_t> w = weightBytesPerDevice(t, device);
-  for (DeviceId d = 0; d < t.numDevices(); ++d) {
-    const int64_t cap = t.memCapacity[static_cast<size_t>(d)];
-    if (cap > 0 && w[static_cast<size_t>(d)] > cap) return false;
-  }
-  return true;
+  WeightLoad load(t);
+  load.reset(device);
+  return load.fitsAll();
 }
+
+/// Per task, the devices `c` allows it (the repair's targets).
+std::vector<std::vector<DeviceId>> allowedPerTask(const CostTable& t, const Constraints& c) {
+  std::vector<std::vector<DeviceId>> allowed(static_cast<size_t>(t.numTasks()));
+  for (TaskId v = 0; v < t.numTasks(); ++v) allowed[static_cast<size_t>(v)] = sched_detail::allowedDevices(t, c, v);
+  return allowed;
+}
+
+/// The note of a repair that moved operators.
+std::string movedNote(int moved) {
+  return "capacity: " + std::to_string(moved) + " operators moved off devices without room for them";
+}
+
+/// A plan within capacity found by fitByPenalty, with the note that says how.
+struct PenalisedPlan {
+  Plan plan;
+  std::string note;
+};
 
 /// Capacity carried into a cost-minimising search as a Lagrangian penalty (Scheduler::capacityByPenalty):
 /// on a copy of `t`, the cost of v on a capped device d grows by mu * W * bytes(v) / capacity(d), W the
@@ -39,8 +54,9 @@ bool weightsFit(const CostTable& t, const std::vector<DeviceId>& device) {
 /// deadline; the plan within capacity that simulates fastest is kept.
 /// Returns the plan or nothing (no fitting plan found in time: the generic repair decides).
 template <class Run>
-std::optional<Plan> fitByPenalty(const Run& run, const CostTable& t, const Constraints& c, const SchedOptions& o,
-                                 const Deadline& whole, SchedInfo& info) {
+std::optional<PenalisedPlan> fitByPenalty(const Run& run, const CostTable& t, const Constraints& c,
+                                          const std::vector<std::vector<DeviceId>>& allowed, const SchedOptions& o,
+                                          const Deadline& whole) {
   std::vector<int64_t> bytes(static_cast<size_t>(t.numTasks()), 0);
   for (TaskId v = 0; v < t.numTasks(); ++v)
     if (!t.taskWeights.empty())
@@ -52,8 +68,6 @@ std::optional<Plan> fitByPenalty(const Run& run, const CostTable& t, const Const
     if (std::isfinite(b)) work += b;
   }
   if (work <= 0) work = 1;
-  std::vector<std::vector<DeviceId>> allowed(static_cast<size_t>(t.numTasks()));
-  for (TaskId v = 0; v < t.numTasks(); ++v) allowed[static_cast<size_t>(v)] = sched_detail::allowedDevices(t, c, v);
   std::optional<Plan> best;
   double bestMs = kInf, bestMu = 0;
   int runs = 0;
@@ -92,7 +106,7 @@ std::optional<Plan> fitByPenalty(const Run& run, const CostTable& t, const Const
   // the first that did: the smallest penalty that fits moves the fewest operators off their best device.
   double lo = 0, hi = 0;
   for (double mu = 1.0 / 64; runs < 12; mu *= 2) {
-    if (whole.passed() || o.cancelled()) return best;
+    if (whole.passed() || o.cancelled()) break;
     if (attempt(mu)) {
       hi = mu;
       break;
@@ -107,12 +121,10 @@ std::optional<Plan> fitByPenalty(const Run& run, const CostTable& t, const Const
     else
       lo = mid;
   }
-  if (best) {
-    char buf[200];
-    std::snprintf(buf, sizeof buf, "capacity: carried as a penalty on the DP's costs (multiplier %.4g, best of %d runs)", bestMu, runs);
-    info.notes.push_back(buf);
-  }
-  return best;
+  if (!best) return std::nullopt;
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "capacity: carried as a penalty on the DP's costs (multiplier %.4g, best of %d runs)", bestMu, runs);
+  return PenalisedPlan{std::move(*best), buf};
 }
 
 }  // namespace
@@ -126,24 +138,29 @@ Result<Plan> Scheduler::schedule(const CostTable& t, const Constraints& c, const
   SchedInfo local;
   auto plan = run(t, c, o, info ? info : &local);
   if (!plan) return plan;
-  if (capacityByPenalty() && hasCapacityLimits(t) && !weightsFit(t, plan->device) && !o.cancelled()) {
+  SchedInfo& in = info ? *info : local;
+  const bool capped = hasCapacityLimits(t);
+  const std::vector<std::vector<DeviceId>> allowed = capped ? allowedPerTask(t, c) : std::vector<std::vector<DeviceId>>{};
+  if (capacityByPenalty() && capped && !weightsFit(t, plan->device) && !o.cancelled()) {
     // The DP's own plan does not fit: carry capacity into its objective. The penalised plan replaces
     // it when one fits; otherwise the repair below moves operators.
-    SchedInfo& in = info ? *info : local;
     auto rerun = [&](const CostTable& tp, const SchedOptions& so, SchedInfo* i) { return run(tp, c, so, i); };
-    if (auto fitted = fitByPenalty(rerun, t, c, o, whole, in)) {
+    if (auto fitted = fitByPenalty(rerun, t, c, allowed, o, whole)) {
       // The better of the penalised plan and the DP's own plan repaired (both within capacity).
-      std::vector<std::vector<DeviceId>> allowed(static_cast<size_t>(t.numTasks()));
-      for (TaskId v = 0; v < t.numTasks(); ++v) allowed[static_cast<size_t>(v)] = sched_detail::allowedDevices(t, c, v);
       Plan repaired = *plan;
       auto moved = fitCapacity(t, allowed, repaired, o.sim);
       auto tlr = moved ? simulate(t, repaired, o.sim) : Result<Timeline>(Error{"no repair"});
-      auto tlf = simulate(t, *fitted, o.sim);
-      if (tlf && (!tlr || !checkCapacity(t, repaired, &*tlr) || tlf->makespan <= tlr->makespan)) {
-        plan = std::move(*fitted);
-      } else {
-        in.notes.pop_back();  // the penalised plan's note
+      auto tlf = simulate(t, fitted->plan, o.sim);
+      const bool repairFits = tlr && checkCapacity(t, repaired, &*tlr);
+      if (tlf && (!repairFits || tlf->makespan <= tlr->makespan)) {
+        plan = std::move(fitted->plan);
+        in.notes.push_back(std::move(fitted->note));
+      } else if (repairFits) {
+        // The repaired plan is kept as repaired: the repair below finds nothing left to move.
+        plan = std::move(repaired);
         in.notes.push_back("capacity: the DP's own plan, repaired, beat the penalised one");
+        if (*moved > 0)
+          in.notes.push_back(movedNote(*moved));
       }
       in.optimal = false;
     }
@@ -153,18 +170,15 @@ Result<Plan> Scheduler::schedule(const CostTable& t, const Constraints& c, const
   if (!respectsConstraints(t, c, *plan))
     return makeError(name(),
                      " made a plan that breaks the constraints (a pinned task elsewhere or a forbidden device used)");
-  if (hasCapacityLimits(t)) {
+  if (capped) {
     // Capacity is a hard constraint of every plan. Weights first: algorithms that do not place under
     // capacity themselves get the generic repair (operators off full devices, memory.h); then the
     // whole memory model on the plan's timeline, activations over time included (fitCapacity), and
     // the check once more, whatever the repair did.
-    std::vector<std::vector<DeviceId>> allowed(static_cast<size_t>(t.numTasks()));
-    for (TaskId v = 0; v < t.numTasks(); ++v) allowed[static_cast<size_t>(v)] = sched_detail::allowedDevices(t, c, v);
     auto moved = fitCapacity(t, allowed, *plan, o.sim);
     if (!moved) return makeError(name(), ": ", moved.message());
     if (*moved > 0) {
-      SchedInfo& in = info ? *info : local;
-      in.notes.push_back("capacity: " + std::to_string(*moved) + " operators moved off devices without room for them");
+      in.notes.push_back(movedNote(*moved));
       in.optimal = false;  // the repair leaves the algorithm's own search space
     }
     auto tl = simulate(t, *plan, o.sim);

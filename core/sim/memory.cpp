@@ -22,6 +22,22 @@ int64_t outBytesOf(const CostTable& t, TaskId v) {
   return b;
 }
 
+/// Moves each target's operators there by the move rule (Simulator::move: they enter the target's
+/// order by their start times in `tl`), keeping the plan's algorithm name (a repair, not a move by hand).
+Status moveByRule(const CostTable& t, const SimOptions& sim, Plan& plan, const Timeline& tl,
+                  const std::map<DeviceId, std::vector<TaskId>>& byTarget) {
+  std::vector<double> start(static_cast<size_t>(t.numTasks()));
+  for (TaskId v = 0; v < t.numTasks(); ++v) start[static_cast<size_t>(v)] = tl.tasks[static_cast<size_t>(v)].start;
+  const std::string algorithm = plan.algorithm;
+  Simulator s(t, sim);
+  for (const auto& [d, ops] : byTarget) {
+    auto r = s.move(plan, ops, d, start, false);
+    if (!r) return Error{r.message()};
+  }
+  plan.algorithm = algorithm;
+  return Status::ok();
+}
+
 enum Kind : int { kOwn = 0, kReceived = 1, kWorkspace = 2 };
 struct Event {
   double time;
@@ -270,17 +286,9 @@ Result<int> repairCapacity(const CostTable& t, const std::vector<std::vector<Dev
   // Orders by the move rule: the moved operators enter their new devices by their start times.
   auto tl = simulate(t, plan, sim);
   if (!tl) return Error{tl.message()};
-  std::vector<double> start(static_cast<size_t>(n));
-  for (TaskId v = 0; v < n; ++v) start[static_cast<size_t>(v)] = tl->tasks[static_cast<size_t>(v)].start;
   std::map<DeviceId, std::vector<TaskId>> byTarget;
   for (TaskId v : moved) byTarget[target[static_cast<size_t>(v)]].push_back(v);
-  const std::string algorithm = plan.algorithm;
-  Simulator s(t, sim);
-  for (const auto& [d, ops] : byTarget) {
-    auto r = s.move(plan, ops, d, start, false);
-    if (!r) return Error{r.message()};
-  }
-  plan.algorithm = algorithm;
+  if (auto st = moveByRule(t, sim, plan, *tl, byTarget); !st) return Error{st.message()};
   return static_cast<int>(moved.size());
 }
 
@@ -369,13 +377,7 @@ Result<int> fitCapacity(const CostTable& t, const std::vector<std::vector<Device
     }
     if (pick < 0) break;
     left.insert({pick, d});
-    std::vector<double> start(static_cast<size_t>(n));
-    for (TaskId v = 0; v < n; ++v) start[static_cast<size_t>(v)] = tl->tasks[static_cast<size_t>(v)].start;
-    const std::string algorithm = plan.algorithm;
-    Simulator s(t, sim);
-    auto r = s.move(plan, {pick}, to, start, false);
-    if (!r) return Error{r.message()};
-    plan.algorithm = algorithm;
+    if (auto st = moveByRule(t, sim, plan, *tl, {{to, {pick}}}); !st) return Error{st.message()};
     ++moved;
   }
   auto tl = simulate(t, plan, sim);

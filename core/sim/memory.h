@@ -90,6 +90,12 @@ class WeightLoad {
   void setCapacity(DeviceId d, int64_t bytes) { cap_[static_cast<size_t>(d)] = bytes; }
   /// True when d's weights are within its capacity.
   bool fits(DeviceId d) const { return capacity(d) <= 0 || bytes(d) <= capacity(d); }
+  /// True when every device's weights are within its capacity.
+  bool fitsAll() const {
+    for (size_t d = 0; d < bytes_.size(); ++d)
+      if (!fits(static_cast<DeviceId>(d))) return false;
+    return true;
+  }
   /// True when d's weights stay within its capacity with v added.
   bool fitsWith(TaskId v, DeviceId d) const { return capacity(d) <= 0 || bytes(d) + extra(v, d) <= capacity(d); }
   /// False when no device has a limit or the table has no weights: every check then passes at once.
