@@ -24,6 +24,7 @@
 #include "sim/memory.h"
 #include "support/files.h"
 #include "sim/simulator.h"
+#include "bruteforce.h"
 #include "testutil.h"
 
 using namespace partex;
@@ -122,36 +123,12 @@ Graph fourBranches() {
   return g;
 }
 
-/// The best simulated makespan over every placement and every per-device order consistent with a
-/// topological order, among the plans within capacity (checkCapacity on their timeline); kInf if none.
-double bruteForceWithinCapacity(const CostTable& t) {
-  const int n = t.numTasks(), m = t.numDevices();
-  std::vector<TaskId> perm(static_cast<size_t>(n));
-  for (TaskId v = 0; v < n; ++v) perm[static_cast<size_t>(v)] = v;
-  std::vector<int> pos(static_cast<size_t>(n));
-  double best = kInf;
-  std::vector<DeviceId> dev(static_cast<size_t>(n), 0);
-  int64_t combos = 1;
-  for (int i = 0; i < n; ++i) combos *= m;
-  std::sort(perm.begin(), perm.end());
-  do {
-    for (int i = 0; i < n; ++i) pos[static_cast<size_t>(perm[static_cast<size_t>(i)])] = i;
-    bool topo = true;
-    for (const auto& e : t.edges) topo = topo && pos[static_cast<size_t>(e.src)] < pos[static_cast<size_t>(e.dst)];
-    if (!topo) continue;
-    for (int64_t c = 0; c < combos; ++c) {
-      int64_t k = c;
-      for (int v = 0; v < n; ++v, k /= m) dev[static_cast<size_t>(v)] = static_cast<DeviceId>(k % m);
-      Plan p;
-      p.device = dev;
-      p.order.assign(static_cast<size_t>(m), {});
-      for (TaskId v : perm) p.order[static_cast<size_t>(dev[static_cast<size_t>(v)])].push_back(v);
-      auto tl = simulate(t, p, SimOptions{});
-      if (!tl || !checkCapacity(t, p, &*tl)) continue;
-      best = std::min(best, tl->makespan);
-    }
-  } while (std::next_permutation(perm.begin(), perm.end()));
-  return best;
+/// The bytes of all the model's weights.
+int64_t weightTotal(const Graph& g) {
+  int64_t total = 0;
+  for (const Value& v : g.values)
+    if (v.isWeight) total += v.bytes();
+  return total;
 }
 
 /// A model imported once per kind (small generated ones).
@@ -313,9 +290,7 @@ class TstMemory : public QObject {
     int plans = 0, refusals = 0;
     for (const auto& [label, g] : cases) {
       const std::vector<OpWork> work = characteriseAll(*g);
-      int64_t total = 0;
-      for (const Value& v : g->values)
-        if (v.isWeight) total += v.bytes();
+      const int64_t total = weightTotal(*g);
       for (int trial = 0; trial < 3; ++trial) {
         // Limits between 10% and 90% of the model's weights on every device but the host, so that the
         // accelerators cannot hold the whole model; sometimes the host too (an infeasible case).
@@ -400,9 +375,7 @@ class TstMemory : public QObject {
     const auto g = generated("resnet18");
     auto plat = loadPreset("mobile-soc");
     QVERIFY(plat);
-    int64_t total = 0;
-    for (const Value& v : g->values)
-      if (v.isWeight) total += v.bytes();
+    const int64_t total = weightTotal(*g);
     const std::vector<OpWork> work = characteriseAll(*g);
     auto free = buildCostTable(*g, work, *plat);
     QVERIFY(free);
@@ -482,11 +455,11 @@ class TstMemory : public QObject {
     QVERIFY2(plat, plat.message().c_str());
     auto t = buildCostTable(g, characteriseAll(g), *plat);
     QVERIFY2(t, t.message().c_str());
-    const double bf = bruteForceWithinCapacity(*t);
+    const double bf = partex::test::bruteForce(*t, Constraints{}, SimOptions{}, true);
     QVERIFY(std::isfinite(bf));
     CostTable free = *t;
     std::fill(free.memCapacity.begin(), free.memCapacity.end(), 0);
-    const double unlimited = bruteForceWithinCapacity(free);
+    const double unlimited = partex::test::bruteForce(free, Constraints{}, SimOptions{}, true);
     QVERIFY2(unlimited < bf - 1e-6, qPrintable(QString("limit does not bind: %1 vs %2").arg(unlimited).arg(bf)));
     SchedOptions o;
     o.params["warm"] = "0";  // the search alone, no warm start to fall back on
@@ -512,9 +485,7 @@ class TstMemory : public QObject {
     const auto g = generated("resnet18");
     auto plat = loadPreset("mobile-soc");
     QVERIFY(plat);
-    int64_t total = 0;
-    for (const Value& v : g->values)
-      if (v.isWeight) total += v.bytes();
+    const int64_t total = weightTotal(*g);
     const std::vector<OpWork> work = characteriseAll(*g);
     auto free = buildCostTable(*g, work, *plat);
     QVERIFY(free);
@@ -557,9 +528,7 @@ class TstMemory : public QObject {
     const auto g = generated("inception");
     auto plat = loadPreset("mobile-soc");
     QVERIFY(plat);
-    int64_t total = 0;
-    for (const Value& v : g->values)
-      if (v.isWeight) total += v.bytes();
+    const int64_t total = weightTotal(*g);
     for (auto& d : plat->devices)
       if (d.id != plat->host) d.memCapacityBytes = total / 3;
     auto t = buildCostTable(*g, characteriseAll(*g), *plat);

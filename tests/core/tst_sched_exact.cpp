@@ -17,6 +17,7 @@
 #include "sim/fastsim.h"
 #include "sim/plan.h"
 #include "sim/simulator.h"
+#include "bruteforce.h"
 
 using namespace partex;
 
@@ -118,60 +119,6 @@ double judge(const Scheduler& s, const CostTable& t, const Constraints& c, const
   if (!tl) return -1;
   if (out) *out = *p;
   return tl->makespan;
-}
-
-/// Minimum over all assignments x all per-device orders consistent with a topological order.
-double bruteForce(const CostTable& t, const Constraints& c, const SimOptions& so) {
-  const int n = t.numTasks(), m = t.numDevices();
-  std::vector<std::vector<DeviceId>> allowed(static_cast<size_t>(n));
-  for (TaskId v = 0; v < n; ++v)
-    for (DeviceId d = 0; d < m; ++d)
-      if (c.allowed(t, v, d)) allowed[static_cast<size_t>(v)].push_back(d);
-  // Linear extensions.
-  std::vector<std::vector<TaskId>> exts;
-  std::vector<TaskId> cur;
-  std::vector<int> indeg(static_cast<size_t>(n), 0);
-  for (const auto& e : t.edges) ++indeg[static_cast<size_t>(e.dst)];
-  std::vector<char> used(static_cast<size_t>(n), 0);
-  std::function<void()> rec = [&] {
-    if (static_cast<int>(cur.size()) == n) {
-      exts.push_back(cur);
-      return;
-    }
-    for (TaskId v = 0; v < n; ++v) {
-      if (used[static_cast<size_t>(v)] || indeg[static_cast<size_t>(v)] > 0) continue;
-      used[static_cast<size_t>(v)] = 1;
-      for (int32_t ei : t.outEdges[static_cast<size_t>(v)]) --indeg[static_cast<size_t>(t.edges[static_cast<size_t>(ei)].dst)];
-      cur.push_back(v);
-      rec();
-      cur.pop_back();
-      for (int32_t ei : t.outEdges[static_cast<size_t>(v)]) ++indeg[static_cast<size_t>(t.edges[static_cast<size_t>(ei)].dst)];
-      used[static_cast<size_t>(v)] = 0;
-    }
-  };
-  rec();
-  Simulator sim(t, so);
-  double best = kInf;
-  std::vector<size_t> choice(static_cast<size_t>(n), 0);
-  Plan p;
-  p.device.assign(static_cast<size_t>(n), 0);
-  while (true) {
-    for (TaskId v = 0; v < n; ++v) p.device[static_cast<size_t>(v)] = allowed[static_cast<size_t>(v)][choice[static_cast<size_t>(v)]];
-    for (const auto& ext : exts) {
-      p.order.assign(static_cast<size_t>(m), {});
-      for (TaskId v : ext) p.order[static_cast<size_t>(p.device[static_cast<size_t>(v)])].push_back(v);
-      auto ms = sim.makespan(p);
-      if (ms && *ms < best) best = *ms;
-    }
-    int k = 0;
-    while (k < n) {
-      if (++choice[static_cast<size_t>(k)] < allowed[static_cast<size_t>(k)].size()) break;
-      choice[static_cast<size_t>(k)] = 0;
-      ++k;
-    }
-    if (k == n) break;
-  }
-  return best;
 }
 
 bool near(double a, double b) { return std::fabs(a - b) <= 1e-6 * std::max(1.0, std::fabs(b)); }
@@ -308,7 +255,7 @@ class TestSchedExact : public QObject {
     const double ex = judge(*makeExact(), t, {}, o, &info);
     QVERIFY(ex >= 0);
     QVERIFY(info.optimal);
-    const double bf = bruteForce(t, {}, o.sim);
+    const double bf = partex::test::bruteForce(t, {}, o.sim);
     QVERIFY2(near(ex, bf), qPrintable(QString("exact %1, brute force %2").arg(ex).arg(bf)));
     QVERIFY(near(info.bound, ex));
   }
