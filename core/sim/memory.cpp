@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include "support/strings.h"
+
 namespace partex {
 
 namespace {
@@ -142,11 +144,7 @@ std::vector<std::pair<const char*, int64_t>> memoryFields(const DeviceMemory& dm
 }
 
 std::string formatBytes(int64_t bytes) {
-  std::string digits = std::to_string(bytes < 0 ? -bytes : bytes), grouped;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) grouped += ',';
-    grouped += digits[i];
-  }
+  const std::string grouped = withCommas(static_cast<uint64_t>(bytes < 0 ? -bytes : bytes));
   char mib[32];
   std::snprintf(mib, sizeof mib, "%.1f", static_cast<double>(bytes) / (1024.0 * 1024.0));
   return (bytes < 0 ? "-" : "") + grouped + " bytes (" + mib + " MiB)";
