@@ -37,6 +37,7 @@
 #include "plan/planfile.h"
 #include "sched/scheduler.h"
 #include "session/session.h"
+#include "mainwindowtestutil.h"
 #include "sessiontestutil.h"
 #include "support/files.h"
 #include "support/strings.h"
@@ -49,26 +50,6 @@ namespace {
 
 QString instancePath(const char* name) {
   return QString::fromStdString(test::testDataDir() + "/instances/" + name);
-}
-
-/// Opens `path` (dialogs off) and waits for the load and the graph layout; false when the load failed.
-bool openAndLayOut(MainWindow& w, const QString& path) {
-  w.setDialogsEnabled(false);
-  QSignalSpy loaded(&w, &MainWindow::modelLoaded);
-  w.openModel(path);
-  if (!loaded.wait(60000) || !loaded.first().first().toBool()) return false;
-  return QTest::qWaitFor([&w] { return !w.busy(); }, 60000);
-}
-
-/// Presses on `op`'s node, moves in steps to the palette entry of `device` and releases there.
-void dragOpToDevice(MainWindow& w, int op, int device) {
-  GraphView* g = w.graphView();
-  g->centerOnOp(op);
-  const QPoint from = g->viewportPosOfOp(op);
-  const QPoint to = g->viewport()->mapFromGlobal(w.palette()->globalCenterOf(device));
-  QTest::mousePress(g->viewport(), Qt::LeftButton, {}, from);
-  for (int i = 1; i <= 6; ++i) QTest::mouseMove(g->viewport(), from + (to - from) * i / 6);
-  QTest::mouseRelease(g->viewport(), Qt::LeftButton, {}, to);
 }
 
 /// The scene shows every task as its own node and every dependency as an edge whose label starts with
@@ -138,7 +119,7 @@ void checkDragMatchesCore(MainWindow& w) {
   Simulator sim(*s->table());
   auto expected = applyMove(sim, *s->table(), before.plan, tl0, {op}, dev);
   QVERIFY(expected.isOk());
-  dragOpToDevice(w, op, dev);
+  test::dragOpToDevice(w, op, dev);
   QCOMPARE(s->deviceOf(op), dev);
   QVERIFY(s->timeline().makespan != tl0.makespan);
   QVERIFY(test::sameTimes(s->timeline(), expected->timeline));
@@ -167,7 +148,7 @@ class TestGuiInstances : public QObject {
     QVERIFY(QTest::qWaitForWindowExposed(&w));
     QSignalSpy status(w.statusBar(), &QStatusBar::messageChanged);
     w.setPlatform("cpu-gpu-pcie");  // as --platform does: meaningless for an instance
-    QVERIFY(openAndLayOut(w, instancePath("saga_small.json")));
+    QVERIFY(test::openAndWait(w, instancePath("saga_small.json"), 60000));
     Session* s = w.session();
     QVERIFY(s->isInstance());
     QVERIFY(!s->model());
@@ -200,7 +181,7 @@ class TestGuiInstances : public QObject {
 
   void everySchedulerAndTheComparisonRunOnAnInstance() {
     MainWindow w;
-    QVERIFY(openAndLayOut(w, instancePath("saga_small.json")));
+    QVERIFY(test::openAndWait(w, instancePath("saga_small.json"), 60000));
     Session* s = w.session();
     QStringList all;
     for (const auto& sched : allSchedulers()) {
@@ -239,7 +220,7 @@ class TestGuiInstances : public QObject {
       MainWindow w;
       w.show();
       QVERIFY(QTest::qWaitForWindowExposed(&w));
-      QVERIFY2(openAndLayOut(w, instancePath(file)), file);
+      QVERIFY2(test::openAndWait(w, instancePath(file), 60000), file);
       Session* s = w.session();
       QVERIFY(s->isInstance());
       QCOMPARE(QString::fromStdString(s->instance()->format), QStringLiteral("wfcommons"));
@@ -266,7 +247,7 @@ class TestGuiInstances : public QObject {
     w.show();
     QVERIFY(QTest::qWaitForWindowExposed(&w));
     const QString path = instancePath("saga_small.json");
-    QVERIFY(openAndLayOut(w, path));
+    QVERIFY(test::openAndWait(w, path, 60000));
     Session* s = w.session();
     const QString dir = QString::fromStdString(test::tempDir());
     // The plan file carries the identity partex-cli gives an instance, and reads back as the same plan.
@@ -294,7 +275,7 @@ class TestGuiInstances : public QObject {
 
   void whatNeedsAModelIsRefusedWithAReason() {
     MainWindow w;
-    QVERIFY(openAndLayOut(w, instancePath("saga_small.json")));
+    QVERIFY(test::openAndWait(w, instancePath("saga_small.json"), 60000));
     Session* s = w.session();
     const PlanState before = s->state();
     // Profiling this machine, profiles and ONNX Runtime imports: disabled, with the reason.
@@ -333,7 +314,7 @@ class TestGuiInstances : public QObject {
 
   void corruptInstanceKeepsThePreviousSession() {
     MainWindow w;
-    QVERIFY(openAndLayOut(w, instancePath("saga_small.json")));
+    QVERIFY(test::openAndWait(w, instancePath("saga_small.json"), 60000));
     Session* s = w.session();
     const CostTable* table = s->table();
     const PlanState before = s->state();
@@ -392,9 +373,9 @@ class TestGuiInstances : public QObject {
     QVERIFY(generateModelFile(spec, model).isOk());
     MainWindow w;
     w.setPlatform("cpu-gpu-pcie");
-    QVERIFY(openAndLayOut(w, instancePath("saga_small.json")));
+    QVERIFY(test::openAndWait(w, instancePath("saga_small.json"), 60000));
     QVERIFY(w.session()->isInstance());
-    QVERIFY(openAndLayOut(w, QString::fromStdString(model)));
+    QVERIFY(test::openAndWait(w, QString::fromStdString(model), 60000));
     Session* s = w.session();
     QVERIFY(!s->isInstance());
     QVERIFY(s->model());

@@ -21,6 +21,7 @@
 #include "gui/teachpanel.h"
 #include "gen/generator.h"
 #include "session/session.h"
+#include "mainwindowtestutil.h"
 #include "sessiontestutil.h"
 #include "testutil.h"
 
@@ -44,18 +45,6 @@ bool openAndLayOut(MainWindow& w, const QString& path, const QString& platform) 
   return true;
 }
 
-/// Presses on `op`'s node, moves in steps to the palette entry of `device` and releases there:
-/// the view holds the implicit grab, so every event goes to its viewport (as in real use).
-void dragOpToDevice(MainWindow& w, int op, int device) {
-  GraphView* g = w.graphView();
-  g->centerOnOp(op);
-  const QPoint from = g->viewportPosOfOp(op);
-  const QPoint to = g->viewport()->mapFromGlobal(w.palette()->globalCenterOf(device));
-  QTest::mousePress(g->viewport(), Qt::LeftButton, {}, from);
-  for (int i = 1; i <= 6; ++i) QTest::mouseMove(g->viewport(), from + (to - from) * i / 6);
-  QTest::mouseRelease(g->viewport(), Qt::LeftButton, {}, to);
-}
-
 /// Drags an effective move in `w` and checks the plan and makespan change and undo restores them.
 void checkDragAndUndo(MainWindow& w) {
   Session* s = w.session();
@@ -64,7 +53,7 @@ void checkDragAndUndo(MainWindow& w) {
   const PlanState before = s->state();
   const Timeline tl0 = s->timeline();
   const QString label0 = w.makespanLabel()->text();
-  dragOpToDevice(w, op, dev);
+  test::dragOpToDevice(w, op, dev);
   QCOMPARE(s->deviceOf(op), dev);
   QCOMPARE(s->undoStack()->count(), 1);
   QVERIFY(s->timeline().makespan != tl0.makespan);
@@ -160,7 +149,7 @@ class TestMainWindow : public QObject {
     const PlanState before = s->state();
     const double makespan = s->timeline().makespan;
     QSignalSpy msg(s, &Session::message);
-    dragOpToDevice(w, softmax, npu);
+    test::dragOpToDevice(w, softmax, npu);
     QVERIFY(s->state() == before);
     QCOMPARE(s->timeline().makespan, makespan);
     QCOMPARE(s->undoStack()->count(), 0);
