@@ -9,7 +9,9 @@
 // `execute` discards and repeats runs in which its threads got less than 90% of their CPUs; the table
 // says how many. Prints Markdown: one row per plan, then the error summary.
 // Usage: bench_flow [MODELS_DIR] [--cli PATH] [--rounds R] [--models a.onnx,b.onnx] [--algos a,b]
-//                   [--work DIR] [--reps N]
+//                   [--work DIR] [--reps N] [--suite DIR]
+// --suite DIR runs the models of a suite folder's manifest.json (scripts/models/fetch_suite.sh,
+// docs/model-suite.md) instead of the shared models, with their dims and fixed input files.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,6 +27,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -36,23 +39,46 @@ namespace {
 struct ModelCase {
   std::string file;
   std::vector<std::string> dims;
+  std::vector<std::string> inputs;  ///< NAME=FILE for execute's --input (a suite's fixed inputs).
+  std::string path;                 ///< Full path; "" = dir / file.
 };
 
+/// The models of a suite folder's manifest.json (docs/model-suite.md): file, dims and input files
+/// relative to the folder. Throws on a manifest that does not parse.
+std::vector<ModelCase> suiteModels(const fs::path& suiteDir) {
+  std::ifstream in(suiteDir / "manifest.json");
+  if (!in) throw std::runtime_error((suiteDir / "manifest.json").string() + ": cannot read");
+  const auto j = nlohmann::json::parse(in);
+  std::vector<ModelCase> out;
+  for (const auto& m : j.at("models")) {
+    ModelCase c;
+    c.file = m.value("name", m.at("file").get<std::string>());
+    c.path = (suiteDir / m.at("file").get<std::string>()).string();
+    if (m.contains("dims"))
+      for (const auto& d : m["dims"]) c.dims.push_back(d.get<std::string>());
+    if (m.contains("input_files"))
+      for (const auto& [name, f] : m["input_files"].items())
+        c.inputs.push_back(name + "=" + (suiteDir / f.get<std::string>()).string());
+    out.push_back(c);
+  }
+  return out;
+}
+
 const std::vector<ModelCase> kModels = {
-    {"mnist.onnx", {}},
-    {"light_squeezenet.onnx", {}},
-    {"light_shufflenet.onnx", {}},
-    {"Ultraface.version-RFB-320.onnx", {}},
-    {"yolox_nano.onnx", {}},
-    {"light_inception_v1.onnx", {}},
-    {"light_inception_v2.onnx", {}},
-    {"light_resnet50.onnx", {}},
-    {"light_densenet121.onnx", {}},
-    {"light_bvlc_alexnet.onnx", {}},
-    {"light_zfnet512.onnx", {}},
-    {"light_vgg19.onnx", {}},
-    {"ch_ppocr_mobile_v2.0_cls_infer.onnx", {"x:0=1", "x:2=48", "x:3=192"}},
-    {"ch_PP-OCRv4_det_infer.onnx", {"x:0=1", "x:2=640", "x:3=640"}},
+    {"mnist.onnx", {}, {}, {}},
+    {"light_squeezenet.onnx", {}, {}, {}},
+    {"light_shufflenet.onnx", {}, {}, {}},
+    {"Ultraface.version-RFB-320.onnx", {}, {}, {}},
+    {"yolox_nano.onnx", {}, {}, {}},
+    {"light_inception_v1.onnx", {}, {}, {}},
+    {"light_inception_v2.onnx", {}, {}, {}},
+    {"light_resnet50.onnx", {}, {}, {}},
+    {"light_densenet121.onnx", {}, {}, {}},
+    {"light_bvlc_alexnet.onnx", {}, {}, {}},
+    {"light_zfnet512.onnx", {}, {}, {}},
+    {"light_vgg19.onnx", {}, {}, {}},
+    {"ch_ppocr_mobile_v2.0_cls_infer.onnx", {"x:0=1", "x:2=48", "x:3=192"}, {}, {}},
+    {"ch_PP-OCRv4_det_infer.onnx", {"x:0=1", "x:2=640", "x:3=640"}, {}, {}},
 };
 
 std::string quote(const std::string& s) {
@@ -116,7 +142,7 @@ struct PlanRow {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string dir = "../shared/models", cli, work, modelList, algoList = "best,heft,single";
+  std::string dir = "../shared/models", cli, work, modelList, algoList = "best,heft,single", suite;
   int rounds = 3, reps = 5;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -133,10 +159,12 @@ int main(int argc, char** argv) {
       algoList = next();
     else if (a == "--work")
       work = next();
+    else if (a == "--suite")
+      suite = next();
     else if (a == "--help" || a == "-h") {
       std::printf(
           "usage: bench_flow [MODELS_DIR] [--cli PATH] [--rounds R] [--reps N] [--models a,b] [--algos a,b] "
-          "[--work DIR]\n");
+          "[--work DIR] [--suite DIR]\n");
       return 0;
     } else
       dir = a;
@@ -149,16 +177,26 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_flow: no partex-cli at %s (use --cli)\n", cli.c_str());
     return 2;
   }
+  if (!suite.empty()) dir = suite;
   if (!fs::is_directory(dir)) {
     std::printf("bench_flow: skipped: no models folder %s\n", dir.c_str());
     return 0;
+  }
+  std::vector<ModelCase> candidates = kModels;
+  if (!suite.empty()) {
+    try {
+      candidates = suiteModels(suite);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "bench_flow: %s\n", e.what());
+      return 2;
+    }
   }
   if (work.empty()) work = (fs::temp_directory_path() / ("partex-bench-flow-" + std::to_string(getpid()))).string();
   fs::create_directories(work);
   const auto algos = split(algoList);
   std::vector<ModelCase> models;
   const auto only = split(modelList);
-  for (const auto& m : kModels)
+  for (const auto& m : candidates)
     if (only.empty() || std::find(only.begin(), only.end(), m.file) != only.end()) models.push_back(m);
 
   const auto now = std::time(nullptr);
@@ -174,13 +212,15 @@ int main(int argc, char** argv) {
 
   std::vector<PlanRow> rows;
   for (const auto& mc : models) {
-    const std::string path = (fs::path(dir) / mc.file).string();
+    const std::string path = mc.path.empty() ? (fs::path(dir) / mc.file).string() : mc.path;
     if (!fs::exists(path)) {
       std::fprintf(stderr, "bench_flow: %s absent, skipped\n", mc.file.c_str());
       continue;
     }
     std::string dims;
     for (const auto& d : mc.dims) dims += " --dim " + quote(d);
+    std::string inputs;
+    for (const auto& in : mc.inputs) inputs += " --input " + quote(in);
     const std::string stem = (fs::path(work) / fs::path(mc.file).stem()).string();
     const std::string profile = stem + ".profile.json";
     std::string out;
@@ -226,7 +266,7 @@ int main(int argc, char** argv) {
         if (!r.error.empty()) continue;
         const std::string plan = stem + "." + r.algo + ".plan.json";
         if (run(quote(cli) + " execute " + quote(path) + dims + " --plan " + quote(plan) + " --profile " +
-                    quote(useProfile) + " --reps " + std::to_string(reps) + " --json 2>/dev/null",
+                    quote(useProfile) + inputs + " --reps " + std::to_string(reps) + " --json 2>/dev/null",
                 out) != 0) {
           r.error = "execute failed: " + out.substr(0, 200);
           continue;
