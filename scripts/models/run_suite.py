@@ -14,7 +14,9 @@ plan.json, execute.json. Inputs follow the manifest: `dims` bind the symbolic si
 `inputs` give values where random ones would be meaningless ({"value": V} fills the tensor with V,
 {"int_range": [LO, HI]} draws integers in [LO, HI)); other inputs are uniform in [-1, 1).
 Relative difference of an element: |partex - ort| / max(|partex|, |ort|, max |ort| over the output),
-the rule execute's own output check uses; the suite's bar is 1e-4 for float32.
+the rule execute's own output check uses; the suite's bar is 1e-4 for float32. Beside it, the same
+measure between ONNX Runtime with and without its graph optimisations: where that is large too, the
+output is ill-conditioned on these inputs (a sigmoid deep in saturation), not wrongly computed.
 Partex: partex-cli schedule MODEL -p this-machine --algo single --param device=core0, then
 partex-cli execute with that plan. ONNX Runtime: intra- and inter-op threads 1, sequential, pinned to
 CPU 0, default graph optimisations.
@@ -124,6 +126,17 @@ def run_ort(path, feeds, outdir, reps, warmup):
     return statistics.median(times), dict(zip(names, outs))
 
 
+def ort_unoptimised(path, feeds):
+    """ONNX Runtime's outputs with its graph optimisations off: how far ORT moves from itself, the
+    floor under which a difference says more about the model's conditioning than about a kernel."""
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.log_severity_level = 3
+    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    return dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
+
+
 def last_line(text):
     lines = [l for l in text.strip().splitlines() if l.strip()]
     return lines[-1] if lines else ""
@@ -176,27 +189,32 @@ def op_shapes(cli, path, dims, timeout):
     return out
 
 
-def input_shapes(model_path, feeds):
-    """Input shapes per ONNX node of the main graph, from ONNX's shape inference on the bound inputs."""
+def input_shapes(model_path, feeds, names):
+    """Input shapes of the named operators of the main graph: ONNX Runtime (optimisations off, so the
+    values keep their names) runs the model once with those inputs as extra outputs."""
     m = onnx.load(model_path)
-    for vi in model_inputs(m):
-        if vi.name in feeds:
-            dims = vi.type.tensor_type.shape.dim
-            for ax, size in enumerate(feeds[vi.name].shape):
-                if ax < len(dims):
-                    dims[ax].Clear()
-                    dims[ax].dim_value = int(size)
-    try:
-        m = onnx.shape_inference.infer_shapes(m, strict_mode=False)
-    except Exception:  # noqa: BLE001 - a model ONNX cannot infer keeps its declared shapes
-        pass
-    shapes = {}
-    for vi in list(m.graph.value_info) + list(m.graph.input) + list(m.graph.output):
-        d = vi.type.tensor_type.shape.dim
-        shapes[vi.name] = [x.dim_value if x.HasField("dim_value") else (x.dim_param or "?") for x in d]
-    for i in m.graph.initializer:
-        shapes[i.name] = list(i.dims)
-    return {n.name: [shapes.get(x, "?") for x in n.input if x] for n in m.graph.node if n.name}
+    known = {i.name: list(i.dims) for i in m.graph.initializer}
+    outs = {o.name for o in m.graph.output}
+    nodes = {n.name: n for n in m.graph.node if n.name in names}
+    wanted = []
+    for n in nodes.values():
+        for x in n.input:
+            if x and x not in known and x not in outs and x not in feeds and x not in wanted:
+                wanted.append(x)
+                m.graph.output.append(onnx.helper.make_empty_tensor_value_info(x))
+    shapes = dict(known)
+    shapes.update({k: list(v.shape) for k, v in feeds.items()})
+    if wanted:
+        so = ort.SessionOptions()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        so.log_severity_level = 3
+        try:
+            sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+            for x, v in zip(wanted, sess.run(wanted, feeds)):
+                shapes[x] = list(np.asarray(v).shape)
+        except Exception:  # noqa: BLE001 - shapes are a help to the reader, not a result
+            pass
+    return {k: [shapes.get(x, "?") for x in n.input if x] for k, n in nodes.items()}
 
 
 def count_ops(model):
@@ -255,6 +273,12 @@ def main():
         except Exception as err:  # noqa: BLE001 - ORT's own failure is a finding too
             row["ort_error"] = str(err).splitlines()[0][:300]
             ort_outs = None
+        if ort_outs is not None:
+            try:
+                plain = ort_unoptimised(path, feeds)
+                row["ort_self_diff"] = max([rel_diff(ort_outs[k], plain[k])[0] for k in ort_outs] or [0.0])
+            except Exception:  # noqa: BLE001 - the floor is a help, not a result
+                pass
         if a.ort_only:
             print(json.dumps(row), flush=True)
             continue
@@ -310,7 +334,7 @@ def main():
         ops = sorted(j["ops"], key=lambda o: -o["measured_us"])
         if row.get("ratio", 0) > 1.25:
             outs = op_shapes(a.cli, path, e.get("dims", []), a.timeout)
-            ins_shapes = input_shapes(path, feeds)
+            ins_shapes = input_shapes(path, feeds, {o["name"] for o in ops[:3]})
             row["slowest"] = [{"name": o["name"], "op_type": o["op_type"], "us": round(o["measured_us"], 1),
                                "inputs": ins_shapes.get(o["name"], "?"), "outputs": outs.get(o["name"], "?")}
                               for o in ops[:3]]
@@ -327,19 +351,22 @@ def fmt_ms(v):
     return "" if v is None else ("%.3g" % v if v < 10 else "%.0f" % v)
 
 
+def fmt_diff(d):
+    return "" if d is None else ("%.1e" % d if d != float("inf") else "inf")
+
+
 def markdown(rows):
-    lines = ["| model | task | ops | Partex | max rel diff | Partex ms | ORT ms | ratio |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| model | task | ops | Partex | max rel diff | ORT opt/unopt diff | Partex ms | ORT ms | ratio |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         status = "ok"
         if "partex_error" in r:
             status = "%s: %s" % (r["partex_stage"], r["partex_error"])
         elif "error" in r:
             status = r["error"]
-        d = r.get("max_rel_diff")
-        ds = "" if d is None else ("%.1e" % d if d != float("inf") else "inf")
-        lines.append("| %s | %s | %d | %s | %s | %s | %s | %s |" % (
-            r["name"], r["task"], r["nodes"], status.replace("|", "/"), ds, fmt_ms(r.get("partex_ms")),
+        lines.append("| %s | %s | %d | %s | %s | %s | %s | %s | %s |" % (
+            r["name"], r["task"], r["nodes"], status.replace("|", "/"), fmt_diff(r.get("max_rel_diff")),
+            fmt_diff(r.get("ort_self_diff")), fmt_ms(r.get("partex_ms")),
             fmt_ms(r.get("ort_ms")), "%.2f" % r["ratio"] if "ratio" in r else ""))
     return "\n".join(lines) + "\n"
 
