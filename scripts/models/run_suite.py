@@ -231,6 +231,13 @@ def count_ops(model):
     return len(model.graph.node), walk(model.graph)
 
 
+def emit(row, path):
+    print(json.dumps(row), flush=True)
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps(row) + "\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     here = os.path.dirname(os.path.abspath(__file__))
@@ -266,7 +273,7 @@ def main():
             feeds = make_inputs(model, e, os.path.join(work, "in"), a.seed)
         except ValueError as err:
             row["error"] = "inputs: %s" % err
-            print(json.dumps(row), flush=True)
+            emit(row, a.json)
             continue
         try:
             row["ort_ms"], ort_outs = run_ort(path, feeds, os.path.join(work, "ort"), a.reps, a.warmup)
@@ -280,7 +287,7 @@ def main():
             except Exception:  # noqa: BLE001 - the floor is a help, not a result
                 pass
         if a.ort_only:
-            print(json.dumps(row), flush=True)
+            emit(row, a.json)
             continue
         dims = sum([["--dim", d] for d in e.get("dims", [])], [])
         plan = os.path.join(work, "plan.json")
@@ -289,7 +296,7 @@ def main():
         if err or r.returncode != 0:
             row["partex_stage"] = "import/schedule"
             row["partex_error"] = err or last_line(r.stderr or r.stdout)
-            print(json.dumps(row), flush=True)
+            emit(row, a.json)
             continue
         ins = sum([["--input", "%s=%s" % (vi.name, os.path.join(work, "in", "%d.npy" % k))]
                    for k, vi in enumerate(model_inputs(model))], [])
@@ -308,7 +315,7 @@ def main():
         if j is None:
             row["partex_stage"] = "execute"
             row["partex_error"] = err or last_line(r.stderr or r.stdout)
-            print(json.dumps(row), flush=True)
+            emit(row, a.json)
             continue
         with open(os.path.join(work, "execute.json"), "w") as f:
             json.dump(j, f)
@@ -332,16 +339,25 @@ def main():
             if notes:
                 row["diff_notes"] = "; ".join(notes)
         ops = sorted(j["ops"], key=lambda o: -o["measured_us"])
+        # Time by operator type (a fused kernel's time counts for its last operator's type).
+        by_type = {}
+        for o in j["ops"]:
+            t = by_type.setdefault(o["op_type"], [0, 0.0])
+            t[0] += 1
+            t[1] += o["measured_us"]
+        row["by_type_us"] = {k: [n, round(us, 1)] for k, (n, us) in
+                             sorted(by_type.items(), key=lambda kv: -kv[1][1])[:6]}
         if row.get("ratio", 0) > 1.25:
             outs = op_shapes(a.cli, path, e.get("dims", []), a.timeout)
             ins_shapes = input_shapes(path, feeds, {o["name"] for o in ops[:3]})
+            # A fused kernel's time sits on its last operator: name the operators it ran.
+            types = {o["name"]: o["op_type"] for o in j["ops"]}
+            kernel_of = {k["ops"][-1]: [types.get(x, "?") for x in k["ops"]] for k in j.get("fused_kernels", [])}
             row["slowest"] = [{"name": o["name"], "op_type": o["op_type"], "us": round(o["measured_us"], 1),
+                               "kernel": "+".join(kernel_of.get(o["name"], [o["op_type"]])),
                                "inputs": ins_shapes.get(o["name"], "?"), "outputs": outs.get(o["name"], "?")}
                               for o in ops[:3]]
-        print(json.dumps(row), flush=True)
-        if a.json:
-            with open(a.json, "a") as f:
-                f.write(json.dumps(row) + "\n")
+        emit(row, a.json)
     if a.markdown:
         with open(a.markdown, "w") as f:
             f.write(markdown(rows))
