@@ -65,11 +65,13 @@ class CopyKernel final : public OpKernel {
 };
 
 // ---------------------------------------------------------------------------------------------------------
-// MatMul of operands some of which are read transposed (their last two axes swapped).
+// MatMul of operands some of which are read through a Transpose (their storage's strides permuted).
 
 class TransposedMatMulKernel final : public OpKernel {
  public:
-  TransposedMatMulKernel(bool ta, bool tb) : trans_{ta, tb} {}
+  /// perm[k]: operand k's Transpose permutation; empty: the operand is read as it is.
+  TransposedMatMulKernel(std::vector<int64_t> permA, std::vector<int64_t> permB)
+      : perm_{std::move(permA), std::move(permB)} {}
 
   Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
     if (auto e = expectInput(in, 0, "A"); !e.empty()) return Error{e};
@@ -82,24 +84,30 @@ class TransposedMatMulKernel final : public OpKernel {
     key.push_back(-1);
     key.insert(key.end(), src[1]->shape().begin(), src[1]->shape().end());
     if (key != key_ || !prim_) {
-      // Each operand's logical dims and the strides of its storage read through the transpose.
+      // Each operand's logical dims and the strides of its storage read through the transpose: logical
+      // axis i is the source's axis perm[i]; missing leading axes are 1.
       memory::dims dims[2], strides[2];
       for (int k = 0; k < 2; ++k) {
-        std::vector<int64_t> s = src[k]->shape();
-        s.insert(s.begin(), r - s.size(), 1);
-        std::vector<int64_t> st(r, 1);
-        for (size_t i = r - 1; i-- > 0;) st[i] = st[i + 1] * s[i + 1];
-        if (trans_[k]) {
-          std::swap(s[r - 2], s[r - 1]);
-          std::swap(st[r - 2], st[r - 1]);
+        const std::vector<int64_t>& s = src[k]->shape();
+        const size_t n = s.size();
+        std::vector<int64_t> st(n, 1);
+        for (size_t i = n - 1; i-- > 0;) st[i] = st[i + 1] * s[i + 1];
+        const std::vector<int64_t>& p = perm_[k];
+        if (!p.empty() && p.size() != n)
+          return makeError("operand ", src[k]->describe(), " does not match its permutation");
+        std::vector<int64_t> ld(r, 1), ls(r, n ? st[0] * s[0] : 1);
+        for (size_t i = 0; i < n; ++i) {
+          const size_t from = p.empty() ? i : static_cast<size_t>(p[i]);
+          if (from >= n) return makeError("bad permutation");
+          ld[r - n + i] = s[from];
+          ls[r - n + i] = st[from];
         }
-        dims[k] = toDims(s);
-        strides[k] = toDims(st);
+        dims[k] = toDims(ld);
+        strides[k] = toDims(ls);
       }
       const int64_t M = dims[0][r - 2], K = dims[0][r - 1], N = dims[1][r - 1];
       if (dims[1][r - 2] != K)
-        return makeError("inner dims differ: ", src[0]->describe(), " x ", src[1]->describe(),
-                         " (transposed: ", std::to_string(trans_[0]), ", ", std::to_string(trans_[1]), ")");
+        return makeError("inner dims differ: ", src[0]->describe(), " x ", src[1]->describe(), " (read transposed)");
       outShape_.assign(r, 1);
       bool bOnes = true, equal = true;
       for (size_t i = 0; i + 2 < r; ++i) {
@@ -152,7 +160,7 @@ class TransposedMatMulKernel final : public OpKernel {
   }
 
  private:
-  bool trans_[2];
+  std::vector<int64_t> perm_[2];
   std::vector<int64_t> key_, outShape_;
   memory::desc ad_, bd_, cd_;
   memory::dims plainDims_[2];
@@ -225,7 +233,8 @@ Result<std::unique_ptr<OpKernel>> makeRewriteKernel(const Graph& g, const std::v
       return std::unique_ptr<OpKernel>(std::make_unique<CopyKernel>());
     case Rewrite::TransposeMatMul: {
       const TransposeMatMul t = transposeMatMulOf(g, ops.back());
-      return std::unique_ptr<OpKernel>(std::make_unique<TransposedMatMulKernel>(t.a >= 0, t.b >= 0));
+      return std::unique_ptr<OpKernel>(
+          std::make_unique<TransposedMatMulKernel>(transposePerm(g, t.a), transposePerm(g, t.b)));
     }
     case Rewrite::Gelu: {
       bool tanh = false;

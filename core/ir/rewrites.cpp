@@ -235,6 +235,10 @@ std::vector<int64_t> permOf(const Graph& g, OpId t) {
 
 }  // namespace
 
+std::vector<int64_t> transposePerm(const Graph& g, OpId t) {
+  return isOp(g, t, "Transpose") ? permOf(g, t) : std::vector<int64_t>{};
+}
+
 std::vector<OpId> transposePairOf(const Graph& g, OpId t1) {
   if (!isOp(g, t1, "Transpose") || node(g, t1).inputs.empty() || node(g, t1).inputs[0] < 0) return {};
   const OpId t2 = soleConsumer(g, out0(g, t1));
@@ -249,14 +253,17 @@ std::vector<OpId> transposePairOf(const Graph& g, OpId t1) {
 
 // ---------------------------------------------------------------------------------------------------------
 // A Transpose folded into MatMul (onnxruntime/core/optimizer/matmul_transpose_fusion.cc, which makes a
-// FusedMatMul with transA/transB).
+// FusedMatMul with transA/transB and, for a batch axis moved, transBatchA/transBatchB).
 //
-// Pattern: Transpose(perm swapping the last two axes, the others in place) -> MatMul, as either operand
-// (or both), the Transpose's output read by that MatMul alone.
+// Pattern: Transpose(any perm) -> MatMul, as either operand (or both), the Transpose's output read by that
+// MatMul alone: the last-two-axes swap of k.transpose(-1, -2), and attention's head split
+// Reshape -> Transpose(0,2,1,3) or (0,2,3,1) -> MatMul.
 // Exact when: float32 operands of rank >= 2 with known shapes; the batch axes (the operands' leading axes,
 // the shorter one padded with 1s in front) equal, or B's all 1: what oneDNN's matmul takes. A transpose
 // only reinterprets the operand's strides, the products and sums are the same.
-// Produces: one oneDNN matmul reading the Transpose's input through swapped strides.
+// Produces: one oneDNN matmul reading the Transpose's input through permuted strides (where oneDNN has
+// only its reference code for those strides, the kernel reorders the operand first: one copy, as the
+// Transpose made).
 
 TransposeMatMul transposeMatMulOf(const Graph& g, OpId mm) {
   TransposeMatMul r;
@@ -281,12 +288,13 @@ TransposeMatMul transposeMatMulOf(const Graph& g, OpId mm) {
     if (!isOp(g, t, "Transpose") || soleConsumer(g, v) != mm) return kNone;
     const Node& tn = node(g, t);
     if (tn.inputs.empty() || tn.inputs[0] < 0 || !isF32(g, tn.inputs[0])) return kNone;
-    const std::vector<int64_t> p = permOf(g, t);
+    std::vector<int64_t> p = permOf(g, t);
     const size_t k = p.size();
     if (k < 2 || k != val(g, v).shape.size()) return kNone;
-    for (size_t i = 0; i + 2 < k; ++i)
-      if (p[i] != static_cast<int64_t>(i)) return kNone;
-    return p[k - 2] == static_cast<int64_t>(k - 1) && p[k - 1] == static_cast<int64_t>(k - 2) ? t : kNone;
+    std::sort(p.begin(), p.end());
+    for (size_t i = 0; i < k; ++i)
+      if (p[i] != static_cast<int64_t>(i)) return kNone;  // no permutation
+    return t;
   };
   r.a = folds(n.inputs[0]);
   r.b = folds(n.inputs[1]);

@@ -21,7 +21,7 @@ enum class Rewrite {
   PadIntoConv,      ///< Pad, then a Conv chain whose padding takes the Pad's.
   PadIntoPool,      ///< Pad, then MaxPool or AveragePool with the Pad's padding.
   TransposePair,    ///< Two Transposes that cancel: a copy.
-  TransposeMatMul,  ///< MatMul reading a last-two-axes Transpose of an operand: strided oneDNN matmul.
+  TransposeMatMul,  ///< MatMul reading Transposes of its operands: strided oneDNN matmul.
   Gelu,             ///< Erf or tanh Gelu written out: one oneDNN eltwise.
   LayerNorm,        ///< LayerNorm over the last axis written out: one oneDNN layer_normalization.
 };
@@ -47,6 +47,8 @@ struct TransposeMatMul {
   OpId a = kNone, b = kNone;
 };
 TransposeMatMul transposeMatMulOf(const Graph& g, OpId mm);
+/// A Transpose's permutation (its perm, or the axes reversed when it has none and the rank is known).
+std::vector<int64_t> transposePerm(const Graph& g, OpId t);
 
 /// When the float32 tensor `x` is read only by a written-out Gelu (erf or tanh form): its operators in
 /// node order (the last one writes the result); `tanh` says which form. Else empty.

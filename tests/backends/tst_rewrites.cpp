@@ -350,12 +350,25 @@ class TestRewrites : public QObject {
     w.output(w.op("MatMul", "mm", {a, bt}, {4, 5, 7}));
     QCOMPARE(w.rewrites(Rewrite::TransposeMatMul), (std::vector<Names>{{"tb", "mm"}}));
     QCOMPARE(fusedMatches(w.g), 1);
-    // A permutation that moves a batch axis is no transposed operand.
+    // Attention's head split as the generators write it: Transpose (0,2,1,3) of q, (0,2,3,1) of k.
+    B h;
+    ValueId qh = h.op("Transpose", "tq", {h.input("q", {2, 7, 3, 8})}, {2, 3, 7, 8}, {{"perm", ints({0, 2, 1, 3})}});
+    ValueId kh = h.op("Transpose", "tk", {h.input("k", {2, 9, 3, 8})}, {2, 3, 8, 9}, {{"perm", ints({0, 2, 3, 1})}});
+    h.output(h.op("MatMul", "qk", {qh, kh}, {2, 3, 7, 9}));
+    QCOMPARE(h.rewrites(Rewrite::TransposeMatMul), (std::vector<Names>{{"tq", "tk", "qk"}}));
+    QCOMPARE(fusedMatches(h.g), 1);
+    // Batch axes that broadcast on A's side (A's 1 against B's 2) are not what oneDNN's matmul takes.
     B n;
-    ValueId k = n.op("Transpose", "tk", {n.input("k", {3, 2, 8, 9})}, {2, 3, 8, 9}, {{"perm", ints({1, 0, 2, 3})}});
-    n.output(n.op("MatMul", "qk", {n.input("q", {2, 3, 7, 8}), k}, {2, 3, 7, 9}));
+    ValueId k = n.op("Transpose", "tk", {n.input("k", {2, 3, 9, 8})}, {2, 3, 8, 9}, {{"perm", ints({0, 1, 3, 2})}});
+    n.output(n.op("MatMul", "qk", {n.input("q", {1, 3, 7, 8}), k}, {2, 3, 7, 9}));
     QVERIFY(n.rewrites(Rewrite::TransposeMatMul).empty());
     QCOMPARE(fusedMatches(n.g), 0);
+    // A Transpose read by something else too stays.
+    B s;
+    k = s.op("Transpose", "tk", {s.input("k", {2, 3, 9, 8})}, {2, 3, 8, 9}, {{"perm", ints({0, 1, 3, 2})}});
+    s.output(s.op("MatMul", "qk", {s.input("q", {2, 3, 7, 8}), k}, {2, 3, 7, 9}));
+    s.output(s.op("Relu", "other", {k}, {2, 3, 8, 9}));
+    QVERIFY(s.rewrites(Rewrite::TransposeMatMul).empty());
   }
 
   void geluPatterns() {
@@ -418,7 +431,9 @@ class TestRewrites : public QObject {
     const int norms = kind == "bert" ? 1 + 2 * 2 : 2 * 2 + 1;
     QCOMPARE(count[Rewrite::LayerNorm], norms);
     QCOMPARE(count[Rewrite::Gelu], 2);
-    QVERIFY(fusedMatches(*g) >= norms + 2);
+    // Per layer: q x k (both read through their head-split Transposes), then the scores x v.
+    QCOMPARE(count[Rewrite::TransposeMatMul], 2 * 2);
+    QVERIFY(fusedMatches(*g) >= norms + 2 + 4);
   }
 };
 
