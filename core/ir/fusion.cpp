@@ -222,7 +222,7 @@ namespace {
 /// Gelu and LayerNorm written out.
 std::optional<FusedGroup> rewriteGroupAt(const Graph& g, OpId a) {
   const Node& n = g.nodes[static_cast<size_t>(a)];
-  if (!n.domain.empty() && n.domain != "ai.onnx") return std::nullopt;
+  if ((!n.domain.empty() && n.domain != "ai.onnx") || n.outputs.empty() || n.outputs[0] < 0) return std::nullopt;
   auto outOf = [&](OpId op) { return g.nodes[static_cast<size_t>(op)].outputs[0]; };
   FusedGroup grp;
   if (n.opType == "Pad") {

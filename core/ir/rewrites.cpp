@@ -175,7 +175,7 @@ std::optional<PadFold> padFoldOf(const Graph& g, OpId pad) {
   for (int64_t v : pads)
     if (v < 0) return std::nullopt;
   const OpId c = soleConsumer(g, p.outputs[0]);
-  if (c < 0 || node(g, c).inputs.empty() || node(g, c).inputs[0] != p.outputs[0]) return std::nullopt;
+  if (c < 0 || node(g, c).inputs.empty() || node(g, c).inputs[0] != p.outputs[0] || out0(g, c) < 0) return std::nullopt;
   const Node& cn = node(g, c);
   if (cn.attrString("auto_pad", "NOTSET") != "NOTSET") return std::nullopt;
   std::vector<int64_t> own = cn.hasAttr("pads") ? cn.attrInts("pads") : std::vector<int64_t>(2 * sp, 0);
