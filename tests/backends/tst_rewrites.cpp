@@ -6,9 +6,11 @@
 
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,8 @@
 #include "ir/rewrites.h"
 #include "ir/tensordata.h"
 #include "profile/executor.h"
+#include "profile/profile.h"
+#include "profile/profiler.h"
 
 using namespace partex;
 
@@ -434,6 +438,36 @@ class TestRewrites : public QObject {
     // Per layer: q x k (both read through their head-split Transposes), then the scores x v.
     QCOMPARE(count[Rewrite::TransposeMatMul], 2 * 2);
     QVERIFY(fusedMatches(*g) >= norms + 2 + 4);
+  }
+
+  /// The in-context profile records the rewrites as the kernels the runtime ran (what plan files, the
+  /// Gantt chart and the inspector then show), and --groups times each as its one kernel.
+  void profileRecordsTheRewrites() {
+    B b = padConv("constant", 0.0f, {0, 0, 1, 1, 0, 0, 1, 1});
+    const ValueId r = b.g.outputs.back();
+    b.g.values[static_cast<size_t>(r)].isGraphOutput = false;
+    b.g.outputs.clear();
+    const auto& rs = b.g.values[static_cast<size_t>(r)].shape;
+    const int64_t H = rs[2] + 2;
+    ValueId p = b.op("Pad", "pad2", {r, b.ints("pads2", {0, 0, 1, 1, 0, 0, 1, 1})}, {1, 8, H, H});
+    b.output(b.op("MaxPool", "pool", {p}, {1, 8, (H - 3) / 2 + 1, (H - 3) / 2 + 1},
+                  {{"kernel_shape", ints({3, 3})}, {"strides", ints({2, 2})}}));
+    b.g.rebuildIndex();
+    auto backend = makeCpuBackend();
+    ProfilerOptions o;
+    o.method = ProfilerOptions::Method::InContext;
+    o.devices = {"core0"};
+    o.warmup = 1;
+    o.reps = 2;
+    o.groups = true;
+    auto prof = profileModel(b.g, *backend, o);
+    QVERIFY2(prof.isOk(), prof.message().c_str());
+    const ProfileDevice& pd = prof->devices.at(0);
+    const std::set<Names> recorded(pd.fused.begin(), pd.fused.end());
+    QCOMPARE(recorded, (std::set<Names>{{"pad", "conv", "relu"}, {"pad2", "pool"}}));
+    for (const Names& k : recorded)
+      QVERIFY2(std::any_of(pd.groups.begin(), pd.groups.end(), [&](const ProfileGroup& pg) { return pg.ops == k; }),
+               k.front().c_str());
   }
 };
 
