@@ -14,6 +14,7 @@
 #include <algorithm>
 
 #include "cpu/onednn_util.h"
+#include "cpu/rewrite_kernels.h"
 
 namespace partex::cpu {
 
@@ -683,6 +684,19 @@ class ChannelShuffleKernel final : public OpKernel {
 
 Result<std::unique_ptr<OpKernel>> makeFusedKernel(const Graph& g, const std::vector<OpId>& ops) {
   if (ops.empty()) return makeError("empty group");
+  // The graph-level rewrites (ir/rewrites.h): their own kernels, or a Conv chain with the Pad's padding.
+  const Rewrite rw = rewriteOf(g, ops);
+  if (rw == Rewrite::PadIntoConv) {
+    const auto f = padFoldOf(g, ops[0]);
+    Node conv = g.nodes[static_cast<size_t>(ops[1])];
+    conv.attrs["pads"].value = f->pads;
+    auto steps = buildSteps(g, std::vector<OpId>(ops.begin() + 1, ops.end()));
+    if (!steps) return Error{steps.message()};
+    // The group's inputs are the Pad's (data, pads, value), then the Conv's W and B and the chain's.
+    return dropInputs(std::make_unique<FusedConvKernel>(conv, std::move(*steps)), 1,
+                      g.nodes[static_cast<size_t>(ops[0])].inputs.size() - 1);
+  }
+  if (rw != Rewrite::None) return makeRewriteKernel(g, ops, rw);
   const Node& anchor = g.nodes[static_cast<size_t>(ops[0])];
   if (anchor.opType == "Reshape") {
     const int64_t groups = channelShuffle(g, ops[0]);

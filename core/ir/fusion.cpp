@@ -1,9 +1,13 @@
 #include "ir/fusion.h"
 
+#include <optional>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
+
+#include "ir/rewrites.h"
 
 namespace partex {
 
@@ -211,6 +215,69 @@ int64_t channelShuffle(const Graph& g, OpId reshape, OpId* last) {
   return groups;
 }
 
+namespace {
+
+/// The rewrite group (ir/rewrites.h) whose first operator in node order is `a`, other than Pad into Conv
+/// (which starts a Conv chain below): Pad into pooling, Transposes that cancel, Transposes into MatMul,
+/// Gelu and LayerNorm written out.
+std::optional<FusedGroup> rewriteGroupAt(const Graph& g, OpId a) {
+  const Node& n = g.nodes[static_cast<size_t>(a)];
+  if ((!n.domain.empty() && n.domain != "ai.onnx") || n.outputs.empty() || n.outputs[0] < 0) return std::nullopt;
+  auto outOf = [&](OpId op) { return g.nodes[static_cast<size_t>(op)].outputs[0]; };
+  FusedGroup grp;
+  if (n.opType == "Pad") {
+    const auto f = padFoldOf(g, a);
+    if (!f || g.nodes[static_cast<size_t>(f->into)].opType == "Conv") return std::nullopt;
+    grp.ops = {a, f->into};
+    grp.inputs = n.inputs;
+    grp.output = outOf(f->into);
+    return grp;
+  }
+  if (n.opType == "Transpose") {
+    if (auto pair = transposePairOf(g, a); !pair.empty()) {
+      grp.ops = pair;
+      grp.inputs = {n.inputs[0]};
+      grp.output = outOf(pair[1]);
+      return grp;
+    }
+    const Value& y = val(g, n.outputs[0]);
+    if (y.consumers.size() != 1) return std::nullopt;
+    const OpId mm = y.consumers[0];
+    const Node& m = g.nodes[static_cast<size_t>(mm)];
+    if (m.opType != "MatMul" || isAnchor(g, m)) return std::nullopt;
+    const TransposeMatMul t = transposeMatMulOf(g, mm);
+    std::vector<OpId> ops;
+    for (OpId o : {t.a, t.b})
+      if (o >= 0) ops.push_back(o);
+    std::sort(ops.begin(), ops.end());
+    if (ops.empty() || ops[0] != a) return std::nullopt;
+    ops.push_back(mm);
+    grp.ops = ops;
+    grp.inputs = {t.a >= 0 ? g.nodes[static_cast<size_t>(t.a)].inputs[0] : m.inputs[0],
+                  t.b >= 0 ? g.nodes[static_cast<size_t>(t.b)].inputs[0] : m.inputs[1]};
+    grp.output = outOf(mm);
+    return grp;
+  }
+  for (ValueId x : n.inputs) {
+    if (x < 0) continue;
+    if (auto ops = geluOf(g, x); !ops.empty() && ops[0] == a) {
+      grp.ops = ops;
+      grp.inputs = {x};
+      grp.output = outOf(ops.back());
+      return grp;
+    }
+    if (auto ln = layerNormOf(g, x); ln && ln->ops[0] == a) {
+      grp.ops = ln->ops;
+      grp.inputs = {x, ln->gamma, ln->beta};
+      grp.output = outOf(ln->ops.back());
+      return grp;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::vector<FusedGroup> fusedGroups(const Graph& g, const std::vector<int>& placement) {
   std::vector<FusedGroup> groups;
   std::vector<bool> outputOf(g.values.size(), false);
@@ -218,7 +285,29 @@ std::vector<FusedGroup> fusedGroups(const Graph& g, const std::vector<int>& plac
     if (o >= 0) outputOf[static_cast<size_t>(o)] = true;
   auto dev = [&](OpId op) { return placement.empty() ? 0 : placement[static_cast<size_t>(op)]; };
   std::vector<bool> taken(g.nodes.size(), false);
-  for (size_t a = 0; a < g.nodes.size(); ++a) {
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (taken[i]) continue;
+    if (auto rw = rewriteGroupAt(g, static_cast<OpId>(i))) {
+      bool ok = true;
+      for (OpId op : rw->ops) ok = ok && !taken[static_cast<size_t>(op)] && dev(op) == dev(static_cast<OpId>(i));
+      if (ok) {
+        for (OpId op : rw->ops) taken[static_cast<size_t>(op)] = true;
+        groups.push_back(std::move(*rw));
+        continue;
+      }
+    }
+    // A Pad that folds into a Conv anchor (ir/rewrites.h) starts that Conv's group.
+    size_t a = i;
+    OpId padPrefix = kNone;
+    if (g.nodes[i].opType == "Pad") {
+      const auto f = padFoldOf(g, static_cast<OpId>(i));
+      if (f && g.nodes[static_cast<size_t>(f->into)].opType == "Conv" &&
+          isAnchor(g, g.nodes[static_cast<size_t>(f->into)]) && !taken[static_cast<size_t>(f->into)] &&
+          dev(f->into) == dev(static_cast<OpId>(i))) {
+        padPrefix = static_cast<OpId>(i);
+        a = static_cast<size_t>(f->into);
+      }
+    }
     const Node& anchor = g.nodes[a];
     OpId shuffleEnd = kNone;
     if (!taken[a] && channelShuffle(g, static_cast<OpId>(a), &shuffleEnd) > 0) {
@@ -240,8 +329,14 @@ std::vector<FusedGroup> fusedGroups(const Graph& g, const std::vector<int>& plac
     if (taken[a] || (affineOnly && !isAffineAnchor(g, anchor))) continue;
     const int64_t channels = outChannels(g, anchor);
     FusedGroup grp;
+    if (padPrefix >= 0) {
+      grp.ops.push_back(padPrefix);
+      grp.inputs = g.nodes[static_cast<size_t>(padPrefix)].inputs;
+      grp.inputs.insert(grp.inputs.end(), anchor.inputs.begin() + 1, anchor.inputs.end());
+    } else {
+      grp.inputs = anchor.inputs;
+    }
     grp.ops.push_back(static_cast<OpId>(a));
-    grp.inputs = anchor.inputs;
     ValueId cur = anchor.outputs[0];
     bool foldable = true, summed = false;
     // oneDNN 2.6 runs two eltwise post-ops of one algorithm with the first one's parameters (Relu then

@@ -22,6 +22,10 @@
 ///    over memory instead of one per operator (DenseNet's pre-activation BatchNormalization + Relu).
 ///  - A channel shuffle, Reshape [N,C,H,W] -> [N,g,C/g,H,W], Transpose (0,2,1,3,4), Reshape back to
 ///    [N,C,H,W] (ShuffleNet), is one group: a permutation of the channels (channelShuffle()).
+///  - The graph-level rewrites of ir/rewrites.h, ONNX Runtime's exact ones, are groups too, found first:
+///    Pad into pooling, two Transposes that cancel, Transposes into a MatMul of activations, Gelu and
+///    LayerNorm written out (their operators in node order, the last one writing the result); and a Pad
+///    that folds into a Conv anchor is the first operator of that Conv's group.
 ///  - A group of one operator is no group: every operator not in a group runs alone.
 
 #include <vector>
@@ -32,7 +36,9 @@ namespace partex {
 
 /// One fused kernel: an anchor and the operators folded into it.
 struct FusedGroup {
-  std::vector<OpId> ops;        ///< Anchor first, then the chain in order; at least two operators.
+  /// Anchor first (a folded Pad before its Conv), then the chain in order; a rewrite's operators in node
+  /// order (ir/rewrites.h). At least two operators; the last one writes the output.
+  std::vector<OpId> ops;
   /// External inputs in the kernel's order: the anchor's inputs (kNone where omitted), then for each
   /// following operator its inputs other than the chained tensor, in node order.
   std::vector<ValueId> inputs;

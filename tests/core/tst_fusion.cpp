@@ -233,6 +233,33 @@ class TestFusion : public QObject {
     auto of = groupOfOps(b.g, gs);
     QCOMPARE(of, (std::vector<int>{0, 0, -1}));
   }
+
+  void padStartsItsConvGroup() {
+    // A Pad (pads as an attribute, constant 0) that folds into the Conv after it is the group's first
+    // operator; the kernel's inputs are the Pad's, then the Conv's W and B, then the chain's. On another
+    // device than the Conv, the Pad runs alone.
+    for (bool split : {false, true}) {
+      G b;
+      ValueId x = b.input("x", {1, 8, 6, 6});
+      Attribute pads;
+      pads.value = std::vector<int64_t>{0, 0, 1, 1, 0, 0, 1, 1};
+      ValueId p = b.op("Pad", "pad", {x}, {1, 8, 8, 8});
+      b.g.nodes.back().attrs["pads"] = pads;
+      ValueId y = b.op("Relu", "relu", {b.bn("bn", b.conv("conv", p))});
+      b.output(y);
+      auto gs = b.groups(split ? std::vector<int>{1, 0, 0, 0} : std::vector<int>{});
+      QCOMPARE(gs.size(), size_t{1});
+      if (split) {
+        QCOMPARE(b.names(gs[0]), (Names{"conv", "bn", "relu"}));
+        continue;
+      }
+      QCOMPARE(b.names(gs[0]), (Names{"pad", "conv", "bn", "relu"}));
+      QCOMPARE(gs[0].inputs.size(), size_t{1 + 2 + 4});
+      QCOMPARE(gs[0].inputs[0], x);
+      QCOMPARE(b.g.values[static_cast<size_t>(gs[0].inputs[1])].name, std::string("conv_w"));
+      QCOMPARE(gs[0].output, y);
+    }
+  }
 };
 
 QTEST_GUILESS_MAIN(TestFusion)
