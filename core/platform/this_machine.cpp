@@ -258,8 +258,9 @@ class Buffer {
 /// The copy bandwidths (one thread, `cores` threads) measured in a child process, so that its two buffers
 /// of `bytes` never count in this process's own resident memory (the probe is cached with the calibration,
 /// so it runs once per machine and version, not at every start; `execute` reports the process tree's
-/// peak, which counts this child while it runs). The child uses plain threads, not OpenMP (whose pool does not survive fork). False when the child could
-/// not run or report within 20 s: the caller then measures in this process.
+/// peak, which counts this child once it was waited for). The child uses plain threads, not OpenMP (whose
+/// pool does not survive fork). False when the child could not run or report within 20 s: the caller
+/// then measures in this process.
 bool copyGBsInChild(int cores, size_t bytes, double& bw1, double& bwN) {
   int fds[2];
   if (pipe(fds) != 0) return false;
