@@ -9,8 +9,11 @@ set -euo pipefail
 # slurmctld, slurmd, slurm-client and munge (Debian's slurm-wlm 22.05) are the single-node Slurm that
 # tests/slurm/ starts to run a sweep as a job array (partex-cli sweep --slurm); the product needs only
 # sbatch on PATH where it submits.
-# nodejs and npm run ONNX Runtime (scripts/ort/install.sh, from npm's registry), the yardstick of the
-# CPU runtime's benchmark and of the optional output-equality tests; the product does not use them.
+# python3-venv lets scripts/ort/install.sh make a virtual environment with Debian's /usr/bin/python3
+# (whose pip refuses to install into the system, PEP 668) and put ONNX Runtime 1.30.0 from PyPI in it:
+# the yardstick of the CPU runtime's benchmark (bench_ort) and of the optional output-equality tests
+# (tst_ort_outputs); the product does not use it. Its Depends (python3.11-venv, python3-pip-whl,
+# python3-setuptools-whl, python3-distutils) are all ensurepip needs: no Recommends.
 PACKAGES=(
   cmake ninja-build g++ pkg-config
   qt6-base-dev qt6-svg-dev libgl-dev
@@ -22,10 +25,8 @@ PACKAGES=(
   clang libclang-rt-14-dev
   xvfb xauth
   slurmctld slurmd slurm-client munge
+  python3-venv
 )
-# A node with its own npm (e.g. NodeSource's, which conflicts with Debian's npm) is kept.
-command -v node >/dev/null || PACKAGES+=(nodejs)
-command -v npm >/dev/null || PACKAGES+=(npm)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -36,7 +37,7 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "deps: all ${#PACKAGES[@]} Debian packages present"
-  "$(dirname "$0")/ort/install.sh" || echo "deps: onnxruntime-node not installed: bench_ort and tst_ort_outputs will say so and skip" >&2
+  "$(dirname "$0")/ort/install.sh" || echo "deps: ONNX Runtime (PyPI, in a venv) not installed: bench_ort and tst_ort_outputs will say so and skip" >&2
   exit 0
 fi
 
@@ -52,4 +53,4 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 # The yardstick of the benchmarks; the build and the product do not need it, so a failure only warns.
-"$(dirname "$0")/ort/install.sh" || echo "deps: onnxruntime-node not installed: bench_ort and tst_ort_outputs will say so and skip" >&2
+"$(dirname "$0")/ort/install.sh" || echo "deps: ONNX Runtime (PyPI, in a venv) not installed: bench_ort and tst_ort_outputs will say so and skip" >&2

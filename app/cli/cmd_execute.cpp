@@ -2,8 +2,6 @@
 // against a single-device run and sets the measured makespan beside the simulator's prediction. The
 // model runs on its own weights; its inputs are seeded random unless --input gives them, and
 // --outputs writes what it computed.
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -25,6 +23,7 @@
 #include "profile/executor.h"
 #include "sim/simulator.h"
 #include "support/files.h"
+#include "support/peakrss.h"
 #include "support/strings.h"
 
 namespace partex::cli {
@@ -53,13 +52,6 @@ double medianOf(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-/// Peak resident memory of this process so far (getrusage: ru_maxrss, in KiB on Linux).
-int64_t peakRssBytes() {
-  rusage u{};
-  if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
-  return static_cast<int64_t>(u.ru_maxrss) * 1024;
 }
 
 /// Reads the --input NAME=FILE tensors and checks each against the model input it names (dtype, and
@@ -157,7 +149,9 @@ int runExecute(const ExecuteArgs& a) {
   if (!r) return fail(baseName(a.model) + ": " + baseName(a.plan) + ": " + r.message());
   if (!a.outputsDir.empty())
     if (auto st = writeOutputs(*g, r->outputs, a.outputsDir); !st) return fail(st.message());
-  const int64_t peakRss = peakRssBytes();
+  // The process tree's peak, as GNU time and cgroups count it: a forked helper (the this-machine probe,
+  // when the calibration was not cached yet) counts once it was waited for.
+  const int64_t peakRss = peakResidentSet().tree();
 
   const double measured = r->makespanUs, pred = predicted->makespan;
   const double err = measured > 0 ? (pred - measured) / measured : 0.0;
@@ -268,8 +262,9 @@ int runExecute(const ExecuteArgs& a) {
     std::printf("Error        %+.1f%% (predicted against measured); median per-operator error %.1f%%\n", err * 100.0,
                 medianOf(opErrors) * 100.0);
     if (r->discardedRuns > 0)
-      std::printf("Disturbed    %d runs discarded and repeated: other programs took the CPUs (cpu share below %.0f%%)\n",
-                  r->discardedRuns, ExecOptions{}.minCpuShare * 100.0);
+      std::printf(
+          "Disturbed    %d runs discarded and repeated: other programs took the CPUs (cpu share below %.0f%%)\n",
+          r->discardedRuns, ExecOptions{}.minCpuShare * 100.0);
     if (r->cpuShare < 0.9)
       std::printf(
           "Note         the kernels' threads got %.0f%% of their cores (other programs are running): measured times "
@@ -279,9 +274,10 @@ int runExecute(const ExecuteArgs& a) {
       std::printf("Switches     %d per run between the per-core devices and the OpenMP team of a multi-thread device\n",
                   r->modeSwitchesPerRun);
     if (r->sleepsPerRun > 0)
-      std::printf("Waits        %.1f per run outlasted the %d us spin and slept (a wake-up the simulator does not "
-                  "predict; see --spin-us)\n",
-                  r->sleepsPerRun, a.spinUs);
+      std::printf(
+          "Waits        %.1f per run outlasted the %d us spin and slept (a wake-up the simulator does not "
+          "predict; see --spin-us)\n",
+          r->sleepsPerRun, a.spinUs);
     for (const auto& note : r->notes) std::printf("Warning      %s\n", note.c_str());
     std::printf("Outputs      %s single-device run on %s (max abs diff %.3g, max rel diff %.3g)%s%s\n",
                 r->outputsMatch ? "match the" : "DIFFER from the", refDev.c_str(), r->maxAbsDiff, r->maxRelDiff,

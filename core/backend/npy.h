@@ -1,6 +1,6 @@
 #pragma once
 /// \file NumPy .npy files <-> Tensor: the format `partex-cli execute --input/--outputs` and
-/// scripts/ort/run.js exchange tensors in. Versions 1.0, 2.0 and 3.0; C order; little-endian (or
+/// scripts/ort/run.py exchange tensors in. Versions 1.0, 2.0 and 3.0; C order; little-endian (or
 /// byte-order-free) float16/32/64, int8/16/32/64, uint8/16/32/64 and bool. Everything read from a file
 /// is checked before it is trusted: a hostile header (bad syntax, a huge shape, a short or long file)
 /// gives an Error naming the file, never a crash or an allocation beyond `maxBytes`.
@@ -23,7 +23,7 @@ Result<std::string> npyBytes(const Tensor& t);
 /// Writes `t` as a .npy file atomically (a temporary file, then a rename: never a half-written file).
 Status writeNpyFile(const std::string& path, const Tensor& t);
 /// The file name an output called `name` is written to: characters outside [A-Za-z0-9_.-] become '_',
-/// then ".npy" (as scripts/ort/run.js names them).
+/// then ".npy" (as scripts/ort/run.py names them).
 std::string npyFileName(const std::string& name);
 
 }  // namespace partex

@@ -67,8 +67,8 @@ struct Device {
   /// Scratch memory an operator holds on this device while it runs (im2col buffers, a compiler's
   /// workspace), in bytes; 0: none. Counted by the memory model (sim/memory.h).
   int64_t workspaceBytes = 0;
-  int64_t onChipBytes = 0;       ///< On-chip memory (NPU SRAM), 0 if none.
-  int cores = 1;                 ///< Cores for multi-core accelerators (DLFusion).
+  int64_t onChipBytes = 0;  ///< On-chip memory (NPU SRAM), 0 if none.
+  int cores = 1;            ///< Cores for multi-core accelerators (DLFusion).
   /// Cost of one level of the barrier tree between cores (us): a kernel on k > 1 cores pays
   /// coreSyncUs * ceil(log2 k). 0: none (the default).
   double coreSyncUs = 0.0;
@@ -136,21 +136,54 @@ std::vector<std::string> presetNames();
 Result<Platform> loadPreset(const std::string& name);
 /// A preset name or a file path.
 Result<Platform> loadPlatform(const std::string& nameOrPath);
-/// Builds the this-machine platform from a short measurement of this computer (FMA loop, memcpy, OpenMP
-/// fork/join), then applies the installed refinement (setThisMachineRefiner), if any.
+/// What the probe of this computer measured (probeThisMachine): the numbers the this-machine platform is
+/// built from. The calibration (core/profile/calibration.h) caches it with its own numbers, under the
+/// same key, so that a start with a warm cache measures nothing.
+struct MachineProbe {
+  std::string isa;                  ///< Instruction set of the FMA loop: "AVX-512", "AVX2+FMA" or "generic".
+  int cores = 0;                    ///< CPUs OpenMP may use.
+  double serialGflops = 0;          ///< FMA loop on one thread.
+  double parallelGflops = 0;        ///< FMA loop on `cores` threads (never below serialGflops).
+  double copyGBs1 = 0;              ///< memcpy bandwidth (bytes read + written per second), one thread.
+  double copyGBsN = 0;              ///< The same on `cores` threads (never below copyGBs1).
+  double forkJoinUs = 0;            ///< An empty OpenMP parallel region on `cores` threads.
+  int64_t copyBytes = 0;            ///< Size of each of the two copy buffers (probeCopyBytes).
+  int64_t lastLevelCacheBytes = 0;  ///< The last-level cache the buffers were sized from (0: unknown).
+  double seconds = 0;               ///< Wall time of the probe.
+  double loadAverage = -1;          ///< One-minute load average when it ran (-1: unknown).
+};
+
+/// Measures this computer: FMA throughput on one and on all cores, memcpy bandwidth with one and all
+/// threads (in a forked child, so that its buffers never count in this process's resident memory), and
+/// the fork/join cost of an OpenMP parallel region. A few hundred milliseconds.
+MachineProbe probeThisMachine();
+/// How many times probeThisMachine() has run in this process (tests check that a cached probe is used).
+int64_t machineProbeRuns();
+/// Size of the last-level data or unified cache of CPU 0 from sysfs (`cacheDir` holds index0, index1,
+/// ..., each with level, type and size files); 0 when it cannot be read.
+int64_t lastLevelCacheBytes(const std::string& cacheDir = "/sys/devices/system/cpu/cpu0/cache");
+/// Bytes of each copy buffer of the bandwidth probe: 4x the last-level cache (so that the copy streams
+/// from memory, not from the cache), at least 16 MiB and at most 64 MiB (which bounds the probe's
+/// memory); 64 MiB when the cache size is unknown (0).
+int64_t probeCopyBytes(int64_t lastLevelCacheBytes);
+/// The this-machine platform built from a probe (without the installed provider's calibration).
+Platform thisMachineFromProbe(const MachineProbe& probe);
+/// The this-machine platform: from the installed provider (setThisMachineProvider) when there is one,
+/// otherwise thisMachineFromProbe(probeThisMachine()).
 Platform measureThisMachine();
 /// The sentence of the this-machine description that lists what is estimated rather than measured
-/// starts with this text; a refiner that measures those things replaces it from there to the end.
+/// starts with this text; a calibration that measures those things replaces it from there to the end.
 inline constexpr const char* kThisMachineEstimates = "Estimates: ";
-/// A step that refines the measured this-machine platform before measureThisMachine() returns it: the
-/// front ends install the calibration of its devices on the real CPU kernels (core/profile/calibration.h,
-/// installThisMachineCalibration), which core/platform cannot run itself (it links no backend).
-using ThisMachineRefiner = std::function<void(Platform&)>;
-/// Installs `refiner` (an empty function removes it) and forgets the this-machine preset measured so
-/// far, so that the next loadPreset("this-machine") measures again with it. Thread-safe.
-void setThisMachineRefiner(ThisMachineRefiner refiner);
-/// The installed refiner (empty when none).
-ThisMachineRefiner thisMachineRefiner();
+/// Builds the this-machine platform in measureThisMachine's place: the front ends install the
+/// calibration of its devices on the real CPU kernels (core/profile/calibration.h,
+/// installThisMachineCalibration), which core/platform cannot run itself (it links no backend), and
+/// which takes the probe from its cache instead of measuring it at every start.
+using ThisMachineProvider = std::function<Platform()>;
+/// Installs `provider` (an empty function removes it) and forgets the this-machine preset built so far,
+/// so that the next loadPreset("this-machine") builds it again with it. Thread-safe.
+void setThisMachineProvider(ThisMachineProvider provider);
+/// The installed provider (empty when none).
+ThisMachineProvider thisMachineProvider();
 /// This computer's CPU model name from /proc/cpuinfo ("" when unknown).
 std::string thisMachineCpuModel();
 /// The one-minute load average, or -1 where unknown.

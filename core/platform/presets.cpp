@@ -15,11 +15,11 @@ namespace partex {
 namespace {
 constexpr const char* kThisMachine = "this-machine";
 
-/// The installed refiner and the this-machine platform measured with it (once per process and refiner).
-/// Two mutexes: loadPreset holds `platformMu` while it measures, and the measurement reads the refiner.
+/// The installed provider and the this-machine platform built with it (once per process and provider).
+/// Two mutexes: loadPreset holds `platformMu` while it builds, and measureThisMachine reads the provider.
 struct ThisMachineState {
-  std::mutex refinerMu;
-  ThisMachineRefiner refiner;
+  std::mutex providerMu;
+  ThisMachineProvider provider;
   std::mutex platformMu;
   std::optional<Platform> measured;
 };
@@ -47,7 +47,7 @@ std::vector<std::string> presetNames() {
 Result<Platform> loadPreset(const std::string& name) {
   if (name == kThisMachine) {
     auto& s = thisMachineState();
-    std::lock_guard lk(s.platformMu);  // Measured once per process (and per installed refiner).
+    std::lock_guard lk(s.platformMu);  // Built once per process (and per installed provider).
     if (!s.measured) s.measured = measureThisMachine();
     return *s.measured;
   }
@@ -56,20 +56,20 @@ Result<Platform> loadPreset(const std::string& name) {
   return makeError("unknown platform preset '", name, "' (presets: ", presetList(), ")");
 }
 
-void setThisMachineRefiner(ThisMachineRefiner refiner) {
+void setThisMachineProvider(ThisMachineProvider provider) {
   auto& s = thisMachineState();
   {
-    std::lock_guard lk(s.refinerMu);
-    s.refiner = std::move(refiner);
+    std::lock_guard lk(s.providerMu);
+    s.provider = std::move(provider);
   }
   std::lock_guard lk(s.platformMu);
   s.measured.reset();
 }
 
-ThisMachineRefiner thisMachineRefiner() {
+ThisMachineProvider thisMachineProvider() {
   auto& s = thisMachineState();
-  std::lock_guard lk(s.refinerMu);
-  return s.refiner;
+  std::lock_guard lk(s.providerMu);
+  return s.provider;
 }
 
 Result<Platform> loadPlatform(const std::string& nameOrPath) {

@@ -8,12 +8,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <new>
 #include <string>
@@ -253,10 +255,12 @@ class Buffer {
   char* p_;
 };
 
-/// The copy bandwidths (one thread, `cores` threads) measured in a child process, so that its 128 MiB of
-/// buffers never count in this process's resident memory (a user's `execute` reports its peak). The
-/// child uses plain threads, not OpenMP (whose pool does not survive fork). False when the child could
-/// not run or report within 20 s: the caller then measures in this process.
+/// The copy bandwidths (one thread, `cores` threads) measured in a child process, so that its two buffers
+/// of `bytes` never count in this process's own resident memory (the probe is cached with the calibration,
+/// so it runs once per machine and version, not at every start; `execute` reports the process tree's
+/// peak, which counts this child once it was waited for). The child uses plain threads, not OpenMP (whose
+/// pool does not survive fork). False when the child could not run or report within 20 s: the caller
+/// then measures in this process.
 bool copyGBsInChild(int cores, size_t bytes, double& bw1, double& bwN) {
   int fds[2];
   if (pipe(fds) != 0) return false;
@@ -368,49 +372,123 @@ double round3(double v) {
   return std::round(v * scale) / scale;
 }
 
+std::atomic<int64_t> gProbeRuns{0};
+
 }  // namespace
 
-Platform measureThisMachine() {
+int64_t lastLevelCacheBytes(const std::string& cacheDir) {
+  int64_t best = 0;
+  int bestLevel = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(cacheDir, ec)) {
+    if (entry.path().filename().string().rfind("index", 0) != 0) continue;
+    auto read = [&](const char* name) {
+      std::ifstream in(entry.path() / name);
+      std::string v;
+      in >> v;
+      return v;
+    };
+    const std::string type = read("type"), size = read("size");
+    if (type == "Instruction" || size.empty()) continue;
+    char* end = nullptr;
+    const std::string levelText = read("level");
+    const long level = std::strtol(levelText.c_str(), &end, 10);
+    if (end == levelText.c_str() || level <= 0) continue;
+    // sysfs writes "32K", "2048K", "300M" (units of 1024 bytes); a bare number is bytes.
+    const double n = std::strtod(size.c_str(), &end);
+    if (!(n > 0) || end == size.c_str()) continue;
+    double unit = 1;
+    if (*end == 'K' || *end == 'k') unit = 1024.0;
+    if (*end == 'M' || *end == 'm') unit = 1024.0 * 1024.0;
+    if (*end == 'G' || *end == 'g') unit = 1024.0 * 1024.0 * 1024.0;
+    const auto bytes = static_cast<int64_t>(n * unit);
+    if (level > bestLevel || (level == bestLevel && bytes > best)) {
+      bestLevel = static_cast<int>(level);
+      best = bytes;
+    }
+  }
+  return best;
+}
+
+int64_t probeCopyBytes(int64_t llcBytes) {
+  constexpr int64_t kFloor = int64_t(16) << 20, kCeiling = int64_t(64) << 20;
+  constexpr auto kPage = static_cast<int64_t>(kHugePage);
+  if (llcBytes <= 0) return kCeiling;
+  // Whole huge pages: the buffers ask for them.
+  return (std::clamp(4 * llcBytes, kFloor, kCeiling) + kPage - 1) / kPage * kPage;
+}
+
+int64_t machineProbeRuns() {
+  return gProbeRuns.load();
+}
+
+MachineProbe probeThisMachine() {
+  ++gProbeRuns;
   const auto start = Clock::now();
+  MachineProbe probe;
   const int cores = std::max(1, omp_get_num_procs());
   const FmaKernel k = pickKernel();
+  probe.isa = k.isa;
+  probe.cores = cores;
 
   // Compute: about 8 ms per run, best of up to three; all threads run the same iteration count.
   const long iters = calibrate(k, 0.008);
   const double g1 = serialGflops(k, iters);
   const double gNmeasured = cores > 1 ? parallelGflops(k, iters, cores) : g1;
-  const double forkUs = cores > 1 ? forkJoinUs(cores) : 0.0;
+  probe.forkJoinUs = cores > 1 ? forkJoinUs(cores) : 0.0;
 
-  // Memory: 64 MiB copies, larger than the last-level cache of most machines. The source's pages are
-  // touched by all threads first so that they are spread over NUMA nodes as the parallel copy uses them.
-  constexpr size_t kBytes = size_t(64) << 20;
+  // Memory: copies of a few times the last-level cache (probeCopyBytes), so that they stream from memory.
+  // In the fallback, the source's pages are touched by all threads first so that they are spread over
+  // NUMA nodes as the parallel copy uses them.
+  probe.lastLevelCacheBytes = lastLevelCacheBytes();
+  probe.copyBytes = probeCopyBytes(probe.lastLevelCacheBytes);
+  const auto bytes = static_cast<size_t>(probe.copyBytes);
   double bw1 = 0, bwNmeasured = 0;
-  if (!copyGBsInChild(cores, kBytes, bw1, bwNmeasured)) {
-    Buffer src(kBytes), dst(kBytes);
-    constexpr long kChunks = static_cast<long>(kBytes / kHugePage);
+  if (!copyGBsInChild(cores, bytes, bw1, bwNmeasured)) {
+    Buffer src(bytes), dst(bytes);
+    const long chunks = static_cast<long>(bytes / kHugePage);
 #pragma omp parallel for num_threads(cores) schedule(static)
-    for (long i = 0; i < kChunks; ++i)
+    for (long i = 0; i < chunks; ++i)
       std::memset(src.get() + static_cast<size_t>(i) * kHugePage, static_cast<int>(i & 0x7f), kHugePage);
     // The first copy also faults in the destination's pages: at least two runs, keep the best.
-    bw1 = copyGBs(dst.get(), src.get(), kBytes, 1, 2, 2);
-    bwNmeasured = cores > 1 ? copyGBs(dst.get(), src.get(), kBytes, cores, 1, 3) : bw1;
+    bw1 = copyGBs(dst.get(), src.get(), bytes, 1, 2, 2);
+    bwNmeasured = cores > 1 ? copyGBs(dst.get(), src.get(), bytes, cores, 1, 3) : bw1;
   }
-  const double seconds = secondsSince(start);
   // Other programs competing for the cores can make all threads slower than one: never below one thread.
-  const double gN = std::max(gNmeasured, g1);
-  const double bwN = std::max(bwNmeasured, bw1);
-  const double load = loadAverage();
+  probe.serialGflops = g1;
+  probe.parallelGflops = std::max(gNmeasured, g1);
+  probe.copyGBs1 = bw1;
+  probe.copyGBsN = std::max(bwNmeasured, bw1);
+  probe.seconds = secondsSince(start);
+  probe.loadAverage = loadAverage();
+  return probe;
+}
 
+Platform measureThisMachine() {
+  if (auto provide = thisMachineProvider()) return provide();
+  return thisMachineFromProbe(probeThisMachine());
+}
+
+Platform thisMachineFromProbe(const MachineProbe& probe) {
+  const int cores = std::max(1, probe.cores);
+  const double g1 = probe.serialGflops, gN = probe.parallelGflops, bw1 = probe.copyGBs1, bwN = probe.copyGBsN;
+  const double forkUs = probe.forkJoinUs, load = probe.loadAverage;
+  constexpr double kMiB = 1024.0 * 1024.0;
+  const std::string copied =
+      fmt(static_cast<double>(probe.copyBytes) / kMiB, 0) + " MiB" +
+      (probe.lastLevelCacheBytes > 0 ? " (4x the " + fmt(static_cast<double>(probe.lastLevelCacheBytes) / kMiB, 1) +
+                                           " MiB last-level cache, at most 64 MiB)"
+                                     : std::string(" (last-level cache unknown)"));
   const std::string model = cpuModelName();
   const int64_t mem = physicalMemoryBytes();
   constexpr double kCallUs = 1.0;  // Per-operator call overhead on the CPU: an estimate, not measured.
 
   Platform p;
   p.name = "this-machine";
-  p.description = "This computer" + (model.empty() ? std::string() : " (" + model + ")") +
-                  ", measured at start-up in " + fmt(seconds * 1e3, 0) + " ms: " + std::to_string(cores) + " cores; " +
-                  k.isa + " FMA loop: " + fmt(g1, 1) + " GFLOP/s on one thread, " + fmt(gN, 1) + " GFLOP/s on " +
-                  std::to_string(cores) + " threads; memcpy of 64 MiB (read + write bytes): " + fmt(bw1, 1) +
+  p.description = "This computer" + (model.empty() ? std::string() : " (" + model + ")") + ", measured in " +
+                  fmt(probe.seconds * 1e3, 0) + " ms: " + std::to_string(cores) + " cores; " + probe.isa +
+                  " FMA loop: " + fmt(g1, 1) + " GFLOP/s on one thread, " + fmt(gN, 1) + " GFLOP/s on " +
+                  std::to_string(cores) + " threads; memcpy of " + copied + " (read + write bytes): " + fmt(bw1, 1) +
                   " GB/s on one thread, " + fmt(bwN, 1) +
                   " GB/s on all (all-thread figures are never set below "
                   "one-thread ones); OpenMP fork/join " +
@@ -422,13 +500,12 @@ Platform measureThisMachine() {
                   "kernels reach less), the per-core devices reuse the one-thread numbers and each assumes the " +
                   "one-thread bandwidth even when several run at once, and the per-operator call overhead of " +
                   fmt(kCallUs, 1) + " us is assumed.";
-  p.sources = {
-      "Measured on this computer by measureThisMachine() (core/platform/this_machine.cpp): " + std::string(k.isa) +
-          " FMA throughput with 12 independent chains per thread, memcpy bandwidth of a 64 MiB buffer, and the "
-          "time of an empty OpenMP parallel region",
-      "Devices follow Kim et al., 'Optimal Model Partitioning with Low-Overhead Profiling on the PIM-based "
-      "Platform for Deep Learning Inference', ACM TODAES 29(2), 2024, doi:10.1145/3628599 (CPU serial and CPU "
-      "parallel as two modes of one resource)"};
+  p.sources = {"Measured on this computer by probeThisMachine() (core/platform/this_machine.cpp): " + probe.isa +
+                   " FMA throughput with 12 independent chains per thread, memcpy bandwidth of a buffer of 4x the "
+                   "last-level cache (16-64 MiB), and the time of an empty OpenMP parallel region",
+               "Devices follow Kim et al., 'Optimal Model Partitioning with Low-Overhead Profiling on the PIM-based "
+               "Platform for Deep Learning Inference', ACM TODAES 29(2), 2024, doi:10.1145/3628599 (CPU serial and CPU "
+               "parallel as two modes of one resource)"};
   p.host = "cpu-serial";
 
   auto cpuDevice = [&](std::string id, std::string name, double gflops, double bw, double launch, int nCores) {
@@ -467,8 +544,6 @@ Platform measureThisMachine() {
     std::string c = "core" + std::to_string(i);
     p.exclusiveGroups.push_back({"cpu-parallel-uses-" + c, {"cpu-parallel", c}});
   }
-  // The front ends install the calibration of these devices on the real CPU kernels here.
-  if (auto refine = thisMachineRefiner()) refine(p);
   return p;
 }
 

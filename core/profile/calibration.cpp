@@ -29,8 +29,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
 
-/// Bumped whenever the synthetic operators or the fit change: older cache files become stale.
-constexpr int kCalibrationFormat = 1;
+/// Bumped whenever the synthetic operators, the fit or the file's content change: older cache files
+/// become stale. 2: the this-machine probe is cached with the calibration.
+constexpr int kCalibrationFormat = 2;
 constexpr const char* kFormatName = "partex-calibration";
 
 /// Element-wise operators with several (broadcast) inputs: in the CPU backend they walk the broadcast
@@ -398,6 +399,20 @@ json modeToJson(const ModeCalibration& m) {
           {"samples", samples}};
 }
 
+json probeToJson(const MachineProbe& p) {
+  return {{"isa", p.isa},
+          {"cores", p.cores},
+          {"serial_gflops", p.serialGflops},
+          {"parallel_gflops", p.parallelGflops},
+          {"copy_gbs_1", p.copyGBs1},
+          {"copy_gbs_n", p.copyGBsN},
+          {"fork_join_us", p.forkJoinUs},
+          {"copy_bytes", p.copyBytes},
+          {"last_level_cache_bytes", p.lastLevelCacheBytes},
+          {"seconds", p.seconds},
+          {"load_average", p.loadAverage}};
+}
+
 /// Reading: every failure throws std::runtime_error with the field's path; parseCalibration turns it
 /// into an Error.
 struct Reader {
@@ -430,6 +445,26 @@ struct Reader {
     if (o.contains("bandwidth_gbs")) c.bandwidthGBs = num(o, "bandwidth_gbs", path + ".", true);
     if (o.contains("launch_us")) c.launchUs = num(o, "launch_us", path + ".", false);
     return c;
+  }
+  MachineProbe probe(const json& o, const std::string& path) const {
+    if (!o.is_object()) fail(path, "must be an object");
+    MachineProbe p;
+    p.isa = str(o, "isa", path + ".");
+    const double cores = num(o, "cores", path + ".", true);
+    if (cores != std::floor(cores) || cores > 1e6) fail(path + ".cores", "must be a whole number of CPUs");
+    p.cores = static_cast<int>(cores);
+    p.serialGflops = num(o, "serial_gflops", path + ".", true);
+    p.parallelGflops = num(o, "parallel_gflops", path + ".", true);
+    p.copyGBs1 = num(o, "copy_gbs_1", path + ".", true);
+    p.copyGBsN = num(o, "copy_gbs_n", path + ".", true);
+    p.forkJoinUs = num(o, "fork_join_us", path + ".", false);
+    p.copyBytes = static_cast<int64_t>(num(o, "copy_bytes", path + ".", true));
+    p.lastLevelCacheBytes = static_cast<int64_t>(num(o, "last_level_cache_bytes", path + ".", false));
+    p.seconds = num(o, "seconds", path + ".", false);
+    const json& load = at(o, "load_average", path + ".");
+    if (!load.is_number()) fail(path + ".load_average", "must be a number");
+    p.loadAverage = load.get<double>();
+    return p;
   }
   ModeCalibration mode(const json& o, const std::string& path) const {
     ModeCalibration m;
@@ -582,6 +617,7 @@ std::string calibrationToJson(const MachineCalibration& c) {
             {"load_average", c.loadAverage},
             {"serial", modeToJson(c.serial)},
             {"parallel", modeToJson(c.parallel)}};
+  if (c.probe) j["probe"] = probeToJson(*c.probe);
   return j.dump(1) + "\n";
 }
 
@@ -603,6 +639,7 @@ Result<MachineCalibration> parseCalibration(const std::string& text, const std::
     c.loadAverage = load.get<double>();
     c.serial = r.mode(r.at(j, "serial", ""), "serial.");
     c.parallel = r.mode(r.at(j, "parallel", ""), "parallel.");
+    if (j.contains("probe")) c.probe = r.probe(j.at("probe"), "probe");
     return c;
   } catch (const json::exception& e) {
     return makeError(origin, ": not a calibration file (", e.what(), ")");
@@ -623,6 +660,38 @@ std::string calibrationCachePath(const std::string& dir, const std::string& key)
   return (std::filesystem::path(dir) / ("calibration-" + hashHex(key) + ".json")).string();
 }
 
+namespace {
+
+/// The valid cached calibration for `key` in `src.path`, or nothing (with the reason in `src.note`).
+std::optional<MachineCalibration> readCached(const Backend& backend, const std::string& key, CalibrationSource& src) {
+  std::error_code ec;
+  if (!std::filesystem::exists(src.path, ec)) return std::nullopt;
+  auto text = readFile(src.path);
+  auto cached = text ? parseCalibration(*text, src.path) : Result<MachineCalibration>(Error{text.message()});
+  if (cached && cached->key == key && !calibrationIsProvisional(*cached, coreCount(backend), thisMachineLoadAverage()))
+    return std::move(cached).value();
+  if (!cached)
+    src.note = cached.message() + "; measured again";
+  else if (cached->key != key)
+    src.note = src.path + ": measured for another machine or version, measured again";
+  else
+    src.note = src.path + ": measured under load (load average " + fmt(cached->loadAverage, 1) +
+               "), measured again now that the machine is quieter";
+  return std::nullopt;
+}
+
+/// Writes `c` to `src.path` (creating `cacheDir`); a failure is only noted.
+void writeCache(const std::string& cacheDir, const MachineCalibration& c, CalibrationSource& src) {
+  std::error_code ec;
+  std::filesystem::create_directories(cacheDir, ec);
+  if (auto st = writeFileAtomic(src.path, calibrationToJson(c)); !st) {
+    src.note += (src.note.empty() ? "" : "; ") + std::string("not cached: ") + st.message();
+    src.path.clear();
+  }
+}
+
+}  // namespace
+
 Result<MachineCalibration> loadOrCalibrate(const Backend& backend, const Platform& base, const std::string& cacheDir,
                                            CalibrationSource* source, const CalibrationOptions& opts) {
   CalibrationSource local;
@@ -631,36 +700,50 @@ Result<MachineCalibration> loadOrCalibrate(const Backend& backend, const Platfor
   const std::string key = calibrationKey(backend);
   if (!cacheDir.empty()) {
     src.path = calibrationCachePath(cacheDir, key);
-    std::error_code ec;
-    if (std::filesystem::exists(src.path, ec)) {
-      auto text = readFile(src.path);
-      auto cached = text ? parseCalibration(*text, src.path) : Result<MachineCalibration>(Error{text.message()});
-      if (cached && cached->key == key &&
-          !calibrationIsProvisional(*cached, coreCount(backend), thisMachineLoadAverage())) {
-        src.fromCache = true;
-        return cached;
-      }
-      if (!cached)
-        src.note = cached.message() + "; measured again";
-      else if (cached->key != key)
-        src.note = src.path + ": measured for another machine or version, measured again";
-      else
-        src.note = src.path + ": measured under load (load average " + fmt(cached->loadAverage, 1) +
-                   "), measured again now that the machine is quieter";
+    if (auto cached = readCached(backend, key, src)) {
+      src.fromCache = true;
+      src.probeFromCache = cached->probe.has_value();
+      return std::move(*cached);
     }
   } else {
     src.note = "no cache folder (neither XDG_CACHE_HOME nor HOME is set)";
   }
   auto c = calibrateMachine(backend, base, opts);
   if (!c) return c;
+  if (!cacheDir.empty()) writeCache(cacheDir, *c, src);
+  return c;
+}
+
+Result<MachineCalibration> loadOrMeasureThisMachine(const Backend& backend, const std::string& cacheDir,
+                                                    CalibrationSource* source, const CalibrationOptions& opts) {
+  CalibrationSource local;
+  CalibrationSource& src = source ? *source : local;
+  src = CalibrationSource{};
+  const std::string key = calibrationKey(backend);
+  std::optional<MachineCalibration> cached;
   if (!cacheDir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(cacheDir, ec);
-    if (auto st = writeFileAtomic(src.path, calibrationToJson(*c)); !st) {
-      src.note += (src.note.empty() ? "" : "; ") + std::string("not cached: ") + st.message();
-      src.path.clear();
-    }
+    src.path = calibrationCachePath(cacheDir, key);
+    cached = readCached(backend, key, src);
+  } else {
+    src.note = "no cache folder (neither XDG_CACHE_HOME nor HOME is set)";
   }
+  if (cached && cached->probe) {  // The warm start: nothing measured.
+    src.fromCache = src.probeFromCache = true;
+    src.probe = cached->probe;
+    return std::move(*cached);
+  }
+  src.probe = probeThisMachine();
+  if (cached) {  // A calibration of this key without a probe (loadOrCalibrate wrote it): add the probe.
+    src.fromCache = true;
+    cached->probe = src.probe;
+    src.note = "the probe was not cached: measured and added";
+    writeCache(cacheDir, *cached, src);
+    return std::move(*cached);
+  }
+  auto c = calibrateMachine(backend, thisMachineFromProbe(*src.probe), opts);
+  if (!c) return c;
+  c->probe = src.probe;
+  if (!cacheDir.empty()) writeCache(cacheDir, *c, src);
   return c;
 }
 
@@ -672,8 +755,9 @@ void applyCalibration(Platform& p, const MachineCalibration& c, const Calibratio
       applyMode(d, c.serial);
   }
   std::string origin = source.fromCache
-                           ? "read from " + source.path + " (measured " + c.measuredAt + " in " +
-                                 fmt(c.seconds * 1e3, 0) + " ms, load average " + fmt(c.loadAverage, 1) + ")"
+                           ? "read from " + source.path + (source.probeFromCache ? " with the probe" : "") +
+                                 " (measured " + c.measuredAt + " in " + fmt(c.seconds * 1e3, 0) +
+                                 " ms, load average " + fmt(c.loadAverage, 1) + ")"
                            : "measured now in " + fmt(c.seconds * 1e3, 0) + " ms" +
                                  (source.path.empty() ? "" : ", cached in " + source.path);
   if (!source.note.empty()) origin += "; " + source.note;
@@ -701,26 +785,29 @@ void applyCalibration(Platform& p, const MachineCalibration& c, const Calibratio
 void installThisMachineCalibration(std::function<void(BackendRegistry&)> registerBackends,
                                    const std::string& cacheDir) {
   if (const char* off = std::getenv("PARTEX_NO_CALIBRATION"); off && *off && std::string(off) != "0") {
-    setThisMachineRefiner({});
+    setThisMachineProvider({});
     return;
   }
-  setThisMachineRefiner([registerBackends = std::move(registerBackends), cacheDir](Platform& p) {
-    BackendRegistry registry;
-    if (registerBackends) registerBackends(registry);
-    const Backend* cpu = registry.find("cpu");
-    auto note = [&](const std::string& why) {
+  setThisMachineProvider([registerBackends = std::move(registerBackends), cacheDir]() {
+    auto uncalibrated = [](Platform p, const std::string& why) {
       const std::string text = "Not calibrated on the real kernels: " + why + ". ";
       const auto at = p.description.find(kThisMachineEstimates);
       if (at == std::string::npos)
         p.description += " " + text;
       else
         p.description.insert(at, text);
+      return p;
     };
-    if (!cpu) return note("no CPU backend in this program");
+    BackendRegistry registry;
+    if (registerBackends) registerBackends(registry);
+    const Backend* cpu = registry.find("cpu");
+    if (!cpu) return uncalibrated(thisMachineFromProbe(probeThisMachine()), "no CPU backend in this program");
     CalibrationSource src;
-    auto c = loadOrCalibrate(*cpu, p, cacheDir.empty() ? defaultCalibrationCacheDir() : cacheDir, &src);
-    if (!c) return note(c.message());
+    auto c = loadOrMeasureThisMachine(*cpu, cacheDir.empty() ? defaultCalibrationCacheDir() : cacheDir, &src);
+    if (!c) return uncalibrated(thisMachineFromProbe(src.probe ? *src.probe : probeThisMachine()), c.message());
+    Platform p = thisMachineFromProbe(*c->probe);
     applyCalibration(p, *c, src);
+    return p;
   });
 }
 

@@ -16,7 +16,9 @@
 /// (Device::opTypeCosts), and so do the data-movement op types whose kernels differ from Concat's
 /// (Transpose, Resize). It takes about a quarter of a second and is cached per machine
 /// (CPU model, core count, Partex version, backend name and version, build type) in
-/// $XDG_CACHE_HOME/partex or ~/.cache/partex.
+/// $XDG_CACHE_HOME/partex or ~/.cache/partex, together with the probe the this-machine platform is built
+/// from (probeThisMachine: FMA loop, memcpy bandwidth in a forked child, OpenMP fork/join), so that a
+/// start with a warm cache measures nothing: same key, same invalidation.
 ///
 /// core/platform links no backend, so the front ends install it (one call at start-up):
 /// \code
@@ -25,6 +27,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,6 +75,9 @@ struct MachineCalibration {
   double loadAverage = -1;
   ModeCalibration serial;    ///< core0 (also used for cpu-serial and every other core).
   ModeCalibration parallel;  ///< cpu-parallel.
+  /// The probe the platform was built from (loadOrMeasureThisMachine stores it); absent in a calibration
+  /// of a given platform (calibrateMachine, loadOrCalibrate).
+  std::optional<MachineProbe> probe;
 };
 
 struct CalibrationOptions {
@@ -106,9 +112,13 @@ bool calibrationIsProvisional(const MachineCalibration& c, int cores, double loa
 
 /// Where a calibration came from.
 struct CalibrationSource {
-  bool fromCache = false;
-  std::string path;  ///< Cache file read or written; "" when none.
-  std::string note;  ///< Why the cache was not used or not written ("" when it was).
+  bool fromCache = false;       ///< The calibration was read from `path`.
+  bool probeFromCache = false;  ///< So was the probe (loadOrMeasureThisMachine).
+  std::string path;             ///< Cache file read or written; "" when none.
+  std::string note;             ///< Why the cache was not used or not written ("" when it was).
+  /// The probe measured by loadOrMeasureThisMachine, kept even when the calibration then failed (so that
+  /// the caller builds the platform without probing twice).
+  std::optional<MachineProbe> probe;
 };
 
 /// The cached calibration for this machine and `backend` from `cacheDir`, or a new one, measured and
@@ -118,15 +128,25 @@ struct CalibrationSource {
 Result<MachineCalibration> loadOrCalibrate(const Backend& backend, const Platform& base, const std::string& cacheDir,
                                            CalibrationSource* source = nullptr, const CalibrationOptions& opts = {});
 
+/// The this-machine probe and calibration for `backend`: both from `cacheDir` when its file for this key is
+/// valid (as loadOrCalibrate decides) and holds a probe, and then nothing is measured; a valid file
+/// without a probe (written by loadOrCalibrate) gets one measured and is rewritten; otherwise the probe
+/// is measured, the platform built from it (thisMachineFromProbe) is calibrated, and both are written.
+/// The result's `probe` is always set.
+Result<MachineCalibration> loadOrMeasureThisMachine(const Backend& backend, const std::string& cacheDir,
+                                                    CalibrationSource* source = nullptr,
+                                                    const CalibrationOptions& opts = {});
+
 /// Sets the calibrated numbers on the this-machine platform: core0 and the other cores and cpu-serial get
 /// `serial`, cpu-parallel gets `parallel`; the description says what was measured and what is still
 /// estimated, and the sources name the calibration.
 void applyCalibration(Platform& p, const MachineCalibration& c, const CalibrationSource& source);
 
-/// Installs the this-machine refiner (setThisMachineRefiner): the first loadPreset("this-machine")
+/// Installs the this-machine provider (setThisMachineProvider): the first loadPreset("this-machine")
 /// fills a registry with `registerBackends` (front ends pass registerBuiltinBackends), then loads or
-/// measures the calibration of its "cpu" backend and applies it. Failures leave the platform as
-/// measured, with a note in its description. `cacheDir`: "" = defaultCalibrationCacheDir().
+/// measures the probe and the calibration of its "cpu" backend (loadOrMeasureThisMachine), builds the
+/// platform from the probe and applies the calibration. Failures leave the platform as probed, with a
+/// note in its description. `cacheDir`: "" = defaultCalibrationCacheDir().
 /// Setting PARTEX_NO_CALIBRATION=1 in the environment turns it off.
 void installThisMachineCalibration(std::function<void(BackendRegistry&)> registerBackends,
                                    const std::string& cacheDir = {});

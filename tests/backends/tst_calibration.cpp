@@ -1,7 +1,8 @@
 // The calibration of this-machine on the real CPU kernels (core/profile/calibration.h): sane numbers per
-// op class, the cache (round trip, corrupt and stale files replaced, never a crash), the refiner that
-// the front ends install, and a prediction that is consistent with a measured run. No timing is
-// asserted: the consistency check allows a generous factor (a shared machine, the sanitizer build).
+// op class, the cache (round trip, corrupt and stale files replaced, never a crash; the this-machine
+// probe cached with it, so that a warm start measures nothing), the provider that the front ends install, and a
+// prediction that is consistent with a measured run. No timing is asserted: the consistency check allows a generous
+// factor (a shared machine, the sanitizer build).
 
 #include <QtTest>
 
@@ -61,7 +62,7 @@ class TestCalibration : public QObject {
 
  private slots:
   void initTestCase() {
-    setThisMachineRefiner({});
+    setThisMachineProvider({});
     registerBuiltinBackends(reg_);
     cpu_ = reg_.find("cpu");
     QVERIFY(cpu_);
@@ -72,7 +73,7 @@ class TestCalibration : public QObject {
     qInfo("calibrated in %.0f ms", calib_.seconds * 1e3);
   }
 
-  void cleanupTestCase() { setThisMachineRefiner({}); }
+  void cleanupTestCase() { setThisMachineProvider({}); }
 
   /// Every measured class has positive, finite numbers; conv and matmul stay below the FMA loop's peak
   /// (with 20% slack: the two are measured at different moments on a shared machine).
@@ -160,6 +161,23 @@ class TestCalibration : public QObject {
 
   /// The JSON form round-trips; broken or implausible files are errors, never crashes.
   void jsonRoundTrip() {
+    MachineCalibration withProbe = calib_;
+    withProbe.probe = MachineProbe{"AVX2+FMA", 2, 90.5, 170.25, 12.5, 20.0, 1.5, 64 << 20, 32 << 20, 0.3, 0.7};
+    const std::string probed = calibrationToJson(withProbe);
+    auto probedBack = parseCalibration(probed, "p.json");
+    QVERIFY2(probedBack.isOk(), probedBack.message().c_str());
+    QVERIFY(probedBack->probe.has_value());
+    QCOMPARE(probedBack->probe->parallelGflops, 170.25);
+    QCOMPARE(probedBack->probe->copyBytes, int64_t(64) << 20);
+    QCOMPARE(calibrationToJson(*probedBack), probed);
+    std::string badProbe = probed;
+    const auto cores = badProbe.find("\"cores\": 2");
+    QVERIFY(cores != std::string::npos);
+    badProbe.replace(cores, 10, "\"cores\": -2");
+    auto refused = parseCalibration(badProbe, "bad-probe.json");
+    QVERIFY(!refused.isOk());
+    QVERIFY2(refused.message().find("probe.cores") != std::string::npos, refused.message().c_str());
+
     const std::string json = calibrationToJson(calib_);
     QVERIFY(json.find("\"weight_bandwidth_gbs\"") != std::string::npos);
     auto back = parseCalibration(json, "c.json");
@@ -236,9 +254,66 @@ class TestCalibration : public QObject {
     QVERIFY2(src.note.find("not cached") != std::string::npos, src.note.c_str());
   }
 
-  /// The refiner the front ends install: loadPreset("this-machine") is calibrated (and cached); without a
+  /// The probe is cached with the calibration: the first start with an empty cache probes once and
+  /// writes both; a second start (a new process, which the provider's reset stands for) reads both and
+  /// runs no probe; the platforms built are the same. A cache file written without a probe
+  /// (loadOrCalibrate) gets only the probe measured; a stale key measures both again.
+  void probeCachedWithCalibration() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const std::string cacheDir = dir.path().toStdString();
+    const int64_t runs0 = machineProbeRuns();
+    installThisMachineCalibration(registerBuiltinBackends, cacheDir);
+    auto cold = loadPreset("this-machine");
+    QVERIFY2(cold.isOk(), cold.message().c_str());
+    QCOMPARE(machineProbeRuns(), runs0 + 1);
+    const std::string file = calibrationCachePath(cacheDir, calibrationKey(*cpu_));
+    auto written = parseCalibration(readAll(QString::fromStdString(file)), file);
+    QVERIFY2(written.isOk(), written.message().c_str());
+    QVERIFY(written->probe.has_value());
+    QCOMPARE(written->probe->copyBytes, probeCopyBytes(lastLevelCacheBytes()));
+
+    installThisMachineCalibration(registerBuiltinBackends, cacheDir);  // forgets the preset built so far
+    auto warm = loadPreset("this-machine");
+    QVERIFY2(warm.isOk(), warm.message().c_str());
+    QCOMPARE(machineProbeRuns(), runs0 + 1);  // No probe: it came from the cache.
+    QVERIFY2(warm->description.find("with the probe") != std::string::npos, warm->description.c_str());
+    QCOMPARE(warm->devices.size(), cold->devices.size());
+    for (size_t i = 0; i < warm->devices.size(); ++i) {
+      QCOMPARE(warm->devices[i].defaultPeakGflops, cold->devices[i].defaultPeakGflops);
+      QCOMPARE(warm->devices[i].launchOverheadUs, cold->devices[i].launchOverheadUs);
+      QVERIFY(warm->devices[i].peakGflops == cold->devices[i].peakGflops);
+    }
+    QCOMPARE(warm->links.front().bandwidthGBs, cold->links.front().bandwidthGBs);
+
+    // A calibration of this key without a probe: only the probe is measured, then cached beside it.
+    MachineCalibration noProbe = *written;
+    noProbe.probe.reset();
+    QVERIFY(writeFileAtomic(file, calibrationToJson(noProbe)).isOk());
+    CalibrationSource src;
+    auto added = loadOrMeasureThisMachine(*cpu_, cacheDir, &src, fastest());
+    QVERIFY2(added.isOk(), added.message().c_str());
+    QCOMPARE(machineProbeRuns(), runs0 + 2);
+    QVERIFY(src.fromCache && !src.probeFromCache);
+    QCOMPARE(added->measuredAt, written->measuredAt);  // The calibration itself was not measured again.
+    auto rewritten = parseCalibration(readAll(QString::fromStdString(file)), file);
+    QVERIFY2(rewritten.isOk() && rewritten->probe.has_value(), file.c_str());
+
+    // Another key (machine, version, backend): stale, probe and calibration measured again.
+    MachineCalibration stale = *rewritten;
+    stale.key += " (another machine)";
+    QVERIFY(writeFileAtomic(file, calibrationToJson(stale)).isOk());
+    auto again = loadOrMeasureThisMachine(*cpu_, cacheDir, &src, fastest());
+    QVERIFY2(again.isOk(), again.message().c_str());
+    QCOMPARE(machineProbeRuns(), runs0 + 3);
+    QVERIFY(!src.fromCache && !src.probeFromCache);
+    QVERIFY(again->probe.has_value());
+    setThisMachineProvider({});
+  }
+
+  /// The provider the front ends install: loadPreset("this-machine") is calibrated (and cached); without a
   /// CPU backend it says so; removed, the preset is measured as before.
-  void refiner() {
+  void provider() {
     QTemporaryDir dir;
     QVERIFY(dir.isValid());
     installThisMachineCalibration(registerBuiltinBackends, dir.path().toStdString());
@@ -261,9 +336,9 @@ class TestCalibration : public QObject {
     qputenv("PARTEX_NO_CALIBRATION", "1");
     installThisMachineCalibration(registerBuiltinBackends, dir.path().toStdString());
     qunsetenv("PARTEX_NO_CALIBRATION");
-    QVERIFY(!thisMachineRefiner());
+    QVERIFY(!thisMachineProvider());
 
-    setThisMachineRefiner({});
+    setThisMachineProvider({});
     auto plain = loadPreset("this-machine");
     QVERIFY(plain.isOk());
     QVERIFY(plain->description.find("every op class gets the FMA peak") != std::string::npos);

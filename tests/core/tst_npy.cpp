@@ -230,7 +230,7 @@ class TestNpy : public QObject {
     QVERIFY(!fs::exists(dir + "/bf.npy"));
   }
 
-  /// Output names become file names as scripts/ort/run.js makes them.
+  /// Output names become file names as scripts/ort/run.py makes them.
   void fileNames() {
     QCOMPARE(npyFileName("Plus214_Output_0"), std::string("Plus214_Output_0.npy"));
     QCOMPARE(npyFileName("a.b-c_d"), std::string("a.b-c_d.npy"));

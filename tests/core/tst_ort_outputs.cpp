@@ -1,6 +1,7 @@
 // The CPU runtime against ONNX Runtime on the shared real models: the same seeded random input (.npy)
-// goes through `node scripts/ort/run.js` (onnxruntime-node, CPU) and through `partex-cli execute` with
-// a single-device plan (everything on core0), and every output must agree within 1e-4 relative:
+// goes through `PYTHON scripts/ort/run.py` (ONNX Runtime 1.30.0 from PyPI, CPU execution provider, in
+// the venv of scripts/ort/install.sh) and through `partex-cli execute` with a single-device plan
+// (everything on core0), and every output must agree within 1e-4 relative:
 //   |a - b| <= tol * max(|b|, floor),  tol = 1e-4,  floor = 1e-3 * max |b| over the output tensor.
 // The floor: float32 sums in another order (oneDNN and MLAS block and vectorise differently) differ by
 // a few ulp of the terms' magnitude, not of the result's, so an element that cancels to near zero has
@@ -11,10 +12,11 @@
 // --opt all against --opt disabled, on the same input: rounding accumulated through a deep network),
 // no implementation can meet 1e-4, and the tolerance of that output becomes 3 times ORT's own spread;
 // the test says so. On the shared models this happens for yolox_nano only (docs/design-decisions.md).
-// Skips (the whole test) without the shared models, node or onnxruntime-node (scripts/ort/install.sh).
+// Skips (the whole test) without the shared models or without the venv's python and its onnxruntime
+// (scripts/ort/install.sh; $PARTEX_ORT_VENV, default ~/.local/share/partex/ort-venv).
 
+#include <QDir>
 #include <QProcess>
-#include <QStandardPaths>
 #include <QtTest>
 
 #include <algorithm>
@@ -33,12 +35,19 @@ constexpr double kRtol = 1e-4;
 constexpr double kFloorOfMax = 1e-3;
 constexpr double kSpreadFactor = 3.0;
 
-/// scripts/ort/run.js in the source tree (tests/data is two levels below the root).
-QString runJs() {
-  return QString::fromStdString((std::filesystem::path(test::testDataDir()) / ".." / ".." / "scripts" / "ort" /
-                                 "run.js")
-                                    .lexically_normal()
-                                    .string());
+/// scripts/ort/run.py in the source tree (tests/data is two levels below the root).
+QString runPy() {
+  return QString::fromStdString(
+      (std::filesystem::path(test::testDataDir()) / ".." / ".." / "scripts" / "ort" / "run.py")
+          .lexically_normal()
+          .string());
+}
+
+/// The interpreter of the venv that scripts/ort/install.sh makes: $PARTEX_ORT_VENV/bin/python, else
+/// ~/.local/share/partex/ort-venv/bin/python.
+QString venvPython() {
+  const QString venv = qEnvironmentVariable("PARTEX_ORT_VENV");
+  return (venv.isEmpty() ? QDir::homePath() + "/.local/share/partex/ort-venv" : venv) + "/bin/python";
 }
 
 struct Proc {
@@ -100,13 +109,16 @@ class TestOrtOutputs : public QObject {
  private slots:
   void initTestCase() {
     // Prerequisites, once for the whole test: without them every row would skip for the same reason.
-    if (test::sharedModelsDir().empty()) QSKIP("../shared/models is absent: the comparison with ONNX Runtime is skipped");
-    node_ = QStandardPaths::findExecutable("node");
-    if (node_.isEmpty()) QSKIP("node is not installed: the comparison with ONNX Runtime is skipped");
-    if (!QFileInfo::exists(runJs())) QSKIP("scripts/ort/run.js not found");
-    const Proc probe = run(node_, {runJs()});  // no model: exit 3 when onnxruntime-node is absent, else 2
+    if (test::sharedModelsDir().empty())
+      QSKIP("../shared/models is absent: the comparison with ONNX Runtime is skipped");
+    python_ = venvPython();
+    if (!QFileInfo(python_).isExecutable())
+      QSKIP(qPrintable(python_ + " is absent (scripts/ort/install.sh makes the venv): the comparison with ONNX "
+                                 "Runtime is skipped"));
+    QVERIFY2(QFileInfo::exists(runPy()), qPrintable(runPy() + " not found"));
+    const Proc probe = run(python_, {runPy()});  // no model: exit 3 when onnxruntime is not importable, else 2
     if (probe.code == 3)
-      QSKIP(qPrintable("onnxruntime-node is not installed (scripts/ort/install.sh): " +
+      QSKIP(qPrintable("ONNX Runtime is not installed in the venv (scripts/ort/install.sh): " +
                        QString::fromUtf8(probe.err).trimmed()));
     QVERIFY2(probe.code == 2, probe.err.constData());
   }
@@ -117,10 +129,10 @@ class TestOrtOutputs : public QObject {
     // Every shared model but the PP-OCR detector: on a random input its output (a sigmoid map) is
     // below 1e-3 everywhere, where ONNX Runtime's logistic approximation is only good to about 1e-7
     // absolute (its own --opt levels differ by 35% relative there): no reference at 1e-4.
-    for (const char* f : {"mnist.onnx", "light_squeezenet.onnx", "light_shufflenet.onnx",
-                          "Ultraface.version-RFB-320.onnx", "yolox_nano.onnx", "light_resnet50.onnx",
-                          "light_inception_v1.onnx", "light_inception_v2.onnx", "light_densenet121.onnx",
-                          "light_bvlc_alexnet.onnx", "light_zfnet512.onnx", "light_vgg19.onnx"})
+    for (const char* f :
+         {"mnist.onnx", "light_squeezenet.onnx", "light_shufflenet.onnx", "Ultraface.version-RFB-320.onnx",
+          "yolox_nano.onnx", "light_resnet50.onnx", "light_inception_v1.onnx", "light_inception_v2.onnx",
+          "light_densenet121.onnx", "light_bvlc_alexnet.onnx", "light_zfnet512.onnx", "light_vgg19.onnx"})
       QTest::newRow(f) << f << QStringList();
     QTest::newRow("ch_ppocr_mobile_v2.0_cls_infer.onnx")
         << "ch_ppocr_mobile_v2.0_cls_infer.onnx" << QStringList{"x:0=1", "x:2=48", "x:3=192"};
@@ -158,9 +170,9 @@ class TestOrtOutputs : public QObject {
     const QString m = QString::fromStdString(model), d = QString::fromStdString(dir);
 
     for (const char* level : {"all", "disabled"}) {
-      const Proc ort = run(node_, QStringList{runJs(), m, "--opt", level} + inputArgs + dimArgs +
-                                      QStringList{"--outputs", d + "/ort-" + level});
-      QVERIFY2(ort.code == 0, ("run.js: " + ort.err).constData());
+      const Proc ort = run(python_, QStringList{runPy(), m, "--opt", level} + inputArgs + dimArgs +
+                                        QStringList{"--outputs", d + "/ort-" + level});
+      QVERIFY2(ort.code == 0, ("run.py: " + ort.err).constData());
     }
     auto plan = test::runCli(QStringList{"schedule", m, "-p", "this-machine", "--algo", "single", "--param",
                                          "device=core0", "-o", d + "/plan.json"} +
@@ -186,9 +198,10 @@ class TestOrtOutputs : public QObject {
       const double tol = spread > kRtol ? kSpreadFactor * spread : kRtol;
       widest = std::max(widest, tol);
       if (tol > kRtol)
-        qInfo("%s: output '%s': ONNX Runtime's own results differ by %.3g relative (--opt all against disabled): "
-              "tolerance %.3g",
-              qPrintable(file), name.c_str(), spread, tol);
+        qInfo(
+            "%s: output '%s': ONNX Runtime's own results differ by %.3g relative (--opt all against disabled): "
+            "tolerance %.3g",
+            qPrintable(file), name.c_str(), spread, tol);
       const std::string why = compare(*got, *want, tol, worst);
       QVERIFY2(why.empty(), ("output '" + name + "': " + why).c_str());
     }
@@ -197,7 +210,7 @@ class TestOrtOutputs : public QObject {
   }
 
  private:
-  QString node_;
+  QString python_;
 };
 
 QTEST_GUILESS_MAIN(TestOrtOutputs)
