@@ -223,6 +223,7 @@ struct Cell {
 struct ModelRow {
   ModelCase mc;
   std::string path, dims, stem, label;
+  std::string inputs;  ///< " --input NAME=FILE" for each of a suite model's fixed inputs (execute and run.py).
   Cell core0, ort1, best, ort2;
   std::string core0Plan;  ///< Set once the core0 plan is scheduled.
   std::optional<double> partexRss, ortRss, paramBytes, activationBytes;
@@ -347,6 +348,16 @@ bool readSuite(const std::string& dir, ModelSet& set, std::string& error) {
     r.mc = mc;
     r.label = mc.label;
     r.path = (fs::path(dir) / mc.file).string();
+    // Inputs random values would break (a VAD's sample rate, token ids): .npy files beside the models.
+    if (m.contains("input_files")) {
+      const auto& f = m.at("input_files");
+      if (!f.is_object() || !std::all_of(f.begin(), f.end(), [](const nlohmann::json& x) { return x.is_string(); })) {
+        error = where + " (" + mc.label + "): field 'input_files' must map input names to .npy files";
+        return false;
+      }
+      for (const auto& [name, file] : f.items())
+        r.inputs += " --input " + quote(name + "=" + (fs::path(dir) / file.get<std::string>()).string());
+    }
     set.rows.push_back(r);
   }
   return true;
@@ -567,8 +578,8 @@ int main(int argc, char** argv) {
   };
   auto ort = [&](ModelRow& r, Cell& c, const std::string& prefix, int threads) {
     if (c.gaveUp) return;
-    const Proc p = run(prefix + quote(python) + " " + quote(script) + " " + quote(r.path) + r.dims + " --threads " +
-                           std::to_string(threads) + reps,
+    const Proc p = run(prefix + quote(python) + " " + quote(script) + " " + quote(r.path) + r.dims + r.inputs +
+                           " --threads " + std::to_string(threads) + reps,
                        errFile);
     if (p.rc != 0) {
       c.fail("ORT", p);
@@ -616,10 +627,10 @@ int main(int argc, char** argv) {
             r.core0.fail("schedule (core0)", p);
         }
         if (!r.core0Plan.empty() && !r.core0.gaveUp)
-          execute(
-              r, r.core0,
-              quote(cli) + " execute " + quote(r.path) + r.dims + " --plan " + quote(r.core0Plan) + reps + " --json",
-              true);
+          execute(r, r.core0,
+                  quote(cli) + " execute " + quote(r.path) + r.dims + r.inputs + " --plan " + quote(r.core0Plan) +
+                      reps + " --json",
+                  true);
         // ONNX Runtime, one thread pinned to core 0.
         ort(r, r.ort1, "taskset -c 0 ", 1);
         // The default flow: profile, schedule the best plan on that profile, execute it.
@@ -637,8 +648,8 @@ int main(int argc, char** argv) {
                        .rc != 0) {
           r.best.fail("schedule (best)", p);
         } else if (auto j = execute(r, r.best,
-                                    quote(cli) + " execute " + quote(r.path) + r.dims + " --plan " + quote(plan) +
-                                        " --profile " + quote(profile) + reps + " --json",
+                                    quote(cli) + " execute " + quote(r.path) + r.dims + r.inputs + " --plan " +
+                                        quote(plan) + " --profile " + quote(profile) + reps + " --json",
                                     false)) {
           if (r.best.ms.size() == 1 || r.best.ms.back() < r.bestRoundMs) {
             r.bestRoundMs = r.best.ms.back();
