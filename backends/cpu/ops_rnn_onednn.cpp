@@ -91,8 +91,11 @@ class OneDnnRnnKernel final : public OpKernel {
       const int64_t Gb = lbr_ ? 4 : G;
       auto src = memory::desc({T, N, I}, dt::f32, tag::tnc);
       auto iter = memory::desc({1, D, N, H}, dt::f32, tag::ldnc);
-      auto wl = memory::desc({1, D, I, G, H}, dt::f32, tag::any);
-      auto wi = memory::desc({1, D, H, G, H}, dt::f32, tag::any);
+      // Weights in plain ldigo, not tag::any: with any, oneDNN 2.6 picks its brgemm LSTM (blocked
+      // weights), which measured 1.2-2.5x slower on one core than the gemm-based implementation plain
+      // ldigo selects, from batch 1 (Silero VAD, ddddocr) to batch 64 (docs/design-decisions.md).
+      auto wl = memory::desc({1, D, I, G, H}, dt::f32, tag::ldigo);
+      auto wi = memory::desc({1, D, H, G, H}, dt::f32, tag::ldigo);
       auto bd = memory::desc({1, D, Gb, H}, dt::f32, tag::ldgo);
       auto dst = memory::desc({T, N, D * H}, dt::f32, tag::tnc);
       auto srcIter = h0 ? iter : memory::desc();
@@ -100,20 +103,20 @@ class OneDnnRnnKernel final : public OpKernel {
       const auto fwd = dnnl::prop_kind::forward_inference;
       if (cell_ == Cell::Lstm) {
         dnnl::lstm_forward::desc d(fwd, dir, src, srcIter, srcIterC, wl, wi, bd, dst, iter, iter);
-        auto pd = dnnl::lstm_forward::primitive_desc(d, scratchAttr(), engine());
-        setPrimitive(pd, dnnl::lstm_forward(pd));
+        dnnl::lstm_forward::primitive_desc pd(d, scratchAttr(), engine());
+        setPrimitive<dnnl::lstm_forward>(pd);
       } else if (cell_ == Cell::Gru && lbr_) {
         dnnl::lbr_gru_forward::desc d(fwd, dir, src, srcIter, wl, wi, bd, dst, iter);
-        auto pd = dnnl::lbr_gru_forward::primitive_desc(d, scratchAttr(), engine());
-        setPrimitive(pd, dnnl::lbr_gru_forward(pd));
+        dnnl::lbr_gru_forward::primitive_desc pd(d, scratchAttr(), engine());
+        setPrimitive<dnnl::lbr_gru_forward>(pd);
       } else if (cell_ == Cell::Gru) {
         dnnl::gru_forward::desc d(fwd, dir, src, srcIter, wl, wi, bd, dst, iter);
-        auto pd = dnnl::gru_forward::primitive_desc(d, scratchAttr(), engine());
-        setPrimitive(pd, dnnl::gru_forward(pd));
+        dnnl::gru_forward::primitive_desc pd(d, scratchAttr(), engine());
+        setPrimitive<dnnl::gru_forward>(pd);
       } else {
         dnnl::vanilla_rnn_forward::desc d(fwd, dnnl::algorithm::eltwise_tanh, dir, src, srcIter, wl, wi, bd, dst, iter);
-        auto pd = dnnl::vanilla_rnn_forward::primitive_desc(d, scratchAttr(), engine());
-        setPrimitive(pd, dnnl::vanilla_rnn_forward(pd));
+        dnnl::vanilla_rnn_forward::primitive_desc pd(d, scratchAttr(), engine());
+        setPrimitive<dnnl::vanilla_rnn_forward>(pd);
       }
       key_ = key;
     }
@@ -167,8 +170,9 @@ class OneDnnRnnKernel final : public OpKernel {
   }
 
  private:
-  template <class PD, class P>
-  void setPrimitive(const PD& pd, P prim) {
+  template <class P, class PD>
+  void setPrimitive(PD pd) {
+    P prim(pd);
     wlDesc_ = pd.weights_layer_desc();
     wiDesc_ = pd.weights_iter_desc();
     prim_ = std::move(prim);
