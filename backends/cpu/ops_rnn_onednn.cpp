@@ -12,8 +12,8 @@
 //   the 3rd is Wbh alone.
 // Reordered weights and bias are cached while the same storage (and contents sample) is passed.
 // What oneDNN has no form for (other activations, clip, input_forget, peepholes, layout = 1) runs the
-// plain kernel. sequence_lens is accepted where oneDNN runs the node, and must equal T for every batch
-// entry (neither kernel implements shorter sequences: an error names it).
+// plain kernel, and so does a run whose sequence_lens is shorter than T for some batch entry (equal to T
+// everywhere, it changes nothing).
 
 #include <cstring>
 
@@ -27,13 +27,16 @@ enum class Cell { Rnn, Gru, Lstm };
 
 class OneDnnRnnKernel final : public OpKernel {
  public:
-  OneDnnRnnKernel(const Node& n, Cell cell)
-      : cell_(cell),
+  OneDnnRnnKernel(const Node& n, Cell cell, std::unique_ptr<OpKernel> plain)
+      : plain_(std::move(plain)),
+        seqLensInput_(hasIn(n, 4)),
+        cell_(cell),
         hidden_(n.attrInt("hidden_size", 0)),
         lbr_(cell == Cell::Gru && n.attrInt("linear_before_reset", 0) != 0),
         dir_(n.attrString("direction", "forward")) {}
 
-  bool keepsCopy(size_t i) const override { return wl_.mem && (i == 1 || i == 2 || i == 3); }
+  /// Not with sequence_lens: a run with shorter sequences needs W, R and B for the plain kernel.
+  bool keepsCopy(size_t i) const override { return wl_.mem && !seqLensInput_ && (i == 1 || i == 2 || i == 3); }
   void releaseCaches() override {
     wl_ = WeightCache();
     wi_ = WeightCache();
@@ -42,7 +45,7 @@ class OneDnnRnnKernel final : public OpKernel {
     key_.clear();
   }
 
-  Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+  Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
     if (auto e = expectInput(in, 0, "X"); !e.empty()) return Error{e};
     auto opt = [&](size_t i) -> const Tensor* { return i < in.size() && in[i] && !in[i]->empty() ? in[i] : nullptr; };
     const Tensor& X = *in[0];
@@ -79,7 +82,7 @@ class OneDnnRnnKernel final : public OpKernel {
     if (const Tensor* sl = opt(4)) {  // equal to T everywhere: the same as omitted
       if (sl->dtype() != DType::Int32 || sl->numElements() != N) return makeError("sequence_lens does not match");
       for (int64_t n = 0; n < N; ++n)
-        if (sl->data<int32_t>()[n] != T) return makeError("sequence_lens shorter than the sequence is not supported");
+        if (sl->data<int32_t>()[n] != T) return plain_->run(ctx, in, out);
     }
 
     // The primitive, for these shapes and the initial states given.
@@ -230,6 +233,8 @@ class OneDnnRnnKernel final : public OpKernel {
     }
   }
 
+  std::unique_ptr<OpKernel> plain_;  ///< For sequences shorter than T.
+  bool seqLensInput_;
   Cell cell_;
   int64_t hidden_;
   bool lbr_;
@@ -260,24 +265,19 @@ void addOneDnnRnnOps(std::vector<OpEntry>& t) {
   for (auto [op, cell] : {std::pair{"RNN", Cell::Rnn}, std::pair{"GRU", Cell::Gru}, std::pair{"LSTM", Cell::Lstm}}) {
     const Cell c = cell;
     const std::string type = op;
-    // The plain entry's check: what it accepts, this entry runs (through oneDNN or the plain kernel);
-    // sequence_lens too where oneDNN runs the node (run() checks its values).
+    // The plain entry's check: what it accepts, this entry runs (through oneDNN or the plain kernel).
     t.push_back({type,
                  [type](const Graph& g, const Node& n) {
                    const OpEntry* plain = findPlainEntry(n);
                    if (!plain) return "no " + type + " kernel";
-                   if (!hasIn(n, 4) || !oneDnnCanRun(n)) return plain->check(g, n);
-                   Node without = n;
-                   without.inputs[4] = kNone;
-                   return plain->check(g, without);
+                   return plain->check(g, n);
                  },
                  [c](const Graph& g, const Node& n) -> Result<std::unique_ptr<OpKernel>> {
-                   if (!oneDnnCanRun(n)) {
-                     const OpEntry* plain = findPlainEntry(n);
-                     if (!plain) return Error{"no plain kernel"};
-                     return plain->make(g, n);
-                   }
-                   return std::unique_ptr<OpKernel>(std::make_unique<OneDnnRnnKernel>(n, c));
+                   const OpEntry* entry = findPlainEntry(n);
+                   if (!entry) return Error{"no plain kernel"};
+                   auto plain = entry->make(g, n);
+                   if (!plain || !oneDnnCanRun(n)) return plain;
+                   return std::unique_ptr<OpKernel>(std::make_unique<OneDnnRnnKernel>(n, c, std::move(*plain)));
                  }});
   }
 }

@@ -2,11 +2,13 @@
 // backends/cpu/ops_rnn_onednn.cpp) against the plain kernels (core/kernels/ops_rnn.cpp, which ONNX's
 // conformance cases check): random shapes, every direction, batch > 1, initial states, bias or none, all
 // outputs, within 1e-4 relative. Also: weights changed between runs, weights given up (keepsCopy),
-// sequence_lens, and what still runs the plain kernel (cpu::runPlainKernel).
+// sequence_lens (shorter sequences against runs on the truncated sequences), and what still runs the
+// plain kernel (cpu::runPlainKernel).
 
 #include <QtTest>
 
 #include <cmath>
+#include <cstring>
 
 #include "backend/backend.h"
 #include "cpu/cpu_backend.h"
@@ -205,8 +207,8 @@ class TestCpuRnn : public QObject {
     QVERIFY2(diff.empty(), diff.c_str());
   }
 
-  /// sequence_lens equal to T everywhere is the same as omitted; shorter is a one-line error.
-  void sequenceLens() {
+  /// sequence_lens equal to T everywhere is the same as omitted.
+  void sequenceLensFull() {
     const Case c{"GRU", "bidirectional", 5, 3, 4, 6, true, true};
     const Graph g = rnnGraph(c, true);
     auto cpu = makeCpuBackend();
@@ -217,14 +219,77 @@ class TestCpuRnn : public QObject {
     auto ins = randomInputs(g, c.T, 3);
     std::vector<Tensor> got, want;
     QVERIFY((*k)->run(pointers(ins), got).isOk());
-    std::vector<Tensor> noLens = randomInputs(g, c.T, 3);
-    noLens[4] = Tensor();
-    const Graph plain = rnnGraph(c, false);
-    QVERIFY(cpu::runPlainKernel(plain, 0, pointers(noLens), want).isOk());
+    ins[4] = Tensor();
+    QVERIFY(cpu::runPlainKernel(rnnGraph(c, false), 0, pointers(ins), want).isOk());
     const std::string diff = compare(got, want, 2);
     QVERIFY2(diff.empty(), diff.c_str());
-    ins[4].data<int32_t>()[1] = 3;
+  }
+
+  void sequenceLensShorter_data() {
+    QTest::addColumn<QString>("op");
+    QTest::addColumn<QString>("direction");
+    QTest::newRow("GRU bidirectional") << "GRU"
+                                       << "bidirectional";
+    QTest::newRow("LSTM reverse") << "LSTM"
+                                  << "reverse";
+    QTest::newRow("LSTM forward") << "LSTM"
+                                  << "forward";
+  }
+  /// Shorter sequences (L = 5, 3, 0, 1 of T 5): batch entry n gives what a run on its first L[n] steps
+  /// alone gives, Y is zero after them, and Y_h / Y_c are zero for L = 0 (as ONNX Runtime gives).
+  void sequenceLensShorter() {
+    QFETCH(QString, op);
+    QFETCH(QString, direction);
+    const Case c{op.toStdString(), direction.toStdString(), 5, 4, 3, 6, true, true};
+    const int64_t D = c.direction == "bidirectional" ? 2 : 1, T = c.T, N = c.N, I = c.I, H = c.H;
+    const Graph g = rnnGraph(c, true);
+    auto k = makeCpuBackend()->prepare(g, 0, "cpu-serial");
+    QVERIFY2(k.isOk(), k.message().c_str());
+    auto ins = randomInputs(g, T, 21);
+    const int32_t lens[4] = {5, 3, 0, 1};
+    for (int64_t n = 0; n < N; ++n) ins[4].data<int32_t>()[n] = lens[n];
+    std::vector<Tensor> got;
     Status s = (*k)->run(pointers(ins), got);
+    QVERIFY2(s.isOk(), s.message().c_str());
+    const size_t nOut = c.op == "LSTM" ? 3 : 2;
+    QVERIFY(got.size() >= nOut);
+    for (int64_t n = 0; n < N; ++n) {
+      const int64_t L = lens[n];
+      std::vector<Tensor> want;
+      if (L > 0) {  // entry n alone, its first L steps, no sequence_lens
+        Case one = c;
+        one.T = L;
+        one.N = 1;
+        std::vector<Tensor> sub = randomInputs(rnnGraph(one, false), L, 99);
+        for (int64_t t = 0; t < L; ++t)
+          std::memcpy(sub[0].data<float>() + t * I, ins[0].data<float>() + (t * N + n) * I, sizeof(float) * I);
+        for (size_t i = 1; i < 4; ++i) sub[i] = ins[i];
+        for (size_t i = 5; i < ins.size(); ++i)
+          for (int64_t d = 0; d < D; ++d)
+            std::memcpy(sub[i].data<float>() + d * H, ins[i].data<float>() + (d * N + n) * H, sizeof(float) * H);
+        s = cpu::runPlainKernel(rnnGraph(one, false), 0, pointers(sub), want);
+        QVERIFY2(s.isOk(), s.message().c_str());
+      }
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t d = 0; d < D; ++d)
+          for (int64_t h = 0; h < H; ++h) {
+            const float y = got[0].data<float>()[((t * D + d) * N + n) * H + h];
+            const float e = t < L ? want[0].data<float>()[(t * D + d) * H + h] : 0.0f;
+            QVERIFY2(std::abs(y - e) <= 1e-6 + 1e-4 * std::abs(e),
+                     qPrintable(QString("Y t %1 d %2 n %3: %4, expected %5").arg(t).arg(d).arg(n).arg(y).arg(e)));
+          }
+      for (size_t o = 1; o < nOut; ++o)
+        for (int64_t d = 0; d < D; ++d)
+          for (int64_t h = 0; h < H; ++h) {
+            const float y = got[o].data<float>()[(d * N + n) * H + h];
+            const float e = L > 0 ? want[o].data<float>()[d * H + h] : 0.0f;
+            QVERIFY2(std::abs(y - e) <= 1e-6 + 1e-4 * std::abs(e),
+                     qPrintable(QString("output %1 d %2 n %3: %4, expected %5").arg(o).arg(d).arg(n).arg(y).arg(e)));
+          }
+    }
+    // Out of range: a one-line error.
+    ins[4].data<int32_t>()[0] = 6;
+    s = (*k)->run(pointers(ins), got);
     QVERIFY(!s.isOk());
     QVERIFY2(s.message().find("sequence_lens") != std::string::npos, s.message().c_str());
     QVERIFY(s.message().find('\n') == std::string::npos);
