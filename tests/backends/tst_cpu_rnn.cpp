@@ -185,6 +185,7 @@ class TestCpuRnn : public QObject {
       const std::string diff = compare(got, want, nOut);
       QVERIFY2(diff.empty(), diff.c_str());
     }
+    QVERIFY((*k)->keepsCopy(1));  // oneDNN ran it (the plain kernel keeps no copies)
   }
 
   /// Weights given up after the first run (keepsCopy) give the same outputs from the cached copies.
@@ -295,6 +296,23 @@ class TestCpuRnn : public QObject {
     QVERIFY(s.message().find('\n') == std::string::npos);
   }
 
+  /// The default activations spelled out (as tf2onnx writes them) still run oneDNN: the result matches
+  /// the plain kernel and the weights are kept (keepsCopy, which only the oneDNN kernel does).
+  void defaultActivationsSpelledOut() {
+    const Case c{"LSTM", "bidirectional", 4, 2, 3, 5, true, true};
+    const std::vector<std::string> acts{"Sigmoid", "Tanh", "Tanh", "Sigmoid", "Tanh", "Tanh"};
+    const Graph g = rnnGraph(c, false, {{"activations", Attribute{acts}}});
+    auto k = makeCpuBackend()->prepare(g, 0, "cpu-serial");
+    QVERIFY2(k.isOk(), k.message().c_str());
+    const auto ins = randomInputs(g, c.T, 13);
+    std::vector<Tensor> got, want;
+    QVERIFY((*k)->run(pointers(ins), got).isOk());
+    QVERIFY((*k)->keepsCopy(1));
+    QVERIFY(cpu::runPlainKernel(g, 0, pointers(ins), want).isOk());
+    const std::string diff = compare(got, want, 3);
+    QVERIFY2(diff.empty(), diff.c_str());
+  }
+
   /// What oneDNN's cells have no form for (clip here) still runs, through the plain kernel.
   void clipRunsPlainKernel() {
     const Case c{"LSTM", "forward", 4, 2, 3, 5, true, false};
@@ -304,6 +322,7 @@ class TestCpuRnn : public QObject {
     const auto ins = randomInputs(g, c.T, 11);
     std::vector<Tensor> got, want, unclipped;
     QVERIFY((*k)->run(pointers(ins), got).isOk());
+    QVERIFY(!(*k)->keepsCopy(1));  // the plain kernel ran it
     QVERIFY(cpu::runPlainKernel(g, 0, pointers(ins), want).isOk());
     QVERIFY(compare(got, want, 3).empty());
     // The clip matters for these inputs: without it the cell state differs.
