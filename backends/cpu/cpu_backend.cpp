@@ -17,6 +17,7 @@ const std::vector<OpEntry>& opTable() {
   static const std::vector<OpEntry> table = [] {
     std::vector<OpEntry> t;
     addOneDnnOps(t);
+    addOneDnnRnnOps(t);
     const auto& plain = plainOpTable();
     t.insert(t.end(), plain.begin(), plain.end());
     return t;

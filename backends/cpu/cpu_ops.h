@@ -21,5 +21,7 @@ Result<std::unique_ptr<OpKernel>> makeFusedKernel(const Graph& g, const std::vec
 /// The backend's table: addOneDnnOps() entries, then plainOpTable(); the first entry of a type wins.
 const std::vector<OpEntry>& opTable();
 void addOneDnnOps(std::vector<OpEntry>& table);
+/// LSTM, GRU and RNN through oneDNN's RNN primitives (ops_rnn_onednn.cpp).
+void addOneDnnRnnOps(std::vector<OpEntry>& table);
 
 }  // namespace partex::cpu

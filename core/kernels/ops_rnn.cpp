@@ -1,6 +1,9 @@
 // Recurrent layers (RNN, GRU, LSTM) in plain C++ with OpenMP over the batch: forward, reverse and
-// bidirectional, both layouts, clip, peepholes, GRU's linear_before_reset. Custom activations,
-// sequence_lens and LSTM's input_forget are declined by the check.
+// bidirectional, both layouts, clip, peepholes, GRU's linear_before_reset, sequence_lens. Custom
+// activations and LSTM's input_forget are declined by the check.
+// sequence_lens as ONNX Runtime reads it: batch entry n runs its first L[n] steps (a reverse direction
+// starts at step L[n] - 1), Y is zero from step L[n] on, Y_h / Y_c are the state after its last step,
+// and zero where L[n] is 0.
 
 #include <algorithm>
 #include <cmath>
@@ -36,6 +39,7 @@ class RnnKernel final : public OpKernel {
     const Tensor& R = *in[2];
     auto opt = [&](size_t i) -> const Tensor* { return i < in.size() && in[i] && !in[i]->empty() ? in[i] : nullptr; };
     const Tensor* B = opt(3);
+    const Tensor* seqLens = opt(4);
     const Tensor* h0 = opt(5);
     const Tensor* c0 = cell_ == Cell::Lstm ? opt(6) : nullptr;
     const Tensor* P = cell_ == Cell::Lstm ? opt(7) : nullptr;
@@ -52,6 +56,16 @@ class RnnKernel final : public OpKernel {
     if (h0 && h0->numElements() != dirs * N * H) return makeError("initial_h does not match");
     if (c0 && c0->numElements() != dirs * N * H) return makeError("initial_c does not match");
     if (P && P->numElements() != dirs * 3 * H) return makeError("P does not match");
+    std::vector<int64_t> lens(static_cast<size_t>(N), T);
+    if (seqLens) {
+      if (seqLens->dtype() != DType::Int32 || seqLens->numElements() != N)
+        return makeError("sequence_lens ", seqLens->describe(), " does not match the batch");
+      for (int64_t n = 0; n < N; ++n) {
+        const int32_t l = seqLens->data<int32_t>()[n];
+        if (l < 0 || l > T) return makeError("sequence_lens ", std::to_string(l), " outside 0..", std::to_string(T));
+        lens[static_cast<size_t>(n)] = l;
+      }
+    }
     out.resize(cell_ == Cell::Lstm ? 3 : 2);
     std::vector<int64_t> yShape = layout_ ? std::vector<int64_t>{N, T, dirs, H} : std::vector<int64_t>{T, dirs, N, H};
     std::vector<int64_t> hShape = layout_ ? std::vector<int64_t>{N, dirs, H} : std::vector<int64_t>{dirs, N, H};
@@ -81,12 +95,18 @@ class RnnKernel final : public OpKernel {
       if (c0) std::memcpy(c.data(), ptr<float>(*c0) + d * N * H, static_cast<size_t>(N * H) * sizeof(float));
       std::vector<float> hn(h.size());
       for (int64_t s = 0; s < T; ++s) {
-        const int64_t t = reverse ? T - 1 - s : s;
         parallelChunks(
             ctx, N,
             [&](int64_t b0, int64_t e0) {
               std::vector<float> xg(static_cast<size_t>(G * H)), hg(static_cast<size_t>(G * H));
               for (int64_t n = b0; n < e0; ++n) {
+                const int64_t len = lens[static_cast<size_t>(n)];
+                if (s >= len) {  // past this entry's sequence: Y zero there, the state kept
+                  std::memset(yAt(s, d, n), 0, static_cast<size_t>(H) * sizeof(float));
+                  std::memcpy(hn.data() + n * H, h.data() + n * H, static_cast<size_t>(H) * sizeof(float));
+                  continue;
+                }
+                const int64_t t = reverse ? len - 1 - s : s;
                 const float* xt = xAt(t, n);
                 const float* hp = h.data() + n * H;
                 for (int64_t j = 0; j < G * H; ++j) {
@@ -143,6 +163,10 @@ class RnnKernel final : public OpKernel {
         std::swap(h, hn);
       }
       for (int64_t n = 0; n < N; ++n) {
+        if (lens[static_cast<size_t>(n)] == 0) {  // no step: zero states, as ONNX Runtime gives
+          std::fill_n(h.data() + n * H, H, 0.0f);
+          std::fill_n(c.data() + n * H, H, 0.0f);
+        }
         std::memcpy(hAt(out[1], d, n), h.data() + n * H, static_cast<size_t>(H) * sizeof(float));
         if (cell_ == Cell::Lstm)
           std::memcpy(hAt(out[2], d, n), c.data() + n * H, static_cast<size_t>(H) * sizeof(float));
@@ -162,7 +186,6 @@ class RnnKernel final : public OpKernel {
 
 std::string checkRnn(const Graph& g, const Node& n, Cell cell) {
   if (auto e = checkDTypes(g, n, {DType::Float32, DType::Int32}); !e.empty()) return e;
-  if (hasIn(n, 4)) return "sequence_lens is not supported";
   if (n.attrInt("input_forget", 0) != 0) return "input_forget is not supported";
   const std::string dir = n.attrString("direction", "forward");
   if (dir != "forward" && dir != "reverse" && dir != "bidirectional") return "direction " + dir;
