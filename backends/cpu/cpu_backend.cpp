@@ -19,6 +19,8 @@ const std::vector<OpEntry>& opTable() {
     addOneDnnOps(t);
     const auto& plain = plainOpTable();
     t.insert(t.end(), plain.begin(), plain.end());
+    addControlFlowOps(t);
+    addEinsumOps(t);
     return t;
   }();
   return table;
