@@ -465,10 +465,24 @@ void convertAttributes(const onnx::NodeProto& node, Node& out) {
       case AP::STRING:
         at.value = a.s();
         break;
-      case AP::TENSOR:
-        at.value = Attribute::TensorInfo{onnximp::dtypeFromOnnx(a.t().data_type()),
-                                         std::vector<int64_t>(a.t().dims().begin(), a.t().dims().end())};
+      case AP::TENSOR: {
+        const DType dt = onnximp::dtypeFromOnnx(a.t().data_type());
+        std::vector<int64_t> dims(a.t().dims().begin(), a.t().dims().end());
+        // A one-element tensor (ConstantOfShape's value) keeps its element too, as "partex.NAME.scalar":
+        // a ConstantOfShape that is not folded (its shape computed at run time, as in a loop body) runs.
+        if (shapeElements(dims) == 1 && tensorDTypeSupported(dt))
+          if (auto data = onnximp::decodeTensorData(a.t()); data && *data)
+            if (auto t = Tensor::alias(dt, dims, *data); t) {
+              Attribute sc;
+              if (dt == DType::Float32 || dt == DType::Float64 || dt == DType::Float16 || dt == DType::BFloat16)
+                sc.value = t->valueAsDouble(0);
+              else
+                sc.value = t->valueAsInt(0);
+              out.attrs["partex." + a.name() + ".scalar"] = std::move(sc);
+            }
+        at.value = Attribute::TensorInfo{dt, std::move(dims)};
         break;
+      }
       case AP::SPARSE_TENSOR:
         at.value = Attribute::TensorInfo{
             onnximp::dtypeFromOnnx(a.sparse_tensor().values().data_type()),
@@ -681,7 +695,8 @@ void GraphBuilder::completeLoopShapes(const onnx::NodeProto& node, const std::ve
       t.dims = out.shape;
     } else {
       const Val* trips = ins.empty() || ins[0] < 0 ? nullptr : &vals_[static_cast<size_t>(ins[0])];
-      const std::vector<int64_t> tripCount = trips && trips->isConst && trips->c ? trips->c->ints() : std::vector<int64_t>{};
+      const std::vector<int64_t> tripCount =
+          trips && trips->isConst && trips->c ? trips->c->ints() : std::vector<int64_t>{};
       const bool fixed = tripCount.size() == 1 && tripCount[0] >= 0 && (ins.size() < 2 || ins[1] < 0);
       if (!fixed) {
         ctx_.warn("loop:" + node.name(), "Loop '" + node.name() +
