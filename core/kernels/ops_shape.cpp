@@ -1042,7 +1042,8 @@ Result<std::vector<int64_t>> relabeledShape(const Node& node, const std::vector<
   } else {  // Identity-like: Identity, Dropout
     shape = dims;
   }
-  if (shapeElements(shape) != numel) return makeError("cannot reshape ", shapeString(dims), " to ", shapeString(shape));
+  if (shapeElements(shape) != numel)
+    return makeError("cannot reshape ", shapeString(dims), " to ", shapeString(shape));
   return shape;
 }
 

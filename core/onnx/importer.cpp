@@ -695,8 +695,7 @@ void GraphBuilder::completeLoopShapes(const onnx::NodeProto& node, const std::ve
       t.dims = out.shape;
     } else {
       const Val* trips = ins.empty() || ins[0] < 0 ? nullptr : &vals_[static_cast<size_t>(ins[0])];
-      const std::vector<int64_t> tripCount =
-          trips && trips->isConst && trips->c ? trips->c->ints() : std::vector<int64_t>{};
+      const std::vector<int64_t> tripCount = trips && trips->isConst && trips->c ? trips->c->ints() : std::vector<int64_t>{};
       const bool fixed = tripCount.size() == 1 && tripCount[0] >= 0 && (ins.size() < 2 || ins[1] < 0);
       if (!fixed) {
         ctx_.warn("loop:" + node.name(), "Loop '" + node.name() +
