@@ -465,6 +465,52 @@ std::string withLoop() {
   return m.bytes();
 }
 
+std::string withControlFlow() {
+  Model m;
+  addInput(m.g, "x", kFloat, {2, 3});
+  addInput(m.g, "cond", kBool, {});
+  addInput(m.g, "n", kInt64, {});
+  addInitFloat(m.g, "w", {3}, 0.25f);
+  addNode(m.g, "Mul", {"x", "x"}, {"a"}, "square");
+  // If: both branches read outer values ('a' computed, 'w' a weight, 'x' an input).
+  auto* ifNode = addNode(m.g, "If", {"cond"}, {"y_if"}, "choose");
+  auto* thenG = addGraphAttr(ifNode, "then_branch");
+  addNode(thenG, "Add", {"a", "w"}, {"t_out"}, "then_add");
+  addOutput(thenG, "t_out", kFloat, {2, 3});
+  auto* elseG = addGraphAttr(ifNode, "else_branch");
+  addNode(elseG, "Sub", {"x", "a"}, {"e_out"}, "else_sub");
+  addOutput(elseG, "e_out", kFloat, {2, 3});
+  // Loop: n iterations (no condition input), carried 's', scan output 'u' per iteration; the body holds
+  // an If of its own whose branches read the body's weight 'half', its value 'f' and the outer 'a'.
+  auto* loop = addNode(m.g, "Loop", {"n", "", "x"}, {"s_final", "scans"}, "iterate");
+  auto* body = addGraphAttr(loop, "body");
+  addInput(body, "i", kInt64, {});
+  addInput(body, "c_in", kBool, {});
+  addInput(body, "s_in", kFloat, {2, 3});
+  addInitFloat(body, "half", {}, 0.5f);
+  addInitInt64(body, "one", {}, {1});
+  auto* cast = addNode(body, "Cast", {"i"}, {"f"}, "to_float");
+  addAttr(cast, "to", int64_t{kFloat});
+  addNode(body, "Add", {"s_in", "a"}, {"t"}, "add_outer");
+  addNode(body, "Greater", {"i", "one"}, {"late"}, "is_late");
+  auto* inner = addNode(body, "If", {"late"}, {"u"}, "inner_if");
+  auto* innerThen = addGraphAttr(inner, "then_branch");
+  addNode(innerThen, "Mul", {"t", "half"}, {"it_out"}, "halve");
+  addOutput(innerThen, "it_out", kFloat, {2, 3});
+  auto* innerElse = addGraphAttr(inner, "else_branch");
+  addNode(innerElse, "Add", {"t", "f"}, {"ie_out"}, "add_iteration");
+  addOutput(innerElse, "ie_out", kFloat, {2, 3});
+  addNode(body, "Identity", {"c_in"}, {"c_out"}, "keep_going");
+  addNode(body, "Identity", {"u"}, {"scan_u"}, "scan_copy");
+  addOutput(body, "c_out", kBool, {});
+  addOutput(body, "u", kFloat, {2, 3});
+  addOutput(body, "scan_u", kFloat, {2, 3});
+  addOutput(m.g, "y_if", kFloat, {2, 3});
+  addOutput(m.g, "s_final", kFloat, {2, 3});
+  addOutput(m.g, "scans", kFloat, {"trips", 2, 3});
+  return m.bytes();
+}
+
 std::string withUnknownDomain() {
   Model m;
   auto* o = m.m.add_opset_import();

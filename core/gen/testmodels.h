@@ -67,6 +67,12 @@ std::string withWeightData();
 std::string withIf();
 /// Loop (trip count 3) whose body adds the outer initializer 'w' to the carried value.
 std::string withLoop();
+/// Control flow with outer-scope reads (tests/backends/tst_cpu_controlflow.cpp checks it against values
+/// it computes): inputs x [2,3] float, cond bool, n int64; weight w [3] = 0.25; a = x*x.
+/// y_if = If(cond) then a + w else x - a. Loop(n) carries s (s0 = x): t = s + a; u = i > 1 ? t * half
+/// (a body weight, 0.5) : t + float(i), an If nested in the body; s = u; scans stacks every u.
+/// Outputs y_if, s_final [2,3] and scans [n,2,3].
+std::string withControlFlow();
 /// com.example::FancyOp between two Relus.
 std::string withUnknownDomain();
 /// Attention-like shape arithmetic: Shape -> Gather -> Unsqueeze -> Concat -> Reshape, plus

@@ -881,9 +881,17 @@ Status GraphBuilder::processNode(onnx::NodeProto& node) {
       }
     }
   }
-  if (node.op_type() == "Loop" && normDomain(node.domain()).empty())
+  if (node.op_type() == "Loop" && normDomain(node.domain()).empty()) {
     for (const auto& [name, body] : n.subgraphs)
       if (name == "body") completeLoopShapes(node, ins, *body, infos);
+    // The cost model (core/cost/work.cpp) multiplies the body's work by a constant trip count only.
+    const Val* trips = !ins.empty() && ins[0] >= 0 ? &vals_[static_cast<size_t>(ins[0])] : nullptr;
+    const std::vector<int64_t> count = trips && trips->isConst && trips->c ? trips->c->ints() : std::vector<int64_t>{};
+    if (count.size() != 1 || count[0] > (int64_t{1} << 31))
+      ctx_.warn(
+          "looptrips:" + node.name(),
+          "Loop '" + node.name() + "' has no constant trip count: its cost counts one iteration of its body" + where_);
+  }
   for (int i = 0; i < node.output_size(); ++i) {
     const std::string& name = node.output(i);
     if (name.empty()) {
