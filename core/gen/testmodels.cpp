@@ -505,9 +505,30 @@ std::string withControlFlow() {
   addOutput(body, "c_out", kBool, {});
   addOutput(body, "u", kFloat, {2, 3});
   addOutput(body, "scan_u", kFloat, {2, 3});
+  // A while loop (no trip count): k doubles while it stays below the outer weight 'limit'.
+  addInitFloat(m.g, "k0", {}, 1.0f);
+  addInitFloat(m.g, "limit", {}, 100.0f);
+  addInitFloat(m.g, "two", {}, 2.0f);
+  auto* cond0 = m.g->add_initializer();
+  cond0->set_name("go");
+  cond0->set_data_type(onnx::TensorProto::BOOL);
+  cond0->add_int32_data(1);
+  auto* whileLoop = addNode(m.g, "Loop", {"", "go", "k0"}, {"k_final", "ks"}, "double_until");
+  auto* wbody = addGraphAttr(whileLoop, "body");
+  addInput(wbody, "j", kInt64, {});
+  addInput(wbody, "go_in", kBool, {});
+  addInput(wbody, "k_in", kFloat, {});
+  addNode(wbody, "Mul", {"k_in", "two"}, {"k_out"}, "double");
+  addNode(wbody, "Less", {"k_out", "limit"}, {"go_out"}, "below_limit");
+  addNode(wbody, "Identity", {"k_out"}, {"k_scan"}, "record");
+  addOutput(wbody, "go_out", kBool, {});
+  addOutput(wbody, "k_out", kFloat, {});
+  addOutput(wbody, "k_scan", kFloat, {});
   addOutput(m.g, "y_if", kFloat, {2, 3});
   addOutput(m.g, "s_final", kFloat, {2, 3});
   addOutput(m.g, "scans", kFloat, {"trips", 2, 3});
+  addOutput(m.g, "k_final", kFloat, {});
+  addOutput(m.g, "ks", kFloat, {"doublings"});
   return m.bytes();
 }
 

@@ -39,6 +39,12 @@ Tensor scalarBool(bool v) {
   return std::move(*t);
 }
 
+/// The weights of `g` (their own data, as a run feeds them).
+void feedWeights(const Graph& g, std::map<ValueId, Tensor>& values) {
+  for (ValueId v = 0; v < static_cast<ValueId>(g.values.size()); ++v)
+    if (g.values[static_cast<size_t>(v)].isWeight) values[v] = *leafTensor(g, v, 1);
+}
+
 /// Every operator of `g` prepared once on `device`; run() feeds `values` (inputs) and adds the outputs.
 struct Prepared {
   const Graph* g = nullptr;
@@ -130,22 +136,26 @@ class TestCpuControlFlow : public QObject {
     Prepared prep;
     const QString err = prep.prepare(*g, *backend, "cpu-serial");
     QVERIFY2(err.isEmpty(), qPrintable(err));
-    const ValueId x = g->findValue("x"), cond = g->findValue("cond"), n = g->findValue("n"), w = g->findValue("w");
+    const ValueId x = g->findValue("x"), cond = g->findValue("cond"), n = g->findValue("n");
     const Tensor xt = floatTensor({2, 3}, 7);
-    auto wt = leafTensor(*g, w, 1);
-    QVERIFY(wt.isOk());
     for (int64_t trips : {4, 1, 0, 3})
       for (bool c : {true, false}) {
         std::map<ValueId, Tensor> values;
         values[x] = xt;
         values[cond] = scalarBool(c);
         values[n] = scalarInt(trips);
-        values[w] = *wt;
+        feedWeights(*g, values);
         const QString e = prep.run(values);
         QVERIFY2(e.isEmpty(), qPrintable(e));
         const Tensor& yIf = values.at(g->findValue("y_if"));
         const Tensor& sFinal = values.at(g->findValue("s_final"));
         const Tensor& scans = values.at(g->findValue("scans"));
+        // The while loop stops on its body's condition: 1 doubled until it reaches 100 or more.
+        const Tensor& kFinal = values.at(g->findValue("k_final"));
+        const Tensor& ks = values.at(g->findValue("ks"));
+        QCOMPARE(kFinal.valueAsDouble(0), 128.0);
+        QCOMPARE(ks.shape(), (std::vector<int64_t>{7}));
+        for (int64_t j = 0; j < 7; ++j) QCOMPARE(ks.valueAsDouble(j), std::pow(2.0, static_cast<double>(j + 1)));
         QCOMPARE(yIf.shape(), (std::vector<int64_t>{2, 3}));
         QCOMPARE(sFinal.shape(), (std::vector<int64_t>{2, 3}));
         QCOMPARE(scans.shape(), (std::vector<int64_t>{trips, 2, 3}));
@@ -178,7 +188,7 @@ class TestCpuControlFlow : public QObject {
       values[g->findValue("x")] = floatTensor({2, 3}, 3);
       values[g->findValue("cond")] = scalarBool(false);
       values[g->findValue("n")] = scalarInt(5);
-      values[g->findValue("w")] = *leafTensor(*g, g->findValue("w"), 1);
+      feedWeights(*g, values);
       Status s = test::runGraph(*g, *backend, dev, values);
       QVERIFY2(s.isOk(), s.message().c_str());
       const ValueId sf = g->findValue("s_final");
@@ -282,7 +292,7 @@ class TestCpuControlFlow : public QObject {
     values[g->findValue("x")] = floatTensor({2, 3}, 3);
     values[g->findValue("cond")] = scalarBool(true);
     values[g->findValue("n")] = *Tensor::make(DType::Int64, {2});
-    values[g->findValue("w")] = *leafTensor(*g, g->findValue("w"), 1);
+    feedWeights(*g, values);
     Status s = test::runGraph(*g, *backend, "cpu-serial", values);
     QVERIFY(!s.isOk());
     QVERIFY2(s.message().find("iterate") != std::string::npos, s.message().c_str());
