@@ -349,6 +349,7 @@ class LoopKernel final : public OpKernel {
                        std::to_string(body_->numOutputs()), " outputs; the node has ", std::to_string(n_),
                        " loop-carried values");
     carried_.resize(n_);
+    next_.resize(n_);
     for (size_t j = 0; j < n_; ++j) {
       const Tensor* t = 2 + j < in.size() ? in[2 + j] : nullptr;
       if (!t || t->empty()) return makeError("missing loop-carried input ", std::to_string(j));
@@ -369,11 +370,14 @@ class LoopKernel final : public OpKernel {
       const Tensor* c = body_->output(0);
       if (!c || c->numElements() != 1) return makeError("the body's condition output is not a scalar");
       cond = scalarTrue(*c);
+      // Into the other buffer first: a body output may be another carried input (a swap).
       for (size_t j = 0; j < n_; ++j) {
         const Tensor* t = body_->output(1 + j);
         if (!t) return makeError("body output '", body_->outputName(1 + j), "' has no data");
-        if (auto s = carried_[j].copyFrom(*t); !s) return s;
+        if (auto s = next_[j].copyFrom(*t); !s) return s;
       }
+      std::swap(carried_, next_);
+      for (size_t j = 0; j < n_; ++j) formal[2 + j] = &carried_[j];
       for (size_t j = 0; j < k; ++j) {
         const Tensor* t = body_->output(1 + n_ + j);
         if (!t) return makeError("body output '", body_->outputName(1 + n_ + j), "' has no data");
@@ -398,7 +402,7 @@ class LoopKernel final : public OpKernel {
   size_t n_;
   std::vector<DType> scanTypes_;
   Tensor iter_, cond_;
-  std::vector<Tensor> carried_;
+  std::vector<Tensor> carried_, next_;
   std::vector<std::vector<Tensor>> scans_;
 };
 
@@ -490,6 +494,7 @@ class ScanKernel final : public OpKernel {
     }
     if (len < 0) len = 0;
     state_.resize(nState_);
+    nextState_.resize(nState_);
     for (size_t j = 0; j < nState_; ++j)
       if (auto s = state_[j].copyFrom(*states[j]); !s) return s;
     slices_.resize(m_);
@@ -505,8 +510,10 @@ class ScanKernel final : public OpKernel {
       if (auto s = body_->run(ctx, formal, nodeIn); !s) return s;
       for (size_t j = 0; j < nState_ + k_; ++j)
         if (!body_->output(j)) return makeError("body output '", body_->outputName(j), "' has no data");
-      for (size_t j = 0; j < nState_; ++j)
-        if (auto s = state_[j].copyFrom(*body_->output(j)); !s) return s;
+      for (size_t j = 0; j < nState_; ++j)  // the other buffer first, as Loop does
+        if (auto s = nextState_[j].copyFrom(*body_->output(j)); !s) return s;
+      std::swap(state_, nextState_);
+      for (size_t j = 0; j < nState_; ++j) formal[j] = &state_[j];
       for (size_t j = 0; j < k_; ++j)
         if (auto s = parts_[j][static_cast<size_t>(t)].copyFrom(*body_->output(nState_ + j)); !s) return s;
     }
@@ -531,7 +538,7 @@ class ScanKernel final : public OpKernel {
   bool scan8_;
   size_t m_ = 0, nState_ = 0, k_ = 0;
   std::vector<int64_t> inAxes_, inDirs_, outAxes_, outDirs_;
-  std::vector<Tensor> state_, slices_;
+  std::vector<Tensor> state_, nextState_, slices_;
   std::vector<std::vector<Tensor>> parts_;
 };
 

@@ -524,11 +524,25 @@ std::string withControlFlow() {
   addOutput(wbody, "go_out", kBool, {});
   addOutput(wbody, "k_out", kFloat, {});
   addOutput(wbody, "k_scan", kFloat, {});
+  // Three iterations that swap two carried values (each body output is the other's input).
+  addInitInt64(m.g, "three", {}, {3});
+  auto* swapLoop = addNode(m.g, "Loop", {"three", "", "k0", "two"}, {"p_end", "q_end"}, "swap");
+  auto* sbody = addGraphAttr(swapLoop, "body");
+  addInput(sbody, "si", kInt64, {});
+  addInput(sbody, "sc_in", kBool, {});
+  addInput(sbody, "p_in", kFloat, {});
+  addInput(sbody, "q_in", kFloat, {});
+  addNode(sbody, "Identity", {"sc_in"}, {"sc_out"}, "swap_keep");
+  addOutput(sbody, "sc_out", kBool, {});
+  addOutput(sbody, "q_in", kFloat, {});
+  addOutput(sbody, "p_in", kFloat, {});
   addOutput(m.g, "y_if", kFloat, {2, 3});
   addOutput(m.g, "s_final", kFloat, {2, 3});
   addOutput(m.g, "scans", kFloat, {"trips", 2, 3});
   addOutput(m.g, "k_final", kFloat, {});
   addOutput(m.g, "ks", kFloat, {"doublings"});
+  addOutput(m.g, "p_end", kFloat, {});
+  addOutput(m.g, "q_end", kFloat, {});
   return m.bytes();
 }
 

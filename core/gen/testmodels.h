@@ -72,7 +72,8 @@ std::string withLoop();
 /// y_if = If(cond) then a + w else x - a. Loop(n) carries s (s0 = x): t = s + a; u = i > 1 ? t * half
 /// (a body weight, 0.5) : t + float(i), an If nested in the body; s = u; scans stacks every u.
 /// A while loop (no trip count) doubles k from 1 while k < limit (100, an outer weight): k_final 128,
-/// ks = 2, 4, ..., 128. Outputs y_if, s_final [2,3], scans [n,2,3], k_final and ks [7].
+/// ks = 2, 4, ..., 128. Loop 'swap' exchanges p (1) and q (2) three times: p_end 2, q_end 1.
+/// Outputs y_if, s_final [2,3], scans [n,2,3], k_final, ks [7], p_end and q_end.
 std::string withControlFlow();
 /// com.example::FancyOp between two Relus.
 std::string withUnknownDomain();

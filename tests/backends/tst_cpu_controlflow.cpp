@@ -156,6 +156,9 @@ class TestCpuControlFlow : public QObject {
         QCOMPARE(kFinal.valueAsDouble(0), 128.0);
         QCOMPARE(ks.shape(), (std::vector<int64_t>{7}));
         for (int64_t j = 0; j < 7; ++j) QCOMPARE(ks.valueAsDouble(j), std::pow(2.0, static_cast<double>(j + 1)));
+        // Carried values that swap each iteration: three swaps leave them exchanged.
+        QCOMPARE(values.at(g->findValue("p_end")).valueAsDouble(0), 2.0);
+        QCOMPARE(values.at(g->findValue("q_end")).valueAsDouble(0), 1.0);
         QCOMPARE(yIf.shape(), (std::vector<int64_t>{2, 3}));
         QCOMPARE(sFinal.shape(), (std::vector<int64_t>{2, 3}));
         QCOMPARE(scans.shape(), (std::vector<int64_t>{trips, 2, 3}));
