@@ -261,7 +261,10 @@ class EinsumKernel final : public OpKernel {
       for (int l : b.labels)
         if (!cur.has(l) && kept(l)) cols.push_back(l);
       // A -> [batch, rows, red], B -> [batch, red, cols]; labels only one side has and nobody needs: summed.
-      auto gather = [&](const View& v, const std::vector<int>& order, Tensor& dst, DType dt) -> Status {
+      // `ptr` receives the gathered operand: the view's own data when it is already contiguous in that
+      // order with nothing to sum (a plain batched matmul: no copy), else `dst`.
+      auto gather = [&](const View& v, const std::vector<int>& order, Tensor& dst, DType dt,
+                        const void*& ptr) -> Status {
         std::vector<int64_t> od, os, rd, rs;
         for (int l : order) {
           od.push_back(size[l]);
@@ -272,8 +275,16 @@ class EinsumKernel final : public OpKernel {
             rd.push_back(v.dims[k]);
             rs.push_back(v.strides[k]);
           }
+        bool asIs = rd.empty();
+        const auto cs = contiguousStrides(od);
+        for (size_t k = 0; k < od.size() && asIs; ++k) asIs = od[k] == 1 || os[k] == cs[k];
+        if (asIs) {
+          ptr = v.data;
+          return Status::ok();
+        }
         if (auto s = dst.ensure(dt, od.empty() ? std::vector<int64_t>{} : od); !s) return s;
         gatherSum<T>(ctx, static_cast<const T*>(v.data), od, os, rd, rs, static_cast<T*>(dst.raw()));
+        ptr = dst.raw();
         return Status::ok();
       };
       std::vector<int> aOrder = batch, bOrder = batch;
@@ -284,8 +295,10 @@ class EinsumKernel final : public OpKernel {
       Tensor& ta = scratch_[2 * i - 2];
       Tensor& tb = scratch_[2 * i - 1];
       const DType dt = in[0]->dtype();
-      if (auto s = gather(cur, aOrder, ta, dt); !s) return s;
-      if (auto s = gather(b, bOrder, tb, dt); !s) return s;
+      const void* pa = nullptr;
+      const void* pb = nullptr;
+      if (auto s = gather(cur, aOrder, ta, dt, pa); !s) return s;
+      if (auto s = gather(b, bOrder, tb, dt, pb); !s) return s;
       auto prod = [&](const std::vector<int>& ls) {
         int64_t p = 1;
         for (int l : ls) p *= size[l];
@@ -298,7 +311,7 @@ class EinsumKernel final : public OpKernel {
       for (int l : rows) cdims.push_back(size[l]);
       for (int l : cols) cdims.push_back(size[l]);
       if (auto s = tc.ensure(dt, cdims); !s) return s;
-      if (auto s = matmul<T>(ctx, ta, tb, tc, B, M, K, N); !s) return s;
+      if (auto s = matmul<T>(ctx, pa, pb, tc, B, M, K, N); !s) return s;
       cur = View{};
       cur.data = tc.raw();
       cur.labels = batch;
@@ -328,7 +341,7 @@ class EinsumKernel final : public OpKernel {
 
   /// c[b] = a[b] (M x K) * b[b] (K x N), row-major: oneDNN for float32, a plain loop otherwise.
   template <class T>
-  Status matmul(const ExecContext& ctx, const Tensor& a, const Tensor& b, Tensor& c, int64_t B, int64_t M, int64_t K,
+  Status matmul(const ExecContext& ctx, const void* a, const void* b, Tensor& c, int64_t B, int64_t M, int64_t K,
                 int64_t N) {
     if (B * M * N == 0) return Status::ok();
     if constexpr (std::is_same_v<T, float>) {
@@ -347,13 +360,13 @@ class EinsumKernel final : public OpKernel {
       }
       dnnl::stream s(engine());
       prim_.execute(s, {{DNNL_ARG_SCRATCHPAD, scratchpadFor(pd_)},
-                        {DNNL_ARG_SRC, memory(ad_, engine(), const_cast<void*>(a.raw()))},
-                        {DNNL_ARG_WEIGHTS, memory(bd_, engine(), const_cast<void*>(b.raw()))},
+                        {DNNL_ARG_SRC, memory(ad_, engine(), const_cast<void*>(a))},
+                        {DNNL_ARG_WEIGHTS, memory(bd_, engine(), const_cast<void*>(b))},
                         {DNNL_ARG_DST, memory(cd_, engine(), c.raw())}});
       s.wait();
     } else {
-      const T* pa = static_cast<const T*>(a.raw());
-      const T* pb = static_cast<const T*>(b.raw());
+      const T* pa = static_cast<const T*>(a);
+      const T* pb = static_cast<const T*>(b);
       T* pc = static_cast<T*>(c.raw());
       parallelChunks(
           ctx, B * M,
