@@ -105,13 +105,27 @@ void gatherSum(const ExecContext& ctx, const T* src, const std::vector<int64_t>&
   parallelChunks(
       ctx, nOut,
       [&](int64_t b, int64_t e) {
+        // The chunk's first index by division, then an odometer (a division per element per axis cost
+        // more than the copy itself).
         std::vector<int64_t> idx(outDims.size()), ridx(redDims.size());
-        for (int64_t o = b; o < e; ++o) {
-          int64_t rem = o, off = 0;
+        int64_t off = 0;
+        {
+          int64_t rem = b;
           for (size_t d = outDims.size(); d-- > 0;) {
-            off += (rem % outDims[d]) * outStrides[d];
+            idx[d] = rem % outDims[d];
+            off += idx[d] * outStrides[d];
             rem /= outDims[d];
           }
+        }
+        auto advance = [&] {
+          for (size_t d = outDims.size(); d-- > 0;) {
+            off += outStrides[d];
+            if (++idx[d] < outDims[d]) return;
+            off -= outStrides[d] * outDims[d];
+            idx[d] = 0;
+          }
+        };
+        for (int64_t o = b; o < e; ++o, advance()) {
           if (redDims.empty()) {
             dst[o] = src[off];
             continue;
@@ -305,7 +319,13 @@ class EinsumKernel final : public OpKernel {
         return p;
       };
       const int64_t B = prod(batch), M = prod(rows), K = prod(red), N = prod(cols);
-      Tensor& tc = products_.emplace_back();
+      // The last product straight into the output when its labels are already in the output's order.
+      std::vector<int> prodLabels = batch;
+      prodLabels.insert(prodLabels.end(), rows.begin(), rows.end());
+      prodLabels.insert(prodLabels.end(), cols.begin(), cols.end());
+      out.resize(1);
+      const bool direct = i + 1 == views.size() && prodLabels == outLabels;
+      Tensor& tc = direct ? out[0] : products_.emplace_back();
       std::vector<int64_t> cdims;
       for (int l : batch) cdims.push_back(size[l]);
       for (int l : rows) cdims.push_back(size[l]);
@@ -322,6 +342,10 @@ class EinsumKernel final : public OpKernel {
     }
     // 4. The output: sum what is left, labels in the output's order.
     out.resize(1);
+    if (views.size() > 1 && cur.data == out[0].raw()) {  // the last product wrote it
+      products_.clear();
+      return Status::ok();
+    }
     std::vector<int64_t> od, os, rd, rs;
     for (int l : outLabels) {
       if (!cur.has(l)) return makeError("an output label was contracted away");
