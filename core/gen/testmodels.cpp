@@ -498,7 +498,10 @@ std::string withControlFlow() {
   addNode(innerThen, "Mul", {"t", "half"}, {"it_out"}, "halve");
   addOutput(innerThen, "it_out", kFloat, {2, 3});
   auto* innerElse = addGraphAttr(inner, "else_branch");
-  addNode(innerElse, "Add", {"t", "f"}, {"ie_out"}, "add_iteration");
+  addNode(innerElse, "Add", {"t", "f"}, {"ie_sum"}, "add_iteration");
+  // Reads 'a' two scopes out (a - a = 0: the value is unchanged, the path is exercised).
+  addNode(innerElse, "Sub", {"a", "a"}, {"ie_zero"}, "grandparent_read");
+  addNode(innerElse, "Add", {"ie_sum", "ie_zero"}, {"ie_out"}, "add_zero");
   addOutput(innerElse, "ie_out", kFloat, {2, 3});
   addNode(body, "Identity", {"c_in"}, {"c_out"}, "keep_going");
   addNode(body, "Identity", {"u"}, {"scan_u"}, "scan_copy");
