@@ -549,6 +549,28 @@ std::string withControlFlow() {
   return m.bytes();
 }
 
+std::string withScan() {
+  Model m;
+  addInput(m.g, "x", kFloat, {2, 4});
+  addInitFloat(m.g, "s0", {2}, 0.0f);
+  auto* scan = addNode(m.g, "Scan", {"s0", "x"}, {"s_end", "y"}, "reverse_cumsum");
+  addAttr(scan, "num_scan_inputs", int64_t{1});
+  addAttr(scan, "scan_input_axes", {1});
+  addAttr(scan, "scan_input_directions", {1});
+  addAttr(scan, "scan_output_axes", {1});
+  addAttr(scan, "scan_output_directions", {1});
+  auto* body = addGraphAttr(scan, "body");
+  addInput(body, "s_in", kFloat, {2});
+  addInput(body, "col", kFloat, {2});
+  addNode(body, "Add", {"s_in", "col"}, {"s_out"}, "accumulate");
+  addNode(body, "Identity", {"s_out"}, {"y_col"}, "emit");
+  addOutput(body, "s_out", kFloat, {2});
+  addOutput(body, "y_col", kFloat, {2});
+  addOutput(m.g, "s_end", kFloat, {2});
+  addOutput(m.g, "y", kFloat, {2, 4});
+  return m.bytes();
+}
+
 std::string withUnknownDomain() {
   Model m;
   auto* o = m.m.add_opset_import();

@@ -76,6 +76,9 @@ std::string withLoop();
 /// ks = 2, 4, ..., 128. Loop 'swap' exchanges p (1) and q (2) three times: p_end 2, q_end 1.
 /// Outputs y_if, s_final [2,3], scans [n,2,3], k_final, ks [7], p_end and q_end.
 std::string withControlFlow();
+/// Scan over axis 1 of x [2,4], backwards, its output stacked along axis 1 backwards too: state s
+/// (s0 = 0) adds each column; y[:, j] = sum of x[:, j..3] (a reverse cumulative sum), s_end the row sums.
+std::string withScan();
 /// com.example::FancyOp between two Relus.
 std::string withUnknownDomain();
 /// Attention-like shape arithmetic: Shape -> Gather -> Unsqueeze -> Concat -> Reshape, plus

@@ -179,6 +179,31 @@ class TestCpuControlFlow : public QObject {
       }
   }
 
+  /// Scan along axis 1, backwards, its output stacked along axis 1 backwards: a reverse cumulative sum.
+  void scanAxesAndDirections() {
+    auto g = importOnnxBytes(testmodels::withScan(), "scan.onnx");
+    QVERIFY2(g.isOk(), g.message().c_str());
+    auto backend = makeCpuBackend();
+    std::map<ValueId, Tensor> values;
+    const Tensor x = floatTensor({2, 4}, 5);
+    values[g->findValue("x")] = x;
+    feedWeights(*g, values);
+    Status s = test::runGraph(*g, *backend, "cpu-serial", values);
+    QVERIFY2(s.isOk(), s.message().c_str());
+    const Tensor& y = values.at(g->findValue("y"));
+    const Tensor& sEnd = values.at(g->findValue("s_end"));
+    QCOMPARE(y.shape(), (std::vector<int64_t>{2, 4}));
+    QCOMPARE(sEnd.shape(), (std::vector<int64_t>{2}));
+    for (int64_t r = 0; r < 2; ++r) {
+      double suffix = 0;
+      for (int64_t j = 3; j >= 0; --j) {
+        suffix += x.valueAsDouble(r * 4 + j);
+        QVERIFY(std::abs(y.valueAsDouble(r * 4 + j) - suffix) <= 1e-5);
+      }
+      QVERIFY(std::abs(sEnd.valueAsDouble(r) - suffix) <= 1e-5);
+    }
+  }
+
   /// The same model on a multi-thread device and on another core gives the same values.
   void otherDevices() {
     auto g = importOnnxBytes(testmodels::withControlFlow(), "controlflow.onnx");
