@@ -88,4 +88,38 @@ DisplayGraph buildDisplayGraph(const CostTable& t, const Grouping* grouping, con
   return d;
 }
 
+bool hasBodies(const Graph& g, int op) {
+  if (op < 0 || op >= static_cast<int>(g.nodes.size())) return false;
+  const Node& n = g.nodes[static_cast<size_t>(op)];
+  return !n.subgraphs.empty() && (n.domain.empty() || n.domain == "ai.onnx");
+}
+
+void addBodies(DisplayGraph& d, const Graph& g, const std::vector<int>& openOps) {
+  for (int op : openOps) {
+    if (!hasBodies(g, op) || static_cast<size_t>(op) >= d.nodeOfOp.size()) continue;
+    const int parent = d.nodeOfOp[static_cast<size_t>(op)];
+    if (parent < 0 || d.nodes[static_cast<size_t>(parent)].op != op) continue;  // inside a collapsed group
+    const Node& n = g.nodes[static_cast<size_t>(op)];
+    for (size_t b = 0; b < n.subgraphs.size(); ++b) {
+      const Graph* body = n.subgraphs[b].second.get();
+      if (!body) continue;
+      const int first = static_cast<int>(d.nodes.size());
+      for (size_t k = 0; k < body->nodes.size(); ++k)
+        d.nodes.push_back({-1, -1, op, static_cast<int>(b), static_cast<int>(k)});
+      for (size_t k = 0; k < body->nodes.size(); ++k) {
+        std::vector<int> from;
+        for (ValueId v : body->nodes[k].inputs) {
+          if (v < 0 || static_cast<size_t>(v) >= body->values.size()) continue;
+          const OpId p = body->values[static_cast<size_t>(v)].producer;
+          if (p >= 0 && static_cast<size_t>(p) != k) from.push_back(first + p);
+        }
+        if (from.empty()) from.push_back(parent);
+        std::sort(from.begin(), from.end());
+        from.erase(std::unique(from.begin(), from.end()), from.end());
+        for (int src : from) d.edges.push_back({src, first + static_cast<int>(k), {}});
+      }
+    }
+  }
+}
+
 }  // namespace partex::gui

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cost/costtable.h"
+#include "ir/graph.h"
 
 namespace partex::gui {
 
@@ -23,10 +24,14 @@ struct Grouping {
 /// that groups follow the model's blocks where the names have scopes ("layer3/conv2").
 Grouping groupOperators(const CostTable& t, int maxGroup);
 
-/// A node of the display graph: one operator, or one collapsed group.
+/// A node of the display graph: one operator, one collapsed group, or one node of an open
+/// control-flow operator's body (op and group -1; not scheduled: it runs where its operator runs).
 struct DisplayNode {
-  int op = -1;     ///< Operator, or -1.
-  int group = -1;  ///< Collapsed group, or -1.
+  int op = -1;        ///< Operator, or -1.
+  int group = -1;     ///< Collapsed group, or -1.
+  int parentOp = -1;  ///< For a body node: the If/Loop/Scan operator whose body holds it.
+  int body = -1;      ///< For a body node: index into the operator's Node::subgraphs.
+  int bodyNode = -1;  ///< For a body node: index into that body's nodes.
 };
 
 /// An edge of the display graph: every cost-table edge between the two display nodes.
@@ -45,5 +50,13 @@ struct DisplayGraph {
 /// Builds the display graph: every operator when `grouping` is null, otherwise one node per
 /// collapsed group and one per operator of an expanded group (`expanded` is per group).
 DisplayGraph buildDisplayGraph(const CostTable& t, const Grouping* grouping, const std::vector<uint8_t>& expanded);
+
+/// Whether operator `op` of `g` has bodies to show (If, Loop, Scan).
+bool hasBodies(const Graph& g, int op);
+/// Shows the bodies of the control-flow operators `openOps` of `g` (those shown as their own node):
+/// one node per body node, the data edges inside each body, and an edge from the operator to each
+/// body node that no other node of its body feeds, so that the layout hangs the bodies under it.
+/// Bodies nested in a body are shown as their operator's single node.
+void addBodies(DisplayGraph& d, const Graph& g, const std::vector<int>& openOps);
 
 }  // namespace partex::gui

@@ -186,6 +186,58 @@ void GroupItem::paint(QPainter* p, const QStyleOptionGraphicsItem* option, QWidg
   if (pinned) drawPin(p, QPointF(r.right() - 4, r.top() - 2));
 }
 
+// --- BodyNodeItem ---------------------------------------------------------------------------------
+
+BodyNodeItem::BodyNodeItem(int displayNode) : node_(displayNode) {
+  setFlag(ItemIsSelectable);
+}
+
+QRectF BodyNodeItem::boundingRect() const {
+  return QRectF(-kNodeWidth / 2 - 3, -kNodeHeight / 2 - 3, kNodeWidth + 6, kNodeHeight + 6);
+}
+
+void BodyNodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* option, QWidget*) {
+  const GraphScene* sc = sceneOf(this);
+  const Session* s = sc->session();
+  if (node_ < 0 || static_cast<size_t>(node_) >= sc->display().nodes.size() || !s->model()) return;
+  const DisplayNode& dn = sc->display().nodes[static_cast<size_t>(node_)];
+  const Graph& g = s->model()->graph;
+  if (dn.parentOp < 0 || static_cast<size_t>(dn.parentOp) >= g.nodes.size()) return;
+  const Node& parent = g.nodes[static_cast<size_t>(dn.parentOp)];
+  if (dn.body < 0 || static_cast<size_t>(dn.body) >= parent.subgraphs.size()) return;
+  const auto& [bodyName, body] = parent.subgraphs[static_cast<size_t>(dn.body)];
+  if (!body || dn.bodyNode < 0 || static_cast<size_t>(dn.bodyNode) >= body->nodes.size()) return;
+  const Node& n = body->nodes[static_cast<size_t>(dn.bodyNode)];
+  const QRectF r(-kNodeWidth / 2, -kNodeHeight / 2, kNodeWidth, kNodeHeight);
+  const QColor fill = s->deviceColor(s->deviceOf(dn.parentOp)).lighter(135);
+  QPen border(fill.darker(170), 1.5, Qt::DashLine);
+  if (isSelected()) border = QPen(QColor(20, 20, 20), 4, Qt::DashLine);
+  p->setPen(border);
+  p->setBrush(fill);
+  p->drawRoundedRect(r, 6, 6);
+  if (option->levelOfDetailFromTransform(p->worldTransform()) < 0.3) return;
+  p->setPen(textColorOn(fill));
+  QFont f = p->font();
+  f.setPointSizeF(9);
+  f.setBold(true);
+  p->setFont(f);
+  const QRectF inner = r.adjusted(6, 3, -6, -3);
+  const double lh = inner.height() / 3;
+  QFontMetricsF fmb(f);
+  p->drawText(QRectF(inner.left(), inner.top(), inner.width(), lh), Qt::AlignLeft | Qt::AlignVCenter,
+              fmb.elidedText(QString::fromStdString(n.opType), Qt::ElideMiddle, inner.width()));
+  f.setBold(false);
+  f.setPointSizeF(8);
+  p->setFont(f);
+  QFontMetricsF fm(f);
+  p->drawText(QRectF(inner.left(), inner.top() + lh, inner.width(), lh), Qt::AlignLeft | Qt::AlignVCenter,
+              fm.elidedText(QString::fromStdString(n.name), Qt::ElideMiddle, inner.width()));
+  p->drawText(QRectF(inner.left(), inner.top() + 2 * lh, inner.width(), lh), Qt::AlignLeft | Qt::AlignVCenter,
+              fm.elidedText(
+                  QObject::tr("in %1 of %2").arg(QString::fromStdString(bodyName), QString::fromStdString(parent.name)),
+                  Qt::ElideMiddle, inner.width()));
+}
+
 // --- EdgeItem -------------------------------------------------------------------------------------
 
 EdgeItem::EdgeItem(int displayEdge, const std::vector<LayoutPoint>& pts) : edge_(displayEdge) {

@@ -50,6 +50,23 @@ class GroupItem : public QGraphicsItem {
   int group_;
 };
 
+/// A node of an open control-flow operator's body: its op type and name, in a lighter shade of its
+/// operator's device colour with a dashed border (it runs inside that operator, on its device), and the
+/// body it belongs to. Selecting it selects its operator.
+class BodyNodeItem : public QGraphicsItem {
+ public:
+  enum { Type = UserType + 4 };
+  /// `displayNode` indexes the scene's DisplayGraph::nodes.
+  explicit BodyNodeItem(int displayNode);
+  int type() const override { return Type; }
+  int displayNode() const { return node_; }
+  QRectF boundingRect() const override;
+  void paint(QPainter* p, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
+
+ private:
+  int node_;
+};
+
 /// A data dependency between two display nodes (all the cost-table edges between them). Edges that
 /// cross devices are drawn thick and labelled with the bytes sent and the transfer time; a scheduling
 /// instance's edges are all labelled with the data they carry (its graphs are about their edges).

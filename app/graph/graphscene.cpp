@@ -38,7 +38,9 @@ void GraphScene::build(DisplayGraph display, Grouping grouping, bool grouped, co
   nodeItems_.assign(display_.nodes.size(), nullptr);
   for (size_t i = 0; i < display_.nodes.size(); ++i) {
     const DisplayNode& n = display_.nodes[i];
-    QGraphicsItem* item = n.op >= 0 ? static_cast<QGraphicsItem*>(new NodeItem(n.op)) : new GroupItem(n.group);
+    QGraphicsItem* item = n.op >= 0      ? static_cast<QGraphicsItem*>(new NodeItem(n.op))
+                          : n.group >= 0 ? static_cast<QGraphicsItem*>(new GroupItem(n.group))
+                                         : static_cast<QGraphicsItem*>(new BodyNodeItem(static_cast<int>(i)));
     if (i < layout.centers.size()) item->setPos(layout.centers[i].x, layout.centers[i].y);
     addItem(item);
     nodeItems_[i] = item;
@@ -62,6 +64,10 @@ QList<int> GraphScene::opsOf(const QGraphicsItem* item) const {
   if (!item) return ops;
   if (item->type() == NodeItem::Type) {
     ops << static_cast<const NodeItem*>(item)->op();
+  } else if (item->type() == BodyNodeItem::Type) {
+    const int node = static_cast<const BodyNodeItem*>(item)->displayNode();
+    if (node >= 0 && static_cast<size_t>(node) < display_.nodes.size())
+      ops << display_.nodes[static_cast<size_t>(node)].parentOp;
   } else if (item->type() == GroupItem::Type) {
     const int g = static_cast<const GroupItem*>(item)->group();
     if (g >= 0 && g < grouping_.size())

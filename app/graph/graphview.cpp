@@ -40,6 +40,7 @@ GraphView::GraphView(Session* session, QWidget* parent) : QGraphicsView(parent),
     grouped_ = t && t->numTasks() > collapseAbove_;
     grouping_ = grouped_ ? groupOperators(*t, kGroupSize) : Grouping{};
     expanded_.assign(static_cast<size_t>(grouping_.size()), 0);
+    openBodies_.clear();
     findCursor_ = -1;
     fitAfterLayout_ = true;
     scene_->clearGraph();  // its items point into the old cost table
@@ -89,6 +90,7 @@ void GraphView::relayout() {
   }
   pending_ = Pending{};
   pending_.display = buildDisplayGraph(*t, grouped_ ? &grouping_ : nullptr, expanded_);
+  if (session_->model()) addBodies(pending_.display, session_->model()->graph, openBodies_);
   pending_.grouping = grouping_;
   pending_.grouped = grouped_;
   startLayout();
@@ -97,7 +99,7 @@ void GraphView::relayout() {
 void GraphView::startLayout() {
   LayoutInput in;
   for (const auto& n : pending_.display.nodes) {
-    if (n.op >= 0)
+    if (n.group < 0)
       in.nodes.push_back({kNodeWidth, kNodeHeight});
     else
       in.nodes.push_back({kGroupWidth + 6, kGroupHeight + 6});
@@ -172,6 +174,21 @@ void GraphView::collapseGroup(int group) {
   expanded_[static_cast<size_t>(group)] = 0;
   centerAfterLayout_ = grouping_.ops[static_cast<size_t>(group)].front();
   relayout();
+}
+
+void GraphView::toggleBodies(int op) {
+  if (!session_->model() || !hasBodies(session_->model()->graph, op)) return;
+  auto it = std::find(openBodies_.begin(), openBodies_.end(), op);
+  if (it == openBodies_.end())
+    openBodies_.push_back(op);
+  else
+    openBodies_.erase(it);
+  centerAfterLayout_ = op;
+  relayout();
+}
+
+bool GraphView::bodiesShown(int op) const {
+  return std::find(openBodies_.begin(), openBodies_.end(), op) != openBodies_.end();
 }
 
 QPoint GraphView::viewportPosOfOp(int op) const {
@@ -346,6 +363,13 @@ void GraphView::mouseDoubleClickEvent(QMouseEvent* e) {
     e->accept();
     return;
   }
+  if (QGraphicsItem* it = nodeItemAt(e->position().toPoint());
+      it && it->type() == NodeItem::Type && session_->model() &&
+      hasBodies(session_->model()->graph, static_cast<NodeItem*>(it)->op())) {
+    toggleBodies(static_cast<NodeItem*>(it)->op());
+    e->accept();
+    return;
+  }
   QGraphicsView::mouseDoubleClickEvent(e);
 }
 
@@ -402,6 +426,11 @@ void GraphView::contextMenuEvent(QContextMenuEvent* e) {
   for (int op : ops) allPinned = allPinned && session_->isPinned(op);
   menu.addAction(allPinned ? tr("Unpin") : tr("Pin to current device"), this,
                  [this, ops, allPinned] { (void)session_->setPinned(ops, !allPinned); });
+  if (it->type() == NodeItem::Type && session_->model() &&
+      hasBodies(session_->model()->graph, static_cast<NodeItem*>(it)->op())) {
+    const int op = static_cast<NodeItem*>(it)->op();
+    menu.addAction(bodiesShown(op) ? tr("Hide bodies") : tr("Show bodies"), this, [this, op] { toggleBodies(op); });
+  }
   if (it->type() == GroupItem::Type) {
     const int g = static_cast<GroupItem*>(it)->group();
     menu.addAction(tr("Expand group"), this, [this, g] { expandGroup(g); });

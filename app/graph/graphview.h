@@ -46,6 +46,9 @@ class GraphView : public QGraphicsView {
   QString layoutSummary() const;
   void expandGroup(int group);
   void collapseGroup(int group);
+  /// Shows or hides the bodies of control-flow operator `op` (If, Loop, Scan) under it.
+  void toggleBodies(int op);
+  bool bodiesShown(int op) const;
 
   /// Centre of the item showing `op`, in viewport coordinates (tests, drag sources).
   QPoint viewportPosOfOp(int op) const;
@@ -105,6 +108,7 @@ class GraphView : public QGraphicsView {
   Grouping grouping_;
   bool grouped_ = false;
   std::vector<uint8_t> expanded_;
+  std::vector<int> openBodies_;  ///< Control-flow operators whose bodies are shown.
   Pending pending_;
   bool fitAfterLayout_ = false;
   int centerAfterLayout_ = -1;

@@ -20,6 +20,8 @@ const std::vector<OpEntry>& opTable() {
     addOneDnnRnnOps(t);
     const auto& plain = plainOpTable();
     t.insert(t.end(), plain.begin(), plain.end());
+    addControlFlowOps(t);
+    addEinsumOps(t);
     return t;
   }();
   return table;

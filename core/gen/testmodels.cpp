@@ -465,6 +465,112 @@ std::string withLoop() {
   return m.bytes();
 }
 
+std::string withControlFlow() {
+  Model m;
+  addInput(m.g, "x", kFloat, {2, 3});
+  addInput(m.g, "cond", kBool, {});
+  addInput(m.g, "n", kInt64, {});
+  addInitFloat(m.g, "w", {3}, 0.25f);
+  addNode(m.g, "Mul", {"x", "x"}, {"a"}, "square");
+  // If: both branches read outer values ('a' computed, 'w' a weight, 'x' an input).
+  auto* ifNode = addNode(m.g, "If", {"cond"}, {"y_if"}, "choose");
+  auto* thenG = addGraphAttr(ifNode, "then_branch");
+  addNode(thenG, "Add", {"a", "w"}, {"t_out"}, "then_add");
+  addOutput(thenG, "t_out", kFloat, {2, 3});
+  auto* elseG = addGraphAttr(ifNode, "else_branch");
+  addNode(elseG, "Sub", {"x", "a"}, {"e_out"}, "else_sub");
+  addOutput(elseG, "e_out", kFloat, {2, 3});
+  // Loop: n iterations (no condition input), carried 's', scan output 'u' per iteration; the body holds
+  // an If of its own whose branches read the body's weight 'half', its value 'f' and the outer 'a'.
+  auto* loop = addNode(m.g, "Loop", {"n", "", "x"}, {"s_final", "scans"}, "iterate");
+  auto* body = addGraphAttr(loop, "body");
+  addInput(body, "i", kInt64, {});
+  addInput(body, "c_in", kBool, {});
+  addInput(body, "s_in", kFloat, {2, 3});
+  addInitFloat(body, "half", {}, 0.5f);
+  addInitInt64(body, "one", {}, {1});
+  auto* cast = addNode(body, "Cast", {"i"}, {"f"}, "to_float");
+  addAttr(cast, "to", int64_t{kFloat});
+  addNode(body, "Add", {"s_in", "a"}, {"t"}, "add_outer");
+  addNode(body, "Greater", {"i", "one"}, {"late"}, "is_late");
+  auto* inner = addNode(body, "If", {"late"}, {"u"}, "inner_if");
+  auto* innerThen = addGraphAttr(inner, "then_branch");
+  addNode(innerThen, "Mul", {"t", "half"}, {"it_out"}, "halve");
+  addOutput(innerThen, "it_out", kFloat, {2, 3});
+  auto* innerElse = addGraphAttr(inner, "else_branch");
+  addNode(innerElse, "Add", {"t", "f"}, {"ie_sum"}, "add_iteration");
+  // Reads 'a' two scopes out (a - a = 0: the value is unchanged, the path is exercised).
+  addNode(innerElse, "Sub", {"a", "a"}, {"ie_zero"}, "grandparent_read");
+  addNode(innerElse, "Add", {"ie_sum", "ie_zero"}, {"ie_out"}, "add_zero");
+  addOutput(innerElse, "ie_out", kFloat, {2, 3});
+  addNode(body, "Identity", {"c_in"}, {"c_out"}, "keep_going");
+  addNode(body, "Identity", {"u"}, {"scan_u"}, "scan_copy");
+  addOutput(body, "c_out", kBool, {});
+  addOutput(body, "u", kFloat, {2, 3});
+  addOutput(body, "scan_u", kFloat, {2, 3});
+  // A while loop (no trip count): k doubles while it stays below the outer weight 'limit'.
+  addInitFloat(m.g, "k0", {}, 1.0f);
+  addInitFloat(m.g, "limit", {}, 100.0f);
+  addInitFloat(m.g, "two", {}, 2.0f);
+  auto* cond0 = m.g->add_initializer();
+  cond0->set_name("go");
+  cond0->set_data_type(onnx::TensorProto::BOOL);
+  cond0->add_int32_data(1);
+  auto* whileLoop = addNode(m.g, "Loop", {"", "go", "k0"}, {"k_final", "ks"}, "double_until");
+  auto* wbody = addGraphAttr(whileLoop, "body");
+  addInput(wbody, "j", kInt64, {});
+  addInput(wbody, "go_in", kBool, {});
+  addInput(wbody, "k_in", kFloat, {});
+  addNode(wbody, "Mul", {"k_in", "two"}, {"k_out"}, "double");
+  addNode(wbody, "Less", {"k_out", "limit"}, {"go_out"}, "below_limit");
+  addNode(wbody, "Identity", {"k_out"}, {"k_scan"}, "record");
+  addOutput(wbody, "go_out", kBool, {});
+  addOutput(wbody, "k_out", kFloat, {});
+  addOutput(wbody, "k_scan", kFloat, {});
+  // Three iterations that swap two carried values (each body output is the other's input).
+  addInitInt64(m.g, "three", {}, {3});
+  auto* swapLoop = addNode(m.g, "Loop", {"three", "", "k0", "two"}, {"p_end", "q_end"}, "swap");
+  auto* sbody = addGraphAttr(swapLoop, "body");
+  addInput(sbody, "si", kInt64, {});
+  addInput(sbody, "sc_in", kBool, {});
+  addInput(sbody, "p_in", kFloat, {});
+  addInput(sbody, "q_in", kFloat, {});
+  addNode(sbody, "Identity", {"sc_in"}, {"sc_out"}, "swap_keep");
+  addOutput(sbody, "sc_out", kBool, {});
+  addOutput(sbody, "q_in", kFloat, {});
+  addOutput(sbody, "p_in", kFloat, {});
+  addOutput(m.g, "y_if", kFloat, {2, 3});
+  addOutput(m.g, "s_final", kFloat, {2, 3});
+  addOutput(m.g, "scans", kFloat, {"trips", 2, 3});
+  addOutput(m.g, "k_final", kFloat, {});
+  addOutput(m.g, "ks", kFloat, {"doublings"});
+  addOutput(m.g, "p_end", kFloat, {});
+  addOutput(m.g, "q_end", kFloat, {});
+  return m.bytes();
+}
+
+std::string withScan() {
+  Model m;
+  addInput(m.g, "x", kFloat, {2, 4});
+  addInitFloat(m.g, "s0", {2}, 0.0f);
+  auto* scan = addNode(m.g, "Scan", {"s0", "x"}, {"s_end", "y"}, "reverse_cumsum");
+  addAttr(scan, "num_scan_inputs", int64_t{1});
+  addAttr(scan, "scan_input_axes", {1});
+  addAttr(scan, "scan_input_directions", {1});
+  addAttr(scan, "scan_output_axes", {1});
+  addAttr(scan, "scan_output_directions", {1});
+  auto* body = addGraphAttr(scan, "body");
+  addInput(body, "s_in", kFloat, {2});
+  addInput(body, "col", kFloat, {2});
+  addNode(body, "Add", {"s_in", "col"}, {"s_out"}, "accumulate");
+  addNode(body, "Identity", {"s_out"}, {"y_col"}, "emit");
+  addOutput(body, "s_out", kFloat, {2});
+  addOutput(body, "y_col", kFloat, {2});
+  addOutput(m.g, "s_end", kFloat, {2});
+  addOutput(m.g, "y", kFloat, {2, 4});
+  return m.bytes();
+}
+
 std::string withUnknownDomain() {
   Model m;
   auto* o = m.m.add_opset_import();

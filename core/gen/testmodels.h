@@ -67,6 +67,18 @@ std::string withWeightData();
 std::string withIf();
 /// Loop (trip count 3) whose body adds the outer initializer 'w' to the carried value.
 std::string withLoop();
+/// Control flow with outer-scope reads (tests/backends/tst_cpu_controlflow.cpp checks it against values
+/// it computes): inputs x [2,3] float, cond bool, n int64; weight w [3] = 0.25; a = x*x.
+/// y_if = If(cond) then a + w else x - a. Loop(n) carries s (s0 = x): t = s + a; u = i > 1 ? t * half
+/// (a body weight, 0.5) : t + float(i) (+ (a - a), reading 'a' two scopes out), an If nested in the
+/// body; s = u; scans stacks every u.
+/// A while loop (no trip count) doubles k from 1 while k < limit (100, an outer weight): k_final 128,
+/// ks = 2, 4, ..., 128. Loop 'swap' exchanges p (1) and q (2) three times: p_end 2, q_end 1.
+/// Outputs y_if, s_final [2,3], scans [n,2,3], k_final, ks [7], p_end and q_end.
+std::string withControlFlow();
+/// Scan over axis 1 of x [2,4], backwards, its output stacked along axis 1 backwards too: state s
+/// (s0 = 0) adds each column; y[:, j] = sum of x[:, j..3] (a reverse cumulative sum), s_end the row sums.
+std::string withScan();
 /// com.example::FancyOp between two Relus.
 std::string withUnknownDomain();
 /// Attention-like shape arithmetic: Shape -> Gather -> Unsqueeze -> Concat -> Reshape, plus

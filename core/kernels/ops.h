@@ -56,7 +56,7 @@ struct OpEntry {
 };
 
 /// The plain kernels' table, every ops_*.cpp of this folder (element-wise, shape, reduce, recurrent,
-/// extra, in that order; one entry per op type).
+/// extra, NonMaxSuppression, in that order; one entry per op type).
 const std::vector<OpEntry>& plainOpTable();
 /// The plain table's entry for `n` (default domain only); nullptr when it has none.
 const OpEntry* findPlainEntry(const Node& n);
@@ -78,6 +78,8 @@ void addShapeOps(std::vector<OpEntry>& table);
 void addReduceOps(std::vector<OpEntry>& table);
 void addMiscOps(std::vector<OpEntry>& table);
 void addExtraOps(std::vector<OpEntry>& table);
+/// NonMaxSuppression (ops_nms.cpp).
+void addNmsOps(std::vector<OpEntry>& table);
 
 // Helpers shared by the check functions.
 

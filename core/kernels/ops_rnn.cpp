@@ -111,9 +111,13 @@ class RnnKernel final : public OpKernel {
                 const float* hp = h.data() + n * H;
                 for (int64_t j = 0; j < G * H; ++j) {
                   float a = wb ? wb[j] : 0.0f, b = rb ? rb[j] : 0.0f;
+                  // SIMD reductions: a strict left-to-right sum cannot vectorise, and these dot
+                  // products are the whole cost of a small cell (Silero VAD's LSTM: 75 us of 330).
                   const float* wr = w + j * I;
+#pragma omp simd reduction(+ : a)
                   for (int64_t k = 0; k < I; ++k) a += wr[k] * xt[k];
                   const float* rr = r + j * H;
+#pragma omp simd reduction(+ : b)
                   for (int64_t k = 0; k < H; ++k) b += rr[k] * hp[k];
                   xg[static_cast<size_t>(j)] = a;
                   hg[static_cast<size_t>(j)] = b;

@@ -183,9 +183,13 @@ class ConcatKernel final : public OpKernel {
       for (const Tensor* t : in) {
         const int64_t c = t->dim(1);
         const float* pi = static_cast<const float*>(t->raw());
-        parallelChunks(ctx, pixels, [&](int64_t b, int64_t e) {
-          for (int64_t p = b; p < e; ++p) std::memcpy(po + p * C + at, pi + p * c, static_cast<size_t>(c) * sizeof(float));
-        }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, c)));
+        parallelChunks(
+            ctx, pixels,
+            [&](int64_t b, int64_t e) {
+              for (int64_t p = b; p < e; ++p)
+                std::memcpy(po + p * C + at, pi + p * c, static_cast<size_t>(c) * sizeof(float));
+            },
+            std::max<int64_t>(1, 16384 / std::max<int64_t>(1, c)));
         at += c;
       }
       return Status::ok();
@@ -504,7 +508,9 @@ class ShapeKernel final : public OpKernel {
     if (in.empty() || in[0] == nullptr) return makeError("missing input");
     const std::vector<int64_t> v = shapeOpValues(node_, in[0]->shape(), size_);
     out.resize(1);
-    if (auto s = out[0].ensure(DType::Int64, size_ ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(v.size())}); !s)
+    if (auto s = out[0].ensure(DType::Int64,
+                               size_ ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(v.size())});
+        !s)
       return s;
     std::copy(v.begin(), v.end(), ptr<int64_t>(out[0]));
     return Status::ok();
@@ -552,15 +558,40 @@ class RangeKernel final : public OpKernel {
   }
 };
 
+/// ConstantOfShape: float32 zeros, or the element of its value attribute (kept by the importer as
+/// "partex.value.scalar"; an int64 one exactly, without a trip through double).
 class ConstantOfShapeKernel final : public OpKernel {
  public:
+  explicit ConstantOfShapeKernel(const Node& n) {
+    auto it = n.attrs.find("value");
+    if (it == n.attrs.end()) return;
+    if (auto* ti = std::get_if<Attribute::TensorInfo>(&it->second.value)) dtype_ = ti->dtype;
+    auto sc = n.attrs.find("partex.value.scalar");
+    if (sc == n.attrs.end()) return;
+    if (auto* d = std::get_if<double>(&sc->second.value)) value_ = *d;
+    if (auto* i = std::get_if<int64_t>(&sc->second.value)) {
+      value_ = static_cast<double>(*i);
+      intValue_ = *i;
+      isInt_ = true;
+    }
+  }
   Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
     if (auto e = expectInput(in, 0, "shape"); !e.empty()) return Error{e};
     out.resize(1);
-    if (auto s = out[0].ensure(DType::Float32, in[0]->toInts()); !s) return s;
-    out[0].fill(0.0);
+    if (auto s = out[0].ensure(dtype_, in[0]->toInts()); !s) return s;
+    if (isInt_ && (dtype_ == DType::Int64 || dtype_ == DType::UInt64)) {
+      std::fill_n(static_cast<int64_t*>(out[0].raw()), out[0].numElements(), intValue_);
+      return Status::ok();
+    }
+    out[0].fill(value_);
     return Status::ok();
   }
+
+ private:
+  DType dtype_ = DType::Float32;
+  double value_ = 0.0;
+  int64_t intValue_ = 0;
+  bool isInt_ = false;
 };
 
 /// DepthToSpace (DCR/CRD) and SpaceToDepth as one 6-D strided copy.
@@ -1067,11 +1098,14 @@ void addShapeOps(std::vector<OpEntry>& t) {
                },
                [](const Graph&, const Node&) { return mk<RangeKernel>(); }});
   t.push_back({"ConstantOfShape",
-               [](const Graph&, const Node& n) {
-                 if (n.hasAttr("value")) return std::string("the IR keeps no value data of the value attribute");
+               [](const Graph& g, const Node& n) {
+                 if (n.hasAttr("value") && !n.hasAttr("partex.value.scalar"))
+                   return std::string("the value attribute is not a one-element tensor of a numeric dtype");
+                 if (!tensorDTypeSupported(outDType(g, n, 0)))
+                   return std::string("output dtype ") + dtypeName(outDType(g, n, 0)) + " is not supported";
                  return std::string();
                },
-               [](const Graph&, const Node&) { return mk<ConstantOfShapeKernel>(); }});
+               [](const Graph&, const Node& n) { return mk<ConstantOfShapeKernel>(n); }});
   t.push_back({"DepthToSpace", anyDType, [](const Graph&, const Node& n) { return mk<DepthSpaceKernel>(n, true); }});
   t.push_back({"SpaceToDepth", anyDType, [](const Graph&, const Node& n) { return mk<DepthSpaceKernel>(n, false); }});
   t.push_back({"Trilu", anyDType, [](const Graph&, const Node& n) { return mk<TriluKernel>(n); }});

@@ -15,6 +15,7 @@ const std::vector<OpEntry>& plainOpTable() {
     addReduceOps(t);
     addMiscOps(t);
     addExtraOps(t);
+    addNmsOps(t);
     return t;
   }();
   return table;

@@ -465,10 +465,24 @@ void convertAttributes(const onnx::NodeProto& node, Node& out) {
       case AP::STRING:
         at.value = a.s();
         break;
-      case AP::TENSOR:
-        at.value = Attribute::TensorInfo{onnximp::dtypeFromOnnx(a.t().data_type()),
-                                         std::vector<int64_t>(a.t().dims().begin(), a.t().dims().end())};
+      case AP::TENSOR: {
+        const DType dt = onnximp::dtypeFromOnnx(a.t().data_type());
+        std::vector<int64_t> dims(a.t().dims().begin(), a.t().dims().end());
+        // A one-element tensor (ConstantOfShape's value) keeps its element too, as "partex.NAME.scalar":
+        // a ConstantOfShape that is not folded (its shape computed at run time, as in a loop body) runs.
+        if (shapeElements(dims) == 1 && tensorDTypeSupported(dt))
+          if (auto data = onnximp::decodeTensorData(a.t()); data && *data)
+            if (auto t = Tensor::alias(dt, dims, *data); t) {
+              Attribute sc;
+              if (dt == DType::Float32 || dt == DType::Float64 || dt == DType::Float16 || dt == DType::BFloat16)
+                sc.value = t->valueAsDouble(0);
+              else
+                sc.value = t->valueAsInt(0);
+              out.attrs["partex." + a.name() + ".scalar"] = std::move(sc);
+            }
+        at.value = Attribute::TensorInfo{dt, std::move(dims)};
         break;
+      }
       case AP::SPARSE_TENSOR:
         at.value = Attribute::TensorInfo{
             onnximp::dtypeFromOnnx(a.sparse_tensor().values().data_type()),
@@ -867,9 +881,17 @@ Status GraphBuilder::processNode(onnx::NodeProto& node) {
       }
     }
   }
-  if (node.op_type() == "Loop" && normDomain(node.domain()).empty())
+  if (node.op_type() == "Loop" && normDomain(node.domain()).empty()) {
     for (const auto& [name, body] : n.subgraphs)
       if (name == "body") completeLoopShapes(node, ins, *body, infos);
+    // The cost model (core/cost/work.cpp) multiplies the body's work by a constant trip count only.
+    const Val* trips = !ins.empty() && ins[0] >= 0 ? &vals_[static_cast<size_t>(ins[0])] : nullptr;
+    const std::vector<int64_t> count = trips && trips->isConst && trips->c ? trips->c->ints() : std::vector<int64_t>{};
+    if (count.size() != 1 || count[0] > (int64_t{1} << 31))
+      ctx_.warn(
+          "looptrips:" + node.name(),
+          "Loop '" + node.name() + "' has no constant trip count: its cost counts one iteration of its body" + where_);
+  }
   for (int i = 0; i < node.output_size(); ++i) {
     const std::string& name = node.output(i);
     if (name.empty()) {

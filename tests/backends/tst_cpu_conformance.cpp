@@ -191,7 +191,9 @@ class TestCpuConformance : public QObject {
     QTest::addColumn<QString>("device");
     for (const char* c : {"test_conv_with_strides_padding", "test_matmul_3d", "test_gemm_all_attributes",
                           "test_maxpool_2d_pads", "test_softmax_axis_1", "test_lstm_defaults", "test_add_bcast",
-                          "test_transpose_all_permutations_3", "test_reduce_mean_keepdims_example"})
+                          "test_transpose_all_permutations_3", "test_reduce_mean_keepdims_example", "test_if",
+                          "test_loop11", "test_scan9_sum", "test_range_float_type_positive_delta_expanded",
+                          "test_einsum_batch_matmul", "test_nonmaxsuppression_two_batches"})
       for (const char* d : {"cpu-parallel", "core0", "core1"})
         QTest::newRow((std::string(c) + "@" + d).c_str()) << c << d;
   }

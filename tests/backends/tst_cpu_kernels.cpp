@@ -189,7 +189,7 @@ class TestCpuKernels : public QObject {
   void refusals() {
     auto cpu = makeCpuBackend();
     std::string why;
-    Graph g = oneNode("NonMaxSuppression", {{DType::Float32, {1, 4, 4}}, {DType::Float32, {1, 1, 4}}});
+    Graph g = oneNode("RoiAlign", {{DType::Float32, {1, 1, 4, 4}}, {DType::Float32, {1, 4}}, {DType::Int64, {1}}});
     QVERIFY(!cpu->supports(g, 0, &why));
     QVERIFY(!why.empty());
     QVERIFY(!cpu->prepare(g, 0, "cpu-serial").isOk());
