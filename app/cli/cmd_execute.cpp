@@ -54,37 +54,6 @@ double medianOf(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/// Reads the --input NAME=FILE tensors and checks each against the model input it names (dtype, and
-/// the shape after --dim). Errors name the file.
-Result<std::map<ValueId, Tensor>> readInputs(const Graph& g, const std::vector<std::string>& specs) {
-  std::map<ValueId, Tensor> out;
-  for (const auto& spec : specs) {
-    const auto eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
-      return makeError("--input '", spec, "': expected NAME=FILE");
-    const std::string name = spec.substr(0, eq), file = spec.substr(eq + 1);
-    ValueId id = kNone;
-    std::vector<std::string> names;
-    for (ValueId in : g.inputs) {
-      names.push_back(g.values[static_cast<size_t>(in)].name);
-      if (names.back() == name) id = in;
-    }
-    if (id == kNone) return makeError(file, ": the model has no input '", name, "' (inputs: ", join(names, ", "), ")");
-    if (out.count(id)) return makeError(file, ": input '", name, "' is given twice");
-    auto t = readTensorFile(file);
-    if (!t) return Error{t.message()};
-    const Value& v = g.values[static_cast<size_t>(id)];
-    if (t->dtype() != v.dtype)
-      return makeError(file, ": input '", name, "' is ", dtypeName(v.dtype), ", the file holds ",
-                       dtypeName(t->dtype()));
-    if (t->shape() != v.shape)
-      return makeError(file, ": input '", name, "' has shape ", shapeString(v.shape), " (after --dim), the file holds ",
-                       shapeString(t->shape()));
-    out[id] = std::move(t).value();
-  }
-  return out;
-}
-
 /// Writes every model output as DIR/NAME.npy (npyFileName), each atomically.
 Status writeOutputs(const Graph& g, const std::vector<Tensor>& outputs, const std::string& dir) {
   std::error_code ec;
@@ -126,7 +95,7 @@ int runExecute(const ExecuteArgs& a) {
   if (!plan) return fail(plan.message());
   auto predicted = simulate(*t, *plan);
   if (!predicted) return fail(a.plan + ": " + predicted.message());
-  auto inputs = readInputs(*g, a.inputs);
+  auto inputs = readModelInputs(*g, a.inputs);
   if (!inputs) return fail(inputs.message());
 
   BackendRegistry reg;

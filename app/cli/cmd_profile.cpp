@@ -12,6 +12,7 @@
 
 #include "backend/backend.h"
 #include "commands.h"
+#include "onnx/tensorio.h"
 #include "profile/ortprofile.h"
 #include "profile/profile.h"
 #include "profile/profiler.h"
@@ -63,6 +64,7 @@ struct ProfileArgs {
   int reps = 10;
   int warmup = 2;
   uint64_t seed = 1;
+  std::vector<std::string> inputs;  ///< NAME=FILE
   bool groups = false;
   int maxGroup = 3;
   bool transfers = false;
@@ -95,6 +97,9 @@ int runProfile(const ProfileArgs& a) {
   o.reps = a.reps;
   o.warmup = a.warmup;
   o.seed = a.seed;
+  auto given = readModelInputs(*g, a.inputs);
+  if (!given) return fail(given.message());
+  o.inputs = std::move(*given);
   o.groups = a.groups;
   o.maxGroup = a.maxGroup;
   o.transfers = a.transfers;
@@ -110,7 +115,8 @@ int runProfile(const ProfileArgs& a) {
     return fail("unknown --method '" + a.method + "' (methods: per-operator, in-context, minimal)");
 
   // Reuse: an existing output file measured for this model, backend version and these devices.
-  if (!a.force && !a.output.empty() && access(a.output.c_str(), F_OK) == 0) {
+  // (A profile measured on given inputs is measured again: the file does not record which inputs.)
+  if (!a.force && a.inputs.empty() && !a.output.empty() && access(a.output.c_str(), F_OK) == 0) {
     auto old = loadProfileFile(a.output);
     std::string why;
     bool fits = old && profileMatches(*old, *g, *b, o.devices, &why);
@@ -165,10 +171,17 @@ int runProfile(const ProfileArgs& a) {
       for (const auto& op : d.ops) sum += op.time.medianUs;
       devs.push_back({{"id", d.id}, {"ops", d.ops.size()}, {"groups", d.groups.size()}, {"sum_of_medians_us", sum}});
     }
-    nlohmann::json j = {
-        {"model", baseName(a.model)}, {"backend", b->name() + " " + b->version()}, {"method", p->method},
-        {"seconds", info.seconds},    {"measurements", info.measurements},         {"devices", devs},
-        {"skipped", info.skipped},    {"disturbed_runs_discarded", info.disturbedRunsDiscarded}, {"notes", info.notes},    {"transfers", p->transfers.size()},          {"output", a.output}};
+    nlohmann::json j = {{"model", baseName(a.model)},
+                        {"backend", b->name() + " " + b->version()},
+                        {"method", p->method},
+                        {"seconds", info.seconds},
+                        {"measurements", info.measurements},
+                        {"devices", devs},
+                        {"skipped", info.skipped},
+                        {"disturbed_runs_discarded", info.disturbedRunsDiscarded},
+                        {"notes", info.notes},
+                        {"transfers", p->transfers.size()},
+                        {"output", a.output}};
     if (runs) j["profiling_runs"] = runs;
     std::cout << j.dump(2) << "\n";
     return 0;
@@ -245,16 +258,22 @@ void addProfile(CLI::App& app, int& exitCode) {
   cmd->add_option("-o,--output", a->output, "Profile file to write (reused when it matches)");
   cmd->add_option("--reps", a->reps, "Timed runs per measurement")->capture_default_str();
   cmd->add_option("--warmup", a->warmup, "Untimed runs before them")->capture_default_str();
-  cmd->add_option("--seed", a->seed, "Seed of the synthetic model inputs (weights are the model's own)")->capture_default_str();
+  cmd->add_option("--seed", a->seed, "Seed of the synthetic model inputs (weights are the model's own)")
+      ->capture_default_str();
+  cmd->add_option("--input", a->inputs,
+                  "Feed model input NAME from FILE (NAME=FILE, .npy or .pb, repeatable), as execute does: "
+                  "data-dependent operators (If, Loop) are then measured on the path this data takes; others are "
+                  "seeded random. A profile measured on given inputs is never reused");
   cmd->add_option("--dim", a->dims, "Bind a symbolic input dimension: NAME=VALUE or INPUT:AXIS=VALUE");
   cmd->add_flag("--groups", a->groups, "Also measure fused groups of consecutive operators");
   cmd->add_option("--max-group", a->maxGroup, "Largest group size")->capture_default_str();
   cmd->add_flag("--transfers", a->transfers, "Also measure transfers between every pair of devices");
-  auto* methodOpt = cmd->add_option("--method", a->method,
-                  "per-operator: each operator alone, repeated on hot caches; in-context: each operator timed "
-                  "inside whole-model runs on each device (predicts whole runs best); minimal: the PIM paper's "
-                  "minimal plan, in-context runs plus one crossing run for transfers (#devices + 1 runs)")
-      ->capture_default_str();
+  auto* methodOpt =
+      cmd->add_option("--method", a->method,
+                      "per-operator: each operator alone, repeated on hot caches; in-context: each operator timed "
+                      "inside whole-model runs on each device (predicts whole runs best); minimal: the PIM paper's "
+                      "minimal plan, in-context runs plus one crossing run for transfers (#devices + 1 runs)")
+          ->capture_default_str();
   cmd->add_flag("--minimal", a->minimal, "Same as --method minimal");
   cmd->add_flag("--force", a->force, "Measure even when the output file matches");
   cmd->add_flag("--quiet,-q", a->quiet, "No progress on stderr");

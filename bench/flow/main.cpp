@@ -225,7 +225,8 @@ int main(int argc, char** argv) {
     const std::string profile = stem + ".profile.json";
     std::string out;
     const auto p0 = std::chrono::steady_clock::now();
-    if (run(quote(cli) + " profile " + quote(path) + dims + " -o " + quote(profile) + " -q --force 2>&1", out) != 0) {
+    if (run(quote(cli) + " profile " + quote(path) + dims + inputs + " -o " + quote(profile) + " -q --force 2>&1",
+            out) != 0) {
       PlanRow r;
       r.model = mc.file;
       r.algo = "profile";
@@ -255,9 +256,9 @@ int main(int argc, char** argv) {
     // the phase change to the error. The plans stay the ones scheduled on the first profile, as a user's.
     for (int round = 0; round < rounds; ++round) {
       const std::string roundProfile = stem + ".round" + std::to_string(round) + ".profile.json";
-      if (round > 0 &&
-          run(quote(cli) + " profile " + quote(path) + dims + " -o " + quote(roundProfile) + " -q --force 2>&1", out) !=
-              0) {
+      if (round > 0 && run(quote(cli) + " profile " + quote(path) + dims + inputs + " -o " + quote(roundProfile) +
+                               " -q --force 2>&1",
+                           out) != 0) {
         for (auto& r : mine) r.error = "profile failed: " + out.substr(0, out.find('\n'));
         break;
       }

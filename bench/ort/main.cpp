@@ -638,7 +638,8 @@ int main(int argc, char** argv) {
         const std::string plan = r.stem + ".round" + std::to_string(round) + ".best.plan.json";
         Proc p;
         if (r.best.gaveUp) {
-        } else if ((p = run(quote(cli) + " profile " + quote(r.path) + r.dims + " -o " + quote(profile) + " -q --force",
+        } else if ((p = run(quote(cli) + " profile " + quote(r.path) + r.dims + r.inputs + " -o " + quote(profile) +
+                                " -q --force",
                             errFile))
                        .rc != 0) {
           r.best.fail("profile", p);

@@ -426,6 +426,16 @@ std::string withWeightData() {
   return m.bytes();
 }
 
+std::string withReshapeByInput() {
+  Model m;
+  addInput(m.g, "x", kFloat, {2, 3, 4});
+  addInput(m.g, "shape", kInt64, {2});
+  addNode(m.g, "Reshape", {"x", "shape"}, {"y"}, "reshape");
+  addNode(m.g, "Relu", {"y"}, {"z"}, "relu");
+  addOutput(m.g, "z", kFloat, {6, 4});
+  return m.bytes();
+}
+
 std::string withIf() {
   Model m;
   addInput(m.g, "cond", kBool, {});
@@ -771,12 +781,15 @@ std::string withFoldCases(std::vector<std::string>* outputs) {
     outs.push_back(o);
     shapes[o] = {3};
   }
-  const std::set<std::string> ints{"mod_int", "fmod_int", "div_int", "sub_int", "clip_int", "neg", "reducesum",
-                                   "concat", "reshape", "transpose", "range", "split0", "split1"};
+  const std::set<std::string> ints{"mod_int", "fmod_int", "div_int",   "sub_int", "clip_int", "neg",   "reducesum",
+                                   "concat",  "reshape",  "transpose", "range",   "split0",   "split1"};
   const std::set<std::string> bools{"less", "equal", "not"};
   for (const auto& o : outs) {
     auto* vi = addOutput(m.g, o.c_str(),
-                         o == "cast_int" ? onnx::TensorProto::INT32 : ints.count(o) ? kInt64 : bools.count(o) ? kBool : kFloat,
+                         o == "cast_int"  ? onnx::TensorProto::INT32
+                         : ints.count(o)  ? kInt64
+                         : bools.count(o) ? kBool
+                                          : kFloat,
                          {});
     for (int64_t d : shapes[o]) vi->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
   }

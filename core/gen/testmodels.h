@@ -63,6 +63,9 @@ std::string withExternalData(const std::string& location, const std::string& off
 /// fold, stays an operator. Inputs x[1,4], z[5000], u[80,64]; outputs y = (x@Wid + Bsq)@Wcos,
 /// y2 = z + Wflat, y3 = u + bigT, y4 = x@Wraw.
 std::string withWeightData();
+/// x[2,3,4] -> Reshape(x, shape) -> Relu -> z[6,4], where `shape` (int64 [2]) is a model input: a run on
+/// the synthetic (zero) shape fails, a run on shape = [6, 4] succeeds (a run that uses the given input).
+std::string withReshapeByInput();
 /// If on a bool input; both branches read the outer input 'x'.
 std::string withIf();
 /// Loop (trip count 3) whose body adds the outer initializer 'w' to the carried value.
@@ -90,8 +93,9 @@ std::string withShapeChain();
 /// fmod) and float fmod with negative operands, integer Div, Clip of NaN, Pow, a three-input Sum,
 /// ReduceMax/ReduceSum, Cast, comparisons, Where, shape operators (Concat, Gather, Slice, Transpose,
 /// Expand, Tile, Range, Split, Unsqueeze) and the operators the backend runs through oneDNN (Relu,
-/// Sqrt, Exp, Sigmoid, Tanh, float Clip; relu_nan and clip_nan of f_v, which holds a NaN). Initializers: f_one [1] 1, f_nan [1] NaN, f_v [6] (NaN,
-/// -2.5, -0.5, 0, 1.5, 4), i_a [6] (-7, 7, -7, 7, 0, 5), i_b [6] (3, -3, -3, 3, 2, 5), f_a [4]
+/// Sqrt, Exp, Sigmoid, Tanh, float Clip; relu_nan and clip_nan of f_v, which holds a NaN). Initializers: f_one [1] 1,
+/// f_nan [1] NaN, f_v [6] (NaN, -2.5, -0.5, 0, 1.5, 4), i_a [6] (-7, 7, -7, 7, 0, 5), i_b [6] (3, -3, -3, 3, 2, 5), f_a
+/// [4]
 /// (-7.5, 7.5, -7.5, 1.5), f_b [4] (2, -2, -2, 0.5). `outputs` (if not null) receives the outputs'
 /// names.
 std::string withFoldCases(std::vector<std::string>* outputs = nullptr);

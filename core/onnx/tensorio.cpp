@@ -11,6 +11,7 @@
 #include "backend/npy.h"
 #include "onnx/importer.h"
 #include "onnx/weights.h"
+#include "support/strings.h"
 
 namespace partex {
 
@@ -150,6 +151,35 @@ Result<OnnxModelWithData> importOnnxWithData(const std::string& path, bool const
   auto g = importOnnxBytes(serialized, path, ImportOptions{}, base);
   if (!g) return Error{g.message()};
   out.graph = std::move(*g);
+  return out;
+}
+
+Result<std::map<ValueId, Tensor>> readModelInputs(const Graph& g, const std::vector<std::string>& specs) {
+  std::map<ValueId, Tensor> out;
+  for (const auto& spec : specs) {
+    const auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+      return makeError("--input '", spec, "': expected NAME=FILE");
+    const std::string name = spec.substr(0, eq), file = spec.substr(eq + 1);
+    ValueId id = kNone;
+    std::vector<std::string> names;
+    for (ValueId in : g.inputs) {
+      names.push_back(g.values[static_cast<size_t>(in)].name);
+      if (names.back() == name) id = in;
+    }
+    if (id == kNone) return makeError(file, ": the model has no input '", name, "' (inputs: ", join(names, ", "), ")");
+    if (out.count(id)) return makeError(file, ": input '", name, "' is given twice");
+    auto t = readTensorFile(file);
+    if (!t) return Error{t.message()};
+    const Value& v = g.values[static_cast<size_t>(id)];
+    if (t->dtype() != v.dtype)
+      return makeError(file, ": input '", name, "' is ", dtypeName(v.dtype), ", the file holds ",
+                       dtypeName(t->dtype()));
+    if (t->shape() != v.shape)
+      return makeError(file, ": input '", name, "' has shape ", shapeString(v.shape), " (after --dim), the file holds ",
+                       shapeString(t->shape()));
+    out[id] = std::move(t).value();
+  }
   return out;
 }
 

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "backend/tensor.h"
 #include "ir/graph.h"
@@ -22,6 +23,10 @@ Result<Tensor> readTensorProtoBytes(const std::string& bytes, const std::string&
 /// Reads a tensor file by its content: a NumPy .npy file (backend/npy.h) or a serialized
 /// onnx.TensorProto (.pb, the ONNX test-data format; `name` receives its name when it has one).
 Result<Tensor> readTensorFile(const std::string& path, std::string* name = nullptr);
+
+/// Reads `NAME=FILE` specs (the CLI's --input) into tensors of the model inputs they name, each checked
+/// against that input (dtype, and the shape after --dim). Errors are one line naming the file.
+Result<std::map<ValueId, Tensor>> readModelInputs(const Graph& g, const std::vector<std::string>& specs);
 
 /// A small model imported for running: the graph, plus the data of its constants by value name
 /// (initializers and the outputs of Constant nodes with a tensor, float(s) or int(s) value).

@@ -4,13 +4,13 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
-#include <atomic>
 #include <set>
 #include <thread>
 
@@ -171,6 +171,10 @@ Status referenceRun(Ctx& c) {
     const Value& val = g.values[v];
     if (val.producer >= 0) continue;
     if (!val.isWeight && !val.isGraphInput) continue;
+    if (auto given = c.o.inputs.find(static_cast<ValueId>(v)); given != c.o.inputs.end()) {
+      c.ref[v] = given->second;
+      continue;
+    }
     auto t = leafTensor(g, static_cast<ValueId>(v), c.o.seed + v);
     if (!t) return makeError(g.name, ": input '", val.name, "': ", t.message());
     c.ref[v] = std::move(t).value();
@@ -370,6 +374,7 @@ Status profileWholeModelRuns(Ctx& c, Profile& p, const std::vector<OpId>& order)
       eo.warmup = c.o.warmup;
       eo.reps = c.o.reps;
       eo.seed = c.o.seed;
+      eo.inputs = c.o.inputs;
       eo.checkOutputs = false;
       eo.cancel = c.o.cancel;
       auto r = executeOnDevice(g, c.b, d.id, order, eo);
@@ -580,8 +585,11 @@ Result<Profile> profileModel(const Graph& g, const Backend& backend, const Profi
   const auto sizes = o.transferSizes.empty() ? defaultTransferSizes(g) : o.transferSizes;
   const bool minimal = o.method == ProfilerOptions::Method::MinimalPlan;
   const bool inContext = o.method == ProfilerOptions::Method::InContext;
-  c.total = 1 + (minimal ? m + (m > 1 ? 1 : 0) : inContext ? m + (o.transfers ? 0 : 1) : n * m) + static_cast<int>(groups.size()) * m +
-            (o.transfers ? static_cast<int>(sizes.size()) * m * (m - 1) : 0);
+  c.total = 1 +
+            (minimal     ? m + (m > 1 ? 1 : 0)
+             : inContext ? m + (o.transfers ? 0 : 1)
+                         : n * m) +
+            static_cast<int>(groups.size()) * m + (o.transfers ? static_cast<int>(sizes.size()) * m * (m - 1) : 0);
 
   Profile p;
   p.modelFile = baseName(g.sourcePath);

@@ -27,6 +27,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,10 @@ struct ProfilerOptions {
   int warmup = 2;
   int reps = 10;
   uint64_t seed = 1;
+  /// Model inputs given by the caller (the CLI's --input): the reference run and the whole-model runs
+  /// use them instead of seeded synthetic values, so that data-dependent operators (an If on a sample
+  /// rate, a Loop's trip count) are measured on the path the user's data takes.
+  std::map<ValueId, Tensor> inputs;
   bool groups = false;     ///< Also measure fused groups of consecutive operators.
   int maxGroup = 3;        ///< Largest group size (>= 2).
   bool transfers = false;  ///< Also measure transfers between every ordered device pair.

@@ -13,10 +13,10 @@
 #include "cost/costtable.h"
 #include "cost/work.h"
 #include "cpu/cpu_backend.h"
-#include "graphrun.h"
-#include "ir/fusion.h"
 #include "gen/generator.h"
 #include "gen/testmodels.h"
+#include "graphrun.h"
+#include "ir/fusion.h"
 #include "onnx/importer.h"
 #include "platform/platform.h"
 #include "profile/executor.h"
@@ -54,7 +54,36 @@ class TestExecutorModes : public QObject {
   void inContextProfileMeasuresHandovers();
   void fusionIsAFactOfTheCosts();
   void concatInputsWrittenInPlace();
+  void profileUsesGivenInputs();
 };
+
+void TestExecutorModes::profileUsesGivenInputs() {
+  // `profile --input`: the reference run and the whole-model runs take the given model inputs. The
+  // model reshapes by an input: the synthetic (zero) shape cannot hold x's 24 values, [6, 4] can.
+  auto backend = makeCpuBackend();
+  auto g = importOnnxBytes(testmodels::withReshapeByInput(), "reshape_by_input.onnx");
+  QVERIFY2(g.isOk(), g.message().c_str());
+  const ValueId shape = g->findValue("shape");
+  QVERIFY(shape != kNone);
+  for (const auto method : {ProfilerOptions::Method::PerOperator, ProfilerOptions::Method::InContext}) {
+    ProfilerOptions o;
+    o.method = method;
+    o.devices = {"core0"};
+    o.warmup = 0;
+    o.reps = 1;
+    auto synthetic = profileModel(*g, *backend, o);
+    QVERIFY2(!synthetic.isOk(), "the synthetic shape input was expected to fail the Reshape");
+    Tensor given;
+    QVERIFY(given.ensure(DType::Int64, {2}).isOk());
+    given.data<int64_t>()[0] = 6;
+    given.data<int64_t>()[1] = 4;
+    o.inputs[shape] = given;
+    auto p = profileModel(*g, *backend, o);
+    QVERIFY2(p.isOk(), p.message().c_str());
+    QCOMPARE(p->devices.size(), size_t{1});
+    QCOMPARE(p->devices[0].ops.size(), size_t{2});
+  }
+}
 
 void TestExecutorModes::concatInputsWrittenInPlace() {
   auto backend = makeCpuBackend();
@@ -107,7 +136,8 @@ void TestExecutorModes::concatInputsWrittenInPlace() {
     QCOMPARE(r->outputs.size(), size_t{1});
     QCOMPARE(r->outputs[0].numElements(), int64_t{60});
     for (int i = 0; i < 60; ++i)
-      QVERIFY2(std::abs(r->outputs[0].data<float>()[i] - want[static_cast<size_t>(i)]) < 1e-5f, qPrintable(QString::number(i)));
+      QVERIFY2(std::abs(r->outputs[0].data<float>()[i] - want[static_cast<size_t>(i)]) < 1e-5f,
+               qPrintable(QString::number(i)));
   }
 }
 
@@ -260,7 +290,8 @@ void TestExecutorModes::fusionIsAFactOfTheCosts() {
   split[static_cast<size_t>(grp.front())] = serial;
   for (TaskId v : grp) QCOMPARE(t->wIn(v, c0, together), t->w(v, c0));
   const TaskId last = grp.back();
-  QCOMPARE(t->wIn(last, c0, split), t->unfusedCost[static_cast<size_t>(last) * t->deviceIds.size() + static_cast<size_t>(c0)]);
+  QCOMPARE(t->wIn(last, c0, split),
+           t->unfusedCost[static_cast<size_t>(last) * t->deviceIds.size() + static_cast<size_t>(c0)]);
 }
 
 QTEST_GUILESS_MAIN(TestExecutorModes)

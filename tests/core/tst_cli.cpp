@@ -73,7 +73,8 @@ class TestCli : public QObject {
     QCOMPARE(r.code, 0);
     QStringList names;
     for (const auto& p : QJsonDocument::fromJson(r.out).array()) names << p.toObject()["name"].toString();
-    for (const char* n : {"mobile-soc", "cpu-npu", "cpu-gpu-pcie", "cpu-gpu-shared", "cpu-igpu-coupled", "pim", "npu-multicore", "this-machine"})
+    for (const char* n : {"mobile-soc", "cpu-npu", "cpu-gpu-pcie", "cpu-gpu-shared", "cpu-igpu-coupled", "pim",
+                          "npu-multicore", "this-machine"})
       QVERIFY2(names.contains(n), n);
   }
 
@@ -152,7 +153,8 @@ class TestCli : public QObject {
     auto t2 = read("y2.npy");
     QVERIFY2(t2.isOk(), t2.message().c_str());
     QCOMPARE(t2->shape(), (std::vector<int64_t>{5000}));
-    for (int64_t i = 0; i < 5000; i += 499) QCOMPARE(t2->valueAsDouble(i), static_cast<double>(z->data<float>()[i] + 0.25f));
+    for (int64_t i = 0; i < 5000; i += 499)
+      QCOMPARE(t2->valueAsDouble(i), static_cast<double>(z->data<float>()[i] + 0.25f));
     auto t3 = read("y3.npy");  // u was not given: seeded random
     QVERIFY2(t3.isOk(), t3.message().c_str());
     QCOMPARE(t3->shape(), (std::vector<int64_t>{80, 64}));
@@ -167,11 +169,16 @@ class TestCli : public QObject {
   void executeInputErrors_data() {
     QTest::addColumn<QString>("input");
     QTest::addColumn<QString>("expected");  // after "partex-cli: <file>: "
-    QTest::newRow("unknown input") << "nosuch=%1/x.npy" << "the model has no input 'nosuch' (inputs: x, z, u)";
-    QTest::newRow("wrong dtype") << "x=%1/int.npy" << "input 'x' is float32, the file holds int64";
-    QTest::newRow("wrong shape") << "x=%1/z.npy" << "input 'x' has shape [1,4] (after --dim), the file holds [5000]";
-    QTest::newRow("not a tensor file") << "x=%1/garbage.npy" << "neither a NumPy .npy file nor an ONNX TensorProto (.pb)";
-    QTest::newRow("missing file") << "x=%1/missing.npy" << "no such file";
+    QTest::newRow("unknown input") << "nosuch=%1/x.npy"
+                                   << "the model has no input 'nosuch' (inputs: x, z, u)";
+    QTest::newRow("wrong dtype") << "x=%1/int.npy"
+                                 << "input 'x' is float32, the file holds int64";
+    QTest::newRow("wrong shape") << "x=%1/z.npy"
+                                 << "input 'x' has shape [1,4] (after --dim), the file holds [5000]";
+    QTest::newRow("not a tensor file") << "x=%1/garbage.npy"
+                                       << "neither a NumPy .npy file nor an ONNX TensorProto (.pb)";
+    QTest::newRow("missing file") << "x=%1/missing.npy"
+                                  << "no such file";
   }
   /// Inputs that do not fit the model: exit 2, one line naming the file.
   void executeInputErrors() {
@@ -188,12 +195,19 @@ class TestCli : public QObject {
       g.write("\x93NUMPX and more bytes");
     }
     const QString spec = input.arg(d);
-    Run r = run({"execute", d + "/weights.onnx", "--plan", d + "/plan.json", "--reps", "1", "--input", spec});
-    QCOMPARE(r.code, 2);
-    const QByteArray err = r.err.trimmed();
-    QVERIFY2(!err.contains('\n'), err.constData());
-    const QString file = spec.mid(spec.indexOf('=') + 1);
-    QCOMPARE(QString::fromUtf8(err), "partex-cli: " + file + ": " + expected);
+    // execute and profile read --input by one rule (readModelInputs) and refuse alike.
+    const QList<QStringList> commands = {
+        {"execute", d + "/weights.onnx", "--plan", d + "/plan.json", "--reps", "1", "--input", spec},
+        {"profile", d + "/weights.onnx", "--devices", "core0", "--reps", "1", "-o", d + "/p.json", "--input", spec}};
+    for (const QStringList& args : commands) {
+      Run r = run(args);
+      QCOMPARE(r.code, 2);
+      const QByteArray err = r.err.trimmed();
+      QVERIFY2(!err.contains('\n'), err.constData());
+      const QString file = spec.mid(spec.indexOf('=') + 1);
+      QCOMPARE(QString::fromUtf8(err), "partex-cli: " + file + ": " + expected);
+      QVERIFY(!QFileInfo::exists(d + "/p.json"));
+    }
   }
 
   void garbageFileLeavesNoOutput() {
