@@ -1259,7 +1259,9 @@ Result<Graph> importOnnxBytes(const std::string& bytes, const std::string& origi
 }
 
 Result<Graph> importOnnxFile(const std::string& path, const ImportOptions& opts) {
+  // A bare file name ("model.onnx") lives in the current folder: its external data is read from there.
   std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
   auto result = importGuarded(
       [&](ImportCtx& ctx) -> Result<Graph> {
         auto model = std::make_unique<onnx::ModelProto>();
