@@ -4,6 +4,7 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -280,6 +281,8 @@ class Lowerer {
   std::unordered_set<std::string> detached_;  ///< Constants an operator stopped reading.
   std::map<std::string, int> done_;           ///< Rewrite -> how many nodes.
   std::deque<onnx::TensorProto> made_;        ///< Tensors of Constant nodes' value_ints / value_int.
+  /// Nodes of the graph being lowered that are replaced by several (in order).
+  std::unordered_map<const onnx::NodeProto*, std::vector<onnx::NodeProto>> replaced_;
 
   void collectNames() {
     std::function<void(const onnx::GraphProto&)> walk = [&](const onnx::GraphProto& g) {
@@ -354,6 +357,23 @@ class Lowerer {
           if (auto st = graph(sub, s); !st) return st;
       }
       if (auto st = node(n, s, &g); !st) return st;
+    }
+    if (!replaced_.empty()) {
+      // Nodes that became several (Split into Slices): spliced in at their place, keeping the order
+      // topological. The protos move by pointer, so what the scopes point into stays put.
+      auto* nodes = g.mutable_node();
+      std::vector<onnx::NodeProto*> old(static_cast<size_t>(nodes->size()));
+      nodes->ExtractSubrange(0, nodes->size(), old.data());
+      for (onnx::NodeProto* p : old) {
+        auto it = replaced_.find(p);
+        if (it == replaced_.end()) {
+          nodes->AddAllocated(p);
+          continue;
+        }
+        for (auto& r : it->second) *nodes->Add() = std::move(r);
+        replaced_.erase(it);
+        delete p;
+      }
     }
     return Status::ok();
   }
@@ -523,8 +543,8 @@ class Lowerer {
     const int64_t r = k && k->hasRank ? static_cast<int64_t>(k->dims.size()) : -1;
     if (axis < 0 && r >= 0) axis += r;
     const int64_t d = r >= 0 && axis >= 0 && axis < r ? k->dims[static_cast<size_t>(axis)] : -1;
-    if (d < 0) return fail(n, "num_outputs on an axis of unknown size");
     if (num <= 0) return fail(n, "num_outputs " + std::to_string(num));
+    if (d < 0) return splitBySlices(n, g, num);
     if (d % num == 0) {
       ++done_["Split: num_outputs dividing the axis dropped"];
       return Status::ok();  // Opset 13 splits into equal parts, one per output.
@@ -541,6 +561,46 @@ class Lowerer {
     while (n.input_size() < 2) n.add_input("");
     n.set_input(1, name);
     ++done_["Split: num_outputs into explicit sizes"];
+    return Status::ok();
+  }
+
+  /// Split into `num` parts on an axis whose size the model does not state: Slices of
+  /// chunk = (d + num - 1) / num elements from i * chunk (Slice clamps the last part's end to d), with
+  /// d read by Shape and Gather. Constant folding makes the bounds constants once the shapes are known.
+  Status splitBySlices(onnx::NodeProto& n, onnx::GraphProto* g, int64_t num) {
+    if (!g) return fail(n, "num_outputs on an axis of unknown size inside a local function");
+    const int64_t axis = attrInt(n, "axis", 0);
+    const std::string base = n.name().empty() ? n.output(0) : n.name();
+    std::vector<onnx::NodeProto> nodes;
+    auto add = [&](const std::string& op, std::vector<std::string> ins, const std::string& out) {
+      onnx::NodeProto& p = nodes.emplace_back();
+      p.set_op_type(op);
+      p.set_name(freshName(base + "_" + out));
+      for (auto& i : ins) p.add_input(i);
+      p.add_output(out);
+      return &p;
+    };
+    const std::string shape = freshName(base + "_shape"), size = freshName(base + "_size"),
+                      plus = freshName(base + "_plus"), chunk = freshName(base + "_chunk");
+    add("Shape", {n.input(0)}, shape);
+    add("Gather", {shape, addInts(g, n, "axis", {axis})}, size);
+    add("Add", {size, addInts(g, n, "num_minus_1", {num - 1})}, plus);
+    add("Div", {plus, addInts(g, n, "num", {num})}, chunk);
+    std::string start = addInts(g, n, "zero", {0});
+    for (int64_t i = 0; i < num; ++i) {
+      const std::string& out = n.output(static_cast<int>(i));
+      std::string end;
+      if (i + 1 < num) {
+        end = freshName(base + "_end" + std::to_string(i));
+        add("Mul", {chunk, addInts(g, n, "k" + std::to_string(i + 1), {i + 1})}, end);
+      } else {
+        end = addInts(g, n, "end", {std::numeric_limits<int64_t>::max()});
+      }
+      if (!out.empty()) add("Slice", {n.input(0), start, end, addInts(g, n, "axes", {axis})}, out);
+      start = end;
+    }
+    replaced_[&n] = std::move(nodes);
+    ++done_["Split: num_outputs on an axis of unknown size into Slices"];
     return Status::ok();
   }
 
