@@ -48,6 +48,7 @@ int runInspect(const std::string& path, const std::vector<std::string>& dims, bo
     j["peak_activation_bytes"] = total.peakActivationBytes;
     j["opset"] = graph.opsetVersion;
     j["warnings"] = graph.warnings;
+    j["notes"] = graph.notes;
     j["inputs"] = nlohmann::json::array();
     for (ValueId v : graph.inputs) j["inputs"].push_back(tensorJson(graph.values[static_cast<size_t>(v)]));
     j["outputs"] = nlohmann::json::array();
@@ -94,6 +95,7 @@ int runInspect(const std::string& path, const std::vector<std::string>& dims, bo
     std::printf("Output       %s %s %s\n", val.name.c_str(), dtypeName(val.dtype),
                 val.shapeKnown ? shapeToString(val.shape).c_str() : "?");
   }
+  for (const auto& w : graph.notes) std::printf("Note         %s\n", w.c_str());
   for (const auto& w : graph.warnings) std::printf("Warning      %s\n", w.c_str());
   std::vector<std::pair<std::string, int>> hist(histogram.begin(), histogram.end());
   std::stable_sort(hist.begin(), hist.end(), [](auto& a, auto& b) { return a.second > b.second; });

@@ -165,6 +165,19 @@ class CpuKernel final : public Kernel {
     std::vector<const Tensor*> in = inputs;
     in.resize(nIn_, nullptr);
     outputs.resize(nOut_);
+    // The caller's `outputs` never changes size or moves: executors and profilers keep pointers to its
+    // elements (consumers' inputs). An OpKernel may resize `out` (LayerNormalization always computes
+    // Mean and InvStdDev, MaxPool its indices), so it runs on this kernel's own vector: the node's
+    // outputs are moved in and back out (storage moves with them), the kernel's extra results stay here.
+    own_.resize(std::max(own_.size(), nOut_));
+    for (size_t k = 0; k < nOut_; ++k) own_[k] = std::move(outputs[k]);
+    struct MoveBack {
+      std::vector<Tensor>& from;
+      std::vector<Tensor>& to;
+      ~MoveBack() {
+        for (size_t k = 0; k < to.size() && k < from.size(); ++k) to[k] = std::move(from[k]);
+      }
+    } moveBack{own_, outputs};
     // Channels-last inputs the kernel does not read as they are: row-major copies (kept for the next run).
     bool anyNhwc = false;
     for (const Tensor* t : in) anyNhwc = anyNhwc || (t && t->nhwc());
@@ -183,7 +196,7 @@ class CpuKernel final : public Kernel {
     ExecContext ctx;
     ctx.threads = dev_.threads;
     try {
-      Status s = op_->run(ctx, in, outputs);
+      Status s = op_->run(ctx, in, own_);
       if (!s) return makeError("node '", name_, "': ", s.message());
       return s;
     } catch (const dnnl::error& e) {
@@ -202,6 +215,7 @@ class CpuKernel final : public Kernel {
   std::string name_;
   size_t nIn_, nOut_;
   BackendDevice dev_;
+  std::vector<Tensor> own_;  ///< What op_ writes: the node's outputs while it runs, then its extras.
 };
 
 class CpuBackend final : public Backend {

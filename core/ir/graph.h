@@ -119,6 +119,8 @@ class Graph {
   std::vector<ValueId> inputs;   ///< Model inputs (not weights).
   std::vector<ValueId> outputs;  ///< Model outputs.
   std::vector<std::string> warnings;  ///< Import warnings (unknown domains, unbound loops, ...).
+  /// Import notes: facts, not problems (an IR 10 or opset 18 model read as IR 8 / opset 17).
+  std::vector<std::string> notes;
 
   ValueId addValue(Value v);
   OpId addNode(Node n);

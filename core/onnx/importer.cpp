@@ -29,6 +29,7 @@
 #include "backend/tensor.h"
 #include "onnx/consteval.h"
 #include "onnx/inferguard.h"
+#include "onnx/lower.h"
 #include "onnx/weights.h"
 #include "support/sha256.h"
 #include "support/strings.h"
@@ -123,6 +124,7 @@ struct ImportCtx {
   std::unordered_map<std::string, int> opsets;  ///< Domain ("" for ONNX) -> version.
   int64_t opset = 0;
   std::vector<std::string> warnings;
+  std::vector<std::string> notes;  ///< Graph::notes.
   std::unordered_set<std::string> warnedKeys;
   /// Outer-scope names used inside a control-flow node's subgraphs, in a stable order.
   std::unordered_map<const onnx::NodeProto*, std::vector<std::string>> implicitInputs;
@@ -1103,9 +1105,16 @@ Status parseModelFile(const std::string& path, onnx::ModelProto& model) {
 
 Result<Graph> importModel(onnx::ModelProto& model, ImportCtx& ctx, const ImportOptions& opts) {
   if (!model.has_graph()) return ctx.fail("not an ONNX model (no graph)");
-  if (model.ir_version() < kMinIrVersion || model.ir_version() > kMaxIrVersion)
-    return ctx.fail("unsupported IR version ", std::to_string(model.ir_version()), " (supported ",
-                    std::to_string(kMinIrVersion), " to ", std::to_string(kMaxIrVersion), ")");
+  const int64_t irVersion = model.ir_version();
+  if (irVersion < kMinIrVersion || irVersion > onnximp::kMaxLowerableIr)
+    return ctx.fail("unsupported IR version ", std::to_string(irVersion), " (supported ", std::to_string(kMinIrVersion),
+                    " to ", std::to_string(onnximp::kMaxLowerableIr), ")");
+  if (irVersion > kMaxIrVersion) {
+    // IR 9/10 without their new types and overloads reads exactly as IR 8 (onnx/lower.h).
+    if (auto st = onnximp::lowerIrVersion(model); !st) return ctx.fail(st.message());
+    ctx.notes.push_back("IR version " + std::to_string(irVersion) + " read as IR " + std::to_string(kMaxIrVersion) +
+                        " (the model uses none of the types or features added since)");
+  }
   bool haveDefault = false;
   for (const auto& imp : model.opset_import()) {
     const std::string d = normDomain(imp.domain());
@@ -1132,9 +1141,22 @@ Result<Graph> importModel(onnx::ModelProto& model, ImportCtx& ctx, const ImportO
   };
   if (!haveDefault && usesDefault(model.graph()))
     return ctx.fail("the model imports no opset of the default ONNX domain");
-  if (haveDefault && (ctx.opset < kMinOpset || ctx.opset > kMaxOpset))
+  if (haveDefault && (ctx.opset < kMinOpset || ctx.opset > onnximp::kMaxLowerableOpset))
     return ctx.fail("unsupported opset ", std::to_string(ctx.opset), " of the default ONNX domain (supported ",
-                    std::to_string(kMinOpset), " to ", std::to_string(kMaxOpset), ")");
+                    std::to_string(kMinOpset), " to ", std::to_string(onnximp::kMaxLowerableOpset), ")");
+  if (haveDefault && ctx.opset > kMaxOpset) {
+    // libonnx 1.12 knows opsets up to 17: operators whose form changed since are rewritten into their
+    // opset-17 form where it is exact, and refused otherwise (onnx/lower.h).
+    std::vector<std::string> rewrites;
+    if (auto st = onnximp::lowerOpset(model, rewrites); !st)
+      return ctx.fail("opset ", std::to_string(ctx.opset), ": ", st.message());
+    std::string note =
+        "opset " + std::to_string(ctx.opset) + " of the default ONNX domain read as opset " + std::to_string(kMaxOpset);
+    for (size_t i = 0; i < rewrites.size(); ++i) note += (i == 0 ? ": " : "; ") + rewrites[i];
+    ctx.notes.push_back(note);
+    ctx.opset = kMaxOpset;
+    ctx.opsets[""] = static_cast<int>(kMaxOpset);
+  }
 
   onnx::GraphProto& g = *model.mutable_graph();
   {
@@ -1176,11 +1198,12 @@ Result<Graph> importModel(onnx::ModelProto& model, ImportCtx& ctx, const ImportO
   auto built = builder.build();
   if (!built) return Error{built.message()};
   Graph graph = std::move(*built.value());
-  graph.irVersion = model.ir_version();
+  graph.irVersion = model.ir_version();  // as read (8 for a lowered IR 9/10 model; the note says so)
   graph.opsetVersion = ctx.opset;
   graph.producerName = model.producer_name();
   graph.graphSha256 = graphSha256;
   graph.warnings = std::move(ctx.warnings);
+  graph.notes = std::move(ctx.notes);
   // Subgraphs share the model's metadata.
   std::function<void(Graph&)> stamp = [&](Graph& gr) {
     for (auto& n : gr.nodes)
@@ -1236,6 +1259,7 @@ std::string oneLine(const std::string& s) {
 Result<Graph> finish(Result<Graph> result) {
   if (!result) return Error{oneLine(result.message())};
   for (auto& w : result->warnings) w = oneLine(w);
+  for (auto& w : result->notes) w = oneLine(w);
   return result;
 }
 
@@ -1281,7 +1305,9 @@ Result<Graph> importOnnxBytes(const std::string& bytes, const std::string& origi
 }
 
 Result<Graph> importOnnxFile(const std::string& path, const ImportOptions& opts) {
+  // A bare file name ("model.onnx") lives in the current folder: its external data is read from there.
   std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
   auto result = importGuarded(
       [&](ImportCtx& ctx) -> Result<Graph> {
         auto model = std::make_unique<onnx::ModelProto>();

@@ -487,6 +487,18 @@ void TestImport::externalData() {
   auto g5 = importOnnxBytes(testmodels::withExternalData("ext_weights.bin"), "ext.onnx", noCheck);
   QVERIFY2(g5.isOk(), g5.message().c_str());
   QVERIFY(!valueNamed(*g5, "W").data);
+  // A bare file name (`cd DIR && partex-cli inspect ext.onnx`): the data is read from the current folder.
+  {
+    const auto previous = fs::current_path();
+    fs::current_path(dir);
+    auto bare = importOnnxFile("ext.onnx");
+    fs::current_path(previous);
+    QVERIFY2(bare.isOk(), bare.message().c_str());
+    const Value& wb = valueNamed(*bare, "W");
+    QVERIFY(wb.data);
+    QCOMPARE(wb.data->size(), size_t{432});
+    QVERIFY2(bare->warnings.empty(), bare->warnings.empty() ? "" : bare->warnings.front().c_str());
+  }
   // At an offset: the bytes from there.
   std::string withHeader(16, 'h');
   for (int i = 0; i < 108; ++i) {
