@@ -9,6 +9,7 @@
 #include <limits>
 #include <mutex>
 
+#include "cpu/matmul.h"
 #include "cpu/onednn_util.h"
 
 namespace partex::cpu {
@@ -263,56 +264,148 @@ std::string checkConvTranspose(const Graph& g, const Node& n) {
 
 /// Runs C = alpha * op(A) * op(B) [+ C's prior contents when accumulate] for row-major batched operands
 /// whose batch dims are already broadcast-compatible with equal rank.
+///
+/// Every shape goes through an optimised oneDNN implementation, never its reference one (issue 24:
+/// oneDNN 2.6 takes `ref:any`, a scalar loop at ~30 MFLOP/s, when a broadcast batch dim is given stride 0,
+/// the way numpy writes broadcasting). Three paths, in order:
+///  - folded: B has no batch (all its batch dims are 1) and A is not transposed: A's leading dims fold
+///    into M, one 2-D product [batch*M, K] x [K, N] (a Linear layer on [B, S, D] activations);
+///  - batched: one oneDNN matmul with the batch dims as they are, broadcast dims given size 1 and their
+///    plain strides (oneDNN broadcasts a size-1 batch dim itself, docs "Matrix Multiplication",
+///    "Broadcast and Batch");
+///  - loop: when oneDNN would still pick `ref` for the batched form, one 2-D primitive run once per
+///    output batch, at each operand's (broadcast) batch offset.
 class MatMulPrim {
+  static std::string joinDims(const std::vector<int64_t>& d) {
+    std::string s;
+    for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
+    return s;
+  }
+
  public:
   Status run(const Tensor& a, const Tensor& b, Tensor& c, const std::vector<int64_t>& aShape,
              const std::vector<int64_t>& bShape, const std::vector<int64_t>& cShape, bool transA, bool transB,
              float alpha, bool accumulate) {
-    std::vector<int64_t> key = aShape;
-    key.insert(key.end(), bShape.begin(), bShape.end());
-    key.push_back(transA);
-    key.push_back(transB);
-    if (key != key_ || !prim_ || alpha != alpha_ || accumulate != acc_) {
-      auto desc = [](const std::vector<int64_t>& shape, bool trans) {
-        auto st = contiguousStrides(shape);
-        memory::dims dims = toDims(shape);
-        const size_t r = shape.size();
-        if (trans) {
-          std::swap(dims[r - 1], dims[r - 2]);
-          std::swap(st[r - 1], st[r - 2]);
-        }
-        for (size_t i = 0; i + 2 < r; ++i)
-          if (shape[i] == 1) st[i] = 0;
-        return memory::desc(dims, dt::f32, memory::dims(st.begin(), st.end()));
-      };
-      ad_ = desc(aShape, transA);
-      bd_ = desc(bShape, transB);
-      cd_ = plainDesc(cShape);
-      dnnl::primitive_attr attr = scratchAttr();
-      if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
-      if (accumulate) {
-        dnnl::post_ops po;
-        po.append_sum(1.0f);
-        attr.set_post_ops(po);
-      }
-      pd_ = dnnl::matmul::primitive_desc(dnnl::matmul::desc(ad_, bd_, cd_), attr, engine());
-      prim_ = dnnl::matmul(pd_);
-      key_ = key;
-      alpha_ = alpha;
-      acc_ = accumulate;
+    try {
+      prepare(aShape, bShape, cShape, transA, transB, alpha, accumulate);
+    } catch (const dnnl::error& e) {
+      prim_ = {};
+      return makeError("oneDNN matmul for [", joinDims(aShape), "] x [", joinDims(bShape), "]: ", e.what());
     }
     dnnl::stream s(engine());
-    prim_.execute(s, {{DNNL_ARG_SCRATCHPAD, scratchpadFor(pd_)}, {DNNL_ARG_SRC, userMem(ad_, a)},
-                      {DNNL_ARG_WEIGHTS, userMem(bd_, b)},
-                      {DNNL_ARG_DST, memory(cd_, engine(), c.raw())}});
+    memory pad = scratchpadFor(pd_);
+    if (!loop_) {
+      prim_.execute(s, {{DNNL_ARG_SCRATCHPAD, pad},
+                        {DNNL_ARG_SRC, userMem(ad_, a)},
+                        {DNNL_ARG_WEIGHTS, userMem(bd_, b)},
+                        {DNNL_ARG_DST, memory(cd_, engine(), c.raw())}});
+      s.wait();
+      return Status::ok();
+    }
+    // One 2-D product per output batch; a size-1 batch dim of A or B stays at offset 0 along it.
+    const size_t r = cShape.size(), nb = r - 2;
+    const auto aSt = contiguousStrides(aShape), bSt = contiguousStrides(bShape);
+    const int64_t cMat = cShape[r - 2] * cShape[r - 1];
+    int64_t batches = 1;
+    for (size_t i = 0; i < nb; ++i) batches *= cShape[i];
+    const auto* ap = static_cast<const float*>(a.raw());
+    const auto* bp = static_cast<const float*>(b.raw());
+    auto* cp = static_cast<float*>(c.raw());
+    std::vector<int64_t> idx(nb, 0);
+    for (int64_t bi = 0; bi < batches; ++bi) {
+      int64_t ao = 0, bo = 0;
+      for (size_t i = 0; i < nb; ++i) {
+        if (aShape[i] != 1) ao += idx[i] * aSt[i];
+        if (bShape[i] != 1) bo += idx[i] * bSt[i];
+      }
+      prim_.execute(s, {{DNNL_ARG_SCRATCHPAD, pad},
+                        {DNNL_ARG_SRC, memory(ad_, engine(), const_cast<float*>(ap + ao))},
+                        {DNNL_ARG_WEIGHTS, memory(bd_, engine(), const_cast<float*>(bp + bo))},
+                        {DNNL_ARG_DST, memory(cd_, engine(), cp + bi * cMat)}});
+      for (size_t i = nb; i-- > 0;) {
+        if (++idx[i] < cShape[i]) break;
+        idx[i] = 0;
+      }
+    }
     s.wait();
     return Status::ok();
   }
 
+  /// The oneDNN implementation the last prepared shapes run on, "loop of " before it on the loop path.
+  std::string implInfo() const {
+    if (!prim_) return "";
+    return (loop_ ? "loop of " : "") + std::string(pd_.impl_info_str()) + (folded_ ? " (folded)" : "");
+  }
+  /// Tests: take the loop path whenever the operands have batch dims.
+  bool forceLoop = false;
+
  private:
+  static memory::desc desc(const std::vector<int64_t>& shape, bool trans) {
+    auto st = contiguousStrides(shape);
+    memory::dims dims = toDims(shape);
+    const size_t r = shape.size();
+    if (trans) {
+      std::swap(dims[r - 1], dims[r - 2]);
+      std::swap(st[r - 1], st[r - 2]);
+    }
+    return memory::desc(dims, dt::f32, memory::dims(st.begin(), st.end()));
+  }
+
+  void prepare(const std::vector<int64_t>& aShape, const std::vector<int64_t>& bShape,
+               const std::vector<int64_t>& cShape, bool transA, bool transB, float alpha, bool accumulate) {
+    std::vector<int64_t> key = aShape;
+    key.insert(key.end(), bShape.begin(), bShape.end());
+    key.push_back(transA);
+    key.push_back(transB);
+    key.push_back(forceLoop);
+    if (key == key_ && prim_ && alpha == alpha_ && accumulate == acc_) return;
+    dnnl::primitive_attr attr = scratchAttr();
+    if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
+    if (accumulate) {
+      dnnl::post_ops po;
+      po.append_sum(1.0f);
+      attr.set_post_ops(po);
+    }
+    const size_t r = aShape.size();
+    int64_t aBatch = 1, bBatch = 1;
+    for (size_t i = 0; i + 2 < r; ++i) {
+      aBatch *= aShape[i];
+      bBatch *= bShape[i];
+    }
+    const std::vector<int64_t> b2(bShape.end() - 2, bShape.end());
+    auto make = [&] { pd_ = dnnl::matmul::primitive_desc(dnnl::matmul::desc(ad_, bd_, cd_), attr, engine()); };
+    folded_ = loop_ = false;
+    if (bBatch == 1 && !transA) {
+      // A's batch rows are consecutive M-row blocks of one [batch*M, K] matrix.
+      folded_ = r > 2;
+      ad_ = desc({aBatch * aShape[r - 2], aShape[r - 1]}, false);
+      bd_ = desc(b2, transB);
+      cd_ = plainDesc({aBatch * aShape[r - 2], cShape[r - 1]});
+      make();
+    } else {
+      if (!forceLoop) {
+        ad_ = desc(aShape, transA);
+        bd_ = desc(bShape, transB);
+        cd_ = plainDesc(cShape);
+        make();
+      }
+      if (forceLoop || std::string(pd_.impl_info_str()).find("ref") != std::string::npos) {
+        loop_ = true;
+        ad_ = desc({aShape.end() - 2, aShape.end()}, transA);
+        bd_ = desc(b2, transB);
+        cd_ = plainDesc({cShape.end() - 2, cShape.end()});
+        make();
+      }
+    }
+    prim_ = dnnl::matmul(pd_);
+    key_ = key;
+    alpha_ = alpha;
+    acc_ = accumulate;
+  }
+
   std::vector<int64_t> key_;
   float alpha_ = 1.0f;
-  bool acc_ = false;
+  bool acc_ = false, folded_ = false, loop_ = false;
   memory::desc ad_, bd_, cd_;
   dnnl::matmul::primitive_desc pd_;
   dnnl::matmul prim_;
@@ -356,8 +449,6 @@ class MatMulKernel final : public OpKernel {
     }
     return mm_.run(a, b, out[0], as, bs, cs, false, false, 1.0f, false);
   }
-
- private:
   MatMulPrim mm_;
 };
 
@@ -404,11 +495,11 @@ class GemmKernel final : public OpKernel {
     std::vector<int64_t> as = a.shape(), bs = b.shape();
     return mm_.run(a, b, out[0], as, bs, {M, N}, transA_, transB_, alpha_, acc);
   }
+  MatMulPrim mm_;
 
  private:
   float alpha_, beta_;
   bool transA_, transB_;
-  MatMulPrim mm_;
 };
 
 // ---------------------------------------------------------------------------------------------------------
@@ -906,6 +997,25 @@ Result<std::unique_ptr<OpKernel>> mk(A&&... a) {
 }
 
 }  // namespace
+
+Status runMatMulKernel(const Node& n, const std::vector<const Tensor*>& in, std::vector<Tensor>& out, std::string& impl,
+                       bool forceLoop) {
+  auto go = [&](auto& k) {
+    k.mm_.forceLoop = forceLoop;
+    Status s = k.run(ExecContext{}, in, out);
+    impl = k.mm_.implInfo();
+    return s;
+  };
+  if (n.opType == "MatMul") {
+    MatMulKernel k;
+    return go(k);
+  }
+  if (n.opType == "Gemm") {
+    GemmKernel k(n);
+    return go(k);
+  }
+  return Error{"runMatMulKernel: " + n.opType + " is neither MatMul nor Gemm"};
+}
 
 void addOneDnnOps(std::vector<OpEntry>& t) {
   auto f32 = [](const Graph& g, const Node& n) { return checkDTypes(g, n, f32Only()); };
