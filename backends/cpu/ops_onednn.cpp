@@ -769,11 +769,56 @@ class LrnKernel final : public OpKernel {
   dnnl::lrn_forward prim_;
 };
 
+/// Softmax (or log-softmax) of [outer, n, inner] over its middle axis, inner > 1: oneDNN 2.6 has only its
+/// reference implementation when the axis is not the innermost (issue 24: axis 2 of [2,12,128,128] took
+/// 170 ms against ONNX Runtime's 0.55 ms). Each step is a loop over the `inner` contiguous values, which
+/// vectorises: the running maximum, then exp and the sums, then the scaling.
+void stridedSoftmax(const ExecContext& ctx, const float* x, float* y, int64_t outer, int64_t n, int64_t inner,
+                    bool log) {
+  parallelChunks(
+      ctx, outer,
+      [&](int64_t b, int64_t e) {
+        std::vector<float> mx(static_cast<size_t>(inner)), sum(static_cast<size_t>(inner));
+        for (int64_t o = b; o < e; ++o) {
+          const float* xo = x + o * n * inner;
+          float* yo = y + o * n * inner;
+          std::copy(xo, xo + inner, mx.begin());
+          for (int64_t a = 1; a < n; ++a) {
+            const float* xa = xo + a * inner;
+            for (int64_t j = 0; j < inner; ++j)
+              mx[static_cast<size_t>(j)] = std::max(mx[static_cast<size_t>(j)], xa[j]);
+          }
+          std::fill(sum.begin(), sum.end(), 0.0f);
+          for (int64_t a = 0; a < n; ++a) {
+            const float* xa = xo + a * inner;
+            float* ya = yo + a * inner;
+            for (int64_t j = 0; j < inner; ++j) {
+              const float v = xa[j] - mx[static_cast<size_t>(j)];
+              const float ev = std::exp(v);
+              sum[static_cast<size_t>(j)] += ev;
+              ya[j] = log ? v : ev;
+            }
+          }
+          for (int64_t j = 0; j < inner; ++j)
+            sum[static_cast<size_t>(j)] =
+                log ? std::log(sum[static_cast<size_t>(j)]) : 1.0f / sum[static_cast<size_t>(j)];
+          for (int64_t a = 0; a < n; ++a) {
+            float* ya = yo + a * inner;
+            if (log)
+              for (int64_t j = 0; j < inner; ++j) ya[j] -= sum[static_cast<size_t>(j)];
+            else
+              for (int64_t j = 0; j < inner; ++j) ya[j] *= sum[static_cast<size_t>(j)];
+          }
+        }
+      },
+      std::max<int64_t>(1, 16384 / std::max<int64_t>(1, n * inner)));
+}
+
 class SoftmaxKernel final : public OpKernel {
  public:
   SoftmaxKernel(const Node& n, int opset, bool log)
       : axis_(n.attrInt("axis", opset >= 13 ? -1 : 1)), coerce2d_(opset < 13), log_(log) {}
-  Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+  Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
     if (auto e = expectInput(in, 0, "input"); !e.empty()) return Error{e};
     const Tensor& x = *in[0];
     if (x.dtype() != DType::Float32) return makeError("float32 only");
@@ -783,6 +828,18 @@ class SoftmaxKernel final : public OpKernel {
     out.resize(1);
     if (auto s = out[0].ensure(DType::Float32, x.shape()); !s) return s;
     if (x.numElements() == 0) return Status::ok();
+    if (!coerce2d_) {
+      int64_t outer = 1, inner = 1;
+      for (int64_t i = 0; i < r; ++i)
+        if (i < axis)
+          outer *= x.dim(i);
+        else if (i > axis)
+          inner *= x.dim(i);
+      if (inner > 1) {
+        stridedSoftmax(ctx, ptr<float>(x), ptr<float>(out[0]), outer, x.dim(axis), inner, log_);
+        return Status::ok();
+      }
+    }
     if (x.shape() != key_ || !prim_) {
       std::vector<int64_t> shape = x.shape();
       int ax = static_cast<int>(axis);

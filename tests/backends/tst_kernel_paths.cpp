@@ -9,6 +9,7 @@
 #include <cmath>
 #include <random>
 
+#include "cpu/cpu_ops.h"
 #include "cpu/matmul.h"
 #include "kernels/ops.h"
 
@@ -88,6 +89,26 @@ Node opNode(const std::string& type, std::map<std::string, Attribute> attrs = {}
   n.opType = type;
   n.attrs = std::move(attrs);
   return n;
+}
+
+/// Runs node `n` once through the CPU backend's table (oneDNN entries first, then the plain kernels).
+Status runNode(const Node& n, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
+  Graph g;
+  g.opsetVersion = 17;
+  for (const cpu::OpEntry& e : cpu::opTable()) {
+    if (e.opType != n.opType) continue;
+    auto k = e.make(g, n);
+    if (!k) return k.status();
+    return (*k)->run(cpu::ExecContext{}, in, out);
+  }
+  return makeError("no kernel for ", n.opType);
+}
+
+/// Row-major strides of `s`; element index of a multi-index.
+Shape stridesOf(const Shape& s) {
+  Shape st(s.size(), 1);
+  for (size_t d = s.size(); d-- > 1;) st[d - 1] = st[d] * s[d];
+  return st;
 }
 
 }  // namespace
@@ -286,6 +307,191 @@ class TestKernelPaths : public QObject {
       }
       QCOMPARE(bad, int64_t{0});
     }
+  }
+  /// Reductions over the last, spatial, first, middle and all axes (one block: the vectorised path, with
+  /// runs longer than its 16 lanes) and over split axes (the generic path), against a double loop.
+  void reduce_data() {
+    QTest::addColumn<QString>("op");
+    QTest::addColumn<Shape>("shape");
+    QTest::addColumn<Shape>("axes");
+    for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+                           "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"}) {
+      auto row = [&](const char* what, Shape s, Shape a) {
+        QTest::newRow((std::string(op) + " " + what).c_str()) << QString(op) << s << a;
+      };
+      row("last", {3, 7, 53}, {-1});
+      row("spatial", {2, 5, 7, 9}, {2, 3});
+      row("first", {40, 33}, {0});
+      row("middle", {4, 100, 3}, {1});
+      row("all", {3, 5, 17}, {});
+      row("split axes", {4, 5, 6}, {0, 2});
+      row("size-1 axes between", {1, 37, 1, 5}, {1, 2});
+    }
+  }
+  void reduce() {
+    QFETCH(QString, op);
+    QFETCH(Shape, shape);
+    QFETCH(Shape, axes);
+    Tensor x = randomTensor(shape, 9);
+    auto* px = static_cast<float*>(x.raw());
+    const bool positive = op == "ReduceLogSum" || op == "ReduceProd";
+    for (int64_t i = 0; i < x.numElements(); ++i)
+      if (positive) px[i] = 0.9f + 0.1f * std::abs(px[i]);  // products near 1, logs of positive sums
+    std::map<std::string, Attribute> attrs;
+    if (!axes.empty()) attrs["axes"].value = axes;
+    std::vector<Tensor> out;
+    Status s = runNode(opNode(op.toStdString(), attrs), {&x}, out);
+    QVERIFY2(s.isOk(), s.message().c_str());
+    const size_t r = shape.size();
+    std::vector<bool> red(r, axes.empty());
+    for (int64_t a : axes) red[static_cast<size_t>(a < 0 ? a + static_cast<int64_t>(r) : a)] = true;
+    Shape os(r);
+    for (size_t d = 0; d < r; ++d) os[d] = red[d] ? 1 : shape[d];
+    QCOMPARE(out.at(0).shape(), os);
+    const int64_t total = product(os, 0, r);
+    std::vector<std::vector<double>> groups(static_cast<size_t>(total));
+    for (int64_t i = 0; i < x.numElements(); ++i) {
+      int64_t rem = i, o = 0, ostride = 1;
+      for (size_t d = r; d-- > 0;) {
+        const int64_t c = rem % shape[d];
+        rem /= shape[d];
+        if (!red[d]) o += c * ostride;
+        ostride *= os[d];
+      }
+      groups[static_cast<size_t>(o)].push_back(px[i]);
+    }
+    const auto* po = static_cast<const float*>(out[0].raw());
+    for (int64_t o = 0; o < total; ++o) {
+      const auto& v = groups[static_cast<size_t>(o)];
+      double want = 0, m = -1e300;
+      if (op == "ReduceProd") want = 1;
+      if (op == "ReduceMax") want = -1e300;
+      if (op == "ReduceMin") want = 1e300;
+      for (double y : v) {
+        if (op == "ReduceSum" || op == "ReduceMean" || op == "ReduceLogSum") want += y;
+        if (op == "ReduceMax") want = std::max(want, y);
+        if (op == "ReduceMin") want = std::min(want, y);
+        if (op == "ReduceProd") want *= y;
+        if (op == "ReduceL1") want += std::abs(y);
+        if (op == "ReduceL2" || op == "ReduceSumSquare") want += y * y;
+        m = std::max(m, y);
+      }
+      if (op == "ReduceMean") want /= double(v.size());
+      if (op == "ReduceL2") want = std::sqrt(want);
+      if (op == "ReduceLogSum") want = std::log(want);
+      if (op == "ReduceLogSumExp") {
+        double e = 0;
+        for (double y : v) e += std::exp(y - m);
+        want = m + std::log(e);
+      }
+      const double err = std::abs(po[o] - want) / std::max(1.0, std::abs(want));
+      QVERIFY2(err < 1e-5, (op.toStdString() + " output " + std::to_string(o) + ": " + std::to_string(po[o]) +
+                            " instead of " + std::to_string(want))
+                               .c_str());
+    }
+  }
+
+  /// Softmax and LogSoftmax over every axis of a rank-4 tensor (a non-last axis is the strided path).
+  void softmax_data() {
+    QTest::addColumn<QString>("op");
+    QTest::addColumn<int>("axis");
+    for (const char* op : {"Softmax", "LogSoftmax"})
+      for (int a : {0, 1, 2, 3, -1})
+        QTest::newRow((std::string(op) + " axis " + std::to_string(a)).c_str()) << QString(op) << a;
+  }
+  void softmax() {
+    QFETCH(QString, op);
+    QFETCH(int, axis);
+    const Shape shape = {3, 5, 17, 19};
+    const Tensor x = randomTensor(shape, 11);
+    std::map<std::string, Attribute> attrs;
+    attrs["axis"].value = int64_t{axis};
+    std::vector<Tensor> out;
+    Status s = runNode(opNode(op.toStdString(), attrs), {&x}, out);
+    QVERIFY2(s.isOk(), s.message().c_str());
+    QCOMPARE(out.at(0).shape(), shape);
+    const size_t ax = static_cast<size_t>(axis < 0 ? axis + 4 : axis);
+    const Shape st = stridesOf(shape);
+    const auto* px = static_cast<const float*>(x.raw());
+    const auto* po = static_cast<const float*>(out[0].raw());
+    double worst = 0;
+    for (int64_t i = 0; i < x.numElements(); ++i) {
+      const int64_t c = (i / st[ax]) % shape[ax], base = i - c * st[ax];
+      double m = -1e300, sum = 0;
+      for (int64_t k = 0; k < shape[ax]; ++k) m = std::max(m, double(px[base + k * st[ax]]));
+      for (int64_t k = 0; k < shape[ax]; ++k) sum += std::exp(double(px[base + k * st[ax]]) - m);
+      const double want = op == "Softmax" ? std::exp(double(px[i]) - m) / sum : double(px[i]) - m - std::log(sum);
+      worst = std::max(worst, std::abs(po[i] - want));
+    }
+    QVERIFY2(worst < 1e-5, std::to_string(worst).c_str());
+  }
+
+  /// Where and a binary operator over broadcasts that collapse to runs with stride 0 or 1 on each side.
+  void broadcast_data() {
+    QTest::addColumn<Shape>("a");
+    QTest::addColumn<Shape>("b");
+    QTest::addColumn<Shape>("c");
+    QTest::newRow("mask") << Shape{2, 3, 1, 9} << Shape{2, 3, 7, 9} << Shape{};
+    QTest::newRow("bias") << Shape{1, 1, 17} << Shape{2, 5, 17} << Shape{17};
+    QTest::newRow("channel") << Shape{1, 4, 1, 1} << Shape{2, 4, 6, 5} << Shape{2, 1, 6, 5};
+    QTest::newRow("both sides") << Shape{8, 1, 6} << Shape{1, 7, 6} << Shape{8, 7, 1};
+    QTest::newRow("odd") << Shape{3, 37, 53} << Shape{37, 1} << Shape{1, 53};
+    QTest::newRow("same") << Shape{4, 33} << Shape{4, 33} << Shape{4, 33};
+    QTest::newRow("scalars") << Shape{} << Shape{1} << Shape{};
+  }
+  void broadcast() {
+    QFETCH(Shape, a);
+    QFETCH(Shape, b);
+    QFETCH(Shape, c);
+    const Tensor ta = randomTensor(a, 21), tb = randomTensor(b, 22), tc = randomTensor(c, 23);
+    auto mk = Tensor::make(DType::Bool, a);
+    QVERIFY(mk.isOk());
+    Tensor cond = std::move(*mk);
+    for (int64_t i = 0; i < cond.numElements(); ++i)
+      static_cast<uint8_t*>(cond.raw())[i] = static_cast<const float*>(ta.raw())[i] > 0;
+    Shape os;
+    const size_t r = std::max({a.size(), b.size(), c.size()});
+    auto dimAt = [&](const Shape& s, size_t d) { return d + s.size() < r ? int64_t{1} : s[d + s.size() - r]; };
+    for (size_t d = 0; d < r; ++d) os.push_back(std::max({dimAt(a, d), dimAt(b, d), dimAt(c, d)}));
+    // Offset in an operand of shape s (right-aligned to rank r) of element i of an output of shape o.
+    auto at = [&](const Shape& s, int64_t i, const Shape& o) {
+      int64_t rem = i, off = 0, stride = 1;
+      for (size_t d = r; d-- > 0;) {
+        const int64_t k = rem % o[d];
+        rem /= o[d];
+        const int64_t n = dimAt(s, d);
+        if (n != 1) off += k * stride;
+        stride *= n;
+      }
+      return off;
+    };
+    std::vector<Tensor> wout, sout, lout;
+    Status s1 = runNode(opNode("Where"), {&cond, &tb, &tc}, wout);
+    QVERIFY2(s1.isOk(), s1.message().c_str());
+    Status s2 = runNode(opNode("Sub"), {&tb, &tc}, sout);
+    QVERIFY2(s2.isOk(), s2.message().c_str());
+    Status s3 = runNode(opNode("Less"), {&tb, &tc}, lout);
+    QVERIFY2(s3.isOk(), s3.message().c_str());
+    const int64_t total = product(os, 0, r);
+    const auto* pb = static_cast<const float*>(tb.raw());
+    const auto* pc = static_cast<const float*>(tc.raw());
+    const auto* pcond = static_cast<const uint8_t*>(cond.raw());
+    int64_t bad = 0;
+    for (int64_t i = 0; i < total; ++i) {
+      const float w = pcond[at(a, i, os)] ? pb[at(b, i, os)] : pc[at(c, i, os)];
+      bad += static_cast<const float*>(wout.at(0).raw())[i] != w;
+    }
+    // Sub and Less broadcast b and c only.
+    Shape bc;
+    for (size_t d = 0; d < r; ++d) bc.push_back(std::max(dimAt(b, d), dimAt(c, d)));
+    QCOMPARE(sout.at(0).numElements(), product(bc, 0, r));
+    QCOMPARE(lout.at(0).numElements(), product(bc, 0, r));
+    for (int64_t i = 0; i < product(bc, 0, r); ++i) {
+      bad += static_cast<const float*>(sout[0].raw())[i] != pb[at(b, i, bc)] - pc[at(c, i, bc)];
+      bad += static_cast<const uint8_t*>(lout[0].raw())[i] != (pb[at(b, i, bc)] < pc[at(c, i, bc)]);
+    }
+    QCOMPARE(wout[0].shape(), os);
+    QCOMPARE(bad, int64_t{0});
   }
 };
 
