@@ -49,7 +49,7 @@ bool isCompare(Bin b) {
 }
 
 template <class T>
-inline T applyBin(Bin op, T a, T b) {
+[[gnu::always_inline]] inline T applyBin(Bin op, T a, T b) {
   switch (op) {
     case Bin::Add:
       return static_cast<T>(a + b);
@@ -311,12 +311,15 @@ void broadcastBinary(const ExecContext& ctx, const Tensor& a, const Tensor& b, T
     const T* y = pb + off[1];
     TO* z = po + o;
     if (is[0] && is[1]) {
+#pragma omp simd
       for (int64_t i = 0; i < n; ++i) z[i] = f(x[i], y[i]);
     } else if (is[0]) {
       const T yv = y[0];
+#pragma omp simd
       for (int64_t i = 0; i < n; ++i) z[i] = f(x[i], yv);
     } else if (is[1]) {
       const T xv = x[0];
+#pragma omp simd
       for (int64_t i = 0; i < n; ++i) z[i] = f(xv, y[i]);
     } else {
       std::fill(z, z + n, f(x[0], y[0]));
@@ -623,6 +626,7 @@ class WhereKernel final : public OpKernel {
           withStride01(is[1], [&](auto sx) {
             withStride01(is[2], [&](auto sy) {
               constexpr int64_t SC = decltype(sc)::value, SX = decltype(sx)::value, SY = decltype(sy)::value;
+#pragma omp simd
               for (int64_t i = 0; i < n; ++i) z[i] = cc[i * SC] ? xx[i * SX] : yy[i * SY];
             });
           });
@@ -745,7 +749,7 @@ struct UnParams {
 };
 
 template <class T>
-inline T applyUn(Un op, T x, const UnParams& p) {
+[[gnu::always_inline]] inline T applyUn(Un op, T x, const UnParams& p) {
   if constexpr (std::is_floating_point_v<T>) {
     switch (op) {
       case Un::Abs:
@@ -849,6 +853,7 @@ bool unaryF32(const ExecContext& ctx, Un op, const UnParams& p, const float* x, 
   auto go = [&](auto opc) {
     constexpr Un U = decltype(opc)::value;
     parallelChunks(ctx, n, [&](int64_t b, int64_t e) {
+#pragma omp simd
       for (int64_t i = b; i < e; ++i) y[i] = applyUn(U, x[i], p);
     });
     return true;

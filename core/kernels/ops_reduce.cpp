@@ -24,7 +24,9 @@ struct ReducePlan {
   std::vector<int64_t> outShape, keptShape, keptStrides, roff;
 };
 
-ReducePlan planReduce(const std::vector<int64_t>& shape, const std::vector<bool>& reduced, bool keepdims) {
+/// `offsets`: fill roff (one entry per reduced element; the generic path only).
+ReducePlan planReduce(const std::vector<int64_t>& shape, const std::vector<bool>& reduced, bool keepdims,
+                      bool offsets = true) {
   ReducePlan p;
   const auto cs = contiguousStrides(shape);
   std::vector<int64_t> rshape, rstr;
@@ -39,6 +41,7 @@ ReducePlan planReduce(const std::vector<int64_t>& shape, const std::vector<bool>
       p.keptStrides.push_back(cs[d]);
     }
   }
+  if (!offsets) return p;
   const int64_t rn = shapeElements(rshape);
   p.roff.resize(static_cast<size_t>(rn));
   for (int64_t j = 0; j < rn; ++j) {
@@ -125,6 +128,7 @@ void reduceBlockRun(const ExecContext& ctx, const T* x, T* y, int64_t outer, int
             for (int l = 0; l < L; ++l) lane[l] = extreme ? static_cast<A>(q[0]) : init;
             int64_t j = 0;
             for (; j + L <= n; j += L)
+#pragma omp simd
               for (int l = 0; l < L; ++l) lane[l] = comb(lane[l], map(static_cast<A>(q[j + l])));
             A acc = lane[0];
             for (int l = 1; l < L; ++l) acc = comb(acc, lane[l]);
@@ -143,6 +147,7 @@ void reduceBlockRun(const ExecContext& ctx, const T* x, T* y, int64_t outer, int
             for (int64_t i = 0; i < inner; ++i) pa[i] = comb(init, map(static_cast<A>(q[i])));
           for (int64_t r = 1; r < n; ++r) {
             const T* qr = q + r * inner;
+#pragma omp simd
             for (int64_t i = 0; i < inner; ++i) pa[i] = comb(pa[i], map(static_cast<A>(qr[i])));
           }
           T* yo = y + o * inner;
@@ -216,15 +221,18 @@ class ReduceKernel final : public OpKernel {
       if (ax < 0) return makeError("axis ", std::to_string(a), " out of range for ", x.describe());
       reduced[static_cast<size_t>(ax)] = true;
     }
-    const ReducePlan p = planReduce(x.shape(), reduced, keep);
+    int64_t outer = 1, n = 1, inner = 1;
+    const DType dt = x.dtype();
+    const bool block = reduceBlock(x.shape(), reduced, outer, n, inner) && op_ != Red::LogSumExp &&
+                       (dt == DType::Float32 || dt == DType::Float64 || dt == DType::Int64 || dt == DType::Int32);
+    // The offset table (one entry per reduced element, for every run) only where the generic path runs.
+    const ReducePlan p = planReduce(x.shape(), reduced, keep, !block);
     out.resize(1);
     if (auto s = out[0].ensure(x.dtype(), p.outShape); !s) return s;
-    const int64_t rn = static_cast<int64_t>(p.roff.size());
+    const int64_t rn = block ? n : static_cast<int64_t>(p.roff.size());
     if ((op_ == Red::Max || op_ == Red::Min) && rn == 0 && out[0].numElements() > 0)
       return makeError("max/min over an empty axis");
     const std::vector<int64_t> st[1] = {p.keptStrides};
-    int64_t outer = 1, n = 1, inner = 1;
-    const bool block = reduceBlock(x.shape(), reduced, outer, n, inner);
     const bool ok = dispatchAll(x.dtype(), [&](auto v) {
       using T = decltype(v);
       using A = std::conditional_t<std::is_floating_point_v<T>, double, T>;
@@ -232,7 +240,7 @@ class ReduceKernel final : public OpKernel {
       T* po = ptr<T>(out[0]);
       if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int64_t> ||
                     std::is_same_v<T, int32_t>)
-        if (block && x.dtype() != DType::Bool && reduceBlockAny(ctx, op_, px, po, outer, n, inner)) return;
+        if (block && reduceBlockAny(ctx, op_, px, po, outer, n, inner)) return;
       const Red op = op_;
       auto reduceAt = [&](int64_t base) -> T {
         const T* q = px + base;
