@@ -142,8 +142,10 @@ bool fastF32(const ExecContext& ctx, Bin op, const float* a, const float* b, boo
     parallelChunks(ctx, n, [&](int64_t s, int64_t e) {
       if (bScalar) {
         const float y = b[0];
+#pragma omp simd
         for (int64_t i = s; i < e; ++i) o[i] = f(a[i], y);
       } else {
+#pragma omp simd
         for (int64_t i = s; i < e; ++i) o[i] = f(a[i], b[i]);
       }
     });
@@ -200,15 +202,19 @@ bool fastF32PerAxis(const ExecContext& ctx, Bin op, const Tensor& a, const Tenso
           float* z = po + r * inner;
           switch (op) {
             case Bin::Add:
+#pragma omp simd
               for (int64_t i = 0; i < inner; ++i) z[i] = x[i] + y;
               break;
             case Bin::Sub:
+#pragma omp simd
               for (int64_t i = 0; i < inner; ++i) z[i] = x[i] - y;
               break;
             case Bin::Mul:
+#pragma omp simd
               for (int64_t i = 0; i < inner; ++i) z[i] = x[i] * y;
               break;
             default:
+#pragma omp simd
               for (int64_t i = 0; i < inner; ++i) z[i] = x[i] / y;
               break;
           }

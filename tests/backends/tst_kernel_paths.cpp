@@ -7,6 +7,7 @@
 #include <QtTest>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "cpu/cpu_ops.h"
@@ -424,6 +425,53 @@ class TestKernelPaths : public QObject {
       worst = std::max(worst, std::abs(po[i] - want));
     }
     QVERIFY2(worst < 1e-5, std::to_string(worst).c_str());
+  }
+
+  /// Transpose (the tiled path when the last output axis is strided in the input) and Expand against an
+  /// index-by-index reference, for 1-, 4- and 8-byte elements.
+  void transpose_data() {
+    QTest::addColumn<Shape>("shape");
+    QTest::addColumn<Shape>("perm");
+    QTest::newRow("2-D") << Shape{37, 53} << Shape{1, 0};
+    QTest::newRow("nchw->nhwc") << Shape{2, 19, 7, 9} << Shape{0, 2, 3, 1};
+    QTest::newRow("nhwc->nchw") << Shape{2, 7, 9, 19} << Shape{0, 3, 1, 2};
+    QTest::newRow("key transpose") << Shape{1, 3, 33, 17} << Shape{0, 1, 3, 2};
+    QTest::newRow("5-D detector") << Shape{1, 3, 21, 5, 6} << Shape{0, 1, 3, 4, 2};
+    QTest::newRow("odd 3-D") << Shape{17, 19, 23} << Shape{2, 0, 1};
+    QTest::newRow("contiguous last") << Shape{2, 5, 3, 8} << Shape{0, 2, 1, 3};
+  }
+  void transpose() {
+    QFETCH(Shape, shape);
+    QFETCH(Shape, perm);
+    const size_t r = shape.size();
+    Shape os(r);
+    for (size_t d = 0; d < r; ++d) os[d] = shape[static_cast<size_t>(perm[d])];
+    const Shape ist = stridesOf(shape);
+    for (DType dtype : {DType::Int8, DType::Float32, DType::Int64}) {
+      auto made = Tensor::make(dtype, shape);
+      QVERIFY(made.isOk());
+      Tensor x = std::move(*made);
+      const int64_t es = x.bytes() / std::max<int64_t>(1, x.numElements());
+      auto* bytes = static_cast<uint8_t*>(x.raw());
+      for (int64_t i = 0; i < x.bytes(); ++i) bytes[i] = static_cast<uint8_t>(i * 7 + i / 13);
+      std::map<std::string, Attribute> attrs;
+      attrs["perm"].value = perm;
+      std::vector<Tensor> out;
+      Status s = runNode(opNode("Transpose", attrs), {&x}, out);
+      QVERIFY2(s.isOk(), s.message().c_str());
+      QCOMPARE(out.at(0).shape(), os);
+      const auto* ob = static_cast<const uint8_t*>(out[0].raw());
+      int64_t bad = 0;
+      for (int64_t i = 0; i < x.numElements(); ++i) {
+        int64_t rem = i, off = 0;
+        for (size_t d = r; d-- > 0;) {
+          off += (rem % os[d]) * ist[static_cast<size_t>(perm[d])];
+          rem /= os[d];
+        }
+        bad += std::memcmp(ob + i * es, bytes + off * es, static_cast<size_t>(es)) != 0;
+      }
+      QCOMPARE(bad, int64_t{0});
+    }
   }
 
   /// Where and a binary operator over broadcasts that collapse to runs with stride 0 or 1 on each side.
