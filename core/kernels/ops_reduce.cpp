@@ -341,22 +341,41 @@ class ArgKernel final : public OpKernel {
     const bool ok = dispatchAll(x.dtype(), [&](auto v) {
       using T = decltype(v);
       const T* px = ptr<T>(x);
-      parallelChunks(
-          ctx, outer * inner,
-          [&](int64_t b, int64_t e) {
-            for (int64_t k = b; k < e; ++k) {
-              const int64_t o = k / inner, i = k % inner;
-              const T* q = px + o * dim * inner + i;
-              int64_t best = 0;
-              for (int64_t j = 1; j < dim; ++j) {
-                const T y = q[j * inner], m = q[best * inner];
-                const bool better = max_ ? (last_ ? y >= m : y > m) : (last_ ? y <= m : y < m);
-                if (better) best = j;
+      // The comparison a compile-time choice and the best value kept in a register (issue 24: ArgMax
+      // over [8,128,1000] ran 9-18x slower than ONNX Runtime re-reading it and testing both flags).
+      auto scan = [&](auto maxc, auto lastc) {
+        constexpr bool M = decltype(maxc)::value, L = decltype(lastc)::value;
+        parallelChunks(
+            ctx, outer * inner,
+            [&](int64_t b, int64_t e) {
+              for (int64_t k = b; k < e; ++k) {
+                const int64_t o = k / inner, i = k % inner;
+                const T* q = px + o * dim * inner + i;
+                int64_t best = 0;
+                T m = q[0];
+                for (int64_t j = 1; j < dim; ++j) {
+                  const T y = q[j * inner];
+                  const bool better = M ? (L ? y >= m : y > m) : (L ? y <= m : y < m);
+                  if (better) {
+                    best = j;
+                    m = y;
+                  }
+                }
+                po[k] = best;
               }
-              po[k] = best;
-            }
-          },
-          256);
+            },
+            256);
+      };
+      using F = std::false_type;
+      using Tr = std::true_type;
+      if (max_ && last_)
+        scan(Tr{}, Tr{});
+      else if (max_)
+        scan(Tr{}, F{});
+      else if (last_)
+        scan(F{}, Tr{});
+      else
+        scan(F{}, F{});
     });
     return ok ? Status::ok() : Status(makeError("dtype not supported"));
   }

@@ -474,6 +474,96 @@ class TestKernelPaths : public QObject {
     }
   }
 
+  /// Erf's vectorised float approximation against libm's double erf over [-6, 6], tiny values and the
+  /// special values.
+  void erf() {
+    std::vector<float> xs;
+    for (int i = -6000; i <= 6000; ++i) xs.push_back(static_cast<float>(i) * 0.001f + 0.0003f);
+    for (float v : {0.0f, -0.0f, 1e-30f, -1e-20f, 1e-6f, 0.4999999f, 0.5f, 0.5000001f, 30.0f, -100.0f}) xs.push_back(v);
+    auto made = Tensor::make(DType::Float32, {static_cast<int64_t>(xs.size()) + 3});
+    QVERIFY(made.isOk());
+    Tensor x = std::move(*made);
+    auto* px = static_cast<float*>(x.raw());
+    std::copy(xs.begin(), xs.end(), px);
+    px[xs.size()] = INFINITY;
+    px[xs.size() + 1] = -INFINITY;
+    px[xs.size() + 2] = NAN;
+    std::vector<Tensor> out;
+    Status s = runNode(opNode("Erf"), {&x}, out);
+    QVERIFY2(s.isOk(), s.message().c_str());
+    const auto* po = static_cast<const float*>(out.at(0).raw());
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const double want = std::erf(double(xs[i]));
+      QVERIFY2(std::abs(po[i] - want) <= 2e-7 + 1e-6 * std::abs(want),
+               ("erf(" + std::to_string(xs[i]) + ") = " + std::to_string(po[i])).c_str());
+    }
+    QCOMPARE(po[xs.size()], 1.0f);
+    QCOMPARE(po[xs.size() + 1], -1.0f);
+    QVERIFY(std::isnan(po[xs.size() + 2]));
+  }
+
+  /// Max, Min, Sum and Mean of three broadcast operands, Pow by 2 and 3, ArgMax/ArgMin over the last and
+  /// a middle axis, against plain loops.
+  void variadicPowArg() {
+    const Tensor a = randomTensor({2, 1, 37}, 31), b = randomTensor({1, 5, 37}, 32), c = randomTensor({37}, 33);
+    for (const char* op : {"Max", "Min", "Sum", "Mean"}) {
+      std::vector<Tensor> out;
+      Status s = runNode(opNode(op), {&a, &b, &c}, out);
+      QVERIFY2(s.isOk(), s.message().c_str());
+      QCOMPARE(out.at(0).shape(), (Shape{2, 5, 37}));
+      const auto* pa = static_cast<const float*>(a.raw());
+      const auto* pb = static_cast<const float*>(b.raw());
+      const auto* pc = static_cast<const float*>(c.raw());
+      const auto* po = static_cast<const float*>(out[0].raw());
+      for (int64_t i = 0; i < 2; ++i)
+        for (int64_t j = 0; j < 5; ++j)
+          for (int64_t k = 0; k < 37; ++k) {
+            const float x = pa[i * 37 + k], y = pb[j * 37 + k], z = pc[k];
+            const std::string o = op;
+            const double want = o == "Max"   ? std::max({x, y, z})
+                                : o == "Min" ? std::min({x, y, z})
+                                : o == "Sum" ? double(x) + y + z
+                                             : (double(x) + y + z) / 3;
+            QVERIFY2(std::abs(po[(i * 5 + j) * 37 + k] - want) < 1e-6, op);
+          }
+    }
+    for (float e : {2.0f, 3.0f, 1.5f}) {
+      auto made = Tensor::make(DType::Float32, {});
+      QVERIFY(made.isOk());
+      *static_cast<float*>(made->raw()) = e;
+      std::vector<Tensor> out;
+      Status s = runNode(opNode("Pow"), {&b, &*made}, out);
+      QVERIFY2(s.isOk(), s.message().c_str());
+      const auto* pb = static_cast<const float*>(b.raw());
+      const auto* po = static_cast<const float*>(out.at(0).raw());
+      for (int64_t i = 0; i < b.numElements(); ++i) {
+        const double want = std::pow(double(pb[i]), double(e));  // NaN for a negative base to 1.5
+        QVERIFY((std::isnan(want) && std::isnan(po[i])) || std::abs(po[i] - want) < 1e-6);
+      }
+    }
+    const Tensor x = randomTensor({3, 41, 29}, 34);
+    const auto* px = static_cast<const float*>(x.raw());
+    for (const char* op : {"ArgMax", "ArgMin"})
+      for (int64_t axis : {2, 1}) {
+        std::map<std::string, Attribute> attrs;
+        attrs["axis"].value = axis;
+        std::vector<Tensor> out;
+        Status s = runNode(opNode(op, attrs), {&x}, out);
+        QVERIFY2(s.isOk(), s.message().c_str());
+        const auto* po = static_cast<const int64_t*>(out.at(0).raw());
+        const int64_t n = axis == 2 ? 29 : 41, inner = axis == 2 ? 1 : 29, outer = axis == 2 ? 3 * 41 : 3;
+        for (int64_t o = 0; o < outer; ++o)
+          for (int64_t i = 0; i < inner; ++i) {
+            int64_t best = 0;
+            for (int64_t j = 1; j < n; ++j) {
+              const float v = px[(o * n + j) * inner + i], m = px[(o * n + best) * inner + i];
+              if (std::string(op) == "ArgMax" ? v > m : v < m) best = j;
+            }
+            QCOMPARE(po[o * inner + i], best);
+          }
+      }
+  }
+
   /// Where and a binary operator over broadcasts that collapse to runs with stride 0 or 1 on each side.
   void broadcast_data() {
     QTest::addColumn<Shape>("a");
