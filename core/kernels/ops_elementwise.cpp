@@ -883,7 +883,8 @@ template <class T>
 // Erf over float32 (issue 24: glibc's erff per element made the Erf of a BERT GELU [1,128,3072] take
 // milliseconds against ONNX Runtime's 0.2 ms). Compiled without -ftrapping-math, in this region only:
 // with it GCC keeps the selects below as branches (a trap could tell them apart) and the loop stays
-// scalar; Partex never reads the floating-point exception flags.
+// scalar; Partex never reads the floating-point exception flags. Only builtins inside: a library
+// function compiled with other options (std::copysign) is not inlined here, and its call stops the vectoriser.
 #pragma GCC push_options
 #pragma GCC optimize("no-trapping-math")
 
@@ -904,7 +905,7 @@ template <class T>
   p = p * r + 1.0f;
   p = p * r + 1.0f;
   const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  return p * std::bit_cast<float>(bits);
+  return p * __builtin_bit_cast(float, bits);
 }
 
 /// erf(x) for float, vectorisable (issue 24: glibc's erff per element made the Erf of a BERT GELU
@@ -913,7 +914,7 @@ template <class T>
 /// Abramowitz and Stegun 7.1.26, 1 - (a1 t + ... + a5 t^5) e^(-x^2) with t = 1 / (1 + p |x|), absolute
 /// error below 1.5e-7 where erf >= 0.52.
 [[gnu::always_inline]] inline float erfVec(float x) {
-  const float a = std::abs(x);
+  const float a = __builtin_fabsf(x);
   float xs = x < -0.5f ? -0.5f : x;  // the series' argument, finite whatever x
   xs = xs > 0.5f ? 0.5f : xs;
   const float z = xs * xs;
@@ -932,7 +933,7 @@ template <class T>
   q = q * t + 1.421413741f;
   q = q * t - 0.284496736f;
   q = q * t + 0.254829592f;
-  const float large = std::copysign(1.0f - q * t * expVec(-a * a), x);
+  const float large = __builtin_copysignf(1.0f - q * t * expVec(-a * a), x);
   const float m = a < 0.5f ? 1.0f : 0.0f;  // a blend, not a branch: the loop stays vectorisable
   return small * m + large * (1.0f - m);
 }
