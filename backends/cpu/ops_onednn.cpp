@@ -287,7 +287,7 @@ class MatMulPrim {
              const std::vector<int64_t>& bShape, const std::vector<int64_t>& cShape, bool transA, bool transB,
              float alpha, bool accumulate) {
     try {
-      prepare(aShape, bShape, cShape, transA, transB, alpha, accumulate);
+      prepare(aShape, bShape, cShape, transA, transB, alpha, accumulate, b.isAlias());
     } catch (const dnnl::error& e) {
       prim_ = {};
       return makeError("oneDNN matmul for [", joinDims(aShape), "] x [", joinDims(bShape), "]: ", e.what());
@@ -295,9 +295,26 @@ class MatMulPrim {
     dnnl::stream s(engine());
     memory pad = scratchpadFor(pd_);
     if (!loop_) {
+      memory w = userMem(bd_, b);
+      if (packed_) {
+        // B in oneDNN's blocked layout, reordered once per weight storage (and contents sample).
+        const uint64_t h = sampleHash(b);
+        if (!wMem_ || b.raw() != wPtr_ || h != wHash_) {
+          wMem_ = memory(packedPd_.weights_desc(), engine());
+          dnnl::reorder(w, wMem_).execute(s, w, wMem_);
+          wPtr_ = b.raw();
+          wHash_ = h;
+        }
+        packedPrim_.execute(s, {{DNNL_ARG_SCRATCHPAD, scratchpadFor(packedPd_)},
+                                {DNNL_ARG_SRC, userMem(ad_, a)},
+                                {DNNL_ARG_WEIGHTS, wMem_},
+                                {DNNL_ARG_DST, memory(cd_, engine(), c.raw())}});
+        s.wait();
+        return Status::ok();
+      }
       prim_.execute(s, {{DNNL_ARG_SCRATCHPAD, pad},
                         {DNNL_ARG_SRC, userMem(ad_, a)},
-                        {DNNL_ARG_WEIGHTS, userMem(bd_, b)},
+                        {DNNL_ARG_WEIGHTS, w},
                         {DNNL_ARG_DST, memory(cd_, engine(), c.raw())}});
       s.wait();
       return Status::ok();
@@ -334,10 +351,16 @@ class MatMulPrim {
   /// The oneDNN implementation the last prepared shapes run on, "loop of " before it on the loop path.
   std::string implInfo() const {
     if (!prim_) return "";
-    return (loop_ ? "loop of " : "") + std::string(pd_.impl_info_str()) + (folded_ ? " (folded)" : "");
+    return (loop_ ? "loop of " : "") + std::string((packed_ ? packedPd_ : pd_).impl_info_str()) +
+           (folded_ ? " (folded)" : "") + (packed_ ? " (packed weights)" : "");
   }
   /// Tests: take the loop path whenever the operands have batch dims.
   bool forceLoop = false;
+  /// Frees the packed weights (a kernel run once).
+  void release() {
+    wMem_ = memory();
+    wPtr_ = nullptr;
+  }
 
  private:
   static memory::desc desc(const std::vector<int64_t>& shape, bool trans) {
@@ -352,12 +375,14 @@ class MatMulPrim {
   }
 
   void prepare(const std::vector<int64_t>& aShape, const std::vector<int64_t>& bShape,
-               const std::vector<int64_t>& cShape, bool transA, bool transB, float alpha, bool accumulate) {
+               const std::vector<int64_t>& cShape, bool transA, bool transB, float alpha, bool accumulate,
+               bool constB) {
     std::vector<int64_t> key = aShape;
     key.insert(key.end(), bShape.begin(), bShape.end());
     key.push_back(transA);
     key.push_back(transB);
     key.push_back(forceLoop);
+    key.push_back(constB);
     if (key == key_ && prim_ && alpha == alpha_ && accumulate == acc_) return;
     dnnl::primitive_attr attr = scratchAttr();
     if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
@@ -374,7 +399,8 @@ class MatMulPrim {
     }
     const std::vector<int64_t> b2(bShape.end() - 2, bShape.end());
     auto make = [&] { pd_ = dnnl::matmul::primitive_desc(dnnl::matmul::desc(ad_, bd_, cd_), attr, engine()); };
-    folded_ = loop_ = false;
+    folded_ = loop_ = packed_ = false;
+    wMem_ = memory();
     if (bBatch == 1 && !transA) {
       // A's batch rows are consecutive M-row blocks of one [batch*M, K] matrix.
       folded_ = r > 2;
@@ -382,6 +408,14 @@ class MatMulPrim {
       bd_ = desc(b2, transB);
       cd_ = plainDesc({aBatch * aShape[r - 2], cShape[r - 1]});
       make();
+      if (constB) {
+        // A weight (immutable shared storage): let oneDNN choose B's layout and reorder it once. Its
+        // brgemm repacks a plain B on every run otherwise (3x the time of a [128,768]x[768,3072]).
+        const memory::desc anyB(bd_.dims(), dt::f32, tag::any);
+        packedPd_ = dnnl::matmul::primitive_desc(dnnl::matmul::desc(ad_, anyB, cd_), attr, engine());
+        packed_ = packedPd_.weights_desc() != bd_;
+        if (packed_) packedPrim_ = dnnl::matmul(packedPd_);
+      }
     } else {
       if (!forceLoop) {
         ad_ = desc(aShape, transA);
@@ -405,14 +439,18 @@ class MatMulPrim {
 
   std::vector<int64_t> key_;
   float alpha_ = 1.0f;
-  bool acc_ = false, folded_ = false, loop_ = false;
+  bool acc_ = false, folded_ = false, loop_ = false, packed_ = false;
   memory::desc ad_, bd_, cd_;
-  dnnl::matmul::primitive_desc pd_;
-  dnnl::matmul prim_;
+  dnnl::matmul::primitive_desc pd_, packedPd_;
+  dnnl::matmul prim_, packedPrim_;
+  memory wMem_;  ///< B reordered into packedPd_'s layout
+  const void* wPtr_ = nullptr;
+  uint64_t wHash_ = 0;
 };
 
 class MatMulKernel final : public OpKernel {
  public:
+  void releaseCaches() override { mm_.release(); }
   Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
     if (auto e = expectInput(in, 0, "A"); !e.empty()) return Error{e};
     if (auto e = expectInput(in, 1, "B"); !e.empty()) return Error{e};
@@ -454,6 +492,7 @@ class MatMulKernel final : public OpKernel {
 
 class GemmKernel final : public OpKernel {
  public:
+  void releaseCaches() override { mm_.release(); }
   explicit GemmKernel(const Node& n)
       : alpha_(static_cast<float>(n.attrFloat("alpha", 1.0))),
         beta_(static_cast<float>(n.attrFloat("beta", 1.0))),

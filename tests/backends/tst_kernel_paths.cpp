@@ -12,6 +12,7 @@
 
 #include "cpu/cpu_ops.h"
 #include "cpu/matmul.h"
+#include "ir/tensordata.h"
 #include "kernels/ops.h"
 
 using namespace partex;
@@ -28,6 +29,14 @@ Tensor randomTensor(const Shape& s, uint32_t seed) {
   auto* p = static_cast<float*>(r.raw());
   for (int64_t i = 0; i < r.numElements(); ++i) p[i] = u(rng);
   return r;
+}
+
+/// The same values as a weight holds them: a read-only alias of shared storage (Tensor::alias), which
+/// the MatMul kernel packs once into oneDNN's layout.
+Tensor weightOf(const Tensor& t) {
+  auto data = TensorData::allocate(static_cast<size_t>(t.bytes()));
+  std::memcpy(data->mutableData(), t.raw(), static_cast<size_t>(t.bytes()));
+  return std::move(*Tensor::alias(t.dtype(), t.shape(), data));
 }
 
 int64_t product(const Shape& s, size_t from, size_t to) {
@@ -147,10 +156,12 @@ class TestKernelPaths : public QObject {
     const Tensor ta = randomTensor(a, 1), tb = randomTensor(b, 2);
     Shape want;
     const auto ref = naiveMatMul(ta, tb, want);
-    for (bool loop : {false, true}) {
+    const Tensor wb = weightOf(tb);
+    for (int path = 0; path < 3; ++path) {  // activations, loop path, B a weight (packed when 2-D)
+      const bool loop = path == 1;
       std::vector<Tensor> out;
       std::string impl;
-      Status s = cpu::runMatMulKernel(opNode("MatMul"), {&ta, &tb}, out, impl, loop);
+      Status s = cpu::runMatMulKernel(opNode("MatMul"), {&ta, path == 2 ? &wb : &tb}, out, impl, loop);
       QVERIFY2(s.isOk(), s.message().c_str());
       QVERIFY2(!impl.empty(), "no implementation reported");
       QVERIFY2(impl.find("ref") == std::string::npos, ("reference implementation: " + impl).c_str());
@@ -207,14 +218,17 @@ class TestKernelPaths : public QObject {
     attrs["beta"].value = beta;
     std::vector<Tensor> out;
     std::string impl;
-    std::vector<const Tensor*> in = {&ta, &tb};
-    if (!c.empty()) in.push_back(&tc);
-    Status s = cpu::runMatMulKernel(opNode("Gemm", attrs), in, out, impl);
-    QVERIFY2(s.isOk(), s.message().c_str());
-    QVERIFY2(impl.find("ref") == std::string::npos && !impl.empty(), ("implementation: " + impl).c_str());
-    QCOMPARE(out.at(0).shape(), (Shape{M, N}));
-    const double err = worstError(out[0], ref);
-    QVERIFY2(err < 1e-4, (impl + ": error " + std::to_string(err)).c_str());
+    const Tensor wb = weightOf(tb);
+    for (const Tensor* b : {&tb, &wb}) {  // B an activation, then a weight (packed)
+      std::vector<const Tensor*> in = {&ta, b};
+      if (!c.empty()) in.push_back(&tc);
+      Status s = cpu::runMatMulKernel(opNode("Gemm", attrs), in, out, impl);
+      QVERIFY2(s.isOk(), s.message().c_str());
+      QVERIFY2(impl.find("ref") == std::string::npos && !impl.empty(), ("implementation: " + impl).c_str());
+      QCOMPARE(out.at(0).shape(), (Shape{M, N}));
+      const double err = worstError(out[0], ref);
+      QVERIFY2(err < 1e-4, (impl + ": error " + std::to_string(err)).c_str());
+    }
   }
 
   /// Pad against an index-by-index reference (ONNX Pad: constant, reflect without repeating the edge,
