@@ -123,16 +123,31 @@ std::vector<Case> allCases() {
   };
 
   // Unary element-wise: a transformer activation, a CNN feature map, odd sizes at rank 5.
-  const std::vector<std::string> unary = {
-      "Abs",    "Neg",   "Relu",     "Sigmoid",   "Tanh",        "Exp",       "Log",
-      "Sqrt",   "Erf",   "Floor",    "Ceil",      "Round",       "Sign",      "Reciprocal",
-      "Sin",    "Cos",   "Tan",      "Asin",      "Acos",        "Atan",      "Sinh",
-      "Cosh",   "Asinh", "Acosh",    "Atanh",     "Softsign",    "Softplus",  "Mish",
-      "Elu",    "Selu",  "Celu",     "LeakyRelu", "HardSigmoid", "HardSwish", "ThresholdedRelu",
-      "Shrink", "Gelu",  "Identity", "Dropout"};
+  const std::vector<std::string> unary = {"Abs",       "Neg",
+                                          "Relu",      "Sigmoid",
+                                          "Tanh",      "Exp",
+                                          "Log",       "Sqrt",
+                                          "Erf",       "Floor",
+                                          "Ceil",      "Round",
+                                          "Sign",      "Reciprocal",
+                                          "Sin",       "Cos",
+                                          "Tan",       "Asin",
+                                          "Acos",      "Atan",
+                                          "Sinh",      "Cosh",
+                                          "Asinh",     "Acosh",
+                                          "Atanh",     "Softsign",
+                                          "Softplus",  "Elu",
+                                          "Selu",      "Celu",
+                                          "LeakyRelu", "HardSigmoid",
+                                          "HardSwish", "ThresholdedRelu",
+                                          "Shrink",    "Identity",
+                                          "Dropout"};
+  // Mish (opset 18) and Gelu (opset 20) are newer than the ONNX 1.12 checker the builder runs: no case.
   for (const auto& op : unary) {
-    const auto types =
-        op == "Abs" || op == "Neg" || op == "Relu" || op == "Sign" || op == "Identity" ? kArith : kFloats;
+    // float16 only where ONNX's schema allows it (Celu is float32-only in opset 17).
+    const auto types = op == "Abs" || op == "Neg" || op == "Relu" || op == "Sign" || op == "Identity" ? kArith
+                       : op == "Celu"                                                                 ? kFloat
+                                                                                                      : kFloats;
     for (auto [label, d] : {std::pair<const char*, Dims>{"transformer", {1, 128, 3072}},
                             {"cnn", {1, 64, 56, 56}},
                             {"odd 5-D", {1, 3, 13, 17, 85}}})
@@ -140,7 +155,9 @@ std::vector<Case> allCases() {
   }
   add("Not", "cnn", {BOOL}, [](Builder& b, int32_t t) { node(b, "Not", {act(b, t, {1, 64, 56, 56})}, t); });
   for (const char* op : {"IsNaN", "IsInf"})
-    add(op, "transformer", kFloats, [op](Builder& b, int32_t t) { node(b, op, {act(b, t, {1, 128, 3072})}, BOOL); });
+    add(op, "transformer", std::string(op) == "IsNaN" ? kFloats : kFloat, [op](Builder& b, int32_t t) {
+      node(b, op, {act(b, t, {1, 128, 3072})}, BOOL);
+    });
 
   // Binary broadcasting: equal shapes, trailing bias, per-channel, attention mask (non-trailing), both
   // sides, scalar, rank 5 (detector heads), odd sizes.
@@ -746,6 +763,8 @@ int main(int argc, char** argv) {
         graph->clear_value_info();
         bytes = b.finish(true);
       } catch (const std::exception& e) {
+        // A further element type ONNX's schema does not allow is no row; float32's failure is reported.
+        if (ti > 0) continue;
         row.note = std::string("model: ") + e.what();
         rows.push_back(row);
         continue;

@@ -37,8 +37,9 @@ def make_input(info, rng):
         return rng.random(shape) < 0.5
     if np.issubdtype(dt, np.floating):
         return rng.standard_normal(shape).astype(dt)
-    # Integer activations: zeros (valid indices for Gather*, Scatter*, OneHot), as Partex's synthetic data.
-    return np.zeros(shape, dtype=dt)
+    # Integer activations: ones (valid indices for Gather*, Scatter*, OneHot on these shapes, and no
+    # integer division by zero, which ONNX Runtime refuses).
+    return np.ones(shape, dtype=dt)
 
 
 def time_model(path, reps, budget):
