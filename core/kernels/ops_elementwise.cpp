@@ -362,6 +362,10 @@ void binaryLoop(const ExecContext& ctx, Bin op, const Tensor& a, const Tensor& b
       return fixed(std::integral_constant<Bin, Bin::Lt>{});
     case Bin::Gt:
       return fixed(std::integral_constant<Bin, Bin::Gt>{});
+    case Bin::Le:
+      return fixed(std::integral_constant<Bin, Bin::Le>{});
+    case Bin::Ge:
+      return fixed(std::integral_constant<Bin, Bin::Ge>{});
     case Bin::And:
       return fixed(std::integral_constant<Bin, Bin::And>{});
     case Bin::Or:
@@ -1046,14 +1050,17 @@ class UnaryKernel final : public OpKernel {
       const bool ok = dispatchAll(x.dtype(), [&](auto v) {
         using T = decltype(v);
         const T* px = ptr<T>(x);
-        for (int64_t i = 0; i < n; ++i) {
-          if constexpr (std::is_floating_point_v<T>) {
-            const T y = px[i];
-            po[i] = op_ == Un::IsNaN ? std::isnan(y)
-                                     : (std::isinf(y) && ((y > 0 && p_.detectPos) || (y < 0 && p_.detectNeg)));
+        if constexpr (std::is_floating_point_v<T>) {
+          // One loop per operator, the flags outside it (issue 24).
+          if (op_ == Un::IsNaN) {
+            for (int64_t i = 0; i < n; ++i) po[i] = px[i] != px[i];
           } else {
-            po[i] = 0;
+            const T lo = p_.detectNeg ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::quiet_NaN();
+            const T hi = p_.detectPos ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::quiet_NaN();
+            for (int64_t i = 0; i < n; ++i) po[i] = px[i] == lo || px[i] == hi;
           }
+        } else {
+          std::memset(po, 0, static_cast<size_t>(n));
         }
       });
       return ok ? Status::ok() : Status(makeError("dtype not supported"));
@@ -1062,6 +1069,15 @@ class UnaryKernel final : public OpKernel {
     if (auto s = out[0].ensure(x.dtype(), x.shape()); !s) return s;
     if (x.dtype() == DType::Float32 && unaryF32(ctx, op_, p_, ptr<float>(x), ptr<float>(out[0]), n))
       return Status::ok();
+    if (op_ == Un::Not && x.dtype() == DType::Bool) {
+      const uint8_t* px = ptr<uint8_t>(x);
+      uint8_t* po = ptr<uint8_t>(out[0]);
+      parallelChunks(ctx, n, [&](int64_t b, int64_t e) {
+#pragma omp simd
+        for (int64_t i = b; i < e; ++i) po[i] = px[i] == 0;
+      });
+      return Status::ok();
+    }
     const bool ok = dispatchAll(x.dtype(), [&](auto v) {
       using T = decltype(v);
       const T* px = ptr<T>(x);
