@@ -1052,12 +1052,17 @@ class UnaryKernel final : public OpKernel {
         const T* px = ptr<T>(x);
         if constexpr (std::is_floating_point_v<T>) {
           // One loop per operator, the flags outside it (issue 24).
+          const T inf = std::numeric_limits<T>::infinity();
           if (op_ == Un::IsNaN) {
+#pragma omp simd
             for (int64_t i = 0; i < n; ++i) po[i] = px[i] != px[i];
+          } else if (p_.detectPos && p_.detectNeg) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; ++i) po[i] = std::abs(px[i]) == inf;
           } else {
-            const T lo = p_.detectNeg ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::quiet_NaN();
-            const T hi = p_.detectPos ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::quiet_NaN();
-            for (int64_t i = 0; i < n; ++i) po[i] = px[i] == lo || px[i] == hi;
+            const T which = p_.detectPos ? inf : p_.detectNeg ? -inf : std::numeric_limits<T>::quiet_NaN();
+#pragma omp simd
+            for (int64_t i = 0; i < n; ++i) po[i] = px[i] == which;
           }
         } else {
           std::memset(po, 0, static_cast<size_t>(n));
