@@ -61,7 +61,7 @@ Status stridedCopy(const ExecContext& ctx, const Tensor& in, Tensor& out, const 
   // cache lines (issue 24: a column-by-column gather ran NCHW->NHWC 2-9x and a 2-D transpose 2-38x
   // slower than ONNX Runtime).
   int64_t q = -1;
-  if (istride != 1 && inner > 1)
+  if (istride != 1 && istride != 0 && inner > 1)
     for (size_t d = 0; d + 1 < r; ++d)
       if (strides[d] == 1 && shape[d] > 1) q = static_cast<int64_t>(d);
   if (q >= 0) {
@@ -107,18 +107,29 @@ Status stridedCopy(const ExecContext& ctx, const Tensor& in, Tensor& out, const 
     parallelChunks(
         ctx, rows,
         [&](int64_t b, int64_t e) {
+          // The row's input offset stepped like an odometer (divisions only for the chunk's first row).
+          std::vector<int64_t> idx(r, 0);
+          int64_t off = 0, rem = b;
+          for (size_t d = r - 1; d-- > 0;) {
+            idx[d] = rem % shape[d];
+            rem /= shape[d];
+            off += idx[d] * strides[d];
+          }
           for (int64_t row = b; row < e; ++row) {
-            int64_t rem = row, off = 0;
-            for (size_t d = r - 1; d-- > 0;) {
-              off += (rem % shape[d]) * strides[d];
-              rem /= shape[d];
-            }
             const T* src = pi + off;
             T* dst = po + row * inner;
             if (istride == 1) {
               std::memcpy(dst, src, static_cast<size_t>(inner) * sizeof(T));
+            } else if (istride == 0) {  // broadcast along the last axis (Expand, Tile of a column)
+              std::fill(dst, dst + inner, src[0]);
             } else {
               for (int64_t j = 0; j < inner; ++j) dst[j] = src[j * istride];
+            }
+            for (size_t d = r - 1; d-- > 0;) {
+              off += strides[d];
+              if (++idx[d] < shape[d]) break;
+              off -= strides[d] * shape[d];
+              idx[d] = 0;
             }
           }
         },
