@@ -328,7 +328,8 @@ class EyeLikeKernel final : public OpKernel {
     const DType dt = dtype_ ? static_cast<DType>(dtype_) : x.dtype();
     out.resize(1);
     if (auto s = out[0].ensure(dt, x.shape()); !s) return s;
-    out[0].fill(0.0);
+    // Zero bytes are zero in every dtype: one memset, not an element-by-element fill (issue 24).
+    if (out[0].bytes() > 0) std::memset(out[0].raw(), 0, static_cast<size_t>(out[0].bytes()));
     Tensor one;
     if (auto s = one.ensure(dt, {1}); !s) return s;
     one.fill(1.0);

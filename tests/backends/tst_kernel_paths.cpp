@@ -1,0 +1,651 @@
+// The CPU kernels take their fast paths for every shape an exporter produces (issue 24): MatMul and Gemm
+// run on an optimised oneDNN implementation, never its reference one (`ref`, a scalar loop at tens of
+// MFLOP/s), at every rank, with vectors, batch broadcast on either side, 3-D/4-D activations against
+// 2-D weights and activation x activation products; Pad copies rows. Values are checked against plain
+// loops written here (double accumulation), never against the kernels themselves.
+
+#include <QtTest>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "cpu/cpu_ops.h"
+#include "cpu/matmul.h"
+#include "ir/tensordata.h"
+#include "kernels/ops.h"
+
+using namespace partex;
+
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+Tensor randomTensor(const Shape& s, uint32_t seed) {
+  auto t = Tensor::make(DType::Float32, s);
+  Tensor r = std::move(*t);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  auto* p = static_cast<float*>(r.raw());
+  for (int64_t i = 0; i < r.numElements(); ++i) p[i] = u(rng);
+  return r;
+}
+
+/// The same values as a weight holds them: a read-only alias of shared storage (Tensor::alias), which
+/// the MatMul kernel packs once into oneDNN's layout.
+Tensor weightOf(const Tensor& t) {
+  auto data = TensorData::allocate(static_cast<size_t>(t.bytes()));
+  std::memcpy(data->mutableData(), t.raw(), static_cast<size_t>(t.bytes()));
+  return std::move(*Tensor::alias(t.dtype(), t.shape(), data));
+}
+
+int64_t product(const Shape& s, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t i = from; i < to; ++i) p *= s[i];
+  return p;
+}
+
+/// numpy.matmul by definition: vectors promoted and their axis dropped, batch dims broadcast.
+std::vector<double> naiveMatMul(const Tensor& a, const Tensor& b, Shape& outShape) {
+  Shape as = a.shape(), bs = b.shape();
+  const bool aVec = as.size() == 1, bVec = bs.size() == 1;
+  if (aVec) as.insert(as.begin(), 1);
+  if (bVec) bs.push_back(1);
+  const size_t r = std::max(as.size(), bs.size());
+  while (as.size() < r) as.insert(as.begin(), 1);
+  while (bs.size() < r) bs.insert(bs.begin(), 1);
+  Shape batch(r - 2);
+  for (size_t i = 0; i + 2 < r; ++i) batch[i] = std::max(as[i], bs[i]);
+  const int64_t M = as[r - 2], K = as[r - 1], N = bs[r - 1];
+  outShape = batch;
+  if (!aVec) outShape.push_back(M);
+  if (!bVec) outShape.push_back(N);
+  const int64_t nb = product(batch, 0, batch.size());
+  std::vector<double> c(static_cast<size_t>(nb * M * N));
+  const auto* ap = static_cast<const float*>(a.raw());
+  const auto* bp = static_cast<const float*>(b.raw());
+  for (int64_t bi = 0; bi < nb; ++bi) {
+    int64_t rem = bi, ao = 0, bo = 0, aStride = M * K, bStride = K * N;
+    for (size_t d = r - 2; d-- > 0;) {
+      const int64_t i = rem % batch[d];
+      rem /= batch[d];
+      if (as[d] != 1) ao += i * aStride;
+      if (bs[d] != 1) bo += i * bStride;
+      aStride *= as[d];
+      bStride *= bs[d];
+    }
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        double acc = 0;
+        for (int64_t k = 0; k < K; ++k) acc += double(ap[ao + m * K + k]) * double(bp[bo + k * N + n]);
+        c[static_cast<size_t>((bi * M + m) * N + n)] = acc;
+      }
+  }
+  return c;
+}
+
+/// Largest |got - want| relative to max(1, |want|).
+double worstError(const Tensor& got, const std::vector<double>& want) {
+  const auto* p = static_cast<const float*>(got.raw());
+  double worst = 0;
+  for (size_t i = 0; i < want.size(); ++i)
+    worst = std::max(worst, std::abs(double(p[i]) - want[i]) / std::max(1.0, std::abs(want[i])));
+  return worst;
+}
+
+Node opNode(const std::string& type, std::map<std::string, Attribute> attrs = {}) {
+  Node n;
+  n.name = "n";
+  n.opType = type;
+  n.attrs = std::move(attrs);
+  return n;
+}
+
+/// Runs node `n` once through the CPU backend's table (oneDNN entries first, then the plain kernels).
+Status runNode(const Node& n, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
+  Graph g;
+  g.opsetVersion = 17;
+  for (const cpu::OpEntry& e : cpu::opTable()) {
+    if (e.opType != n.opType) continue;
+    auto k = e.make(g, n);
+    if (!k) return k.status();
+    return (*k)->run(cpu::ExecContext{}, in, out);
+  }
+  return makeError("no kernel for ", n.opType);
+}
+
+/// Row-major strides of `s`; element index of a multi-index.
+Shape stridesOf(const Shape& s) {
+  Shape st(s.size(), 1);
+  for (size_t d = s.size(); d-- > 1;) st[d - 1] = st[d] * s[d];
+  return st;
+}
+
+}  // namespace
+
+class TestKernelPaths : public QObject {
+  Q_OBJECT
+ private slots:
+  void matmul_data() {
+    QTest::addColumn<Shape>("a");
+    QTest::addColumn<Shape>("b");
+    auto row = [](const char* name, Shape a, Shape b) { QTest::newRow(name) << a << b; };
+    row("2-D", {37, 53}, {53, 29});
+    row("vector x matrix", {53}, {53, 29});
+    row("matrix x vector", {37, 53}, {53});
+    row("vector x batched", {53}, {3, 53, 29});
+    row("batched x vector", {3, 37, 53}, {53});
+    row("bert linear 3-D x 2-D", {1, 128, 96}, {96, 384});
+    row("ocr 3-D x 2-D", {1, 40, 120}, {120, 661});
+    row("batch 3-D x 2-D", {3, 17, 31}, {31, 13});
+    row("4-D x 2-D", {2, 3, 17, 31}, {31, 13});
+    row("5-D x 2-D", {2, 1, 3, 7, 11}, {11, 5});
+    row("attention 4-D", {1, 4, 33, 16}, {1, 4, 16, 33});
+    row("attention batch 2", {2, 4, 33, 16}, {2, 4, 16, 33});
+    row("broadcast left", {1, 5, 7}, {3, 7, 6});
+    row("broadcast right", {3, 5, 7}, {1, 7, 6});
+    row("broadcast both", {3, 1, 5, 7}, {1, 4, 7, 6});
+    row("rank promoted", {5, 7}, {2, 3, 7, 6});
+    row("6-D", {2, 1, 3, 2, 5, 7}, {1, 2, 1, 2, 7, 6});
+    row("K = 1", {4, 17, 1}, {1, 1, 19});
+    row("M = 1", {1, 12, 1, 64}, {1, 12, 64, 7});
+  }
+  void matmul() {
+    QFETCH(Shape, a);
+    QFETCH(Shape, b);
+    const Tensor ta = randomTensor(a, 1), tb = randomTensor(b, 2);
+    Shape want;
+    const auto ref = naiveMatMul(ta, tb, want);
+    const Tensor wb = weightOf(tb);
+    for (int path = 0; path < 3; ++path) {  // activations, loop path, B a weight (packed when 2-D)
+      const bool loop = path == 1;
+      std::vector<Tensor> out;
+      std::string impl;
+      Status s = cpu::runMatMulKernel(opNode("MatMul"), {&ta, path == 2 ? &wb : &tb}, out, impl, loop);
+      QVERIFY2(s.isOk(), s.message().c_str());
+      QVERIFY2(!impl.empty(), "no implementation reported");
+      QVERIFY2(impl.find("ref") == std::string::npos, ("reference implementation: " + impl).c_str());
+      QCOMPARE(out.at(0).shape(), want);
+      const double err = worstError(out[0], ref);
+      QVERIFY2(err < 1e-4, (impl + ": error " + std::to_string(err)).c_str());
+    }
+  }
+
+  void gemm_data() {
+    QTest::addColumn<int>("transA");
+    QTest::addColumn<int>("transB");
+    QTest::addColumn<Shape>("c");
+    QTest::addColumn<double>("alpha");
+    QTest::addColumn<double>("beta");
+    for (int ta : {0, 1})
+      for (int tb : {0, 1}) {
+        const std::string base = "tA" + std::to_string(ta) + " tB" + std::to_string(tb);
+        QTest::newRow((base + " no C").c_str()) << ta << tb << Shape{} << 1.0 << 1.0;
+        QTest::newRow((base + " C [N]").c_str()) << ta << tb << Shape{29} << 0.5 << 2.0;
+        QTest::newRow((base + " C [M,1]").c_str()) << ta << tb << Shape{37, 1} << 1.0 << -1.0;
+        QTest::newRow((base + " C [M,N]").c_str()) << ta << tb << Shape{37, 29} << 1.5 << 0.25;
+      }
+  }
+  void gemm() {
+    QFETCH(int, transA);
+    QFETCH(int, transB);
+    QFETCH(Shape, c);
+    QFETCH(double, alpha);
+    QFETCH(double, beta);
+    const int64_t M = 37, K = 53, N = 29;
+    const Tensor ta = randomTensor(transA ? Shape{K, M} : Shape{M, K}, 3);
+    const Tensor tb = randomTensor(transB ? Shape{N, K} : Shape{K, N}, 4);
+    const Tensor tc = c.empty() ? Tensor() : randomTensor(c, 5);
+    const auto* ap = static_cast<const float*>(ta.raw());
+    const auto* bp = static_cast<const float*>(tb.raw());
+    std::vector<double> ref(static_cast<size_t>(M * N));
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        double acc = 0;
+        for (int64_t k = 0; k < K; ++k)
+          acc += double(ap[transA ? k * M + m : m * K + k]) * double(bp[transB ? n * K + k : k * N + n]);
+        double cv = 0;
+        if (!c.empty()) {
+          const auto* cp = static_cast<const float*>(tc.raw());
+          cv = c.size() == 1 ? cp[n] : c[1] == 1 ? cp[m] : cp[m * N + n];
+        }
+        ref[static_cast<size_t>(m * N + n)] = alpha * acc + beta * cv;
+      }
+    std::map<std::string, Attribute> attrs;
+    attrs["transA"].value = int64_t{transA};
+    attrs["transB"].value = int64_t{transB};
+    attrs["alpha"].value = alpha;
+    attrs["beta"].value = beta;
+    std::vector<Tensor> out;
+    std::string impl;
+    const Tensor wb = weightOf(tb);
+    for (const Tensor* b : {&tb, &wb}) {  // B an activation, then a weight (packed)
+      std::vector<const Tensor*> in = {&ta, b};
+      if (!c.empty()) in.push_back(&tc);
+      Status s = cpu::runMatMulKernel(opNode("Gemm", attrs), in, out, impl);
+      QVERIFY2(s.isOk(), s.message().c_str());
+      QVERIFY2(impl.find("ref") == std::string::npos && !impl.empty(), ("implementation: " + impl).c_str());
+      QCOMPARE(out.at(0).shape(), (Shape{M, N}));
+      const double err = worstError(out[0], ref);
+      QVERIFY2(err < 1e-4, (impl + ": error " + std::to_string(err)).c_str());
+    }
+  }
+
+  /// Pad against an index-by-index reference (ONNX Pad: constant, reflect without repeating the edge,
+  /// edge; negative pads crop), every rank 1-5, float32 and int64.
+  void pad_data() {
+    QTest::addColumn<QString>("mode");
+    QTest::addColumn<Shape>("shape");
+    QTest::addColumn<Shape>("pads");
+    for (const char* m : {"constant", "reflect", "edge"}) {
+      auto row = [&](const char* what, Shape s, Shape p) {
+        QTest::newRow((std::string(m) + " " + what).c_str()) << QString(m) << s << p;
+      };
+      row("1-D", {7}, {2, 3});
+      row("2-D", {5, 7}, {1, 2, 3, 4});
+      row("3-D last only", {3, 4, 9}, {0, 0, 2, 0, 0, 3});
+      row("4-D spatial", {2, 3, 5, 6}, {0, 0, 1, 2, 0, 0, 3, 1});
+      row("4-D channels-last", {2, 5, 6, 3}, {0, 1, 2, 0, 0, 2, 1, 0});
+      row("5-D", {1, 2, 3, 4, 5}, {0, 1, 1, 2, 2, 0, 1, 2, 1, 3});
+      row("negative", {4, 9}, {-1, 2, 1, -3});
+      row("all negative", {4, 5, 9}, {0, -1, -2, -1, 0, -3});
+      row("no pads", {3, 4}, {0, 0, 0, 0});
+    }
+    QTest::newRow("constant wide") << QString("constant") << Shape{2, 3} << Shape{5, 7, 6, 8};
+    QTest::newRow("constant empty axis") << QString("constant") << Shape{0, 3} << Shape{1, 1, 2, 0};
+  }
+  void pad() {
+    QFETCH(QString, mode);
+    QFETCH(Shape, shape);
+    QFETCH(Shape, pads);
+    const size_t r = shape.size();
+    Shape os(r);
+    for (size_t d = 0; d < r; ++d) os[d] = shape[d] + pads[d] + pads[d + r];
+    for (DType dtype : {DType::Float32, DType::Int64}) {
+      auto made = Tensor::make(dtype, shape);
+      QVERIFY(made.isOk());
+      Tensor x = std::move(*made);
+      for (int64_t i = 0; i < x.numElements(); ++i) {
+        if (dtype == DType::Float32)
+          static_cast<float*>(x.raw())[i] = float(i) * 0.5f + 1;
+        else
+          static_cast<int64_t*>(x.raw())[i] = i * 3 + 1;
+      }
+      auto pt = Tensor::make(DType::Int64, {static_cast<int64_t>(pads.size())});
+      QVERIFY(pt.isOk());
+      std::copy(pads.begin(), pads.end(), static_cast<int64_t*>(pt->raw()));
+      auto cv = Tensor::make(dtype, {});
+      QVERIFY(cv.isOk());
+      if (dtype == DType::Float32)
+        *static_cast<float*>(cv->raw()) = -7.5f;
+      else
+        *static_cast<int64_t*>(cv->raw()) = -7;
+      std::map<std::string, Attribute> attrs;
+      attrs["mode"].value = mode.toStdString();
+      const Node n = opNode("Pad", attrs);
+      const cpu::OpEntry* e = cpu::findPlainEntry(n);
+      QVERIFY(e);
+      Graph g;
+      auto k = e->make(g, n);
+      QVERIFY2(k.isOk(), k.message().c_str());
+      std::vector<Tensor> out;
+      Status s = (*k)->run(cpu::ExecContext{}, {&x, &*pt, &*cv}, out);
+      QVERIFY2(s.isOk(), s.message().c_str());
+      QCOMPARE(out.at(0).shape(), os);
+      // Reference: every output index mapped back on its own.
+      int64_t total = product(os, 0, r), bad = 0;
+      for (int64_t i = 0; i < total; ++i) {
+        int64_t rem = i, off = 0, stride = 1;
+        bool inside = true;
+        for (size_t d = r; d-- > 0;) {
+          int64_t c = rem % os[d] - pads[d];
+          rem /= os[d];
+          const int64_t n = shape[d];
+          if (c < 0 || c >= n) {
+            if (mode == "constant")
+              inside = false;
+            else if (mode == "edge")
+              c = c < 0 ? 0 : n - 1;
+            else
+              while (c < 0 || c >= n) c = c < 0 ? -c : 2 * (n - 1) - c;
+          }
+          off += c * stride;
+          stride *= n;
+        }
+        if (dtype == DType::Float32) {
+          const float want = inside ? static_cast<const float*>(x.raw())[off] : -7.5f;
+          bad += static_cast<const float*>(out[0].raw())[i] != want;
+        } else {
+          const int64_t want = inside ? static_cast<const int64_t*>(x.raw())[off] : -7;
+          bad += static_cast<const int64_t*>(out[0].raw())[i] != want;
+        }
+      }
+      QCOMPARE(bad, int64_t{0});
+    }
+  }
+  /// Reductions over the last, spatial, first, middle and all axes (one block: the vectorised path, with
+  /// runs longer than its 16 lanes) and over split axes (the generic path), against a double loop.
+  void reduce_data() {
+    QTest::addColumn<QString>("op");
+    QTest::addColumn<Shape>("shape");
+    QTest::addColumn<Shape>("axes");
+    for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+                           "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"}) {
+      auto row = [&](const char* what, Shape s, Shape a) {
+        QTest::newRow((std::string(op) + " " + what).c_str()) << QString(op) << s << a;
+      };
+      row("last", {3, 7, 53}, {-1});
+      row("spatial", {2, 5, 7, 9}, {2, 3});
+      row("first", {40, 33}, {0});
+      row("middle", {4, 100, 3}, {1});
+      row("all", {3, 5, 17}, {});
+      row("split axes", {4, 5, 6}, {0, 2});
+      row("size-1 axes between", {1, 37, 1, 5}, {1, 2});
+    }
+  }
+  void reduce() {
+    QFETCH(QString, op);
+    QFETCH(Shape, shape);
+    QFETCH(Shape, axes);
+    Tensor x = randomTensor(shape, 9);
+    auto* px = static_cast<float*>(x.raw());
+    const bool positive = op == "ReduceLogSum" || op == "ReduceProd";
+    for (int64_t i = 0; i < x.numElements(); ++i)
+      if (positive) px[i] = 0.9f + 0.1f * std::abs(px[i]);  // products near 1, logs of positive sums
+    std::map<std::string, Attribute> attrs;
+    if (!axes.empty()) attrs["axes"].value = axes;
+    std::vector<Tensor> out;
+    Status s = runNode(opNode(op.toStdString(), attrs), {&x}, out);
+    QVERIFY2(s.isOk(), s.message().c_str());
+    const size_t r = shape.size();
+    std::vector<bool> red(r, axes.empty());
+    for (int64_t a : axes) red[static_cast<size_t>(a < 0 ? a + static_cast<int64_t>(r) : a)] = true;
+    Shape os(r);
+    for (size_t d = 0; d < r; ++d) os[d] = red[d] ? 1 : shape[d];
+    QCOMPARE(out.at(0).shape(), os);
+    const int64_t total = product(os, 0, r);
+    std::vector<std::vector<double>> groups(static_cast<size_t>(total));
+    for (int64_t i = 0; i < x.numElements(); ++i) {
+      int64_t rem = i, o = 0, ostride = 1;
+      for (size_t d = r; d-- > 0;) {
+        const int64_t c = rem % shape[d];
+        rem /= shape[d];
+        if (!red[d]) o += c * ostride;
+        ostride *= os[d];
+      }
+      groups[static_cast<size_t>(o)].push_back(px[i]);
+    }
+    const auto* po = static_cast<const float*>(out[0].raw());
+    for (int64_t o = 0; o < total; ++o) {
+      const auto& v = groups[static_cast<size_t>(o)];
+      double want = 0, m = -1e300;
+      if (op == "ReduceProd") want = 1;
+      if (op == "ReduceMax") want = -1e300;
+      if (op == "ReduceMin") want = 1e300;
+      for (double y : v) {
+        if (op == "ReduceSum" || op == "ReduceMean" || op == "ReduceLogSum") want += y;
+        if (op == "ReduceMax") want = std::max(want, y);
+        if (op == "ReduceMin") want = std::min(want, y);
+        if (op == "ReduceProd") want *= y;
+        if (op == "ReduceL1") want += std::abs(y);
+        if (op == "ReduceL2" || op == "ReduceSumSquare") want += y * y;
+        m = std::max(m, y);
+      }
+      if (op == "ReduceMean") want /= double(v.size());
+      if (op == "ReduceL2") want = std::sqrt(want);
+      if (op == "ReduceLogSum") want = std::log(want);
+      if (op == "ReduceLogSumExp") {
+        double e = 0;
+        for (double y : v) e += std::exp(y - m);
+        want = m + std::log(e);
+      }
+      const double err = std::abs(po[o] - want) / std::max(1.0, std::abs(want));
+      QVERIFY2(err < 1e-5, (op.toStdString() + " output " + std::to_string(o) + ": " + std::to_string(po[o]) +
+                            " instead of " + std::to_string(want))
+                               .c_str());
+    }
+  }
+
+  /// Softmax and LogSoftmax over every axis of a rank-4 tensor (a non-last axis is the strided path).
+  void softmax_data() {
+    QTest::addColumn<QString>("op");
+    QTest::addColumn<int>("axis");
+    for (const char* op : {"Softmax", "LogSoftmax"})
+      for (int a : {0, 1, 2, 3, -1})
+        QTest::newRow((std::string(op) + " axis " + std::to_string(a)).c_str()) << QString(op) << a;
+  }
+  void softmax() {
+    QFETCH(QString, op);
+    QFETCH(int, axis);
+    const Shape shape = {3, 5, 17, 19};
+    const Tensor x = randomTensor(shape, 11);
+    std::map<std::string, Attribute> attrs;
+    attrs["axis"].value = int64_t{axis};
+    std::vector<Tensor> out;
+    Status s = runNode(opNode(op.toStdString(), attrs), {&x}, out);
+    QVERIFY2(s.isOk(), s.message().c_str());
+    QCOMPARE(out.at(0).shape(), shape);
+    const size_t ax = static_cast<size_t>(axis < 0 ? axis + 4 : axis);
+    const Shape st = stridesOf(shape);
+    const auto* px = static_cast<const float*>(x.raw());
+    const auto* po = static_cast<const float*>(out[0].raw());
+    double worst = 0;
+    for (int64_t i = 0; i < x.numElements(); ++i) {
+      const int64_t c = (i / st[ax]) % shape[ax], base = i - c * st[ax];
+      double m = -1e300, sum = 0;
+      for (int64_t k = 0; k < shape[ax]; ++k) m = std::max(m, double(px[base + k * st[ax]]));
+      for (int64_t k = 0; k < shape[ax]; ++k) sum += std::exp(double(px[base + k * st[ax]]) - m);
+      const double want = op == "Softmax" ? std::exp(double(px[i]) - m) / sum : double(px[i]) - m - std::log(sum);
+      worst = std::max(worst, std::abs(po[i] - want));
+    }
+    QVERIFY2(worst < 1e-5, std::to_string(worst).c_str());
+  }
+
+  /// Transpose (the tiled path when the last output axis is strided in the input) and Expand against an
+  /// index-by-index reference, for 1-, 4- and 8-byte elements.
+  void transpose_data() {
+    QTest::addColumn<Shape>("shape");
+    QTest::addColumn<Shape>("perm");
+    QTest::newRow("2-D") << Shape{37, 53} << Shape{1, 0};
+    QTest::newRow("nchw->nhwc") << Shape{2, 19, 7, 9} << Shape{0, 2, 3, 1};
+    QTest::newRow("nhwc->nchw") << Shape{2, 7, 9, 19} << Shape{0, 3, 1, 2};
+    QTest::newRow("key transpose") << Shape{1, 3, 33, 17} << Shape{0, 1, 3, 2};
+    QTest::newRow("5-D detector") << Shape{1, 3, 21, 5, 6} << Shape{0, 1, 3, 4, 2};
+    QTest::newRow("odd 3-D") << Shape{17, 19, 23} << Shape{2, 0, 1};
+    QTest::newRow("contiguous last") << Shape{2, 5, 3, 8} << Shape{0, 2, 1, 3};
+  }
+  void transpose() {
+    QFETCH(Shape, shape);
+    QFETCH(Shape, perm);
+    const size_t r = shape.size();
+    Shape os(r);
+    for (size_t d = 0; d < r; ++d) os[d] = shape[static_cast<size_t>(perm[d])];
+    const Shape ist = stridesOf(shape);
+    for (DType dtype : {DType::Int8, DType::Float32, DType::Int64}) {
+      auto made = Tensor::make(dtype, shape);
+      QVERIFY(made.isOk());
+      Tensor x = std::move(*made);
+      const int64_t es = x.bytes() / std::max<int64_t>(1, x.numElements());
+      auto* bytes = static_cast<uint8_t*>(x.raw());
+      for (int64_t i = 0; i < x.bytes(); ++i) bytes[i] = static_cast<uint8_t>(i * 7 + i / 13);
+      std::map<std::string, Attribute> attrs;
+      attrs["perm"].value = perm;
+      std::vector<Tensor> out;
+      Status s = runNode(opNode("Transpose", attrs), {&x}, out);
+      QVERIFY2(s.isOk(), s.message().c_str());
+      QCOMPARE(out.at(0).shape(), os);
+      const auto* ob = static_cast<const uint8_t*>(out[0].raw());
+      int64_t bad = 0;
+      for (int64_t i = 0; i < x.numElements(); ++i) {
+        int64_t rem = i, off = 0;
+        for (size_t d = r; d-- > 0;) {
+          off += (rem % os[d]) * ist[static_cast<size_t>(perm[d])];
+          rem /= os[d];
+        }
+        bad += std::memcmp(ob + i * es, bytes + off * es, static_cast<size_t>(es)) != 0;
+      }
+      QCOMPARE(bad, int64_t{0});
+    }
+  }
+
+  /// Erf's vectorised float approximation against libm's double erf over [-6, 6], tiny values and the
+  /// special values.
+  void erf() {
+    std::vector<float> xs;
+    for (int i = -6000; i <= 6000; ++i) xs.push_back(static_cast<float>(i) * 0.001f + 0.0003f);
+    for (float v : {0.0f, -0.0f, 1e-30f, -1e-20f, 1e-6f, 0.4999999f, 0.5f, 0.5000001f, 30.0f, -100.0f}) xs.push_back(v);
+    auto made = Tensor::make(DType::Float32, {static_cast<int64_t>(xs.size()) + 3});
+    QVERIFY(made.isOk());
+    Tensor x = std::move(*made);
+    auto* px = static_cast<float*>(x.raw());
+    std::copy(xs.begin(), xs.end(), px);
+    px[xs.size()] = INFINITY;
+    px[xs.size() + 1] = -INFINITY;
+    px[xs.size() + 2] = NAN;
+    std::vector<Tensor> out;
+    Status s = runNode(opNode("Erf"), {&x}, out);
+    QVERIFY2(s.isOk(), s.message().c_str());
+    const auto* po = static_cast<const float*>(out.at(0).raw());
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const double want = std::erf(double(xs[i]));
+      QVERIFY2(std::abs(po[i] - want) <= 2e-7 + 1e-6 * std::abs(want),
+               ("erf(" + std::to_string(xs[i]) + ") = " + std::to_string(po[i])).c_str());
+    }
+    QCOMPARE(po[xs.size()], 1.0f);
+    QCOMPARE(po[xs.size() + 1], -1.0f);
+    QVERIFY(std::isnan(po[xs.size() + 2]));
+  }
+
+  /// Max, Min, Sum and Mean of three broadcast operands, Pow by 2 and 3, ArgMax/ArgMin over the last and
+  /// a middle axis, against plain loops.
+  void variadicPowArg() {
+    const Tensor a = randomTensor({2, 1, 37}, 31), b = randomTensor({1, 5, 37}, 32), c = randomTensor({37}, 33);
+    for (const char* op : {"Max", "Min", "Sum", "Mean"}) {
+      std::vector<Tensor> out;
+      Status s = runNode(opNode(op), {&a, &b, &c}, out);
+      QVERIFY2(s.isOk(), s.message().c_str());
+      QCOMPARE(out.at(0).shape(), (Shape{2, 5, 37}));
+      const auto* pa = static_cast<const float*>(a.raw());
+      const auto* pb = static_cast<const float*>(b.raw());
+      const auto* pc = static_cast<const float*>(c.raw());
+      const auto* po = static_cast<const float*>(out[0].raw());
+      for (int64_t i = 0; i < 2; ++i)
+        for (int64_t j = 0; j < 5; ++j)
+          for (int64_t k = 0; k < 37; ++k) {
+            const float x = pa[i * 37 + k], y = pb[j * 37 + k], z = pc[k];
+            const std::string o = op;
+            const double want = o == "Max"   ? std::max({x, y, z})
+                                : o == "Min" ? std::min({x, y, z})
+                                : o == "Sum" ? double(x) + y + z
+                                             : (double(x) + y + z) / 3;
+            QVERIFY2(std::abs(po[(i * 5 + j) * 37 + k] - want) < 1e-6, op);
+          }
+    }
+    for (float e : {2.0f, 3.0f, 1.5f}) {
+      auto made = Tensor::make(DType::Float32, {});
+      QVERIFY(made.isOk());
+      *static_cast<float*>(made->raw()) = e;
+      std::vector<Tensor> out;
+      Status s = runNode(opNode("Pow"), {&b, &*made}, out);
+      QVERIFY2(s.isOk(), s.message().c_str());
+      const auto* pb = static_cast<const float*>(b.raw());
+      const auto* po = static_cast<const float*>(out.at(0).raw());
+      for (int64_t i = 0; i < b.numElements(); ++i) {
+        const double want = std::pow(double(pb[i]), double(e));  // NaN for a negative base to 1.5
+        QVERIFY((std::isnan(want) && std::isnan(po[i])) || std::abs(po[i] - want) < 1e-6);
+      }
+    }
+    const Tensor x = randomTensor({3, 41, 29}, 34);
+    const auto* px = static_cast<const float*>(x.raw());
+    for (const char* op : {"ArgMax", "ArgMin"})
+      for (int64_t axis : {2, 1}) {
+        std::map<std::string, Attribute> attrs;
+        attrs["axis"].value = axis;
+        std::vector<Tensor> out;
+        Status s = runNode(opNode(op, attrs), {&x}, out);
+        QVERIFY2(s.isOk(), s.message().c_str());
+        const auto* po = static_cast<const int64_t*>(out.at(0).raw());
+        const int64_t n = axis == 2 ? 29 : 41, inner = axis == 2 ? 1 : 29, outer = axis == 2 ? 3 * 41 : 3;
+        for (int64_t o = 0; o < outer; ++o)
+          for (int64_t i = 0; i < inner; ++i) {
+            int64_t best = 0;
+            for (int64_t j = 1; j < n; ++j) {
+              const float v = px[(o * n + j) * inner + i], m = px[(o * n + best) * inner + i];
+              if (std::string(op) == "ArgMax" ? v > m : v < m) best = j;
+            }
+            QCOMPARE(po[o * inner + i], best);
+          }
+      }
+  }
+
+  /// Where and a binary operator over broadcasts that collapse to runs with stride 0 or 1 on each side.
+  void broadcast_data() {
+    QTest::addColumn<Shape>("a");
+    QTest::addColumn<Shape>("b");
+    QTest::addColumn<Shape>("c");
+    QTest::newRow("mask") << Shape{2, 3, 1, 9} << Shape{2, 3, 7, 9} << Shape{};
+    QTest::newRow("bias") << Shape{1, 1, 17} << Shape{2, 5, 17} << Shape{17};
+    QTest::newRow("channel") << Shape{1, 4, 1, 1} << Shape{2, 4, 6, 5} << Shape{2, 1, 6, 5};
+    QTest::newRow("both sides") << Shape{8, 1, 6} << Shape{1, 7, 6} << Shape{8, 7, 1};
+    QTest::newRow("odd") << Shape{3, 37, 53} << Shape{37, 1} << Shape{1, 53};
+    QTest::newRow("same") << Shape{4, 33} << Shape{4, 33} << Shape{4, 33};
+    QTest::newRow("scalars") << Shape{} << Shape{1} << Shape{};
+  }
+  void broadcast() {
+    QFETCH(Shape, a);
+    QFETCH(Shape, b);
+    QFETCH(Shape, c);
+    const Tensor ta = randomTensor(a, 21), tb = randomTensor(b, 22), tc = randomTensor(c, 23);
+    auto mk = Tensor::make(DType::Bool, a);
+    QVERIFY(mk.isOk());
+    Tensor cond = std::move(*mk);
+    for (int64_t i = 0; i < cond.numElements(); ++i)
+      static_cast<uint8_t*>(cond.raw())[i] = static_cast<const float*>(ta.raw())[i] > 0;
+    Shape os;
+    const size_t r = std::max({a.size(), b.size(), c.size()});
+    auto dimAt = [&](const Shape& s, size_t d) { return d + s.size() < r ? int64_t{1} : s[d + s.size() - r]; };
+    for (size_t d = 0; d < r; ++d) os.push_back(std::max({dimAt(a, d), dimAt(b, d), dimAt(c, d)}));
+    // Offset in an operand of shape s (right-aligned to rank r) of element i of an output of shape o.
+    auto at = [&](const Shape& s, int64_t i, const Shape& o) {
+      int64_t rem = i, off = 0, stride = 1;
+      for (size_t d = r; d-- > 0;) {
+        const int64_t k = rem % o[d];
+        rem /= o[d];
+        const int64_t n = dimAt(s, d);
+        if (n != 1) off += k * stride;
+        stride *= n;
+      }
+      return off;
+    };
+    std::vector<Tensor> wout, sout, lout;
+    Status s1 = runNode(opNode("Where"), {&cond, &tb, &tc}, wout);
+    QVERIFY2(s1.isOk(), s1.message().c_str());
+    Status s2 = runNode(opNode("Sub"), {&tb, &tc}, sout);
+    QVERIFY2(s2.isOk(), s2.message().c_str());
+    Status s3 = runNode(opNode("Less"), {&tb, &tc}, lout);
+    QVERIFY2(s3.isOk(), s3.message().c_str());
+    const int64_t total = product(os, 0, r);
+    const auto* pb = static_cast<const float*>(tb.raw());
+    const auto* pc = static_cast<const float*>(tc.raw());
+    const auto* pcond = static_cast<const uint8_t*>(cond.raw());
+    int64_t bad = 0;
+    for (int64_t i = 0; i < total; ++i) {
+      const float w = pcond[at(a, i, os)] ? pb[at(b, i, os)] : pc[at(c, i, os)];
+      bad += static_cast<const float*>(wout.at(0).raw())[i] != w;
+    }
+    // Sub and Less broadcast b and c only.
+    Shape bc;
+    for (size_t d = 0; d < r; ++d) bc.push_back(std::max(dimAt(b, d), dimAt(c, d)));
+    QCOMPARE(sout.at(0).numElements(), product(bc, 0, r));
+    QCOMPARE(lout.at(0).numElements(), product(bc, 0, r));
+    for (int64_t i = 0; i < product(bc, 0, r); ++i) {
+      bad += static_cast<const float*>(sout[0].raw())[i] != pb[at(b, i, bc)] - pc[at(c, i, bc)];
+      bad += static_cast<const uint8_t*>(lout[0].raw())[i] != (pb[at(b, i, bc)] < pc[at(c, i, bc)]);
+    }
+    QCOMPARE(wout[0].shape(), os);
+    QCOMPARE(bad, int64_t{0});
+  }
+};
+
+QTEST_GUILESS_MAIN(TestKernelPaths)
+#include "tst_kernel_paths.moc"
