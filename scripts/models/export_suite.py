@@ -388,23 +388,30 @@ def main():
         print("export_suite: %s ok (%.1f MB, %s)" % (rel, e["bytes"] / 1e6,
                                                       "control flow" if facts["control_flow"] else "no control flow"))
 
-    # Merge: the other models of the manifest stay as they are (fetch_suite.py's, and exported models not
-    # chosen this time); an exported model replaces its earlier entry in place.
-    manifest = os.path.join(a.dir, "manifest.json")
+    manifest, total = merge_manifest(a.dir, [entries[m["name"]] for m in chosen])
+    print("export_suite: %d exported models, manifest %s (%d models)" % (len(chosen), manifest, total))
+
+
+def merge_manifest(root, entries):
+    """The other models of DIR/manifest.json stay as they are (fetch_suite.py's, and exported models not
+    chosen this time); an exported model replaces its earlier entry in place, a new one is appended."""
+    manifest = os.path.join(root, "manifest.json")
     spec = {"suite": "partex public models", "models": []}
     if os.path.isfile(manifest):
-        with open(manifest) as f:
-            spec = json.load(f)
-    models = []
-    for old in spec.get("models", []):
-        models.append(entries.pop(old["name"]) if old["name"] in entries else old)
-    models.extend(entries[m["name"]] for m in chosen if m["name"] in entries)
+        try:
+            with open(manifest) as f:
+                spec = json.load(f)
+        except ValueError as e:
+            die("%s: %s" % (manifest, e))
+    new = {e["name"]: e for e in entries}
+    models = [new.pop(old["name"]) if old["name"] in new else old for old in spec.get("models", [])]
+    models.extend(e for e in entries if e["name"] in new)
     spec["models"] = models
     with open(manifest + ".part", "w") as f:
         json.dump(spec, f, indent=1)
         f.write("\n")
     os.replace(manifest + ".part", manifest)
-    print("export_suite: %d exported models, manifest %s (%d models)" % (len(chosen), manifest, len(models)))
+    return manifest, len(models)
 
 
 if __name__ == "__main__":
