@@ -6,7 +6,7 @@ and added to DIR/manifest.json in the format fetch_suite.py writes (source "expo
 beside the models already there. No weights are downloaded: transformers models come from their Config
 classes, torchvision ones from weights=None.
 
-Run it with the export venv's python (torch, torchvision, transformers, onnx, numpy), which
+Run it with the export venv's python (torch, torchvision, transformers, onnx), which
 scripts/models/export_suite.sh makes:
   export_suite.py --dir DIR [--models a,b] [--force]
 
@@ -255,7 +255,7 @@ def example_inputs(m):
     for name, dtype, shape, _ in m["inputs"]:
         rule = m["rules"].get(name)
         if rule:
-            out.append(torch.from_numpy(rule_values(m, name, rule)))
+            out.append(torch.tensor(rule_values(m, name, rule), dtype=getattr(torch, rule["dtype"])).reshape(rule["shape"]))
         else:
             g = torch.Generator().manual_seed(seed_of(m))
             out.append(torch.rand(*shape, generator=g, dtype=getattr(torch, dtype)))
@@ -263,18 +263,15 @@ def example_inputs(m):
 
 
 def rule_values(m, name, rule):
-    """The values of a rule, as fetch_suite.py makes them (random.Random seeded by 'MODEL/INPUT')."""
-    import numpy as np
+    """The values of a rule, flat, as fetch_suite.py makes them (random.Random seeded by 'MODEL/INPUT')."""
     count = 1
     for d in rule["shape"]:
         count *= d
     if "value" in rule:
-        values = [rule["value"]] * count
-    else:
-        lo, hi = rule["int_range"]
-        rng = random.Random("%s/%s" % (m["name"], name))
-        values = [rng.randrange(lo, hi) for _ in range(count)]
-    return np.array(values, dtype=rule["dtype"]).reshape(rule["shape"])
+        return [rule["value"]] * count
+    lo, hi = rule["int_range"]
+    rng = random.Random("%s/%s" % (m["name"], name))
+    return [rng.randrange(lo, hi) for _ in range(count)]
 
 
 def export(m, path):
@@ -322,12 +319,15 @@ def graph_facts(path):
 
 
 def write_inputs(m, root):
-    import numpy as np
+    """DIR/inputs/NAME/INPUT.npy for each rule, written by fetch_suite.py's own writer: one file format and
+    one seeding for both halves of the suite."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from fetch_suite import write_npy
     out = {}
     for name, rule in sorted(m["rules"].items()):
         rel = "inputs/%s/%s.npy" % (m["name"], re.sub(r"[^A-Za-z0-9_.-]", "_", name))
         os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
-        np.save(os.path.join(root, rel), rule_values(m, name, rule))
+        write_npy(os.path.join(root, rel), rule["dtype"], rule["shape"], rule_values(m, name, rule))
         out[name] = rel
     return out
 
