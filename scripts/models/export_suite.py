@@ -44,9 +44,10 @@ def sha256(path):
 
 
 # ---------------------------------------------------------------------------------------------------
-# The models. Each: name, task, note, build() -> (module, example args tuple), input names with their
-# dynamic axes, the manifest's dims, and the rules for the inputs that must not be random (token ids
-# within the vocabulary, masks of ones), in fetch_suite.py's form.
+# The models. Each: name, task, lib and arch (for the source string), build() -> the torch module, wrap
+# (turns its output into a tuple of tensors), inputs (name, dtype, example shape, dynamic axes), output
+# names, the manifest's dims, and the rules for the inputs that must not be random (token ids within the
+# vocabulary, masks of ones), in fetch_suite.py's form.
 
 def hf(cls_name, cfg_name, **cfg):
     def build():
