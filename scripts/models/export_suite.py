@@ -351,6 +351,7 @@ def graph_facts(path):
 def write_inputs(m, root):
     """DIR/inputs/NAME/INPUT.npy for each rule, written by fetch_suite.py's own writer: one file format and
     one seeding for both halves of the suite."""
+    sys.dont_write_bytecode = True  # no __pycache__ beside the scripts in the work tree
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from fetch_suite import write_npy
     out = {}

@@ -15,6 +15,7 @@ import sys
 import tempfile
 
 here = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True  # no __pycache__ beside the scripts in the work tree
 sys.path.insert(0, here)
 import export_suite  # noqa: E402
 import fetch_suite  # noqa: E402
