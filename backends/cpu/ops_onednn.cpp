@@ -867,35 +867,25 @@ class SoftmaxKernel final : public OpKernel {
     out.resize(1);
     if (auto s = out[0].ensure(DType::Float32, x.shape()); !s) return s;
     if (x.numElements() == 0) return Status::ok();
-    if (!coerce2d_) {
-      int64_t outer = 1, inner = 1;
-      for (int64_t i = 0; i < r; ++i)
-        if (i < axis)
-          outer *= x.dim(i);
-        else if (i > axis)
-          inner *= x.dim(i);
-      if (inner > 1) {
-        stridedSoftmax(ctx, ptr<float>(x), ptr<float>(out[0]), outer, x.dim(axis), inner, log_);
-        return Status::ok();
-      }
+    // [outer, axis, inner]: any rank collapses to it.
+    int64_t outer = 1, inner = 1;
+    for (int64_t i = 0; i < r; ++i)
+      if (i < axis)
+        outer *= x.dim(i);
+      else if (i > axis)
+        inner *= x.dim(i);
+    if (!coerce2d_ && inner > 1) {
+      stridedSoftmax(ctx, ptr<float>(x), ptr<float>(out[0]), outer, x.dim(axis), inner, log_);
+      return Status::ok();
     }
     if (x.shape() != key_ || !prim_) {
       std::vector<int64_t> shape = x.shape();
       int ax = static_cast<int>(axis);
       if (r == 0) shape = {1};
-      if (coerce2d_) {
-        int64_t outer = 1, inner = 1;
-        for (int64_t i = 0; i < r; ++i) (i < axis ? outer : inner) *= x.dim(i);
-        shape = {outer, inner};
+      if (coerce2d_) {  // opset < 13: [outer, everything from the axis on]
+        shape = {outer, r ? x.dim(axis) * inner : 1};
         ax = 1;
       } else {
-        // Collapse to [outer, axis, inner] so any rank works.
-        int64_t outer = 1, inner = 1;
-        for (int64_t i = 0; i < r; ++i)
-          if (i < axis)
-            outer *= x.dim(i);
-          else if (i > axis)
-            inner *= x.dim(i);
         shape = {outer, r ? x.dim(axis) : 1, inner};
         ax = 1;
       }

@@ -69,7 +69,10 @@ class NmsKernel final : public OpKernel {
     else if (e != "absent")
       return Error{e};
     const int64_t batches = boxes.dim(0), nBoxes = boxes.dim(1), classes = scores.dim(1);
-    const int64_t limit = static_cast<int64_t>(std::max(0.0, maxOut));
+    // Clamped to the box count before the cast: exporters write INT64_MAX ("no limit", torchvision's
+    // batched NMS), which as a double is outside int64's range (the cast was undefined and kept nothing).
+    const int64_t limit =
+        static_cast<int64_t>(std::clamp(maxOut, 0.0, static_cast<double>(std::max<int64_t>(nBoxes, 0))));
     const float iouThr = static_cast<float>(iou), scoreT = static_cast<float>(scoreThr);
     const float* pb = static_cast<const float*>(boxes.raw());
     const float* ps = static_cast<const float*>(scores.raw());

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <thread>
 
 #include "backend/backend.h"
@@ -262,6 +263,42 @@ class TestCpuKernels : public QObject {
   }
 
   /// The same kernel gives the same result on every device.
+  /// NonMaxSuppression with max_output_boxes_per_class = INT64_MAX, torchvision's "no limit": every
+  /// box that survives the IoU test is kept (the value once went through an out-of-range cast and
+  /// kept none, so SSDlite detected nothing). Boxes 0 and 1 overlap (IoU 0.81), box 2 is apart.
+  void nmsWithoutLimit() {
+    BackendRegistry reg;
+    registerBuiltinBackends(reg);
+    Backend* cpu = reg.find("cpu");
+    QVERIFY(cpu);
+    Graph g =
+        oneNode("NonMaxSuppression",
+                {{DType::Float32, {1, 3, 4}}, {DType::Float32, {1, 1, 3}}, {DType::Int64, {1}}, {DType::Float32, {1}}});
+    g.values[static_cast<size_t>(g.outputs[0])].dtype = DType::Int64;
+    auto k = cpu->prepare(g, 0, "cpu-serial");
+    QVERIFY2(k.isOk(), k.message().c_str());
+    auto boxes = Tensor::make(DType::Float32, {1, 3, 4});
+    const float corners[12] = {0, 0, 10, 10, 0, 1, 10, 11, 20, 20, 30, 30};
+    std::copy(corners, corners + 12, boxes->data<float>());
+    auto scores = Tensor::make(DType::Float32, {1, 1, 3});
+    const float sc[3] = {0.9f, 0.8f, 0.7f};
+    std::copy(sc, sc + 3, scores->data<float>());
+    auto iou = Tensor::make(DType::Float32, {1});
+    iou->data<float>()[0] = 0.5f;
+    for (const int64_t limit : {std::numeric_limits<int64_t>::max(), int64_t{1}}) {
+      auto maxOut = Tensor::make(DType::Int64, {1});
+      maxOut->data<int64_t>()[0] = limit;
+      std::vector<Tensor> outs;
+      Status st = (*k)->run({&*boxes, &*scores, &*maxOut, &*iou}, outs);
+      QVERIFY2(st.isOk(), st.message().c_str());
+      QCOMPARE(outs.size(), size_t{1});
+      const Tensor& sel = outs[0];
+      QCOMPARE(sel.shape(), (std::vector<int64_t>{limit == 1 ? 1 : 2, 3}));
+      QCOMPARE(sel.data<int64_t>()[2], int64_t{0});  // the best box first
+      if (limit != 1) QCOMPARE(sel.data<int64_t>()[5], int64_t{2});
+    }
+  }
+
   void sameResultOnEveryDevice() {
     auto cpu = makeCpuBackend();
     Graph g = oneNode("Conv", {{DType::Float32, {1, 8, 16, 16}}, {DType::Float32, {16, 8, 3, 3}}}, 1,
