@@ -136,11 +136,11 @@ class ConvTransposeKernel final : public OpKernel {
         auto bd = memory::desc({M}, dt::f32, tag::a);
         auto make = [&](const memory::desc& xd, const memory::desc& yd) {
           auto d = b ? dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                         dnnl::algorithm::deconvolution_direct, xd, anyW, bd, yd, st, dl,
-                                                         pl, pr)
+                                                         dnnl::algorithm::deconvolution_direct, xd, anyW, bd, yd, st,
+                                                         dl, pl, pr)
                      : dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                         dnnl::algorithm::deconvolution_direct, xd, anyW, yd, st, dl, pl,
-                                                         pr);
+                                                         dnnl::algorithm::deconvolution_direct, xd, anyW, yd, st, dl,
+                                                         pl, pr);
           return dnnl::deconvolution_forward::primitive_desc(d, scratchAttr(), engine());
         };
         // Source and destination in the layouts the neighbours use (channels-last where allowed): no
@@ -210,7 +210,7 @@ class ConvTransposeKernel final : public OpKernel {
           for (int64_t rr = r0; rr < r1; ++rr) {
             const int64_t n = rr / H, iy = rr % H;
             const float* xr = px + (n * H + iy) * W * C;  // channels-last: [ix][c]
-            if (!nhwcIn) {  // plain: gather the row as [ix][c]
+            if (!nhwcIn) {                                // plain: gather the row as [ix][c]
               for (int64_t c = 0; c < C; ++c) {
                 const float* src = px + ((n * C + c) * H + iy) * W;
                 for (int64_t ix = 0; ix < W; ++ix) row[static_cast<size_t>(ix * C + c)] = src[ix];
@@ -275,6 +275,9 @@ std::string checkConvTranspose(const Graph& g, const Node& n) {
 ///    "Broadcast and Batch");
 ///  - loop: when oneDNN would still pick `ref` for the batched form, one 2-D primitive run once per
 ///    output batch, at each operand's (broadcast) batch offset.
+/// Rows of A from which a weight B is packed into oneDNN's layout (MatMulPrim).
+constexpr int64_t kPackMinRows = 4;
+
 class MatMulPrim {
   static std::string joinDims(const std::vector<int64_t>& d) {
     std::string s;
@@ -287,19 +290,23 @@ class MatMulPrim {
              const std::vector<int64_t>& bShape, const std::vector<int64_t>& cShape, bool transA, bool transB,
              float alpha, bool accumulate) {
     try {
-      prepare(aShape, bShape, cShape, transA, transB, alpha, accumulate, b.isAlias());
+      // An empty B was a weight the caller gave up once this primitive held it packed (keepsCopy).
+      prepare(aShape, bShape, cShape, transA, transB, alpha, accumulate, b.isAlias() || b.empty());
     } catch (const dnnl::error& e) {
       prim_ = {};
       return makeError("oneDNN matmul for [", joinDims(aShape), "] x [", joinDims(bShape), "]: ", e.what());
     }
     dnnl::stream s(engine());
     memory pad = scratchpadFor(pd_);
+    if (b.empty() && !(packed_ && wMem_ && !loop_))
+      return makeError("oneDNN matmul: B was given up but no packed copy of it is held");
     if (!loop_) {
-      memory w = userMem(bd_, b);
       if (packed_) {
-        // B in oneDNN's blocked layout, reordered once per weight storage (and contents sample).
-        const uint64_t h = sampleHash(b);
-        if (!wMem_ || b.raw() != wPtr_ || h != wHash_) {
+        // B in oneDNN's blocked layout, reordered once per weight storage (and contents sample); an
+        // empty B was given up by the caller (keepsCopy) and the packed copy stands for it.
+        const uint64_t h = b.empty() ? wHash_ : sampleHash(b);
+        if (!b.empty() && (!wMem_ || b.raw() != wPtr_ || h != wHash_)) {
+          memory w = userMem(bd_, b);
           wMem_ = memory(packedPd_.weights_desc(), engine());
           dnnl::reorder(w, wMem_).execute(s, w, wMem_);
           wPtr_ = b.raw();
@@ -314,7 +321,7 @@ class MatMulPrim {
       }
       prim_.execute(s, {{DNNL_ARG_SCRATCHPAD, pad},
                         {DNNL_ARG_SRC, userMem(ad_, a)},
-                        {DNNL_ARG_WEIGHTS, w},
+                        {DNNL_ARG_WEIGHTS, userMem(bd_, b)},
                         {DNNL_ARG_DST, memory(cd_, engine(), c.raw())}});
       s.wait();
       return Status::ok();
@@ -356,6 +363,8 @@ class MatMulPrim {
   }
   /// Tests: take the loop path whenever the operands have batch dims.
   bool forceLoop = false;
+  /// Whether B is held packed, so that the caller may give its B up (OpKernel::keepsCopy).
+  bool holdsB() const { return packed_ && !loop_ && static_cast<bool>(wMem_); }
   /// Frees the packed weights (a kernel run once).
   void release() {
     wMem_ = memory();
@@ -408,7 +417,10 @@ class MatMulPrim {
       bd_ = desc(b2, transB);
       cd_ = plainDesc({aBatch * aShape[r - 2], cShape[r - 1]});
       make();
-      if (constB) {
+      // Only where A has several rows: a product of one row (a batch-1 fully connected layer) reads B
+      // once per run, so a packed copy saves nothing there and, while it is made, doubles the weight's
+      // memory (VGG-19's 392 MiB fc6 put the process over its bound).
+      if (constB && aBatch * aShape[r - 2] >= kPackMinRows) {
         // A weight (immutable shared storage): let oneDNN choose B's layout and reorder it once. Its
         // brgemm repacks a plain B on every run otherwise (3x the time of a [128,768]x[768,3072]).
         const memory::desc anyB(bd_.dims(), dt::f32, tag::any);
@@ -448,17 +460,26 @@ class MatMulPrim {
   uint64_t wHash_ = 0;
 };
 
+/// Whether input 1 (B) was given up by the caller after `mm` packed it (OpKernel::keepsCopy): an empty
+/// tensor stands there from then on, and the kernel runs on the packed copy with B's remembered shape.
+bool bGivenUp(const std::vector<const Tensor*>& in, const MatMulPrim& mm) {
+  return in.size() > 1 && in[1] && in[1]->empty() && mm.holdsB();
+}
+
 class MatMulKernel final : public OpKernel {
  public:
   void releaseCaches() override { mm_.release(); }
+  bool keepsCopy(size_t i) const override { return i == 1 && mm_.holdsB(); }
   Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    const bool bKept = bGivenUp(in, mm_);
     if (auto e = expectInput(in, 0, "A"); !e.empty()) return Error{e};
-    if (auto e = expectInput(in, 1, "B"); !e.empty()) return Error{e};
+    if (auto e = bKept ? std::string() : expectInput(in, 1, "B"); !e.empty()) return Error{e};
     const Tensor& a = *in[0];
     const Tensor& b = *in[1];
-    if (a.dtype() != DType::Float32 || b.dtype() != DType::Float32) return makeError("float32 only");
-    if (a.rank() < 1 || b.rank() < 1) return makeError("scalar operand");
-    std::vector<int64_t> as = a.shape(), bs = b.shape();
+    if (a.dtype() != DType::Float32 || (!bKept && b.dtype() != DType::Float32)) return makeError("float32 only");
+    if (!bKept) bShape_ = b.shape();
+    if (a.rank() < 1 || bShape_.empty()) return makeError("scalar operand");
+    std::vector<int64_t> as = a.shape(), bs = bShape_;
     const bool aVec = as.size() == 1, bVec = bs.size() == 1;
     if (aVec) as.insert(as.begin(), 1);
     if (bVec) bs.push_back(1);
@@ -488,28 +509,35 @@ class MatMulKernel final : public OpKernel {
     return mm_.run(a, b, out[0], as, bs, cs, false, false, 1.0f, false);
   }
   MatMulPrim mm_;
+
+ private:
+  std::vector<int64_t> bShape_;  ///< B's shape as last given (it stands for a given-up B).
 };
 
 class GemmKernel final : public OpKernel {
  public:
   void releaseCaches() override { mm_.release(); }
+  bool keepsCopy(size_t i) const override { return i == 1 && mm_.holdsB(); }
   explicit GemmKernel(const Node& n)
       : alpha_(static_cast<float>(n.attrFloat("alpha", 1.0))),
         beta_(static_cast<float>(n.attrFloat("beta", 1.0))),
         transA_(n.attrInt("transA", 0) != 0),
         transB_(n.attrInt("transB", 0) != 0) {}
   Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    const bool bKept = bGivenUp(in, mm_);
     if (auto e = expectInput(in, 0, "A"); !e.empty()) return Error{e};
-    if (auto e = expectInput(in, 1, "B"); !e.empty()) return Error{e};
+    if (auto e = bKept ? std::string() : expectInput(in, 1, "B"); !e.empty()) return Error{e};
     const Tensor& a = *in[0];
     const Tensor& b = *in[1];
     const Tensor* c = in.size() > 2 && in[2] && !in[2]->empty() ? in[2] : nullptr;
-    if (a.dtype() != DType::Float32 || b.dtype() != DType::Float32 || (c && c->dtype() != DType::Float32))
+    if (a.dtype() != DType::Float32 || (!bKept && b.dtype() != DType::Float32) || (c && c->dtype() != DType::Float32))
       return makeError("float32 only");
-    if (a.rank() != 2 || b.rank() != 2) return makeError("A ", a.describe(), " and B ", b.describe(), " must be 2-D");
+    if (!bKept) bShape_ = b.shape();
+    if (a.rank() != 2 || bShape_.size() != 2)
+      return makeError("A ", a.describe(), " and B ", bKept ? "(packed)" : b.describe(), " must be 2-D");
     const int64_t M = transA_ ? a.dim(1) : a.dim(0), K = transA_ ? a.dim(0) : a.dim(1);
-    const int64_t Kb = transB_ ? b.dim(1) : b.dim(0), N = transB_ ? b.dim(0) : b.dim(1);
-    if (K != Kb) return makeError("inner dims differ: ", a.describe(), " x ", b.describe());
+    const int64_t Kb = transB_ ? bShape_[1] : bShape_[0], N = transB_ ? bShape_[0] : bShape_[1];
+    if (K != Kb) return makeError("inner dims differ: ", a.describe(), " x ", bKept ? "(packed)" : b.describe());
     out.resize(1);
     if (auto s = out[0].ensure(DType::Float32, {M, N}); !s) return s;
     const bool acc = c && beta_ != 0.0f;
@@ -531,12 +559,13 @@ class GemmKernel final : public OpKernel {
       if (!acc) out[0].fill(0.0);
       return Status::ok();
     }
-    std::vector<int64_t> as = a.shape(), bs = b.shape();
+    std::vector<int64_t> as = a.shape(), bs = bShape_;
     return mm_.run(a, b, out[0], as, bs, {M, N}, transA_, transB_, alpha_, acc);
   }
   MatMulPrim mm_;
 
  private:
+  std::vector<int64_t> bShape_;  ///< B's shape as last given (it stands for a given-up B).
   float alpha_, beta_;
   bool transA_, transB_;
 };
@@ -748,7 +777,8 @@ class BatchNormKernel final : public OpKernel {
     if (auto s = blk_ ? out[0].ensureNhwc(x.shape()) : out[0].ensure(DType::Float32, x.shape()); !s) return s;
     dnnl::stream s(engine());
     auto cd = memory::desc({C}, dt::f32, tag::a);
-    prim_.execute(s, {{DNNL_ARG_SCRATCHPAD, scratchpadFor(pd_)}, {DNNL_ARG_SRC, userMem(md_, x)},
+    prim_.execute(s, {{DNNL_ARG_SCRATCHPAD, scratchpadFor(pd_)},
+                      {DNNL_ARG_SRC, userMem(md_, x)},
                       {DNNL_ARG_SCALE, userMem(cd, *in[1])},
                       {DNNL_ARG_SHIFT, userMem(cd, *in[2])},
                       {DNNL_ARG_MEAN, userMem(cd, *in[3])},
@@ -898,7 +928,9 @@ class SoftmaxKernel final : public OpKernel {
       key_ = x.shape();
     }
     dnnl::stream s(engine());
-    prim_.execute(s, {{DNNL_ARG_SCRATCHPAD, scratchpadFor(pd_)}, {DNNL_ARG_SRC, userMem(md_, x)}, {DNNL_ARG_DST, memory(md_, engine(), out[0].raw())}});
+    prim_.execute(s, {{DNNL_ARG_SCRATCHPAD, scratchpadFor(pd_)},
+                      {DNNL_ARG_SRC, userMem(md_, x)},
+                      {DNNL_ARG_DST, memory(md_, engine(), out[0].raw())}});
     s.wait();
     return Status::ok();
   }
@@ -969,7 +1001,8 @@ class LayerNormKernel final : public OpKernel {
     auto cd = memory::desc({inner}, dt::f32, tag::a);
     auto sd = memory::desc({outer}, dt::f32, tag::a);
     dnnl::stream s(engine());
-    prim_.execute(s, {{DNNL_ARG_SCRATCHPAD, scratchpadFor(pd_)}, {DNNL_ARG_SRC, userMem(md_, x)},
+    prim_.execute(s, {{DNNL_ARG_SCRATCHPAD, scratchpadFor(pd_)},
+                      {DNNL_ARG_SRC, userMem(md_, x)},
                       {DNNL_ARG_SCALE, userMem(cd, scale_)},
                       {DNNL_ARG_SHIFT, userMem(cd, shift_)},
                       {DNNL_ARG_MEAN, memory(sd, engine(), out[1].raw())},
@@ -1049,7 +1082,9 @@ class EltwiseKernel final : public OpKernel {
       curB_ = beta;
     }
     dnnl::stream s(engine());
-    prim_.execute(s, {{DNNL_ARG_SCRATCHPAD, scratchpadFor(pd_)}, {DNNL_ARG_SRC, userMem(md_, x)}, {DNNL_ARG_DST, memory(md_, engine(), out[0].raw())}});
+    prim_.execute(s, {{DNNL_ARG_SCRATCHPAD, scratchpadFor(pd_)},
+                      {DNNL_ARG_SRC, userMem(md_, x)},
+                      {DNNL_ARG_DST, memory(md_, engine(), out[0].raw())}});
     s.wait();
     return Status::ok();
   }

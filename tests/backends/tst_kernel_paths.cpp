@@ -10,6 +10,7 @@
 #include <cstring>
 #include <random>
 
+#include "backend/backend.h"
 #include "cpu/cpu_ops.h"
 #include "cpu/matmul.h"
 #include "ir/tensordata.h"
@@ -168,6 +169,60 @@ class TestKernelPaths : public QObject {
       QCOMPARE(out.at(0).shape(), want);
       const double err = worstError(out[0], ref);
       QVERIFY2(err < 1e-4, (impl + ": error " + std::to_string(err)).c_str());
+    }
+  }
+
+  /// A weight B is packed into oneDNN's layout only where A has several rows (kPackMinRows): a batch-1
+  /// fully connected layer reads B once per run, and a packed copy would only double its memory. Where
+  /// it is packed, the kernel keeps it (keepsCopy), and a run with B given up (an empty tensor, as the
+  /// executor passes it) computes the same product from the packed copy.
+  void packedWeightStandsForB() {
+    BackendRegistry reg;
+    registerBuiltinBackends(reg);
+    const Backend* cpu = reg.find("cpu");
+    QVERIFY(cpu);
+    for (const int64_t m : {int64_t{1}, int64_t{64}}) {
+      Graph g;
+      g.opsetVersion = 17;
+      auto add = [&](const std::string& name, Shape shape, bool input) {
+        Value v;
+        v.name = name;
+        v.dtype = DType::Float32;
+        v.shape = std::move(shape);
+        v.shapeKnown = true;
+        v.isGraphInput = input;
+        v.isWeight = !input && name == "b";
+        return g.addValue(v);
+      };
+      Node n;
+      n.name = "mm";
+      n.opType = "MatMul";
+      n.inputs = {add("a", {m, 96}, true), add("b", {96, 384}, false)};
+      n.outputs = {add("y", {m, 384}, false)};
+      g.outputs.push_back(n.outputs[0]);
+      g.inputs.push_back(n.inputs[0]);
+      g.addNode(n);
+      g.rebuildIndex();
+      auto k = cpu->prepare(g, 0, "cpu-serial");
+      QVERIFY2(k.isOk(), k.message().c_str());
+      const Tensor ta = randomTensor({m, 96}, 3), tb = randomTensor({96, 384}, 4);
+      const Tensor wb = weightOf(tb);
+      Shape want;
+      const auto ref = naiveMatMul(ta, tb, want);
+      std::vector<Tensor> out(1);
+      QVERIFY((*k)->run({&ta, &wb}, out).isOk());
+      QVERIFY(worstError(out[0], ref) < 1e-4);
+      QCOMPARE((*k)->keepsCopy(1), m >= 4);
+      if (m < 4) continue;
+      const Tensor givenUp;
+      std::vector<Tensor> again(1);
+      Status st = (*k)->run({&ta, &givenUp}, again);
+      QVERIFY2(st.isOk(), st.message().c_str());
+      QVERIFY(worstError(again[0], ref) < 1e-4);
+      // Freed caches: the kernel no longer stands for B, and says so instead of computing garbage.
+      (*k)->releaseCaches();
+      QVERIFY(!(*k)->keepsCopy(1));
+      QVERIFY(!(*k)->run({&ta, &givenUp}, again).isOk());
     }
   }
 
