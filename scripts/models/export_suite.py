@@ -25,6 +25,11 @@ import re
 import sys
 import warnings
 
+# One file hash and one .npy writer for both halves of the suite: fetch_suite.py's.
+sys.dont_write_bytecode = True  # no __pycache__ beside the scripts in the work tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fetch_suite import sha256, write_npy  # noqa: E402
+
 EXPORT_DIR = "exported"
 OPSET = 17
 RECIPES = "exported/recipes.json"
@@ -33,14 +38,6 @@ RECIPES = "exported/recipes.json"
 def die(msg):
     print("export_suite: " + msg, file=sys.stderr)
     sys.exit(2)
-
-
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -351,9 +348,6 @@ def graph_facts(path):
 def write_inputs(m, root):
     """DIR/inputs/NAME/INPUT.npy for each rule, written by fetch_suite.py's own writer: one file format and
     one seeding for both halves of the suite."""
-    sys.dont_write_bytecode = True  # no __pycache__ beside the scripts in the work tree
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from fetch_suite import write_npy
     out = {}
     for name, rule in sorted(m["rules"].items()):
         rel = "inputs/%s/%s.npy" % (m["name"], re.sub(r"[^A-Za-z0-9_.-]", "_", name))
