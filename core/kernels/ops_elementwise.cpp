@@ -889,8 +889,10 @@ template <class T>
 // with it GCC keeps the selects below as branches (a trap could tell them apart) and the loop stays
 // scalar; Partex never reads the floating-point exception flags. Only builtins inside: a library
 // function compiled with other options (std::copysign) is not inlined here, and its call stops the vectoriser.
+#if defined(__GNUC__) && !defined(__clang__)  // (clang has no per-region optimize pragma)
 #pragma GCC push_options
 #pragma GCC optimize("no-trapping-math")
+#endif
 
 /// e^x in float arithmetic a compiler vectorises (no libm call): x = n ln2 + r with n rounded to nearest
 /// (the 1.5 * 2^23 trick) and |r| <= ln2 / 2, e^r by its Taylor series to r^7 (truncation below 1e-8
@@ -949,7 +951,9 @@ template <class T>
   for (int64_t i = 0; i < n; ++i) y[i] = erfVec(x[i]);
 }
 
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC pop_options
+#endif
 
 /// Float32 y = op(x) over [0, n) with the operator a compile-time constant, so that the loop holds no
 /// switch per element and vectorises where the operation allows (issue 24: Abs, Neg, Floor... ran 5-15x

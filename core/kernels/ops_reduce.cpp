@@ -107,6 +107,7 @@ void reduceBlockRun(const ExecContext& ctx, const T* x, T* y, int64_t outer, int
       return static_cast<A>(a + b);
   };
   auto fin = [n](A acc) -> T {
+    (void)n;  // read by Mean only: the other instantiations discard that branch
     if constexpr (R == Red::Mean)
       return static_cast<T>(acc / static_cast<A>(n));
     else if constexpr (R == Red::L2)
