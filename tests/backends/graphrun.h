@@ -9,12 +9,56 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "gen/generator.h"
 #include "ir/fusion.h"
 #include "ir/graph.h"
-#include "gen/generator.h"
 #include "onnx/importer.h"
 
 namespace partex::test {
+
+/// An input of oneNodeGraph(): its dtype and shape; DType::Undefined leaves the input omitted (kNone).
+struct NodeInput {
+  DType dtype = DType::Undefined;
+  std::vector<int64_t> shape;
+};
+
+/// A one-node graph (opset 17): the present inputs are graph inputs "in<i>" with known shapes, `nOut`
+/// outputs "out<i>" of unknown shape with the first input's dtype, the node named `name`.
+inline Graph oneNodeGraph(const std::string& op, const std::vector<NodeInput>& ins, int nOut = 1,
+                          std::map<std::string, Attribute> attrs = {}, const std::string& name = "node") {
+  Graph g;
+  g.opsetVersion = 17;
+  Node n;
+  n.name = name;
+  n.opType = op;
+  n.attrs = std::move(attrs);
+  for (size_t i = 0; i < ins.size(); ++i) {
+    if (ins[i].dtype == DType::Undefined) {
+      n.inputs.push_back(kNone);
+      continue;
+    }
+    Value v;
+    v.name = "in" + std::to_string(i);
+    v.dtype = ins[i].dtype;
+    v.shape = ins[i].shape;
+    v.shapeKnown = true;
+    v.isGraphInput = true;
+    const ValueId id = g.addValue(v);
+    g.inputs.push_back(id);
+    n.inputs.push_back(id);
+  }
+  for (int i = 0; i < nOut; ++i) {
+    Value v;
+    v.name = "out" + std::to_string(i);
+    v.dtype = ins.empty() ? DType::Float32 : ins[0].dtype;
+    const ValueId id = g.addValue(v);
+    g.outputs.push_back(id);
+    n.outputs.push_back(id);
+  }
+  g.addNode(n);
+  g.rebuildIndex();
+  return g;
+}
 
 /// A model of the generator, imported (as `partex-cli generate` then opening the file would).
 inline Result<Graph> generatedGraph(const GenSpec& spec) {

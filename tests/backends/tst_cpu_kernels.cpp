@@ -15,48 +15,19 @@
 
 #include "backend/backend.h"
 #include "cpu/cpu_backend.h"
+#include "graphrun.h"
 #include "platform/platform.h"
 
 using namespace partex;
 
 namespace {
 
-struct In {
-  DType dtype;
-  std::vector<int64_t> shape;
-};
+using In = test::NodeInput;
 
-/// A one-node graph: inputs (graph inputs), `nOut` outputs with unknown shapes, attributes.
+/// A one-node graph named "node" (graphrun.h).
 Graph oneNode(const std::string& op, const std::vector<In>& ins, int nOut = 1,
               std::map<std::string, Attribute> attrs = {}) {
-  Graph g;
-  g.opsetVersion = 17;
-  Node n;
-  n.name = "node";
-  n.opType = op;
-  n.attrs = std::move(attrs);
-  for (size_t i = 0; i < ins.size(); ++i) {
-    Value v;
-    v.name = "in" + std::to_string(i);
-    v.dtype = ins[i].dtype;
-    v.shape = ins[i].shape;
-    v.shapeKnown = true;
-    v.isGraphInput = true;
-    const ValueId id = g.addValue(v);
-    g.inputs.push_back(id);
-    n.inputs.push_back(id);
-  }
-  for (int i = 0; i < nOut; ++i) {
-    Value v;
-    v.name = "out" + std::to_string(i);
-    v.dtype = ins.empty() ? DType::Float32 : ins[0].dtype;
-    const ValueId id = g.addValue(v);
-    g.outputs.push_back(id);
-    n.outputs.push_back(id);
-  }
-  g.addNode(n);
-  g.rebuildIndex();
-  return g;
+  return test::oneNodeGraph(op, ins, nOut, std::move(attrs));
 }
 
 Attribute intAttr(int64_t v) {

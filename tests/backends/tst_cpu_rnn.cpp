@@ -12,6 +12,7 @@
 
 #include "backend/backend.h"
 #include "cpu/cpu_backend.h"
+#include "graphrun.h"
 #include "kernels/ops.h"
 
 using namespace partex;
@@ -33,48 +34,20 @@ int64_t gatesOf(const std::string& op) {
 /// The node of `c` as a one-node graph; inputs X, W, R, [B], [sequence_lens], [initial_h], [initial_c].
 Graph rnnGraph(const Case& c, bool seqLens, std::map<std::string, Attribute> extra = {}) {
   const int64_t D = c.direction == "bidirectional" ? 2 : 1, G = gatesOf(c.op);
-  Graph g;
-  g.opsetVersion = 17;
-  Node n;
-  n.name = "rnn";
-  n.opType = c.op;
-  n.attrs = std::move(extra);
-  n.attrs["hidden_size"] = Attribute{c.H};
-  n.attrs["direction"] = Attribute{c.direction};
-  if (c.op == "GRU") n.attrs["linear_before_reset"] = Attribute{c.lbr};
-  std::vector<std::pair<DType, std::vector<int64_t>>> ins{
+  extra["hidden_size"] = Attribute{c.H};
+  extra["direction"] = Attribute{c.direction};
+  if (c.op == "GRU") extra["linear_before_reset"] = Attribute{c.lbr};
+  // An empty shape is an omitted input (none of these is a scalar).
+  std::vector<test::NodeInput> ins{
       {DType::Float32, {c.T, c.N, c.I}}, {DType::Float32, {D, G * c.H, c.I}}, {DType::Float32, {D, G * c.H, c.H}}};
   ins.push_back({DType::Float32, c.bias ? std::vector<int64_t>{D, 2 * G * c.H} : std::vector<int64_t>{}});
   ins.push_back({DType::Int32, seqLens ? std::vector<int64_t>{c.N} : std::vector<int64_t>{}});
   ins.push_back({DType::Float32, c.initial ? std::vector<int64_t>{D, c.N, c.H} : std::vector<int64_t>{}});
   if (c.op == "LSTM")
     ins.push_back({DType::Float32, c.initial ? std::vector<int64_t>{D, c.N, c.H} : std::vector<int64_t>{}});
-  for (size_t i = 0; i < ins.size(); ++i) {
-    if (ins[i].second.empty()) {
-      n.inputs.push_back(kNone);
-      continue;
-    }
-    Value v;
-    v.name = "in" + std::to_string(i);
-    v.dtype = ins[i].first;
-    v.shape = ins[i].second;
-    v.shapeKnown = true;
-    v.isGraphInput = true;
-    const ValueId id = g.addValue(v);
-    g.inputs.push_back(id);
-    n.inputs.push_back(id);
-  }
-  for (int i = 0; i < (c.op == "LSTM" ? 3 : 2); ++i) {
-    Value v;
-    v.name = "out" + std::to_string(i);
-    v.dtype = DType::Float32;
-    const ValueId id = g.addValue(v);
-    g.outputs.push_back(id);
-    n.outputs.push_back(id);
-  }
-  g.addNode(n);
-  g.rebuildIndex();
-  return g;
+  for (auto& in : ins)
+    if (in.shape.empty()) in.dtype = DType::Undefined;
+  return test::oneNodeGraph(c.op, ins, c.op == "LSTM" ? 3 : 2, std::move(extra), "rnn");
 }
 
 /// Random inputs for the node of `g` (sequence_lens, when present, all T).
