@@ -31,6 +31,8 @@
 #include <string>
 #include <vector>
 
+#include "../suitemanifest.h"
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -43,24 +45,13 @@ struct ModelCase {
   std::string path;                 ///< Full path; "" = dir / file.
 };
 
-/// The models of a suite folder's manifest.json (docs/model-suite.md): file, dims and input files
-/// relative to the folder. Throws on a manifest that does not parse.
+/// The models of a suite folder's manifest.json (bench/suitemanifest.h). Throws on a bad manifest.
 std::vector<ModelCase> suiteModels(const fs::path& suiteDir) {
-  std::ifstream in(suiteDir / "manifest.json");
-  if (!in) throw std::runtime_error((suiteDir / "manifest.json").string() + ": cannot read");
-  const auto j = nlohmann::json::parse(in);
+  partex::bench::Suite suite;
+  std::string error;
+  if (!partex::bench::readSuiteManifest(suiteDir.string(), suite, error)) throw std::runtime_error(error);
   std::vector<ModelCase> out;
-  for (const auto& m : j.at("models")) {
-    ModelCase c;
-    c.file = m.value("name", m.at("file").get<std::string>());
-    c.path = (suiteDir / m.at("file").get<std::string>()).string();
-    if (m.contains("dims"))
-      for (const auto& d : m["dims"]) c.dims.push_back(d.get<std::string>());
-    if (m.contains("input_files"))
-      for (const auto& [name, f] : m["input_files"].items())
-        c.inputs.push_back(name + "=" + (suiteDir / f.get<std::string>()).string());
-    out.push_back(c);
-  }
+  for (const auto& m : suite.models) out.push_back({m.name, m.dims, m.inputs, m.path});
   return out;
 }
 

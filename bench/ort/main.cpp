@@ -42,6 +42,8 @@
 #include <string>
 #include <vector>
 
+#include "../suitemanifest.h"
+
 #ifndef PARTEX_ORT_RUN_PY
 #define PARTEX_ORT_RUN_PY "scripts/ort/run.py"
 #endif
@@ -295,69 +297,19 @@ std::string defaultPython() {
   return (dir / "bin" / "python").string();
 }
 
-/// Reads a model suite's manifest (the format of scripts/models/fetch_suite.sh): every model's name, file
-/// (relative to `dir`) and --dim bindings. Errors name the file and the field.
+/// The rows of a model suite (bench/suitemanifest.h): each model's name, file, --dim and --input bindings.
 bool readSuite(const std::string& dir, ModelSet& set, std::string& error) {
-  const std::string path = (fs::path(dir) / "manifest.json").string();
-  if (!fs::exists(path)) {
-    error = path + ": no such file (scripts/models/fetch_suite.sh writes it)";
-    return false;
-  }
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(readText(path));
-  } catch (const std::exception& e) {
-    error = path + ": not JSON (" + firstLine(e.what()) + ")";
-    return false;
-  }
-  if (!j.is_object() || !j.contains("models") || !j.at("models").is_array()) {
-    error = path + ": field 'models' must be an array";
-    return false;
-  }
-  const std::string suite = j.contains("suite") && j.at("suite").is_string() ? j.at("suite").get<std::string>() : "";
-  set.note = "`" + path + "`" + (suite.empty() ? "" : " (" + suite + ")");
-  std::vector<std::string> names;
-  const auto& models = j.at("models");
-  for (size_t i = 0; i < models.size(); ++i) {
-    const auto& m = models[i];
-    const std::string where = path + ": models[" + std::to_string(i) + "]";
-    for (const char* key : {"name", "file"})
-      if (!m.is_object() || !m.contains(key) || !m.at(key).is_string() || m.at(key).get<std::string>().empty()) {
-        error = where + ": field '" + key + "' must be a non-empty string";
-        return false;
-      }
-    ModelCase mc;
-    mc.label = m.at("name").get<std::string>();
-    mc.file = m.at("file").get<std::string>();
-    if (std::find(names.begin(), names.end(), mc.label) != names.end()) {
-      error = where + ": name '" + mc.label + "' is used twice";
-      return false;
-    }
-    names.push_back(mc.label);
-    if (m.contains("dims")) {
-      const auto& d = m.at("dims");
-      if (!d.is_array() || !std::all_of(d.begin(), d.end(), [](const nlohmann::json& x) {
-            return x.is_string() && x.get<std::string>().find('=') != std::string::npos;
-          })) {
-        error = where + " (" + mc.label + "): field 'dims' must be an array of NAME=VALUE or INPUT:AXIS=VALUE strings";
-        return false;
-      }
-      for (const auto& x : d) mc.dims.push_back(x.get<std::string>());
-    }
+  partex::bench::Suite suite;
+  if (!partex::bench::readSuiteManifest(dir, suite, error)) return false;
+  set.note = suite.note;
+  for (const auto& m : suite.models) {
     ModelRow r;
-    r.mc = mc;
-    r.label = mc.label;
-    r.path = (fs::path(dir) / mc.file).string();
-    // Inputs random values would break (a VAD's sample rate, token ids): .npy files beside the models.
-    if (m.contains("input_files")) {
-      const auto& f = m.at("input_files");
-      if (!f.is_object() || !std::all_of(f.begin(), f.end(), [](const nlohmann::json& x) { return x.is_string(); })) {
-        error = where + " (" + mc.label + "): field 'input_files' must map input names to .npy files";
-        return false;
-      }
-      for (const auto& [name, file] : f.items())
-        r.inputs += " --input " + quote(name + "=" + (fs::path(dir) / file.get<std::string>()).string());
-    }
+    r.mc.label = m.name;
+    r.mc.file = m.file;
+    r.mc.dims = m.dims;
+    r.label = m.name;
+    r.path = m.path;
+    for (const auto& in : m.inputs) r.inputs += " --input " + quote(in);
     set.rows.push_back(r);
   }
   return true;
