@@ -53,6 +53,10 @@ class Kernel {
   /// Whether the kernel may leave its outputs in a layout other than row-major (Tensor::Layout): a
   /// runtime then does not plan to have it write into a row-major slice of another tensor.
   virtual bool mayWriteOtherLayout() const { return false; }
+  /// For a kernel on an accelerator: the device time of the last run() in microseconds, measured on
+  /// the device (CUDA events around the kernels, host-device copies excluded); -1 for kernels whose
+  /// time is the host's wall time of run() (the CPU's).
+  virtual double lastDeviceUs() const { return -1; }
 };
 
 /// A device a backend can run on. Ids match the platform presets' device ids (this-machine:
@@ -107,9 +111,12 @@ class BackendRegistry {
   std::vector<std::unique_ptr<Backend>> backends_;
 };
 
-/// Registers every backend built into this program (today: "cpu"). Defined in backends/builtin.cpp,
-/// library partex_backends.
+/// Registers every backend built into this program: "cpu", and "cuda" where the machine has an NVIDIA
+/// GPU and the build has the CUDA backend (libpartex_cuda.so, loaded at run time). Defined in
+/// backends/builtin.cpp, library partex_backends.
 void registerBuiltinBackends(BackendRegistry& registry);
+/// Why the last registerBuiltinBackends() registered no "cuda" backend (one line; "" when it did).
+const std::string& cudaUnavailableReason();
 
 /// A tensor to feed input `v` of `g` when measuring or testing without real data: the value's dtype and
 /// static shape; small integer payloads (Value::intData) are used as they are; otherwise deterministic

@@ -1,0 +1,204 @@
+#include "cuda/cuda_backend.h"
+
+#include <cstring>
+#include <map>
+
+#include "cuda/cuda_ops.h"
+
+namespace partex {
+namespace cuda {
+namespace {
+
+/// One chain on the GPU behind the host-tensor Kernel interface. Prepared lazily at the first run,
+/// when the weights arrive as inputs (the graph may have handed its weights over to the caller).
+/// The graph must outlive the kernel (the executor and the profiler keep it).
+class CudaKernel final : public Kernel {
+ public:
+  CudaKernel(const Graph& g, std::vector<OpId> chain, std::vector<ValueId> inputs, std::vector<ValueId> outputs)
+      : g_(&g), chain_(std::move(chain)), inputs_(std::move(inputs)), outputs_(std::move(outputs)) {}
+
+  Status run(const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    auto ctxr = Context::get();
+    if (!ctxr) return Error{ctxr.message()};
+    Context& ctx = **ctxr;
+    const std::string& name = g_->nodes[static_cast<size_t>(chain_.back())].name;
+    if (in.size() > inputs_.size())
+      return makeError("node '", name, "': ", std::to_string(in.size()), " inputs given, expected ", std::to_string(inputs_.size()));
+    std::map<ValueId, const Tensor*> given;
+    for (size_t i = 0; i < in.size(); ++i)
+      if (in[i] && inputs_[i] >= 0 && !in[i]->empty()) given[inputs_[i]] = in[i];
+    auto lock = ctx.lock();
+    if (!op_) {
+      LeafFn leaf = [&](ValueId v) -> Result<const Tensor*> {
+        auto it = given.find(v);
+        if (it == given.end()) return makeError("node '", name, "': input '", g_->values[static_cast<size_t>(v)].name, "' not given");
+        if (it->second->nhwc()) {
+          plain_.emplace_back();
+          if (auto st = it->second->toPlain(plain_.back()); !st) return Error{st.message()};
+          return &plain_.back();
+        }
+        return it->second;
+      };
+      auto k = makeGpuOp(ctx, *g_, chain_, leaf);
+      plain_.clear();
+      if (!k) return Error{k.message()};
+      op_ = std::move(*k);
+      values_.resize(g_->values.size());
+      bufs_.resize(g_->values.size());
+      for (ValueId v : op_->reads())
+        if (auto st = place(v); !st) return st;
+      for (ValueId v : op_->writes()) {
+        if (op_->isView()) {
+          values_[static_cast<size_t>(v)] = values_[static_cast<size_t>(op_->reads()[0])];
+          values_[static_cast<size_t>(v)].shape = g_->values[static_cast<size_t>(v)].shape;
+          values_[static_cast<size_t>(v)].dtype = g_->values[static_cast<size_t>(v)].dtype;
+        } else if (auto st = place(v); !st) {
+          return st;
+        }
+      }
+    }
+    // Inputs: weights once (kept), activations every run.
+    for (ValueId v : op_->reads()) {
+      const bool weight = g_->values[static_cast<size_t>(v)].isWeight;
+      if (weight && uploaded_.count(v)) continue;
+      auto it = given.find(v);
+      if (it == given.end()) return makeError("node '", name, "': input '", g_->values[static_cast<size_t>(v)].name, "' not given");
+      if (auto st = copyIn(ctx, v, *it->second); !st) return makeError("node '", name, "': ", st.message());
+      if (weight) uploaded_.insert({v, true});
+    }
+    cudaEvent_t e0 = events_[0], e1 = events_[1];
+    if (!e0) {
+      if (auto st = check(cudaEventCreate(&events_[0]), "cudaEventCreate"); !st) return st;
+      if (auto st = check(cudaEventCreate(&events_[1]), "cudaEventCreate"); !st) return st;
+      e0 = events_[0], e1 = events_[1];
+    }
+    if (auto st = check(cudaEventRecord(e0, ctx.stream()), "cudaEventRecord"); !st) return st;
+    if (auto st = op_->launch(ctx, values_); !st) return st;
+    if (auto st = check(cudaEventRecord(e1, ctx.stream()), "cudaEventRecord"); !st) return st;
+    // Outputs back to the host.
+    out.resize(outputs_.size());
+    for (size_t i = 0; i < outputs_.size(); ++i) {
+      const ValueId v = outputs_[i];
+      if (v < 0 || !values_[static_cast<size_t>(v)].ptr) continue;
+      const DevTensor& d = values_[static_cast<size_t>(v)];
+      if (auto st = out[i].ensure(d.dtype, d.shape); !st) return makeError("node '", name, "': ", st.message());
+      if (auto st = staging_.ensure(static_cast<size_t>(d.bytes())); !st) return st;
+      if (auto st = check(cudaMemcpyAsync(staging_.get(), d.ptr, static_cast<size_t>(d.bytes()), cudaMemcpyDeviceToHost,
+                                          ctx.stream()),
+                          "output copy");
+          !st)
+        return makeError("node '", name, "': ", st.message());
+      if (auto st = check(cudaStreamSynchronize(ctx.stream()), "output copy"); !st) return makeError("node '", name, "': ", st.message());
+      std::memcpy(out[i].raw(), staging_.get(), static_cast<size_t>(d.bytes()));
+    }
+    if (auto st = check(cudaStreamSynchronize(ctx.stream()), "run"); !st) return makeError("node '", name, "': ", st.message());
+    float ms = 0;
+    if (cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess) lastUs_ = ms * 1000.0;
+    return {};
+  }
+
+  bool keepsCopy(size_t i) const override {
+    return i < inputs_.size() && inputs_[i] >= 0 && g_->values[static_cast<size_t>(inputs_[i])].isWeight;
+  }
+  double lastDeviceUs() const override { return lastUs_; }
+
+  ~CudaKernel() override {
+    for (auto e : events_)
+      if (e) (void)cudaEventDestroy(e);
+  }
+
+ private:
+  Status place(ValueId v) {
+    DevTensor& d = values_[static_cast<size_t>(v)];
+    if (d.ptr) return {};
+    d.dtype = g_->values[static_cast<size_t>(v)].dtype;
+    d.shape = g_->values[static_cast<size_t>(v)].shape;
+    if (auto st = bufs_[static_cast<size_t>(v)].ensure(static_cast<size_t>(std::max<int64_t>(d.bytes(), 1))); !st) return st;
+    d.ptr = bufs_[static_cast<size_t>(v)].get();
+    return {};
+  }
+  Status copyIn(Context& ctx, ValueId v, const Tensor& t) {
+    Tensor plain;
+    const Tensor* src = &t;
+    if (t.nhwc()) {
+      if (auto st = t.toPlain(plain); !st) return st;
+      src = &plain;
+    }
+    const DevTensor& d = values_[static_cast<size_t>(v)];
+    if (src->dtype() != d.dtype || src->numElements() != d.numel())
+      return makeError("input '", g_->values[static_cast<size_t>(v)].name, "': got ", src->describe(), ", expected ",
+                       dtypeName(d.dtype), shapeString(d.shape));
+    if (auto st = staging_.ensure(static_cast<size_t>(src->bytes())); !st) return st;
+    std::memcpy(staging_.get(), src->raw(), static_cast<size_t>(src->bytes()));
+    if (auto st = check(cudaMemcpyAsync(d.ptr, staging_.get(), static_cast<size_t>(src->bytes()), cudaMemcpyHostToDevice,
+                                        ctx.stream()),
+                        "input copy");
+        !st)
+      return st;
+    return check(cudaStreamSynchronize(ctx.stream()), "input copy");
+  }
+
+  const Graph* g_;
+  std::vector<OpId> chain_;
+  std::vector<ValueId> inputs_, outputs_;
+  std::unique_ptr<GpuOp> op_;
+  std::vector<DevTensor> values_;
+  std::vector<DeviceBuffer> bufs_;
+  std::map<ValueId, bool> uploaded_;
+  std::vector<Tensor> plain_;
+  PinnedBuffer staging_;
+  cudaEvent_t events_[2] = {nullptr, nullptr};
+  double lastUs_ = -1;
+};
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(const GpuInfo& info) : info_(info) {
+    int cudnnV = static_cast<int>(cudnnGetVersion());
+    version_ = "partex-cuda 1; CUDA runtime " + std::to_string(info.runtimeVersion) + "; driver " +
+               std::to_string(info.driverVersion) + "; cuDNN " + std::to_string(cudnnV) + "; cuBLASLt " +
+               std::to_string(cublasLtGetVersion()) + "; " + info.name + " sm_" + std::to_string(info.ccMajor) +
+               std::to_string(info.ccMinor) + "; float32 without TF32";
+  }
+  std::string name() const override { return "cuda"; }
+  std::string version() const override { return version_; }
+  std::vector<BackendDevice> devices() const override { return {{"gpu", info_.describe(), 1, -1, {}}}; }
+  bool supports(const Graph& g, OpId op, std::string* reason) const override {
+    const std::string why = gpuCheck(g, op);
+    if (reason) *reason = why;
+    return why.empty();
+  }
+  Result<std::unique_ptr<Kernel>> prepare(const Graph& g, OpId op, const std::string& deviceId) const override {
+    if (deviceId != "gpu") return makeError("cuda backend: unknown device '", deviceId, "'");
+    const std::string why = gpuCheck(g, op);
+    if (!why.empty()) return makeError("cuda backend: node '", g.nodes[static_cast<size_t>(op)].name, "': ", why);
+    const Node& n = g.nodes[static_cast<size_t>(op)];
+    return std::unique_ptr<Kernel>(std::make_unique<CudaKernel>(g, std::vector<OpId>{op}, n.inputs, n.outputs));
+  }
+  Result<std::unique_ptr<Kernel>> prepareGroup(const Graph& g, const FusedGroup& grp,
+                                               const std::string& deviceId) const override {
+    if (deviceId != "gpu") return makeError("cuda backend: unknown device '", deviceId, "'");
+    if (!gpuChainOk(g, grp.ops))
+      return makeError("cuda backend: group of '", g.nodes[static_cast<size_t>(grp.ops.back())].name,
+                       "' is not a chain the CUDA backend fuses");
+    return std::unique_ptr<Kernel>(std::make_unique<CudaKernel>(g, grp.ops, grp.inputs, std::vector<ValueId>{grp.output}));
+  }
+
+ private:
+  GpuInfo info_;
+  std::string version_;
+};
+
+}  // namespace
+}  // namespace cuda
+
+std::unique_ptr<Backend> makeCudaBackend(std::string* why) {
+  auto info = cuda::gpuInfo(0);
+  if (!info) {
+    if (why) *why = info.message();
+    return nullptr;
+  }
+  return std::make_unique<cuda::CudaBackend>(*info);
+}
+
+}  // namespace partex

@@ -1,0 +1,1538 @@
+#include "cuda/cuda_ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+
+#include "cuda/cuda_kernels.h"
+#include "cuda/cuda_pool.h"
+
+namespace partex::cuda {
+
+int64_t DevTensor::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+int64_t DevTensor::bytes() const { return numel() * tensorElementSize(dtype); }
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------------
+// Graph helpers
+
+const Node& node(const Graph& g, OpId op) { return g.nodes[static_cast<size_t>(op)]; }
+const Value& value(const Graph& g, ValueId v) { return g.values[static_cast<size_t>(v)]; }
+
+bool isOp(const Node& n, std::initializer_list<const char*> types) {
+  if (!n.domain.empty() && n.domain != "ai.onnx") return false;
+  for (const char* t : types)
+    if (n.opType == t) return true;
+  return false;
+}
+
+bool staticShape(const Value& v) {
+  if (!v.shapeKnown) return false;
+  for (int64_t d : v.shape)
+    if (d < 0) return false;
+  return true;
+}
+
+Shape toShape(const std::vector<int64_t>& s) {
+  Shape r;
+  r.rank = static_cast<int>(s.size());
+  for (size_t i = 0; i < s.size() && i < static_cast<size_t>(kMaxRank); ++i) r.d[i] = s[i];
+  return r;
+}
+
+int64_t prod(const std::vector<int64_t>& s, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t i = from; i < to && i < s.size(); ++i) p *= s[i];
+  return p;
+}
+
+Status kcheck(cudaError_t e, const std::string& name, const char* what) {
+  if (e == cudaSuccess) return {};
+  return makeError("node '", name, "': ", what, ": ", cudaGetErrorString(e));
+}
+
+/// Integer contents of a constant input (a weight), or of an attribute when the input is absent.
+Result<std::vector<int64_t>> constInts(const Graph& g, const Node& n, size_t input, const LeafFn& leaf) {
+  if (input >= n.inputs.size() || n.inputs[input] < 0) return std::vector<int64_t>{};
+  const Value& v = value(g, n.inputs[input]);
+  if (!v.intData.empty()) return v.intData;
+  if (!v.isWeight) return makeError("node '", n.name, "': input ", std::to_string(input), " must be a constant");
+  auto t = leaf(n.inputs[input]);
+  if (!t) return Error{t.message()};
+  return (*t)->toInts();
+}
+
+Result<std::vector<float>> constFloats(const Graph& g, const Node& n, size_t input, const LeafFn& leaf) {
+  if (input >= n.inputs.size() || n.inputs[input] < 0) return std::vector<float>{};
+  if (!value(g, n.inputs[input]).isWeight)
+    return makeError("node '", n.name, "': input ", std::to_string(input), " must be a constant");
+  auto t = leaf(n.inputs[input]);
+  if (!t) return Error{t.message()};
+  std::vector<float> r(static_cast<size_t>((*t)->numElements()));
+  for (size_t i = 0; i < r.size(); ++i) r[i] = static_cast<float>((*t)->valueAsDouble(static_cast<int64_t>(i)));
+  return r;
+}
+
+bool isConstInput(const Graph& g, const Node& n, size_t input) {
+  return input >= n.inputs.size() || n.inputs[input] < 0 || value(g, n.inputs[input]).isWeight ||
+         !value(g, n.inputs[input]).intData.empty();
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Activations (the chain's tail)
+
+bool activationOf(const Graph& g, const Node& n, UnaryOp* out) {
+  UnaryOp u;
+  if (isOp(n, {"Relu"})) u.op = Unary::Relu;
+  else if (isOp(n, {"LeakyRelu"})) u = {Unary::LeakyRelu, static_cast<float>(n.attrFloat("alpha", 0.01)), 0.f};
+  else if (isOp(n, {"Sigmoid"})) u.op = Unary::Sigmoid;
+  else if (isOp(n, {"HardSigmoid"}))
+    u = {Unary::HardSigmoid, static_cast<float>(n.attrFloat("alpha", 0.2)), static_cast<float>(n.attrFloat("beta", 0.5))};
+  else if (isOp(n, {"HardSwish"})) u.op = Unary::HardSwish;
+  else if (isOp(n, {"Tanh"})) u.op = Unary::Tanh;
+  else if (isOp(n, {"Elu"})) u = {Unary::Elu, static_cast<float>(n.attrFloat("alpha", 1.0)), 0.f};
+  else if (isOp(n, {"Softplus"})) u.op = Unary::Softplus;
+  else if (isOp(n, {"Clip"})) {
+    // Bounds: attributes before opset 11, constant inputs 1 and 2 since.
+    float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
+    if (n.hasAttr("min")) lo = static_cast<float>(n.attrFloat("min", lo));
+    if (n.hasAttr("max")) hi = static_cast<float>(n.attrFloat("max", hi));
+    for (size_t i = 1; i < 3 && i < n.inputs.size(); ++i) {
+      if (n.inputs[i] < 0) continue;
+      const Value& b = value(g, n.inputs[i]);
+      if (!b.isWeight && b.intData.empty()) return false;  // bounds must be constants
+    }
+    u = {Unary::Clip, lo, hi};
+  } else {
+    return false;
+  }
+  if (out) *out = u;
+  return true;
+}
+
+/// Clip's constant bounds read through the leaf function (activationOf checked they are constants).
+Status clipBounds(const Graph& g, const Node& n, const LeafFn& leaf, UnaryOp& u) {
+  if (u.op != Unary::Clip) return {};
+  for (size_t i = 1; i < 3 && i < n.inputs.size(); ++i) {
+    if (n.inputs[i] < 0) continue;
+    auto f = constFloats(g, n, i, leaf);
+    if (!f) return Error{f.message()};
+    if (f->size() != 1) return makeError("node '", n.name, "': Clip bound is not a scalar");
+    (i == 1 ? u.a : u.b) = (*f)[0];
+  }
+  return {};
+}
+
+bool floatValue(const Graph& g, ValueId v) { return v >= 0 && value(g, v).dtype == DType::Float32; }
+
+/// The one consumer of `v` when it has exactly one, is not a model output, and (with a placement) the
+/// consumer is on `dev`; else kNone.
+OpId soleConsumer(const Graph& g, ValueId v, const std::vector<int>* placement, int dev) {
+  if (v < 0) return kNone;
+  const Value& val = value(g, v);
+  if (val.isGraphOutput || val.consumers.size() != 1) return kNone;
+  const OpId c = val.consumers[0];
+  if (placement && !placement->empty() && (*placement)[static_cast<size_t>(c)] != dev) return kNone;
+  // The consumer must read v once (x*x is no chain).
+  int reads = 0;
+  for (ValueId in : node(g, c).inputs) reads += in == v;
+  return reads == 1 ? c : kNone;
+}
+
+/// A weight holding one value per channel (axis 1) of `out`, or a scalar: foldable into a Conv.
+bool perChannelWeight(const Graph& g, ValueId w, const Value& out) {
+  if (w < 0) return false;
+  const Value& v = value(g, w);
+  if (!v.isWeight || v.dtype != DType::Float32 || !staticShape(v) || v.shape.size() > out.shape.size())
+    return false;
+  for (size_t d = 0; d < v.shape.size(); ++d) {
+    const size_t axis = d + out.shape.size() - v.shape.size();
+    if (v.shape[d] != 1 && !(axis == 1 && v.shape[d] == out.shape[1])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------------
+// What the backend runs
+
+namespace {
+
+const char* const kViews[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"};
+const char* const kUnary[] = {"Relu", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Elu", "Softplus",
+                              "Clip", "Exp", "Log", "Sqrt", "Abs", "Neg", "Reciprocal", "Erf", "Floor", "Ceil",
+                              "Sin", "Cos"};
+const char* const kBinary[] = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min"};
+const char* const kMovers[] = {"Concat", "Slice", "Split", "Transpose", "Gather"};
+const char* const kFloatOps[] = {"BatchNormalization", "Conv", "ConvTranspose", "Gemm", "MatMul", "MaxPool",
+                                 "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LRN", "Softmax",
+                                 "LogSoftmax", "Resize", "Upsample", "ReduceMean", "ReduceSum", "ReduceMax",
+                                 "Pad", "Sum"};
+
+bool inList(const std::string& t, const char* const* list, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (t == list[i]) return true;
+  return false;
+}
+template <size_t N>
+bool inList(const std::string& t, const char* const (&list)[N]) {
+  return inList(t, list, N);
+}
+
+}  // namespace
+
+std::string gpuCheck(const Graph& g, OpId op) {
+  if (op < 0 || op >= static_cast<OpId>(g.nodes.size())) return "no such operator";
+  const Node& n = node(g, op);
+  if (!n.domain.empty() && n.domain != "ai.onnx") return "op type " + n.domain + "." + n.opType + " has no CUDA kernel";
+  const std::string& t = n.opType;
+  const bool view = inList(t, kViews), unary = inList(t, kUnary), binary = inList(t, kBinary),
+             mover = inList(t, kMovers), fl = inList(t, kFloatOps);
+  if (!(view || unary || binary || mover || fl)) return "op type " + t + " has no CUDA kernel";
+  for (ValueId v : n.inputs)
+    if (v >= 0 && !staticShape(value(g, v))) return t + ": input '" + value(g, v).name + "' has no static shape";
+  for (size_t i = 0; i < n.outputs.size(); ++i) {
+    const ValueId v = n.outputs[i];
+    if (v < 0) continue;
+    if (!staticShape(value(g, v))) return t + ": output '" + value(g, v).name + "' has no static shape";
+    if (i > 0 && !(t == "Split") && !value(g, v).consumers.empty() && !value(g, v).isGraphOutput)
+      continue;  // checked below per type
+  }
+  if (n.outputs.empty() || n.outputs[0] < 0) return t + ": no output";
+  const Value& out = value(g, n.outputs[0]);
+  const int64_t esize = tensorElementSize(out.dtype);
+  if (view || mover) {
+    if (esize != 1 && esize != 2 && esize != 4 && esize != 8) return t + ": dtype " + dtypeName(out.dtype);
+    if (t == "Dropout" && n.outputs.size() > 1 && n.outputs[1] >= 0 &&
+        (!value(g, n.outputs[1]).consumers.empty() || value(g, n.outputs[1]).isGraphOutput))
+      return "Dropout: the mask output is used";
+    if (t == "Gather" && (n.inputs.size() < 2 || value(g, n.inputs[1]).dtype != DType::Int64))
+      return "Gather: indices must be int64";
+    if (out.shape.size() > static_cast<size_t>(kMaxRank)) return t + ": rank above 8";
+    if (t == "Slice" && n.inputs.size() > 1)
+      for (size_t i = 1; i < n.inputs.size(); ++i)
+        if (!isConstInput(g, n, i)) return "Slice: starts/ends/axes/steps must be constants";
+    if (t == "Split" && n.inputs.size() > 1 && !isConstInput(g, n, 1)) return "Split: split sizes must be constants";
+    return "";
+  }
+  // Arithmetic: float32 in and out.
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const ValueId v = n.inputs[i];
+    if (v < 0) continue;
+    const bool dataInput = !((t == "Resize" || t == "Upsample") && i > 0) && !(t == "Pad" && i > 0) &&
+                           !(t == "Clip" && i > 0) && !((t == "ReduceMean" || t == "ReduceSum" || t == "ReduceMax") && i > 0);
+    if (dataInput && value(g, v).dtype != DType::Float32)
+      return t + ": dtype " + dtypeName(value(g, v).dtype) + " (the CUDA backend runs float32)";
+    if (!dataInput && !isConstInput(g, n, i)) return t + ": input " + std::to_string(i) + " must be a constant";
+  }
+  if (out.dtype != DType::Float32) return t + ": dtype " + dtypeName(out.dtype) + " (the CUDA backend runs float32)";
+  if (out.shape.size() > static_cast<size_t>(kMaxRank)) return t + ": rank above 8";
+  if (t == "Clip" && !activationOf(g, n, nullptr)) return "Clip: bounds must be constants";
+  if (binary && n.inputs.size() != 2) return t + ": two inputs expected";
+  if (t == "BatchNormalization") {
+    for (size_t i = 1; i < 5; ++i)
+      if (i >= n.inputs.size() || !isConstInput(g, n, i)) return "BatchNormalization: scale, B, mean, var must be constants";
+    if (n.attrInt("training_mode", 0) != 0) return "BatchNormalization: training mode";
+  }
+  if (t == "Conv" || t == "ConvTranspose") {
+    const size_t sp = out.shape.size() - 2;
+    if (out.shape.size() < 3 || sp > 2) return t + ": only 1-D and 2-D convolutions";
+    if (n.inputs.size() < 2 || !value(g, n.inputs[1]).isWeight) return t + ": the filter must be a weight";
+    if (n.inputs.size() > 2 && n.inputs[2] >= 0 && !value(g, n.inputs[2]).isWeight) return t + ": the bias must be a weight";
+    if (t == "ConvTranspose") {
+      const auto pads = n.attrInts("pads");
+      for (size_t i = 0; i < pads.size() / 2; ++i)
+        if (pads[i] != pads[i + pads.size() / 2]) return "ConvTranspose: asymmetric pads";
+      if (n.attrString("auto_pad", "NOTSET") != "NOTSET") return "ConvTranspose: auto_pad";
+    }
+  }
+  if ((t == "MaxPool") && n.outputs.size() > 1 && n.outputs[1] >= 0) return "MaxPool: the indices output";
+  if ((t == "MaxPool" || t == "AveragePool") && (out.shape.size() < 3 || out.shape.size() > 4))
+    return t + ": only 1-D and 2-D pooling";
+  if (t == "MaxPool" && n.attrInt("storage_order", 0) != 0) return "MaxPool: storage_order";
+  if ((t == "Resize" || t == "Upsample") && out.shape.size() != 4) return t + ": only rank-4 inputs";
+  if (t == "Resize" || t == "Upsample") {
+    const std::string mode = n.attrString("mode", "nearest");
+    if (mode != "nearest" && mode != "linear" && mode != "bilinear") return t + ": mode " + mode;
+    const Value& in = value(g, n.inputs[0]);
+    if (in.shape[0] != out.shape[0] || in.shape[1] != out.shape[1]) return t + ": resizes N or C";
+    if (n.hasAttr("axes")) return t + ": axes";
+    const std::string ct = n.attrString("coordinate_transformation_mode", "half_pixel");
+    if (ct == "tf_crop_and_resize") return t + ": coordinate mode " + ct;
+    if (n.attrInt("antialias", 0) != 0) return t + ": antialias";
+  }
+  if (t == "Gemm" && n.inputs.size() > 2 && n.inputs[2] >= 0 && !value(g, n.inputs[2]).isWeight &&
+      n.attrFloat("beta", 1.0) != 1.0)
+    return "Gemm: C is an activation and beta != 1";
+  if (t == "MatMul") {
+    const Value& a = value(g, n.inputs[0]);
+    const Value& b = value(g, n.inputs[1]);
+    if (a.shape.size() < 1 || b.shape.size() < 1) return "MatMul: scalar operand";
+    const size_t ra = a.shape.size(), rb = b.shape.size();
+    if (ra > 2 && rb > 2) {
+      // Batched: the batch dims must be equal (no broadcasting between two batched operands).
+      const std::vector<int64_t> ba(a.shape.begin(), a.shape.end() - 2), bb(b.shape.begin(), b.shape.end() - 2);
+      if (prod(ba, 0, ba.size()) != prod(bb, 0, bb.size()) ||
+          std::vector<int64_t>(out.shape.begin(), out.shape.end() - 2).size() < std::max(ba.size(), bb.size()))
+        return "MatMul: broadcasting between two batched operands";
+      if (ba.size() != bb.size() || ba != bb) return "MatMul: batch dims differ";
+    }
+  }
+  if (t == "Pad") {
+    const std::string mode = n.attrString("mode", "constant");
+    if (mode != "constant" && mode != "reflect" && mode != "edge") return "Pad: mode " + mode;
+    if (n.inputs.size() > 3 && n.inputs[3] >= 0) return "Pad: axes input";
+  }
+  return "";
+}
+
+std::vector<OpId> gpuChain(const Graph& g, OpId op, const std::vector<int>* placement) {
+  std::vector<OpId> chain{op};
+  if (!gpuCheck(g, op).empty()) return chain;
+  const Node& a = node(g, op);
+  const int dev = placement && !placement->empty() ? (*placement)[static_cast<size_t>(op)] : 0;
+  ValueId cur = a.outputs[0];
+  auto next = [&]() -> OpId {
+    const OpId c = soleConsumer(g, cur, placement, dev);
+    if (c == kNone || !gpuCheck(g, c).empty()) return kNone;
+    return c;
+  };
+  auto activation = [&] {
+    const OpId c = next();
+    if (c != kNone && node(g, c).inputs[0] == cur && activationOf(g, node(g, c), nullptr)) chain.push_back(c);
+  };
+  if (isOp(a, {"Conv"})) {
+    // 1. Affine steps folded into the filter and bias.
+    for (OpId c = next(); c != kNone; c = next()) {
+      const Node& n = node(g, c);
+      bool fold = false;
+      if (isOp(n, {"BatchNormalization"}) && n.inputs[0] == cur && n.outputs.size() >= 1) {
+        fold = true;
+        for (size_t i = 1; i < 5; ++i) fold = fold && value(g, n.inputs[i]).isWeight;
+      } else if (isOp(n, {"Mul", "Add"}) && n.inputs.size() == 2) {
+        fold = perChannelWeight(g, n.inputs[0] == cur ? n.inputs[1] : n.inputs[0], value(g, cur));
+      } else if (isOp(n, {"Sub", "Div"}) && n.inputs.size() == 2 && n.inputs[0] == cur) {
+        fold = perChannelWeight(g, n.inputs[1], value(g, cur));
+      }
+      if (!fold || value(g, n.outputs[0]).shape != value(g, cur).shape) break;
+      chain.push_back(c);
+      cur = n.outputs[0];
+    }
+    // 2. A residual Add of an activation of the same shape.
+    if (OpId c = next(); c != kNone) {
+      const Node& n = node(g, c);
+      if (isOp(n, {"Add", "Sum"}) && n.inputs.size() == 2) {
+        const ValueId other = n.inputs[0] == cur ? n.inputs[1] : n.inputs[0];
+        if (other >= 0 && other != cur && floatValue(g, other) && value(g, other).shape == value(g, cur).shape &&
+            value(g, n.outputs[0]).shape == value(g, cur).shape) {
+          chain.push_back(c);
+          cur = n.outputs[0];
+        }
+      }
+    }
+    activation();
+  } else if (inList(a.opType, kBinary) || isOp(a, {"Sum", "BatchNormalization", "Gemm", "MatMul"})) {
+    activation();
+  }
+  return chain;
+}
+
+std::vector<std::vector<OpId>> gpuChains(const Graph& g, const std::vector<OpId>& ops) {
+  // 0: in the set and free, 1: outside the set or already in a chain.
+  std::vector<int> place(g.nodes.size(), 1);
+  for (OpId op : ops) place[static_cast<size_t>(op)] = 0;
+  std::vector<std::vector<OpId>> chains;
+  for (OpId op : ops) {
+    if (place[static_cast<size_t>(op)] != 0) continue;
+    auto chain = gpuChain(g, op, &place);
+    for (OpId c : chain) place[static_cast<size_t>(c)] = 1;
+    chains.push_back(std::move(chain));
+  }
+  // Order by data: a chain runs once every value it reads that the set produces is written.
+  std::vector<int> chainOf(g.nodes.size(), -1);
+  for (size_t i = 0; i < chains.size(); ++i)
+    for (OpId c : chains[i]) chainOf[static_cast<size_t>(c)] = static_cast<int>(i);
+  // The values a chain reads from other operators of the set: the inputs of its operators that its own
+  // operators do not produce.
+  std::vector<std::vector<int>> deps(chains.size());
+  for (size_t i = 0; i < chains.size(); ++i)
+    for (OpId c : chains[i])
+      for (ValueId v : node(g, c).inputs) {
+        if (v < 0) continue;
+        const OpId p = value(g, v).producer;
+        if (p == kNone || chainOf[static_cast<size_t>(p)] < 0 || chainOf[static_cast<size_t>(p)] == static_cast<int>(i)) continue;
+        deps[i].push_back(chainOf[static_cast<size_t>(p)]);
+      }
+  std::vector<char> done(chains.size(), 0);
+  std::vector<std::vector<OpId>> ordered;
+  while (ordered.size() < chains.size()) {
+    bool progress = false;
+    for (size_t i = 0; i < chains.size(); ++i) {
+      if (done[i]) continue;
+      bool ready = true;
+      for (int d : deps[i]) ready = ready && done[static_cast<size_t>(d)];
+      if (!ready) continue;
+      done[i] = 1;
+      ordered.push_back(chains[i]);
+      progress = true;
+      break;  // restart from the first: keeps the operators' order wherever the data allows
+    }
+    if (!progress) break;  // a cycle cannot happen for chains of a DAG cut this way; keep what is ordered
+  }
+  for (size_t i = 0; i < chains.size(); ++i)
+    if (!done[i]) ordered.push_back(chains[i]);
+  return ordered;
+}
+
+bool gpuChainOk(const Graph& g, const std::vector<OpId>& ops) {
+  if (ops.empty()) return false;
+  const auto full = gpuChain(g, ops[0]);
+  return ops.size() <= full.size() && std::equal(ops.begin(), ops.end(), full.begin()) &&
+         gpuCheck(g, ops[0]).empty();
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The operators
+
+namespace {
+
+/// A GpuOp over one node (plus chained nodes): reads its non-omitted inputs listed in `readInputs`.
+class NodeOp : public GpuOp {
+ protected:
+  NodeOp(const Graph& g, const std::vector<OpId>& chain, std::vector<ValueId> reads) {
+    ops_ = chain;
+    name_ = node(g, chain.front()).name;
+    reads_ = std::move(reads);
+    const Node& last = node(g, chain.back());
+    if (chain.size() == 1) {
+      for (ValueId v : last.outputs)
+        if (v >= 0) writes_.push_back(v);
+    } else {
+      writes_.push_back(last.outputs[0]);
+    }
+  }
+  Status err(cudaError_t e, const char* what) const { return kcheck(e, name_, what); }
+};
+
+std::vector<ValueId> presentInputs(const Node& n, size_t count = SIZE_MAX) {
+  std::vector<ValueId> r;
+  for (size_t i = 0; i < n.inputs.size() && i < count; ++i)
+    if (n.inputs[i] >= 0) r.push_back(n.inputs[i]);
+  return r;
+}
+
+class ViewOp final : public NodeOp {
+ public:
+  ViewOp(const Graph& g, OpId op) : NodeOp(g, {op}, {node(g, op).inputs[0]}) {
+    view_ = true;
+    writes_.resize(1);
+  }
+  Status launch(Context&, std::vector<DevTensor>&) override { return {}; }
+};
+
+Unary unaryOfType(const std::string& t) {
+  static const std::map<std::string, Unary> m = {
+      {"Exp", Unary::Exp}, {"Log", Unary::Log}, {"Sqrt", Unary::Sqrt}, {"Abs", Unary::Abs}, {"Neg", Unary::Neg},
+      {"Reciprocal", Unary::Reciprocal}, {"Erf", Unary::Erf}, {"Floor", Unary::Floor}, {"Ceil", Unary::Ceil},
+      {"Sin", Unary::Sin}, {"Cos", Unary::Cos}};
+  auto it = m.find(t);
+  return it == m.end() ? Unary::Identity : it->second;
+}
+
+class UnaryK final : public NodeOp {
+ public:
+  UnaryK(const Graph& g, OpId op, UnaryOp u) : NodeOp(g, {op}, {node(g, op).inputs[0]}), u_(u) {}
+  Status launch(Context& ctx, std::vector<DevTensor>& v) override {
+    const DevTensor& x = v[static_cast<size_t>(reads_[0])];
+    DevTensor& y = v[static_cast<size_t>(writes_[0])];
+    return err(unaryF32(u_, x.f32(), y.f32(), y.numel(), ctx.stream()), "unary kernel");
+  }
+
+ private:
+  UnaryOp u_;
+};
+
+/// Two-input element-wise arithmetic with broadcasting, then the chain's activation.
+class BinaryK final : public NodeOp {
+ public:
+  BinaryK(const Graph& g, const std::vector<OpId>& chain, Binary op, UnaryOp post)
+      : NodeOp(g, chain, {node(g, chain[0]).inputs[0], node(g, chain[0]).inputs[1]}), op_(op), post_(post) {
+    a_ = toShape(value(g, reads_[0]).shape);
+    b_ = toShape(value(g, reads_[1]).shape);
+    o_ = toShape(value(g, writes_[0]).shape);
+  }
+  Status launch(Context& ctx, std::vector<DevTensor>& v) override {
+    return err(binaryF32(op_, v[static_cast<size_t>(reads_[0])].f32(), a_, v[static_cast<size_t>(reads_[1])].f32(), b_,
+                         v[static_cast<size_t>(writes_[0])].f32(), o_, post_, ctx.stream()),
+               "binary kernel");
+  }
+
+ private:
+  Binary op_;
+  UnaryOp post_;
+  Shape a_, b_, o_;
+};
+
+/// Sum of same-shape inputs (or of one input), then the chain's activation.
+class SumK final : public NodeOp {
+ public:
+  SumK(const Graph& g, const std::vector<OpId>& chain, UnaryOp post)
+      : NodeOp(g, chain, presentInputs(node(g, chain[0]))), post_(post) {}
+  Status launch(Context& ctx, std::vector<DevTensor>& v) override {
+    ptrs_.clear();
+    for (ValueId r : reads_) ptrs_.push_back(v[static_cast<size_t>(r)].f32());
+    DevTensor& y = v[static_cast<size_t>(writes_[0])];
+    if (ptrs_.size() > 8) return makeError("node '", name_, "': Sum of more than 8 inputs");
+    return err(sumF32(ptrs_.data(), static_cast<int>(ptrs_.size()), y.f32(), y.numel(), post_, ctx.stream()),
+               "sum kernel");
+  }
+
+ private:
+  UnaryOp post_;
+  std::vector<const float*> ptrs_;
+};
+
+/// BatchNormalization (inference) as a per-channel scale and shift, then the chain's activation.
+class AffineK final : public NodeOp {
+ public:
+  AffineK(const Graph& g, const std::vector<OpId>& chain, UnaryOp post)
+      : NodeOp(g, chain, {node(g, chain[0]).inputs[0]}), post_(post) {}
+  Status prepare(Context& ctx, const Graph& g, const LeafFn& leaf) {
+    const Node& n = node(g, ops_[0]);
+    std::vector<float> p[4];
+    for (size_t i = 0; i < 4; ++i) {
+      auto f = constFloats(g, n, i + 1, leaf);
+      if (!f) return Error{f.message()};
+      p[i] = std::move(*f);
+    }
+    const Value& x = value(g, reads_[0]);
+    c_ = x.shape.size() > 1 ? x.shape[1] : 1;
+    for (auto& q : p)
+      if (static_cast<int64_t>(q.size()) != c_) return makeError("node '", name_, "': parameters are not per channel");
+    const double eps = n.attrFloat("epsilon", 1e-5);
+    std::vector<float> scale(static_cast<size_t>(c_)), shift(static_cast<size_t>(c_));
+    for (size_t k = 0; k < scale.size(); ++k) {
+      const double s = p[0][k] / std::sqrt(static_cast<double>(p[3][k]) + eps);
+      scale[k] = static_cast<float>(s);
+      shift[k] = static_cast<float>(p[1][k] - p[2][k] * s);
+    }
+    n_ = x.shape.empty() ? 1 : x.shape[0];
+    inner_ = prod(x.shape, 2, x.shape.size());
+    if (auto st = scale_.upload(scale.data(), scale.size() * 4, ctx.stream()); !st) return st;
+    return shift_.upload(shift.data(), shift.size() * 4, ctx.stream());
+  }
+  int64_t ownedBytes() const override { return static_cast<int64_t>(scale_.bytes() + shift_.bytes()); }
+  Status launch(Context& ctx, std::vector<DevTensor>& v) override {
+    return err(channelAffineF32(v[static_cast<size_t>(reads_[0])].f32(), scale_.as<float>(), shift_.as<float>(),
+                                v[static_cast<size_t>(writes_[0])].f32(), n_, c_, inner_, post_, ctx.stream()),
+               "affine kernel");
+  }
+
+ private:
+  UnaryOp post_;
+  DeviceBuffer scale_, shift_;
+  int64_t n_ = 1, c_ = 1, inner_ = 1;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------------
+// Convolutions: cuDNN (NCHW float32; a 1-D convolution runs as 2-D with height 1)
+
+namespace {
+
+/// cuDNN descriptors freed with the object.
+struct CudnnDescs {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  cudnnActivationDescriptor_t act = nullptr;
+  Status create() {
+    Status st = check(cudnnCreateTensorDescriptor(&x), "cudnnCreateTensorDescriptor");
+    if (st) st = check(cudnnCreateTensorDescriptor(&y), "cudnnCreateTensorDescriptor");
+    if (st) st = check(cudnnCreateTensorDescriptor(&bias), "cudnnCreateTensorDescriptor");
+    if (st) st = check(cudnnCreateFilterDescriptor(&w), "cudnnCreateFilterDescriptor");
+    if (st) st = check(cudnnCreateConvolutionDescriptor(&conv), "cudnnCreateConvolutionDescriptor");
+    if (st) st = check(cudnnCreateActivationDescriptor(&act), "cudnnCreateActivationDescriptor");
+    return st;
+  }
+  ~CudnnDescs() {
+    if (x) cudnnDestroyTensorDescriptor(x);
+    if (y) cudnnDestroyTensorDescriptor(y);
+    if (bias) cudnnDestroyTensorDescriptor(bias);
+    if (w) cudnnDestroyFilterDescriptor(w);
+    if (conv) cudnnDestroyConvolutionDescriptor(conv);
+    if (act) cudnnDestroyActivationDescriptor(act);
+  }
+};
+
+/// A Conv / ConvTranspose node's geometry as 2-D: kernel, strides, dilations, begin and end pads.
+struct ConvGeom {
+  int kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, pt = 0, pl = 0, pb = 0, pr = 0;
+  int64_t group = 1;
+  bool oneD = false;
+};
+
+Result<ConvGeom> convGeom(const Node& n, const std::vector<int64_t>& x, const std::vector<int64_t>& w,
+                          const std::vector<int64_t>& y, bool transposed) {
+  ConvGeom c;
+  const size_t sp = x.size() - 2;
+  c.oneD = sp == 1;
+  auto ks = n.attrInts("kernel_shape");
+  if (ks.empty()) ks.assign(w.begin() + 2, w.end());
+  auto st = n.attrInts("strides");
+  auto dl = n.attrInts("dilations");
+  auto pads = n.attrInts("pads");
+  if (st.empty()) st.assign(sp, 1);
+  if (dl.empty()) dl.assign(sp, 1);
+  if (pads.empty()) pads.assign(2 * sp, 0);
+  if (ks.size() != sp || st.size() != sp || dl.size() != sp || pads.size() != 2 * sp)
+    return makeError("node '", n.name, "': kernel_shape/strides/dilations/pads do not match the rank");
+  const std::string autoPad = n.attrString("auto_pad", "NOTSET");
+  if (!transposed && autoPad != "NOTSET") {
+    for (size_t i = 0; i < sp; ++i) {
+      if (autoPad == "VALID") {
+        pads[i] = pads[i + sp] = 0;
+        continue;
+      }
+      const int64_t total = std::max<int64_t>(0, (y[i + 2] - 1) * st[i] + (ks[i] - 1) * dl[i] + 1 - x[i + 2]);
+      const int64_t small = total / 2;
+      pads[i] = autoPad == "SAME_LOWER" ? total - small : small;
+      pads[i + sp] = total - pads[i];
+    }
+  }
+  auto at = [&](const std::vector<int64_t>& v, size_t i) { return static_cast<int>(v[i]); };
+  if (c.oneD) {
+    c.kw = at(ks, 0), c.sw = at(st, 0), c.dw = at(dl, 0), c.pl = at(pads, 0), c.pr = at(pads, 1);
+  } else {
+    c.kh = at(ks, 0), c.kw = at(ks, 1), c.sh = at(st, 0), c.sw = at(st, 1), c.dh = at(dl, 0), c.dw = at(dl, 1);
+    c.pt = at(pads, 0), c.pl = at(pads, 1), c.pb = at(pads, 2), c.pr = at(pads, 3);
+  }
+  c.group = n.attrInt("group", 1);
+  return c;
+}
+
+std::vector<int> dims4(const std::vector<int64_t>& s) {
+  if (s.size() == 3) return {static_cast<int>(s[0]), static_cast<int>(s[1]), 1, static_cast<int>(s[2])};
+  return {static_cast<int>(s[0]), static_cast<int>(s[1]), static_cast<int>(s[2]), static_cast<int>(s[3])};
+}
+
+class ConvK final : public NodeOp {
+ public:
+  ConvK(const Graph& g, const std::vector<OpId>& chain, std::vector<ValueId> reads, bool transposed)
+      : NodeOp(g, chain, std::move(reads)), transposed_(transposed) {}
+
+  /// `residual`: the chain's residual operand (read as reads()[1]) or kNone; `post`: its activation.
+  Status prepare(Context& ctx, const Graph& g, const LeafFn& leaf, ValueId residual, UnaryOp post) {
+    const Node& n = node(g, ops_[0]);
+    residual_ = residual != kNone;
+    post_ = post;
+    xShape_ = value(g, n.inputs[0]).shape;
+    const std::vector<int64_t> yShape = value(g, n.outputs[0]).shape;
+    yShapeFull_ = yShape;
+    auto wt = leaf(n.inputs[1]);
+    if (!wt) return Error{wt.message()};
+    const Tensor& W = **wt;
+    if (W.dtype() != DType::Float32 || W.rank() != static_cast<int64_t>(xShape_.size()))
+      return makeError("node '", name_, "': filter must be float32 of the input's rank");
+    auto geom = convGeom(n, xShape_, W.shape(), yShape, transposed_);
+    if (!geom) return Error{geom.message()};
+    geom_ = *geom;
+    const int64_t outC = yShape[1];
+    // The filter and the bias, folded with the chain's affine steps (per output channel).
+    std::vector<float> w(static_cast<size_t>(W.numElements()));
+    std::memcpy(w.data(), W.data<float>(), w.size() * 4);
+    std::vector<float> b(static_cast<size_t>(outC), 0.f);
+    if (n.inputs.size() > 2 && n.inputs[2] >= 0) {
+      auto bf = constFloats(g, n, 2, leaf);
+      if (!bf) return Error{bf.message()};
+      if (static_cast<int64_t>(bf->size()) != outC) return makeError("node '", name_, "': bias size");
+      b = *bf;
+    }
+    std::vector<double> scale(static_cast<size_t>(outC), 1.0);
+    ValueId cur = n.outputs[0];
+    for (size_t i = 1; i < ops_.size(); ++i) {
+      const Node& s = node(g, ops_[i]);
+      if (isOp(s, {"BatchNormalization"})) {
+        std::vector<float> p[4];
+        for (size_t k = 0; k < 4; ++k) {
+          auto f = constFloats(g, s, k + 1, leaf);
+          if (!f) return Error{f.message()};
+          if (static_cast<int64_t>(f->size()) != outC) return makeError("node '", s.name, "': not per channel");
+          p[k] = std::move(*f);
+        }
+        const double eps = s.attrFloat("epsilon", 1e-5);
+        for (size_t k = 0; k < static_cast<size_t>(outC); ++k) {
+          const double m = p[0][k] / std::sqrt(static_cast<double>(p[3][k]) + eps);
+          scale[k] *= m;
+          b[k] = static_cast<float>((b[k] - p[2][k]) * m + p[1][k]);
+        }
+      } else if (isOp(s, {"Mul", "Add", "Sub", "Div"}) && s.inputs.size() == 2 &&
+                 perChannelWeight(g, s.inputs[0] == cur ? s.inputs[1] : s.inputs[0], value(g, cur))) {
+        const size_t wi = s.inputs[0] == cur ? 1 : 0;
+        auto f = constFloats(g, s, wi, leaf);
+        if (!f) return Error{f.message()};
+        for (size_t k = 0; k < static_cast<size_t>(outC); ++k) {
+          const double v = (*f)[f->size() == 1 ? 0 : k];
+          if (s.opType == "Mul") scale[k] *= v, b[k] = static_cast<float>(b[k] * v);
+          else if (s.opType == "Div") scale[k] /= v, b[k] = static_cast<float>(b[k] / v);
+          else if (s.opType == "Add") b[k] = static_cast<float>(b[k] + v);
+          else b[k] = static_cast<float>(b[k] - v);
+        }
+      } else {
+        break;  // the residual Add and the activation are not folded
+      }
+      cur = s.outputs[0];
+    }
+    // Output channel k's filter: [K, C/g, kh, kw] for Conv (contiguous per k); [C_in, K/g, kh, kw] for
+    // ConvTranspose (channel k = g*(K/g) + j sits at [c][j] for c in group g).
+    const int64_t khw = W.numElements() / (W.dim(0) * W.dim(1));
+    for (int64_t i = 0; i < W.numElements(); ++i) {
+      int64_t k;
+      if (!transposed_) k = i / (W.dim(1) * khw);
+      else {
+        const int64_t c = i / (W.dim(1) * khw), j = (i / khw) % W.dim(1);
+        k = (c / (W.dim(0) / geom_.group)) * W.dim(1) + j;
+      }
+      w[static_cast<size_t>(i)] = static_cast<float>(w[static_cast<size_t>(i)] * scale[static_cast<size_t>(k)]);
+    }
+    if (auto st = w_.upload(w.data(), w.size() * 4, ctx.stream()); !st) return st;
+    if (auto st = b_.upload(b.data(), b.size() * 4, ctx.stream()); !st) return st;
+    std::vector<float> ones(static_cast<size_t>(outC), 1.f);
+    if (auto st = ones_.upload(ones.data(), ones.size() * 4, ctx.stream()); !st) return st;
+
+    // Asymmetric pads: pad the input explicitly first (cuDNN pads symmetrically).
+    std::vector<int64_t> xs = xShape_;
+    if (!transposed_ && (geom_.pt != geom_.pb || geom_.pl != geom_.pr)) {
+      prepad_ = true;
+      padBegin_.assign(xShape_.size(), 0);
+      if (geom_.oneD) padBegin_[2] = geom_.pl;
+      else padBegin_[2] = geom_.pt, padBegin_[3] = geom_.pl;
+      if (!geom_.oneD) xs[2] += geom_.pt + geom_.pb;
+      xs[xs.size() - 1] += geom_.pl + geom_.pr;
+      paddedShape_ = xs;
+      if (auto st = padded_.ensure(static_cast<size_t>(prod(xs, 0, xs.size()) * 4)); !st) return st;
+      geom_.pt = geom_.pb = geom_.pl = geom_.pr = 0;
+    }
+    if (auto st = d_.create(); !st) return makeError("node '", name_, "': ", st.message());
+    const auto xd = dims4(xs), yd = dims4(yShape);
+    const std::vector<int> wd = dims4(W.shape());
+    Status st = check(cudnnSetTensor4dDescriptor(d_.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, xd[0], xd[1], xd[2], xd[3]), "x descriptor");
+    if (st) st = check(cudnnSetTensor4dDescriptor(d_.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, yd[0], yd[1], yd[2], yd[3]), "y descriptor");
+    if (st) st = check(cudnnSetTensor4dDescriptor(d_.bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, yd[1], 1, 1), "bias descriptor");
+    if (st) st = check(cudnnSetFilter4dDescriptor(d_.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, wd[0], wd[1], wd[2], wd[3]), "filter descriptor");
+    if (st) st = check(cudnnSetConvolution2dDescriptor(d_.conv, geom_.pt, geom_.pl, geom_.sh, geom_.sw, geom_.dh, geom_.dw,
+                                                       CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT), "convolution descriptor");
+    if (st) st = check(cudnnSetConvolutionGroupCount(d_.conv, static_cast<int>(geom_.group)), "group count");
+    const cudnnMathType_t math = ctx.allowTf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+    if (st) st = check(cudnnSetConvolutionMathType(d_.conv, math), "math type");
+    if (st) st = check(cudnnSetActivationDescriptor(d_.act, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0), "activation");
+    if (!st) return makeError("node '", name_, "': ", st.message());
+    if (!transposed_) {
+      int on = 0, oc = 0, oh = 0, ow = 0;
+      st = check(cudnnGetConvolution2dForwardOutputDim(d_.conv, d_.x, d_.w, &on, &oc, &oh, &ow), "output dims");
+      if (!st) return makeError("node '", name_, "': ", st.message());
+      if (on != yd[0] || oc != yd[1] || oh != yd[2] || ow != yd[3])
+        return makeError("node '", name_, "': cuDNN's output shape differs from the model's");
+      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+      int got = 0;
+      st = check(cudnnFindConvolutionForwardAlgorithm(ctx.cudnn(), d_.x, d_.w, d_.conv, d_.y,
+                                                      CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf),
+                 "cudnnFindConvolutionForwardAlgorithm");
+      if (!st) return makeError("node '", name_, "': ", st.message());
+      // Fastest first; without TF32 only algorithms that report FMA math (then, failing those, default
+      // math, which on Ampere and later may use TF32 for float32: never taken while another exists).
+      bool found = false;
+      for (int pass = 0; pass < 2 && !found; ++pass)
+        for (int i = 0; i < got && !found; ++i) {
+          if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ctx.workspaceBytes()) continue;
+          if (!ctx.allowTf32() && perf[i].mathType != (pass == 0 ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH)) continue;
+          fwdAlgo_ = perf[i].algo;
+          mathType_ = perf[i].mathType;
+          found = true;
+        }
+      if (!found) fwdAlgo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, mathType_ = math;
+      if (auto s2 = check(cudnnSetConvolutionMathType(d_.conv, mathType_), "math type"); !s2)
+        return makeError("node '", name_, "': ", s2.message());
+    } else {
+      cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+      int got = 0;
+      // Backward data: dy is this node's input, dx its output; the filter is [C_in, C_out/g, kh, kw].
+      st = check(cudnnFindConvolutionBackwardDataAlgorithm(ctx.cudnn(), d_.w, d_.x, d_.conv, d_.y,
+                                                           CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, perf),
+                 "cudnnFindConvolutionBackwardDataAlgorithm");
+      if (!st) return makeError("node '", name_, "': ", st.message());
+      bool found = false;
+      for (int pass = 0; pass < 2 && !found; ++pass)
+        for (int i = 0; i < got && !found; ++i) {
+          if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ctx.workspaceBytes()) continue;
+          if (!ctx.allowTf32() && perf[i].mathType != (pass == 0 ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH)) continue;
+          bwdAlgo_ = perf[i].algo;
+          mathType_ = perf[i].mathType;
+          found = true;
+        }
+      if (!found) bwdAlgo_ = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, mathType_ = math;
+      if (auto s2 = check(cudnnSetConvolutionMathType(d_.conv, mathType_), "math type"); !s2)
+        return makeError("node '", name_, "': ", s2.message());
+    }
+    return {};
+  }
+
+  int64_t ownedBytes() const override {
+    return static_cast<int64_t>(w_.bytes() + b_.bytes() + ones_.bytes() + padded_.bytes());
+  }
+
+  Status launch(Context& ctx, std::vector<DevTensor>& v) override {
+    const float* x = v[static_cast<size_t>(reads_[0])].f32();
+    DevTensor& yT = v[static_cast<size_t>(writes_[0])];
+    float* y = yT.f32();
+    const float* z = residual_ ? v[static_cast<size_t>(reads_[1])].f32() : nullptr;
+    if (prepad_) {
+      if (auto st = err(padF32(x, toShape(xShape_), padBegin_.data(), padded_.as<float>(), toShape(paddedShape_), 0,
+                               0.f, ctx.stream()),
+                        "pad kernel");
+          !st)
+        return st;
+      x = padded_.as<float>();
+    }
+    const float one = 1.f, zero = 0.f;
+    if (transposed_) {
+      Status st = check(cudnnConvolutionBackwardData(ctx.cudnn(), &one, d_.w, w_.get(), d_.x, x, d_.conv, bwdAlgo_,
+                                                     ctx.workspace(), ctx.workspaceBytes(), &zero, d_.y, y),
+                        "cudnnConvolutionBackwardData");
+      if (!st) return makeError("node '", name_, "': ", st.message());
+      return epilogue(ctx, y, z, yT);
+    }
+    if (post_.op == Unary::Relu) {
+      // One cuDNN call: relu(conv(x) + bias + z).
+      const float alpha2 = z ? 1.f : 0.f;
+      Status st = check(cudnnConvolutionBiasActivationForward(ctx.cudnn(), &one, d_.x, x, d_.w, w_.get(), d_.conv,
+                                                              fwdAlgo_, ctx.workspace(), ctx.workspaceBytes(), &alpha2,
+                                                              d_.y, z ? z : y, d_.bias, b_.get(), d_.act, d_.y, y),
+                        "cudnnConvolutionBiasActivationForward");
+      if (!st) return makeError("node '", name_, "': ", st.message());
+      return {};
+    }
+    Status st = check(cudnnConvolutionForward(ctx.cudnn(), &one, d_.x, x, d_.w, w_.get(), d_.conv, fwdAlgo_,
+                                              ctx.workspace(), ctx.workspaceBytes(), &zero, d_.y, y),
+                      "cudnnConvolutionForward");
+    if (!st) return makeError("node '", name_, "': ", st.message());
+    return epilogue(ctx, y, z, yT);
+  }
+
+ private:
+  /// y = post(y + bias[c] (+ z)).
+  Status epilogue(Context& ctx, float* y, const float* z, const DevTensor& yT) {
+    const int64_t c = yShapeFull_[1], n = yShapeFull_[0], inner = prod(yShapeFull_, 2, yShapeFull_.size());
+    if (auto st = err(channelAffineF32(y, ones_.as<float>(), b_.as<float>(), y, n, c, inner, z ? UnaryOp{} : post_,
+                                       ctx.stream()),
+                      "bias kernel");
+        !st)
+      return st;
+    if (!z) return {};
+    const Shape s = toShape(yT.shape);
+    return err(binaryF32(Binary::Add, y, s, z, s, y, s, post_, ctx.stream()), "residual kernel");
+  }
+
+  bool transposed_;
+  bool residual_ = false;
+  UnaryOp post_;
+  ConvGeom geom_;
+  std::vector<int64_t> xShape_, yShapeFull_, paddedShape_, padBegin_;
+  bool prepad_ = false;
+  DeviceBuffer w_, b_, ones_, padded_;
+  CudnnDescs d_;
+  cudnnConvolutionFwdAlgo_t fwdAlgo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  cudnnConvolutionBwdDataAlgo_t bwdAlgo_ = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+  cudnnMathType_t mathType_ = CUDNN_FMA_MATH;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------------
+// Gemm and MatMul: cuBLASLt (row-major operands mapped to its column-major view: C^T = B^T A^T)
+
+namespace {
+
+class GemmK final : public NodeOp {
+ public:
+  GemmK(const Graph& g, const std::vector<OpId>& chain, std::vector<ValueId> reads) : NodeOp(g, chain, std::move(reads)) {}
+  ~GemmK() override {
+    if (desc_) cublasLtMatmulDescDestroy(desc_);
+    for (auto* l : {la_, lb_, lc_})
+      if (l) cublasLtMatrixLayoutDestroy(l);
+  }
+
+  Status prepare(Context& ctx, const Graph& g, const LeafFn& leaf, UnaryOp post) {
+    const Node& n = node(g, ops_[0]);
+    post_ = post;
+    const auto& a = value(g, n.inputs[0]).shape;
+    const auto& b = value(g, n.inputs[1]).shape;
+    const auto& y = value(g, n.outputs[0]).shape;
+    int64_t m = 0, k = 0, nn = 0, batch = 1, strideA = 0, strideB = 0, strideC = 0;
+    bool transA = false, transB = false;
+    cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
+    if (n.opType == "Gemm") {
+      if (a.size() != 2 || b.size() != 2) return makeError("node '", name_, "': Gemm operands must be 2-D");
+      transA = n.attrInt("transA", 0) != 0;
+      transB = n.attrInt("transB", 0) != 0;
+      m = transA ? a[1] : a[0];
+      k = transA ? a[0] : a[1];
+      nn = transB ? b[0] : b[1];
+      if ((transB ? b[1] : b[0]) != k) return makeError("node '", name_, "': Gemm inner dimensions differ");
+      alpha_ = static_cast<float>(n.attrFloat("alpha", 1.0));
+      const float beta = static_cast<float>(n.attrFloat("beta", 1.0));
+      if (n.inputs.size() > 2 && n.inputs[2] >= 0) {
+        const Value& c = value(g, n.inputs[2]);
+        if (c.isWeight) {
+          auto cf = constFloats(g, n, 2, leaf);
+          if (!cf) return Error{cf.message()};
+          const bool perColumn = (c.shape.size() == 1 && c.shape[0] == nn) ||
+                                 (c.shape.size() == 2 && c.shape[0] == 1 && c.shape[1] == nn);
+          if (perColumn) {
+            for (float& f : *cf) f *= beta;
+            if (auto st = bias_.upload(cf->data(), cf->size() * 4, ctx.stream()); !st) return st;
+            epi = CUBLASLT_EPILOGUE_BIAS;
+          } else {
+            // Any other broadcastable C: expanded to [M, N] once, times beta.
+            std::vector<float> full(static_cast<size_t>(m * nn));
+            const int64_t cr = c.shape.size() == 2 ? c.shape[0] : 1;
+            const int64_t cc = c.shape.empty() ? 1 : c.shape.back();
+            for (int64_t i = 0; i < m; ++i)
+              for (int64_t j = 0; j < nn; ++j)
+                full[static_cast<size_t>(i * nn + j)] =
+                    beta * (*cf)[static_cast<size_t>((cr == 1 ? 0 : i) * cc + (cc == 1 ? 0 : j))];
+            if (auto st = cfull_.upload(full.data(), full.size() * 4, ctx.stream()); !st) return st;
+            betaC_ = 1.f;
+          }
+        } else {
+          if (c.shape != y) return makeError("node '", name_, "': Gemm's activation C must have the output's shape");
+          cRead_ = true;
+          betaC_ = beta;
+        }
+      }
+    } else {  // MatMul
+      std::vector<int64_t> as = a, bs = b;
+      if (as.size() == 1) as.insert(as.begin(), 1);
+      if (bs.size() == 1) bs.push_back(1);
+      m = as[as.size() - 2];
+      k = as.back();
+      nn = bs.back();
+      if (bs[bs.size() - 2] != k) return makeError("node '", name_, "': MatMul inner dimensions differ");
+      const int64_t ba = prod(as, 0, as.size() - 2), bb = prod(bs, 0, bs.size() - 2);
+      if (bb == 1) {
+        m *= ba;  // B is one matrix: A's batch folds into its rows
+      } else if (ba == 1) {
+        batch = bb, strideA = 0, strideB = k * nn, strideC = m * nn;
+      } else if (ba == bb) {
+        batch = ba, strideA = m * k, strideB = k * nn, strideC = m * nn;
+      } else {
+        return makeError("node '", name_, "': MatMul batch broadcasting");
+      }
+    }
+    if (post_.op == Unary::Relu) {
+      epi = epi == CUBLASLT_EPILOGUE_BIAS ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+      post_ = UnaryOp{};
+    }
+    outNumel_ = prod(y, 0, y.size());
+    const cublasComputeType_t compute = ctx.allowTf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    Status st = check(cublasLtMatmulDescCreate(&desc_, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
+    const cublasOperation_t opA = transB ? CUBLAS_OP_T : CUBLAS_OP_N, opB = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+    if (st) st = check(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof opA), "transa");
+    if (st) st = check(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof opB), "transb");
+    if (st) st = check(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi), "epilogue");
+    if (st && bias_.get()) {
+      const void* p = bias_.get();
+      st = check(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p, sizeof p), "bias");
+    }
+    // Lt's A is our B: [N, K] column-major (ld N) untransposed, or stored [K, N] (ld K) transposed.
+    auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
+    if (st) st = check(cublasLtMatrixLayoutCreate(&la_, CUDA_R_32F, transB ? u(k) : u(nn), transB ? u(nn) : u(k),
+                                                  transB ? k : nn), "layout A");
+    if (st) st = check(cublasLtMatrixLayoutCreate(&lb_, CUDA_R_32F, transA ? u(m) : u(k), transA ? u(k) : u(m),
+                                                  transA ? m : k), "layout B");
+    if (st) st = check(cublasLtMatrixLayoutCreate(&lc_, CUDA_R_32F, u(nn), u(m), nn), "layout C");
+    if (st && batch > 1) {
+      const int32_t bc = static_cast<int32_t>(batch);
+      for (auto [l, stride] : {std::pair{la_, strideB}, std::pair{lb_, strideA}, std::pair{lc_, strideC}}) {
+        if (st) st = check(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof bc), "batch");
+        if (st) st = check(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                                                            sizeof stride), "batch stride");
+      }
+    }
+    cublasLtMatmulPreference_t pref = nullptr;
+    if (st) st = check(cublasLtMatmulPreferenceCreate(&pref), "preference");
+    const uint64_t ws = ctx.workspaceBytes();
+    if (st) st = check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
+                       "workspace preference");
+    cublasLtMatmulHeuristicResult_t res{};
+    int count = 0;
+    if (st) st = check(cublasLtMatmulAlgoGetHeuristic(ctx.cublasLt(), desc_, la_, lb_, lc_, lc_, pref, 1, &res, &count),
+                       "cublasLtMatmulAlgoGetHeuristic");
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    if (st && count == 0) st = makeError("cuBLASLt has no algorithm for this product");
+    if (!st) return makeError("node '", name_, "': ", st.message());
+    algo_ = res.algo;
+    return {};
+  }
+
+  int64_t ownedBytes() const override { return static_cast<int64_t>(bias_.bytes() + cfull_.bytes()); }
+
+  Status launch(Context& ctx, std::vector<DevTensor>& v) override {
+    const void* a = v[static_cast<size_t>(reads_[0])].ptr;
+    const void* b = v[static_cast<size_t>(reads_[1])].ptr;
+    DevTensor& y = v[static_cast<size_t>(writes_[0])];
+    const void* c = cRead_ ? v[static_cast<size_t>(reads_[2])].ptr : cfull_.get();
+    const float beta = c ? betaC_ : 0.f;
+    Status st = check(cublasLtMatmul(ctx.cublasLt(), desc_, &alpha_, b, la_, a, lb_, &beta, c ? c : y.ptr, lc_, y.ptr,
+                                     lc_, &algo_, ctx.workspace(), ctx.workspaceBytes(), ctx.stream()),
+                      "cublasLtMatmul");
+    if (!st) return makeError("node '", name_, "': ", st.message());
+    if (post_.op != Unary::Identity) return err(unaryF32(post_, y.f32(), y.f32(), outNumel_, ctx.stream()), "activation");
+    return {};
+  }
+
+ private:
+  UnaryOp post_;
+  float alpha_ = 1.f, betaC_ = 0.f;
+  bool cRead_ = false;
+  int64_t outNumel_ = 0;
+  DeviceBuffer bias_, cfull_;
+  cublasLtMatmulDesc_t desc_ = nullptr;
+  cublasLtMatrixLayout_t la_ = nullptr, lb_ = nullptr, lc_ = nullptr;
+  cublasLtMatmulAlgo_t algo_{};
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------------
+// Pooling, normalisation, data movement
+
+namespace {
+
+class PoolK final : public NodeOp {
+ public:
+  PoolK(const Graph& g, OpId op) : NodeOp(g, {op}, {node(g, op).inputs[0]}) {}
+  Status prepare(const Graph& g) {
+    const Node& n = node(g, ops_[0]);
+    max_ = n.opType == "MaxPool";
+    const auto& x = value(g, n.inputs[0]).shape;
+    const auto& y = value(g, n.outputs[0]).shape;
+    const size_t sp = x.size() - 2;
+    auto ks = n.attrInts("kernel_shape");
+    auto st = n.attrInts("strides");
+    auto dl = n.attrInts("dilations");
+    auto pads = n.attrInts("pads");
+    if (st.empty()) st.assign(sp, 1);
+    if (dl.empty()) dl.assign(sp, 1);
+    if (pads.empty()) pads.assign(2 * sp, 0);
+    if (ks.size() != sp || st.size() != sp || dl.size() != sp || pads.size() != 2 * sp)
+      return makeError("node '", name_, "': kernel_shape/strides/dilations/pads do not match the rank");
+    const std::string autoPad = n.attrString("auto_pad", "NOTSET");
+    for (size_t i = 0; i < sp && autoPad != "NOTSET"; ++i) {
+      if (autoPad == "VALID") {
+        pads[i] = pads[i + sp] = 0;
+        continue;
+      }
+      const int64_t total = std::max<int64_t>(0, (y[i + 2] - 1) * st[i] + (ks[i] - 1) * dl[i] + 1 - x[i + 2]);
+      pads[i] = autoPad == "SAME_LOWER" ? total - total / 2 : total / 2;
+      pads[i + sp] = total - pads[i];
+    }
+    p_.n = x[0], p_.c = x[1];
+    const size_t h = sp == 2 ? 0 : SIZE_MAX, w = sp - 1;
+    p_.w = x[w + 2], p_.ow = y[w + 2], p_.kw = static_cast<int>(ks[w]), p_.sw = static_cast<int>(st[w]);
+    p_.dw = static_cast<int>(dl[w]), p_.padLeft = static_cast<int>(pads[w]), p_.padRight = static_cast<int>(pads[w + sp]);
+    if (h != SIZE_MAX) {
+      p_.h = x[2], p_.oh = y[2], p_.kh = static_cast<int>(ks[0]), p_.sh = static_cast<int>(st[0]);
+      p_.dh = static_cast<int>(dl[0]), p_.padTop = static_cast<int>(pads[0]), p_.padBottom = static_cast<int>(pads[sp]);
+    }
+    p_.countIncludePad = n.attrInt("count_include_pad", 0) != 0;
+    return {};
+  }
+  Status launch(Context& ctx, std::vector<DevTensor>& v) override {
+    const float* x = v[static_cast<size_t>(reads_[0])].f32();
+    float* y = v[static_cast<size_t>(writes_[0])].f32();
+    return err(max_ ? maxPool2dF32(x, y, p_, ctx.stream()) : avgPool2dF32(x, y, p_, ctx.stream()), "pool kernel");
+  }
+
+ private:
+  bool max_ = true;
+  Pool2d p_;
+};
+
+/// GlobalAveragePool / GlobalMaxPool, ReduceMean / ReduceSum / ReduceMax over contiguous axes.
+class ReduceK final : public NodeOp {
+ public:
+  ReduceK(const Graph& g, OpId op) : NodeOp(g, {op}, {node(g, op).inputs[0]}) {}
+  Status prepare(const Graph& g, const LeafFn& leaf) {
+    const Node& n = node(g, ops_[0]);
+    const auto& x = value(g, n.inputs[0]).shape;
+    const int64_t r = static_cast<int64_t>(x.size());
+    std::vector<int64_t> axes;
+    if (n.opType == "GlobalAveragePool" || n.opType == "GlobalMaxPool") {
+      for (int64_t i = 2; i < r; ++i) axes.push_back(i);
+      kind_ = n.opType == "GlobalMaxPool" ? 2 : 1;
+    } else {
+      kind_ = n.opType == "ReduceSum" ? 0 : n.opType == "ReduceMean" ? 1 : 2;
+      if (n.hasAttr("axes")) axes = n.attrInts("axes");
+      else if (n.inputs.size() > 1 && n.inputs[1] >= 0) {
+        auto a = constInts(g, n, 1, leaf);
+        if (!a) return Error{a.message()};
+        axes = *a;
+      }
+      if (axes.empty()) {
+        if (n.attrInt("noop_with_empty_axes", 0) != 0) return makeError("node '", name_, "': noop_with_empty_axes");
+        for (int64_t i = 0; i < r; ++i) axes.push_back(i);
+      }
+      for (auto& a : axes) a = a < 0 ? a + r : a;
+      std::sort(axes.begin(), axes.end());
+    }
+    for (size_t i = 1; i < axes.size(); ++i)
+      if (axes[i] != axes[i - 1] + 1) return makeError("node '", name_, "': reduced axes are not contiguous");
+    if (axes.empty() || axes.front() < 0 || axes.back() >= r) return makeError("node '", name_, "': bad axes");
+    outer_ = prod(x, 0, static_cast<size_t>(axes.front()));
+    len_ = prod(x, static_cast<size_t>(axes.front()), static_cast<size_t>(axes.back() + 1));
+    inner_ = prod(x, static_cast<size_t>(axes.back() + 1), x.size());
+    return {};
+  }
+  Status launch(Context& ctx, std::vector<DevTensor>& v) override {
+    return err(reduceF32(v[static_cast<size_t>(reads_[0])].f32(), v[static_cast<size_t>(writes_[0])].f32(), outer_, len_,
+                         inner_, kind_, ctx.stream()),
+               "reduce kernel");
+  }
+
+ private:
+  int kind_ = 1;
+  int64_t outer_ = 1, len_ = 1, inner_ = 1;
+};
+
+class LrnK final : public NodeOp {
+ public:
+  LrnK(const Graph& g, OpId op) : NodeOp(g, {op}, {node(g, op).inputs[0]}) {
+    const Node& n = node(g, op);
+    const auto& x = value(g, n.inputs[0]).shape;
+    n_ = x[0], c_ = x.size() > 1 ? x[1] : 1, inner_ = prod(x, 2, x.size());
+    size_ = static_cast<int>(n.attrInt("size", 1));
+    alpha_ = static_cast<float>(n.attrFloat("alpha", 1e-4));
+    beta_ = static_cast<float>(n.attrFloat("beta", 0.75));
+    bias_ = static_cast<float>(n.attrFloat("bias", 1.0));
+  }
+  Status launch(Context& ctx, std::vector<DevTensor>& v) override {
+    return err(lrnF32(v[static_cast<size_t>(reads_[0])].f32(), v[static_cast<size_t>(writes_[0])].f32(), n_, c_, inner_,
+                      size_, alpha_, beta_, bias_, ctx.stream()),
+               "LRN kernel");
+  }
+
+ private:
+  int64_t n_ = 1, c_ = 1, inner_ = 1;
+  int size_ = 1;
+  float alpha_ = 0, beta_ = 0, bias_ = 0;
+};
+
+class SoftmaxK final : public NodeOp {
+ public:
+  SoftmaxK(const Graph& g, OpId op, int64_t opset) : NodeOp(g, {op}, {node(g, op).inputs[0]}) {
+    const Node& n = node(g, op);
+    const auto& x = value(g, n.inputs[0]).shape;
+    const int64_t r = static_cast<int64_t>(x.size());
+    int64_t axis = n.attrInt("axis", opset >= 13 ? -1 : 1);
+    if (axis < 0) axis += r;
+    axis = std::clamp<int64_t>(axis, 0, std::max<int64_t>(r - 1, 0));
+    log_ = n.opType == "LogSoftmax";
+    outer_ = prod(x, 0, static_cast<size_t>(axis));
+    if (opset >= 13) {
+      len_ = x.empty() ? 1 : x[static_cast<size_t>(axis)];
+      inner_ = prod(x, static_cast<size_t>(axis) + 1, x.size());
+    } else {  // before opset 13: the input is flattened to 2-D at `axis`
+      len_ = prod(x, static_cast<size_t>(axis), x.size());
+      inner_ = 1;
+    }
+  }
+  Status launch(Context& ctx, std::vector<DevTensor>& v) override {
+    return err(softmaxF32(v[static_cast<size_t>(reads_[0])].f32(), v[static_cast<size_t>(writes_[0])].f32(), outer_, len_,
+                          inner_, log_, ctx.stream()),
+               "softmax kernel");
+  }
+
+ private:
+  bool log_ = false;
+  int64_t outer_ = 1, len_ = 1, inner_ = 1;
+};
+
+class ConcatK final : public NodeOp {
+ public:
+  ConcatK(const Graph& g, OpId op) : NodeOp(g, {op}, presentInputs(node(g, op))) {
+    const Node& n = node(g, op);
+    const auto& y = value(g, n.outputs[0]).shape;
+    const int64_t r = static_cast<int64_t>(y.size());
+    int64_t axis = n.attrInt("axis", 0);
+    if (axis < 0) axis += r;
+    outer_ = prod(y, 0, static_cast<size_t>(axis));
+    const int64_t trailing = prod(y, static_cast<size_t>(axis) + 1, y.size());
+    stride_ = y[static_cast<size_t>(axis)] * trailing;
+    esize_ = static_cast<int>(tensorElementSize(value(g, n.outputs[0]).dtype));
+    for (ValueId in : reads_) inner_.push_back(value(g, in).shape[static_cast<size_t>(axis)] * trailing);
+  }
+  Status launch(Context& ctx, std::vector<DevTensor>& v) override {
+    void* y = v[static_cast<size_t>(writes_[0])].ptr;
+    int64_t offset = 0;
+    for (size_t i = 0; i < reads_.size(); ++i) {
+      if (inner_[i] > 0)
+        if (auto st = err(concatCopy(v[static_cast<size_t>(reads_[i])].ptr, y, outer_, inner_[i], stride_, offset, esize_,
+                                     ctx.stream()),
+                          "concat copy");
+            !st)
+          return st;
+      offset += inner_[i];
+    }
+    return {};
+  }
+
+ private:
+  int64_t outer_ = 1, stride_ = 1;
+  int esize_ = 4;
+  std::vector<int64_t> inner_;
+};
+
+/// Row-major strides of a shape, in elements.
+std::vector<int64_t> stridesOf(const std::vector<int64_t>& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
+  return st;
+}
+
+/// Slice (any steps) and each output of Split: a strided gather of the input (sliceCopy).
+class SliceK final : public NodeOp {
+ public:
+  SliceK(const Graph& g, OpId op) : NodeOp(g, {op}, {node(g, op).inputs[0]}) {}
+  Status prepare(const Graph& g, const LeafFn& leaf) {
+    const Node& n = node(g, ops_[0]);
+    const auto& x = value(g, n.inputs[0]).shape;
+    const int64_t r = static_cast<int64_t>(x.size());
+    esize_ = static_cast<int>(tensorElementSize(value(g, n.inputs[0]).dtype));
+    inStrides_ = stridesOf(x);
+    if (n.opType == "Split") {
+      int64_t axis = n.attrInt("axis", 0);
+      if (axis < 0) axis += r;
+      int64_t start = 0;
+      for (ValueId o : n.outputs) {
+        if (o < 0) continue;
+        const auto& ys = value(g, o).shape;
+        std::vector<int64_t> starts(static_cast<size_t>(r), 0), steps(static_cast<size_t>(r), 1);
+        starts[static_cast<size_t>(axis)] = start;
+        start += ys[static_cast<size_t>(axis)];
+        parts_.push_back({starts, steps, ys});
+      }
+      // Outputs omitted in the model still take their share of the axis: recompute from all outputs.
+      if (parts_.size() != n.outputs.size()) return makeError("node '", name_, "': Split with omitted outputs");
+      return {};
+    }
+    std::vector<int64_t> starts, ends, axes, steps;
+    if (n.inputs.size() > 1) {
+      auto s = constInts(g, n, 1, leaf);
+      auto e = constInts(g, n, 2, leaf);
+      auto a = constInts(g, n, 3, leaf);
+      auto p = constInts(g, n, 4, leaf);
+      for (auto* q : {&s, &e, &a, &p})
+        if (!*q) return Error{q->message()};
+      starts = *s, ends = *e, axes = *a, steps = *p;
+    } else {
+      starts = n.attrInts("starts"), ends = n.attrInts("ends"), axes = n.attrInts("axes");
+    }
+    if (axes.empty())
+      for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+    if (steps.empty()) steps.assign(starts.size(), 1);
+    if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+      return makeError("node '", name_, "': starts/ends/axes/steps differ in length");
+    std::vector<int64_t> st(static_cast<size_t>(r), 0), sp(static_cast<size_t>(r), 1);
+    for (size_t i = 0; i < starts.size(); ++i) {
+      int64_t a = axes[i] < 0 ? axes[i] + r : axes[i];
+      if (a < 0 || a >= r || steps[i] == 0) return makeError("node '", name_, "': bad axis or step");
+      const int64_t dim = x[static_cast<size_t>(a)];
+      int64_t s = starts[i] < 0 ? starts[i] + dim : starts[i];
+      // ONNX clamps starts to [0, dim] for positive steps and [0, dim-1] for negative ones.
+      s = steps[i] > 0 ? std::clamp<int64_t>(s, 0, dim) : std::clamp<int64_t>(s, 0, dim - 1);
+      st[static_cast<size_t>(a)] = s;
+      sp[static_cast<size_t>(a)] = steps[i];
+    }
+    parts_.push_back({st, sp, value(g, n.outputs[0]).shape});
+    return {};
+  }
+  Status launch(Context& ctx, std::vector<DevTensor>& v) override {
+    const void* x = v[static_cast<size_t>(reads_[0])].ptr;
+    for (size_t i = 0; i < parts_.size(); ++i) {
+      const Part& p = parts_[i];
+      if (auto st = err(sliceCopy(x, p.starts.data(), p.steps.data(), inStrides_.data(), v[static_cast<size_t>(writes_[i])].ptr,
+                                  toShape(p.shape), esize_, ctx.stream()),
+                        "slice copy");
+          !st)
+        return st;
+    }
+    return {};
+  }
+
+ private:
+  struct Part {
+    std::vector<int64_t> starts, steps, shape;
+  };
+  std::vector<Part> parts_;
+  std::vector<int64_t> inStrides_;
+  int esize_ = 4;
+};
+
+class TransposeK final : public NodeOp {
+ public:
+  TransposeK(const Graph& g, OpId op) : NodeOp(g, {op}, {node(g, op).inputs[0]}) {
+    const Node& n = node(g, op);
+    const auto& x = value(g, n.inputs[0]).shape;
+    in_ = toShape(x);
+    auto perm = n.attrInts("perm");
+    if (perm.empty())
+      for (size_t i = x.size(); i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+    for (int64_t p : perm) perm_.push_back(static_cast<int>(p));
+    esize_ = static_cast<int>(tensorElementSize(value(g, n.inputs[0]).dtype));
+  }
+  Status launch(Context& ctx, std::vector<DevTensor>& v) override {
+    return err(transpose(v[static_cast<size_t>(reads_[0])].ptr, in_, perm_.data(), v[static_cast<size_t>(writes_[0])].ptr,
+                         esize_, ctx.stream()),
+               "transpose kernel");
+  }
+
+ private:
+  Shape in_;
+  std::vector<int> perm_;
+  int esize_ = 4;
+};
+
+class ResizeK final : public NodeOp {
+ public:
+  ResizeK(const Graph& g, OpId op) : NodeOp(g, {op}, {node(g, op).inputs[0]}) {}
+  Status prepare(const Graph& g, const LeafFn& leaf) {
+    const Node& n = node(g, ops_[0]);
+    x_ = value(g, n.inputs[0]).shape;
+    y_ = value(g, n.outputs[0]).shape;
+    const std::string mode = n.attrString("mode", "nearest");
+    mode_ = mode == "nearest" ? 0 : 1;
+    // Scales: Upsample's input 1 (or attribute), Resize's input 2 (opset 11+) or 1 (opset 10); else from
+    // the sizes (output / input).
+    std::vector<float> scales;
+    const bool upsample = n.opType == "Upsample";
+    const size_t si = upsample || g.opsetVersion < 11 ? 1 : 2;
+    if (si < n.inputs.size() && n.inputs[si] >= 0 && value(g, n.inputs[si]).numElements() > 0) {
+      auto f = constFloats(g, n, si, leaf);
+      if (!f) return Error{f.message()};
+      scales = *f;
+    } else if (n.hasAttr("scales")) {
+      auto it = n.attrs.find("scales");
+      if (auto* d = std::get_if<std::vector<double>>(&it->second.value))
+        for (double s : *d) scales.push_back(static_cast<float>(s));
+    }
+    scaleH_ = scales.size() == 4 ? scales[2] : static_cast<float>(y_[2]) / static_cast<float>(x_[2]);
+    scaleW_ = scales.size() == 4 ? scales[3] : static_cast<float>(y_[3]) / static_cast<float>(x_[3]);
+    const std::string ct = upsample || g.opsetVersion < 11 ? std::string("asymmetric")
+                                                           : n.attrString("coordinate_transformation_mode", "half_pixel");
+    static const std::map<std::string, int> coords = {{"half_pixel", 0}, {"asymmetric", 1}, {"align_corners", 2},
+                                                      {"pytorch_half_pixel", 3}, {"tf_half_pixel_for_nearest", 4},
+                                                      {"half_pixel_symmetric", 0}};
+    auto c = coords.find(ct);
+    if (c == coords.end()) return makeError("node '", name_, "': coordinate_transformation_mode ", ct);
+    coord_ = c->second;
+    if (ct == "half_pixel_symmetric" && (x_[2] * scaleH_ != static_cast<float>(y_[2]) || x_[3] * scaleW_ != static_cast<float>(y_[3])))
+      return makeError("node '", name_, "': half_pixel_symmetric with non-integral sizes");
+    const std::string nm = upsample || g.opsetVersion < 11 ? std::string("floor") : n.attrString("nearest_mode", "round_prefer_floor");
+    static const std::map<std::string, int> nearest = {{"round_prefer_floor", 0}, {"round_prefer_ceil", 1}, {"floor", 2}, {"ceil", 3}};
+    auto m = nearest.find(nm);
+    if (m == nearest.end()) return makeError("node '", name_, "': nearest_mode ", nm);
+    nearest_ = m->second;
+    return {};
+  }
+  Status launch(Context& ctx, std::vector<DevTensor>& v) override {
+    return err(resize2dF32(v[static_cast<size_t>(reads_[0])].f32(), x_[0], x_[1], x_[2], x_[3],
+                           v[static_cast<size_t>(writes_[0])].f32(), y_[2], y_[3], scaleH_, scaleW_, mode_, coord_,
+                           nearest_, ctx.stream()),
+               "resize kernel");
+  }
+
+ private:
+  std::vector<int64_t> x_, y_;
+  float scaleH_ = 1, scaleW_ = 1;
+  int mode_ = 0, coord_ = 0, nearest_ = 0;
+};
+
+class PadK final : public NodeOp {
+ public:
+  PadK(const Graph& g, OpId op) : NodeOp(g, {op}, {node(g, op).inputs[0]}) {}
+  Status prepare(const Graph& g, const LeafFn& leaf) {
+    const Node& n = node(g, ops_[0]);
+    x_ = value(g, n.inputs[0]).shape;
+    y_ = value(g, n.outputs[0]).shape;
+    std::vector<int64_t> pads;
+    if (n.inputs.size() > 1 && n.inputs[1] >= 0) {
+      auto p = constInts(g, n, 1, leaf);
+      if (!p) return Error{p.message()};
+      pads = *p;
+      if (n.inputs.size() > 2 && n.inputs[2] >= 0) {
+        auto f = constFloats(g, n, 2, leaf);
+        if (!f) return Error{f.message()};
+        if (!f->empty()) value_ = (*f)[0];
+      }
+    } else {
+      pads = n.attrInts("pads");
+      value_ = static_cast<float>(n.attrFloat("value", 0.0));
+    }
+    if (pads.size() != 2 * x_.size()) return makeError("node '", name_, "': pads do not match the rank");
+    begin_.assign(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(x_.size()));
+    const std::string mode = n.attrString("mode", "constant");
+    mode_ = mode == "constant" ? 0 : mode == "reflect" ? 1 : 2;
+    return {};
+  }
+  Status launch(Context& ctx, std::vector<DevTensor>& v) override {
+    return err(padF32(v[static_cast<size_t>(reads_[0])].f32(), toShape(x_), begin_.data(), v[static_cast<size_t>(writes_[0])].f32(),
+                      toShape(y_), mode_, value_, ctx.stream()),
+               "pad kernel");
+  }
+
+ private:
+  std::vector<int64_t> x_, y_, begin_;
+  int mode_ = 0;
+  float value_ = 0.f;
+};
+
+class GatherK final : public NodeOp {
+ public:
+  GatherK(const Graph& g, OpId op) : NodeOp(g, {op}, {node(g, op).inputs[0], node(g, op).inputs[1]}) {
+    const Node& n = node(g, op);
+    const auto& x = value(g, n.inputs[0]).shape;
+    const int64_t r = static_cast<int64_t>(x.size());
+    int64_t axis = n.attrInt("axis", 0);
+    if (axis < 0) axis += r;
+    outer_ = prod(x, 0, static_cast<size_t>(axis));
+    len_ = x[static_cast<size_t>(axis)];
+    inner_ = prod(x, static_cast<size_t>(axis) + 1, x.size());
+    nIdx_ = std::max<int64_t>(value(g, n.inputs[1]).numElements(), 0);
+    esize_ = static_cast<int>(tensorElementSize(value(g, n.inputs[0]).dtype));
+  }
+  Status launch(Context& ctx, std::vector<DevTensor>& v) override {
+    return err(gather(v[static_cast<size_t>(reads_[0])].ptr, outer_, len_, inner_,
+                      static_cast<const int64_t*>(v[static_cast<size_t>(reads_[1])].ptr), nIdx_,
+                      v[static_cast<size_t>(writes_[0])].ptr, esize_, ctx.stream()),
+               "gather kernel");
+  }
+
+ private:
+  int64_t outer_ = 1, len_ = 1, inner_ = 1, nIdx_ = 0;
+  int esize_ = 4;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------------
+
+Result<std::unique_ptr<GpuOp>> makeGpuOp(Context& ctx, const Graph& g, const std::vector<OpId>& chain,
+                                         const LeafFn& leaf) {
+  if (chain.empty()) return makeError("cuda backend: empty chain");
+  const Node& n = node(g, chain[0]);
+  if (std::string why = gpuCheck(g, chain[0]); !why.empty()) return makeError("cuda backend: node '", n.name, "': ", why);
+  if (!gpuChainOk(g, chain)) return makeError("cuda backend: node '", n.name, "': not a chain the backend fuses");
+  // The chain's activation, if its last operator is one (and it is not the anchor itself).
+  UnaryOp post;
+  size_t body = chain.size();
+  if (chain.size() > 1 && activationOf(g, node(g, chain.back()), &post)) {
+    if (auto st = clipBounds(g, node(g, chain.back()), leaf, post); !st) return Error{st.message()};
+    --body;
+  }
+  const std::string& t = n.opType;
+  try {
+    if (inList(t, kViews)) return std::unique_ptr<GpuOp>(std::make_unique<ViewOp>(g, chain[0]));
+    if (UnaryOp u; activationOf(g, n, &u)) {
+      if (auto st = clipBounds(g, n, leaf, u); !st) return Error{st.message()};
+      return std::unique_ptr<GpuOp>(std::make_unique<UnaryK>(g, chain[0], u));
+    }
+    if (inList(t, kUnary)) return std::unique_ptr<GpuOp>(std::make_unique<UnaryK>(g, chain[0], UnaryOp{unaryOfType(t), 0, 0}));
+    if (inList(t, kBinary)) {
+      static const std::map<std::string, Binary> ops = {{"Add", Binary::Add}, {"Sub", Binary::Sub}, {"Mul", Binary::Mul},
+                                                        {"Div", Binary::Div}, {"Pow", Binary::Pow}, {"Max", Binary::Max},
+                                                        {"Min", Binary::Min}};
+      return std::unique_ptr<GpuOp>(std::make_unique<BinaryK>(g, chain, ops.at(t), post));
+    }
+    if (t == "Sum") {
+      bool same = true;
+      for (ValueId v : n.inputs) same = same && v >= 0 && value(g, v).shape == value(g, n.outputs[0]).shape;
+      if (same) return std::unique_ptr<GpuOp>(std::make_unique<SumK>(g, chain, post));
+      if (n.inputs.size() == 2) return std::unique_ptr<GpuOp>(std::make_unique<BinaryK>(g, chain, Binary::Add, post));
+      return makeError("cuda backend: node '", n.name, "': Sum of broadcast inputs");
+    }
+    if (t == "BatchNormalization") {
+      auto k = std::make_unique<AffineK>(g, chain, post);
+      if (auto st = k->prepare(ctx, g, leaf); !st) return Error{st.message()};
+      return std::unique_ptr<GpuOp>(std::move(k));
+    }
+    if (t == "Conv" || t == "ConvTranspose") {
+      ValueId residual = kNone;
+      ValueId cur = n.outputs[0];
+      for (size_t i = 1; i < body; ++i) {
+        const Node& s = node(g, chain[i]);
+        if (isOp(s, {"Add", "Sum"}) && !perChannelWeight(g, s.inputs[0] == cur ? s.inputs[1] : s.inputs[0], value(g, cur)))
+          residual = s.inputs[0] == cur ? s.inputs[1] : s.inputs[0];
+        cur = s.outputs[0];
+      }
+      std::vector<ValueId> reads{n.inputs[0]};
+      if (residual != kNone) reads.push_back(residual);
+      auto k = std::make_unique<ConvK>(g, chain, reads, t == "ConvTranspose");
+      if (auto st = k->prepare(ctx, g, leaf, residual, post); !st) return Error{st.message()};
+      return std::unique_ptr<GpuOp>(std::move(k));
+    }
+    if (t == "Gemm" || t == "MatMul") {
+      std::vector<ValueId> reads{n.inputs[0], n.inputs[1]};
+      if (t == "Gemm" && n.inputs.size() > 2 && n.inputs[2] >= 0 && !value(g, n.inputs[2]).isWeight) reads.push_back(n.inputs[2]);
+      auto k = std::make_unique<GemmK>(g, chain, reads);
+      if (auto st = k->prepare(ctx, g, leaf, post); !st) return Error{st.message()};
+      return std::unique_ptr<GpuOp>(std::move(k));
+    }
+    if (t == "MaxPool" || t == "AveragePool") {
+      auto k = std::make_unique<PoolK>(g, chain[0]);
+      if (auto st = k->prepare(g); !st) return Error{st.message()};
+      return std::unique_ptr<GpuOp>(std::move(k));
+    }
+    if (t == "GlobalAveragePool" || t == "GlobalMaxPool" || t == "ReduceMean" || t == "ReduceSum" || t == "ReduceMax") {
+      auto k = std::make_unique<ReduceK>(g, chain[0]);
+      if (auto st = k->prepare(g, leaf); !st) return Error{st.message()};
+      return std::unique_ptr<GpuOp>(std::move(k));
+    }
+    if (t == "LRN") return std::unique_ptr<GpuOp>(std::make_unique<LrnK>(g, chain[0]));
+    if (t == "Softmax" || t == "LogSoftmax")
+      return std::unique_ptr<GpuOp>(std::make_unique<SoftmaxK>(g, chain[0], g.opsetVersion));
+    if (t == "Concat") return std::unique_ptr<GpuOp>(std::make_unique<ConcatK>(g, chain[0]));
+    if (t == "Slice" || t == "Split") {
+      auto k = std::make_unique<SliceK>(g, chain[0]);
+      if (auto st = k->prepare(g, leaf); !st) return Error{st.message()};
+      return std::unique_ptr<GpuOp>(std::move(k));
+    }
+    if (t == "Transpose") return std::unique_ptr<GpuOp>(std::make_unique<TransposeK>(g, chain[0]));
+    if (t == "Resize" || t == "Upsample") {
+      auto k = std::make_unique<ResizeK>(g, chain[0]);
+      if (auto st = k->prepare(g, leaf); !st) return Error{st.message()};
+      return std::unique_ptr<GpuOp>(std::move(k));
+    }
+    if (t == "Pad") {
+      auto k = std::make_unique<PadK>(g, chain[0]);
+      if (auto st = k->prepare(g, leaf); !st) return Error{st.message()};
+      return std::unique_ptr<GpuOp>(std::move(k));
+    }
+    if (t == "Gather") return std::unique_ptr<GpuOp>(std::make_unique<GatherK>(g, chain[0]));
+  } catch (const std::exception& e) {
+    return makeError("cuda backend: node '", n.name, "': ", e.what());
+  }
+  return makeError("cuda backend: node '", n.name, "': op type ", t, " has no CUDA kernel");
+}
+
+}  // namespace partex::cuda

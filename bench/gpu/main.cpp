@@ -1,0 +1,268 @@
+// bench_gpu: the CUDA backend on every model of a folder (the shared models by default), as a user's
+// GPU runs it. For each model: the whole graph on the GPU (cuda::Program: weights resident, fused
+// chains, one stream), its outputs against the CPU backend's reference (max relative difference), the
+// latency of a run launched operator by operator and of a run replayed as one CUDA graph (median of
+// --reps, host wall time from the launch to the end of the run, synchronised), and each fused
+// operator's GPU time measured with CUDA events (the GPU profile), with its FLOPs and bytes so that the
+// cost model can be checked against it. Also the GPU's calibration (bandwidths, launch overhead, GEMM
+// rates). Writes one JSON file (--out) and prints a table.
+//
+//   bench_gpu --models ../shared/models --out gpu.json [--reps 200] [--tf32]
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "cost/work.h"
+#include "cpu/cpu_backend.h"
+#include "cuda/cuda_calibrate.h"
+#include "cuda/cuda_program.h"
+#include "graphrun.h"
+#include "onnx/importer.h"
+#include "profile/executor.h"
+
+using namespace partex;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+/// The --dim bindings the shared models need (README of the shared models).
+std::vector<std::string> dimsFor(const std::string& file) {
+  if (file == "ch_PP-OCRv4_det_infer.onnx") return {"x:0=1", "x:2=640", "x:3=640"};
+  if (file == "ch_ppocr_mobile_v2.0_cls_infer.onnx") return {"x:0=1", "x:2=48", "x:3=192"};
+  return {};
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct Args {
+  std::string models;
+  std::string out;
+  int reps = 200;
+  bool tf32 = false;
+};
+
+nlohmann::json benchModel(const fs::path& file, const Args& args, const Backend& cpu) {
+  nlohmann::json r;
+  r["model"] = file.filename().string();
+  ImportOptions io;
+  for (const auto& d : dimsFor(file.filename().string())) io.dims.push_back(*parseDimBinding(d));
+  auto gr = importOnnxFile(file.string(), io);
+  if (!gr) {
+    r["error"] = gr.message();
+    return r;
+  }
+  const Graph& g = *gr;
+  r["operators"] = g.nodes.size();
+  std::vector<std::string> unsupported;
+  for (OpId op = 0; op < static_cast<OpId>(g.nodes.size()); ++op)
+    if (auto why = cuda::gpuCheck(g, op); !why.empty()) unsupported.push_back(g.nodes[static_cast<size_t>(op)].name + ": " + why);
+  if (!unsupported.empty()) {
+    r["unsupported"] = unsupported;
+    r["error"] = "unsupported operators";
+    return r;
+  }
+  // Leaves: the model's weights and seeded inputs, the ones the CPU reference reads.
+  std::map<ValueId, Tensor> leaves;
+  for (ValueId v = 0; v < static_cast<ValueId>(g.values.size()); ++v) {
+    const Value& val = g.values[static_cast<size_t>(v)];
+    if (!(val.isWeight || val.isGraphInput) || val.consumers.empty()) continue;
+    auto t = leafTensor(g, v, 1);
+    if (!t) {
+      r["error"] = t.message();
+      return r;
+    }
+    leaves[v] = std::move(*t);
+  }
+  cuda::LeafFn leaf = [&](ValueId v) -> Result<const Tensor*> {
+    auto it = leaves.find(v);
+    if (it == leaves.end()) return makeError("no leaf tensor for value ", std::to_string(v));
+    return &it->second;
+  };
+  auto order = g.topologicalOrder();
+  if (!order) {
+    r["error"] = order.message();
+    return r;
+  }
+  auto t0 = Clock::now();
+  auto prog = cuda::Program::build(g, *order, leaf);
+  r["build_s"] = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (!prog) {
+    r["error"] = prog.message();
+    return r;
+  }
+  auto& p = **prog;
+  r["gpu_ops"] = p.launches();
+  r["device_bytes"] = p.deviceBytes();
+  // Outputs against the CPU reference (all CPUs).
+  std::map<ValueId, Tensor> ref = leaves;
+  t0 = Clock::now();
+  if (auto st = test::runGraph(g, cpu, "cpu-parallel", ref); !st) {
+    r["error"] = "CPU reference: " + st.message();
+    return r;
+  }
+  r["cpu_reference_s"] = std::chrono::duration<double>(Clock::now() - t0).count();
+  for (int graphMode = 0; graphMode < 2; ++graphMode) {
+    if (auto st = p.run(graphMode == 1); !st) {
+      r["error"] = std::string(graphMode ? "graph run: " : "eager run: ") + st.message();
+      return r;
+    }
+    double maxAbs = 0, maxRel = 0;
+    bool ok = true;
+    std::string why;
+    for (ValueId v : g.outputs) {
+      Tensor out;
+      if (auto st = p.output(v, out); !st) {
+        r["error"] = st.message();
+        return r;
+      }
+      std::string w;
+      if (!tensorsClose(ref[v], out, 1e-3, maxAbs, maxRel, &w)) ok = false, why = g.values[static_cast<size_t>(v)].name + ": " + w;
+    }
+    const char* key = graphMode ? "graph" : "eager";
+    r[key]["outputs_match_1e-3"] = ok;
+    r[key]["max_abs_diff"] = maxAbs;
+    r[key]["max_rel_diff"] = maxRel;
+    if (!ok) r[key]["mismatch"] = why;
+  }
+  // Latency: interleaved eager and graph runs.
+  std::vector<double> eager, graph;
+  for (int i = 0; i < 20; ++i) (void)p.run(false), (void)p.run(true);
+  for (int i = 0; i < args.reps; ++i) {
+    auto a = Clock::now();
+    (void)p.run(false);
+    eager.push_back(std::chrono::duration<double, std::milli>(Clock::now() - a).count());
+    a = Clock::now();
+    (void)p.run(true);
+    graph.push_back(std::chrono::duration<double, std::milli>(Clock::now() - a).count());
+  }
+  r["eager_ms"] = median(eager);
+  r["graph_ms"] = median(graph);
+  std::sort(graph.begin(), graph.end());
+  r["graph_p10_ms"] = graph[graph.size() / 10];
+  r["graph_p90_ms"] = graph[graph.size() * 9 / 10];
+  // Per fused operator: GPU time with events, and its work.
+  auto times = p.timeOps(3, 20);
+  if (!times) {
+    r["error"] = times.message();
+    return r;
+  }
+  double sumUs = 0;
+  nlohmann::json ops = nlohmann::json::array();
+  for (const auto& t : *times) {
+    int64_t flops = 0, bytesIn = 0, bytesW = 0, bytesOut = 0;
+    std::string types;
+    for (size_t i = 0; i < t.ops.size(); ++i) {
+      const auto w = characterise(g, t.ops[i]);
+      flops += w.flops;
+      // A chain reads its first operator's inputs and writes its last one's output.
+      if (i == 0) bytesIn += w.bytesReadActivations, bytesW += w.bytesReadWeights;
+      else bytesW += w.bytesReadWeights;
+      if (i + 1 == t.ops.size()) bytesOut = w.bytesWritten;
+      types += (i ? "+" : "") + g.nodes[static_cast<size_t>(t.ops[i])].opType;
+    }
+    sumUs += t.us;
+    ops.push_back({{"name", t.name}, {"types", types}, {"us", t.us}, {"flops", flops}, {"bytes_in", bytesIn},
+                   {"bytes_weights", bytesW}, {"bytes_out", bytesOut}});
+  }
+  r["op_sum_us"] = sumUs;
+  r["ops"] = ops;
+  return r;
+}
+
+/// Writes the document (a temporary file renamed over the old one); false with a message on failure.
+bool save(const nlohmann::json& doc, const std::string& out) {
+  if (out.empty()) return true;
+  const std::string tmp = out + ".tmp";
+  std::ofstream o(tmp);
+  o << doc.dump(1) << "\n";
+  o.close();
+  std::error_code ec;
+  if (!o || (fs::rename(tmp, out, ec), ec)) {
+    std::fprintf(stderr, "bench_gpu: cannot write %s\n", out.c_str());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "bench_gpu: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--models") args.models = next();
+    else if (a == "--out") args.out = next();
+    else if (a == "--reps") args.reps = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--tf32") args.tf32 = true;
+    else {
+      std::fprintf(stderr, "usage: bench_gpu --models DIR [--out FILE.json] [--reps N] [--tf32]\n");
+      return 2;
+    }
+  }
+  if (args.models.empty() || !fs::is_directory(args.models)) {
+    std::fprintf(stderr, "bench_gpu: --models DIR: '%s' is not a folder\n", args.models.c_str());
+    return 2;
+  }
+  std::string why;
+  if (cuda::gpuCount(&why) == 0) {
+    std::fprintf(stderr, "bench_gpu: %s\n", why.c_str());
+    return 2;
+  }
+  nlohmann::json doc;
+  auto cal = cuda::calibrateGpu();
+  if (!cal) {
+    std::fprintf(stderr, "bench_gpu: calibration: %s\n", cal.message().c_str());
+    return 1;
+  }
+  doc["calibration"] = nlohmann::json::parse(cal->toJson());
+  std::printf("GPU: %s\ncalibration: %s\n", cal->info.describe().c_str(), cal->toJson().c_str());
+  auto ctx = cuda::Context::get();
+  if (args.tf32) (*ctx)->setAllowTf32(true);
+  doc["tf32"] = args.tf32;
+  auto cpu = makeCpuBackend();
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(args.models))
+    if (e.path().extension() == ".onnx") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  std::printf("%-36s %5s %6s %10s %10s %10s %10s %s\n", "model", "ops", "gpuops", "eager ms", "graph ms", "sum-op ms",
+              "max rel", "outputs");
+  for (const auto& f : files) {
+    auto r = benchModel(f, args, *cpu);
+    doc["models"].push_back(r);
+    (void)save(doc, args.out);  // after every model: a crash later keeps what was measured
+    if (r.contains("error")) {
+      std::printf("%-36s ERROR %s\n", f.filename().c_str(), r["error"].get<std::string>().c_str());
+      if (r.contains("unsupported"))
+        for (const auto& u : r["unsupported"]) std::printf("    %s\n", u.get<std::string>().c_str());
+      std::fflush(stdout);
+      continue;
+    }
+    std::printf("%-36s %5d %6d %10.3f %10.3f %10.3f %10.2e %s\n", f.filename().c_str(), r["operators"].get<int>(),
+                r["gpu_ops"].get<int>(), r["eager_ms"].get<double>(), r["graph_ms"].get<double>(),
+                r["op_sum_us"].get<double>() / 1000.0, r["graph"]["max_rel_diff"].get<double>(),
+                r["graph"]["outputs_match_1e-3"].get<bool>() && r["eager"]["outputs_match_1e-3"].get<bool>() ? "match"
+                                                                                                            : "MISMATCH");
+    std::fflush(stdout);
+  }
+  return save(doc, args.out) ? 0 : 1;
+}

@@ -1,0 +1,369 @@
+// The CUDA backend. Without a GPU (CI): detection says why there is none and nothing else changes (the
+// registry has the CPU backend alone, nothing crashes), and the backend's graph analysis (what it runs,
+// which chains it fuses) is checked on the shared models. With a GPU (scripts/gpu/device_check.sh on
+// the device machine): every shared model runs whole on the GPU and matches the CPU backend's outputs
+// (max relative difference 1e-3, float32 without TF32), eagerly and replayed as a CUDA graph; every ONNX
+// conformance case the backend claims reproduces the reference outputs through the Backend interface
+// (host tensors in and out, one operator at a time); a kernel keeps its weights and times itself.
+
+#include <QtTest>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include "backend/backend.h"
+#include "cpu/cpu_backend.h"
+#include "cuda/cuda_backend.h"
+#include "cuda/cuda_context.h"
+#include "cuda/cuda_ops.h"
+#include "cuda/cuda_program.h"
+#include "graphrun.h"
+#include "onnx/importer.h"
+#include "onnx/tensorio.h"
+#include "profile/executor.h"
+#include "testutil.h"
+
+using namespace partex;
+namespace fs = std::filesystem;
+
+namespace {
+
+bool haveGpu() { return cuda::gpuCount() > 0; }
+
+#define REQUIRE_GPU()                                                                                        \
+  do {                                                                                                     \
+    std::string why_;                                                                                      \
+    if (cuda::gpuCount(&why_) == 0) QSKIP(("no GPU on this machine (" + why_ + "): GPU checks run on the device machine").c_str()); \
+  } while (0)
+
+std::vector<std::string> dimsFor(const std::string& file) {
+  if (file == "ch_PP-OCRv4_det_infer.onnx") return {"x:0=1", "x:2=640", "x:3=640"};
+  if (file == "ch_ppocr_mobile_v2.0_cls_infer.onnx") return {"x:0=1", "x:2=48", "x:3=192"};
+  return {};
+}
+
+Result<Graph> importShared(const std::string& file) {
+  ImportOptions io;
+  for (const auto& d : dimsFor(file)) io.dims.push_back(*parseDimBinding(d));
+  return importOnnxFile(test::sharedModel(file), io);
+}
+
+std::vector<std::string> sharedFiles() {
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(test::sharedModelsDir()))
+    if (e.path().extension() == ".onnx") files.push_back(e.path().filename().string());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::string conformanceDir() {
+  if (const char* d = std::getenv("PARTEX_CONFORMANCE_DIR"); d && fs::is_directory(d)) return d;
+  return "/usr/share/libonnx-testdata/data/node";
+}
+
+std::vector<std::string> numberedFiles(const fs::path& dir, const std::string& prefix) {
+  std::vector<std::string> files;
+  for (int i = 0;; ++i) {
+    fs::path p = dir / (prefix + std::to_string(i) + ".pb");
+    if (!fs::exists(p)) break;
+    files.push_back(p.string());
+  }
+  return files;
+}
+
+}  // namespace
+
+class TestCudaBackend : public QObject {
+  Q_OBJECT
+
+ private slots:
+  /// Detection never fails hard: without a GPU the count is 0 with a reason, the backend is not made,
+  /// and the registry holds the CPU backend alone; with one, what the runtime reports is plausible.
+  void detection() {
+    std::string why;
+    const int n = cuda::gpuCount(&why);
+    BackendRegistry reg;
+    registerBuiltinBackends(reg);
+    QVERIFY(reg.find("cpu") != nullptr);
+    std::string makeWhy;
+    auto b = makeCudaBackend(&makeWhy);
+    if (n == 0) {
+      QVERIFY2(!why.empty(), "no GPU and no reason given");
+      QVERIFY(b == nullptr);
+      QVERIFY(!makeWhy.empty());
+      QVERIFY(reg.find("cuda") == nullptr);
+      QVERIFY(!cudaUnavailableReason().empty());
+      QVERIFY(!cuda::gpuInfo(0).isOk());
+      QVERIFY(!cuda::Context::get().isOk());
+      return;
+    }
+    auto info = cuda::gpuInfo(0);
+    QVERIFY2(info.isOk(), info.message().c_str());
+    QVERIFY(!info->name.empty());
+    QVERIFY(info->smCount > 0);
+    QVERIFY(info->memoryBytes > (int64_t{1} << 30));
+    QVERIFY(info->ccMajor >= 7);
+    QVERIFY(b != nullptr);
+    QCOMPARE(b->devices().size(), size_t{1});
+    QCOMPARE(b->devices()[0].id, std::string("gpu"));
+    qInfo("GPU: %s; backend %s", info->describe().c_str(), b->version().c_str());
+    // The module beside the executable registers the same backend (unless PARTEX_NO_GPU is set).
+    if (!std::getenv("PARTEX_NO_GPU")) QVERIFY2(reg.find("cuda") != nullptr, cudaUnavailableReason().c_str());
+  }
+
+  /// Every operator of the shared CNNs is one the backend runs; unsupported ones give a reason.
+  void coverage() {
+    PARTEX_REQUIRE_SHARED_MODELS();
+    for (const auto& f : sharedFiles()) {
+      auto g = importShared(f);
+      QVERIFY2(g.isOk(), g.message().c_str());
+      for (OpId op = 0; op < static_cast<OpId>(g->nodes.size()); ++op) {
+        const std::string why = cuda::gpuCheck(*g, op);
+        QVERIFY2(why.empty(), (f + ": " + g->nodes[static_cast<size_t>(op)].name + ": " + why).c_str());
+      }
+    }
+    // Something it does not run, with the reason.
+    Graph g = test::oneNodeGraph("NonMaxSuppression", {{DType::Float32, {1, 4, 4}}, {DType::Float32, {1, 1, 4}}});
+    const std::string why = cuda::gpuCheck(g, 0);
+    QVERIFY(!why.empty());
+    QVERIFY2(why.find("NonMaxSuppression") != std::string::npos, why.c_str());
+    // Dynamic shapes and non-float arithmetic are refused, not run wrongly.
+    Graph dyn = test::oneNodeGraph("Relu", {{DType::Float32, {1, -1}}});
+    QVERIFY(!cuda::gpuCheck(dyn, 0).empty());
+    Graph ints = test::oneNodeGraph("Relu", {{DType::Int64, {2, 3}}});
+    ints.values[static_cast<size_t>(ints.nodes[0].outputs[0])].shape = {2, 3};
+    ints.values[static_cast<size_t>(ints.nodes[0].outputs[0])].shapeKnown = true;
+    QVERIFY(!cuda::gpuCheck(ints, 0).empty());
+  }
+
+  /// The fused chains on ResNet-50: each Conv takes its BatchNormalization, the residual Sum where there
+  /// is one, and the Relu; chains never cross a placement boundary.
+  void chains() {
+    PARTEX_REQUIRE_SHARED_MODELS();
+    auto g = importShared("light_resnet50.onnx");
+    QVERIFY2(g.isOk(), g.message().c_str());
+    int convs = 0, withBn = 0, withResidual = 0, withRelu = 0;
+    const auto chains = cuda::gpuChains(*g, *g->topologicalOrder());
+    std::vector<int> seen(g->nodes.size(), 0);
+    std::vector<char> written(g->values.size(), 0);
+    for (const auto& chain : chains) {
+      QVERIFY(cuda::gpuChainOk(*g, chain));
+      // Every value the chain reads from another operator was written by an earlier chain.
+      for (OpId c : chain)
+        for (ValueId v : g->nodes[static_cast<size_t>(c)].inputs) {
+          if (v < 0) continue;
+          const OpId p = g->values[static_cast<size_t>(v)].producer;
+          if (p == kNone || std::find(chain.begin(), chain.end(), p) != chain.end()) continue;
+          QVERIFY2(written[static_cast<size_t>(v)], g->values[static_cast<size_t>(v)].name.c_str());
+        }
+      written[static_cast<size_t>(g->nodes[static_cast<size_t>(chain.back())].outputs[0])] = 1;
+      for (ValueId v : g->nodes[static_cast<size_t>(chain.back())].outputs)
+        if (v >= 0) written[static_cast<size_t>(v)] = 1;
+      convs += g->nodes[static_cast<size_t>(chain[0])].opType == "Conv";
+      for (OpId c : chain) {
+        ++seen[static_cast<size_t>(c)];
+        const std::string& t = g->nodes[static_cast<size_t>(c)].opType;
+        withBn += t == "BatchNormalization";
+        withResidual += t == "Sum" || t == "Add";
+        withRelu += t == "Relu" && c != chain[0];
+      }
+    }
+    for (int s : seen) QCOMPARE(s, 1);  // each operator in exactly one chain
+    QCOMPARE(convs, 53);
+    QCOMPARE(withBn, 53);       // every BatchNormalization folds
+    QCOMPARE(withResidual, 16); // every residual Sum joins its Conv
+    QCOMPARE(withRelu, 49);     // every Relu follows a chain
+    // A placement that puts a Conv's BatchNormalization elsewhere cuts the chain there.
+    OpId conv = kNone;
+    for (OpId op = 0; op < static_cast<OpId>(g->nodes.size()) && conv == kNone; ++op)
+      if (g->nodes[static_cast<size_t>(op)].opType == "Conv") conv = op;
+    const auto full = cuda::gpuChain(*g, conv);
+    QVERIFY(full.size() >= 2);
+    std::vector<int> place(g->nodes.size(), 0);
+    place[static_cast<size_t>(full[1])] = 1;
+    QCOMPARE(cuda::gpuChain(*g, conv, &place).size(), size_t{1});
+    // Not a chain: a Relu followed by a Conv.
+    QVERIFY(!cuda::gpuChainOk(*g, {full.back(), conv}));
+  }
+
+  /// Every shared model, whole on the GPU, against the CPU backend (1e-3 relative, float32 without TF32).
+  void sharedModels() {
+    REQUIRE_GPU();
+    PARTEX_REQUIRE_SHARED_MODELS();
+    auto cpu = makeCpuBackend();
+    for (const auto& f : sharedFiles()) {
+      auto g = importShared(f);
+      QVERIFY2(g.isOk(), g.message().c_str());
+      std::map<ValueId, Tensor> leaves;
+      for (ValueId v = 0; v < static_cast<ValueId>(g->values.size()); ++v) {
+        const Value& val = g->values[static_cast<size_t>(v)];
+        if (!(val.isWeight || val.isGraphInput) || val.consumers.empty()) continue;
+        auto t = leafTensor(*g, v, 7);
+        QVERIFY2(t.isOk(), t.message().c_str());
+        leaves[v] = std::move(*t);
+      }
+      auto order = g->topologicalOrder();
+      QVERIFY(order.isOk());
+      auto p = cuda::Program::build(*g, *order, [&](ValueId v) -> Result<const Tensor*> { return &leaves.at(v); });
+      QVERIFY2(p.isOk(), (f + ": " + p.message()).c_str());
+      std::map<ValueId, Tensor> ref = leaves;
+      Status rs = test::runGraph(*g, *cpu, "cpu-parallel", ref);
+      QVERIFY2(rs.isOk(), rs.message().c_str());
+      for (bool graphMode : {false, true, true}) {
+        Status st = (*p)->run(graphMode);
+        QVERIFY2(st.isOk(), (f + ": " + st.message()).c_str());
+        for (ValueId v : g->outputs) {
+          Tensor out;
+          QVERIFY((*p)->output(v, out).isOk());
+          double maxAbs = 0, maxRel = 0;
+          std::string why;
+          QVERIFY2(tensorsClose(ref[v], out, 1e-3, maxAbs, maxRel, &why),
+                   (f + (graphMode ? " (graph)" : " (eager)") + ": " + why).c_str());
+        }
+      }
+      qInfo("%s: %d GPU operations, outputs match", f.c_str(), (*p)->launches());
+    }
+  }
+
+  /// A new input changes the output of a captured graph (the graph reads the input buffer, it did not
+  /// bake the first run's values).
+  void graphReadsNewInputs() {
+    REQUIRE_GPU();
+    PARTEX_REQUIRE_SHARED_MODELS();
+    auto g = importShared("mnist.onnx");
+    QVERIFY(g.isOk());
+    std::map<ValueId, Tensor> leaves;
+    for (ValueId v = 0; v < static_cast<ValueId>(g->values.size()); ++v) {
+      const Value& val = g->values[static_cast<size_t>(v)];
+      if ((val.isWeight || val.isGraphInput) && !val.consumers.empty()) leaves[v] = *leafTensor(*g, v, 3);
+    }
+    auto p = cuda::Program::build(*g, *g->topologicalOrder(), [&](ValueId v) -> Result<const Tensor*> { return &leaves.at(v); });
+    QVERIFY2(p.isOk(), p.message().c_str());
+    QVERIFY((*p)->run(true).isOk());
+    Tensor a, b;
+    QVERIFY((*p)->output(g->outputs[0], a).isOk());
+    Tensor in = leaves.at(g->inputs[0]);
+    in.fillRandom(99);
+    QVERIFY((*p)->setInput(g->inputs[0], in).isOk());
+    QVERIFY((*p)->run(true).isOk());
+    QVERIFY((*p)->output(g->outputs[0], b).isOk());
+    double maxAbs = 0, maxRel = 0;
+    QVERIFY(!tensorsClose(a, b, 1e-6, maxAbs, maxRel, nullptr));
+    // A wrong input shape is an error naming the input.
+    Tensor wrong = *Tensor::make(DType::Float32, {1, 2});
+    Status st = (*p)->setInput(g->inputs[0], wrong);
+    QVERIFY(!st.isOk());
+    QVERIFY2(st.message().find(g->values[static_cast<size_t>(g->inputs[0])].name) != std::string::npos, st.message().c_str());
+  }
+
+  /// The Backend interface: a kernel takes host tensors, keeps its weights after the first run (the
+  /// caller may then pass an empty tensor), and reports the device time of its run.
+  void kernelInterface() {
+    REQUIRE_GPU();
+    PARTEX_REQUIRE_SHARED_MODELS();
+    auto g = importShared("light_squeezenet.onnx");
+    QVERIFY(g.isOk());
+    auto gpu = makeCudaBackend();
+    QVERIFY(gpu != nullptr);
+    auto cpu = makeCpuBackend();
+    OpId conv = kNone;
+    for (OpId op = 0; op < static_cast<OpId>(g->nodes.size()) && conv == kNone; ++op)
+      if (g->nodes[static_cast<size_t>(op)].opType == "Conv") conv = op;
+    const Node& n = g->nodes[static_cast<size_t>(conv)];
+    std::vector<Tensor> in;
+    for (ValueId v : n.inputs) in.push_back(*leafTensor(*g, v, 5));
+    std::vector<const Tensor*> ptrs;
+    for (auto& t : in) ptrs.push_back(&t);
+    auto kg = gpu->prepare(*g, conv, "gpu");
+    QVERIFY2(kg.isOk(), kg.message().c_str());
+    auto kc = cpu->prepare(*g, conv, "cpu-serial");
+    QVERIFY(kc.isOk());
+    std::vector<Tensor> og, oc;
+    QVERIFY((*kg)->run(ptrs, og).isOk());
+    QVERIFY((*kc)->run(ptrs, oc).isOk());
+    double maxAbs = 0, maxRel = 0;
+    std::string why;
+    Tensor ocPlain;
+    QVERIFY(oc[0].toPlain(ocPlain).isOk());
+    QVERIFY2(tensorsClose(ocPlain, og[0], 1e-4, maxAbs, maxRel, &why), why.c_str());
+    QVERIFY((*kg)->lastDeviceUs() > 0);
+    QVERIFY((*kg)->keepsCopy(1));
+    QVERIFY(!(*kg)->keepsCopy(0));
+    Tensor empty;
+    ptrs[1] = &empty;
+    std::vector<Tensor> og2;
+    QVERIFY((*kg)->run(ptrs, og2).isOk());
+    QVERIFY(tensorsClose(og[0], og2[0], 0, maxAbs, maxRel, &why));
+    QCOMPARE(gpu->prepare(*g, conv, "core0").isOk(), false);
+  }
+
+  /// ONNX conformance cases the backend claims, through the Backend interface (one kernel per operator).
+  void conformance() {
+    REQUIRE_GPU();
+    const std::string suite = conformanceDir();
+    if (!fs::is_directory(suite)) QSKIP("no ONNX conformance data (libonnx-testdata)");
+    auto gpu = makeCudaBackend();
+    QVERIFY(gpu != nullptr);
+    std::vector<fs::path> cases;
+    for (const auto& e : fs::directory_iterator(suite))
+      if (e.is_directory()) cases.push_back(e.path());
+    std::sort(cases.begin(), cases.end());
+    int claimed = 0, passed = 0;
+    std::vector<std::string> failures;
+    for (const auto& dir : cases) {
+      auto m = importOnnxWithData((dir / "model.onnx").string(), false);
+      if (!m || m->graph.nodes.empty()) continue;
+      const Graph& g = m->graph;
+      bool ok = true;
+      for (OpId op = 0; op < static_cast<OpId>(g.nodes.size()) && ok; ++op) ok = gpu->supports(g, op, nullptr);
+      if (!ok) continue;
+      std::map<ValueId, Tensor> values;
+      const auto inFiles = numberedFiles(dir / "test_data_set_0", "input_");
+      for (size_t i = 0; i < inFiles.size() && ok; ++i) {
+        std::string name;
+        auto t = readTensorProtoFile(inFiles[i], &name);
+        ValueId v = name.empty() ? kNone : g.findValue(name);
+        if (v == kNone && i < g.inputs.size()) v = g.inputs[i];
+        if (!t || v == kNone) ok = false;
+        else values[v] = std::move(*t);
+      }
+      for (ValueId v = 0; v < static_cast<ValueId>(g.values.size()) && ok; ++v) {
+        const Value& val = g.values[static_cast<size_t>(v)];
+        if (!val.isWeight || val.consumers.empty() || values.count(v)) continue;
+        auto t = leafTensor(g, v, 1);
+        if (!t) ok = false;
+        else values[v] = std::move(*t);
+      }
+      for (ValueId v : g.inputs) ok = ok && values.count(v);
+      if (!ok) continue;
+      ++claimed;
+      Status s = test::runGraph(g, *gpu, "gpu", values);
+      std::string why = s ? "" : s.message();
+      const auto outFiles = numberedFiles(dir / "test_data_set_0", "output_");
+      for (size_t i = 0; i < outFiles.size() && i < g.outputs.size() && why.empty(); ++i) {
+        std::string name;
+        auto want = readTensorProtoFile(outFiles[i], &name);
+        ValueId v = name.empty() ? kNone : g.findValue(name);
+        if (v == kNone) v = g.outputs[i];
+        if (!want || !values.count(v)) {
+          why = "output " + std::to_string(i) + " missing";
+          break;
+        }
+        double maxAbs = 0, maxRel = 0;
+        if (!tensorsClose(*want, values[v], 1e-3, maxAbs, maxRel, &why)) why = "output " + std::to_string(i) + ": " + why;
+      }
+      if (why.empty()) ++passed;
+      else failures.push_back(dir.filename().string() + ": " + why);
+    }
+    for (const auto& f : failures) qWarning("FAILED %s", f.c_str());
+    std::printf("cuda conformance: %d passed of %d claimed (%zu cases in the suite)\n", passed, claimed, cases.size());
+    std::fflush(stdout);
+    QVERIFY(claimed > 0);
+    QCOMPARE(passed, claimed);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCudaBackend)
+#include "tst_cuda_backend.moc"
