@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -212,6 +214,9 @@ std::string gpuCheck(const Graph& g, OpId op) {
   const int64_t esize = tensorElementSize(out.dtype);
   if (view || mover) {
     if (esize != 1 && esize != 2 && esize != 4 && esize != 8) return t + ": dtype " + dtypeName(out.dtype);
+    if (t == "Dropout" && n.inputs.size() > 2 && n.inputs[2] >= 0 &&
+        !(value(g, n.inputs[2]).intData.size() == 1 && value(g, n.inputs[2]).intData[0] == 0))
+      return "Dropout: training_mode (an inference backend runs Dropout as the identity)";
     if (t == "Dropout" && n.outputs.size() > 1 && n.outputs[1] >= 0 &&
         (!value(g, n.outputs[1]).consumers.empty() || value(g, n.outputs[1]).isGraphOutput))
       return "Dropout: the mask output is used";
@@ -271,8 +276,18 @@ std::string gpuCheck(const Graph& g, OpId op) {
     if (n.attrInt("antialias", 0) != 0) return t + ": antialias";
   }
   if (t == "Gemm" && n.inputs.size() > 2 && n.inputs[2] >= 0 && !value(g, n.inputs[2]).isWeight &&
-      n.attrFloat("beta", 1.0) != 1.0)
-    return "Gemm: C is an activation and beta != 1";
+      n.attrFloat("beta", 1.0) != 1.0 && value(g, n.inputs[2]).shape != out.shape)
+    return "Gemm: C is a broadcast activation and beta != 1";
+  if (t == "ReduceMean" || t == "ReduceSum" || t == "ReduceMax") {
+    // The axes, where they are known now (attribute or small constant): contiguous ones only.
+    std::vector<int64_t> axes = n.attrInts("axes");
+    if (axes.empty() && n.inputs.size() > 1 && n.inputs[1] >= 0) axes = value(g, n.inputs[1]).intData;
+    const int64_t r = static_cast<int64_t>(value(g, n.inputs[0]).shape.size());
+    for (auto& a : axes) a = a < 0 ? a + r : a;
+    std::sort(axes.begin(), axes.end());
+    for (size_t i = 1; i < axes.size(); ++i)
+      if (axes[i] != axes[i - 1] + 1) return t + ": reduced axes are not contiguous";
+  }
   if (t == "MatMul") {
     const Value& a = value(g, n.inputs[0]);
     const Value& b = value(g, n.inputs[1]);
@@ -743,26 +758,7 @@ class ConvK final : public NodeOp {
       if (!st) return makeError("node '", name_, "': ", st.message());
       if (on != yd[0] || oc != yd[1] || oh != yd[2] || ow != yd[3])
         return makeError("node '", name_, "': cuDNN's output shape differs from the model's");
-      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-      int got = 0;
-      st = check(cudnnFindConvolutionForwardAlgorithm(ctx.cudnn(), d_.x, d_.w, d_.conv, d_.y,
-                                                      CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf),
-                 "cudnnFindConvolutionForwardAlgorithm");
-      if (!st) return makeError("node '", name_, "': ", st.message());
-      // Fastest first; without TF32 only algorithms that report FMA math (then, failing those, default
-      // math, which on Ampere and later may use TF32 for float32: never taken while another exists).
-      bool found = false;
-      for (int pass = 0; pass < 2 && !found; ++pass)
-        for (int i = 0; i < got && !found; ++i) {
-          if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ctx.workspaceBytes()) continue;
-          if (!ctx.allowTf32() && perf[i].mathType != (pass == 0 ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH)) continue;
-          fwdAlgo_ = perf[i].algo;
-          mathType_ = perf[i].mathType;
-          found = true;
-        }
-      if (!found) fwdAlgo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, mathType_ = math;
-      if (auto s2 = check(cudnnSetConvolutionMathType(d_.conv, mathType_), "math type"); !s2)
-        return makeError("node '", name_, "': ", s2.message());
+      if (auto s2 = chooseForwardAlgo(ctx, math); !s2) return makeError("node '", name_, "': ", s2.message());
     } else {
       cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
       int got = 0;
@@ -791,6 +787,82 @@ class ConvK final : public NodeOp {
     return static_cast<int64_t>(w_.bytes() + b_.bytes() + ones_.bytes() + padded_.bytes());
   }
 
+  /// The forward algorithm, chosen by timing: cuDNN's own search (FindEx, on buffers of this
+  /// convolution's sizes) lists the candidates that run within the workspace; each is then timed here
+  /// on the call this kernel makes (the fused bias+ReLU call or the plain forward), ten runs after a
+  /// warm-up, and the fastest taken. cuDNN's search times each algorithm once, cold, and at batch 1 that
+  /// picked algorithms several times slower than the best. Without TF32 the descriptor stays in FMA
+  /// math (cuDNN then runs only FMA kernels, whatever math type a result reports).
+  Status chooseForwardAlgo(Context& ctx, cudnnMathType_t math) {
+    DeviceBuffer x, y;
+    size_t xb = 0, yb = 0;
+    if (auto st = check(cudnnGetTensorSizeInBytes(d_.x, &xb), "x size"); !st) return st;
+    if (auto st = check(cudnnGetTensorSizeInBytes(d_.y, &yb), "y size"); !st) return st;
+    if (auto st = x.ensure(xb); !st) return st;
+    if (auto st = y.ensure(yb); !st) return st;
+    if (auto st = check(cudaMemsetAsync(x.get(), 0x3c, xb, ctx.stream()), "memset"); !st) return st;
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    int got = 0;
+    if (auto st = check(cudnnFindConvolutionForwardAlgorithmEx(ctx.cudnn(), d_.x, x.get(), d_.w, w_.get(), d_.conv, d_.y,
+                                                               y.get(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf,
+                                                               ctx.workspace(), ctx.workspaceBytes()),
+                        "cudnnFindConvolutionForwardAlgorithmEx");
+        !st)
+      return st;
+    cudaEvent_t e0 = nullptr, e1 = nullptr;
+    if (auto st = check(cudaEventCreate(&e0), "event"); !st) return st;
+    if (auto st = check(cudaEventCreate(&e1), "event"); !st) return st;
+    const bool verbose = std::getenv("PARTEX_CUDA_VERBOSE") != nullptr;
+    std::string log;
+    float best = std::numeric_limits<float>::infinity();
+    bool found = false;
+    for (int i = 0; i < got; ++i) {
+      if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ctx.workspaceBytes()) continue;
+      const cudnnMathType_t m = ctx.allowTf32() ? perf[i].mathType : math;
+      if (cudnnSetConvolutionMathType(d_.conv, m) != CUDNN_STATUS_SUCCESS) continue;
+      fwdAlgo_ = perf[i].algo;
+      Status st = forward(ctx, x.as<float>(), y.as<float>(), nullptr);
+      if (st) st = check(cudaEventRecord(e0, ctx.stream()), "event");
+      for (int r = 0; r < 10 && st; ++r) st = forward(ctx, x.as<float>(), y.as<float>(), nullptr);
+      if (st) st = check(cudaEventRecord(e1, ctx.stream()), "event");
+      if (st) st = check(cudaEventSynchronize(e1), "event");
+      float ms = 0;
+      if (st) st = check(cudaEventElapsedTime(&ms, e0, e1), "event");
+      if (!st) {
+        (void)cudaGetLastError();
+        continue;
+      }
+      const float us = ms * 100.f;  // per run
+      if (verbose) log += " " + std::to_string(static_cast<int>(perf[i].algo)) + "/" + std::to_string(static_cast<int>(perf[i].mathType)) +
+                          ":" + std::to_string(perf[i].time * 1000.f).substr(0, 6) + "|" + std::to_string(us).substr(0, 6);
+      if (us < best) best = us, chosen_ = perf[i].algo, mathType_ = m, found = true;
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    if (!found) chosen_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, mathType_ = math;
+    fwdAlgo_ = chosen_;
+    if (verbose)
+      std::fprintf(stderr, "cuda conv %s: algo/math:find-us|our-us%s -> %d (%.1f us)\n", name_.c_str(), log.c_str(),
+                   static_cast<int>(chosen_), best);
+    return check(cudnnSetConvolutionMathType(d_.conv, mathType_), "math type");
+  }
+
+  /// The forward call this kernel makes: relu(conv + bias + z) in one cuDNN call when the chain ends in
+  /// ReLU, else the plain convolution (the epilogue follows in launch()).
+  Status forward(Context& ctx, const float* x, float* y, const float* z) {
+    const float one = 1.f, zero = 0.f;
+    if (post_.op == Unary::Relu) {
+      const float alpha2 = z ? 1.f : 0.f;
+      return check(cudnnConvolutionBiasActivationForward(ctx.cudnn(), &one, d_.x, x, d_.w, w_.get(), d_.conv, fwdAlgo_,
+                                                          ctx.workspace(), ctx.workspaceBytes(), &alpha2, d_.y, z ? z : y,
+                                                          d_.bias, b_.get(), d_.act, d_.y, y),
+                   "cudnnConvolutionBiasActivationForward");
+    }
+    return check(cudnnConvolutionForward(ctx.cudnn(), &one, d_.x, x, d_.w, w_.get(), d_.conv, fwdAlgo_, ctx.workspace(),
+                                         ctx.workspaceBytes(), &zero, d_.y, y),
+                 "cudnnConvolutionForward");
+  }
+
   Status launch(Context& ctx, std::vector<DevTensor>& v) override {
     const float* x = v[static_cast<size_t>(reads_[0])].f32();
     DevTensor& yT = v[static_cast<size_t>(writes_[0])];
@@ -812,20 +884,8 @@ class ConvK final : public NodeOp {
       if (!st) return makeError("node '", name_, "': ", st.message());
       return epilogue(ctx, y, z, yT);
     }
-    if (post_.op == Unary::Relu) {
-      // One cuDNN call: relu(conv(x) + bias + z).
-      const float alpha2 = z ? 1.f : 0.f;
-      Status st = check(cudnnConvolutionBiasActivationForward(ctx.cudnn(), &one, d_.x, x, d_.w, w_.get(), d_.conv,
-                                                              fwdAlgo_, ctx.workspace(), ctx.workspaceBytes(), &alpha2,
-                                                              d_.y, z ? z : y, d_.bias, b_.get(), d_.act, d_.y, y),
-                        "cudnnConvolutionBiasActivationForward");
-      if (!st) return makeError("node '", name_, "': ", st.message());
-      return {};
-    }
-    Status st = check(cudnnConvolutionForward(ctx.cudnn(), &one, d_.x, x, d_.w, w_.get(), d_.conv, fwdAlgo_,
-                                              ctx.workspace(), ctx.workspaceBytes(), &zero, d_.y, y),
-                      "cudnnConvolutionForward");
-    if (!st) return makeError("node '", name_, "': ", st.message());
+    if (Status st = forward(ctx, x, y, z); !st) return makeError("node '", name_, "': ", st.message());
+    if (post_.op == Unary::Relu) return {};  // bias, residual and ReLU were the call's
     return epilogue(ctx, y, z, yT);
   }
 
@@ -852,6 +912,7 @@ class ConvK final : public NodeOp {
   DeviceBuffer w_, b_, ones_, padded_;
   CudnnDescs d_;
   cudnnConvolutionFwdAlgo_t fwdAlgo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  cudnnConvolutionFwdAlgo_t chosen_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   cudnnConvolutionBwdDataAlgo_t bwdAlgo_ = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
   cudnnMathType_t mathType_ = CUDNN_FMA_MATH;
 };
@@ -914,10 +975,15 @@ class GemmK final : public NodeOp {
             if (auto st = cfull_.upload(full.data(), full.size() * 4, ctx.stream()); !st) return st;
             betaC_ = 1.f;
           }
-        } else {
-          if (c.shape != y) return makeError("node '", name_, "': Gemm's activation C must have the output's shape");
-          cRead_ = true;
+        } else if (c.shape == y) {
+          cRead_ = true;  // C read by cuBLASLt itself, scaled by beta
           betaC_ = beta;
+        } else {
+          // An activation C that broadcasts (a bias fed as a model input): added after the product.
+          if (beta != 1.f) return makeError("node '", name_, "': Gemm's broadcast activation C with beta != 1");
+          cAdd_ = true;
+          cShape_ = toShape(c.shape);
+          yShape_ = toShape(y);
         }
       }
     } else {  // MatMul
@@ -939,7 +1005,7 @@ class GemmK final : public NodeOp {
         return makeError("node '", name_, "': MatMul batch broadcasting");
       }
     }
-    if (post_.op == Unary::Relu) {
+    if (post_.op == Unary::Relu && !cAdd_) {
       epi = epi == CUBLASLT_EPILOGUE_BIAS ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
       post_ = UnaryOp{};
     }
@@ -992,11 +1058,16 @@ class GemmK final : public NodeOp {
     const void* b = v[static_cast<size_t>(reads_[1])].ptr;
     DevTensor& y = v[static_cast<size_t>(writes_[0])];
     const void* c = cRead_ ? v[static_cast<size_t>(reads_[2])].ptr : cfull_.get();
+    if (cAdd_) c = nullptr;
     const float beta = c ? betaC_ : 0.f;
     Status st = check(cublasLtMatmul(ctx.cublasLt(), desc_, &alpha_, b, la_, a, lb_, &beta, c ? c : y.ptr, lc_, y.ptr,
                                      lc_, &algo_, ctx.workspace(), ctx.workspaceBytes(), ctx.stream()),
                       "cublasLtMatmul");
     if (!st) return makeError("node '", name_, "': ", st.message());
+    if (cAdd_)
+      return err(binaryF32(Binary::Add, y.f32(), yShape_, v[static_cast<size_t>(reads_[2])].f32(), cShape_, y.f32(), yShape_,
+                           post_, ctx.stream()),
+                 "bias kernel");
     if (post_.op != Unary::Identity) return err(unaryF32(post_, y.f32(), y.f32(), outNumel_, ctx.stream()), "activation");
     return {};
   }
@@ -1004,7 +1075,8 @@ class GemmK final : public NodeOp {
  private:
   UnaryOp post_;
   float alpha_ = 1.f, betaC_ = 0.f;
-  bool cRead_ = false;
+  bool cRead_ = false, cAdd_ = false;
+  Shape cShape_, yShape_;
   int64_t outNumel_ = 0;
   DeviceBuffer bias_, cfull_;
   cublasLtMatmulDesc_t desc_ = nullptr;

@@ -190,7 +190,7 @@ Result<std::vector<Program::OpTime>> Program::timeOps(int warmup, int reps) {
   Status st;
   for (int r = 0; r < reps && st; ++r) {
     // The GPU waits while the host queues every launch and event: the events then time the kernels.
-    st = check(gpuBusyWait(static_cast<int64_t>(20000) * static_cast<int64_t>(ops_.size() + 10), s), "busy wait");
+    st = check(gpuBusyWait(static_cast<int64_t>(60000) * static_cast<int64_t>(ops_.size() + 10), s), "busy wait");
     for (size_t i = 0; i < ops_.size() && st; ++i) {
       st = check(cudaEventRecord(ev[i], s), "cudaEventRecord");
       if (st) st = ops_[i]->launch(*ctx_, values_);

@@ -7,7 +7,8 @@
 # Never stops at a failure: every step's exit code and time go into the summary; a missing
 # binary or tool is a logged "skip". OUTDIR receives at most six files: raw.log (everything),
 # env.txt, tests.txt (all test outputs), bench_gpu.json, torch.json, summary.txt.
-# Environment: STEPS (default "env unpack ldd tests bench torch bench_tf32") runs a subset; CHECK_BUDGET_S
+# Environment: TEST_FUNCS (test function names passed to every test binary: a rerun of some only);
+# BENCH_ARGS (more arguments to bench_gpu, e.g. --reps 100); STEPS (default "env unpack ldd tests bench torch bench_tf32") runs a subset; CHECK_BUDGET_S
 # (default 540) bounds the whole run: each step's timeout is cut to what is left of it, so the
 # run ends inside the device call's 600 s limit.
 set -u
@@ -134,7 +135,7 @@ run_test() {
   env LD_LIBRARY_PATH="$BUNDLE_LD" QT_QPA_PLATFORM=offscreen QT_PLUGIN_PATH="$WORK/plugins" \
       PARTEX_MODELS_DIR="$WORK/models" PARTEX_SHARED_MODELS="$WORK/models" \
       PARTEX_CONFORMANCE_DIR="$WORK/conformance" PARTEX_TEST_DATA="$REPO/tests/data" \
-      ${CLI_ENV:+"$CLI_ENV"} timeout -k 10 "$lim" "$t" -o "$WORK/testout/$name.txt,txt" -o "-,txt"
+      ${CLI_ENV:+"$CLI_ENV"} timeout -k 10 "$lim" "$t" -o "$WORK/testout/$name.txt,txt" -o "-,txt" ${TEST_FUNCS:-}
 }
 
 step_tests() {
@@ -162,7 +163,7 @@ step_bench() {
   lim=$(limit 300); [ "$lim" -gt 0 ] || { echo "skipped: budget spent"; return 125; }
   echo "timeout ${lim}s"
   env LD_LIBRARY_PATH="$BUNDLE_LD" QT_QPA_PLATFORM=offscreen QT_PLUGIN_PATH="$WORK/plugins" \
-      timeout -k 10 "$lim" "$b" --models "$WORK/models" --out "$OUTDIR/bench_gpu.json"
+      PARTEX_CUDA_VERBOSE=1 timeout -k 10 "$lim" "$b" --models "$WORK/models" --out "$OUTDIR/bench_gpu.json" ${BENCH_ARGS:-}
 }
 
 # The same with TF32 tensor cores allowed for float32 (PyTorch's default for cuDNN convolutions).
