@@ -3,6 +3,7 @@
 #include <cstring>
 #include <map>
 
+#include "cuda/cuda_calibrate.h"
 #include "cuda/cuda_ops.h"
 
 namespace partex {
@@ -162,7 +163,25 @@ class CudaBackend final : public Backend {
   }
   std::string name() const override { return "cuda"; }
   std::string version() const override { return version_; }
-  std::vector<BackendDevice> devices() const override { return {{"gpu", info_.describe(), 1, -1, {}}}; }
+  std::vector<BackendDevice> devices() const override {
+    BackendDevice d{"gpu", info_.describe(), 1, -1, {}};
+    d.kind = "gpu";
+    d.memoryBytes = info_.memoryBytes;
+    return {d};
+  }
+  Result<std::map<std::string, double>> deviceFacts(const std::string& deviceId) const override {
+    if (deviceId != "gpu") return makeError("cuda backend: unknown device '", deviceId, "'");
+    auto c = calibrateGpu();
+    if (!c) return Error{c.message()};
+    return std::map<std::string, double>{
+        {"d2d_gbs", c->d2dBytesPerS / 1e9},     {"h2d_gbs", c->h2dBytesPerS / 1e9},
+        {"d2h_gbs", c->d2hBytesPerS / 1e9},     {"h2d_latency_us", c->h2dSmallUs},
+        {"launch_us", c->launchUs},             {"sync_us", c->syncUs},
+        {"graph_node_us", c->graphNodeUs},      {"fp32_gflops", c->fp32Flops / 1e9},
+        {"tf32_gflops", c->tf32Flops / 1e9},    {"fp16_gflops", c->fp16Flops / 1e9},
+        {"memory_bytes", static_cast<double>(info_.memoryBytes)},
+        {"sm_count", static_cast<double>(info_.smCount)}, {"sm_clock_mhz", info_.smClockMHz}};
+  }
   bool supports(const Graph& g, OpId op, std::string* reason) const override {
     const std::string why = gpuCheck(g, op);
     if (reason) *reason = why;

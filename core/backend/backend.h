@@ -16,6 +16,8 @@
 ///   }
 /// \endcode
 
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -70,6 +72,10 @@ struct BackendDevice {
   /// calling thread's) first; empty for single-thread devices. The executor keeps these CPUs free of
   /// its other threads while such a kernel runs.
   std::vector<int> teamCores;
+  /// What kind of processor: "cpu" or "gpu" (a platform device of that kind, core/platform).
+  std::string kind = "cpu";
+  /// Memory of the device in bytes (a GPU's); 0 for the CPU devices, which share the host's.
+  int64_t memoryBytes = 0;
 };
 
 /// An execution backend. Implementations are thread-safe for const calls (supports/prepare may be
@@ -95,6 +101,18 @@ class Backend {
   /// backend that does not fuse returns an error; the caller then runs the operators one by one.
   virtual Result<std::unique_ptr<Kernel>> prepareGroup(const Graph& g, const FusedGroup& group,
                                                        const std::string& deviceId) const;
+  /// What the backend measures about a device of its own beyond operators, for the cost model of an
+  /// accelerator (the CPU's comes from the probe and the calibration): numbers by name. The CUDA
+  /// backend's "gpu": "d2d_gbs" (device memory, bytes read + written per second / 1e9), "h2d_gbs",
+  /// "d2h_gbs" (pinned copies), "h2d_latency_us" (a 4 KiB copy, issued and waited for), "launch_us"
+  /// (host cost of a launch), "sync_us" (launch and wait: the round trip of one tiny operator),
+  /// "graph_node_us", "fp32_gflops", "tf32_gflops", "fp16_gflops" (cuBLASLt 4096^3), "memory_bytes",
+  /// "sm_count", "sm_clock_mhz". Empty for devices with nothing to add; an error when the measurement
+  /// fails.
+  virtual Result<std::map<std::string, double>> deviceFacts(const std::string& deviceId) const {
+    (void)deviceId;
+    return std::map<std::string, double>{};
+  }
 };
 
 /// The backends known to a program; filled explicitly (no static initialisers).
