@@ -34,7 +34,7 @@ struct ExecuteArgs {
   std::string model;
   std::string plan;
   std::string platform = "this-machine";
-  std::string backend = "cpu";
+  std::string backend = "auto";
   std::string reference;
   std::vector<std::string> dims;
   std::vector<std::string> inputs;  ///< NAME=FILE
@@ -298,7 +298,7 @@ void addExecute(CLI::App& app, int& exitCode) {
   cmd->add_option("model", a->model, "ONNX model")->required();
   cmd->add_option("--plan", a->plan, "Plan file (JSON)")->required();
   cmd->add_option("--platform,-p", a->platform, "Platform the plan was made for")->capture_default_str();
-  cmd->add_option("--backend", a->backend, "Execution backend")->capture_default_str();
+  cmd->add_option("--backend", a->backend, "Execution backend: cpu, cuda, or auto (every backend of this machine: cpu, with cuda where there is an NVIDIA GPU)")->capture_default_str();
   cmd->add_option("--reference", a->reference, "Device of the single-device reference run (default: the host)");
   cmd->add_option("--reps", a->reps, "Timed runs")->capture_default_str();
   cmd->add_option("--spin-us", a->spinUs,

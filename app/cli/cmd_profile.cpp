@@ -59,7 +59,7 @@ struct ProfileArgs {
   std::string model;
   std::vector<std::string> dims;
   std::string devices;
-  std::string backend = "cpu";
+  std::string backend = "auto";
   std::string output;
   int reps = 10;
   int warmup = 2;
@@ -254,7 +254,7 @@ void addProfile(CLI::App& app, int& exitCode) {
   auto a = std::make_shared<ProfileArgs>();
   cmd->add_option("model", a->model, "ONNX model")->required();
   cmd->add_option("--devices", a->devices, "Comma-separated device ids (default: all of the backend's)");
-  cmd->add_option("--backend", a->backend, "Execution backend")->capture_default_str();
+  cmd->add_option("--backend", a->backend, "Execution backend: cpu, cuda, or auto (every backend of this machine: cpu, with cuda where there is an NVIDIA GPU)")->capture_default_str();
   cmd->add_option("-o,--output", a->output, "Profile file to write (reused when it matches)");
   cmd->add_option("--reps", a->reps, "Timed runs per measurement")->capture_default_str();
   cmd->add_option("--warmup", a->warmup, "Untimed runs before them")->capture_default_str();

@@ -27,8 +27,17 @@ class CudaKernel final : public Kernel {
       return makeError("node '", name, "': ", std::to_string(in.size()), " inputs given, expected ", std::to_string(inputs_.size()));
     std::map<ValueId, const Tensor*> given;
     for (size_t i = 0; i < in.size(); ++i)
-      if (in[i] && inputs_[i] >= 0 && !in[i]->empty()) given[inputs_[i]] = in[i];
+      if (in[i] && inputs_[i] >= 0 && !in[i]->empty() && !links_.count(i)) given[inputs_[i]] = in[i];
     auto lock = ctx.lock();
+    // Inputs another GPU kernel left on the GPU: read them there.
+    if (values_.empty()) values_.resize(g_->values.size());
+    for (const auto& [i, src] : links_) {
+      const DevTensor* d = src.first->deviceOutput(src.second);
+      if (!d || !d->ptr)
+        return makeError("node '", name, "': input '", g_->values[static_cast<size_t>(inputs_[i])].name,
+                         "' is not on the GPU yet (its producer has not run)");
+      values_[static_cast<size_t>(inputs_[i])] = *d;
+    }
     if (!op_) {
       LeafFn leaf = [&](ValueId v) -> Result<const Tensor*> {
         auto it = given.find(v);
@@ -44,22 +53,24 @@ class CudaKernel final : public Kernel {
       plain_.clear();
       if (!k) return Error{k.message()};
       op_ = std::move(*k);
-      values_.resize(g_->values.size());
       bufs_.resize(g_->values.size());
       for (ValueId v : op_->reads())
-        if (auto st = place(v); !st) return st;
-      for (ValueId v : op_->writes()) {
-        if (op_->isView()) {
-          values_[static_cast<size_t>(v)] = values_[static_cast<size_t>(op_->reads()[0])];
-          values_[static_cast<size_t>(v)].shape = g_->values[static_cast<size_t>(v)].shape;
-          values_[static_cast<size_t>(v)].dtype = g_->values[static_cast<size_t>(v)].dtype;
-        } else if (auto st = place(v); !st) {
-          return st;
-        }
-      }
+        if (!linked(v))
+          if (auto st = place(v); !st) return st;
+      for (ValueId v : op_->writes())
+        if (!op_->isView())
+          if (auto st = place(v); !st) return st;
     }
-    // Inputs: weights once (kept), activations every run.
+    // A view's output is its input's storage (which a link may have just set).
+    if (op_->isView())
+      for (ValueId v : op_->writes()) {
+        values_[static_cast<size_t>(v)] = values_[static_cast<size_t>(op_->reads()[0])];
+        values_[static_cast<size_t>(v)].shape = g_->values[static_cast<size_t>(v)].shape;
+        values_[static_cast<size_t>(v)].dtype = g_->values[static_cast<size_t>(v)].dtype;
+      }
+    // Inputs: weights once (kept), activations every run, linked ones not at all.
     for (ValueId v : op_->reads()) {
+      if (linked(v)) continue;
       const bool weight = g_->values[static_cast<size_t>(v)].isWeight;
       if (weight && uploaded_.count(v)) continue;
       auto it = given.find(v);
@@ -81,6 +92,7 @@ class CudaKernel final : public Kernel {
     for (size_t i = 0; i < outputs_.size(); ++i) {
       const ValueId v = outputs_[i];
       if (v < 0 || !values_[static_cast<size_t>(v)].ptr) continue;
+      if (i < hostOutput_.size() && !hostOutput_[i]) continue;  // read on the GPU only
       const DevTensor& d = values_[static_cast<size_t>(v)];
       if (auto st = out[i].ensure(d.dtype, d.shape); !st) return makeError("node '", name, "': ", st.message());
       if (auto st = staging_.ensure(static_cast<size_t>(d.bytes())); !st) return st;
@@ -103,12 +115,35 @@ class CudaKernel final : public Kernel {
   }
   double lastDeviceUs() const override { return lastUs_; }
 
+  bool linkInput(size_t i, Kernel& producer, size_t producerOutput) override {
+    auto* p = dynamic_cast<CudaKernel*>(&producer);
+    if (!p || i >= inputs_.size() || inputs_[i] < 0 || producerOutput >= p->outputs_.size() ||
+        p->outputs_[producerOutput] != inputs_[i] || g_->values[static_cast<size_t>(inputs_[i])].isWeight)
+      return false;
+    links_[i] = {p, producerOutput};
+    return true;
+  }
+  void setHostOutput(size_t i, bool needed) override {
+    if (hostOutput_.size() < outputs_.size()) hostOutput_.resize(outputs_.size(), true);
+    if (i < hostOutput_.size()) hostOutput_[i] = needed;
+  }
+  /// Output i on the GPU after a run (nullptr before the first run).
+  const DevTensor* deviceOutput(size_t i) const {
+    if (i >= outputs_.size() || outputs_[i] < 0 || values_.empty()) return nullptr;
+    return &values_[static_cast<size_t>(outputs_[i])];
+  }
+
   ~CudaKernel() override {
     for (auto e : events_)
       if (e) (void)cudaEventDestroy(e);
   }
 
  private:
+  bool linked(ValueId v) const {
+    for (const auto& [i, src] : links_)
+      if (inputs_[i] == v) return true;
+    return false;
+  }
   Status place(ValueId v) {
     DevTensor& d = values_[static_cast<size_t>(v)];
     if (d.ptr) return {};
@@ -146,6 +181,8 @@ class CudaKernel final : public Kernel {
   std::vector<DevTensor> values_;
   std::vector<DeviceBuffer> bufs_;
   std::map<ValueId, bool> uploaded_;
+  std::map<size_t, std::pair<CudaKernel*, size_t>> links_;  ///< input index -> (producer, its output)
+  std::vector<bool> hostOutput_;                            ///< per output: copy it back (default yes)
   std::vector<Tensor> plain_;
   PinnedBuffer staging_;
   cudaEvent_t events_[2] = {nullptr, nullptr};

@@ -12,8 +12,74 @@ Result<std::unique_ptr<Kernel>> Backend::prepareGroup(const Graph&, const FusedG
   return makeError("backend '", name(), "' does not fuse operators");
 }
 
+namespace {
+
+class CombinedBackend final : public Backend {
+ public:
+  explicit CombinedBackend(std::vector<const Backend*> parts) : parts_(std::move(parts)) {
+    for (const Backend* b : parts_) {
+      name_ += (name_.empty() ? "" : "+") + b->name();
+      version_ += (version_.empty() ? "" : " | ") + b->version();
+    }
+  }
+  std::string name() const override { return name_; }
+  std::string version() const override { return version_; }
+  std::vector<BackendDevice> devices() const override {
+    std::vector<BackendDevice> all;
+    for (const Backend* b : parts_)
+      for (auto& d : b->devices())
+        if (std::none_of(all.begin(), all.end(), [&](const BackendDevice& x) { return x.id == d.id; })) all.push_back(d);
+    return all;
+  }
+  bool supports(const Graph& g, OpId op, std::string* reason) const override {
+    std::string why, all;
+    for (const Backend* b : parts_) {
+      if (b->supports(g, op, &why)) {
+        if (reason) reason->clear();
+        return true;
+      }
+      all += (all.empty() ? "" : "; ") + b->name() + ": " + why;
+    }
+    if (reason) *reason = all;
+    return false;
+  }
+  Result<std::unique_ptr<Kernel>> prepare(const Graph& g, OpId op, const std::string& deviceId) const override {
+    const Backend* b = owner(deviceId);
+    if (!b) return makeError("backend '", name_, "': unknown device '", deviceId, "'");
+    return b->prepare(g, op, deviceId);
+  }
+  Result<std::unique_ptr<Kernel>> prepareGroup(const Graph& g, const FusedGroup& group,
+                                               const std::string& deviceId) const override {
+    const Backend* b = owner(deviceId);
+    if (!b) return makeError("backend '", name_, "': unknown device '", deviceId, "'");
+    return b->prepareGroup(g, group, deviceId);
+  }
+  Result<std::map<std::string, double>> deviceFacts(const std::string& deviceId) const override {
+    const Backend* b = owner(deviceId);
+    if (!b) return makeError("backend '", name_, "': unknown device '", deviceId, "'");
+    return b->deviceFacts(deviceId);
+  }
+
+ private:
+  const Backend* owner(const std::string& deviceId) const {
+    for (const Backend* b : parts_)
+      for (const auto& d : b->devices())
+        if (d.id == deviceId) return b;
+    return nullptr;
+  }
+  std::vector<const Backend*> parts_;
+  std::string name_, version_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> makeCombinedBackend(std::vector<const Backend*> parts) {
+  return std::make_unique<CombinedBackend>(std::move(parts));
+}
+
 void BackendRegistry::add(std::unique_ptr<Backend> backend) {
   if (!backend) return;
+  combined_.reset();
   const std::string n = backend->name();
   for (auto& b : backends_)
     if (b->name() == n) {
@@ -24,6 +90,16 @@ void BackendRegistry::add(std::unique_ptr<Backend> backend) {
 }
 
 Backend* BackendRegistry::find(const std::string& name) const {
+  if (name == "auto") {
+    if (backends_.size() == 1) return backends_[0].get();
+    if (backends_.empty()) return nullptr;
+    if (!combined_) {
+      std::vector<const Backend*> parts;
+      for (const auto& b : backends_) parts.push_back(b.get());
+      combined_ = makeCombinedBackend(std::move(parts));
+    }
+    return combined_.get();
+  }
   for (const auto& b : backends_)
     if (b->name() == name) return b.get();
   return nullptr;

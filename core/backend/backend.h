@@ -59,6 +59,17 @@ class Kernel {
   /// the device (CUDA events around the kernels, host-device copies excluded); -1 for kernels whose
   /// time is the host's wall time of run() (the CPU's).
   virtual double lastDeviceUs() const { return -1; }
+  /// Device-resident hand-over between the kernels of one accelerator: the executor offers, for input
+  /// `i`, the kernel that produces it and which of that kernel's outputs it is. A kernel that can read
+  /// that output where its producer left it (in the accelerator's memory) returns true and from then on
+  /// ignores the host tensor passed for input i. The producer must run before this kernel, in every run.
+  virtual bool linkInput(size_t i, Kernel& producer, size_t producerOutput) {
+    (void)i, (void)producer, (void)producerOutput;
+    return false;
+  }
+  /// Whether output `i` is read on the host (by a kernel of another device, or as a model output): an
+  /// accelerator's kernel told false may leave the host tensor unwritten. Default: every output is.
+  virtual void setHostOutput(size_t i, bool needed) { (void)i, (void)needed; }
 };
 
 /// A device a backend can run on. Ids match the platform presets' device ids (this-machine:
@@ -115,18 +126,26 @@ class Backend {
   }
 };
 
+/// One backend over several: its devices are all of theirs (the first backend's device wins an id both
+/// have), supports() is true when any of them runs the operator, prepare()/prepareGroup()/deviceFacts()
+/// go to the backend that owns the device. Named by joining the names with '+' ("cpu+cuda"); its version
+/// joins theirs. The parts must outlive it. This is how a plan spanning the CPU and a GPU executes.
+std::unique_ptr<Backend> makeCombinedBackend(std::vector<const Backend*> parts);
+
 /// The backends known to a program; filled explicitly (no static initialisers).
 class BackendRegistry {
  public:
   /// Adds a backend; a backend with the same name is replaced.
   void add(std::unique_ptr<Backend> backend);
-  /// The backend of that name; nullptr when absent.
+  /// The backend of that name; nullptr when absent. "auto": the combined backend of every backend
+  /// registered ("cpu+cuda" on a machine with a GPU), or the one backend when there is only one.
   Backend* find(const std::string& name) const;
   /// All backends in the order added.
   std::vector<Backend*> all() const;
 
  private:
   std::vector<std::unique_ptr<Backend>> backends_;
+  mutable std::unique_ptr<Backend> combined_;  ///< "auto", made on first use
 };
 
 /// Registers every backend built into this program: "cpu", and "cuda" where the machine has an NVIDIA

@@ -88,7 +88,62 @@ class Prepared {
       for (ValueId in : node.inputs) ins_[op].push_back(in >= 0 ? valuePtr_[static_cast<size_t>(in)] : nullptr);
     }
     placeConcatInputs();
+    linkDeviceResident(devOf);
     return Status::ok();
+  }
+
+  /// Accelerator kernels hand tensors to each other in the accelerator's memory (Kernel::linkInput):
+  /// each kernel is offered, for every input produced by a kernel on the same device, that producer;
+  /// then each kernel learns which of its outputs the host still reads (a consumer that did not link,
+  /// one on another device, a model output), so that a GPU copies back only what crosses to the CPU,
+  /// as the plan's transfers say. CPU kernels decline (the default), and nothing changes for them.
+  void linkDeviceResident(const std::vector<DeviceId>& devOf) {
+    const size_t n = g_.nodes.size();
+    auto runner = [&](OpId op) { return fusedInto_[static_cast<size_t>(op)] >= 0 ? fusedInto_[static_cast<size_t>(op)] : op; };
+    // The kernel output slot that holds value v: (runner op, output index).
+    auto slotOf = [&](ValueId v, OpId& op, size_t& k) {
+      const OpId p = g_.values[static_cast<size_t>(v)].producer;
+      if (p < 0) return false;
+      op = runner(p);
+      const int gi = fusedInto_[static_cast<size_t>(p)] >= 0 ? groupIndexOf(p) : -1;
+      if (gi >= 0) {
+        if (groups_[static_cast<size_t>(gi)].output != v) return false;  // a group's inner tensor
+        k = 0;
+        return true;
+      }
+      const auto& outs = g_.nodes[static_cast<size_t>(p)].outputs;
+      for (k = 0; k < outs.size(); ++k)
+        if (outs[k] == v) return true;
+      return false;
+    };
+    std::vector<char> hostNeeded(g_.values.size(), 0);
+    for (size_t v = 0; v < g_.values.size(); ++v) hostNeeded[v] = g_.values[v].isGraphOutput;
+    for (size_t op = 0; op < n; ++op) {
+      if (!kernels_[op]) continue;
+      const int gi = fusedInto_[op] >= 0 ? groupIndexOf(static_cast<OpId>(op)) : -1;
+      const std::vector<ValueId>& ins = gi >= 0 ? groups_[static_cast<size_t>(gi)].inputs : g_.nodes[op].inputs;
+      for (size_t i = 0; i < ins.size(); ++i) {
+        const ValueId v = ins[i];
+        if (v < 0) continue;
+        OpId p = kNone;
+        size_t k = 0;
+        bool linked = false;
+        if (slotOf(v, p, k) && kernels_[static_cast<size_t>(p)] && devOf[static_cast<size_t>(p)] == devOf[op])
+          linked = kernels_[op]->linkInput(i, *kernels_[static_cast<size_t>(p)], k);
+        if (!linked) hostNeeded[static_cast<size_t>(v)] = 1;
+      }
+    }
+    for (size_t op = 0; op < n; ++op) {
+      if (!kernels_[op]) continue;
+      const int gi = fusedInto_[op] >= 0 ? groupIndexOf(static_cast<OpId>(op)) : -1;
+      if (gi >= 0) {
+        kernels_[op]->setHostOutput(0, hostNeeded[static_cast<size_t>(groups_[static_cast<size_t>(gi)].output)] != 0);
+        continue;
+      }
+      const auto& outs = g_.nodes[op].outputs;
+      for (size_t k = 0; k < outs.size(); ++k)
+        if (outs[k] >= 0) kernels_[op]->setHostOutput(k, hostNeeded[static_cast<size_t>(outs[k])] != 0);
+    }
   }
 
   /// Concat into pre-placed slices: where a Concat's output is a row of contiguous slices (every

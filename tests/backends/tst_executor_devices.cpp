@@ -1,0 +1,227 @@
+// A plan across a CPU device and an accelerator, executed through the combined backend as a CPU+GPU plan
+// is (issue 25, item 4), without a GPU: a fake accelerator "acc" whose kernels compute with the CPU
+// backend's but keep their outputs in "device memory" of their own and count every copy between that
+// memory and the host. The executor must hand tensors between the accelerator's kernels in its memory
+// (Kernel::linkInput) and have each of them copy back exactly the outputs the host reads (a consumer on
+// the CPU, a model output): host copies per run = the tensors the plan moves from acc to the CPU plus the
+// model outputs acc produces; uploads = the activations it moves from the CPU to acc. Outputs must equal
+// the single-device reference's.
+
+#include <QtTest>
+
+#include <algorithm>
+#include <atomic>
+#include <set>
+
+#include "backend/backend.h"
+#include "cost/costtable.h"
+#include "cost/work.h"
+#include "cpu/cpu_backend.h"
+#include "gen/generator.h"
+#include "graphrun.h"
+#include "platform/platform.h"
+#include "profile/executor.h"
+#include "sim/plan.h"
+
+using namespace partex;
+
+namespace {
+
+std::atomic<int> gHostCopies{0}, gUploads{0}, gRuns{0};
+
+/// A kernel of the fake accelerator: the CPU backend's kernel, with outputs kept in `dev_`.
+class AccKernel final : public Kernel {
+ public:
+  AccKernel(std::unique_ptr<Kernel> inner, const Graph& g, std::vector<ValueId> inputs)
+      : inner_(std::move(inner)), g_(g), inputs_(std::move(inputs)) {}
+  Status run(const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    ++gRuns;
+    std::vector<const Tensor*> eff = in;
+    for (size_t i = 0; i < in.size(); ++i) {
+      auto it = links_.find(i);
+      if (it != links_.end()) {
+        eff[i] = &it->second.first->dev_[it->second.second];
+        if (eff[i]->empty()) return makeError("linked input ", std::to_string(i), " read before its producer ran");
+      } else if (in[i] && inputs_[i] >= 0 && !g_.values[static_cast<size_t>(inputs_[i])].isWeight) {
+        ++gUploads;
+      }
+    }
+    if (auto st = inner_->run(eff, dev_); !st) return st;
+    out.resize(dev_.size());
+    for (size_t k = 0; k < dev_.size(); ++k) {
+      if (k < host_.size() && !host_[k]) {
+        out[k] = Tensor();  // the host copy is not written: a consumer that reads it would fail
+        continue;
+      }
+      Tensor plain;
+      if (auto st = dev_[k].toPlain(plain); !st) return st;
+      if (auto st = out[k].copyFrom(plain); !st) return st;
+      ++gHostCopies;
+    }
+    return {};
+  }
+  bool linkInput(size_t i, Kernel& producer, size_t k) override {
+    auto* p = dynamic_cast<AccKernel*>(&producer);
+    if (!p) return false;
+    links_[i] = {p, k};
+    return true;
+  }
+  void setHostOutput(size_t i, bool needed) override {
+    if (host_.size() <= i) host_.resize(i + 1, true);
+    host_[i] = needed;
+  }
+
+ private:
+  std::unique_ptr<Kernel> inner_;
+  const Graph& g_;
+  std::vector<ValueId> inputs_;
+  std::vector<Tensor> dev_;
+  std::map<size_t, std::pair<AccKernel*, size_t>> links_;
+  std::vector<bool> host_;
+};
+
+class AccBackend final : public Backend {
+ public:
+  explicit AccBackend(const Backend& cpu) : cpu_(cpu) {}
+  std::string name() const override { return "acc"; }
+  std::string version() const override { return "fake accelerator 1"; }
+  std::vector<BackendDevice> devices() const override {
+    BackendDevice d{"acc", "fake accelerator", 1, -1, {}};
+    d.kind = "gpu";
+    return {d};
+  }
+  bool supports(const Graph& g, OpId op, std::string* reason) const override { return cpu_.supports(g, op, reason); }
+  Result<std::unique_ptr<Kernel>> prepare(const Graph& g, OpId op, const std::string& dev) const override {
+    if (dev != "acc") return makeError("acc: unknown device ", dev);
+    auto k = cpu_.prepare(g, op, "cpu-serial");
+    if (!k) return k;
+    return std::unique_ptr<Kernel>(std::make_unique<AccKernel>(std::move(*k), g, g.nodes[static_cast<size_t>(op)].inputs));
+  }
+
+ private:
+  const Backend& cpu_;
+};
+
+Platform twoDevices() {
+  Platform p;
+  p.name = "core0+acc";
+  p.host = "core0";
+  Device c;
+  c.id = "core0";
+  c.name = "CPU core";
+  c.kind = DeviceKind::Cpu;
+  Device a;
+  a.id = "acc";
+  a.name = "accelerator";
+  a.kind = DeviceKind::Gpu;
+  p.devices = {c, a};
+  Link l;
+  l.from = "core0";
+  l.to = "acc";
+  l.bandwidthGBs = 10;
+  l.latencyUs = 5;
+  p.links = {l};
+  return p;
+}
+
+}  // namespace
+
+class TestExecutorDevices : public QObject {
+  Q_OBJECT
+ private slots:
+  void combinedBackendRoutes() {
+    auto cpu = makeCpuBackend();
+    AccBackend acc(*cpu);
+    auto both = makeCombinedBackend({cpu.get(), &acc});
+    QCOMPARE(both->name(), std::string("cpu+acc"));
+    const auto devs = both->devices();
+    QVERIFY(test::hasDevice(*both, "core0"));
+    QVERIFY(test::hasDevice(*both, "acc"));
+    QCOMPARE(static_cast<int>(devs.size()), static_cast<int>(cpu->devices().size()) + 1);
+    QVERIFY(both->version().find("fake accelerator 1") != std::string::npos);
+    Graph g = test::oneNodeGraph("Relu", {{DType::Float32, {2, 3}}});
+    QVERIFY(!both->prepare(g, 0, "npu").isOk());
+    auto k = both->prepare(g, 0, "acc");
+    QVERIFY2(k.isOk(), k.message().c_str());
+    QVERIFY(dynamic_cast<AccKernel*>(k->get()) != nullptr);
+    // The registry's "auto" is the one backend when there is one.
+    BackendRegistry reg;
+    reg.add(makeCpuBackend());
+    QCOMPARE(reg.find("auto")->name(), std::string("cpu"));
+  }
+
+  void deviceResidentHandOver_data() {
+    QTest::addColumn<int>("split");
+    QTest::newRow("first half on acc") << 0;
+    QTest::newRow("alternating blocks") << 1;
+    QTest::newRow("everything on acc") << 2;
+  }
+  void deviceResidentHandOver() {
+    QFETCH(int, split);
+    GenSpec spec;
+    spec.kind = "resnet18";
+    spec.imageSize = 32;
+    spec.numClasses = 10;
+    auto g = test::generatedGraph(spec);
+    QVERIFY2(g.isOk(), g.message().c_str());
+    auto t = buildCostTable(*g, characteriseAll(*g), twoDevices());
+    QVERIFY2(t.isOk(), t.message().c_str());
+    const auto topo = t->topoOrder();
+    const DeviceId core0 = 0, acc = 1;
+    QCOMPARE(t->deviceIds[static_cast<size_t>(acc)], std::string("acc"));
+    Plan plan;
+    plan.algorithm = "test";
+    plan.device.assign(topo.size(), core0);
+    plan.order.assign(2, {});
+    for (size_t i = 0; i < topo.size(); ++i) {
+      DeviceId d = core0;
+      if (split == 0) d = i < topo.size() / 2 ? acc : core0;
+      if (split == 1) d = (i / 7) % 2 ? acc : core0;
+      if (split == 2) d = acc;
+      plan.device[static_cast<size_t>(topo[i])] = d;
+      plan.order[static_cast<size_t>(d)].push_back(topo[i]);
+    }
+    // Expected copies per run, from the graph and the placement.
+    int expectHost = 0, expectUp = 0;
+    for (size_t v = 0; v < g->values.size(); ++v) {
+      const Value& val = g->values[v];
+      const bool onAcc = val.producer >= 0 && plan.device[static_cast<size_t>(val.producer)] == acc;
+      bool cpuReads = false;
+      std::set<OpId> accReaders;
+      for (OpId c : val.consumers) {
+        if (plan.device[static_cast<size_t>(c)] == acc) accReaders.insert(c);
+        else cpuReads = true;
+      }
+      if (onAcc && (cpuReads || val.isGraphOutput)) ++expectHost;
+      if (!onAcc && !val.isWeight)
+        for (OpId c : accReaders)
+          for (ValueId in : g->nodes[static_cast<size_t>(c)].inputs) expectUp += in == static_cast<ValueId>(v);
+    }
+    auto cpu = makeCpuBackend();
+    AccBackend accB(*cpu);
+    auto both = makeCombinedBackend({cpu.get(), &accB});
+    ExecOptions o;
+    o.warmup = 0;
+    o.reps = 1;
+    o.maxDiscarded = 0;
+    o.minCpuShare = 0;
+    gHostCopies = 0, gUploads = 0, gRuns = 0;
+    auto r = executePlan(*g, *both, *t, plan, o);
+    QVERIFY2(r.isOk(), r.message().c_str());
+    QVERIFY(r->outputsChecked);
+    QVERIFY2(r->outputsMatch, r->mismatch.c_str());
+    int accOps = 0;
+    for (DeviceId d : plan.device) accOps += d == acc;
+    QVERIFY(accOps > 0);
+    QCOMPARE(gRuns.load() % accOps, 0);
+    const int runs = gRuns.load() / accOps;
+    QVERIFY(runs >= 1);
+    QCOMPARE(gHostCopies.load(), expectHost * runs);
+    QCOMPARE(gUploads.load(), expectUp * runs);
+    if (split == 2) QCOMPARE(expectHost, static_cast<int>(g->outputs.size()));
+    qInfo("%d operators on acc; per run %d copies back, %d uploads", accOps, expectHost, expectUp);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestExecutorDevices)
+#include "tst_executor_devices.moc"
