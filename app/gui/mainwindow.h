@@ -194,7 +194,7 @@ class MainWindow : public QMainWindow {
   void profileWithDialog();
   struct ProfileRun;
   void onProfiled(ProfileRun run);
-  const Backend* cpuBackend();
+  const Backend* machineBackend();
   void onLoadFailed(const QString& message);
   void onPlanChanged();
   void onSelectionChanged();

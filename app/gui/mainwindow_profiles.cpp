@@ -177,18 +177,19 @@ void MainWindow::chooseOrtProfile() {
   (void)importOrtProfile(path, device, provider);
 }
 
-const Backend* MainWindow::cpuBackend() {
+const Backend* MainWindow::machineBackend() {
   if (!backends_) {
     backends_ = std::make_unique<BackendRegistry>();
     registerBuiltinBackends(*backends_);
   }
-  return backends_->find("cpu");
+  // Every backend of this machine: the CPU, and the GPU where there is one (backends/cuda).
+  return backends_->find("auto");
 }
 
 QStringList MainWindow::profilableDevices() {
   QStringList out;
   if (!session_->hasModel()) return out;
-  const Backend* cpu = cpuBackend();
+  const Backend* cpu = machineBackend();
   if (!cpu) return out;
   const auto devs = cpu->devices();
   for (const auto& d : session_->platform().devices)
@@ -206,7 +207,7 @@ QString MainWindow::profilingUnavailableReason() {
   if (session_->platform().name != "this-machine")
     return tr("Profiling measures this computer: choose the this-machine platform (now %1)")
         .arg(QString::fromStdString(session_->platform().name));
-  if (profilableDevices().isEmpty()) return tr("No device of this platform is one the CPU backend runs on");
+  if (profilableDevices().isEmpty()) return tr("No device of this platform is one this machine's backends run on");
   return {};
 }
 
@@ -229,7 +230,7 @@ Status MainWindow::startProfiling(const QString& savePath, int reps, int warmup)
     showError(tr("Cannot profile: %1").arg(why));
     return makeError("cannot profile: ", why.toStdString());
   }
-  const Backend* cpu = cpuBackend();
+  const Backend* cpu = machineBackend();
   auto model = session_->modelPtr();
   ProfilerOptions o;
   // In context, as partex-cli profile does by default: these times predict whole runs best.
