@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 
+#include "cuda/cuda_conv_graph.h"
 #include "cuda/cuda_kernels.h"
 #include "cuda/cuda_pool.h"
 
@@ -758,7 +759,7 @@ class ConvK final : public NodeOp {
       if (!st) return makeError("node '", name_, "': ", st.message());
       if (on != yd[0] || oc != yd[1] || oh != yd[2] || ow != yd[3])
         return makeError("node '", name_, "': cuDNN's output shape differs from the model's");
-      if (auto s2 = chooseForwardAlgo(ctx, math); !s2) return makeError("node '", name_, "': ", s2.message());
+      if (auto s2 = chooseForwardAlgo(ctx, math, xd, wd, yd); !s2) return makeError("node '", name_, "': ", s2.message());
     } else {
       cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
       int got = 0;
@@ -787,20 +788,43 @@ class ConvK final : public NodeOp {
     return static_cast<int64_t>(w_.bytes() + b_.bytes() + ones_.bytes() + padded_.bytes());
   }
 
-  /// The forward algorithm, chosen by timing: cuDNN's own search (FindEx, on buffers of this
-  /// convolution's sizes) lists the candidates that run within the workspace; each is then timed here
-  /// on the call this kernel makes (the fused bias+ReLU call or the plain forward), ten runs after a
-  /// warm-up, and the fastest taken. cuDNN's search times each algorithm once, cold, and at batch 1 that
-  /// picked algorithms several times slower than the best. Without TF32 the descriptor stays in FMA
-  /// math (cuDNN then runs only FMA kernels, whatever math type a result reports).
-  Status chooseForwardAlgo(Context& ctx, cudnnMathType_t math) {
-    DeviceBuffer x, y;
+  /// The forward path, chosen by timing. Legacy candidates: cuDNN's own search (FindEx, on buffers of
+  /// this convolution's sizes) lists the algorithms that run within the workspace. Graph candidates:
+  /// the execution plans of cuDNN's graph API (ConvGraphPlans: engines the legacy API does not reach).
+  /// Each candidate is timed here on the whole sequence launch() would run with it (the fused
+  /// bias+ReLU legacy call, or the convolution followed by the epilogue kernels), ten runs after a
+  /// warm-up, queued behind a GPU busy-wait so that the host's launch cost stays out as it does under
+  /// CUDA graph replay; the fastest is taken. cuDNN's search times each algorithm once, cold, and at
+  /// batch 1 that picked algorithms several times slower than the best. Without TF32 the descriptor
+  /// stays in FMA math (cuDNN then runs only FMA kernels, whatever math type a result reports), and
+  /// graph engines with tensor-core or reduced-precision numerics are left out. A graph plan that
+  /// wins is checked once against the best legacy algorithm's output before it is kept; the best
+  /// legacy algorithm stays set either way (launch() falls back to it for unaligned pointers).
+  Status chooseForwardAlgo(Context& ctx, cudnnMathType_t math, const std::vector<int>& xd, const std::vector<int>& wd,
+                           const std::vector<int>& yd) {
+    DeviceBuffer x, y, z, ref;
     size_t xb = 0, yb = 0;
     if (auto st = check(cudnnGetTensorSizeInBytes(d_.x, &xb), "x size"); !st) return st;
     if (auto st = check(cudnnGetTensorSizeInBytes(d_.y, &yb), "y size"); !st) return st;
     if (auto st = x.ensure(xb); !st) return st;
     if (auto st = y.ensure(yb); !st) return st;
-    if (auto st = check(cudaMemsetAsync(x.get(), 0x3c, xb, ctx.stream()), "memset"); !st) return st;
+    {
+      // An input that varies along every axis, so that the check of a graph plan sees layout errors.
+      std::vector<float> hx(xb / 4);
+      uint32_t r = 12345u;
+      for (float& f : hx) r = r * 1664525u + 1013904223u, f = static_cast<float>(r >> 8) / 16777216.f - 0.5f;
+      if (auto st = x.upload(hx.data(), hx.size() * 4, ctx.stream()); !st) return st;
+    }
+    const float* zp = nullptr;
+    if (residual_) {
+      if (auto st = z.ensure(yb); !st) return st;
+      if (auto st = check(cudaMemsetAsync(z.get(), 0, yb, ctx.stream()), "memset"); !st) return st;
+      zp = z.as<float>();
+    }
+    DevTensor yT;
+    yT.ptr = y.get();
+    yT.dtype = DType::Float32;
+    yT.shape = yShapeFull_;
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int got = 0;
     if (auto st = check(cudnnFindConvolutionForwardAlgorithmEx(ctx.cudnn(), d_.x, x.get(), d_.w, w_.get(), d_.conv, d_.y,
@@ -811,9 +835,28 @@ class ConvK final : public NodeOp {
       return st;
     cudaEvent_t e0 = nullptr, e1 = nullptr;
     if (auto st = check(cudaEventCreate(&e0), "event"); !st) return st;
-    if (auto st = check(cudaEventCreate(&e1), "event"); !st) return st;
+    if (auto st = check(cudaEventCreate(&e1), "event"); !st) {
+      cudaEventDestroy(e0);
+      return st;
+    }
+    // Microseconds per run of `call`, or a negative value when it failed.
+    auto timeRuns = [&](const auto& call) -> float {
+      Status st = call();
+      if (st) st = check(gpuBusyWait(int64_t{60000} * 12, ctx.stream()), "busy wait");
+      if (st) st = check(cudaEventRecord(e0, ctx.stream()), "event");
+      for (int r = 0; r < 10 && st; ++r) st = call();
+      if (st) st = check(cudaEventRecord(e1, ctx.stream()), "event");
+      if (st) st = check(cudaEventSynchronize(e1), "event");
+      float ms = 0;
+      if (st) st = check(cudaEventElapsedTime(&ms, e0, e1), "event");
+      if (!st) {
+        (void)cudaGetLastError();
+        return -1.f;
+      }
+      return ms * 100.f;  // per run
+    };
     const bool verbose = std::getenv("PARTEX_CUDA_VERBOSE") != nullptr;
-    std::string log;
+    std::string log, glog;
     float best = std::numeric_limits<float>::infinity();
     bool found = false;
     for (int i = 0; i < got; ++i) {
@@ -821,30 +864,88 @@ class ConvK final : public NodeOp {
       const cudnnMathType_t m = ctx.allowTf32() ? perf[i].mathType : math;
       if (cudnnSetConvolutionMathType(d_.conv, m) != CUDNN_STATUS_SUCCESS) continue;
       fwdAlgo_ = perf[i].algo;
-      Status st = forward(ctx, x.as<float>(), y.as<float>(), nullptr);
-      if (st) st = check(cudaEventRecord(e0, ctx.stream()), "event");
-      for (int r = 0; r < 10 && st; ++r) st = forward(ctx, x.as<float>(), y.as<float>(), nullptr);
-      if (st) st = check(cudaEventRecord(e1, ctx.stream()), "event");
-      if (st) st = check(cudaEventSynchronize(e1), "event");
-      float ms = 0;
-      if (st) st = check(cudaEventElapsedTime(&ms, e0, e1), "event");
-      if (!st) {
-        (void)cudaGetLastError();
-        continue;
-      }
-      const float us = ms * 100.f;  // per run
+      const float us = timeRuns([&]() -> Status {
+        Status st = forward(ctx, x.as<float>(), y.as<float>(), zp);
+        if (st && post_.op != Unary::Relu) st = epilogue(ctx, y.as<float>(), zp, yT);
+        return st;
+      });
+      if (us < 0) continue;
       if (verbose) log += " " + std::to_string(static_cast<int>(perf[i].algo)) + "/" + std::to_string(static_cast<int>(perf[i].mathType)) +
                           ":" + std::to_string(perf[i].time * 1000.f).substr(0, 6) + "|" + std::to_string(us).substr(0, 6);
       if (us < best) best = us, chosen_ = perf[i].algo, mathType_ = m, found = true;
     }
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
     if (!found) chosen_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, mathType_ = math;
     fwdAlgo_ = chosen_;
-    if (verbose)
-      std::fprintf(stderr, "cuda conv %s: algo/math:find-us|our-us%s -> %d (%.1f us)\n", name_.c_str(), log.c_str(),
-                   static_cast<int>(chosen_), best);
-    return check(cudnnSetConvolutionMathType(d_.conv, mathType_), "math type");
+    Status st = check(cudnnSetConvolutionMathType(d_.conv, mathType_), "math type");
+
+    // The graph API's plans, timed the same way with the epilogue that must follow them.
+    graphPlan_ = -1;
+    graph_ = ConvGraphPlans();
+    std::string graphWhy;
+    if (st) {
+      const int64_t gx[4] = {xd[0], xd[1], xd[2], xd[3]}, gw[4] = {wd[0], wd[1], wd[2], wd[3]},
+                    gy[4] = {yd[0], yd[1], yd[2], yd[3]};
+      const int64_t pads[2] = {geom_.pt, geom_.pl}, strides[2] = {geom_.sh, geom_.sw}, dil[2] = {geom_.dh, geom_.dw};
+      auto plans = ConvGraphPlans::build(ctx, gx, gw, gy, pads, strides, dil, ctx.allowTf32(), ctx.workspaceBytes());
+      if (!plans) graphWhy = plans.message();
+      int bestGraph = -1;
+      for (int i = 0; plans && i < plans->count(); ++i) {
+        const float us = timeRuns([&]() -> Status {
+          Status s2 = plans->run(i, ctx, x.as<float>(), w_.as<float>(), y.as<float>());
+          if (s2) s2 = epilogue(ctx, y.as<float>(), zp, yT);
+          return s2;
+        });
+        if (verbose) glog += " " + plans->describe(i) + "|" + (us < 0 ? std::string("failed") : std::to_string(us).substr(0, 6));
+        if (us >= 0 && us < best) best = us, bestGraph = i;
+      }
+      if (bestGraph >= 0) {
+        Status agree = checkGraphPlan(ctx, *plans, bestGraph, x, y, ref, yb);
+        if (agree) graph_ = std::move(*plans), graphPlan_ = bestGraph;
+        else graphWhy = agree.message();
+      }
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    if (verbose) {
+      const std::string winner = graphPlan_ >= 0 ? "graph " + graph_.describe(graphPlan_)
+                                                 : "algo " + std::to_string(static_cast<int>(chosen_));
+      std::fprintf(stderr, "cuda conv %s: algo/math:find-us|our-us%s graph:plan|our-us%s -> %s (%.1f us)%s%s\n",
+                   name_.c_str(), log.c_str(), glog.c_str(), winner.c_str(), best,
+                   graphWhy.empty() ? "" : "; graph plans: ", graphWhy.c_str());
+    }
+    return st;
+  }
+
+  /// Checks graph plan `i` against the legacy algorithm now set (plain convolutions of the same input):
+  /// an error when they differ by more than float32 rounding (TF32's when allowed) relative to the
+  /// output's largest magnitude.
+  Status checkGraphPlan(Context& ctx, ConvGraphPlans& plans, int i, const DeviceBuffer& x, const DeviceBuffer& y,
+                        DeviceBuffer& ref, size_t yb) {
+    if (auto st = ref.ensure(yb); !st) return st;
+    const float one = 1.f, zero = 0.f;
+    Status st = check(cudnnConvolutionForward(ctx.cudnn(), &one, d_.x, x.get(), d_.w, w_.get(), d_.conv, fwdAlgo_,
+                                              ctx.workspace(), ctx.workspaceBytes(), &zero, d_.y, ref.get()),
+                      "cudnnConvolutionForward");
+    if (st) st = plans.run(i, ctx, x.as<float>(), w_.as<float>(), y.as<float>());
+    std::vector<float> a(yb / 4), b(yb / 4);
+    if (st) st = check(cudaMemcpyAsync(a.data(), ref.get(), yb, cudaMemcpyDeviceToHost, ctx.stream()), "copy");
+    if (st) st = check(cudaMemcpyAsync(b.data(), y.get(), yb, cudaMemcpyDeviceToHost, ctx.stream()), "copy");
+    if (st) st = check(cudaStreamSynchronize(ctx.stream()), "synchronize");
+    if (!st) {
+      (void)cudaGetLastError();
+      return st;
+    }
+    double scale = 0, diff = 0;
+    for (size_t k = 0; k < a.size(); ++k) {
+      scale = std::max(scale, std::fabs(static_cast<double>(a[k])));
+      const double d = std::fabs(static_cast<double>(a[k]) - static_cast<double>(b[k]));
+      diff = std::isnan(d) ? std::numeric_limits<double>::infinity() : std::max(diff, d);
+    }
+    const double tol = (ctx.allowTf32() ? 1e-2 : 1e-4) * std::max(scale, 1e-6);
+    if (diff > tol)
+      return makeError(plans.describe(i), " differs from the legacy algorithm by ", std::to_string(diff), " (scale ",
+                       std::to_string(scale), ")");
+    return {};
   }
 
   /// The forward call this kernel makes: relu(conv + bias + z) in one cuDNN call when the chain ends in
@@ -884,6 +985,12 @@ class ConvK final : public NodeOp {
       if (!st) return makeError("node '", name_, "': ", st.message());
       return epilogue(ctx, y, z, yT);
     }
+    if (graphPlan_ >= 0 && ConvGraphPlans::aligned(x, w_.get(), y)) {
+      // The graph plan computes the plain convolution; bias, residual and activation follow.
+      if (Status st = graph_.run(graphPlan_, ctx, x, w_.as<float>(), y); !st)
+        return makeError("node '", name_, "': ", st.message());
+      return epilogue(ctx, y, z, yT);
+    }
     if (Status st = forward(ctx, x, y, z); !st) return makeError("node '", name_, "': ", st.message());
     if (post_.op == Unary::Relu) return {};  // bias, residual and ReLU were the call's
     return epilogue(ctx, y, z, yT);
@@ -915,6 +1022,8 @@ class ConvK final : public NodeOp {
   cudnnConvolutionFwdAlgo_t chosen_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   cudnnConvolutionBwdDataAlgo_t bwdAlgo_ = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
   cudnnMathType_t mathType_ = CUDNN_FMA_MATH;
+  ConvGraphPlans graph_;  ///< The graph API's plans when one of them won, else empty.
+  int graphPlan_ = -1;    ///< The plan launch() runs, or -1 for the legacy call.
 };
 
 }  // namespace

@@ -11,12 +11,14 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <map>
 
 #include "backend/backend.h"
 #include "cpu/cpu_backend.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_context.h"
+#include "cuda/cuda_conv_graph.h"
 #include "cuda/cuda_ops.h"
 #include "cuda/cuda_program.h"
 #include "graphrun.h"
@@ -297,6 +299,96 @@ class TestCudaBackend : public QObject {
     QVERIFY((*kg)->run(ptrs, og2).isOk());
     QVERIFY(tensorsClose(og[0], og2[0], 0, maxAbs, maxRel, &why));
     QCOMPARE(gpu->prepare(*g, conv, "core0").isOk(), false);
+  }
+
+  /// The graph-API convolution plans (cuda_conv_graph.h): for a few geometries, every usable plan
+  /// (float32 FMA numerics, TF32 off) reproduces a plain host convolution to 1e-4 relative to the
+  /// output's largest magnitude; a common 3x3 convolution has at least one plan.
+  void convGraphPlans() {
+    REQUIRE_GPU();
+    auto c = cuda::Context::get();
+    QVERIFY2(c.isOk(), c.message().c_str());
+    cuda::Context& ctx = **c;
+    auto lock = ctx.lock();
+    struct Case {
+      const char* name;
+      int64_t n, c, h, w, k, kh, kw, pad, stride, dil, groups;
+      bool needsPlans;
+    };
+    const Case cases[] = {
+        {"3x3 pad 1", 1, 32, 14, 14, 48, 3, 3, 1, 1, 1, 1, true},
+        {"1x1", 1, 64, 7, 7, 32, 1, 1, 0, 1, 1, 1, false},
+        {"7x7 stride 2 pad 3", 1, 3, 32, 32, 16, 7, 7, 3, 2, 1, 1, false},
+        {"depthwise 3x3", 1, 24, 10, 10, 24, 3, 3, 1, 1, 1, 24, false},
+        {"grouped 3x3 dilation 2, batch 2", 2, 16, 9, 11, 8, 3, 3, 2, 1, 2, 4, false},
+    };
+    std::vector<std::string> failures;
+    for (const Case& k : cases) {
+      const int64_t cg = k.c / k.groups, kg = k.k / k.groups;
+      const int64_t oh = (k.h + 2 * k.pad - ((k.kh - 1) * k.dil + 1)) / k.stride + 1;
+      const int64_t ow = (k.w + 2 * k.pad - ((k.kw - 1) * k.dil + 1)) / k.stride + 1;
+      std::vector<float> x(static_cast<size_t>(k.n * k.c * k.h * k.w)), w(static_cast<size_t>(k.k * cg * k.kh * k.kw));
+      uint32_t r = 7u;
+      auto next = [&r] { return r = r * 1664525u + 1013904223u, static_cast<float>(r >> 8) / 16777216.f - 0.5f; };
+      for (float& f : x) f = next();
+      for (float& f : w) f = next();
+      // The reference: cross-correlation, zero padding, groups of cg input and kg output channels.
+      std::vector<float> want(static_cast<size_t>(k.n * k.k * oh * ow));
+      double scale = 0;
+      for (int64_t b = 0; b < k.n; ++b)
+        for (int64_t o = 0; o < k.k; ++o)
+          for (int64_t i = 0; i < oh; ++i)
+            for (int64_t j = 0; j < ow; ++j) {
+              double acc = 0;
+              const int64_t g = o / kg;
+              for (int64_t ci = 0; ci < cg; ++ci)
+                for (int64_t u = 0; u < k.kh; ++u)
+                  for (int64_t v = 0; v < k.kw; ++v) {
+                    const int64_t y = i * k.stride - k.pad + u * k.dil, xx = j * k.stride - k.pad + v * k.dil;
+                    if (y < 0 || y >= k.h || xx < 0 || xx >= k.w) continue;
+                    acc += static_cast<double>(x[static_cast<size_t>(((b * k.c + g * cg + ci) * k.h + y) * k.w + xx)]) *
+                           w[static_cast<size_t>(((o * cg + ci) * k.kh + u) * k.kw + v)];
+                  }
+              want[static_cast<size_t>(((b * k.k + o) * oh + i) * ow + j)] = static_cast<float>(acc);
+              scale = std::max(scale, std::fabs(acc));
+            }
+      cuda::DeviceBuffer dx, dw, dy;
+      QVERIFY(dx.upload(x.data(), x.size() * 4, ctx.stream()).isOk());
+      QVERIFY(dw.upload(w.data(), w.size() * 4, ctx.stream()).isOk());
+      QVERIFY(dy.ensure(want.size() * 4).isOk());
+      const int64_t xd[4] = {k.n, k.c, k.h, k.w}, wd[4] = {k.k, cg, k.kh, k.kw}, yd[4] = {k.n, k.k, oh, ow};
+      const int64_t pads[2] = {k.pad, k.pad}, strides[2] = {k.stride, k.stride}, dil[2] = {k.dil, k.dil};
+      auto plans = cuda::ConvGraphPlans::build(ctx, xd, wd, yd, pads, strides, dil, false, ctx.workspaceBytes());
+      if (!plans) {
+        failures.push_back(std::string(k.name) + ": " + plans.message());
+        continue;
+      }
+      std::printf("cuda conv graph %s: %d plans\n", k.name, plans->count());
+      if (k.needsPlans && plans->count() == 0) failures.push_back(std::string(k.name) + ": no usable plan");
+      for (int p = 0; p < plans->count(); ++p) {
+        std::vector<float> got(want.size());
+        Status st = cuda::check(cudaMemsetAsync(dy.get(), 0xff, got.size() * 4, ctx.stream()), "memset");
+        if (st) st = plans->run(p, ctx, dx.as<float>(), dw.as<float>(), dy.as<float>());
+        if (st) st = cuda::check(cudaMemcpyAsync(got.data(), dy.get(), got.size() * 4, cudaMemcpyDeviceToHost, ctx.stream()), "copy");
+        if (st) st = cuda::check(cudaStreamSynchronize(ctx.stream()), "synchronize");
+        if (!st) {
+          failures.push_back(std::string(k.name) + ", " + plans->describe(p) + ": " + st.message());
+          continue;
+        }
+        double diff = 0;
+        for (size_t e = 0; e < got.size(); ++e) {
+          const double d = std::fabs(static_cast<double>(got[e]) - want[e]);
+          diff = std::isnan(d) ? std::numeric_limits<double>::infinity() : std::max(diff, d);
+        }
+        std::printf("  %s: workspace %zu, max difference %.3g (scale %.3g)\n", plans->describe(p).c_str(),
+                    plans->workspace(p), diff, scale);
+        if (diff > 1e-4 * scale)
+          failures.push_back(std::string(k.name) + ", " + plans->describe(p) + ": differs by " + std::to_string(diff));
+      }
+    }
+    std::fflush(stdout);
+    for (const auto& f : failures) qWarning("FAILED %s", f.c_str());
+    QVERIFY(failures.empty());
   }
 
   /// ONNX conformance cases the backend claims, through the Backend interface (one kernel per operator).
