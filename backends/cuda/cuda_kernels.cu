@@ -735,16 +735,8 @@ cudaError_t transpose(const void* in, const Shape& inShape, const int* perm, voi
     });
   }
   // Otherwise the index-mapping copy: output axis k reads input axis perm[k].
-  int64_t inStride[kMaxRank], dims[kMaxRank], stride[kMaxRank];
-  int64_t st = 1;
-  for (int k = r - 1; k >= 0; --k) {
-    inStride[k] = st;
-    st *= inShape.d[k];
-  }
-  for (int k = 0; k < r; ++k) {
-    dims[k] = inShape.d[perm[k]];
-    stride[k] = inStride[perm[k]];
-  }
+  int64_t dims[kMaxRank], stride[kMaxRank];
+  permutedStrides(inShape, perm, dims, stride);
   return stridedCopy(in, out, r, dims, stride, 0, elemBytes, stream);
 }
 

@@ -373,6 +373,21 @@ Strided<I> stridedParams(const StridedPlan& p) {
   return s;
 }
 
+/// The input as the output walks it: dims[k] = the input's dim perm[k], stride[k] = its row-major stride
+/// (in elements), for a transpose whose output axis k reads input axis perm[k].
+inline void permutedStrides(const Shape& inShape, const int* perm, int64_t* dims, int64_t* stride) {
+  int64_t inStride[kMaxRank];
+  int64_t st = 1;
+  for (int k = inShape.rank - 1; k >= 0; --k) {
+    inStride[k] = st;
+    st *= inShape.d[k];
+  }
+  for (int k = 0; k < inShape.rank; ++k) {
+    dims[k] = inShape.d[perm[k]];
+    stride[k] = inStride[perm[k]];
+  }
+}
+
 /// Transpose: when the permutation, after merging axes, swaps the last two axes of a contiguous
 /// [batch, rows, cols] input into [batch, cols, rows], the tiled kernel takes it.
 struct TilePlan {
@@ -383,16 +398,8 @@ inline TilePlan planTransposeTile(const Shape& inShape, const int* perm, int ele
   TilePlan t;
   const int r = inShape.rank;
   if (elemBytes != 2 && elemBytes != 4 && elemBytes != 8) return t;
-  int64_t inStride[kMaxRank], dims[kMaxRank], stride[kMaxRank];
-  int64_t st = 1;
-  for (int k = r - 1; k >= 0; --k) {
-    inStride[k] = st;
-    st *= inShape.d[k];
-  }
-  for (int k = 0; k < r; ++k) {
-    dims[k] = inShape.d[perm[k]];
-    stride[k] = inStride[perm[k]];
-  }
+  int64_t dims[kMaxRank], stride[kMaxRank];
+  permutedStrides(inShape, perm, dims, stride);
   int64_t* strides[1] = {stride};
   const int cr = collapseAxes(r, dims, strides, 1);
   if (cr < 2 || stride[cr - 2] != 1 || stride[cr - 1] != dims[cr - 2]) return t;

@@ -3,6 +3,7 @@
 /// intermediate tensor, so that kernels can be checked end to end without an executor.
 
 #include <algorithm>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <string>
@@ -65,6 +66,17 @@ inline Result<Graph> generatedGraph(const GenSpec& spec) {
   auto bytes = generateModel(spec);
   if (!bytes) return Error{bytes.message()};
   return importOnnxBytes(*bytes, spec.kind + ".onnx");
+}
+
+/// dir/PREFIX0.pb, dir/PREFIX1.pb, ... while they exist (an ONNX conformance case's inputs or outputs).
+inline std::vector<std::string> numberedFiles(const std::string& dir, const std::string& prefix) {
+  std::vector<std::string> files;
+  for (int i = 0;; ++i) {
+    const std::string p = dir + "/" + prefix + std::to_string(i) + ".pb";
+    if (!std::ifstream(p).good()) break;
+    files.push_back(p);
+  }
+  return files;
 }
 
 /// True when `backend` offers a device with this id.

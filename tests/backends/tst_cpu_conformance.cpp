@@ -43,15 +43,6 @@ std::string compareTensors(const Tensor& got, const Tensor& want, double rtol, d
   return "";
 }
 
-std::vector<std::string> numberedFiles(const fs::path& dir, const std::string& prefix) {
-  std::vector<std::string> files;
-  for (int i = 0;; ++i) {
-    fs::path p = dir / (prefix + std::to_string(i) + ".pb");
-    if (!fs::exists(p)) break;
-    files.push_back(p.string());
-  }
-  return files;
-}
 
 enum class Outcome { Unclaimed, Passed, Failed };
 
@@ -71,7 +62,7 @@ Outcome runCase(const Backend& backend, const fs::path& dir, const std::string& 
     if (!backend.supports(g, op, &why)) return Outcome::Unclaimed;
   const fs::path data = dir / "test_data_set_0";
   std::map<ValueId, Tensor> values;
-  const auto inFiles = numberedFiles(data, "input_");
+  const auto inFiles = test::numberedFiles(data.string(), "input_");
   for (size_t i = 0; i < inFiles.size(); ++i) {
     std::string name;
     auto t = readTensorProtoFile(inFiles[i], &name);
@@ -119,7 +110,7 @@ Outcome runCase(const Backend& backend, const fs::path& dir, const std::string& 
     why = s.message();
     return Outcome::Failed;
   }
-  const auto outFiles = numberedFiles(data, "output_");
+  const auto outFiles = test::numberedFiles(data.string(), "output_");
   for (size_t i = 0; i < outFiles.size() && i < g.outputs.size(); ++i) {
     std::string name;
     auto want = readTensorProtoFile(outFiles[i], &name);

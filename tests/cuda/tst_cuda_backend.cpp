@@ -65,15 +65,6 @@ std::string conformanceDir() {
   return "/usr/share/libonnx-testdata/data/node";
 }
 
-std::vector<std::string> numberedFiles(const fs::path& dir, const std::string& prefix) {
-  std::vector<std::string> files;
-  for (int i = 0;; ++i) {
-    fs::path p = dir / (prefix + std::to_string(i) + ".pb");
-    if (!fs::exists(p)) break;
-    files.push_back(p.string());
-  }
-  return files;
-}
 
 }  // namespace
 
@@ -412,7 +403,7 @@ class TestCudaBackend : public QObject {
       for (OpId op = 0; op < static_cast<OpId>(g.nodes.size()) && ok; ++op) ok = gpu->supports(g, op, nullptr);
       if (!ok) continue;
       std::map<ValueId, Tensor> values;
-      const auto inFiles = numberedFiles(dir / "test_data_set_0", "input_");
+      const auto inFiles = test::numberedFiles((dir / "test_data_set_0").string(), "input_");
       for (size_t i = 0; i < inFiles.size() && ok; ++i) {
         std::string name;
         auto t = readTensorProtoFile(inFiles[i], &name);
@@ -433,7 +424,7 @@ class TestCudaBackend : public QObject {
       ++claimed;
       Status s = test::runGraph(g, *gpu, "gpu", values);
       std::string why = s ? "" : s.message();
-      const auto outFiles = numberedFiles(dir / "test_data_set_0", "output_");
+      const auto outFiles = test::numberedFiles((dir / "test_data_set_0").string(), "output_");
       for (size_t i = 0; i < outFiles.size() && i < g.outputs.size() && why.empty(); ++i) {
         std::string name;
         auto want = readTensorProtoFile(outFiles[i], &name);

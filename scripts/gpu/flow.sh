@@ -1,0 +1,86 @@
+#!/bin/bash
+# scripts/gpu/flow.sh CLI MODELS_DIR OUTDIR: the default measured flow of a user with a GPU (issue 25's
+# prediction goal), on the GPU machine:
+#   partex-cli platforms --show this-machine --json      (probe + calibration, the GPU included; cached)
+#   the this-machine platform cut to its gpu and cpu-parallel devices (the 16 per-core devices of the
+#     device machine would multiply the profiling time by ten; the cut platform is written to a file)
+#   for each model: profile --devices gpu,cpu-parallel; schedule --algo best, heft and single on the gpu;
+#     execute each plan; record predicted and measured makespans
+#   the modelled costs before profiling: schedule single-on-gpu without a profile, execute it.
+# Writes OUTDIR/flow.json (one record per model and plan) and prints a table. Exit 125: no gpu device.
+set -u
+CLI=$1 MODELS=$2 OUT=$3
+W=$(mktemp -d /tmp/partex-flow.XXXX)
+MODELS_LIST=${FLOW_MODELS:-"light_resnet50 light_squeezenet light_inception_v1 light_densenet121 light_bvlc_alexnet light_vgg19 mnist yolox_nano Ultraface.version-RFB-320"}
+echo "flow: work $W"
+"$CLI" platforms --show this-machine --json > "$W/this-machine.json" || { echo "platforms failed"; exit 1; }
+python3 - "$W/this-machine.json" "$W/tm.json" <<'PY' || exit 125
+import json, sys
+p = json.load(open(sys.argv[1]))
+keep = {"gpu", "cpu-parallel"}
+ids = [d["id"] for d in p["devices"]]
+if "gpu" not in ids:
+    print("flow: this-machine has no gpu device: " + ", ".join(ids)); sys.exit(1)
+p["devices"] = [d for d in p["devices"] if d["id"] in keep]
+p["links"] = [l for l in p.get("links", []) if l["from"] in keep and l["to"] in keep]
+groups = []
+for g in p.get("exclusive_groups", []):
+    devs = [d for d in g["devices"] if d in keep]
+    if len(devs) > 1: groups.append(dict(g, devices=devs))
+p["exclusive_groups"] = groups
+if p.get("host") not in keep: p["host"] = "cpu-parallel"
+p["name"] = "this-machine-gpu"
+json.dump(p, open(sys.argv[2], "w"), indent=1)
+gpu = [d for d in p["devices"] if d["id"] == "gpu"][0]
+print("flow: gpu device:", json.dumps({k: gpu[k] for k in gpu if k not in ("supported_ops", "unsupported_ops")})[:600])
+PY
+echo "[" > "$OUT/flow.json"
+first=1
+record() {  # model algo profiled plan_ok exec_json_file
+  local j; j=$(cat "$5" 2>/dev/null || echo '{}')
+  [ $first = 1 ] || echo "," >> "$OUT/flow.json"; first=0
+  printf '{"model": "%s", "algo": "%s", "profiled": %s, "exec": %s}\n' "$1" "$2" "$3" "${j:-{\}}" >> "$OUT/flow.json"
+}
+for m in $MODELS_LIST; do
+  f="$MODELS/$m.onnx"; [ -f "$f" ] || { echo "flow: no $f"; continue; }
+  echo "=== $m"
+  t0=$(date +%s.%N)
+  # Modelled only (no profile): everything on the GPU, as the this-machine calibration predicts it.
+  if "$CLI" schedule "$f" --platform "$W/tm.json" --algo single --param device=gpu -o "$W/$m.model.plan.json" >/dev/null; then
+    "$CLI" execute "$f" --platform "$W/tm.json" --plan "$W/$m.model.plan.json" --reps 20 --json > "$W/$m.model.exec.json" 2> "$W/$m.model.err" \
+      || tail -2 "$W/$m.model.err"
+    record "$m" "single-gpu" false "$W/$m.model.exec.json"
+  fi
+  if ! "$CLI" profile "$f" --devices gpu,cpu-parallel --reps 5 --warmup 1 -q -o "$W/$m.profile.json" 2> "$W/$m.profile.err"; then
+    echo "flow: profile failed: $(tail -1 "$W/$m.profile.err")"; continue
+  fi
+  echo "   profiled in $(echo "$(date +%s.%N) - $t0" | bc) s"
+  for algo in single best heft; do
+    extra=(); [ $algo = single ] && extra=(--param device=gpu)
+    if "$CLI" schedule "$f" --platform "$W/tm.json" --profile "$W/$m.profile.json" --algo $algo "${extra[@]}" \
+         -o "$W/$m.$algo.plan.json" > /dev/null 2> "$W/$m.$algo.err"; then
+      "$CLI" execute "$f" --platform "$W/tm.json" --plan "$W/$m.$algo.plan.json" --profile "$W/$m.profile.json" --reps 20 \
+        --json > "$W/$m.$algo.exec.json" 2>> "$W/$m.$algo.err" || tail -2 "$W/$m.$algo.err"
+      record "$m" "$algo" true "$W/$m.$algo.exec.json"
+    else
+      echo "flow: schedule $algo failed: $(tail -1 "$W/$m.$algo.err")"
+    fi
+  done
+done
+echo "]" >> "$OUT/flow.json"
+python3 - "$OUT/flow.json" <<'PY'
+import json, sys, statistics
+rows = json.load(open(sys.argv[1]))
+print("%-32s %-11s %9s %12s %12s %8s" % ("model", "plan", "profiled", "predicted ms", "measured ms", "error"))
+errs = []
+for r in rows:
+    e = r.get("exec") or {}
+    pred = e.get("predicted_us") or e.get("predicted_makespan_us"); meas = e.get("measured_us") or e.get("measured_makespan_us")
+    if pred is None or meas is None:
+        print("%-32s %-11s %9s   (no result: %s)" % (r["model"], r["algo"], r["profiled"], ",".join(sorted(e.keys()))[:80])); continue
+    err = (pred - meas) / meas
+    if r["profiled"] and r["algo"] == "best": errs.append(abs(err))
+    print("%-32s %-11s %9s %12.3f %12.3f %+7.1f%%" % (r["model"], r["algo"], r["profiled"], pred / 1000, meas / 1000, 100 * err))
+if errs:
+    print("best plans, |error|: median %.1f%%, worst %.1f%%" % (100 * statistics.median(errs), 100 * max(errs)))
+PY
