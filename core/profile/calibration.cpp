@@ -142,8 +142,7 @@ void addCallProbes(ProbeGraph& b, const std::string& pass) {
   x = b.node(pass + "broadcast-call", "Add", {x, b.weight({1, 16, 1, 1})}, {1, 16, 1, 1});
   x = b.node(pass + "pooling-call", "MaxPool", {x}, {1, 16, 1, 1}, {{"kernel_shape", ints({1, 1})}});
   x = b.node(pass + "shape_only-call", "Reshape", {x, b.ints({1, 16})}, {1, 16});
-  x = b.node(pass + "matmul-call", "Gemm", {x, b.weight({16, 16}), b.weight({16})}, {1, 16},
-             {{"transB", one(1)}});
+  x = b.node(pass + "matmul-call", "Gemm", {x, b.weight({16, 16}), b.weight({16})}, {1, 16}, {{"transB", one(1)}});
   x = b.node(pass + "reduction-call", "ReduceMean", {x}, {1, 1}, {{"axes", ints({1})}});
   b.node(pass + "data_movement-call", "Concat", {x, b.input({1, 15})}, {1, 16}, {{"axis", one(1)}});
 }
@@ -475,8 +474,8 @@ json probeToJson(const MachineProbe& p) {
 json gpuToJson(const GpuDeviceCalibration& g) {
   json facts = json::object();
   for (const auto& [name, v] : g.facts) facts[name] = v;
-  return {{"backend", g.backend},          {"device", g.device}, {"name", g.name},
-          {"memory_bytes", g.memoryBytes}, {"facts", facts},     {"mode", modeToJson(g.mode)}};
+  return {{"backend", g.backend}, {"device", g.device},         {"name", g.name}, {"memory_bytes", g.memoryBytes},
+          {"facts", facts},       {"mode", modeToJson(g.mode)}, {"note", g.note}};
 }
 
 /// Reading: every failure throws std::runtime_error with the field's path; parseCalibration turns it
@@ -542,8 +541,10 @@ struct Reader {
     g.memoryBytes = static_cast<int64_t>(num(o, "memory_bytes", path + ".", false));
     const json& facts = at(o, "facts", path + ".");
     if (!facts.is_object()) fail(path + ".facts", "must be an object");
-    for (auto it = facts.begin(); it != facts.end(); ++it) g.facts[it.key()] = num(facts, it.key(), path + ".facts.", false);
+    for (auto it = facts.begin(); it != facts.end(); ++it)
+      g.facts[it.key()] = num(facts, it.key(), path + ".facts.", false);
     g.mode = mode(at(o, "mode", path + "."), path + ".mode.");
+    g.note = str(o, "note", path + ".");
     return g;
   }
   ModeCalibration mode(const json& o, const std::string& path) const {
@@ -685,9 +686,9 @@ std::string gpuSummary(const GpuDeviceCalibration& g) {
          fmt(g.fact("h2d_latency_us"), 1) + " us latency (the links to the host), FP32 GEMM " +
          fmt(g.fact("fp32_gflops"), 0) + " GFLOP/s (the roof of classes without a probe; FP16 " +
          fmt(g.fact("fp16_gflops"), 0) + "), a launch and wait of " + fmt(g.fact("sync_us"), 1) +
-         " us per operator; calibrated per op class from the device time of its kernels (events, copies "
-         "excluded) on synthetic operators: " +
-         summary(g.mode) + ". ";
+         " us per operator; calibrated per op class from the device time of its kernels (copies excluded) "
+         "on synthetic operators: " +
+         summary(g.mode) + (g.note.empty() ? "" : "; probes left out: " + g.note) + ". ";
 }
 
 int coreCount(const Backend& backend) {
@@ -777,11 +778,21 @@ Result<GpuDeviceCalibration> calibrateGpuDevice(const Backend& gpu, const Calibr
   ModeCalibration& m = c.mode;
   m.device = dev->id;
   const int warmup = std::max(1, opts.warmup), reps = std::max(1, opts.reps);
+  // A probe the backend cannot run is left out (its class keeps the device's defaults), and said.
+  auto leaveOut = [&](const Node& n, const std::string& why) {
+    c.note += (c.note.empty() ? "" : "; ") + n.name + " (" + n.opType + "): " + why;
+  };
   for (OpId op = 0; op < static_cast<OpId>(g.nodes.size()); ++op) {
     const Node& n = g.nodes[static_cast<size_t>(op)];
-    if (!gpu.supports(g, op, nullptr)) continue;  // Its class keeps the device's defaults.
+    if (std::string why; !gpu.supports(g, op, &why)) {
+      leaveOut(n, "not supported (" + why + ")");
+      continue;
+    }
     auto k = gpu.prepare(g, op, dev->id);
-    if (!k) return makeError("GPU calibration: ", n.name, ": ", k.message());
+    if (!k) {
+      leaveOut(n, k.message());
+      continue;
+    }
     std::vector<Tensor> held(n.inputs.size());
     std::vector<const Tensor*> ins(n.inputs.size(), nullptr);
     for (size_t i = 0; i < n.inputs.size(); ++i) {
@@ -793,13 +804,21 @@ Result<GpuDeviceCalibration> calibrateGpuDevice(const Backend& gpu, const Calibr
     }
     std::vector<Tensor> outs;
     std::vector<double> times;
-    for (int r = 0; r < warmup + reps; ++r) {
+    Status ran;  // Ok until a run fails.
+    for (int r = 0; r < warmup + reps && ran; ++r) {
       const auto t0 = Clock::now();
-      if (auto st = (*k)->run(ins, outs); !st) return makeError("GPU calibration: ", n.name, ": ", st.message());
+      if (auto st = (*k)->run(ins, outs); !st) {
+        ran = st;
+        break;
+      }
       const double wall = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
       const double device = (*k)->lastDeviceUs();
       // The device time; a kernel that does not measure one gives its wall time (copies included).
       if (r >= warmup) times.push_back(device >= 0 ? device : wall);
+    }
+    if (!ran) {
+      leaveOut(n, ran.message());
+      continue;
     }
     const OpWork& w = work[static_cast<size_t>(op)];
     m.samples.push_back(
@@ -811,7 +830,9 @@ Result<GpuDeviceCalibration> calibrateGpuDevice(const Backend& gpu, const Calibr
   for (const auto& s : m.samples)
     if (s.name == "elementwise-call") m.callUs = s.us;
   fitMode(m);
-  if (m.classes.empty()) return makeError("GPU calibration: backend '", gpu.name(), "' ran none of the probes");
+  if (m.classes.empty())
+    return makeError("GPU calibration: backend '", gpu.name(), "' ran none of the probes",
+                     c.note.empty() ? "" : ": " + c.note);
   // The weights probe left out or unfitted: the device's copy bandwidth (the cache file wants a number).
   if (!(m.weightBandwidthGBs > 0)) m.weightBandwidthGBs = c.fact("d2d_gbs", 1.0) > 0 ? c.fact("d2d_gbs", 1.0) : 1.0;
   return c;
@@ -961,6 +982,7 @@ Result<MachineCalibration> loadOrMeasureThisMachine(const Backend& backend, cons
     auto measured = calibrateMachine(backend, thisMachineFromProbe(*src.probe), opts);
     if (!measured) return measured;
     c = std::move(measured).value();
+    c.key = key;  // The CPU's key, and the GPU's where there is one.
     c.probe = src.probe;
   }
   // The GPU, where there is one and the file has none (a new file, or its measurement failed last time).
@@ -968,7 +990,8 @@ Result<MachineCalibration> loadOrMeasureThisMachine(const Backend& backend, cons
     auto g = calibrateGpuDevice(*gpu, opts);
     if (g) {
       c.gpu = std::move(g).value();
-      if (cached) src.note += (src.note.empty() ? "" : "; ") + std::string("the GPU was not cached: measured and added");
+      if (cached)
+        src.note += (src.note.empty() ? "" : "; ") + std::string("the GPU was not cached: measured and added");
     } else {
       src.gpuNote = g.message();
     }

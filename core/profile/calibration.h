@@ -20,6 +20,11 @@
 /// from (probeThisMachine: FMA loop, memcpy bandwidth in a forked child, OpenMP fork/join), so that a
 /// start with a warm cache measures nothing: same key, same invalidation.
 ///
+/// Where a backend offers a device of kind "gpu" (the CUDA backend on a machine with an NVIDIA GPU), the
+/// GPU is measured too (calibrateGpuDevice: the backend's own facts, then GPU-sized synthetic operators
+/// per class through its kernels, timed on the device), cached in the same file under a key that adds
+/// the GPU backend's version, and becomes the platform's device "gpu" (applyCalibration).
+///
 /// core/platform links no backend, so the front ends install it (one call at start-up):
 /// \code
 ///   installThisMachineCalibration(registerBuiltinBackends);  // then loadPreset("this-machine") is calibrated
@@ -73,14 +78,16 @@ struct ModeCalibration {
 /// its kernels (Kernel::lastDeviceUs: events around the kernels, host-device copies excluded) on
 /// synthetic operators sized for a GPU.
 struct GpuDeviceCalibration {
-  std::string backend;      ///< Backend name ("cuda").
-  std::string device;       ///< Its device id ("gpu"), also the platform device's id.
-  std::string name;         ///< The device's description (BackendDevice::description).
-  int64_t memoryBytes = 0;  ///< Device memory (BackendDevice::memoryBytes, else the fact memory_bytes).
+  std::string backend;                  ///< Backend name ("cuda").
+  std::string device;                   ///< Its device id ("gpu"), also the platform device's id.
+  std::string name;                     ///< The device's description (BackendDevice::description).
+  int64_t memoryBytes = 0;              ///< Device memory (BackendDevice::memoryBytes, else the fact memory_bytes).
   std::map<std::string, double> facts;  ///< Backend::deviceFacts, as measured.
   /// Per op class. executorUs is the fact sync_us (the executor's GPU lane launches each operator and
   /// waits for it), callUs the device time of a tiny Relu.
   ModeCalibration mode;
+  /// The probes left out and why ("LRN: not supported (...)"), "; "-separated; "" when all ran.
+  std::string note;
   /// The fact `name`, or `otherwise` when the backend did not report it.
   double fact(const std::string& name, double otherwise = 0) const {
     auto it = facts.find(name);
@@ -124,8 +131,8 @@ const Backend* findGpuBackend(const BackendRegistry& registry);
 /// tensors (the median of the device times, lastDeviceUs, of opts.reps runs after at least one warm-up:
 /// a tiny operator per class for its fixed cost, a large low-intensity one for the streaming bandwidth, a
 /// large high-intensity one for the flop rate), fitted as calibrateMachine fits a CPU mode. Operators the
-/// backend does not support are left out (their classes keep the device's defaults). Errors: no GPU
-/// device, the facts failing, a kernel failing, no class measured.
+/// backend does not support, cannot prepare or fails to run are left out, and named in `note` (their
+/// classes keep the device's defaults). Errors: no GPU device, the facts failing, no class measured.
 Result<GpuDeviceCalibration> calibrateGpuDevice(const Backend& gpu, const CalibrationOptions& opts = {});
 
 /// Measures `backend`'s devices "core0" and "cpu-parallel". `base` is the measured this-machine platform
@@ -179,8 +186,7 @@ Result<MachineCalibration> loadOrCalibrate(const Backend& backend, const Platfor
 /// a GPU, the reason in `source->gpuNote`, never an error.
 Result<MachineCalibration> loadOrMeasureThisMachine(const Backend& backend, const std::string& cacheDir,
                                                     CalibrationSource* source = nullptr,
-                                                    const CalibrationOptions& opts = {},
-                                                    const Backend* gpu = nullptr);
+                                                    const CalibrationOptions& opts = {}, const Backend* gpu = nullptr);
 
 /// Sets the calibrated numbers on the this-machine platform: core0 and the other cores and cpu-serial get
 /// `serial`, cpu-parallel gets `parallel`; the description says what was measured and what is still
@@ -195,9 +201,9 @@ void applyCalibration(Platform& p, const MachineCalibration& c, const Calibratio
 /// Installs the this-machine provider (setThisMachineProvider): the first loadPreset("this-machine")
 /// fills a registry with `registerBackends` (front ends pass registerBuiltinBackends), then loads or
 /// measures the probe and the calibration of its "cpu" backend (loadOrMeasureThisMachine, with the GPU of
-/// findGpuBackend where there is one), builds the platform from the probe and applies the calibration. Failures leave the platform as probed, with a
-/// note in its description. `cacheDir`: "" = defaultCalibrationCacheDir().
-/// Setting PARTEX_NO_CALIBRATION=1 in the environment turns it off.
+/// findGpuBackend where there is one), builds the platform from the probe and applies the calibration.
+/// Failures leave the platform as probed, with a note in its description. `cacheDir`: "" =
+/// defaultCalibrationCacheDir(). Setting PARTEX_NO_CALIBRATION=1 in the environment turns it off.
 void installThisMachineCalibration(std::function<void(BackendRegistry&)> registerBackends,
                                    const std::string& cacheDir = {});
 

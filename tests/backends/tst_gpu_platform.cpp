@@ -22,17 +22,20 @@ using namespace partex;
 
 namespace {
 
-std::atomic<int> gFactsCalls{0};   ///< deviceFacts() calls of every fake.
-std::atomic<int> gPrepares{0};     ///< Kernels the fakes prepared.
+std::atomic<int> gFactsCalls{0};      ///< deviceFacts() calls of every fake.
+std::atomic<int> gPrepares{0};        ///< Kernels the fakes prepared.
 std::atomic<bool> gFactsFail{false};  ///< The fakes' deviceFacts() fail (a GPU whose measurement fails).
+/// The fakes refuse LRN (supports), cannot prepare Transpose and fail to run Slice.
+std::atomic<bool> gPartial{false};
 
 constexpr int64_t kFakeMemory = int64_t(8) << 30;
 
 /// A kernel of the fake GPU: the CPU kernel on core0; its "device time" is the wall time of its run.
 class FakeGpuKernel final : public Kernel {
  public:
-  explicit FakeGpuKernel(std::unique_ptr<Kernel> inner) : inner_(std::move(inner)) {}
+  FakeGpuKernel(std::unique_ptr<Kernel> inner, bool fails) : inner_(std::move(inner)), fails_(fails) {}
   Status run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs) override {
+    if (fails_) return makeError("fake-gpu: launch failed");
     const auto t0 = std::chrono::steady_clock::now();
     Status st = inner_->run(inputs, outputs);
     lastUs_ = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
@@ -42,6 +45,7 @@ class FakeGpuKernel final : public Kernel {
 
  private:
   std::unique_ptr<Kernel> inner_;
+  bool fails_ = false;
   double lastUs_ = -1;
 };
 
@@ -57,25 +61,39 @@ class FakeGpuBackend final : public Backend {
     d.memoryBytes = kFakeMemory;
     return {d};
   }
-  bool supports(const Graph& g, OpId op, std::string* reason) const override { return cpu_.supports(g, op, reason); }
+  bool supports(const Graph& g, OpId op, std::string* reason) const override {
+    if (gPartial && g.nodes[static_cast<size_t>(op)].opType == "LRN") {
+      if (reason) *reason = "no LRN kernel";
+      return false;
+    }
+    return cpu_.supports(g, op, reason);
+  }
   Result<std::unique_ptr<Kernel>> prepare(const Graph& g, OpId op, const std::string& deviceId) const override {
     if (deviceId != "gpu") return makeError("fake-gpu: unknown device '", deviceId, "'");
+    const std::string& type = g.nodes[static_cast<size_t>(op)].opType;
+    if (gPartial && type == "Transpose") return makeError("fake-gpu: out of memory");
     ++gPrepares;
     auto k = cpu_.prepare(g, op, "core0");
     if (!k) return Error{k.message()};
-    return std::unique_ptr<Kernel>(std::make_unique<FakeGpuKernel>(std::move(k).value()));
+    return std::unique_ptr<Kernel>(std::make_unique<FakeGpuKernel>(std::move(k).value(), gPartial && type == "Slice"));
   }
   Result<std::map<std::string, double>> deviceFacts(const std::string& deviceId) const override {
     ++gFactsCalls;
     if (deviceId != "gpu") return makeError("fake-gpu: unknown device '", deviceId, "'");
     if (gFactsFail) return makeError("fake-gpu: the measurement failed");
-    return std::map<std::string, double>{{"d2d_gbs", 900},          {"h2d_gbs", 25},
-                                         {"d2h_gbs", 20},           {"h2d_latency_us", 8},
-                                         {"launch_us", 3},          {"sync_us", 12},
-                                         {"graph_node_us", 1.5},    {"fp32_gflops", 20000},
-                                         {"tf32_gflops", 60000},    {"fp16_gflops", 80000},
+    return std::map<std::string, double>{{"d2d_gbs", 900},
+                                         {"h2d_gbs", 25},
+                                         {"d2h_gbs", 20},
+                                         {"h2d_latency_us", 8},
+                                         {"launch_us", 3},
+                                         {"sync_us", 12},
+                                         {"graph_node_us", 1.5},
+                                         {"fp32_gflops", 20000},
+                                         {"tf32_gflops", 60000},
+                                         {"fp16_gflops", 80000},
                                          {"memory_bytes", static_cast<double>(kFakeMemory)},
-                                         {"sm_count", 100},         {"sm_clock_mhz", 1800}};
+                                         {"sm_count", 100},
+                                         {"sm_clock_mhz", 1800}};
   }
 
  private:
@@ -126,7 +144,10 @@ class TestGpuPlatform : public QObject {
     QVERIFY(cpu_ && fake_);
   }
   void cleanupTestCase() { setThisMachineProvider({}); }
-  void init() { gFactsFail = false; }
+  void init() {
+    gFactsFail = false;
+    gPartial = false;
+  }
 
   /// Which backend is the GPU's: the one with a device of kind "gpu"; the key names it.
   void found() {
@@ -157,8 +178,8 @@ class TestGpuPlatform : public QObject {
     QCOMPARE(m.executorUs, 12.0);
     QVERIFY(finitePositive(m.callUs));
     QVERIFY(finitePositive(m.weightBandwidthGBs));
-    for (OpClass cls : {OpClass::Conv, OpClass::MatMul, OpClass::Elementwise, OpClass::Normalisation,
-                        OpClass::Pooling, OpClass::DataMovement, OpClass::Reduction, OpClass::ShapeOnly}) {
+    for (OpClass cls : {OpClass::Conv, OpClass::MatMul, OpClass::Elementwise, OpClass::Normalisation, OpClass::Pooling,
+                        OpClass::DataMovement, OpClass::Reduction, OpClass::ShapeOnly}) {
       const std::string what = opClassName(cls);
       QVERIFY2(m.classes.count(cls), what.c_str());
       const CalibratedCost& k = m.classes.at(cls);
@@ -197,6 +218,31 @@ class TestGpuPlatform : public QObject {
     auto refused = parseCalibration(bad, "bad.json");
     QVERIFY(!refused.isOk());
     QVERIFY2(refused.message().find("gpu.facts.sync_us") != std::string::npos, refused.message().c_str());
+    QVERIFY(c->note.empty());
+  }
+
+  /// Probes the backend does not support, cannot prepare or fails to run are left out and named; the
+  /// rest is fitted.
+  void partial() {
+    gPartial = true;
+    auto c = calibrateGpuDevice(*fake_, fastest());
+    QVERIFY2(c.isOk(), c.message().c_str());
+    for (const char* what :
+         {"normalisation-compute (LRN): not supported (no LRN kernel)",
+          "Transpose (Transpose): fake-gpu: out of memory", "Slice (Slice): fake-gpu: launch failed"})
+      QVERIFY2(c->note.find(what) != std::string::npos, c->note.c_str());
+    QVERIFY(!c->mode.opTypes.count("Transpose") && !c->mode.opTypes.count("Slice"));
+    QVERIFY(c->mode.classes.count(OpClass::Normalisation));
+    QCOMPARE(c->mode.classes.at(OpClass::Normalisation).peakGflops, 0.0);
+    QVERIFY(c->mode.opTypes.count("Resize"));
+    MachineProbe probe;  // Any probe will do.
+    probe.isa = "generic";
+    probe.cores = 2;
+    Platform p = thisMachineFromProbe(probe);
+    MachineCalibration mc;
+    mc.gpu = *c;
+    applyCalibration(p, mc, CalibrationSource{});
+    QVERIFY2(p.description.find("probes left out: normalisation-compute") != std::string::npos, p.description.c_str());
   }
 
   /// The platform with the fake GPU: a device of kind Gpu with the facts' numbers and the fitted ones,
