@@ -225,9 +225,11 @@ Graph buildProbes() {
 /// of a kernel that does almost nothing: launch latency and the tail of the grid); the streaming probes
 /// move 6 MiB tensors (128 channels of 112x112: what the first stages of the shared models move, and
 /// still inside the 50 MiB L2 cache of an H100, where a model's activations are when the next operator
-/// reads them), about ten times the fixed cost; the compute probes are of about a GFLOP; the weights probe
-/// streams 64 MiB (more than the L2 cache: weights come from device memory). Each probe runs on its own,
-/// on inputs the calibration makes, so none depends on another.
+/// reads them). On an H100 they take a few microseconds, of the order of the fixed cost, so the split
+/// between fixed cost and bandwidth is rough, but an operator of a model's size is predicted from probes
+/// of its size. The compute probes are of about a GFLOP; the weights probe streams 64 MiB (more than the
+/// L2 cache: weights come from device memory). Each probe runs on its own, on inputs the calibration
+/// makes, so none depends on another.
 Graph buildGpuProbes() {
   ProbeGraph b;
   auto node = [&](const std::string& name, const std::string& op, std::vector<ValueId> ins, std::vector<int64_t> out,
