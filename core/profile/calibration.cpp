@@ -30,8 +30,8 @@ using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
 
 /// Bumped whenever the synthetic operators, the fit or the file's content change: older cache files
-/// become stale. 2: the this-machine probe is cached with the calibration.
-constexpr int kCalibrationFormat = 2;
+/// become stale. 2: the this-machine probe is cached with the calibration. 3: so is the GPU.
+constexpr int kCalibrationFormat = 3;
 constexpr const char* kFormatName = "partex-calibration";
 
 /// Element-wise operators with several (broadcast) inputs: in the CPU backend they walk the broadcast
@@ -131,6 +131,22 @@ Attribute one(int64_t v) {
 
 constexpr int kChain = 24;  ///< Tiny Relus in the overhead chain.
 
+/// The fixed-cost probes: one tiny operator per class (16 channels of one pixel), one after the other,
+/// each reading what the previous one wrote, names prefixed with `pass`.
+void addCallProbes(ProbeGraph& b, const std::string& pass) {
+  ValueId x = b.node(pass + "conv-call", "Conv", {b.input({1, 16, 1, 1}), b.weight({16, 16, 1, 1}), b.weight({16})},
+                     {1, 16, 1, 1});
+  x = b.node(pass + "normalisation-call", "BatchNormalization",
+             {x, b.weight({16}), b.weight({16}), b.weight({16}), b.weight({16})}, {1, 16, 1, 1});
+  x = b.node(pass + "elementwise-call", "Relu", {x}, {1, 16, 1, 1});
+  x = b.node(pass + "broadcast-call", "Add", {x, b.weight({1, 16, 1, 1})}, {1, 16, 1, 1});
+  x = b.node(pass + "pooling-call", "MaxPool", {x}, {1, 16, 1, 1}, {{"kernel_shape", ints({1, 1})}});
+  x = b.node(pass + "shape_only-call", "Reshape", {x, b.ints({1, 16})}, {1, 16});
+  x = b.node(pass + "matmul-call", "Gemm", {x, b.weight({16, 16}), b.weight({16})}, {1, 16}, {{"transB", one(1)}});
+  x = b.node(pass + "reduction-call", "ReduceMean", {x}, {1, 1}, {{"axes", ints({1})}});
+  b.node(pass + "data_movement-call", "Concat", {x, b.input({1, 15})}, {1, 16}, {{"axis", one(1)}});
+}
+
 /// The probes, as a network runs them: each reads the tensor its predecessor has just written (in cache,
 /// as in a model) and writes a buffer of its own. Names: "<class>-call" (tiny: the class's fixed cost),
 /// "<class>-memory" (low arithmetic intensity: its bandwidth), "<class>-compute" (high intensity: its
@@ -149,19 +165,7 @@ Graph buildProbes() {
   // Fixed costs: one tiny operator per class (16 channels of one pixel), one after the other, twice: the
   // first pass ("cold-...") on the caches the previous run's large probes left cold, the second on warm
   // ones.
-  for (const std::string pass : {"cold-", ""}) {
-    x = node(pass + "conv-call", "Conv", {b.input({1, 16, 1, 1}), b.weight({16, 16, 1, 1}), b.weight({16})},
-             {1, 16, 1, 1});
-    x = node(pass + "normalisation-call", "BatchNormalization",
-             {x, b.weight({16}), b.weight({16}), b.weight({16}), b.weight({16})}, {1, 16, 1, 1});
-    x = node(pass + "elementwise-call", "Relu", {x}, {1, 16, 1, 1});
-    x = node(pass + "broadcast-call", "Add", {x, b.weight({1, 16, 1, 1})}, {1, 16, 1, 1});
-    x = node(pass + "pooling-call", "MaxPool", {x}, {1, 16, 1, 1}, {{"kernel_shape", ints({1, 1})}});
-    x = node(pass + "shape_only-call", "Reshape", {x, b.ints({1, 16})}, {1, 16});
-    x = node(pass + "matmul-call", "Gemm", {x, b.weight({16, 16}), b.weight({16})}, {1, 16}, {{"transB", one(1)}});
-    x = node(pass + "reduction-call", "ReduceMean", {x}, {1, 1}, {{"axes", ints({1})}});
-    node(pass + "data_movement-call", "Concat", {x, b.input({1, 15})}, {1, 16}, {{"axis", one(1)}});
-  }
+  for (const std::string pass : {"cold-", ""}) addCallProbes(b, pass);
 
   // Throughput, on 64 channels of 56x56 (784 KiB per tensor: what mid-size networks move).
   const std::vector<int64_t> big{1, 64, 56, 56};
@@ -216,6 +220,57 @@ Graph buildProbes() {
   return b.finish();
 }
 
+/// The probes of a GPU, named as buildProbes names them (so that fitMode fits both), sized for a device a
+/// hundred times faster: a tiny operator per class still gives the fixed cost (on a GPU the device time
+/// of a kernel that does almost nothing: launch latency and the tail of the grid); the streaming probes
+/// move 6 MiB tensors (128 channels of 112x112: what the first stages of the shared models move, and
+/// still inside the 50 MiB L2 cache of an H100, where a model's activations are when the next operator
+/// reads them). On an H100 they take a few microseconds, of the order of the fixed cost, so the split
+/// between fixed cost and bandwidth is rough, but an operator of a model's size is predicted from probes
+/// of its size. The compute probes are of about a GFLOP; the weights probe streams 64 MiB (more than the
+/// L2 cache: weights come from device memory). Each probe runs on its own, on inputs the calibration
+/// makes, so none depends on another.
+Graph buildGpuProbes() {
+  ProbeGraph b;
+  auto node = [&](const std::string& name, const std::string& op, std::vector<ValueId> ins, std::vector<int64_t> out,
+                  std::map<std::string, Attribute> attrs = {}) {
+    return b.node(name, op, std::move(ins), std::move(out), std::move(attrs));
+  };
+  addCallProbes(b, "");
+  const std::vector<int64_t> big{1, 128, 112, 112};
+  node("elementwise-memory", "Relu", {b.input(big)}, big);
+  node("elementwise-compute", "Sigmoid", {b.input(big)}, big);
+  node("broadcast-channel", "Add", {b.input(big), b.weight({1, 128, 1, 1})}, big);
+  node("broadcast-same", "Mul", {b.input(big), b.input(big)}, big);
+  node("normalisation-memory", "BatchNormalization",
+       {b.input(big), b.weight({128}), b.weight({128}), b.weight({128}), b.weight({128})}, big);
+  node("data_movement-memory", "Concat", {b.input(big), b.input(big)}, {1, 256, 112, 112}, {{"axis", one(1)}});
+  node("reduction-memory", "ReduceMean", {b.input(big)}, {1, 1, 112, 112}, {{"axes", ints({1})}});
+  node("pooling-memory", "MaxPool", {b.input(big)}, {1, 128, 56, 56},
+       {{"kernel_shape", ints({3, 3})}, {"strides", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}});
+  node("pooling-memory2", "GlobalAveragePool", {b.input(big)}, {1, 128, 1, 1});
+  // Depthwise convolutions stream (2 flops per byte); a 3x3 one of 128 channels on 56x56 computes
+  // (0.92 GFLOP).
+  node("conv-memory", "Conv", {b.input(big), b.weight({128, 1, 3, 3}), b.weight({128})}, big,
+       {{"pads", ints({1, 1, 1, 1})}, {"kernel_shape", ints({3, 3})}, {"group", one(128)}});
+  node("conv-memory2", "Conv", {b.input(big), b.weight({128, 1, 3, 3}), b.weight({128})}, {1, 128, 56, 56},
+       {{"pads", ints({1, 1, 1, 1})}, {"kernel_shape", ints({3, 3})}, {"group", one(128)}, {"strides", ints({2, 2})}});
+  node("conv-compute", "Conv", {b.input({1, 128, 56, 56}), b.weight({128, 128, 3, 3}), b.weight({128})},
+       {1, 128, 56, 56}, {{"pads", ints({1, 1, 1, 1})}, {"kernel_shape", ints({3, 3})}});
+  node("matmul-compute", "MatMul", {b.input({512, 1024}), b.weight({1024, 1024})}, {512, 1024});
+  node("normalisation-compute", "LRN", {b.input({1, 64, 56, 56})}, {1, 64, 56, 56}, {{"size", one(5)}});
+  node("Transpose", "Transpose", {b.input({1, 128, 56, 56})}, {1, 56, 56, 128}, {{"perm", ints({0, 2, 3, 1})}});
+  node("Resize", "Resize", {b.input({1, 64, 56, 56}), kNone, b.weight({4})}, {1, 64, 112, 112},
+       {{"mode", Attribute{std::string("nearest")}}});
+  node("Slice", "Slice", {b.input(big), b.ints({0, 0}), b.ints({112, 112}), b.ints({2, 3}), b.ints({2, 2})},
+       {1, 128, 56, 56});
+  node("ConvTranspose", "ConvTranspose", {b.input({1, 64, 56, 56}), b.weight({64, 64, 2, 2}), b.weight({64})},
+       {1, 64, 112, 112}, {{"kernel_shape", ints({2, 2})}, {"strides", ints({2, 2})}});
+  node("weights", "Gemm", {b.input({1, 4096}), b.weight({4096, 4096}), b.weight({4096})}, {1, 4096},
+       {{"transB", one(1)}});
+  return b.finish();
+}
+
 // ---- Measuring and fitting -------------------------------------------------------------------------------
 
 double median(std::vector<double> v) {
@@ -225,49 +280,9 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/// Runs the probe graph all on `device` and fits its numbers.
-Result<ModeCalibration> measureMode(const Backend& backend, const Graph& g, const std::vector<OpWork>& work,
-                                    const CostTable& table, const std::string& device, const CalibrationOptions& o) {
-  const auto it = std::find(table.deviceIds.begin(), table.deviceIds.end(), device);
-  if (it == table.deviceIds.end()) return makeError("calibration: the platform has no device '", device, "'");
-  const auto d = static_cast<DeviceId>(it - table.deviceIds.begin());
-  Plan plan;
-  plan.device.assign(g.nodes.size(), d);
-  plan.order.assign(static_cast<size_t>(table.numDevices()), {});
-  for (size_t v = 0; v < g.nodes.size(); ++v) plan.order[static_cast<size_t>(d)].push_back(static_cast<TaskId>(v));
-  ExecOptions eo;
-  eo.warmup = o.warmup;
-  eo.reps = o.reps;
-  eo.seed = o.seed;
-  eo.checkOutputs = false;
-  // A run on a core that other programs share is stretched: measure again (at most twice) when the
-  // executor's threads got less than 90% of their core, and keep each operator's fastest median.
-  std::vector<double> us(g.nodes.size(), 1e300), starts;
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    auto r = executePlan(g, backend, table, plan, eo);
-    if (!r) return makeError("calibration on ", device, ": ", r.message());
-    for (size_t v = 0; v < us.size(); ++v) us[v] = std::min(us[v], r->opUs[v]);
-    if (starts.empty() || r->cpuShare >= 0.9) starts = r->opStartUs;
-    if (r->cpuShare >= 0.9) break;
-  }
-  ModeCalibration m;
-  m.device = device;
-  for (size_t v = 0; v < g.nodes.size(); ++v) {
-    const Node& n = g.nodes[v];
-    if (n.name.rfind("chain", 0) == 0 || n.name.rfind("lead", 0) == 0) continue;
-    m.samples.push_back({n.name, n.opType, work[v].cls, work[v].flops,
-                         work[v].bytesReadActivations + work[v].bytesWritten, work[v].bytesReadWeights, us[v]});
-  }
-  // Executor overhead: in the chain, the time from one Relu's end to the next one's start.
-  std::vector<double> gaps, calls;
-  for (size_t v = 0; v + 1 < g.nodes.size(); ++v) {
-    if (g.nodes[v].name.rfind("chain", 0) != 0) continue;
-    calls.push_back(us[v]);
-    gaps.push_back(std::max(0.0, starts[v + 1] - starts[v] - us[v]));
-  }
-  m.executorUs = median(gaps);
-  m.callUs = median(calls);
-
+/// Fits the numbers of each class (and of the op types with numbers of their own) from `m.samples`,
+/// `m.executorUs` and `m.callUs`: the probes named as buildProbes names them.
+void fitMode(ModeCalibration& m) {
   auto sample = [&](const std::string& name) -> const CalibrationSample* {
     for (const auto& s : m.samples)
       if (s.name == name) return &s;
@@ -347,6 +362,51 @@ Result<ModeCalibration> measureMode(const Backend& backend, const Graph& g, cons
       cost.bandwidthGBs = static_cast<double>(s->bytes) / activationUs(*s, moveCall) * 1e-3;
       m.opTypes[op] = cost;
     }
+}
+
+/// Runs the probe graph all on `device` and fits its numbers.
+Result<ModeCalibration> measureMode(const Backend& backend, const Graph& g, const std::vector<OpWork>& work,
+                                    const CostTable& table, const std::string& device, const CalibrationOptions& o) {
+  const auto it = std::find(table.deviceIds.begin(), table.deviceIds.end(), device);
+  if (it == table.deviceIds.end()) return makeError("calibration: the platform has no device '", device, "'");
+  const auto d = static_cast<DeviceId>(it - table.deviceIds.begin());
+  Plan plan;
+  plan.device.assign(g.nodes.size(), d);
+  plan.order.assign(static_cast<size_t>(table.numDevices()), {});
+  for (size_t v = 0; v < g.nodes.size(); ++v) plan.order[static_cast<size_t>(d)].push_back(static_cast<TaskId>(v));
+  ExecOptions eo;
+  eo.warmup = o.warmup;
+  eo.reps = o.reps;
+  eo.seed = o.seed;
+  eo.checkOutputs = false;
+  // A run on a core that other programs share is stretched: measure again (at most twice) when the
+  // executor's threads got less than 90% of their core, and keep each operator's fastest median.
+  std::vector<double> us(g.nodes.size(), 1e300), starts;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    auto r = executePlan(g, backend, table, plan, eo);
+    if (!r) return makeError("calibration on ", device, ": ", r.message());
+    for (size_t v = 0; v < us.size(); ++v) us[v] = std::min(us[v], r->opUs[v]);
+    if (starts.empty() || r->cpuShare >= 0.9) starts = r->opStartUs;
+    if (r->cpuShare >= 0.9) break;
+  }
+  ModeCalibration m;
+  m.device = device;
+  for (size_t v = 0; v < g.nodes.size(); ++v) {
+    const Node& n = g.nodes[v];
+    if (n.name.rfind("chain", 0) == 0 || n.name.rfind("lead", 0) == 0) continue;
+    m.samples.push_back({n.name, n.opType, work[v].cls, work[v].flops,
+                         work[v].bytesReadActivations + work[v].bytesWritten, work[v].bytesReadWeights, us[v]});
+  }
+  // Executor overhead: in the chain, the time from one Relu's end to the next one's start.
+  std::vector<double> gaps, calls;
+  for (size_t v = 0; v + 1 < g.nodes.size(); ++v) {
+    if (g.nodes[v].name.rfind("chain", 0) != 0) continue;
+    calls.push_back(us[v]);
+    gaps.push_back(std::max(0.0, starts[v + 1] - starts[v] - us[v]));
+  }
+  m.executorUs = median(gaps);
+  m.callUs = median(calls);
+  fitMode(m);
   return m;
 }
 
@@ -413,6 +473,13 @@ json probeToJson(const MachineProbe& p) {
           {"load_average", p.loadAverage}};
 }
 
+json gpuToJson(const GpuDeviceCalibration& g) {
+  json facts = json::object();
+  for (const auto& [name, v] : g.facts) facts[name] = v;
+  return {{"backend", g.backend}, {"device", g.device},         {"name", g.name}, {"memory_bytes", g.memoryBytes},
+          {"facts", facts},       {"mode", modeToJson(g.mode)}, {"note", g.note}};
+}
+
 /// Reading: every failure throws std::runtime_error with the field's path; parseCalibration turns it
 /// into an Error.
 struct Reader {
@@ -465,6 +532,22 @@ struct Reader {
     if (!load.is_number()) fail(path + ".load_average", "must be a number");
     p.loadAverage = load.get<double>();
     return p;
+  }
+  GpuDeviceCalibration gpu(const json& o, const std::string& path) const {
+    if (!o.is_object()) fail(path, "must be an object");
+    GpuDeviceCalibration g;
+    g.backend = str(o, "backend", path + ".");
+    g.device = str(o, "device", path + ".");
+    if (g.device.empty()) fail(path + ".device", "must not be empty");
+    g.name = str(o, "name", path + ".");
+    g.memoryBytes = static_cast<int64_t>(num(o, "memory_bytes", path + ".", false));
+    const json& facts = at(o, "facts", path + ".");
+    if (!facts.is_object()) fail(path + ".facts", "must be an object");
+    for (auto it = facts.begin(); it != facts.end(); ++it)
+      g.facts[it.key()] = num(facts, it.key(), path + ".facts.", false);
+    g.mode = mode(at(o, "mode", path + "."), path + ".mode.");
+    g.note = str(o, "note", path + ".");
+    return g;
   }
   ModeCalibration mode(const json& o, const std::string& path) const {
     ModeCalibration m;
@@ -552,6 +635,64 @@ std::string summary(const ModeCalibration& m) {
   return s;
 }
 
+/// The first device of kind "gpu" of `backend`.
+std::optional<BackendDevice> firstGpuDevice(const Backend& backend) {
+  for (const auto& d : backend.devices())
+    if (d.kind == "gpu") return d;
+  return std::nullopt;
+}
+
+/// The GPU as a platform device, linked to the host (see applyCalibration).
+void addGpuDevice(Platform& p, const GpuDeviceCalibration& g) {
+  Device d;
+  d.id = g.device;
+  d.name = g.name.empty() ? "GPU" : g.name;
+  d.kind = DeviceKind::Gpu;
+  applyMode(d, g.mode);  // Per class; the fixed cost sync_us plus a tiny Relu's device time.
+  // The roofs: what the backend measured of the device itself (a copy within device memory, a large
+  // FP32 GEMM without TF32); classes without a probe get them.
+  if (g.fact("d2d_gbs") > 0) d.memBandwidthGBs = round3(g.fact("d2d_gbs"));
+  double roof = g.fact("fp32_gflops");
+  if (!(roof > 0))
+    for (const auto& [cls, c] : g.mode.classes) roof = std::max(roof, c.peakGflops);
+  if (roof > 0) d.defaultPeakGflops = round3(roof);
+  if (g.fact("fp32_gflops") > 0 && g.fact("fp16_gflops") > 0)
+    d.dtypeSpeedup[DType::Float16] = round3(g.fact("fp16_gflops") / g.fact("fp32_gflops"));
+  d.memCapacityBytes = g.memoryBytes;
+  p.devices.push_back(d);
+  // Two one-way links to the host at the pinned copy rates: the CPU devices share the host's memory
+  // (zero-copy links), so transfers between any of them and the GPU are routed through the host and
+  // share these two links (one PCIe link each way), as the copies do.
+  const double latency = g.fact("h2d_latency_us");
+  auto link = [&](const std::string& from, const std::string& to, double gbs) {
+    Link l;
+    l.from = from;
+    l.to = to;
+    l.bandwidthGBs = round3(gbs > 0 ? gbs : 1.0);
+    l.latencyUs = round3(latency);
+    l.sharedMemory = false;
+    l.bidirectional = false;
+    p.links.push_back(l);
+  };
+  link(p.host, d.id, g.fact("h2d_gbs"));
+  link(d.id, p.host, g.fact("d2h_gbs"));
+}
+
+/// The GPU's sentence of the description.
+std::string gpuSummary(const GpuDeviceCalibration& g) {
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  return "GPU '" + g.device + "' (" + g.name + ", " + fmt(static_cast<double>(g.memoryBytes) / gib, 1) +
+         " GiB), measured by the " + g.backend + " backend: device memory " + fmt(g.fact("d2d_gbs"), 0) +
+         " GB/s (a device-to-device copy, read + write), pinned copies " + fmt(g.fact("h2d_gbs"), 1) +
+         " GB/s to the device and " + fmt(g.fact("d2h_gbs"), 1) + " GB/s back with " +
+         fmt(g.fact("h2d_latency_us"), 1) + " us latency (the links to the host), FP32 GEMM " +
+         fmt(g.fact("fp32_gflops"), 0) + " GFLOP/s (the roof of classes without a probe; FP16 " +
+         fmt(g.fact("fp16_gflops"), 0) + "), a launch and wait of " + fmt(g.fact("sync_us"), 1) +
+         " us per operator; calibrated per op class from the device time of its kernels (copies excluded) "
+         "on synthetic operators: " +
+         summary(g.mode) + (g.note.empty() ? "" : "; probes left out: " + g.note) + ". ";
+}
+
 int coreCount(const Backend& backend) {
   int cores = 0;
   for (const auto& d : backend.devices())
@@ -566,11 +707,22 @@ bool calibrationIsProvisional(const MachineCalibration& c, int cores, double loa
   return c.loadAverage > busy && loadNow >= 0 && loadNow <= 0.5 * c.loadAverage;
 }
 
-std::string calibrationKey(const Backend& backend) {
+std::string calibrationKey(const Backend& backend, const Backend* gpu) {
   const int cores = coreCount(backend);
-  return "cpu " + thisMachineCpuModel() + "; " + std::to_string(cores) + " cores; partex " + PARTEX_VERSION + " (" +
-         buildType() + "); backend " + backend.name() + " " + backend.version() + "; calibration " +
-         std::to_string(kCalibrationFormat);
+  std::string key = "cpu " + thisMachineCpuModel() + "; " + std::to_string(cores) + " cores; partex " + PARTEX_VERSION +
+                    " (" + buildType() + "); backend " + backend.name() + " " + backend.version() + "; calibration " +
+                    std::to_string(kCalibrationFormat);
+  if (gpu) {
+    const auto dev = firstGpuDevice(*gpu);
+    key += "; gpu backend " + gpu->name() + " " + gpu->version() + " device " + (dev ? dev->id : std::string("?"));
+  }
+  return key;
+}
+
+const Backend* findGpuBackend(const BackendRegistry& registry) {
+  for (const Backend* b : registry.all())
+    if (firstGpuDevice(*b)) return b;
+  return nullptr;
 }
 
 Result<MachineCalibration> calibrateMachine(const Backend& backend, const Platform& base,
@@ -608,6 +760,86 @@ Result<MachineCalibration> calibrateMachine(const Backend& backend, const Platfo
   return c;
 }
 
+Result<GpuDeviceCalibration> calibrateGpuDevice(const Backend& gpu, const CalibrationOptions& opts) {
+  const auto dev = firstGpuDevice(gpu);
+  if (!dev) return makeError("GPU calibration: backend '", gpu.name(), "' has no device of kind gpu");
+  GpuDeviceCalibration c;
+  c.backend = gpu.name();
+  c.device = dev->id;
+  c.name = dev->description;
+  auto facts = gpu.deviceFacts(dev->id);
+  if (!facts) return makeError("GPU calibration: ", facts.message());
+  for (const auto& [name, v] : *facts)
+    if (std::isfinite(v) && v >= 0) c.facts[name] = v;  // A fact that is not a number >= 0 is left out.
+  c.memoryBytes = dev->memoryBytes > 0 ? dev->memoryBytes : static_cast<int64_t>(c.fact("memory_bytes"));
+
+  // Each probe on its own: prepared for the device, fed synthetic host tensors, run at least once
+  // untimed (the first run uploads the weights and may choose algorithms by timing them), then timed.
+  const Graph g = buildGpuProbes();
+  const auto work = characteriseAll(g);
+  ModeCalibration& m = c.mode;
+  m.device = dev->id;
+  const int warmup = std::max(1, opts.warmup), reps = std::max(1, opts.reps);
+  // A probe the backend cannot run is left out (its class keeps the device's defaults), and said.
+  auto leaveOut = [&](const Node& n, const std::string& why) {
+    c.note += (c.note.empty() ? "" : "; ") + n.name + " (" + n.opType + "): " + why;
+  };
+  for (OpId op = 0; op < static_cast<OpId>(g.nodes.size()); ++op) {
+    const Node& n = g.nodes[static_cast<size_t>(op)];
+    if (std::string why; !gpu.supports(g, op, &why)) {
+      leaveOut(n, "not supported (" + why + ")");
+      continue;
+    }
+    auto k = gpu.prepare(g, op, dev->id);
+    if (!k) {
+      leaveOut(n, k.message());
+      continue;
+    }
+    std::vector<Tensor> held(n.inputs.size());
+    std::vector<const Tensor*> ins(n.inputs.size(), nullptr);
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (n.inputs[i] < 0) continue;
+      auto t = syntheticTensor(g, n.inputs[i], opts.seed + i);
+      if (!t) return makeError("GPU calibration: ", n.name, ": ", t.message());
+      held[i] = std::move(t).value();
+      ins[i] = &held[i];
+    }
+    std::vector<Tensor> outs;
+    std::vector<double> times;
+    Status ran;  // Ok until a run fails.
+    for (int r = 0; r < warmup + reps && ran; ++r) {
+      const auto t0 = Clock::now();
+      if (auto st = (*k)->run(ins, outs); !st) {
+        ran = st;
+        break;
+      }
+      const double wall = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+      const double device = (*k)->lastDeviceUs();
+      // The device time; a kernel that does not measure one gives its wall time (copies included).
+      if (r >= warmup) times.push_back(device >= 0 ? device : wall);
+    }
+    if (!ran) {
+      leaveOut(n, ran.message());
+      continue;
+    }
+    const OpWork& w = work[static_cast<size_t>(op)];
+    m.samples.push_back(
+        {n.name, n.opType, w.cls, w.flops, w.bytesReadActivations + w.bytesWritten, w.bytesReadWeights, median(times)});
+  }
+  // The executor's GPU lane launches each operator and waits for it: the round trip is its cost per
+  // operator outside the kernel's device time.
+  m.executorUs = c.fact("sync_us");
+  for (const auto& s : m.samples)
+    if (s.name == "elementwise-call") m.callUs = s.us;
+  fitMode(m);
+  if (m.classes.empty())
+    return makeError("GPU calibration: backend '", gpu.name(), "' ran none of the probes",
+                     c.note.empty() ? "" : ": " + c.note);
+  // The weights probe left out or unfitted: the device's copy bandwidth (the cache file wants a number).
+  if (!(m.weightBandwidthGBs > 0)) m.weightBandwidthGBs = c.fact("d2d_gbs", 1.0) > 0 ? c.fact("d2d_gbs", 1.0) : 1.0;
+  return c;
+}
+
 std::string calibrationToJson(const MachineCalibration& c) {
   json j = {{"format", kFormatName},
             {"version", kCalibrationFormat},
@@ -618,6 +850,7 @@ std::string calibrationToJson(const MachineCalibration& c) {
             {"serial", modeToJson(c.serial)},
             {"parallel", modeToJson(c.parallel)}};
   if (c.probe) j["probe"] = probeToJson(*c.probe);
+  if (c.gpu) j["gpu"] = gpuToJson(*c.gpu);
   return j.dump(1) + "\n";
 }
 
@@ -640,6 +873,7 @@ Result<MachineCalibration> parseCalibration(const std::string& text, const std::
     c.serial = r.mode(r.at(j, "serial", ""), "serial.");
     c.parallel = r.mode(r.at(j, "parallel", ""), "parallel.");
     if (j.contains("probe")) c.probe = r.probe(j.at("probe"), "probe");
+    if (j.contains("gpu")) c.gpu = r.gpu(j.at("gpu"), "gpu");
     return c;
   } catch (const json::exception& e) {
     return makeError(origin, ": not a calibration file (", e.what(), ")");
@@ -715,11 +949,12 @@ Result<MachineCalibration> loadOrCalibrate(const Backend& backend, const Platfor
 }
 
 Result<MachineCalibration> loadOrMeasureThisMachine(const Backend& backend, const std::string& cacheDir,
-                                                    CalibrationSource* source, const CalibrationOptions& opts) {
+                                                    CalibrationSource* source, const CalibrationOptions& opts,
+                                                    const Backend* gpu) {
   CalibrationSource local;
   CalibrationSource& src = source ? *source : local;
   src = CalibrationSource{};
-  const std::string key = calibrationKey(backend);
+  const std::string key = calibrationKey(backend, gpu);
   std::optional<MachineCalibration> cached;
   if (!cacheDir.empty()) {
     src.path = calibrationCachePath(cacheDir, key);
@@ -727,23 +962,43 @@ Result<MachineCalibration> loadOrMeasureThisMachine(const Backend& backend, cons
   } else {
     src.note = "no cache folder (neither XDG_CACHE_HOME nor HOME is set)";
   }
-  if (cached && cached->probe) {  // The warm start: nothing measured.
+  if (cached && cached->probe && (!gpu || cached->gpu)) {  // The warm start: nothing measured.
     src.fromCache = src.probeFromCache = true;
     src.probe = cached->probe;
     return std::move(*cached);
   }
-  src.probe = probeThisMachine();
-  if (cached) {  // A calibration of this key without a probe (loadOrCalibrate wrote it): add the probe.
+  // What the cached file lacks, or everything.
+  MachineCalibration c;
+  if (cached) {
     src.fromCache = true;
-    cached->probe = src.probe;
-    src.note = "the probe was not cached: measured and added";
-    writeCache(cacheDir, *cached, src);
-    return std::move(*cached);
+    c = std::move(*cached);
+    if (c.probe) {
+      src.probeFromCache = true;
+      src.probe = c.probe;
+    } else {  // A calibration of this key without a probe (loadOrCalibrate wrote it): add the probe.
+      src.probe = c.probe = probeThisMachine();
+      src.note = "the probe was not cached: measured and added";
+    }
+  } else {
+    src.probe = probeThisMachine();
+    auto measured = calibrateMachine(backend, thisMachineFromProbe(*src.probe), opts);
+    if (!measured) return measured;
+    c = std::move(measured).value();
+    c.key = key;  // The CPU's key, and the GPU's where there is one.
+    c.probe = src.probe;
   }
-  auto c = calibrateMachine(backend, thisMachineFromProbe(*src.probe), opts);
-  if (!c) return c;
-  c->probe = src.probe;
-  if (!cacheDir.empty()) writeCache(cacheDir, *c, src);
+  // The GPU, where there is one and the file has none (a new file, or its measurement failed last time).
+  if (gpu && !c.gpu) {
+    auto g = calibrateGpuDevice(*gpu, opts);
+    if (g) {
+      c.gpu = std::move(g).value();
+      if (cached)
+        src.note += (src.note.empty() ? "" : "; ") + std::string("the GPU was not cached: measured and added");
+    } else {
+      src.gpuNote = g.message();
+    }
+  }
+  if (!cacheDir.empty()) writeCache(cacheDir, c, src);
   return c;
 }
 
@@ -754,6 +1009,7 @@ void applyCalibration(Platform& p, const MachineCalibration& c, const Calibratio
     else if (d.id == "cpu-serial" || d.id.rfind("core", 0) == 0)
       applyMode(d, c.serial);
   }
+  if (c.gpu && p.findDevice(c.gpu->device) < 0) addGpuDevice(p, *c.gpu);
   std::string origin = source.fromCache
                            ? "read from " + source.path + (source.probeFromCache ? " with the probe" : "") +
                                  " (measured " + c.measuredAt + " in " + fmt(c.seconds * 1e3, 0) +
@@ -769,17 +1025,28 @@ void applyCalibration(Platform& p, const MachineCalibration& c, const Calibratio
       " us between kernels included), a low-intensity one the bandwidth at which it streams "
       "activations, a high-intensity one its GFLOP/s, and a fully connected layer of batch 1 the bandwidth "
       "at which kernels stream weights. core0 (also cpu-serial and the other cores): " +
-      summary(c.serial) + ". cpu-parallel: " + summary(c.parallel) +
-      ". Estimates: the other cores reuse core0's numbers and each assumes core0's bandwidth even when several "
+      summary(c.serial) + ". cpu-parallel: " + summary(c.parallel) + ". " + (c.gpu ? gpuSummary(*c.gpu) : "") +
+      (source.gpuNote.empty() ? "" : "A GPU was found but not measured, so it is left out: " + source.gpuNote + ". ") +
+      "Estimates: the other cores reuse core0's numbers and each assumes core0's bandwidth even when several "
       "run at once; within a class an operator's time is the roofline of the class's numbers (a depthwise "
       "convolution comes out bandwidth-bound, a 3x3 one compute-bound); shape-only operators cost only their "
-      "fixed cost; classes without a probe (control flow, unknown) keep the FMA peak and memcpy bandwidth.";
+      "fixed cost; classes without a probe (control flow, unknown) keep the FMA peak and memcpy bandwidth" +
+      (c.gpu ? " (on the GPU its FP32 GEMM rate and copy bandwidth); the GPU's operators are costed as one "
+               "launch and wait each, with no overlap of copies and kernels"
+             : "") +
+      ".";
   const auto at = p.description.find(kThisMachineEstimates);
   p.description = (at == std::string::npos ? p.description + " " : p.description.substr(0, at)) + text;
   p.sources.insert(p.sources.begin() + std::min<size_t>(1, p.sources.size()),
                    "Calibrated by calibrateMachine() (core/profile/calibration.cpp): synthetic operators per op "
                    "class through executePlan() on the CPU backend, key '" +
                        c.key + "'");
+  if (c.gpu)
+    p.sources.insert(p.sources.begin() + std::min<size_t>(2, p.sources.size()),
+                     "GPU measured by the " + c.gpu->backend +
+                         " backend (Backend::deviceFacts: copies, launch round trip, GEMM rates) and calibrated by "
+                         "calibrateGpuDevice() (core/profile/calibration.cpp): synthetic operators per op class "
+                         "through its Kernel interface, device times");
 }
 
 void installThisMachineCalibration(std::function<void(BackendRegistry&)> registerBackends,
@@ -803,7 +1070,8 @@ void installThisMachineCalibration(std::function<void(BackendRegistry&)> registe
     const Backend* cpu = registry.find("cpu");
     if (!cpu) return uncalibrated(thisMachineFromProbe(probeThisMachine()), "no CPU backend in this program");
     CalibrationSource src;
-    auto c = loadOrMeasureThisMachine(*cpu, cacheDir.empty() ? defaultCalibrationCacheDir() : cacheDir, &src);
+    auto c = loadOrMeasureThisMachine(*cpu, cacheDir.empty() ? defaultCalibrationCacheDir() : cacheDir, &src, {},
+                                      findGpuBackend(registry));
     if (!c) return uncalibrated(thisMachineFromProbe(src.probe ? *src.probe : probeThisMachine()), c.message());
     Platform p = thisMachineFromProbe(*c->probe);
     applyCalibration(p, *c, src);

@@ -20,6 +20,11 @@
 /// from (probeThisMachine: FMA loop, memcpy bandwidth in a forked child, OpenMP fork/join), so that a
 /// start with a warm cache measures nothing: same key, same invalidation.
 ///
+/// Where a backend offers a device of kind "gpu" (the CUDA backend on a machine with an NVIDIA GPU), the
+/// GPU is measured too (calibrateGpuDevice: the backend's own facts, then GPU-sized synthetic operators
+/// per class through its kernels, timed on the device), cached in the same file under a key that adds
+/// the GPU backend's version, and becomes the platform's device "gpu" (applyCalibration).
+///
 /// core/platform links no backend, so the front ends install it (one call at start-up):
 /// \code
 ///   installThisMachineCalibration(registerBuiltinBackends);  // then loadPreset("this-machine") is calibrated
@@ -67,6 +72,29 @@ struct ModeCalibration {
   std::vector<CalibrationSample> samples;
 };
 
+/// The GPU of this machine as an accelerator backend (the CUDA backend's "gpu") measured it: what the
+/// backend reports about the device (Backend::deviceFacts: copy bandwidths and latency, round trip of one
+/// operator, GEMM rates) and the numbers per op class fitted, as for a CPU mode, from the device time of
+/// its kernels (Kernel::lastDeviceUs: events around the kernels, host-device copies excluded) on
+/// synthetic operators sized for a GPU.
+struct GpuDeviceCalibration {
+  std::string backend;                  ///< Backend name ("cuda").
+  std::string device;                   ///< Its device id ("gpu"), also the platform device's id.
+  std::string name;                     ///< The device's description (BackendDevice::description).
+  int64_t memoryBytes = 0;              ///< Device memory (BackendDevice::memoryBytes, else the fact memory_bytes).
+  std::map<std::string, double> facts;  ///< Backend::deviceFacts, as measured.
+  /// Per op class. executorUs is the fact sync_us (the executor's GPU lane launches each operator and
+  /// waits for it), callUs the device time of a tiny Relu.
+  ModeCalibration mode;
+  /// The probes left out and why ("LRN: not supported (...)"), "; "-separated; "" when all ran.
+  std::string note;
+  /// The fact `name`, or `otherwise` when the backend did not report it.
+  double fact(const std::string& name, double otherwise = 0) const {
+    auto it = facts.find(name);
+    return it == facts.end() ? otherwise : it->second;
+  }
+};
+
 /// A calibration of this machine; `key` says for which machine and software it holds.
 struct MachineCalibration {
   std::string key;         ///< calibrationKey(): a cache file with another key is stale.
@@ -78,6 +106,9 @@ struct MachineCalibration {
   /// The probe the platform was built from (loadOrMeasureThisMachine stores it); absent in a calibration
   /// of a given platform (calibrateMachine, loadOrCalibrate).
   std::optional<MachineProbe> probe;
+  /// The GPU, where the this-machine provider found a backend with a device of kind "gpu" and measuring
+  /// it succeeded; absent otherwise.
+  std::optional<GpuDeviceCalibration> gpu;
 };
 
 struct CalibrationOptions {
@@ -87,8 +118,22 @@ struct CalibrationOptions {
 };
 
 /// The identity a calibration is valid for: CPU model, usable cores, Partex version, backend name and
-/// version, build type (a sanitizer build's kernels are slower) and the calibration's own format.
-std::string calibrationKey(const Backend& backend);
+/// version, build type (a sanitizer build's kernels are slower) and the calibration's own format; with
+/// `gpu`, also the GPU backend's name, version (which names the GPU, driver and libraries) and device.
+std::string calibrationKey(const Backend& backend, const Backend* gpu = nullptr);
+
+/// The first backend of `registry` that offers a device of kind "gpu" (an accelerator backend such as
+/// "cuda"); nullptr when none does (no GPU, or a build without the CUDA backend).
+const Backend* findGpuBackend(const BackendRegistry& registry);
+
+/// Measures the first device of kind "gpu" of `gpu`: its facts (Backend::deviceFacts), then small
+/// synthetic operators per op class prepared for it and run through its Kernel interface with host
+/// tensors (the median of the device times, lastDeviceUs, of opts.reps runs after at least one warm-up:
+/// a tiny operator per class for its fixed cost, a large low-intensity one for the streaming bandwidth, a
+/// large high-intensity one for the flop rate), fitted as calibrateMachine fits a CPU mode. Operators the
+/// backend does not support, cannot prepare or fails to run are left out, and named in `note` (their
+/// classes keep the device's defaults). Errors: no GPU device, the facts failing, no class measured.
+Result<GpuDeviceCalibration> calibrateGpuDevice(const Backend& gpu, const CalibrationOptions& opts = {});
 
 /// Measures `backend`'s devices "core0" and "cpu-parallel". `base` is the measured this-machine platform
 /// (its device ids and exclusive groups make the executor's cost table). Errors: a device missing, an
@@ -119,6 +164,8 @@ struct CalibrationSource {
   /// The probe measured by loadOrMeasureThisMachine, kept even when the calibration then failed (so that
   /// the caller builds the platform without probing twice).
   std::optional<MachineProbe> probe;
+  /// Why a GPU backend was given but the calibration has no GPU (its measurement failed); "" otherwise.
+  std::string gpuNote;
 };
 
 /// The cached calibration for this machine and `backend` from `cacheDir`, or a new one, measured and
@@ -133,21 +180,30 @@ Result<MachineCalibration> loadOrCalibrate(const Backend& backend, const Platfor
 /// without a probe (written by loadOrCalibrate) gets one measured and is rewritten; otherwise the probe
 /// is measured, the platform built from it (thisMachineFromProbe) is calibrated, and both are written.
 /// The result's `probe` is always set.
+/// With `gpu` (findGpuBackend), the key includes it (calibrationKey) and the calibration holds its GPU
+/// (calibrateGpuDevice), cached in the same file; a valid file without the GPU (its measurement failed
+/// last time) gets it measured and is rewritten. A failing GPU measurement leaves the calibration without
+/// a GPU, the reason in `source->gpuNote`, never an error.
 Result<MachineCalibration> loadOrMeasureThisMachine(const Backend& backend, const std::string& cacheDir,
                                                     CalibrationSource* source = nullptr,
-                                                    const CalibrationOptions& opts = {});
+                                                    const CalibrationOptions& opts = {}, const Backend* gpu = nullptr);
 
 /// Sets the calibrated numbers on the this-machine platform: core0 and the other cores and cpu-serial get
 /// `serial`, cpu-parallel gets `parallel`; the description says what was measured and what is still
-/// estimated, and the sources name the calibration.
+/// estimated, and the sources name the calibration. With `c.gpu`, adds the GPU as a device of kind Gpu
+/// (id and name from the backend's device, capacity its memory, memory bandwidth the fact d2d_gbs, default
+/// peak fp32_gflops, float16 speed-up fp16/fp32, per-class numbers from its calibration) linked to the
+/// host (cpu-serial) by two one-way links at the pinned copy rates h2d_gbs and d2h_gbs with latency
+/// h2d_latency_us: the other CPU devices reach it through the host, whose memory they share, so that all
+/// their transfers share the one PCIe link each way.
 void applyCalibration(Platform& p, const MachineCalibration& c, const CalibrationSource& source);
 
 /// Installs the this-machine provider (setThisMachineProvider): the first loadPreset("this-machine")
 /// fills a registry with `registerBackends` (front ends pass registerBuiltinBackends), then loads or
-/// measures the probe and the calibration of its "cpu" backend (loadOrMeasureThisMachine), builds the
-/// platform from the probe and applies the calibration. Failures leave the platform as probed, with a
-/// note in its description. `cacheDir`: "" = defaultCalibrationCacheDir().
-/// Setting PARTEX_NO_CALIBRATION=1 in the environment turns it off.
+/// measures the probe and the calibration of its "cpu" backend (loadOrMeasureThisMachine, with the GPU of
+/// findGpuBackend where there is one), builds the platform from the probe and applies the calibration.
+/// Failures leave the platform as probed, with a note in its description. `cacheDir`: "" =
+/// defaultCalibrationCacheDir(). Setting PARTEX_NO_CALIBRATION=1 in the environment turns it off.
 void installThisMachineCalibration(std::function<void(BackendRegistry&)> registerBackends,
                                    const std::string& cacheDir = {});
 

@@ -57,6 +57,9 @@ class TestCalibration : public QObject {
 
   BackendRegistry reg_;
   const Backend* cpu_ = nullptr;
+  /// The GPU backend where the machine has one (the provider then calibrates the GPU too, under a key
+  /// naming it); nullptr here and in CI.
+  const Backend* gpu_ = nullptr;
   Platform base_;
   MachineCalibration calib_;  ///< One calibration shared by the read-only checks.
 
@@ -66,6 +69,7 @@ class TestCalibration : public QObject {
     registerBuiltinBackends(reg_);
     cpu_ = reg_.find("cpu");
     QVERIFY(cpu_);
+    gpu_ = findGpuBackend(reg_);
     base_ = measureThisMachine();
     auto c = calibrateMachine(*cpu_, base_, quick());
     QVERIFY2(c.isOk(), c.message().c_str());
@@ -267,7 +271,7 @@ class TestCalibration : public QObject {
     auto cold = loadPreset("this-machine");
     QVERIFY2(cold.isOk(), cold.message().c_str());
     QCOMPARE(machineProbeRuns(), runs0 + 1);
-    const std::string file = calibrationCachePath(cacheDir, calibrationKey(*cpu_));
+    const std::string file = calibrationCachePath(cacheDir, calibrationKey(*cpu_, gpu_));
     auto written = parseCalibration(readAll(QString::fromStdString(file)), file);
     QVERIFY2(written.isOk(), written.message().c_str());
     QVERIFY(written->probe.has_value());
@@ -291,7 +295,7 @@ class TestCalibration : public QObject {
     noProbe.probe.reset();
     QVERIFY(writeFileAtomic(file, calibrationToJson(noProbe)).isOk());
     CalibrationSource src;
-    auto added = loadOrMeasureThisMachine(*cpu_, cacheDir, &src, fastest());
+    auto added = loadOrMeasureThisMachine(*cpu_, cacheDir, &src, fastest(), gpu_);
     QVERIFY2(added.isOk(), added.message().c_str());
     QCOMPARE(machineProbeRuns(), runs0 + 2);
     QVERIFY(src.fromCache && !src.probeFromCache);
@@ -303,7 +307,7 @@ class TestCalibration : public QObject {
     MachineCalibration stale = *rewritten;
     stale.key += " (another machine)";
     QVERIFY(writeFileAtomic(file, calibrationToJson(stale)).isOk());
-    auto again = loadOrMeasureThisMachine(*cpu_, cacheDir, &src, fastest());
+    auto again = loadOrMeasureThisMachine(*cpu_, cacheDir, &src, fastest(), gpu_);
     QVERIFY2(again.isOk(), again.message().c_str());
     QCOMPARE(machineProbeRuns(), runs0 + 3);
     QVERIFY(!src.fromCache && !src.probeFromCache);
