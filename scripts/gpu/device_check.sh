@@ -18,7 +18,7 @@ cd "$(dirname "$0")/../.." || exit 2
 REPO=$PWD
 BUNDLE=${BUNDLE:-$REPO/.gpu-bundle/bundle.tar.xz}
 WORK=${WORK:-/tmp/partex-gpu}
-STEPS=${STEPS:-env unpack ldd tests bench torch bench_tf32}
+STEPS=${STEPS:-env unpack ldd tests bench flow torch bench_tf32}
 BUDGET=${CHECK_BUDGET_S:-540}
 LOG=$OUTDIR/raw.log
 T0=$(date +%s)
@@ -166,6 +166,18 @@ step_bench() {
       PARTEX_CUDA_VERBOSE=1 timeout -k 10 "$lim" "$b" --models "$WORK/models" --out "$OUTDIR/bench_gpu.json" ${BENCH_ARGS:-}
 }
 
+# The default measured flow with the GPU in this-machine (scripts/gpu/flow.sh): predicted against
+# measured for plans on the GPU alone, best and HEFT over the GPU and the CPU, and a plan from the
+# modelled costs alone.
+step_flow() {
+  local c="$WORK/bin/partex-cli" lim
+  [ -x "$c" ] || { echo "skipped: no bin/partex-cli in the bundle"; return 125; }
+  lim=$(limit 300); [ "$lim" -gt 0 ] || { echo "skipped: budget spent"; return 125; }
+  echo "timeout ${lim}s"
+  env LD_LIBRARY_PATH="$BUNDLE_LD" XDG_CACHE_HOME=/tmp/partex-flow-cache QT_QPA_PLATFORM=offscreen \
+      QT_PLUGIN_PATH="$WORK/plugins" timeout -k 10 "$lim" bash "$REPO/scripts/gpu/flow.sh" "$c" "$WORK/models" "$OUTDIR"
+}
+
 # The same with TF32 tensor cores allowed for float32 (PyTorch's default for cuDNN convolutions).
 step_bench_tf32() {
   local b="$WORK/bin/bench_gpu" lim
@@ -185,8 +197,8 @@ step_torch() {
 
 echo "device_check: repo $REPO, out $OUTDIR, steps: $STEPS, budget ${BUDGET}s"
 # unpack sets the library path that ldd, tests and bench need: it runs whenever one of them does.
-if wanted ldd || wanted tests || wanted bench || wanted bench_tf32; then STEPS="$STEPS unpack"; fi
-for s in env unpack ldd tests bench torch bench_tf32; do
+if wanted ldd || wanted tests || wanted bench || wanted flow || wanted bench_tf32; then STEPS="$STEPS unpack"; fi
+for s in env unpack ldd tests bench flow torch bench_tf32; do
   wanted "$s" || { record "$s" skip 0; continue; }
   banner "step $s"
   t1=$(now)

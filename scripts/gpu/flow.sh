@@ -4,23 +4,26 @@
 #   partex-cli platforms --show this-machine --json      (probe + calibration, the GPU included; cached)
 #   the this-machine platform cut to its gpu and cpu-parallel devices (the 16 per-core devices of the
 #     device machine would multiply the profiling time by ten; the cut platform is written to a file)
-#   for each model: profile --devices gpu,cpu-parallel; schedule --algo best, heft and single on the gpu;
+#   for each model: profile --devices $ACC,cpu-parallel; schedule --algo best, heft and single on the gpu;
 #     execute each plan; record predicted and measured makespans
 #   the modelled costs before profiling: schedule single-on-gpu without a profile, execute it.
 # Writes OUTDIR/flow.json (one record per model and plan) and prints a table. Exit 125: no gpu device.
 set -u
 CLI=$1 MODELS=$2 OUT=$3
 W=$(mktemp -d /tmp/partex-flow.XXXX)
-MODELS_LIST=${FLOW_MODELS:-"light_resnet50 light_squeezenet light_inception_v1 light_densenet121 light_bvlc_alexnet light_vgg19 mnist yolox_nano Ultraface.version-RFB-320"}
+# The accelerator's device id (a CPU core stands in for it to check this script without a GPU).
+ACC=${FLOW_ACCEL:-gpu}
+MODELS_LIST=${FLOW_MODELS:-"light_resnet50 light_squeezenet light_inception_v1 light_densenet121 light_bvlc_alexnet yolox_nano"}
 echo "flow: work $W"
 "$CLI" platforms --show this-machine --json > "$W/this-machine.json" || { echo "platforms failed"; exit 1; }
-python3 - "$W/this-machine.json" "$W/tm.json" <<'PY' || exit 125
+python3 - "$W/this-machine.json" "$W/tm.json" "$ACC" <<'PY' || exit 125
 import json, sys
 p = json.load(open(sys.argv[1]))
-keep = {"gpu", "cpu-parallel"}
+acc = sys.argv[3]
+keep = {acc, "cpu-parallel"}
 ids = [d["id"] for d in p["devices"]]
-if "gpu" not in ids:
-    print("flow: this-machine has no gpu device: " + ", ".join(ids)); sys.exit(1)
+if acc not in ids:
+    print("flow: this-machine has no %s device: %s" % (acc, ", ".join(ids))); sys.exit(1)
 p["devices"] = [d for d in p["devices"] if d["id"] in keep]
 p["links"] = [l for l in p.get("links", []) if l["from"] in keep and l["to"] in keep]
 groups = []
@@ -29,34 +32,44 @@ for g in p.get("exclusive_groups", []):
     if len(devs) > 1: groups.append(dict(g, devices=devs))
 p["exclusive_groups"] = groups
 if p.get("host") not in keep: p["host"] = "cpu-parallel"
-p["name"] = "this-machine-gpu"
+p["name"] = "this-machine-" + acc
 json.dump(p, open(sys.argv[2], "w"), indent=1)
-gpu = [d for d in p["devices"] if d["id"] == "gpu"][0]
-print("flow: gpu device:", json.dumps({k: gpu[k] for k in gpu if k not in ("supported_ops", "unsupported_ops")})[:600])
+dev = [d for d in p["devices"] if d["id"] == acc][0]
+print("flow: %s device:" % acc, json.dumps({k: dev[k] for k in dev if k not in ("supported_ops", "unsupported_ops")})[:600])
 PY
 echo "[" > "$OUT/flow.json"
 first=1
-record() {  # model algo profiled plan_ok exec_json_file
-  local j; j=$(cat "$5" 2>/dev/null || echo '{}')
+record() {  # model algo profiled exec_json_file
+  local j; j=$(cat "$4" 2>/dev/null || echo '{}')
   [ $first = 1 ] || echo "," >> "$OUT/flow.json"; first=0
   printf '{"model": "%s", "algo": "%s", "profiled": %s, "exec": %s}\n' "$1" "$2" "$3" "${j:-{\}}" >> "$OUT/flow.json"
 }
-for m in $MODELS_LIST; do
-  f="$MODELS/$m.onnx"; [ -f "$f" ] || { echo "flow: no $f"; continue; }
+# Generated models with parallel branches, where a CPU beside the GPU can pay off (DUET's case):
+# written by partex-cli itself (no download), with seeded weights.
+GENERATED=${FLOW_GENERATED:-"widedeep multitower inception"}
+for k in $GENERATED; do
+  "$CLI" generate "$k" --weights -o "$W/gen_$k.onnx" > /dev/null 2>&1 || "$CLI" generate "$k" -o "$W/gen_$k.onnx" > /dev/null \
+    || echo "flow: generate $k failed"
+done
+for m in $MODELS_LIST $(for k in $GENERATED; do echo "gen_$k"; done); do
+  f="$MODELS/$m.onnx"; [ -f "$f" ] || f="$W/$m.onnx"
+  [ -f "$f" ] || { echo "flow: no $m.onnx"; continue; }
   echo "=== $m"
-  t0=$(date +%s.%N)
+  t0=$SECONDS
   # Modelled only (no profile): everything on the GPU, as the this-machine calibration predicts it.
-  if "$CLI" schedule "$f" --platform "$W/tm.json" --algo single --param device=gpu -o "$W/$m.model.plan.json" >/dev/null; then
+  if "$CLI" schedule "$f" --platform "$W/tm.json" --algo single --param device=$ACC -o "$W/$m.model.plan.json" > /dev/null 2> "$W/$m.model.err"; then
     "$CLI" execute "$f" --platform "$W/tm.json" --plan "$W/$m.model.plan.json" --reps 20 --json > "$W/$m.model.exec.json" 2> "$W/$m.model.err" \
       || tail -2 "$W/$m.model.err"
-    record "$m" "single-gpu" false "$W/$m.model.exec.json"
+    record "$m" "single-$ACC" false "$W/$m.model.exec.json"
+  else
+    echo "flow: schedule without a profile failed: $(tail -1 "$W/$m.model.err")"
   fi
-  if ! "$CLI" profile "$f" --devices gpu,cpu-parallel --reps 5 --warmup 1 -q -o "$W/$m.profile.json" 2> "$W/$m.profile.err"; then
+  if ! "$CLI" profile "$f" --devices $ACC,cpu-parallel --reps 5 --warmup 1 -q -o "$W/$m.profile.json" > "$W/$m.profile.out" 2> "$W/$m.profile.err"; then
     echo "flow: profile failed: $(tail -1 "$W/$m.profile.err")"; continue
   fi
-  echo "   profiled in $(echo "$(date +%s.%N) - $t0" | bc) s"
+  echo "   profiled in $((SECONDS - t0)) s"
   for algo in single best heft; do
-    extra=(); [ $algo = single ] && extra=(--param device=gpu)
+    extra=(); [ $algo = single ] && extra=(--param device=$ACC)
     if "$CLI" schedule "$f" --platform "$W/tm.json" --profile "$W/$m.profile.json" --algo $algo "${extra[@]}" \
          -o "$W/$m.$algo.plan.json" > /dev/null 2> "$W/$m.$algo.err"; then
       "$CLI" execute "$f" --platform "$W/tm.json" --plan "$W/$m.$algo.plan.json" --profile "$W/$m.profile.json" --reps 20 \
