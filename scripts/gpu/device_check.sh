@@ -18,7 +18,7 @@ cd "$(dirname "$0")/../.." || exit 2
 REPO=$PWD
 BUNDLE=${BUNDLE:-$REPO/.gpu-bundle/bundle.tar.xz}
 WORK=${WORK:-/tmp/partex-gpu}
-STEPS=${STEPS:-env unpack ldd tests bench flow torch bench_tf32}
+STEPS=${STEPS:-env unpack ldd tests bench bench_graphapi flow torch}
 BUDGET=${CHECK_BUDGET_S:-540}
 LOG=$OUTDIR/raw.log
 T0=$(date +%s)
@@ -178,6 +178,17 @@ step_flow() {
       QT_PLUGIN_PATH="$WORK/plugins" timeout -k 10 "$lim" bash "$REPO/scripts/gpu/flow.sh" "$c" "$WORK/models" "$OUTDIR"
 }
 
+# The same with cuDNN's graph-API convolution engines among the candidates (PARTEX_CUDA_GRAPH_API=1;
+# off by default until such a run shows them right and faster).
+step_bench_graphapi() {
+  local b="$WORK/bin/bench_gpu" lim
+  [ -x "$b" ] || { echo "skipped: no bin/bench_gpu in the bundle"; return 125; }
+  lim=$(limit 200); [ "$lim" -gt 0 ] || { echo "skipped: budget spent"; return 125; }
+  echo "timeout ${lim}s"
+  env LD_LIBRARY_PATH="$BUNDLE_LD" PARTEX_CUDA_GRAPH_API=1 PARTEX_CUDA_VERBOSE=1 timeout -k 10 "$lim" "$b" \
+      --models "$WORK/models" --reps 100 --out "$OUTDIR/bench_gpu_graphapi.json"
+}
+
 # The same with TF32 tensor cores allowed for float32 (PyTorch's default for cuDNN convolutions).
 step_bench_tf32() {
   local b="$WORK/bin/bench_gpu" lim
@@ -197,8 +208,8 @@ step_torch() {
 
 echo "device_check: repo $REPO, out $OUTDIR, steps: $STEPS, budget ${BUDGET}s"
 # unpack sets the library path that ldd, tests and bench need: it runs whenever one of them does.
-if wanted ldd || wanted tests || wanted bench || wanted flow || wanted bench_tf32; then STEPS="$STEPS unpack"; fi
-for s in env unpack ldd tests bench flow torch bench_tf32; do
+if wanted ldd || wanted tests || wanted bench || wanted bench_graphapi || wanted flow || wanted bench_tf32; then STEPS="$STEPS unpack"; fi
+for s in env unpack ldd tests bench bench_graphapi flow torch bench_tf32; do
   wanted "$s" || { record "$s" skip 0; continue; }
   banner "step $s"
   t1=$(now)
