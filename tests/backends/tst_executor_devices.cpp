@@ -21,6 +21,7 @@
 #include "graphrun.h"
 #include "platform/platform.h"
 #include "profile/executor.h"
+#include "profile/profiler.h"
 #include "sim/plan.h"
 
 using namespace partex;
@@ -70,6 +71,9 @@ class AccKernel final : public Kernel {
     if (host_.size() <= i) host_.resize(i + 1, true);
     host_[i] = needed;
   }
+  /// The device time of a run, as a GPU's events give it: a fixed 42 us, far from the wall time.
+  double lastDeviceUs() const override { return kDeviceUs; }
+  static constexpr double kDeviceUs = 42.0;
 
  private:
   std::unique_ptr<Kernel> inner_;
@@ -148,6 +152,35 @@ class TestExecutorDevices : public QObject {
     BackendRegistry reg;
     reg.add(makeCpuBackend());
     QCOMPARE(reg.find("auto")->name(), std::string("cpu"));
+  }
+
+  /// A per-operator profile of an accelerator takes its kernels' own device times, not the wall time
+  /// of run() (which copies inputs in and outputs back); the CPU's stay wall times.
+  void perOperatorProfileUsesDeviceTime() {
+    GenSpec spec;
+    spec.kind = "resnet18";
+    spec.imageSize = 32;
+    spec.numClasses = 10;
+    auto g = test::generatedGraph(spec);
+    QVERIFY2(g.isOk(), g.message().c_str());
+    auto cpu = makeCpuBackend();
+    AccBackend accB(*cpu);
+    auto both = makeCombinedBackend({cpu.get(), &accB});
+    ProfilerOptions o;
+    o.method = ProfilerOptions::Method::PerOperator;
+    o.devices = {"acc", "core0"};
+    o.warmup = 0;
+    o.reps = 2;
+    auto p = profileModel(*g, *both, o);
+    QVERIFY2(p.isOk(), p.message().c_str());
+    QCOMPARE(p->devices.size(), size_t{2});
+    for (const auto& d : p->devices) {
+      QVERIFY(!d.ops.empty());
+      int fixed = 0;
+      for (const auto& op : d.ops) fixed += op.time.medianUs == AccKernel::kDeviceUs;
+      if (d.id == "acc") QCOMPARE(fixed, static_cast<int>(d.ops.size()));
+      else QVERIFY(fixed < static_cast<int>(d.ops.size()));
+    }
   }
 
   void deviceResidentHandOver_data() {
