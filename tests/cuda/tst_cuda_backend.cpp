@@ -125,6 +125,18 @@ class TestCudaBackend : public QObject {
     // Dynamic shapes and non-float arithmetic are refused, not run wrongly.
     Graph dyn = test::oneNodeGraph("Relu", {{DType::Float32, {1, -1}}});
     QVERIFY(!cuda::gpuCheck(dyn, 0).empty());
+    // What the first GPU run showed it claimed wrongly: reductions over axes that are not contiguous,
+    // and Dropout in training mode (an inference backend runs Dropout as the identity).
+    Attribute axes;
+    axes.value = std::vector<int64_t>{0, 2, 3};
+    Graph mvn = test::oneNodeGraph("ReduceMean", {{DType::Float32, {2, 3, 4, 5}}}, 1, {{"axes", axes}});
+    mvn.values[static_cast<size_t>(mvn.nodes[0].outputs[0])].shape = {1, 3, 1, 1};
+    mvn.values[static_cast<size_t>(mvn.nodes[0].outputs[0])].shapeKnown = true;
+    QVERIFY2(cuda::gpuCheck(mvn, 0).find("contiguous") != std::string::npos, cuda::gpuCheck(mvn, 0).c_str());
+    Graph drop = test::oneNodeGraph("Dropout", {{DType::Float32, {2, 3}}, {DType::Float32, {}}, {DType::Bool, {}}});
+    drop.values[static_cast<size_t>(drop.nodes[0].outputs[0])].shape = {2, 3};
+    drop.values[static_cast<size_t>(drop.nodes[0].outputs[0])].shapeKnown = true;
+    QVERIFY2(cuda::gpuCheck(drop, 0).find("training") != std::string::npos, cuda::gpuCheck(drop, 0).c_str());
     Graph ints = test::oneNodeGraph("Relu", {{DType::Int64, {2, 3}}});
     ints.values[static_cast<size_t>(ints.nodes[0].outputs[0])].shape = {2, 3};
     ints.values[static_cast<size_t>(ints.nodes[0].outputs[0])].shapeKnown = true;
