@@ -7,9 +7,11 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include "cuda/cuda_conv_graph.h"
 #include "cuda/cuda_kernels.h"
+#include "cuda/cuda_misc.h"
 #include "cuda/cuda_pool.h"
 
 namespace partex::cuda {
@@ -181,6 +183,22 @@ const char* const kFloatOps[] = {"BatchNormalization", "Conv", "ConvTranspose", 
                                  "LogSoftmax", "Resize", "Upsample", "ReduceMean", "ReduceSum", "ReduceMax",
                                  "Pad", "Sum"};
 
+const char* const kMasks[] = {"Cast", "Where", "Expand", "And", "Or", "Xor"};
+
+/// The element type of the cast/where kernels for a dtype; empty when they have none.
+std::optional<ElemType> elemTypeOf(DType t) {
+  switch (t) {
+    case DType::Float32: return ElemType::F32;
+    case DType::Float64: return ElemType::F64;
+    case DType::Int64: return ElemType::I64;
+    case DType::Int32: return ElemType::I32;
+    case DType::Int8: return ElemType::I8;
+    case DType::UInt8: return ElemType::U8;
+    case DType::Bool: return ElemType::Bool;
+    default: return std::nullopt;
+  }
+}
+
 bool inList(const std::string& t, const char* const* list, size_t n) {
   for (size_t i = 0; i < n; ++i)
     if (t == list[i]) return true;
@@ -199,8 +217,32 @@ std::string gpuCheck(const Graph& g, OpId op) {
   if (!n.domain.empty() && n.domain != "ai.onnx") return "op type " + n.domain + "." + n.opType + " has no CUDA kernel";
   const std::string& t = n.opType;
   const bool view = inList(t, kViews), unary = inList(t, kUnary), binary = inList(t, kBinary),
-             mover = inList(t, kMovers), fl = inList(t, kFloatOps);
-  if (!(view || unary || binary || mover || fl)) return "op type " + t + " has no CUDA kernel";
+             mover = inList(t, kMovers), fl = inList(t, kFloatOps), masks = inList(t, kMasks);
+  if (!(view || unary || binary || mover || fl || masks)) return "op type " + t + " has no CUDA kernel";
+  if (masks) {
+    for (ValueId v : n.inputs)
+      if (v >= 0 && !staticShape(value(g, v))) return t + ": input '" + value(g, v).name + "' has no static shape";
+    for (ValueId v : n.outputs)
+      if (v >= 0 && (!staticShape(value(g, v)) || value(g, v).shape.size() > static_cast<size_t>(kMaxRank)))
+        return t + ": output '" + value(g, v).name + "' has no static shape of rank <= 8";
+    if (n.outputs.empty() || n.outputs[0] < 0 || n.inputs.empty() || n.inputs[0] < 0) return t + ": missing input or output";
+    const DType out = value(g, n.outputs[0]).dtype;
+    if (t == "Cast") {
+      if (!elemTypeOf(value(g, n.inputs[0]).dtype) || !elemTypeOf(out))
+        return std::string("Cast: from ") + dtypeName(value(g, n.inputs[0]).dtype) + " to " + dtypeName(out);
+    } else if (t == "Where") {
+      if (n.inputs.size() != 3 || value(g, n.inputs[0]).dtype != DType::Bool) return "Where: a bool condition and two values";
+      const int64_t es = tensorElementSize(out);
+      if (es != 1 && es != 2 && es != 4 && es != 8) return std::string("Where: dtype ") + dtypeName(out);
+    } else if (t == "Expand") {
+      const int64_t es = tensorElementSize(out);
+      if (es != 1 && es != 2 && es != 4 && es != 8) return std::string("Expand: dtype ") + dtypeName(out);
+    } else {  // And, Or, Xor
+      if (n.inputs.size() != 2 || value(g, n.inputs[0]).dtype != DType::Bool || value(g, n.inputs[1]).dtype != DType::Bool)
+        return t + ": bool inputs";
+    }
+    return "";
+  }
   for (ValueId v : n.inputs)
     if (v >= 0 && !staticShape(value(g, v))) return t + ": input '" + value(g, v).name + "' has no static shape";
   for (size_t i = 0; i < n.outputs.size(); ++i) {
@@ -1620,6 +1662,98 @@ class GatherK final : public NodeOp {
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------------
+// Masks and embeddings' small operators: Cast, Where, And/Or/Xor, Expand
+
+namespace {
+
+class CastK final : public NodeOp {
+ public:
+  CastK(const Graph& g, OpId op) : NodeOp(g, {op}, {node(g, op).inputs[0]}) {
+    from_ = *elemTypeOf(value(g, reads_[0]).dtype);
+    to_ = *elemTypeOf(value(g, writes_[0]).dtype);
+  }
+  Status launch(Context& ctx, std::vector<DevTensor>& v) override {
+    DevTensor& y = v[static_cast<size_t>(writes_[0])];
+    return err(castTensor(v[static_cast<size_t>(reads_[0])].ptr, from_, y.ptr, to_, y.numel(), ctx.stream()), "cast kernel");
+  }
+
+ private:
+  ElemType from_ = ElemType::F32, to_ = ElemType::F32;
+};
+
+class WhereK final : public NodeOp {
+ public:
+  WhereK(const Graph& g, OpId op) : NodeOp(g, {op}, presentInputs(node(g, op))) {
+    for (int i = 0; i < 3; ++i) in_[i] = toShape(value(g, reads_[static_cast<size_t>(i)]).shape);
+    out_ = toShape(value(g, writes_[0]).shape);
+    esize_ = static_cast<int>(tensorElementSize(value(g, writes_[0]).dtype));
+  }
+  Status launch(Context& ctx, std::vector<DevTensor>& v) override {
+    return err(whereTensor(static_cast<const uint8_t*>(v[static_cast<size_t>(reads_[0])].ptr), in_[0],
+                           v[static_cast<size_t>(reads_[1])].ptr, in_[1], v[static_cast<size_t>(reads_[2])].ptr, in_[2],
+                           v[static_cast<size_t>(writes_[0])].ptr, out_, esize_, ctx.stream()),
+               "where kernel");
+  }
+
+ private:
+  Shape in_[3], out_;
+  int esize_ = 4;
+};
+
+class LogicalK final : public NodeOp {
+ public:
+  LogicalK(const Graph& g, OpId op) : NodeOp(g, {op}, {node(g, op).inputs[0], node(g, op).inputs[1]}) {
+    const std::string& t = node(g, op).opType;
+    op_ = t == "And" ? 0 : t == "Or" ? 1 : 2;
+    a_ = toShape(value(g, reads_[0]).shape);
+    b_ = toShape(value(g, reads_[1]).shape);
+    out_ = toShape(value(g, writes_[0]).shape);
+  }
+  Status launch(Context& ctx, std::vector<DevTensor>& v) override {
+    return err(logicalBinary(op_, static_cast<const uint8_t*>(v[static_cast<size_t>(reads_[0])].ptr), a_,
+                             static_cast<const uint8_t*>(v[static_cast<size_t>(reads_[1])].ptr), b_,
+                             static_cast<uint8_t*>(v[static_cast<size_t>(writes_[0])].ptr), out_, ctx.stream()),
+               "logical kernel");
+  }
+
+ private:
+  int op_ = 0;
+  Shape a_, b_, out_;
+};
+
+/// Expand: a strided copy whose step is 0 along every broadcast axis (sliceCopy).
+class ExpandK final : public NodeOp {
+ public:
+  ExpandK(const Graph& g, OpId op) : NodeOp(g, {op}, {node(g, op).inputs[0]}) {
+    const auto& x = value(g, reads_[0]).shape;
+    out_ = value(g, writes_[0]).shape;
+    const size_t r = out_.size();
+    starts_.assign(r, 0);
+    steps_.assign(r, 1);
+    strides_.assign(r, 0);
+    int64_t st = 1;
+    for (size_t k = r, j = x.size(); k-- > 0;) {
+      const int64_t dim = j > 0 ? x[--j] : 1;
+      strides_[k] = st;
+      steps_[k] = dim == 1 && out_[k] != 1 ? 0 : 1;
+      st *= dim;
+    }
+    esize_ = static_cast<int>(tensorElementSize(value(g, writes_[0]).dtype));
+  }
+  Status launch(Context& ctx, std::vector<DevTensor>& v) override {
+    return err(sliceCopy(v[static_cast<size_t>(reads_[0])].ptr, starts_.data(), steps_.data(), strides_.data(),
+                         v[static_cast<size_t>(writes_[0])].ptr, toShape(out_), esize_, ctx.stream()),
+               "expand copy");
+  }
+
+ private:
+  std::vector<int64_t> out_, starts_, steps_, strides_;
+  int esize_ = 4;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------------
 
 Result<std::unique_ptr<GpuOp>> makeGpuOp(Context& ctx, const Graph& g, const std::vector<OpId>& chain,
                                          const LeafFn& leaf) {
@@ -1713,6 +1847,10 @@ Result<std::unique_ptr<GpuOp>> makeGpuOp(Context& ctx, const Graph& g, const std
       return std::unique_ptr<GpuOp>(std::move(k));
     }
     if (t == "Gather") return std::unique_ptr<GpuOp>(std::make_unique<GatherK>(g, chain[0]));
+    if (t == "Cast") return std::unique_ptr<GpuOp>(std::make_unique<CastK>(g, chain[0]));
+    if (t == "Where") return std::unique_ptr<GpuOp>(std::make_unique<WhereK>(g, chain[0]));
+    if (t == "And" || t == "Or" || t == "Xor") return std::unique_ptr<GpuOp>(std::make_unique<LogicalK>(g, chain[0]));
+    if (t == "Expand") return std::unique_ptr<GpuOp>(std::make_unique<ExpandK>(g, chain[0]));
   } catch (const std::exception& e) {
     return makeError("cuda backend: node '", n.name, "': ", e.what());
   }

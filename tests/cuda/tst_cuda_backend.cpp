@@ -21,6 +21,7 @@
 #include "cuda/cuda_conv_graph.h"
 #include "cuda/cuda_ops.h"
 #include "cuda/cuda_program.h"
+#include "gen/generator.h"
 #include "graphrun.h"
 #include "onnx/importer.h"
 #include "onnx/tensorio.h"
@@ -44,6 +45,19 @@ std::vector<std::string> dimsFor(const std::string& file) {
   if (file == "ch_PP-OCRv4_det_infer.onnx") return {"x:0=1", "x:2=640", "x:3=640"};
   if (file == "ch_ppocr_mobile_v2.0_cls_infer.onnx") return {"x:0=1", "x:2=48", "x:3=192"};
   return {};
+}
+
+/// A generated model of `kind`, small enough to run in a test (two transformer blocks, 64 tokens).
+GenSpec smallSpec(const std::string& kind) {
+  GenSpec spec;
+  spec.kind = kind;
+  spec.imageSize = 64;
+  spec.layers = 2;
+  spec.seqLen = 64;
+  spec.hidden = 256;
+  spec.heads = 4;
+  spec.vocab = 1000;
+  return spec;
 }
 
 Result<Graph> importShared(const std::string& file) {
@@ -141,6 +155,50 @@ class TestCudaBackend : public QObject {
     ints.values[static_cast<size_t>(ints.nodes[0].outputs[0])].shape = {2, 3};
     ints.values[static_cast<size_t>(ints.nodes[0].outputs[0])].shapeKnown = true;
     QVERIFY(!cuda::gpuCheck(ints, 0).empty());
+  }
+
+  /// Every operator of the project's generated models (CNNs, transformers with their masks, Llama,
+  /// recommenders) is one the backend runs.
+  void generatedCoverage() {
+    for (const char* kind : {"resnet18", "mobilenetv2", "inception", "bert", "gpt2", "llama", "widedeep", "multitower"}) {
+      auto g = test::generatedGraph(smallSpec(kind));
+      QVERIFY2(g.isOk(), g.message().c_str());
+      for (OpId op = 0; op < static_cast<OpId>(g->nodes.size()); ++op) {
+        const std::string why = cuda::gpuCheck(*g, op);
+        QVERIFY2(why.empty(), (std::string(kind) + ": " + g->nodes[static_cast<size_t>(op)].name + ": " + why).c_str());
+      }
+    }
+  }
+
+  /// The generated models whole on the GPU against the CPU backend, as the shared ones.
+  void generatedModels() {
+    REQUIRE_GPU();
+    auto cpu = makeCpuBackend();
+    for (const char* kind : {"resnet18", "mobilenetv2", "inception", "bert", "gpt2", "llama", "widedeep", "multitower"}) {
+      GenSpec spec = smallSpec(kind);
+      spec.weights = true;
+      auto g = test::generatedGraph(spec);
+      QVERIFY2(g.isOk(), g.message().c_str());
+      std::map<ValueId, Tensor> leaves;
+      for (ValueId v = 0; v < static_cast<ValueId>(g->values.size()); ++v) {
+        const Value& val = g->values[static_cast<size_t>(v)];
+        if ((val.isWeight || val.isGraphInput) && !val.consumers.empty()) leaves[v] = *leafTensor(*g, v, 11);
+      }
+      auto p = cuda::Program::build(*g, *g->topologicalOrder(), [&](ValueId v) -> Result<const Tensor*> { return &leaves.at(v); });
+      QVERIFY2(p.isOk(), (std::string(kind) + ": " + p.message()).c_str());
+      std::map<ValueId, Tensor> ref = leaves;
+      Status rs = test::runGraph(*g, *cpu, "cpu-parallel", ref);
+      QVERIFY2(rs.isOk(), rs.message().c_str());
+      QVERIFY2((*p)->run(true).isOk(), kind);
+      for (ValueId v : g->outputs) {
+        Tensor out;
+        QVERIFY((*p)->output(v, out).isOk());
+        double maxAbs = 0, maxRel = 0;
+        std::string why;
+        QVERIFY2(tensorsClose(ref[v], out, 1e-3, maxAbs, maxRel, &why), (std::string(kind) + ": " + why).c_str());
+      }
+      qInfo("%s: %d GPU operations, outputs match", kind, (*p)->launches());
+    }
   }
 
   /// The fused chains on ResNet-50: each Conv takes its BatchNormalization, the residual Sum where there
