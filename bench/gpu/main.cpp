@@ -7,7 +7,7 @@
 // cost model can be checked against it. Also the GPU's calibration (bandwidths, launch overhead, GEMM
 // rates). Writes one JSON file (--out) and prints a table.
 //
-//   bench_gpu --models ../shared/models --out gpu.json [--reps 200] [--tf32]
+//   bench_gpu --models ../shared/models --out gpu.json [--reps 200] [--tf32] [--generated bert,gpt2,...]
 
 #include <algorithm>
 #include <chrono>
@@ -24,6 +24,7 @@
 #include "cpu/cpu_backend.h"
 #include "cuda/cuda_calibrate.h"
 #include "cuda/cuda_program.h"
+#include "gen/generator.h"
 #include "graphrun.h"
 #include "onnx/importer.h"
 #include "profile/executor.h"
@@ -52,19 +53,36 @@ struct Args {
   std::string out;
   int reps = 200;
   bool tf32 = false;
+  std::vector<std::string> generated;  ///< --generated bert,gpt2,...
 };
 
+nlohmann::json benchGraph(const Graph& g, const std::string& name, const Args& args, const Backend& cpu);
+
 nlohmann::json benchModel(const fs::path& file, const Args& args, const Backend& cpu) {
-  nlohmann::json r;
-  r["model"] = file.filename().string();
   ImportOptions io;
   for (const auto& d : dimsFor(file.filename().string())) io.dims.push_back(*parseDimBinding(d));
   auto gr = importOnnxFile(file.string(), io);
-  if (!gr) {
-    r["error"] = gr.message();
-    return r;
-  }
-  const Graph& g = *gr;
+  if (!gr) return {{"model", file.filename().string()}, {"error", gr.message()}};
+  return benchGraph(*gr, file.filename().string(), args, cpu);
+}
+
+/// A generated model at its default size (BERT-base and GPT-2-small at 128 tokens, the CNNs at 224x224)
+/// with seeded weights, as `partex-cli generate KIND --weights` writes it.
+nlohmann::json benchGenerated(const std::string& kind, const Args& args, const Backend& cpu) {
+  GenSpec spec;
+  spec.kind = kind;
+  spec.weights = true;
+  if (kind == "llama") spec.layers = 4, spec.hidden = 1024, spec.heads = 16;  // the 7B default does not fit a quick run
+  auto bytes = generateModel(spec);
+  if (!bytes) return {{"model", "gen_" + kind}, {"error", bytes.message()}};
+  auto g = importOnnxBytes(*bytes, kind + ".onnx");
+  if (!g) return {{"model", "gen_" + kind}, {"error", g.message()}};
+  return benchGraph(*g, "gen_" + kind, args, cpu);
+}
+
+nlohmann::json benchGraph(const Graph& g, const std::string& name, const Args& args, const Backend& cpu) {
+  nlohmann::json r;
+  r["model"] = name;
   r["operators"] = g.nodes.size();
   std::vector<std::string> unsupported;
   for (OpId op = 0; op < static_cast<OpId>(g.nodes.size()); ++op)
@@ -214,8 +232,16 @@ int main(int argc, char** argv) {
     else if (a == "--out") args.out = next();
     else if (a == "--reps") args.reps = std::max(1, std::atoi(next().c_str()));
     else if (a == "--tf32") args.tf32 = true;
+    else if (a == "--generated") {
+      std::string list = next();
+      for (size_t p = 0; p <= list.size();) {
+        const size_t q = std::min(list.find(',', p), list.size());
+        if (q > p) args.generated.push_back(list.substr(p, q - p));
+        p = q + 1;
+      }
+    }
     else {
-      std::fprintf(stderr, "usage: bench_gpu --models DIR [--out FILE.json] [--reps N] [--tf32]\n");
+      std::fprintf(stderr, "usage: bench_gpu --models DIR [--out FILE.json] [--reps N] [--tf32] [--generated KIND,...]\n");
       return 2;
     }
   }
@@ -246,8 +272,11 @@ int main(int argc, char** argv) {
   std::sort(files.begin(), files.end());
   std::printf("%-36s %5s %6s %10s %10s %10s %10s %s\n", "model", "ops", "gpuops", "eager ms", "graph ms", "sum-op ms",
               "max rel", "outputs");
-  for (const auto& f : files) {
-    auto r = benchModel(f, args, *cpu);
+  std::vector<std::pair<std::string, fs::path>> runs;
+  for (const auto& f : files) runs.push_back({"", f});
+  for (const auto& k : args.generated) runs.push_back({k, fs::path("gen_" + k)});
+  for (const auto& [kind, f] : runs) {
+    auto r = kind.empty() ? benchModel(f, args, *cpu) : benchGenerated(kind, args, *cpu);
     doc["models"].push_back(r);
     (void)save(doc, args.out);  // after every model: a crash later keeps what was measured
     if (r.contains("error")) {

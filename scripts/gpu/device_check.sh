@@ -8,7 +8,8 @@
 # binary or tool is a logged "skip". OUTDIR receives at most six files: raw.log (everything),
 # env.txt, tests.txt (all test outputs), bench_gpu.json, torch.json, summary.txt.
 # Environment: TEST_FUNCS (test function names passed to every test binary: a rerun of some only);
-# BENCH_ARGS (more arguments to bench_gpu, e.g. --reps 100); STEPS (default "env unpack ldd tests bench torch bench_tf32") runs a subset; CHECK_BUDGET_S
+# BENCH_ARGS (more arguments to bench_gpu, e.g. --reps 100); BENCH_GENERATED (generated models
+# bench_gpu also runs, default bert,gpt2,resnet18,mobilenetv2,widedeep); STEPS (default "env unpack ldd tests bench torch bench_tf32") runs a subset; CHECK_BUDGET_S
 # (default 540) bounds the whole run: each step's timeout is cut to what is left of it, so the
 # run ends inside the device call's 600 s limit.
 set -u
@@ -163,7 +164,8 @@ step_bench() {
   lim=$(limit 300); [ "$lim" -gt 0 ] || { echo "skipped: budget spent"; return 125; }
   echo "timeout ${lim}s"
   env LD_LIBRARY_PATH="$BUNDLE_LD" QT_QPA_PLATFORM=offscreen QT_PLUGIN_PATH="$WORK/plugins" \
-      PARTEX_CUDA_VERBOSE=1 timeout -k 10 "$lim" "$b" --models "$WORK/models" --out "$OUTDIR/bench_gpu.json" ${BENCH_ARGS:-}
+      PARTEX_CUDA_VERBOSE=1 timeout -k 10 "$lim" "$b" --models "$WORK/models" --out "$OUTDIR/bench_gpu.json" \
+      --generated "${BENCH_GENERATED:-bert,gpt2,resnet18,mobilenetv2,widedeep}" ${BENCH_ARGS:-}
 }
 
 # The default measured flow with the GPU in this-machine (scripts/gpu/flow.sh): predicted against
