@@ -135,7 +135,7 @@ run_test() {
   echo "timeout ${lim}s, cwd $REPO"
   env LD_LIBRARY_PATH="$BUNDLE_LD" QT_QPA_PLATFORM=offscreen QT_PLUGIN_PATH="$WORK/plugins" \
       PARTEX_MODELS_DIR="$WORK/models" PARTEX_SHARED_MODELS="$WORK/models" \
-      PARTEX_CONFORMANCE_DIR="$WORK/conformance" PARTEX_TEST_DATA="$REPO/tests/data" \
+      PARTEX_CONFORMANCE_DIR="$WORK/conformance" PARTEX_TEST_DATA="$REPO/tests/data" PARTEX_GPU_REF_CACHE=/tmp/partex-gpu-ref \
       ${CLI_ENV:+"$CLI_ENV"} timeout -k 10 "$lim" "$t" -o "$WORK/testout/$name.txt,txt" -o "-,txt" ${TEST_FUNCS:-}
 }
 
@@ -164,7 +164,7 @@ step_bench() {
   lim=$(limit 300); [ "$lim" -gt 0 ] || { echo "skipped: budget spent"; return 125; }
   echo "timeout ${lim}s"
   env LD_LIBRARY_PATH="$BUNDLE_LD" QT_QPA_PLATFORM=offscreen QT_PLUGIN_PATH="$WORK/plugins" \
-      PARTEX_CUDA_VERBOSE=1 timeout -k 10 "$lim" "$b" --models "$WORK/models" --out "$OUTDIR/bench_gpu.json" \
+      PARTEX_CUDA_VERBOSE=1 timeout -k 10 "$lim" "$b" --models "$WORK/models" --out "$OUTDIR/bench_gpu.json" --ref-cache /tmp/partex-gpu-ref \
       --generated "${BENCH_GENERATED:-bert,gpt2,resnet18,mobilenetv2,widedeep}" ${BENCH_ARGS:-}
 }
 
@@ -188,7 +188,8 @@ step_bench_graphapi() {
   lim=$(limit 200); [ "$lim" -gt 0 ] || { echo "skipped: budget spent"; return 125; }
   echo "timeout ${lim}s"
   env LD_LIBRARY_PATH="$BUNDLE_LD" PARTEX_CUDA_GRAPH_API=1 PARTEX_CUDA_VERBOSE=1 timeout -k 10 "$lim" "$b" \
-      --models "$WORK/models" --reps 100 --out "$OUTDIR/bench_gpu_graphapi.json"
+      --models "$WORK/models" --reps 100 --out "$OUTDIR/bench_gpu_graphapi.json" --ref-cache /tmp/partex-gpu-ref \
+      --generated "${BENCH_GENERATED:-bert,gpt2,resnet18,mobilenetv2,widedeep}"
 }
 
 # The same with TF32 tensor cores allowed for float32 (PyTorch's default for cuDNN convolutions).
@@ -197,7 +198,7 @@ step_bench_tf32() {
   [ -x "$b" ] || { echo "skipped: no bin/bench_gpu in the bundle"; return 125; }
   lim=$(limit 200); [ "$lim" -gt 0 ] || { echo "skipped: budget spent"; return 125; }
   echo "timeout ${lim}s"
-  env LD_LIBRARY_PATH="$BUNDLE_LD" timeout -k 10 "$lim" "$b" --models "$WORK/models" --reps 100 --tf32 \
+  env LD_LIBRARY_PATH="$BUNDLE_LD" timeout -k 10 "$lim" "$b" --models "$WORK/models" --reps 100 --tf32 --ref-cache /tmp/partex-gpu-ref \
       --out "$OUTDIR/bench_gpu_tf32.json"
 }
 
