@@ -6,7 +6,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <mutex>
 #include <optional>
 
 #include "cuda/cuda_conv_graph.h"
@@ -608,6 +611,58 @@ class AffineK final : public NodeOp {
 
 namespace {
 
+/// The convolution algorithms chosen by timing, by geometry: in memory for the process and in
+/// $XDG_CACHE_HOME/partex/cuda-conv-algos.txt (else ~/.cache/partex/), one "key algo math" line each,
+/// appended as they are chosen. PARTEX_NO_CALIBRATION=1 (the tests' switch for caches) keeps it in memory.
+class AlgoCache {
+ public:
+  std::optional<std::pair<int, int>> find(const std::string& key) {
+    std::lock_guard<std::mutex> lock(m_);
+    load();
+    auto it = map_.find(key);
+    if (it == map_.end()) return std::nullopt;
+    return it->second;
+  }
+  void store(const std::string& key, int algo, int math) {
+    std::lock_guard<std::mutex> lock(m_);
+    load();
+    map_[key] = {algo, math};
+    if (path_.empty()) return;
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(path_).parent_path(), ec);
+    if (std::FILE* f = std::fopen(path_.c_str(), "a")) {
+      std::fprintf(f, "%s %d %d\n", key.c_str(), algo, math);
+      std::fclose(f);
+    }
+  }
+
+ private:
+  void load() {
+    if (loaded_) return;
+    loaded_ = true;
+    if (const char* off = std::getenv("PARTEX_NO_CALIBRATION"); off && std::string(off) == "1") return;
+    const char* xdg = std::getenv("XDG_CACHE_HOME");
+    const char* home = std::getenv("HOME");
+    if (xdg && *xdg) path_ = std::string(xdg) + "/partex/cuda-conv-algos.txt";
+    else if (home && *home) path_ = std::string(home) + "/.cache/partex/cuda-conv-algos.txt";
+    if (path_.empty()) return;
+    std::ifstream in(path_);
+    std::string key;
+    int algo = 0, math = 0;
+    while (in >> key >> algo >> math)
+      if (algo >= 0 && algo < CUDNN_CONVOLUTION_FWD_ALGO_COUNT && math >= 0 && math <= 3) map_[key] = {algo, math};
+  }
+  std::mutex m_;
+  bool loaded_ = false;
+  std::string path_;
+  std::map<std::string, std::pair<int, int>> map_;
+};
+
+AlgoCache& algoCache() {
+  static AlgoCache cache;
+  return cache;
+}
+
 /// cuDNN descriptors freed with the object.
 struct CudnnDescs {
   cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
@@ -844,6 +899,31 @@ class ConvK final : public NodeOp {
   /// legacy algorithm stays set either way (launch() falls back to it for unaligned pointers).
   Status chooseForwardAlgo(Context& ctx, cudnnMathType_t math, const std::vector<int>& xd, const std::vector<int>& wd,
                            const std::vector<int>& yd) {
+    // A choice timed before for this geometry on this GPU and cuDNN (by this process or an earlier one:
+    // each `profile` and `execute` prepares every convolution again).
+    const char* graphApiEnv = std::getenv("PARTEX_CUDA_GRAPH_API");
+    const bool graphApiOn = graphApiEnv && std::string(graphApiEnv) == "1";
+    std::string key = ctx.info().name + "|cudnn" + std::to_string(cudnnGetVersion()) + "|" +
+                      (ctx.allowTf32() ? "tf32" : "fma") + "|" + (post_.op == Unary::Relu ? "relu" : "plain") +
+                      (residual_ ? "+z" : "") + "|g" + std::to_string(geom_.group);
+    for (const auto* v : {&xd, &wd, &yd})
+      for (int d : *v) key += "," + std::to_string(d);
+    for (int d : {geom_.pt, geom_.pl, geom_.sh, geom_.sw, geom_.dh, geom_.dw}) key += ";" + std::to_string(d);
+    std::replace(key.begin(), key.end(), ' ', '_');  // one word per key in the cache file
+    if (!graphApiOn)
+      if (auto hit = algoCache().find(key)) {
+        chosen_ = fwdAlgo_ = static_cast<cudnnConvolutionFwdAlgo_t>(hit->first);
+        mathType_ = static_cast<cudnnMathType_t>(hit->second);
+        graphPlan_ = -1;
+        return check(cudnnSetConvolutionMathType(d_.conv, mathType_), "math type");
+      }
+    Status chosen = chooseForwardAlgoTimed(ctx, math, xd, wd, yd);
+    if (chosen && graphPlan_ < 0) algoCache().store(key, static_cast<int>(chosen_), static_cast<int>(mathType_));
+    return chosen;
+  }
+
+  Status chooseForwardAlgoTimed(Context& ctx, cudnnMathType_t math, const std::vector<int>& xd, const std::vector<int>& wd,
+                                const std::vector<int>& yd) {
     DeviceBuffer x, y, z, ref;
     size_t xb = 0, yb = 0;
     if (auto st = check(cudnnGetTensorSizeInBytes(d_.x, &xb), "x size"); !st) return st;
