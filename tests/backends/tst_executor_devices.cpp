@@ -106,6 +106,15 @@ class AccBackend final : public Backend {
   const Backend& cpu_;
 };
 
+/// ResNet-18 at 32x32 with 10 classes: about 70 operators, quick on a CPU.
+GenSpec smallResnet() {
+  GenSpec spec;
+  spec.kind = "resnet18";
+  spec.imageSize = 32;
+  spec.numClasses = 10;
+  return spec;
+}
+
 Platform twoDevices() {
   Platform p;
   p.name = "core0+acc";
@@ -157,11 +166,7 @@ class TestExecutorDevices : public QObject {
   /// A per-operator profile of an accelerator takes its kernels' own device times, not the wall time
   /// of run() (which copies inputs in and outputs back); the CPU's stay wall times.
   void perOperatorProfileUsesDeviceTime() {
-    GenSpec spec;
-    spec.kind = "resnet18";
-    spec.imageSize = 32;
-    spec.numClasses = 10;
-    auto g = test::generatedGraph(spec);
+    auto g = test::generatedGraph(smallResnet());
     QVERIFY2(g.isOk(), g.message().c_str());
     auto cpu = makeCpuBackend();
     AccBackend accB(*cpu);
@@ -191,11 +196,7 @@ class TestExecutorDevices : public QObject {
   }
   void deviceResidentHandOver() {
     QFETCH(int, split);
-    GenSpec spec;
-    spec.kind = "resnet18";
-    spec.imageSize = 32;
-    spec.numClasses = 10;
-    auto g = test::generatedGraph(spec);
+    auto g = test::generatedGraph(smallResnet());
     QVERIFY2(g.isOk(), g.message().c_str());
     auto t = buildCostTable(*g, characteriseAll(*g), twoDevices());
     QVERIFY2(t.isOk(), t.message().c_str());
