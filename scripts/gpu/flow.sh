@@ -2,9 +2,9 @@
 # scripts/gpu/flow.sh CLI MODELS_DIR OUTDIR: the default measured flow of a user with a GPU (issue 25's
 # prediction goal), on the GPU machine:
 #   partex-cli platforms --show this-machine --json      (probe + calibration, the GPU included; cached)
-#   the this-machine platform cut to its gpu and cpu-parallel devices (the 16 per-core devices of the
-#     device machine would multiply the profiling time by ten; the cut platform is written to a file)
-#   for each model: profile --devices $ACC,cpu-parallel; schedule --algo best, heft and single on the gpu;
+#   the this-machine platform cut to its gpu, cpu-parallel and host (cpu-serial) devices (the 16
+#     per-core devices of the device machine would multiply the profiling time by ten)
+#   for each model: profile --devices gpu,cpu-parallel,cpu-serial; schedule --algo best, heft and single on the gpu;
 #     execute each plan; record predicted and measured makespans
 #   the modelled costs before profiling: schedule single-on-gpu without a profile, execute it.
 # Writes OUTDIR/flow.json (one record per model and plan) and prints a table. Exit 125: no gpu device.
@@ -20,7 +20,9 @@ python3 - "$W/this-machine.json" "$W/tm.json" "$ACC" <<'PY' || exit 125
 import json, sys
 p = json.load(open(sys.argv[1]))
 acc = sys.argv[3]
-keep = {acc, "cpu-parallel"}
+# The host (cpu-serial) stays: every transfer is staged through its memory, and the platform's links
+# are the host's.
+keep = {acc, "cpu-parallel", p.get("host", "cpu-serial")}
 ids = [d["id"] for d in p["devices"]]
 if acc not in ids:
     print("flow: this-machine has no %s device: %s" % (acc, ", ".join(ids))); sys.exit(1)
@@ -31,7 +33,6 @@ for g in p.get("exclusive_groups", []):
     devs = [d for d in g["devices"] if d in keep]
     if len(devs) > 1: groups.append(dict(g, devices=devs))
 p["exclusive_groups"] = groups
-if p.get("host") not in keep: p["host"] = "cpu-parallel"
 p["name"] = "this-machine-" + acc
 json.dump(p, open(sys.argv[2], "w"), indent=1)
 dev = [d for d in p["devices"] if d["id"] == acc][0]
@@ -64,7 +65,7 @@ for m in $MODELS_LIST $(for k in $GENERATED; do echo "gen_$k"; done); do
   else
     echo "flow: schedule without a profile failed: $(tail -1 "$W/$m.model.err")"
   fi
-  if ! "$CLI" profile "$f" --devices $ACC,cpu-parallel --reps 5 --warmup 1 -q -o "$W/$m.profile.json" > "$W/$m.profile.out" 2> "$W/$m.profile.err"; then
+  if ! "$CLI" profile "$f" --devices $ACC,cpu-parallel,cpu-serial --reps 5 --warmup 1 -q -o "$W/$m.profile.json" > "$W/$m.profile.out" 2> "$W/$m.profile.err"; then
     echo "flow: profile failed: $(tail -1 "$W/$m.profile.err")"; continue
   fi
   echo "   profiled in $((SECONDS - t0)) s"
