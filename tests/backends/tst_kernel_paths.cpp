@@ -496,8 +496,8 @@ class TestKernelPaths : public QObject {
     QVERIFY2(worst < 1e-5, std::to_string(worst).c_str());
   }
 
-  /// Transpose (the tiled path when the last output axis is strided in the input) and Expand against an
-  /// index-by-index reference, for 1-, 4- and 8-byte elements.
+  /// Transpose (the tiled path when the last output axis is strided in the input, its register blocks
+  /// and ragged edges) and Expand against an index-by-index reference, for 1-, 2-, 4- and 8-byte elements.
   void transpose_data() {
     QTest::addColumn<Shape>("shape");
     QTest::addColumn<Shape>("perm");
@@ -508,6 +508,8 @@ class TestKernelPaths : public QObject {
     QTest::newRow("5-D detector") << Shape{1, 3, 21, 5, 6} << Shape{0, 1, 3, 4, 2};
     QTest::newRow("odd 3-D") << Shape{17, 19, 23} << Shape{2, 0, 1};
     QTest::newRow("contiguous last") << Shape{2, 5, 3, 8} << Shape{0, 2, 1, 3};
+    QTest::newRow("2-D several tiles") << Shape{150, 131} << Shape{1, 0};
+    QTest::newRow("nchw->nhwc whole blocks") << Shape{2, 72, 8, 9} << Shape{0, 2, 3, 1};
   }
   void transpose() {
     QFETCH(Shape, shape);
@@ -516,7 +518,7 @@ class TestKernelPaths : public QObject {
     Shape os(r);
     for (size_t d = 0; d < r; ++d) os[d] = shape[static_cast<size_t>(perm[d])];
     const Shape ist = stridesOf(shape);
-    for (DType dtype : {DType::Int8, DType::Float32, DType::Int64}) {
+    for (DType dtype : {DType::Int8, DType::Float16, DType::Float32, DType::Int64}) {
       auto made = Tensor::make(dtype, shape);
       QVERIFY(made.isOk());
       Tensor x = std::move(*made);
