@@ -30,6 +30,27 @@ void parallelChunks(const ExecContext& ctx, int64_t n, F&& fn, int64_t minPerThr
   }
 }
 
+/// Calls fn(T{}) with an unsigned type of `bytes` bytes (element-size generic copies); false for other sizes.
+template <class F>
+bool dispatchSize(int64_t bytes, F&& fn) {
+  switch (bytes) {
+    case 1:
+      fn(uint8_t{});
+      return true;
+    case 2:
+      fn(uint16_t{});
+      return true;
+    case 4:
+      fn(uint32_t{});
+      return true;
+    case 8:
+      fn(uint64_t{});
+      return true;
+    default:
+      return false;
+  }
+}
+
 /// Normalises a possibly negative axis for `rank`; -1 when out of range.
 inline int64_t normAxis(int64_t axis, int64_t rank) {
   if (axis < 0) axis += rank;

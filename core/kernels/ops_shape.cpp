@@ -7,6 +7,10 @@
 #include <cmath>
 #include <cstring>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "kernels/kernels.h"
 
 namespace partex::cpu {
@@ -18,34 +22,112 @@ Result<std::unique_ptr<OpKernel>> mk(A&&... a) {
   return std::unique_ptr<OpKernel>(std::make_unique<K>(std::forward<A>(a)...));
 }
 
-/// Calls fn(T{}) with an unsigned type of `bytes` bytes.
-template <class F>
-bool dispatchSize(int64_t bytes, F&& fn) {
-  switch (bytes) {
-    case 1:
-      fn(uint8_t{});
-      return true;
-    case 2:
-      fn(uint16_t{});
-      return true;
-    case 4:
-      fn(uint32_t{});
-      return true;
-    case 8:
-      fn(uint64_t{});
-      return true;
-    default:
-      return false;
+/// The side of the square block transposeBlock moves in registers: one 16-byte SSE2 vector per row for
+/// 2- and 4-byte elements, half of one for bytes; 1 (element by element) without SSE2 or for 8 bytes.
+template <class T>
+constexpr int64_t blockSize() {
+#if defined(__SSE2__)
+  return sizeof(T) == 4 ? 4 : sizeof(T) <= 2 ? 8 : 1;
+#else
+  return 1;
+#endif
+}
+
+/// d[i * ld + j] = s[j * ls + i] for i, j < blockSize<T>(): rows interleaved by unpacks of doubling width.
+template <class T>
+inline void transposeBlock(const T* s, int64_t ls, T* d, int64_t ld) {
+#if defined(__SSE2__)
+  if constexpr (sizeof(T) == 1) {
+    auto row = [&](int64_t j) { return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(s + j * ls)); };
+    // Pairs of rows interleaved byte by byte, then 2-byte and 4-byte units: each 8-byte half of c_k is
+    // one output row (column of the input).
+    const __m128i a0 = _mm_unpacklo_epi8(row(0), row(1)), a1 = _mm_unpacklo_epi8(row(2), row(3));
+    const __m128i a2 = _mm_unpacklo_epi8(row(4), row(5)), a3 = _mm_unpacklo_epi8(row(6), row(7));
+    const __m128i b0 = _mm_unpacklo_epi16(a0, a1), b1 = _mm_unpackhi_epi16(a0, a1);
+    const __m128i b2 = _mm_unpacklo_epi16(a2, a3), b3 = _mm_unpackhi_epi16(a2, a3);
+    const __m128i c[4] = {_mm_unpacklo_epi32(b0, b2), _mm_unpackhi_epi32(b0, b2), _mm_unpacklo_epi32(b1, b3),
+                          _mm_unpackhi_epi32(b1, b3)};
+    for (int k = 0; k < 4; ++k) {
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(d + (2 * k) * ld), c[k]);
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(d + (2 * k + 1) * ld), _mm_unpackhi_epi64(c[k], c[k]));
+    }
+    return;
+  } else if constexpr (sizeof(T) == 2) {
+    auto row = [&](int64_t j) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + j * ls)); };
+    const __m128i r0 = row(0), r1 = row(1), r2 = row(2), r3 = row(3), r4 = row(4), r5 = row(5), r6 = row(6),
+                  r7 = row(7);
+    const __m128i a0 = _mm_unpacklo_epi16(r0, r1), a1 = _mm_unpackhi_epi16(r0, r1);
+    const __m128i a2 = _mm_unpacklo_epi16(r2, r3), a3 = _mm_unpackhi_epi16(r2, r3);
+    const __m128i a4 = _mm_unpacklo_epi16(r4, r5), a5 = _mm_unpackhi_epi16(r4, r5);
+    const __m128i a6 = _mm_unpacklo_epi16(r6, r7), a7 = _mm_unpackhi_epi16(r6, r7);
+    const __m128i b[8] = {_mm_unpacklo_epi32(a0, a2), _mm_unpackhi_epi32(a0, a2), _mm_unpacklo_epi32(a1, a3),
+                          _mm_unpackhi_epi32(a1, a3), _mm_unpacklo_epi32(a4, a6), _mm_unpackhi_epi32(a4, a6),
+                          _mm_unpacklo_epi32(a5, a7), _mm_unpackhi_epi32(a5, a7)};
+    for (int k = 0; k < 4; ++k) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + (2 * k) * ld), _mm_unpacklo_epi64(b[k], b[k + 4]));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + (2 * k + 1) * ld), _mm_unpackhi_epi64(b[k], b[k + 4]));
+    }
+    return;
+  } else if constexpr (sizeof(T) == 4) {
+    auto row = [&](int64_t j) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + j * ls)); };
+    const __m128i r0 = row(0), r1 = row(1), r2 = row(2), r3 = row(3);
+    const __m128i t0 = _mm_unpacklo_epi32(r0, r1), t1 = _mm_unpacklo_epi32(r2, r3);
+    const __m128i t2 = _mm_unpackhi_epi32(r0, r1), t3 = _mm_unpackhi_epi32(r2, r3);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d), _mm_unpacklo_epi64(t0, t1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + ld), _mm_unpackhi_epi64(t0, t1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 2 * ld), _mm_unpacklo_epi64(t2, t3));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 3 * ld), _mm_unpackhi_epi64(t2, t3));
+    return;
   }
+#endif
+  constexpr int64_t M = blockSize<T>();
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < M; ++j) d[i * ld + j] = s[j * ls + i];
+}
+
+/// d[i * ld + j] = s[i + j * ls] for i < rows, j < cols: a plane transposed in cache tiles (64 bytes of
+/// the narrowest side at least), each tile in register blocks of transposeBlock, the ragged edges element
+/// by element. Issue 24: element-by-element tiles ran int8 transposes 5-11x slower than ONNX Runtime.
+template <class T>
+void transposePlane(const T* s, int64_t ls, T* d, int64_t ld, int64_t rows, int64_t cols) {
+  constexpr int64_t M = blockSize<T>();
+  constexpr int64_t B = sizeof(T) == 8 ? 16 : sizeof(T) == 1 ? 64 : 32;
+  for (int64_t i0 = 0; i0 < rows; i0 += B)
+    for (int64_t j0 = 0; j0 < cols; j0 += B) {
+      const int64_t i1 = std::min(rows, i0 + B), j1 = std::min(cols, j0 + B);
+      int64_t i = i0;
+      for (; i + M <= i1; i += M) {
+        int64_t j = j0;
+        for (; j + M <= j1; j += M) transposeBlock(s + i + j * ls, ls, d + i * ld + j, ld);
+        for (; j < j1; ++j)
+          for (int64_t k = i; k < i + M; ++k) d[k * ld + j] = s[k + j * ls];
+      }
+      for (; i < i1; ++i)
+        for (int64_t j = j0; j < j1; ++j) d[i * ld + j] = s[i + j * ls];
+    }
 }
 
 /// out[i] = in[base + sum(idx_d * strides_d)] over outShape (a strided gather).
-Status stridedCopy(const ExecContext& ctx, const Tensor& in, Tensor& out, const std::vector<int64_t>& strides,
+Status stridedCopy(const ExecContext& ctx, const Tensor& in, Tensor& out, const std::vector<int64_t>& viewStrides,
                    int64_t base) {
-  const auto& shape = out.shape();
-  const size_t r = shape.size();
   const int64_t n = out.numElements();
   if (n == 0) return Status::ok();
+  // Axes merged where the view allows (size-1 axes dropped; an axis whose stride is the next one's stride
+  // times its size joined with it): longer rows and larger transpose planes (NCHW->NHWC is one [H*W, C]
+  // plane instead of H planes of [W, C]).
+  std::vector<int64_t> shape, strides;
+  for (size_t d = 0; d < out.shape().size(); ++d) {
+    const int64_t k = out.shape()[d], st = viewStrides[d];
+    if (k == 1) continue;
+    if (!shape.empty() && strides.back() == st * k) {
+      shape.back() *= k;
+      strides.back() = st;
+    } else {
+      shape.push_back(k);
+      strides.push_back(st);
+    }
+  }
+  const size_t r = shape.size();
   if (r == 0) {  // a scalar
     std::memcpy(out.raw(), static_cast<const std::byte*>(in.raw()) + base * tensorElementSize(in.dtype()),
                 static_cast<size_t>(tensorElementSize(in.dtype())));
@@ -72,7 +154,6 @@ Status stridedCopy(const ExecContext& ctx, const Tensor& in, Tensor& out, const 
       using T = decltype(v);
       const T* pi = ptr<T>(in) + base;
       T* po = ptr<T>(out);
-      constexpr int64_t B = 16;
       parallelChunks(
           ctx, combos,
           [&](int64_t b, int64_t e) {
@@ -86,24 +167,7 @@ Status stridedCopy(const ExecContext& ctx, const Tensor& in, Tensor& out, const 
                 inOff += k * strides[d];
                 outOff += k * ost[d];
               }
-              const T* src = pi + inOff;
-              T* dst = po + outOff;
-              for (int64_t i0 = 0; i0 < Q; i0 += B)
-                for (int64_t j0 = 0; j0 < inner; j0 += B) {
-                  const int64_t i1 = std::min(Q, i0 + B), j1 = std::min(inner, j0 + B);
-                  // Which side runs contiguous in the innermost loop was measured per element size
-                  // (bench_ops, Transpose): writes for 4-byte elements, reads for the others.
-                  if constexpr (sizeof(T) == 4) {
-                    for (int64_t i = i0; i < i1; ++i)
-                      for (int64_t j = j0; j < j1; ++j) dst[i * oq + j] = src[i + j * istride];
-                  } else {
-                    for (int64_t j = j0; j < j1; ++j) {
-                      const T* sj = src + j * istride;
-                      T* dj = dst + j;
-                      for (int64_t i = i0; i < i1; ++i) dj[i * oq] = sj[i];
-                    }
-                  }
-                }
+              transposePlane(pi + inOff, istride, po + outOff, oq, Q, inner);
             }
           },
           std::max<int64_t>(1, 16384 / std::max<int64_t>(1, Q * inner)));

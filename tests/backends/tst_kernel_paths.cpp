@@ -6,8 +6,11 @@
 
 #include <QtTest>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <random>
 
 #include "backend/backend.h"
@@ -496,8 +499,8 @@ class TestKernelPaths : public QObject {
     QVERIFY2(worst < 1e-5, std::to_string(worst).c_str());
   }
 
-  /// Transpose (the tiled path when the last output axis is strided in the input) and Expand against an
-  /// index-by-index reference, for 1-, 4- and 8-byte elements.
+  /// Transpose (the tiled path when the last output axis is strided in the input, its register blocks
+  /// and ragged edges) and Expand against an index-by-index reference, for 1-, 2-, 4- and 8-byte elements.
   void transpose_data() {
     QTest::addColumn<Shape>("shape");
     QTest::addColumn<Shape>("perm");
@@ -508,6 +511,8 @@ class TestKernelPaths : public QObject {
     QTest::newRow("5-D detector") << Shape{1, 3, 21, 5, 6} << Shape{0, 1, 3, 4, 2};
     QTest::newRow("odd 3-D") << Shape{17, 19, 23} << Shape{2, 0, 1};
     QTest::newRow("contiguous last") << Shape{2, 5, 3, 8} << Shape{0, 2, 1, 3};
+    QTest::newRow("2-D several tiles") << Shape{150, 131} << Shape{1, 0};
+    QTest::newRow("nchw->nhwc whole blocks") << Shape{2, 72, 8, 9} << Shape{0, 2, 3, 1};
   }
   void transpose() {
     QFETCH(Shape, shape);
@@ -516,7 +521,7 @@ class TestKernelPaths : public QObject {
     Shape os(r);
     for (size_t d = 0; d < r; ++d) os[d] = shape[static_cast<size_t>(perm[d])];
     const Shape ist = stridesOf(shape);
-    for (DType dtype : {DType::Int8, DType::Float32, DType::Int64}) {
+    for (DType dtype : {DType::Int8, DType::Float16, DType::Float32, DType::Int64}) {
       auto made = Tensor::make(dtype, shape);
       QVERIFY(made.isOk());
       Tensor x = std::move(*made);
@@ -541,6 +546,112 @@ class TestKernelPaths : public QObject {
       }
       QCOMPARE(bad, int64_t{0});
     }
+  }
+
+  /// GatherElements (row by row: an indexed read along the last axis, a row copy offset by the index along
+  /// another) against an index-by-index reference, with negative indices, int32 and int64 indices,
+  /// 1-, 4- and 8-byte elements and indices smaller than the data on the other axes.
+  void gatherElements_data() {
+    QTest::addColumn<Shape>("data");
+    QTest::addColumn<Shape>("indices");
+    QTest::addColumn<int64_t>("axis");
+    QTest::newRow("last axis") << Shape{3, 5, 40} << Shape{3, 5, 17} << int64_t{-1};
+    QTest::newRow("axis 0") << Shape{6, 4, 9} << Shape{3, 4, 9} << int64_t{0};
+    QTest::newRow("middle, smaller") << Shape{4, 7, 9} << Shape{3, 5, 6} << int64_t{1};
+    QTest::newRow("1-D") << Shape{11} << Shape{25} << int64_t{0};
+  }
+  void gatherElements() {
+    QFETCH(Shape, data);
+    QFETCH(Shape, indices);
+    QFETCH(int64_t, axis);
+    const size_t r = data.size();
+    const size_t ax = static_cast<size_t>(axis < 0 ? axis + static_cast<int64_t>(r) : axis);
+    const Shape dst = stridesOf(data), ist = stridesOf(indices);
+    for (DType idt : {DType::Int64, DType::Int32})
+      for (DType dtype : {DType::Int8, DType::Float32, DType::Int64}) {
+        Tensor x = std::move(*Tensor::make(dtype, data));
+        const int64_t es = x.bytes() / x.numElements();
+        auto* bytes = static_cast<uint8_t*>(x.raw());
+        for (int64_t i = 0; i < x.bytes(); ++i) bytes[i] = static_cast<uint8_t>(i * 7 + i / 13);
+        Tensor idx = std::move(*Tensor::make(idt, indices));
+        std::vector<int64_t> want(static_cast<size_t>(idx.numElements()));
+        std::mt19937 rng(5);
+        const int64_t dim = data[ax];
+        for (size_t i = 0; i < want.size(); ++i) {
+          const int64_t v = std::uniform_int_distribution<int64_t>(-dim, dim - 1)(rng);
+          if (idt == DType::Int64)
+            static_cast<int64_t*>(idx.raw())[i] = v;
+          else
+            static_cast<int32_t*>(idx.raw())[i] = static_cast<int32_t>(v);
+          want[i] = v < 0 ? v + dim : v;
+        }
+        std::map<std::string, Attribute> attrs;
+        attrs["axis"].value = axis;
+        std::vector<Tensor> out;
+        Status s = runNode(opNode("GatherElements", attrs), {&x, &idx}, out);
+        QVERIFY2(s.isOk(), s.message().c_str());
+        QCOMPARE(out.at(0).shape(), indices);
+        const auto* ob = static_cast<const uint8_t*>(out[0].raw());
+        int64_t bad = 0;
+        for (int64_t i = 0; i < idx.numElements(); ++i) {
+          int64_t off = 0;
+          for (size_t d = 0; d < r; ++d) {
+            const int64_t c = (i / ist[d]) % indices[d];
+            off += (d == ax ? want[static_cast<size_t>(i)] : c) * dst[d];
+          }
+          bad += std::memcmp(ob + i * es, bytes + off * es, static_cast<size_t>(es)) != 0;
+        }
+        QCOMPARE(bad, int64_t{0});
+      }
+  }
+
+  /// MeanVarianceNormalization over reduced blocks that are innermost (rows of one group), outer (rows
+  /// across groups) or both, against a double reference.
+  void meanVarianceNormalization_data() {
+    QTest::addColumn<Shape>("shape");
+    QTest::addColumn<Shape>("axes");
+    QTest::newRow("default, batch 2") << Shape{2, 3, 5, 7} << Shape{0, 2, 3};
+    QTest::newRow("last axis") << Shape{2, 3, 40} << Shape{2};
+    QTest::newRow("kept inner") << Shape{4, 3, 5, 6} << Shape{0, 1};
+    QTest::newRow("alternating") << Shape{2, 3, 4, 5} << Shape{1, 3};
+    QTest::newRow("every axis") << Shape{3, 4, 5} << Shape{0, 1, 2};
+    QTest::newRow("size-1 axes") << Shape{1, 3, 1, 1} << Shape{0, 2, 3};
+  }
+  void meanVarianceNormalization() {
+    QFETCH(Shape, shape);
+    QFETCH(Shape, axes);
+    Tensor x = randomTensor(shape, 11);
+    auto* px = static_cast<float*>(x.raw());
+    for (int64_t i = 0; i < x.numElements(); ++i) px[i] = 3.0f + 2.0f * px[i];  // a mean away from 0
+    std::map<std::string, Attribute> attrs;
+    attrs["axes"].value = axes;
+    std::vector<Tensor> out;
+    Status s = runNode(opNode("MeanVarianceNormalization", attrs), {&x}, out);
+    QVERIFY2(s.isOk(), s.message().c_str());
+    const size_t r = shape.size();
+    const Shape st = stridesOf(shape);
+    auto key = [&](int64_t i) {
+      int64_t k = 0;
+      for (size_t d = 0; d < r; ++d)
+        if (std::find(axes.begin(), axes.end(), static_cast<int64_t>(d)) == axes.end())
+          k = k * shape[d] + (i / st[d]) % shape[d];
+      return k;
+    };
+    std::map<int64_t, std::array<double, 3>> acc;
+    for (int64_t i = 0; i < x.numElements(); ++i) {
+      auto& a = acc[key(i)];
+      a[0] += px[i];
+      a[1] += static_cast<double>(px[i]) * px[i];
+      a[2] += 1;
+    }
+    std::vector<double> want(static_cast<size_t>(x.numElements()));
+    for (int64_t i = 0; i < x.numElements(); ++i) {
+      const auto& a = acc[key(i)];
+      const double m = a[0] / a[2], v = a[1] / a[2] - m * m;
+      want[static_cast<size_t>(i)] = (px[i] - m) / (std::sqrt(std::max(v, 0.0)) + 1e-9);
+    }
+    const double worst = worstError(out.at(0), want);
+    QVERIFY2(worst < 1e-5, std::to_string(worst).c_str());
   }
 
   /// Erf's vectorised float approximation against libm's double erf over [-6, 6], tiny values and the
