@@ -1005,9 +1005,9 @@ extern "C" {
 [[gnu::simd("notinbranch")]] float expm1f(float) noexcept;
 }
 
-#define PARTEX_VEC_MATH(NAME, FN)                                                                          \
-  [[gnu::target_clones("avx512f", "avx2", "default")]] void NAME(const float* x, float* y, int64_t n) {   \
-    _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) y[i] = FN(x[i]);                                 \
+#define PARTEX_VEC_MATH(NAME, FN)                                                                       \
+  [[gnu::target_clones("avx512f", "avx2", "default")]] void NAME(const float* x, float* y, int64_t n) { \
+    _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) y[i] = FN(x[i]);                                \
   }
 PARTEX_VEC_MATH(sinF32, sinf)
 PARTEX_VEC_MATH(cosF32, cosf)
@@ -1023,7 +1023,7 @@ constexpr int64_t kVecBlock = 2048;
 
 /// y = gamma x (x > 0), gamma alpha (e^x - 1) otherwise; ga = gamma * alpha rounded once.
 [[gnu::target_clones("avx512f", "avx2", "default")]] void seluF32(const float* x, float* y, int64_t n, float g,
-                                                                    float ga) {
+                                                                  float ga) {
   for (int64_t b = 0; b < n; b += kVecBlock) {
     const int64_t e = std::min(n, b + kVecBlock);
 #pragma omp simd

@@ -299,8 +299,8 @@ class TestCpuKernels : public QObject {
     auto cpu = makeCpuBackend();
     struct Case {
       const char* op;
-      double lo, hi;                // a uniform sweep over [lo, hi]
-      bool allPositive;             // and every 61st positive float bit pattern (Log: subnormals to max)
+      double lo, hi;     // a uniform sweep over [lo, hi]
+      bool allPositive;  // and every 61st positive float bit pattern (Log: subnormals to max)
       double (*ref)(double);
       double maxUlp;
     };
@@ -315,8 +315,7 @@ class TestCpuKernels : public QObject {
         {"Atan", -1e4, 1e4, false, [](double v) { return std::atan(v); }, 4},
         {"Atan", -4, 4, false, [](double v) { return std::atan(v); }, 4},
         {"Log", 0, 4, true, [](double v) { return std::log(v); }, 2},
-        {"Selu", -20, 20, false,
-         [](double v) { return v > 0 ? selG * v : selG * selA * std::expm1(v); }, 4},
+        {"Selu", -20, 20, false, [](double v) { return v > 0 ? selG * v : selG * selA * std::expm1(v); }, 4},
         {"Celu", -20, 20, false, [](double v) { return std::max(0.0, v) + std::min(0.0, std::expm1(v)); }, 4},
     };
     const int64_t sweep = 1 << 20;
@@ -357,14 +356,26 @@ class TestCpuKernels : public QObject {
       const char* op;
       float x, want;
     };
-    const Special specials[] = {{"Log", 0.0f, -inf},      {"Log", -0.0f, -inf}, {"Log", -1.0f, nan},
-                                {"Log", inf, inf},         {"Log", -inf, nan},   {"Log", nan, nan},
-                                {"Log", 1.0f, 0.0f},       {"Log", 1.4e-45f, std::log(1.4e-45f)},
-                                {"Acos", 2.0f, nan},       {"Asin", -2.0f, nan}, {"Sin", inf, nan},
-                                {"Cos", nan, nan},         {"Atan", inf, static_cast<float>(M_PI / 2)},
-                                {"Selu", -inf, static_cast<float>(-selG * selA)}, {"Selu", inf, inf},
-                                {"Selu", nan, nan},        {"Celu", -inf, -1.0f}, {"Celu", inf, inf},
-                                {"Sin", 0.0f, 0.0f},       {"Tan", -0.0f, -0.0f}};
+    const Special specials[] = {{"Log", 0.0f, -inf},
+                                {"Log", -0.0f, -inf},
+                                {"Log", -1.0f, nan},
+                                {"Log", inf, inf},
+                                {"Log", -inf, nan},
+                                {"Log", nan, nan},
+                                {"Log", 1.0f, 0.0f},
+                                {"Log", 1.4e-45f, std::log(1.4e-45f)},
+                                {"Acos", 2.0f, nan},
+                                {"Asin", -2.0f, nan},
+                                {"Sin", inf, nan},
+                                {"Cos", nan, nan},
+                                {"Atan", inf, static_cast<float>(M_PI / 2)},
+                                {"Selu", -inf, static_cast<float>(-selG * selA)},
+                                {"Selu", inf, inf},
+                                {"Selu", nan, nan},
+                                {"Celu", -inf, -1.0f},
+                                {"Celu", inf, inf},
+                                {"Sin", 0.0f, 0.0f},
+                                {"Tan", -0.0f, -0.0f}};
     for (const Special& sp : specials) {
       Graph g = oneNode(sp.op, {{DType::Float32, {17}}});  // 17: a vector loop and its remainder
       auto k = cpu->prepare(g, 0, "cpu-serial");
