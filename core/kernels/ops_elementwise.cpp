@@ -984,6 +984,31 @@ template <class T>
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) y[i] = logVec(x[i]);
 }
+// Floor, Ceil and Round: baseline x86-64 has no rounding instruction (SSE4.1's roundps), so the plain loop
+// called libm's floorf per element (3-9x slower than ONNX Runtime); the AVX2 and AVX-512 clones round in
+// registers. Round is nearbyint: halves to even in the default rounding mode, as ONNX's Round.
+[[gnu::target_clones("avx512f", "avx2", "default")]] void floorF32(const float* x, float* y, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = __builtin_floorf(x[i]);
+}
+[[gnu::target_clones("avx512f", "avx2", "default")]] void ceilF32(const float* x, float* y, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = __builtin_ceilf(x[i]);
+}
+[[gnu::target_clones("avx512f", "avx2", "default")]] void roundF32(const float* x, float* y, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = __builtin_nearbyintf(x[i]);
+}
+/// HardSigmoid in float: max(0, min(1, alpha x + beta)), vectorised (the generic path computed it in
+/// double per element).
+[[gnu::target_clones("avx512f", "avx2", "default")]] void hardSigmoidF32(const float* x, float* y, int64_t n, float a,
+                                                                         float b) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = a * x[i] + b;
+    y[i] = v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v);
+  }
+}
 
 // Sin, Cos, Tan, Asin, Acos, Atan, Selu and Celu over float32 through glibc's vector math library,
 // libmvec (issue 24: one scalar libm call per element ran 3-15x slower than ONNX Runtime). glibc's
@@ -1071,6 +1096,17 @@ bool unaryF32(const ExecContext& ctx, Un op, const UnParams& p, const float* x, 
   switch (op) {
     case Un::Erf:
       return vec(erfF32);
+    case Un::Floor:
+      return vec(floorF32);
+    case Un::Ceil:
+      return vec(ceilF32);
+    case Un::Round:
+      return vec(roundF32);
+    case Un::HardSigmoid: {
+      const auto a = static_cast<float>(p.alpha), b = static_cast<float>(p.beta);
+      parallelChunks(ctx, n, [&](int64_t lo, int64_t hi) { hardSigmoidF32(x + lo, y + lo, hi - lo, a, b); });
+      return true;
+    }
 #ifdef PARTEX_LIBMVEC
     case Un::Sin:
       return vec(sinF32);
@@ -1099,10 +1135,6 @@ bool unaryF32(const ExecContext& ctx, Un op, const UnParams& p, const float* x, 
       return go(std::integral_constant<Un, Un::Abs>{});
     case Un::Neg:
       return go(std::integral_constant<Un, Un::Neg>{});
-    case Un::Floor:
-      return go(std::integral_constant<Un, Un::Floor>{});
-    case Un::Ceil:
-      return go(std::integral_constant<Un, Un::Ceil>{});
     case Un::Reciprocal:
       return go(std::integral_constant<Un, Un::Reciprocal>{});
 #ifndef PARTEX_LIBMVEC
@@ -1131,14 +1163,10 @@ bool unaryF32(const ExecContext& ctx, Un op, const UnParams& p, const float* x, 
       return go(std::integral_constant<Un, Un::Atanh>{});
     case Un::Sign:
       return go(std::integral_constant<Un, Un::Sign>{});
-    case Un::Round:
-      return go(std::integral_constant<Un, Un::Round>{});
     case Un::Softsign:
       return go(std::integral_constant<Un, Un::Softsign>{});
     case Un::Log:
       return vec(logF32);
-    case Un::HardSigmoid:
-      return go(std::integral_constant<Un, Un::HardSigmoid>{});
 #ifndef PARTEX_LIBMVEC
     case Un::Selu:
       return go(std::integral_constant<Un, Un::Selu>{});
