@@ -962,9 +962,11 @@ template <class T>
 [[gnu::always_inline]] inline float logVec(float x) {
   const bool sub = x < 1.17549435e-38f;  // subnormal (or 0, negative, handled below)
   const float xs = sub ? x * 8388608.0f : x;
-  int32_t ix = __builtin_bit_cast(int32_t, xs) + (0x3f800000 - 0x3f3504f3);
-  const int32_t e = (ix >> 23) - 127 - (sub ? 23 : 0);
-  ix = (ix & 0x007fffff) + 0x3f3504f3;
+  // Unsigned: the offset wraps for NaN and negative bit patterns (whose results are replaced below),
+  // where signed arithmetic would overflow.
+  uint32_t ix = __builtin_bit_cast(uint32_t, xs) + (0x3f800000u - 0x3f3504f3u);
+  const int32_t e = static_cast<int32_t>(ix >> 23) - 127 - (sub ? 23 : 0);
+  ix = (ix & 0x007fffffu) + 0x3f3504f3u;
   const float f = __builtin_bit_cast(float, ix) - 1.0f;
   const float s = f / (2.0f + f);
   const float z = s * s;
