@@ -414,6 +414,19 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (set.rows.empty()) std::fprintf(stderr, "bench_ort: the suite in %s lists no model\n", suiteDir.c_str());
+    // --models picks suite models too, by their name (the manifest's) or file name.
+    if (const auto only = split(modelList); !only.empty()) {
+      std::vector<ModelRow> kept;
+      for (auto& r : set.rows) {
+        const std::string file = fs::path(r.path).filename().string();
+        if (std::find(only.begin(), only.end(), r.label) != only.end() ||
+            std::find(only.begin(), only.end(), file) != only.end() ||
+            std::find(only.begin(), only.end(), r.mc.file) != only.end())
+          kept.push_back(std::move(r));
+      }
+      if (kept.empty()) std::fprintf(stderr, "bench_ort: --models picks none of the suite's models\n");
+      set.rows = std::move(kept);
+    }
     if (!set.rows.empty()) sets.push_back(std::move(set));
   }
   if (generated) {
