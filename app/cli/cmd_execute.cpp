@@ -17,6 +17,7 @@
 #include "cost/instances.h"
 #include "cost/work.h"
 #include "onnx/tensorio.h"
+#include "ir/rewrites.h"
 #include "plan/fusedkernels.h"
 #include "plan/planfile.h"
 #include "platform/platform.h"
@@ -188,6 +189,7 @@ int runExecute(const ExecuteArgs& a) {
       nlohmann::json names = nlohmann::json::array();
       for (TaskId v : ran[k].ops) names.push_back(g->nodes[static_cast<size_t>(v)].name);
       kernels.push_back({{"ops", names},
+                         {"rewrite", rewriteName(rewriteOf(*g, std::vector<OpId>(ran[k].ops.begin(), ran[k].ops.end())))},
                          {"device", t->deviceIds[static_cast<size_t>(ran[k].device)]},
                          {"predicted_us", kernelTimes[k].predictedUs},
                          {"measured_us", kernelTimes[k].measuredUs},
@@ -281,6 +283,9 @@ int runExecute(const ExecuteArgs& a) {
       for (size_t k = 0; k < ran.size(); ++k) {
         std::string names;
         for (TaskId v : ran[k].ops) names += (names.empty() ? "" : " + ") + g->nodes[static_cast<size_t>(v)].name;
+        // A graph rewrite (ir/rewrites.h) says which: "gelu: a + b + c".
+        const std::string rw = rewriteName(rewriteOf(*g, std::vector<OpId>(ran[k].ops.begin(), ran[k].ops.end())));
+        if (!rw.empty()) names = rw + ": " + names;
         std::printf("%-5s %-12s %12.1f %12.1f  %s%s\n", ("k" + std::to_string(k + 1)).c_str(),
                     t->deviceIds[static_cast<size_t>(ran[k].device)].c_str(), kernelTimes[k].measuredUs,
                     kernelTimes[k].predictedUs, names.c_str(), kernelTimes[k].predictedFused ? "" : "  (unpredicted)");

@@ -593,8 +593,24 @@ void TestExecute::cliReportsFusedKernels() {
     QVERIFY(k["measured_us"].toDouble() > 0);
     QVERIFY(k["predicted_us"].toDouble() > 0);
     QVERIFY(k["predicted_fused"].toBool());
+    QCOMPARE(k["rewrite"].toString(), QString());  // fusion chains, not graph rewrites
   }
   QCOMPARE(ran[0].toObject()["ops"].toArray(), (QJsonArray{"conv1", "bn1", "relu"}));
+  // A graph rewrite's kernel says which rewrite it is (BERT: LayerNorm and Gelu written out).
+  {
+    const QString bert = dir + "/bert1.onnx", bertPlan = dir + "/bert1.plan.json";
+    QCOMPARE(run({"generate", "bert", "--weights", "--layers", "1", "--seq", "16", "-o", bert}), 0);
+    QCOMPARE(run({"schedule", bert, "-p", platform, "--algo", "single", "--param", "device=core0", "-o", bertPlan}), 0);
+    QByteArray bout, berr;
+    QVERIFY2(run({"execute", bert, "-p", platform, "--plan", bertPlan, "--reps", "1", "--json"}, &bout, &berr) == 0,
+             berr.constData());
+    QStringList rewrites;
+    for (const auto& kv : QJsonDocument::fromJson(bout).object()["fused_kernels"].toArray())
+      rewrites << kv.toObject()["rewrite"].toString();
+    QVERIFY2(rewrites.contains("gelu") && rewrites.contains("layer-norm"), qPrintable(rewrites.join(",")));
+    QVERIFY2(run({"execute", bert, "-p", platform, "--plan", bertPlan, "--reps", "1"}, &bout, &berr) == 0, berr.constData());
+    QVERIFY2(bout.contains("gelu: ") && bout.contains("layer-norm: "), bout.constData());
+  }
   for (const auto& opv : o["ops"].toArray()) {
     const QJsonObject op = opv.toObject();
     if (op["name"].toString() == "conv1") QCOMPARE(op["fused_into"].toString(), QString("relu"));
