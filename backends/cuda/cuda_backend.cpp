@@ -1,7 +1,7 @@
 #include "cuda/cuda_backend.h"
 
-#include <cstring>
 #include <map>
+#include <set>
 
 #include "cuda/cuda_calibrate.h"
 #include "cuda/cuda_ops.h"
@@ -76,7 +76,7 @@ class CudaKernel final : public Kernel {
       auto it = given.find(v);
       if (it == given.end()) return makeError("node '", name, "': input '", g_->values[static_cast<size_t>(v)].name, "' not given");
       if (auto st = copyIn(ctx, v, *it->second); !st) return makeError("node '", name, "': ", st.message());
-      if (weight) uploaded_.insert({v, true});
+      if (weight) uploaded_.insert(v);
     }
     cudaEvent_t e0 = events_[0], e1 = events_[1];
     if (!e0) {
@@ -93,16 +93,8 @@ class CudaKernel final : public Kernel {
       const ValueId v = outputs_[i];
       if (v < 0 || !values_[static_cast<size_t>(v)].ptr) continue;
       if (i < hostOutput_.size() && !hostOutput_[i]) continue;  // read on the GPU only
-      const DevTensor& d = values_[static_cast<size_t>(v)];
-      if (auto st = out[i].ensure(d.dtype, d.shape); !st) return makeError("node '", name, "': ", st.message());
-      if (auto st = staging_.ensure(static_cast<size_t>(d.bytes())); !st) return st;
-      if (auto st = check(cudaMemcpyAsync(staging_.get(), d.ptr, static_cast<size_t>(d.bytes()), cudaMemcpyDeviceToHost,
-                                          ctx.stream()),
-                          "output copy");
-          !st)
+      if (auto st = downloadTensor(ctx, staging_, values_[static_cast<size_t>(v)], out[i]); !st)
         return makeError("node '", name, "': ", st.message());
-      if (auto st = check(cudaStreamSynchronize(ctx.stream()), "output copy"); !st) return makeError("node '", name, "': ", st.message());
-      std::memcpy(out[i].raw(), staging_.get(), static_cast<size_t>(d.bytes()));
     }
     if (auto st = check(cudaStreamSynchronize(ctx.stream()), "run"); !st) return makeError("node '", name, "': ", st.message());
     float ms = 0;
@@ -154,24 +146,11 @@ class CudaKernel final : public Kernel {
     return {};
   }
   Status copyIn(Context& ctx, ValueId v, const Tensor& t) {
-    Tensor plain;
-    const Tensor* src = &t;
-    if (t.nhwc()) {
-      if (auto st = t.toPlain(plain); !st) return st;
-      src = &plain;
-    }
     const DevTensor& d = values_[static_cast<size_t>(v)];
-    if (src->dtype() != d.dtype || src->numElements() != d.numel())
-      return makeError("input '", g_->values[static_cast<size_t>(v)].name, "': got ", src->describe(), ", expected ",
+    if (t.dtype() != d.dtype || t.numElements() != d.numel())
+      return makeError("input '", g_->values[static_cast<size_t>(v)].name, "': got ", t.describe(), ", expected ",
                        dtypeName(d.dtype), shapeString(d.shape));
-    if (auto st = staging_.ensure(static_cast<size_t>(src->bytes())); !st) return st;
-    std::memcpy(staging_.get(), src->raw(), static_cast<size_t>(src->bytes()));
-    if (auto st = check(cudaMemcpyAsync(d.ptr, staging_.get(), static_cast<size_t>(src->bytes()), cudaMemcpyHostToDevice,
-                                        ctx.stream()),
-                        "input copy");
-        !st)
-      return st;
-    return check(cudaStreamSynchronize(ctx.stream()), "input copy");
+    return uploadTensor(ctx, staging_, t, d);
   }
 
   const Graph* g_;
@@ -180,7 +159,7 @@ class CudaKernel final : public Kernel {
   std::unique_ptr<GpuOp> op_;
   std::vector<DevTensor> values_;
   std::vector<DeviceBuffer> bufs_;
-  std::map<ValueId, bool> uploaded_;
+  std::set<ValueId> uploaded_;  ///< weights on the GPU (kept)
   std::map<size_t, std::pair<CudaKernel*, size_t>> links_;  ///< input index -> (producer, its output)
   std::vector<bool> hostOutput_;                            ///< per output: copy it back (default yes)
   std::vector<Tensor> plain_;

@@ -27,6 +27,32 @@ int64_t DevTensor::numel() const {
 
 int64_t DevTensor::bytes() const { return numel() * tensorElementSize(dtype); }
 
+Status uploadTensor(Context& ctx, PinnedBuffer& staging, const Tensor& t, const DevTensor& d) {
+  Tensor plain;
+  const Tensor* src = &t;
+  if (t.nhwc()) {
+    if (auto st = t.toPlain(plain); !st) return st;
+    src = &plain;
+  }
+  const auto bytes = static_cast<size_t>(src->bytes());
+  if (auto st = staging.ensure(bytes); !st) return st;
+  std::memcpy(staging.get(), src->raw(), bytes);
+  if (auto st = check(cudaMemcpyAsync(d.ptr, staging.get(), bytes, cudaMemcpyHostToDevice, ctx.stream()), "input copy"); !st)
+    return st;
+  return check(cudaStreamSynchronize(ctx.stream()), "input copy");
+}
+
+Status downloadTensor(Context& ctx, PinnedBuffer& staging, const DevTensor& d, Tensor& out) {
+  if (auto st = out.ensure(d.dtype, d.shape); !st) return st;
+  const auto bytes = static_cast<size_t>(d.bytes());
+  if (auto st = staging.ensure(bytes); !st) return st;
+  if (auto st = check(cudaMemcpyAsync(staging.get(), d.ptr, bytes, cudaMemcpyDeviceToHost, ctx.stream()), "output copy"); !st)
+    return st;
+  if (auto st = check(cudaStreamSynchronize(ctx.stream()), "output copy"); !st) return st;
+  std::memcpy(out.raw(), staging.get(), bytes);
+  return {};
+}
+
 namespace {
 
 // ---------------------------------------------------------------------------------------------------
@@ -222,44 +248,34 @@ std::string gpuCheck(const Graph& g, OpId op) {
   const bool view = inList(t, kViews), unary = inList(t, kUnary), binary = inList(t, kBinary),
              mover = inList(t, kMovers), fl = inList(t, kFloatOps), masks = inList(t, kMasks);
   if (!(view || unary || binary || mover || fl || masks)) return "op type " + t + " has no CUDA kernel";
+  for (ValueId v : n.inputs)
+    if (v >= 0 && !staticShape(value(g, v))) return t + ": input '" + value(g, v).name + "' has no static shape";
+  for (ValueId v : n.outputs)
+    if (v >= 0 && !staticShape(value(g, v))) return t + ": output '" + value(g, v).name + "' has no static shape";
+  if (n.outputs.empty() || n.outputs[0] < 0) return t + ": no output";
+  if (n.inputs.empty() || n.inputs[0] < 0) return t + ": no input";
+  const Value& out = value(g, n.outputs[0]);
+  if (out.shape.size() > static_cast<size_t>(kMaxRank)) return t + ": rank above 8";
+  // The kernels that only move elements handle 1, 2, 4 and 8 bytes.
+  const int64_t esize = tensorElementSize(out.dtype);
+  const bool movable = esize == 1 || esize == 2 || esize == 4 || esize == 8;
   if (masks) {
-    for (ValueId v : n.inputs)
-      if (v >= 0 && !staticShape(value(g, v))) return t + ": input '" + value(g, v).name + "' has no static shape";
-    for (ValueId v : n.outputs)
-      if (v >= 0 && (!staticShape(value(g, v)) || value(g, v).shape.size() > static_cast<size_t>(kMaxRank)))
-        return t + ": output '" + value(g, v).name + "' has no static shape of rank <= 8";
-    if (n.outputs.empty() || n.outputs[0] < 0 || n.inputs.empty() || n.inputs[0] < 0) return t + ": missing input or output";
-    const DType out = value(g, n.outputs[0]).dtype;
     if (t == "Cast") {
-      if (!elemTypeOf(value(g, n.inputs[0]).dtype) || !elemTypeOf(out))
-        return std::string("Cast: from ") + dtypeName(value(g, n.inputs[0]).dtype) + " to " + dtypeName(out);
+      if (!elemTypeOf(value(g, n.inputs[0]).dtype) || !elemTypeOf(out.dtype))
+        return std::string("Cast: from ") + dtypeName(value(g, n.inputs[0]).dtype) + " to " + dtypeName(out.dtype);
     } else if (t == "Where") {
       if (n.inputs.size() != 3 || value(g, n.inputs[0]).dtype != DType::Bool) return "Where: a bool condition and two values";
-      const int64_t es = tensorElementSize(out);
-      if (es != 1 && es != 2 && es != 4 && es != 8) return std::string("Where: dtype ") + dtypeName(out);
+      if (!movable) return std::string("Where: dtype ") + dtypeName(out.dtype);
     } else if (t == "Expand") {
-      const int64_t es = tensorElementSize(out);
-      if (es != 1 && es != 2 && es != 4 && es != 8) return std::string("Expand: dtype ") + dtypeName(out);
+      if (!movable) return std::string("Expand: dtype ") + dtypeName(out.dtype);
     } else {  // And, Or, Xor
       if (n.inputs.size() != 2 || value(g, n.inputs[0]).dtype != DType::Bool || value(g, n.inputs[1]).dtype != DType::Bool)
         return t + ": bool inputs";
     }
     return "";
   }
-  for (ValueId v : n.inputs)
-    if (v >= 0 && !staticShape(value(g, v))) return t + ": input '" + value(g, v).name + "' has no static shape";
-  for (size_t i = 0; i < n.outputs.size(); ++i) {
-    const ValueId v = n.outputs[i];
-    if (v < 0) continue;
-    if (!staticShape(value(g, v))) return t + ": output '" + value(g, v).name + "' has no static shape";
-    if (i > 0 && !(t == "Split") && !value(g, v).consumers.empty() && !value(g, v).isGraphOutput)
-      continue;  // checked below per type
-  }
-  if (n.outputs.empty() || n.outputs[0] < 0) return t + ": no output";
-  const Value& out = value(g, n.outputs[0]);
-  const int64_t esize = tensorElementSize(out.dtype);
   if (view || mover) {
-    if (esize != 1 && esize != 2 && esize != 4 && esize != 8) return t + ": dtype " + dtypeName(out.dtype);
+    if (!movable) return t + ": dtype " + dtypeName(out.dtype);
     if (t == "Dropout" && n.inputs.size() > 2 && n.inputs[2] >= 0 &&
         !(value(g, n.inputs[2]).intData.size() == 1 && value(g, n.inputs[2]).intData[0] == 0))
       return "Dropout: training_mode (an inference backend runs Dropout as the identity)";
@@ -268,7 +284,6 @@ std::string gpuCheck(const Graph& g, OpId op) {
       return "Dropout: the mask output is used";
     if (t == "Gather" && (n.inputs.size() < 2 || value(g, n.inputs[1]).dtype != DType::Int64))
       return "Gather: indices must be int64";
-    if (out.shape.size() > static_cast<size_t>(kMaxRank)) return t + ": rank above 8";
     if (t == "Slice" && n.inputs.size() > 1)
       for (size_t i = 1; i < n.inputs.size(); ++i)
         if (!isConstInput(g, n, i)) return "Slice: starts/ends/axes/steps must be constants";
@@ -286,7 +301,6 @@ std::string gpuCheck(const Graph& g, OpId op) {
     if (!dataInput && !isConstInput(g, n, i)) return t + ": input " + std::to_string(i) + " must be a constant";
   }
   if (out.dtype != DType::Float32) return t + ": dtype " + dtypeName(out.dtype) + " (the CUDA backend runs float32)";
-  if (out.shape.size() > static_cast<size_t>(kMaxRank)) return t + ": rank above 8";
   if (t == "Clip" && !activationOf(g, n, nullptr)) return "Clip: bounds must be constants";
   if (binary && n.inputs.size() != 2) return t + ": two inputs expected";
   if (t == "BatchNormalization") {
@@ -562,29 +576,44 @@ class SumK final : public NodeOp {
   std::vector<const float*> ptrs_;
 };
 
+/// A BatchNormalization's per-channel factor s = scale / sqrt(var + epsilon), with its mean and B:
+/// y = (x - mean) s + B. `c` channels expected; an error names the node otherwise.
+struct BatchNormParams {
+  std::vector<double> factor, mean, bias;
+};
+
+Result<BatchNormParams> batchNormParams(const Graph& g, const Node& n, const LeafFn& leaf, int64_t c) {
+  std::vector<float> p[4];  // scale, B, mean, var
+  for (size_t i = 0; i < 4; ++i) {
+    auto f = constFloats(g, n, i + 1, leaf);
+    if (!f) return Error{f.message()};
+    if (static_cast<int64_t>(f->size()) != c) return makeError("node '", n.name, "': parameters are not per channel");
+    p[i] = std::move(*f);
+  }
+  const double eps = n.attrFloat("epsilon", 1e-5);
+  BatchNormParams bn;
+  for (size_t k = 0; k < static_cast<size_t>(c); ++k) {
+    bn.factor.push_back(p[0][k] / std::sqrt(static_cast<double>(p[3][k]) + eps));
+    bn.mean.push_back(p[2][k]);
+    bn.bias.push_back(p[1][k]);
+  }
+  return bn;
+}
+
 /// BatchNormalization (inference) as a per-channel scale and shift, then the chain's activation.
 class AffineK final : public NodeOp {
  public:
   AffineK(const Graph& g, const std::vector<OpId>& chain, UnaryOp post)
       : NodeOp(g, chain, {node(g, chain[0]).inputs[0]}), post_(post) {}
   Status prepare(Context& ctx, const Graph& g, const LeafFn& leaf) {
-    const Node& n = node(g, ops_[0]);
-    std::vector<float> p[4];
-    for (size_t i = 0; i < 4; ++i) {
-      auto f = constFloats(g, n, i + 1, leaf);
-      if (!f) return Error{f.message()};
-      p[i] = std::move(*f);
-    }
     const Value& x = value(g, reads_[0]);
     c_ = x.shape.size() > 1 ? x.shape[1] : 1;
-    for (auto& q : p)
-      if (static_cast<int64_t>(q.size()) != c_) return makeError("node '", name_, "': parameters are not per channel");
-    const double eps = n.attrFloat("epsilon", 1e-5);
+    auto bn = batchNormParams(g, node(g, ops_[0]), leaf, c_);
+    if (!bn) return Error{bn.message()};
     std::vector<float> scale(static_cast<size_t>(c_)), shift(static_cast<size_t>(c_));
     for (size_t k = 0; k < scale.size(); ++k) {
-      const double s = p[0][k] / std::sqrt(static_cast<double>(p[3][k]) + eps);
-      scale[k] = static_cast<float>(s);
-      shift[k] = static_cast<float>(p[1][k] - p[2][k] * s);
+      scale[k] = static_cast<float>(bn->factor[k]);
+      shift[k] = static_cast<float>(bn->bias[k] - bn->mean[k] * bn->factor[k]);
     }
     n_ = x.shape.empty() ? 1 : x.shape[0];
     inner_ = prod(x.shape, 2, x.shape.size());
@@ -688,6 +717,40 @@ struct CudnnDescs {
   }
 };
 
+/// A sliding window's attributes (Conv, ConvTranspose, MaxPool, AveragePool) over `sp` spatial axes,
+/// defaults filled in, auto_pad resolved against the model's output shape `y` (unless `noAutoPad`, for
+/// ConvTranspose, whose output shape decides its padding differently): pads as begins then ends.
+struct Window {
+  std::vector<int64_t> kernel, strides, dilations, pads;
+};
+
+Result<Window> windowOf(const Node& n, const std::vector<int64_t>& x, const std::vector<int64_t>& y,
+                        std::vector<int64_t> kernel, bool noAutoPad = false) {
+  const size_t sp = x.size() - 2;
+  Window w;
+  w.kernel = n.hasAttr("kernel_shape") ? n.attrInts("kernel_shape") : std::move(kernel);
+  w.strides = n.attrInts("strides");
+  w.dilations = n.attrInts("dilations");
+  w.pads = n.attrInts("pads");
+  if (w.strides.empty()) w.strides.assign(sp, 1);
+  if (w.dilations.empty()) w.dilations.assign(sp, 1);
+  if (w.pads.empty()) w.pads.assign(2 * sp, 0);
+  if (w.kernel.size() != sp || w.strides.size() != sp || w.dilations.size() != sp || w.pads.size() != 2 * sp)
+    return makeError("node '", n.name, "': kernel_shape/strides/dilations/pads do not match the rank");
+  const std::string autoPad = n.attrString("auto_pad", "NOTSET");
+  for (size_t i = 0; i < sp && autoPad != "NOTSET" && !noAutoPad; ++i) {
+    if (autoPad == "VALID") {
+      w.pads[i] = w.pads[i + sp] = 0;
+      continue;
+    }
+    const int64_t total =
+        std::max<int64_t>(0, (y[i + 2] - 1) * w.strides[i] + (w.kernel[i] - 1) * w.dilations[i] + 1 - x[i + 2]);
+    w.pads[i] = autoPad == "SAME_LOWER" ? total - total / 2 : total / 2;
+    w.pads[i + sp] = total - w.pads[i];
+  }
+  return w;
+}
+
 /// A Conv / ConvTranspose node's geometry as 2-D: kernel, strides, dilations, begin and end pads.
 struct ConvGeom {
   int kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, pt = 0, pl = 0, pb = 0, pr = 0;
@@ -698,31 +761,10 @@ struct ConvGeom {
 Result<ConvGeom> convGeom(const Node& n, const std::vector<int64_t>& x, const std::vector<int64_t>& w,
                           const std::vector<int64_t>& y, bool transposed) {
   ConvGeom c;
-  const size_t sp = x.size() - 2;
-  c.oneD = sp == 1;
-  auto ks = n.attrInts("kernel_shape");
-  if (ks.empty()) ks.assign(w.begin() + 2, w.end());
-  auto st = n.attrInts("strides");
-  auto dl = n.attrInts("dilations");
-  auto pads = n.attrInts("pads");
-  if (st.empty()) st.assign(sp, 1);
-  if (dl.empty()) dl.assign(sp, 1);
-  if (pads.empty()) pads.assign(2 * sp, 0);
-  if (ks.size() != sp || st.size() != sp || dl.size() != sp || pads.size() != 2 * sp)
-    return makeError("node '", n.name, "': kernel_shape/strides/dilations/pads do not match the rank");
-  const std::string autoPad = n.attrString("auto_pad", "NOTSET");
-  if (!transposed && autoPad != "NOTSET") {
-    for (size_t i = 0; i < sp; ++i) {
-      if (autoPad == "VALID") {
-        pads[i] = pads[i + sp] = 0;
-        continue;
-      }
-      const int64_t total = std::max<int64_t>(0, (y[i + 2] - 1) * st[i] + (ks[i] - 1) * dl[i] + 1 - x[i + 2]);
-      const int64_t small = total / 2;
-      pads[i] = autoPad == "SAME_LOWER" ? total - small : small;
-      pads[i + sp] = total - pads[i];
-    }
-  }
+  c.oneD = x.size() == 3;
+  auto win = windowOf(n, x, y, std::vector<int64_t>(w.begin() + 2, w.end()), transposed);
+  if (!win) return Error{win.message()};
+  const auto &ks = win->kernel, &st = win->strides, &dl = win->dilations, &pads = win->pads;
   auto at = [&](const std::vector<int64_t>& v, size_t i) { return static_cast<int>(v[i]); };
   if (c.oneD) {
     c.kw = at(ks, 0), c.sw = at(st, 0), c.dw = at(dl, 0), c.pl = at(pads, 0), c.pr = at(pads, 1);
@@ -776,18 +818,11 @@ class ConvK final : public NodeOp {
     for (size_t i = 1; i < ops_.size(); ++i) {
       const Node& s = node(g, ops_[i]);
       if (isOp(s, {"BatchNormalization"})) {
-        std::vector<float> p[4];
-        for (size_t k = 0; k < 4; ++k) {
-          auto f = constFloats(g, s, k + 1, leaf);
-          if (!f) return Error{f.message()};
-          if (static_cast<int64_t>(f->size()) != outC) return makeError("node '", s.name, "': not per channel");
-          p[k] = std::move(*f);
-        }
-        const double eps = s.attrFloat("epsilon", 1e-5);
+        auto bn = batchNormParams(g, s, leaf, outC);
+        if (!bn) return Error{bn.message()};
         for (size_t k = 0; k < static_cast<size_t>(outC); ++k) {
-          const double m = p[0][k] / std::sqrt(static_cast<double>(p[3][k]) + eps);
-          scale[k] *= m;
-          b[k] = static_cast<float>((b[k] - p[2][k]) * m + p[1][k]);
+          scale[k] *= bn->factor[k];
+          b[k] = static_cast<float>((b[k] - bn->mean[k]) * bn->factor[k] + bn->bias[k]);
         }
       } else if (isOp(s, {"Mul", "Add", "Sub", "Div"}) && s.inputs.size() == 2 &&
                  perChannelWeight(g, s.inputs[0] == cur ? s.inputs[1] : s.inputs[0], value(g, cur))) {
@@ -1334,25 +1369,9 @@ class PoolK final : public NodeOp {
     const auto& x = value(g, n.inputs[0]).shape;
     const auto& y = value(g, n.outputs[0]).shape;
     const size_t sp = x.size() - 2;
-    auto ks = n.attrInts("kernel_shape");
-    auto st = n.attrInts("strides");
-    auto dl = n.attrInts("dilations");
-    auto pads = n.attrInts("pads");
-    if (st.empty()) st.assign(sp, 1);
-    if (dl.empty()) dl.assign(sp, 1);
-    if (pads.empty()) pads.assign(2 * sp, 0);
-    if (ks.size() != sp || st.size() != sp || dl.size() != sp || pads.size() != 2 * sp)
-      return makeError("node '", name_, "': kernel_shape/strides/dilations/pads do not match the rank");
-    const std::string autoPad = n.attrString("auto_pad", "NOTSET");
-    for (size_t i = 0; i < sp && autoPad != "NOTSET"; ++i) {
-      if (autoPad == "VALID") {
-        pads[i] = pads[i + sp] = 0;
-        continue;
-      }
-      const int64_t total = std::max<int64_t>(0, (y[i + 2] - 1) * st[i] + (ks[i] - 1) * dl[i] + 1 - x[i + 2]);
-      pads[i] = autoPad == "SAME_LOWER" ? total - total / 2 : total / 2;
-      pads[i + sp] = total - pads[i];
-    }
+    auto win = windowOf(n, x, y, {});
+    if (!win) return Error{win.message()};
+    const auto &ks = win->kernel, &st = win->strides, &dl = win->dilations, &pads = win->pads;
     p_.n = x[0], p_.c = x[1];
     const size_t h = sp == 2 ? 0 : SIZE_MAX, w = sp - 1;
     p_.w = x[w + 2], p_.ow = y[w + 2], p_.kw = static_cast<int>(ks[w]), p_.sw = static_cast<int>(st[w]);

@@ -27,6 +27,12 @@ struct DevTensor {
   float* f32() const { return static_cast<float*>(ptr); }
 };
 
+/// Copies host tensor `t` (a channels-last one as row-major) into `d` through the pinned buffer
+/// `staging`, and waits for the copy. The caller has checked that the sizes match.
+Status uploadTensor(Context& ctx, PinnedBuffer& staging, const Tensor& t, const DevTensor& d);
+/// Copies `d` into `out` (made of d's dtype and shape) through `staging`, and waits for the copy.
+Status downloadTensor(Context& ctx, PinnedBuffer& staging, const DevTensor& d, Tensor& out);
+
 /// The host tensor of a leaf value (weight or model input) at prepare time: the same data the CPU
 /// reference run reads (leafTensor), so that folded weights equal the reference's.
 using LeafFn = std::function<Result<const Tensor*>(ValueId)>;

@@ -1,7 +1,6 @@
 #include "cuda/cuda_program.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "cuda/cuda_pool.h"
 
@@ -114,21 +113,9 @@ Status Program::setInput(ValueId v, const Tensor& t) {
   if (t.dtype() != d.dtype || t.shape() != d.shape)
     return makeError("cuda program: input '", g_->values[static_cast<size_t>(v)].name, "': got ", t.describe(), ", expected ",
                      dtypeName(d.dtype), shapeString(d.shape));
-  Tensor plain;
-  const Tensor* src = &t;
-  if (t.nhwc()) {
-    if (auto st = t.toPlain(plain); !st) return st;
-    src = &plain;
-  }
   auto lock = ctx_->lock();
-  if (auto st = staging_.ensure(static_cast<size_t>(src->bytes())); !st) return st;
-  std::memcpy(staging_.get(), src->raw(), static_cast<size_t>(src->bytes()));
-  if (auto st = check(cudaMemcpyAsync(d.ptr, staging_.get(), static_cast<size_t>(src->bytes()), cudaMemcpyHostToDevice,
-                                      ctx_->stream()),
-                      "cuda program: input copy");
-      !st)
-    return st;
-  return check(cudaStreamSynchronize(ctx_->stream()), "cuda program: input copy");
+  if (auto st = uploadTensor(*ctx_, staging_, t, d); !st) return makeError("cuda program: ", st.message());
+  return {};
 }
 
 Status Program::run(bool graph) {
@@ -164,17 +151,9 @@ Status Program::run(bool graph) {
 Status Program::output(ValueId v, Tensor& out) {
   if (v < 0 || static_cast<size_t>(v) >= values_.size() || !values_[static_cast<size_t>(v)].ptr)
     return makeError("cuda program: value ", std::to_string(v), " is not held by the program");
-  const DevTensor& d = values_[static_cast<size_t>(v)];
-  if (auto st = out.ensure(d.dtype, d.shape); !st) return st;
   auto lock = ctx_->lock();
-  if (auto st = staging_.ensure(static_cast<size_t>(d.bytes())); !st) return st;
-  if (auto st = check(cudaMemcpyAsync(staging_.get(), d.ptr, static_cast<size_t>(d.bytes()), cudaMemcpyDeviceToHost,
-                                      ctx_->stream()),
-                      "cuda program: output copy");
-      !st)
-    return st;
-  if (auto st = check(cudaStreamSynchronize(ctx_->stream()), "cuda program: output copy"); !st) return st;
-  std::memcpy(out.raw(), staging_.get(), static_cast<size_t>(d.bytes()));
+  if (auto st = downloadTensor(*ctx_, staging_, values_[static_cast<size_t>(v)], out); !st)
+    return makeError("cuda program: ", st.message());
   return {};
 }
 
