@@ -13,7 +13,6 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -22,26 +21,20 @@
 #include "backend/backend.h"
 #include "cost/work.h"
 #include "cpu/cpu_backend.h"
-#include "backend/npy.h"
 #include "cuda/cuda_calibrate.h"
 #include "cuda/cuda_program.h"
 #include "gen/generator.h"
 #include "graphrun.h"
 #include "onnx/importer.h"
 #include "profile/executor.h"
+#include "support/files.h"
+#include "support/strings.h"
 
 using namespace partex;
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-/// The --dim bindings the shared models need (README of the shared models).
-std::vector<std::string> dimsFor(const std::string& file) {
-  if (file == "ch_PP-OCRv4_det_infer.onnx") return {"x:0=1", "x:2=640", "x:3=640"};
-  if (file == "ch_ppocr_mobile_v2.0_cls_infer.onnx") return {"x:0=1", "x:2=48", "x:3=192"};
-  return {};
-}
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -61,9 +54,7 @@ struct Args {
 nlohmann::json benchGraph(const Graph& g, const std::string& name, const Args& args, const Backend& cpu);
 
 nlohmann::json benchModel(const fs::path& file, const Args& args, const Backend& cpu) {
-  ImportOptions io;
-  for (const auto& d : dimsFor(file.filename().string())) io.dims.push_back(*parseDimBinding(d));
-  auto gr = importOnnxFile(file.string(), io);
+  auto gr = test::importSharedModel(file.string());
   if (!gr) return {{"model", file.filename().string()}, {"error", gr.message()}};
   return benchGraph(*gr, file.filename().string(), args, cpu);
 }
@@ -95,29 +86,18 @@ nlohmann::json benchGraph(const Graph& g, const std::string& name, const Args& a
     return r;
   }
   // Leaves: the model's weights and seeded inputs, the ones the CPU reference reads.
-  std::map<ValueId, Tensor> leaves;
-  for (ValueId v = 0; v < static_cast<ValueId>(g.values.size()); ++v) {
-    const Value& val = g.values[static_cast<size_t>(v)];
-    if (!(val.isWeight || val.isGraphInput) || val.consumers.empty()) continue;
-    auto t = leafTensor(g, v, 1);
-    if (!t) {
-      r["error"] = t.message();
-      return r;
-    }
-    leaves[v] = std::move(*t);
+  auto leaves = test::leafTensors(g, 1);
+  if (!leaves) {
+    r["error"] = leaves.message();
+    return r;
   }
-  cuda::LeafFn leaf = [&](ValueId v) -> Result<const Tensor*> {
-    auto it = leaves.find(v);
-    if (it == leaves.end()) return makeError("no leaf tensor for value ", std::to_string(v));
-    return &it->second;
-  };
   auto order = g.topologicalOrder();
   if (!order) {
     r["error"] = order.message();
     return r;
   }
   auto t0 = Clock::now();
-  auto prog = cuda::Program::build(g, *order, leaf);
+  auto prog = cuda::Program::build(g, *order, test::leafLookup(*leaves));
   r["build_s"] = std::chrono::duration<double>(Clock::now() - t0).count();
   if (!prog) {
     r["error"] = prog.message();
@@ -128,30 +108,14 @@ nlohmann::json benchGraph(const Graph& g, const std::string& name, const Args& a
   r["device_bytes"] = p.deviceBytes();
   // Outputs against the CPU reference (all CPUs), read from --ref-cache when an earlier run of the
   // same model wrote it there (the reference is most of a run's time on a GPU machine).
-  std::map<ValueId, Tensor> ref;
-  bool cached = !args.refCache.empty();
-  for (size_t i = 0; cached && i < g.outputs.size(); ++i) {
-    auto t = readNpyFile(args.refCache + "/" + name + "." + std::to_string(i) + ".npy");
-    if (t) ref[g.outputs[i]] = std::move(*t);
-    else cached = false;
-  }
   t0 = Clock::now();
-  if (!cached) {
-    ref = leaves;
-    if (auto st = test::runGraph(g, cpu, "cpu-parallel", ref); !st) {
-      r["error"] = "CPU reference: " + st.message();
-      return r;
-    }
-    if (!args.refCache.empty()) {
-      std::error_code ec;
-      fs::create_directories(args.refCache, ec);
-      for (size_t i = 0; i < g.outputs.size(); ++i) {
-        Tensor plain;
-        if (ref[g.outputs[i]].toPlain(plain))
-          (void)writeNpyFile(args.refCache + "/" + name + "." + std::to_string(i) + ".npy", plain);
-      }
-    }
+  bool cached = false;
+  auto refr = test::cachedReference(g, name, *leaves, cpu, "cpu-parallel", args.refCache, &cached);
+  if (!refr) {
+    r["error"] = "CPU reference: " + refr.message();
+    return r;
   }
+  auto& ref = *refr;
   r["cpu_reference_s"] = std::chrono::duration<double>(Clock::now() - t0).count();
   r["cpu_reference_cached"] = cached;
   for (int graphMode = 0; graphMode < 2; ++graphMode) {
@@ -225,16 +189,11 @@ nlohmann::json benchGraph(const Graph& g, const std::string& name, const Args& a
   return r;
 }
 
-/// Writes the document (a temporary file renamed over the old one); false with a message on failure.
+/// Writes the document (atomically: a crash never leaves half a file); false with a message on failure.
 bool save(const nlohmann::json& doc, const std::string& out) {
   if (out.empty()) return true;
-  const std::string tmp = out + ".tmp";
-  std::ofstream o(tmp);
-  o << doc.dump(1) << "\n";
-  o.close();
-  std::error_code ec;
-  if (!o || (fs::rename(tmp, out, ec), ec)) {
-    std::fprintf(stderr, "bench_gpu: cannot write %s\n", out.c_str());
+  if (auto st = writeFileAtomic(out, doc.dump(1) + "\n"); !st) {
+    std::fprintf(stderr, "bench_gpu: %s\n", st.message().c_str());
     return false;
   }
   return true;
@@ -259,12 +218,8 @@ int main(int argc, char** argv) {
     else if (a == "--tf32") args.tf32 = true;
     else if (a == "--ref-cache") args.refCache = next();
     else if (a == "--generated") {
-      std::string list = next();
-      for (size_t p = 0; p <= list.size();) {
-        const size_t q = std::min(list.find(',', p), list.size());
-        if (q > p) args.generated.push_back(list.substr(p, q - p));
-        p = q + 1;
-      }
+      for (const auto& k : split(next(), ','))
+        if (!k.empty()) args.generated.push_back(k);
     }
     else {
       std::fprintf(stderr, "usage: bench_gpu --models DIR [--out FILE.json] [--reps N] [--tf32] [--generated KIND,...] [--ref-cache DIR]\n");

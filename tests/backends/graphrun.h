@@ -3,6 +3,7 @@
 /// intermediate tensor, so that kernels can be checked end to end without an executor.
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/npy.h"
 #include "gen/generator.h"
 #include "ir/fusion.h"
 #include "ir/graph.h"
@@ -163,6 +165,75 @@ inline Result<int> runGraphFused(const Graph& g, const Backend& backend, const s
       if (outputs[i] >= 0) values[outputs[i]] = std::move(outs[i]);
   }
   return fused;
+}
+
+/// The --dim bindings a shared model needs (../shared/models/README.md: the PP-OCR models have symbolic
+/// sizes); none for the others.
+inline std::vector<std::string> sharedModelDims(const std::string& file) {
+  if (file == "ch_PP-OCRv4_det_infer.onnx") return {"x:0=1", "x:2=640", "x:3=640"};
+  if (file == "ch_ppocr_mobile_v2.0_cls_infer.onnx") return {"x:0=1", "x:2=48", "x:3=192"};
+  return {};
+}
+
+/// Imports a shared model file with the bindings it needs.
+inline Result<Graph> importSharedModel(const std::string& path) {
+  ImportOptions io;
+  const std::string file = path.substr(path.find_last_of('/') + 1);
+  for (const auto& d : sharedModelDims(file)) io.dims.push_back(*parseDimBinding(d));
+  return importOnnxFile(path, io);
+}
+
+/// The tensors of every leaf a run reads (weights with their data, seeded model inputs: leafTensor).
+inline Result<std::map<ValueId, Tensor>> leafTensors(const Graph& g, uint64_t seed) {
+  std::map<ValueId, Tensor> leaves;
+  for (ValueId v = 0; v < static_cast<ValueId>(g.values.size()); ++v) {
+    const Value& val = g.values[static_cast<size_t>(v)];
+    if (!(val.isWeight || val.isGraphInput) || val.consumers.empty()) continue;
+    auto t = leafTensor(g, v, seed);
+    if (!t) return Error{t.message()};
+    leaves[v] = std::move(*t);
+  }
+  return leaves;
+}
+
+/// Looks a leaf up in `leaves` (which must outlive the function): what a GPU program's build takes.
+inline std::function<Result<const Tensor*>(ValueId)> leafLookup(const std::map<ValueId, Tensor>& leaves) {
+  return [&leaves](ValueId v) -> Result<const Tensor*> {
+    auto it = leaves.find(v);
+    if (it == leaves.end()) return makeError("no leaf tensor for value ", std::to_string(v));
+    return &it->second;
+  };
+}
+
+/// The model outputs of `g` run on `backend`'s `deviceId` from `leaves`, read from `cacheDir` when an
+/// earlier run under the same `name` wrote them there (NAME.<output index>.npy), else computed and
+/// written there ("" = no cache); `fromCache` (optional) says which. A GPU machine's runs share the CPU
+/// reference this way.
+inline Result<std::map<ValueId, Tensor>> cachedReference(const Graph& g, const std::string& name,
+                                                          const std::map<ValueId, Tensor>& leaves, const Backend& backend,
+                                                          const std::string& deviceId, const std::string& cacheDir,
+                                                          bool* fromCache = nullptr) {
+  auto file = [&](size_t i) { return cacheDir + "/" + name + "." + std::to_string(i) + ".npy"; };
+  std::map<ValueId, Tensor> ref;
+  bool cached = !cacheDir.empty();
+  for (size_t i = 0; cached && i < g.outputs.size(); ++i) {
+    auto t = readNpyFile(file(i));
+    if (t) ref[g.outputs[i]] = std::move(*t);
+    else cached = false;
+  }
+  if (fromCache) *fromCache = cached;
+  if (cached) return ref;
+  ref = leaves;
+  if (auto st = runGraph(g, backend, deviceId, ref); !st) return Error{st.message()};
+  if (!cacheDir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(cacheDir, ec);
+    for (size_t i = 0; i < g.outputs.size(); ++i) {
+      Tensor plain;
+      if (ref[g.outputs[i]].toPlain(plain)) (void)writeNpyFile(file(i), plain);
+    }
+  }
+  return ref;
 }
 
 }  // namespace partex::test

@@ -42,12 +42,6 @@ bool haveGpu() { return cuda::gpuCount() > 0; }
     if (cuda::gpuCount(&why_) == 0) QSKIP(("no GPU on this machine (" + why_ + "): GPU checks run on the device machine").c_str()); \
   } while (0)
 
-std::vector<std::string> dimsFor(const std::string& file) {
-  if (file == "ch_PP-OCRv4_det_infer.onnx") return {"x:0=1", "x:2=640", "x:3=640"};
-  if (file == "ch_ppocr_mobile_v2.0_cls_infer.onnx") return {"x:0=1", "x:2=48", "x:3=192"};
-  return {};
-}
-
 /// A generated model of `kind`, small enough to run in a test (two transformer blocks, 64 tokens).
 GenSpec smallSpec(const std::string& kind) {
   GenSpec spec;
@@ -61,11 +55,7 @@ GenSpec smallSpec(const std::string& kind) {
   return spec;
 }
 
-Result<Graph> importShared(const std::string& file) {
-  ImportOptions io;
-  for (const auto& d : dimsFor(file)) io.dims.push_back(*parseDimBinding(d));
-  return importOnnxFile(test::sharedModel(file), io);
-}
+Result<Graph> importShared(const std::string& file) { return test::importSharedModel(test::sharedModel(file)); }
 
 std::vector<std::string> sharedFiles() {
   std::vector<std::string> files;
@@ -77,30 +67,11 @@ std::vector<std::string> sharedFiles() {
 
 /// The CPU backend's outputs of `g` on `leaves` (seed 1, as bench_gpu's), through the cache folder
 /// PARTEX_GPU_REF_CACHE when it is set (device_check.sh shares it with bench_gpu: on a GPU machine the
-/// reference is most of the run's time); empty on failure.
-std::map<ValueId, Tensor> cpuReference(const Graph& g, const std::string& name, const std::map<ValueId, Tensor>& leaves,
-                                       const Backend& cpu) {
+/// reference is most of the run's time).
+Result<std::map<ValueId, Tensor>> cpuReference(const Graph& g, const std::string& name,
+                                               const std::map<ValueId, Tensor>& leaves, const Backend& cpu) {
   const char* dir = std::getenv("PARTEX_GPU_REF_CACHE");
-  std::map<ValueId, Tensor> ref;
-  bool cached = dir && *dir;
-  for (size_t i = 0; cached && i < g.outputs.size(); ++i) {
-    auto t = readNpyFile(std::string(dir) + "/" + name + "." + std::to_string(i) + ".npy");
-    if (t) ref[g.outputs[i]] = std::move(*t);
-    else cached = false;
-  }
-  if (cached) return ref;
-  ref = leaves;
-  if (!test::runGraph(g, cpu, "cpu-parallel", ref)) return {};
-  if (dir && *dir) {
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    for (size_t i = 0; i < g.outputs.size(); ++i) {
-      Tensor plain;
-      if (ref[g.outputs[i]].toPlain(plain))
-        (void)writeNpyFile(std::string(dir) + "/" + name + "." + std::to_string(i) + ".npy", plain);
-    }
-  }
-  return ref;
+  return test::cachedReference(g, name, leaves, cpu, "cpu-parallel", dir ? dir : "");
 }
 
 std::string conformanceDir() {
@@ -208,23 +179,19 @@ class TestCudaBackend : public QObject {
       spec.weights = true;
       auto g = test::generatedGraph(spec);
       QVERIFY2(g.isOk(), g.message().c_str());
-      std::map<ValueId, Tensor> leaves;
-      for (ValueId v = 0; v < static_cast<ValueId>(g->values.size()); ++v) {
-        const Value& val = g->values[static_cast<size_t>(v)];
-        if ((val.isWeight || val.isGraphInput) && !val.consumers.empty()) leaves[v] = *leafTensor(*g, v, 11);
-      }
-      auto p = cuda::Program::build(*g, *g->topologicalOrder(), [&](ValueId v) -> Result<const Tensor*> { return &leaves.at(v); });
+      auto leaves = test::leafTensors(*g, 11);
+      QVERIFY2(leaves.isOk(), leaves.message().c_str());
+      auto p = cuda::Program::build(*g, *g->topologicalOrder(), test::leafLookup(*leaves));
       QVERIFY2(p.isOk(), (std::string(kind) + ": " + p.message()).c_str());
-      std::map<ValueId, Tensor> ref = leaves;
-      Status rs = test::runGraph(*g, *cpu, "cpu-parallel", ref);
-      QVERIFY2(rs.isOk(), rs.message().c_str());
+      auto ref = test::cachedReference(*g, kind, *leaves, *cpu, "cpu-parallel", "");
+      QVERIFY2(ref.isOk(), ref.message().c_str());
       QVERIFY2((*p)->run(true).isOk(), kind);
       for (ValueId v : g->outputs) {
         Tensor out;
         QVERIFY((*p)->output(v, out).isOk());
         double maxAbs = 0, maxRel = 0;
         std::string why;
-        QVERIFY2(tensorsClose(ref[v], out, 1e-3, maxAbs, maxRel, &why), (std::string(kind) + ": " + why).c_str());
+        QVERIFY2(tensorsClose((*ref)[v], out, 1e-3, maxAbs, maxRel, &why), (std::string(kind) + ": " + why).c_str());
       }
       qInfo("%s: %d GPU operations, outputs match", kind, (*p)->launches());
     }
@@ -288,20 +255,14 @@ class TestCudaBackend : public QObject {
     for (const auto& f : sharedFiles()) {
       auto g = importShared(f);
       QVERIFY2(g.isOk(), g.message().c_str());
-      std::map<ValueId, Tensor> leaves;
-      for (ValueId v = 0; v < static_cast<ValueId>(g->values.size()); ++v) {
-        const Value& val = g->values[static_cast<size_t>(v)];
-        if (!(val.isWeight || val.isGraphInput) || val.consumers.empty()) continue;
-        auto t = leafTensor(*g, v, 1);
-        QVERIFY2(t.isOk(), t.message().c_str());
-        leaves[v] = std::move(*t);
-      }
+      auto leaves = test::leafTensors(*g, 1);
+      QVERIFY2(leaves.isOk(), leaves.message().c_str());
       auto order = g->topologicalOrder();
       QVERIFY(order.isOk());
-      auto p = cuda::Program::build(*g, *order, [&](ValueId v) -> Result<const Tensor*> { return &leaves.at(v); });
+      auto p = cuda::Program::build(*g, *order, test::leafLookup(*leaves));
       QVERIFY2(p.isOk(), (f + ": " + p.message()).c_str());
-      std::map<ValueId, Tensor> ref = cpuReference(*g, f, leaves, *cpu);
-      QVERIFY2(!ref.empty(), (f + ": the CPU reference run failed").c_str());
+      auto ref = cpuReference(*g, f, *leaves, *cpu);
+      QVERIFY2(ref.isOk(), (f + ": the CPU reference: " + ref.message()).c_str());
       for (bool graphMode : {false, true, true}) {
         Status st = (*p)->run(graphMode);
         QVERIFY2(st.isOk(), (f + ": " + st.message()).c_str());
@@ -310,7 +271,7 @@ class TestCudaBackend : public QObject {
           QVERIFY((*p)->output(v, out).isOk());
           double maxAbs = 0, maxRel = 0;
           std::string why;
-          QVERIFY2(tensorsClose(ref[v], out, 1e-3, maxAbs, maxRel, &why),
+          QVERIFY2(tensorsClose((*ref)[v], out, 1e-3, maxAbs, maxRel, &why),
                    (f + (graphMode ? " (graph)" : " (eager)") + ": " + why).c_str());
         }
       }
@@ -325,17 +286,14 @@ class TestCudaBackend : public QObject {
     PARTEX_REQUIRE_SHARED_MODELS();
     auto g = importShared("mnist.onnx");
     QVERIFY(g.isOk());
-    std::map<ValueId, Tensor> leaves;
-    for (ValueId v = 0; v < static_cast<ValueId>(g->values.size()); ++v) {
-      const Value& val = g->values[static_cast<size_t>(v)];
-      if ((val.isWeight || val.isGraphInput) && !val.consumers.empty()) leaves[v] = *leafTensor(*g, v, 3);
-    }
-    auto p = cuda::Program::build(*g, *g->topologicalOrder(), [&](ValueId v) -> Result<const Tensor*> { return &leaves.at(v); });
+    auto leaves = test::leafTensors(*g, 3);
+    QVERIFY2(leaves.isOk(), leaves.message().c_str());
+    auto p = cuda::Program::build(*g, *g->topologicalOrder(), test::leafLookup(*leaves));
     QVERIFY2(p.isOk(), p.message().c_str());
     QVERIFY((*p)->run(true).isOk());
     Tensor a, b;
     QVERIFY((*p)->output(g->outputs[0], a).isOk());
-    Tensor in = leaves.at(g->inputs[0]);
+    Tensor in = leaves->at(g->inputs[0]);
     in.fillRandom(99);
     QVERIFY((*p)->setInput(g->inputs[0], in).isOk());
     QVERIFY((*p)->run(true).isOk());
