@@ -189,9 +189,9 @@ const Backend* MainWindow::machineBackend() {
 QStringList MainWindow::profilableDevices() {
   QStringList out;
   if (!session_->hasModel()) return out;
-  const Backend* cpu = machineBackend();
-  if (!cpu) return out;
-  const auto devs = cpu->devices();
+  const Backend* backend = machineBackend();
+  if (!backend) return out;
+  const auto devs = backend->devices();
   for (const auto& d : session_->platform().devices)
     if (std::any_of(devs.begin(), devs.end(), [&](const BackendDevice& b) { return b.id == d.id; }))
       out << QString::fromStdString(d.id);
@@ -230,7 +230,7 @@ Status MainWindow::startProfiling(const QString& savePath, int reps, int warmup)
     showError(tr("Cannot profile: %1").arg(why));
     return makeError("cannot profile: ", why.toStdString());
   }
-  const Backend* cpu = machineBackend();
+  const Backend* backend = machineBackend();
   auto model = session_->modelPtr();
   ProfilerOptions o;
   // In context, as partex-cli profile does by default: these times predict whole runs best.
@@ -275,11 +275,11 @@ Status MainWindow::startProfiling(const QString& savePath, int reps, int warmup)
         Qt::QueuedConnection);
   };
   profileJobs_.start(
-      [model, cpu, o](const std::atomic<bool>& stop) {
+      [model, backend, o](const std::atomic<bool>& stop) {
         ProfilerOptions po = o;
         po.cancel = &stop;
         ProfileRun run;
-        run.profile = profileModel(model->graph, *cpu, po, &run.info);
+        run.profile = profileModel(model->graph, *backend, po, &run.info);
         run.cancelled = stop.load();
         return run;
       },

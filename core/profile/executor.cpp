@@ -92,6 +92,11 @@ class Prepared {
     return Status::ok();
   }
 
+  /// The operator whose kernel runs `op` (a fused group runs in its last operator's slot).
+  OpId runner(OpId op) const {
+    return fusedInto_[static_cast<size_t>(op)] >= 0 ? fusedInto_[static_cast<size_t>(op)] : op;
+  }
+
   /// Accelerator kernels hand tensors to each other in the accelerator's memory (Kernel::linkInput):
   /// each kernel is offered, for every input produced by a kernel on the same device, that producer;
   /// then each kernel learns which of its outputs the host still reads (a consumer that did not link,
@@ -99,7 +104,6 @@ class Prepared {
   /// as the plan's transfers say. CPU kernels decline (the default), and nothing changes for them.
   void linkDeviceResident(const std::vector<DeviceId>& devOf) {
     const size_t n = g_.nodes.size();
-    auto runner = [&](OpId op) { return fusedInto_[static_cast<size_t>(op)] >= 0 ? fusedInto_[static_cast<size_t>(op)] : op; };
     // The kernel output slot that holds value v: (runner op, output index).
     auto slotOf = [&](ValueId v, OpId& op, size_t& k) {
       const OpId p = g_.values[static_cast<size_t>(v)].producer;
@@ -255,8 +259,6 @@ class Prepared {
     auto happensBefore = [&](OpId a, OpId b) {
       return (hb[static_cast<size_t>(b) * words + static_cast<size_t>(a) / 64] >> (static_cast<size_t>(a) % 64)) & 1;
     };
-    // The operator whose kernel runs an operator (a fused group runs in its last operator's slot).
-    auto runner = [&](OpId op) { return fusedInto_[static_cast<size_t>(op)] >= 0 ? fusedInto_[static_cast<size_t>(op)] : op; };
     // Greedy by size, as TensorFlow Lite's planner: the largest values first, each into the smallest
     // slot holding values whose lifetimes all come entirely before or after its own, else a new slot
     // of its size. Slots never grow, so their sum stays near the peak of live bytes (first fit in run
