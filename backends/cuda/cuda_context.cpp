@@ -19,14 +19,6 @@ Status check(cublasStatus_t e, const char* what) {
   return makeError(what, ": cuBLAS error ", std::to_string(static_cast<int>(e)));
 }
 
-double GpuInfo::specFp32Flops() const {
-  // FP32 lanes per SM: 64 on sm_80 (A100) and sm_60/70, 128 on sm_75? (64) and sm_86/89/90+. Two flops
-  // per lane and clock (FMA).
-  int lanes = 128;
-  if (ccMajor < 8 || (ccMajor == 8 && ccMinor == 0)) lanes = 64;
-  return 2.0 * lanes * smCount * smClockMHz * 1e6;
-}
-
 std::string GpuInfo::describe() const {
   char buf[256];
   std::snprintf(buf, sizeof buf, "%s, %d SMs, sm_%d%d, %.1f GiB", name.c_str(), smCount, ccMajor, ccMinor,

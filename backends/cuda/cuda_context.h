@@ -31,11 +31,6 @@ struct GpuInfo {
   int64_t l2Bytes = 0;
   int driverVersion = 0;       ///< e.g. 13000 for 13.0.
   int runtimeVersion = 0;
-  /// Memory bandwidth from the clock and bus width (a datasheet figure, bytes/s; DDR: x2).
-  double specBandwidth() const { return memClockMHz * 1e6 * 2.0 * memBusWidthBits / 8.0; }
-  /// FP32 FMA throughput from the SM count and clock (128 FP32 lanes per SM on sm_80+ except sm_80
-  /// itself with 64), flop/s.
-  double specFp32Flops() const;
   std::string describe() const;  ///< "NVIDIA H100 80GB HBM3, 132 SMs, sm_90, 79.2 GiB"
 };
 
