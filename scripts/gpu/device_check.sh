@@ -185,9 +185,9 @@ step_flow() {
 step_bench_graphapi() {
   local b="$WORK/bin/bench_gpu" lim
   [ -x "$b" ] || { echo "skipped: no bin/bench_gpu in the bundle"; return 125; }
-  lim=$(limit 200); [ "$lim" -gt 0 ] || { echo "skipped: budget spent"; return 125; }
+  lim=$(limit "${GRAPHAPI_LIMIT_S:-400}"); [ "$lim" -gt 0 ] || { echo "skipped: budget spent"; return 125; }
   echo "timeout ${lim}s"
-  env LD_LIBRARY_PATH="$BUNDLE_LD" PARTEX_CUDA_GRAPH_API=1 PARTEX_CUDA_VERBOSE=1 timeout -k 10 "$lim" "$b" \
+  env LD_LIBRARY_PATH="$BUNDLE_LD" PARTEX_CUDA_GRAPH_API=1 PARTEX_CUDA_VERBOSE=${GRAPHAPI_VERBOSE:-0} timeout -k 10 "$lim" "$b" \
       --models "$WORK/models" --reps 100 --out "$OUTDIR/bench_gpu_graphapi.json" --ref-cache /tmp/partex-gpu-ref \
       --generated "${BENCH_GENERATED:-bert,gpt2,resnet18,mobilenetv2,widedeep}"
 }
