@@ -172,7 +172,7 @@ class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(const GpuInfo& info) : info_(info) {
     int cudnnV = static_cast<int>(cudnnGetVersion());
-    version_ = "partex-cuda 1; CUDA runtime " + std::to_string(info.runtimeVersion) + "; driver " +
+    version_ = "partex-cuda 2; CUDA runtime " + std::to_string(info.runtimeVersion) + "; driver " +
                std::to_string(info.driverVersion) + "; cuDNN " + std::to_string(cudnnV) + "; cuBLASLt " +
                std::to_string(cublasLtGetVersion()) + "; " + info.name + " sm_" + std::to_string(info.ccMajor) +
                std::to_string(info.ccMinor) + "; float32 without TF32";
@@ -180,7 +180,8 @@ class CudaBackend final : public Backend {
   std::string name() const override { return "cuda"; }
   std::string version() const override { return version_; }
   std::vector<BackendDevice> devices() const override {
-    BackendDevice d{"gpu", info_.describe(), 1, -1, {}};
+    // The executor's lane for the GPU is pinned to a CPU of its own (core/backend/backend.h).
+    BackendDevice d{"gpu", info_.describe(), 1, acceleratorHostCpu(), {}};
     d.kind = "gpu";
     d.memoryBytes = info_.memoryBytes;
     return {d};

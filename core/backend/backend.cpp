@@ -1,5 +1,7 @@
 #include "backend/backend.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -281,6 +283,15 @@ Result<Tensor> leafTensor(const Graph& g, ValueId id, uint64_t seed) {
   auto t = Tensor::alias(v.dtype, v.shape, v.data);
   if (!t) return makeError("weight '", v.name, "': ", t.message());
   return t;
+}
+
+int acceleratorHostCpu() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return -1;
+  for (int c = CPU_SETSIZE - 1; c >= 0; --c)
+    if (CPU_ISSET(c, &set)) return c;
+  return -1;
 }
 
 int64_t availableMemoryBytes() {

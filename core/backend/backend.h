@@ -78,7 +78,9 @@ struct BackendDevice {
   std::string id;
   std::string description;
   int threads = 1;  ///< Threads a kernel on this device uses.
-  int core = -1;    ///< Logical CPU the kernel's thread is pinned to; -1 when not pinned.
+  /// Logical CPU the kernel's thread is pinned to; -1 when not pinned. An accelerator's device names the
+  /// CPU of the host thread that drives it (acceleratorHostCpu()).
+  int core = -1;
   /// Logical CPUs a multi-thread device's team occupies while one of its kernels runs, `core` (the
   /// calling thread's) first; empty for single-thread devices. The executor keeps these CPUs free of
   /// its other threads while such a kernel runs.
@@ -170,6 +172,13 @@ Result<Tensor> syntheticTensor(const Graph& g, ValueId v, uint64_t seed);
 /// copy the importer made; otherwise (model inputs, graphs without data) syntheticTensor(g, v, seed).
 Result<Tensor> leafTensor(const Graph& g, ValueId v, uint64_t seed);
 
+/// The logical CPU an accelerator backend pins its device's lane to (BackendDevice::core): the last CPU
+/// this process may run on (its affinity mask), -1 when unknown. A thread on the host launches every
+/// kernel of an accelerator and waits for it; left unpinned it competes with the OpenMP team of
+/// cpu-parallel for a CPU and slows both. Pinned away from core 0 (cpu-serial, the host device), the
+/// GPU can run beside cpu-serial, and the platform makes it exclusive with the CPU devices that use
+/// this CPU (cpu-parallel, the last core), as the executor's lanes then are.
+int acceleratorHostCpu();
 /// Memory the machine has available now (MemAvailable of /proc/meminfo), bytes; -1 when unknown.
 int64_t availableMemoryBytes();
 /// Whether a run of `g` can hold its leaves: the bytes a run allocates before its first kernel, the

@@ -477,7 +477,8 @@ json gpuToJson(const GpuDeviceCalibration& g) {
   json facts = json::object();
   for (const auto& [name, v] : g.facts) facts[name] = v;
   return {{"backend", g.backend}, {"device", g.device},         {"name", g.name}, {"memory_bytes", g.memoryBytes},
-          {"facts", facts},       {"mode", modeToJson(g.mode)}, {"note", g.note}};
+          {"facts", facts},       {"mode", modeToJson(g.mode)}, {"note", g.note},
+          {"exclusive_with", g.exclusiveWith}};
 }
 
 /// Reading: every failure throws std::runtime_error with the field's path; parseCalibration turns it
@@ -547,6 +548,15 @@ struct Reader {
       g.facts[it.key()] = num(facts, it.key(), path + ".facts.", false);
     g.mode = mode(at(o, "mode", path + "."), path + ".mode.");
     g.note = str(o, "note", path + ".");
+    if (o.contains("exclusive_with")) {
+      const json& ex = o.at("exclusive_with");
+      if (!ex.is_array()) fail(path + ".exclusive_with", "must be an array of device ids");
+      for (const json& id : ex) {
+        if (!id.is_string() || id.get<std::string>().empty())
+          fail(path + ".exclusive_with", "must be an array of device ids");
+        g.exclusiveWith.push_back(id.get<std::string>());
+      }
+    }
     return g;
   }
   ModeCalibration mode(const json& o, const std::string& path) const {
@@ -676,6 +686,20 @@ void addGpuDevice(Platform& p, const GpuDeviceCalibration& g) {
   };
   link(p.host, d.id, g.fact("h2d_gbs"));
   link(d.id, p.host, g.fact("d2h_gbs"));
+  // The CPU devices whose CPU the GPU's lane takes: never side by side with the GPU.
+  for (const std::string& x : g.exclusiveWith)
+    if (p.findDevice(x) >= 0) p.exclusiveGroups.push_back({d.id + "-lane-uses-" + x, {d.id, x}});
+}
+
+/// The devices of `cpu` that use logical CPU `core` (as their own CPU or in their team).
+std::vector<std::string> cpuDevicesOn(const Backend& cpu, int core) {
+  std::vector<std::string> out;
+  if (core < 0) return out;
+  for (const auto& d : cpu.devices())
+    if (d.kind != "gpu" &&
+        (d.core == core || std::find(d.teamCores.begin(), d.teamCores.end(), core) != d.teamCores.end()))
+      out.push_back(d.id);
+  return out;
 }
 
 /// The GPU's sentence of the description.
@@ -991,6 +1015,7 @@ Result<MachineCalibration> loadOrMeasureThisMachine(const Backend& backend, cons
   if (gpu && !c.gpu) {
     auto g = calibrateGpuDevice(*gpu, opts);
     if (g) {
+      if (const auto dev = firstGpuDevice(*gpu)) g->exclusiveWith = cpuDevicesOn(backend, dev->core);
       c.gpu = std::move(g).value();
       if (cached)
         src.note += (src.note.empty() ? "" : "; ") + std::string("the GPU was not cached: measured and added");

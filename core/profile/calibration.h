@@ -88,6 +88,10 @@ struct GpuDeviceCalibration {
   ModeCalibration mode;
   /// The probes left out and why ("LRN: not supported (...)"), "; "-separated; "" when all ran.
   std::string note;
+  /// The CPU devices that use the CPU the GPU's lane is pinned to (its BackendDevice::core: the host
+  /// thread that launches the GPU's kernels and waits for them): cpu-parallel and the last core. The
+  /// platform makes the GPU exclusive with each, as the executor's lanes run them.
+  std::vector<std::string> exclusiveWith;
   /// The fact `name`, or `otherwise` when the backend did not report it.
   double fact(const std::string& name, double otherwise = 0) const {
     auto it = facts.find(name);

@@ -5,9 +5,12 @@
 // (Kernel::linkInput) and have each of them copy back exactly the outputs the host reads (a consumer on
 // the CPU, a model output): host copies per run = the tensors the plan moves from acc to the CPU plus the
 // model outputs acc produces; uploads = the activations it moves from the CPU to acc. Outputs must equal
-// the single-device reference's.
+// the single-device reference's. An accelerator whose lane is pinned to a CPU (as the CUDA backend's, to
+// acceleratorHostCpu()) runs every kernel on that CPU, beside the CPU devices that share it.
 
 #include <QtTest>
+
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -29,6 +32,8 @@ using namespace partex;
 namespace {
 
 std::atomic<int> gHostCopies{0}, gUploads{0}, gRuns{0};
+std::atomic<int> gLaneCpu{-1};      ///< The CPU the accelerator's kernels must run on (-1: any).
+std::atomic<int> gOffLaneRuns{0};   ///< Kernel runs on another CPU than gLaneCpu.
 
 /// A kernel of the fake accelerator: the CPU backend's kernel, with outputs kept in `dev_`.
 class AccKernel final : public Kernel {
@@ -37,6 +42,7 @@ class AccKernel final : public Kernel {
       : inner_(std::move(inner)), g_(g), inputs_(std::move(inputs)) {}
   Status run(const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
     ++gRuns;
+    if (gLaneCpu >= 0 && sched_getcpu() != gLaneCpu) ++gOffLaneRuns;
     std::vector<const Tensor*> eff = in;
     for (size_t i = 0; i < in.size(); ++i) {
       auto it = links_.find(i);
@@ -86,11 +92,11 @@ class AccKernel final : public Kernel {
 
 class AccBackend final : public Backend {
  public:
-  explicit AccBackend(const Backend& cpu) : cpu_(cpu) {}
+  explicit AccBackend(const Backend& cpu, int core = -1) : cpu_(cpu), core_(core) {}
   std::string name() const override { return "acc"; }
   std::string version() const override { return "fake accelerator 1"; }
   std::vector<BackendDevice> devices() const override {
-    BackendDevice d{"acc", "fake accelerator", 1, -1, {}};
+    BackendDevice d{"acc", "fake accelerator", 1, core_, {}};
     d.kind = "gpu";
     return {d};
   }
@@ -104,6 +110,7 @@ class AccBackend final : public Backend {
 
  private:
   const Backend& cpu_;
+  int core_;
 };
 
 /// ResNet-18 at 32x32 with 10 classes: about 70 operators, quick on a CPU.
@@ -254,6 +261,64 @@ class TestExecutorDevices : public QObject {
     QCOMPARE(gUploads.load(), expectUp * runs);
     if (split == 2) QCOMPARE(expectHost, static_cast<int>(g->outputs.size()));
     qInfo("%d operators on acc; per run %d copies back, %d uploads", accOps, expectHost, expectUp);
+  }
+
+  /// The accelerator's lane pinned to the last CPU, as the CUDA backend's: its kernels run there, and a
+  /// plan that alternates it with cpu-parallel (whose team uses that CPU) and the core of that CPU runs
+  /// to the end with the reference's outputs (the lane is shared, not doubled).
+  void pinnedLane() {
+    const int laneCpu = acceleratorHostCpu();
+    QVERIFY(laneCpu >= 0);
+    auto cpu = makeCpuBackend();
+    std::string laneCore;
+    for (const auto& d : cpu->devices())
+      if (d.id.rfind("core", 0) == 0 && d.core == laneCpu) laneCore = d.id;
+    QVERIFY2(!laneCore.empty(), "no core device on the last CPU");
+    auto g = test::generatedGraph(smallResnet());
+    QVERIFY2(g.isOk(), g.message().c_str());
+    Platform pf = twoDevices();
+    Device par = pf.devices[0], lc = pf.devices[0];
+    par.id = "cpu-parallel";
+    lc.id = laneCore;
+    if (laneCore != "core0") pf.devices.push_back(lc);
+    pf.devices.push_back(par);
+    for (const auto& d : pf.devices)
+      if (d.id != "core0" && d.id != "acc") {
+        Link l = pf.links[0];
+        l.to = d.id;
+        l.sharedMemory = true;
+        pf.links.push_back(l);
+      }
+    auto t = buildCostTable(*g, characteriseAll(*g), pf);
+    QVERIFY2(t.isOk(), t.message().c_str());
+    std::vector<DeviceId> cycle;
+    for (const char* id : {"acc", "cpu-parallel", laneCore.c_str(), "acc", "core0"})
+      cycle.push_back(static_cast<DeviceId>(std::find(t->deviceIds.begin(), t->deviceIds.end(), id) - t->deviceIds.begin()));
+    const auto topo = t->topoOrder();
+    Plan plan;
+    plan.algorithm = "test";
+    plan.device.assign(topo.size(), 0);
+    plan.order.assign(t->deviceIds.size(), {});
+    for (size_t i = 0; i < topo.size(); ++i) {
+      const DeviceId d = cycle[(i / 5) % cycle.size()];
+      plan.device[static_cast<size_t>(topo[i])] = d;
+      plan.order[static_cast<size_t>(d)].push_back(topo[i]);
+    }
+    AccBackend accB(*cpu, laneCpu);
+    auto both = makeCombinedBackend({cpu.get(), &accB});
+    ExecOptions o;
+    o.warmup = 0;
+    o.reps = 2;
+    o.maxDiscarded = 0;
+    o.minCpuShare = 0;
+    gRuns = 0, gOffLaneRuns = 0;
+    gLaneCpu = laneCpu;
+    auto r = executePlan(*g, *both, *t, plan, o);
+    gLaneCpu = -1;
+    QVERIFY2(r.isOk(), r.message().c_str());
+    QVERIFY2(r->outputsMatch, r->mismatch.c_str());
+    QVERIFY(gRuns.load() > 0);
+    QCOMPARE(gOffLaneRuns.load(), 0);
   }
 };
 

@@ -56,7 +56,9 @@ class FakeGpuBackend final : public Backend {
   std::string name() const override { return "fake-gpu"; }
   std::string version() const override { return "fake-gpu 1 (core0's kernels)"; }
   std::vector<BackendDevice> devices() const override {
-    BackendDevice d{"gpu", "Fake GPU (core0's kernels)", 1, -1, {}};
+    // Its lane's CPU as the CUDA backend's (the kernels themselves pin to core0, which is only a test's
+    // stand-in for a GPU).
+    BackendDevice d{"gpu", "Fake GPU (core0's kernels)", 1, acceleratorHostCpu(), {}};
     d.kind = "gpu";
     d.memoryBytes = kFakeMemory;
     return {d};
@@ -283,7 +285,20 @@ class TestGpuPlatform : public QObject {
     QVERIFY(!up->sharedMemory);
     QCOMPARE(p->transferUs(core0, g, 1000000), 8.0 + 1e6 / 25e3);
     QCOMPARE(p->transferUs(g, core0, 1000000), 8.0 + 1e6 / 20e3);
-    QVERIFY(!p->exclusive(g, core0));
+    // The GPU's lane is pinned to the last CPU: exclusive with the CPU devices that use that CPU (the
+    // last core and cpu-parallel's team), not with the others.
+    const int laneCpu = acceleratorHostCpu();
+    QVERIFY(laneCpu >= 0);
+    std::string laneCore;
+    for (const auto& d : cpu_->devices())
+      if (d.id.rfind("core", 0) == 0 && d.core == laneCpu) laneCore = d.id;
+    QVERIFY2(!laneCore.empty(), "no core device on the GPU lane's CPU");
+    QVERIFY(p->exclusive(g, p->findDevice(laneCore)));
+    QVERIFY(p->exclusive(g, p->findDevice("cpu-parallel")));
+    if (laneCore != "core0") {
+      QVERIFY(!p->exclusive(g, core0));
+      QVERIFY(!p->exclusive(g, p->findDevice("cpu-serial")));
+    }
     QVERIFY2(p->description.find("GPU 'gpu'") != std::string::npos, p->description.c_str());
     QVERIFY2(p->description.find("measured by the fake-gpu backend") != std::string::npos, p->description.c_str());
     QVERIFY(p->description.find("Estimates: the other cores") != std::string::npos);
@@ -318,6 +333,8 @@ class TestGpuPlatform : public QObject {
     QVERIFY(warmGpu->peakGflops == gpu->peakGflops);
     QVERIFY(warmGpu->bandwidthGBsByClass == gpu->bandwidthGBsByClass);
     QCOMPARE(warm->links.size(), p->links.size());
+    QCOMPARE(warm->exclusiveGroups.size(), p->exclusiveGroups.size());
+    QVERIFY(warm->exclusive(warm->findDevice("gpu"), warm->findDevice("cpu-parallel")));
     setThisMachineProvider({});
   }
 
