@@ -5,8 +5,9 @@
 # from scripts/gpu/bundle.sh into /tmp/partex-gpu), ldd (missing libraries of each binary), one row
 # per bin/tst_cuda* test, bench (bin/bench_gpu), torch (scripts/gpu/torch_bench.py).
 # Never stops at a failure: every step's exit code and time go into the summary; a missing
-# binary or tool is a logged "skip". OUTDIR receives at most six files: raw.log (everything),
-# env.txt, tests.txt (all test outputs), bench_gpu.json, torch.json, summary.txt.
+# binary or tool is a logged "skip". OUTDIR receives raw.log (everything), env.txt, tests.txt (all
+# test outputs), bench_gpu.json, bench_gpu_graphapi.json, flow.json, flow_summary.txt, torch.json,
+# summary.txt; past the 8 files a device run brings back, the JSON files go into results-json.tar.xz.
 # Environment: TEST_FUNCS (test function names passed to every test binary: a rerun of some only);
 # BENCH_ARGS (more arguments to bench_gpu, e.g. --reps 100); BENCH_GENERATED (generated models
 # bench_gpu also runs, default bert,gpt2,resnet18,mobilenetv2,widedeep); STEPS (default "env unpack ldd tests bench torch bench_tf32") runs a subset; CHECK_BUDGET_S
@@ -235,7 +236,12 @@ done
   done
   echo "failed steps: $fails"
 } | tee "$OUTDIR/summary.txt"
+# At most 8 files come back from the device: past that, the JSON results travel as one archive.
 nfiles=$(find "$OUTDIR" -type f | wc -l)
+if [ "$nfiles" -gt 8 ]; then
+  (cd "$OUTDIR" && tar -cJf results-json.tar.xz ./*.json && rm -f ./*.json) && echo "JSON results packed into results-json.tar.xz"
+  nfiles=$(find "$OUTDIR" -type f | wc -l)
+fi
 [ "$nfiles" -le 8 ] || echo "WARNING: $nfiles files in $OUTDIR, only 8 come back"
 
 exec 1>&3 2>&4 3>&- 4>&-

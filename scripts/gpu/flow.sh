@@ -82,8 +82,8 @@ for m in $MODELS_LIST $(for k in $GENERATED; do echo "gen_$k"; done); do
   done
 done
 echo "]" >> "$OUT/flow.json"
-python3 - "$OUT/flow.json" <<'PY'
-import json, sys, statistics
+python3 - "$OUT/flow.json" <<'PY' | tee "$OUT/flow_summary.txt"
+import json, sys, statistics, collections
 rows = json.load(open(sys.argv[1]))
 print("%-32s %-11s %9s %12s %12s %8s" % ("model", "plan", "profiled", "predicted ms", "measured ms", "error"))
 errs = []
@@ -97,4 +97,22 @@ for r in rows:
     print("%-32s %-11s %9s %12.3f %12.3f %+7.1f%%" % (r["model"], r["algo"], r["profiled"], pred / 1000, meas / 1000, 100 * err))
 if errs:
     print("best plans, |error|: median %.1f%%, worst %.1f%%" % (100 * statistics.median(errs), 100 * max(errs)))
+# Why: per plan, each device's operators and busy time (sum of operator times, predicted against
+# measured), the run's conditions, and the operators the prediction misses most.
+print()
+for r in rows:
+    e = r.get("exec") or {}
+    ops = e.get("ops") or []
+    if not ops: continue
+    by = collections.OrderedDict()
+    for o in ops:
+        d = by.setdefault(o["device"], [0, 0.0, 0.0]); d[0] += 1; d[1] += o["predicted_us"]; d[2] += o["measured_us"]
+    devs = "; ".join("%s %d ops %.0f/%.0f us" % (k, v[0], v[1], v[2]) for k, v in by.items())
+    print("%s %s: %s | cpu_share %.2f sleeps %.1f switches %d discarded %d match %s%s" % (
+        r["model"], r["algo"], devs, e.get("cpu_share", -1), e.get("sleeps_per_run", -1),
+        e.get("mode_switches_per_run", -1), e.get("disturbed_runs_discarded", -1), e.get("outputs_match"),
+        (" notes: " + " | ".join(e.get("notes"))[:200]) if e.get("notes") else ""))
+    if r["algo"] in ("best", "single") and r["profiled"]:
+        worst = sorted(ops, key=lambda o: -abs(o["measured_us"] - o["predicted_us"]))[:3]
+        print("   most missed: " + "; ".join("%s@%s %.0f/%.0f" % (o["name"], o["device"], o["predicted_us"], o["measured_us"]) for o in worst))
 PY
