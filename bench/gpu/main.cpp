@@ -4,8 +4,11 @@
 // latency of a run launched operator by operator and of a run replayed as one CUDA graph (median of
 // --reps, host wall time from the launch to the end of the run, synchronised), and each fused
 // operator's GPU time measured with CUDA events (the GPU profile), with its FLOPs and bytes so that the
-// cost model can be checked against it. Also the GPU's calibration (bandwidths, launch overhead, GEMM
-// rates). Writes one JSON file (--out) and prints a table.
+// cost model can be checked against it. Also the same model all on the GPU through the executor, as
+// `partex-cli execute` runs a plan (the CUDA backend's kernels one by one, each launched and waited for
+// by the GPU's lane): its makespan against the CUDA graph's is the executor's cost per kernel. Also the
+// GPU's calibration (bandwidths, launch overhead, GEMM rates). Writes one JSON file (--out) and prints
+// a table.
 //
 //   bench_gpu --models ../shared/models --out gpu.json [--reps 200] [--tf32] [--generated bert,gpt2,...]
 
@@ -21,6 +24,7 @@
 #include "backend/backend.h"
 #include "cost/work.h"
 #include "cpu/cpu_backend.h"
+#include "cuda/cuda_backend.h"
 #include "cuda/cuda_calibrate.h"
 #include "cuda/cuda_program.h"
 #include "gen/generator.h"
@@ -52,6 +56,12 @@ struct Args {
 };
 
 nlohmann::json benchGraph(const Graph& g, const std::string& name, const Args& args, const Backend& cpu);
+
+/// The CUDA backend as the executor sees it (made once).
+const Backend* cudaBackend() {
+  static const std::unique_ptr<Backend> b = makeCudaBackend();
+  return b.get();
+}
 
 nlohmann::json benchModel(const fs::path& file, const Args& args, const Backend& cpu) {
   auto gr = test::importSharedModel(file.string());
@@ -186,6 +196,26 @@ nlohmann::json benchGraph(const Graph& g, const std::string& name, const Args& a
   }
   r["op_sum_us"] = sumUs;
   r["ops"] = ops;
+  // The executor: every operator on "gpu" in topological order (executeOnDevice, as the in-context
+  // profile and an all-GPU plan run), median makespan, and each kernel's host time (launch + wait).
+  if (const Backend* cb = cudaBackend()) {
+    ExecOptions eo;
+    eo.warmup = 3;
+    eo.reps = std::max(5, std::min(args.reps, 30));
+    eo.minCpuShare = 0;
+    eo.maxDiscarded = 0;
+    auto er = executeOnDevice(g, *cb, "gpu", *order, eo);
+    if (!er) {
+      r["executor_error"] = er.message();
+    } else {
+      r["executor_ms"] = er->makespanUs / 1000.0;
+      int kernels = 0;
+      for (size_t v = 0; v < er->opUs.size(); ++v)
+        kernels += er->fusedInto.empty() || er->fusedInto[v] < 0 || er->fusedInto[v] == static_cast<OpId>(v);
+      r["executor_kernels"] = kernels;
+      r["executor_cpu_share"] = er->cpuShare;
+    }
+  }
   return r;
 }
 
@@ -251,8 +281,8 @@ int main(int argc, char** argv) {
   for (const auto& e : fs::directory_iterator(args.models))
     if (e.path().extension() == ".onnx") files.push_back(e.path());
   std::sort(files.begin(), files.end());
-  std::printf("%-36s %5s %6s %10s %10s %10s %10s %s\n", "model", "ops", "gpuops", "eager ms", "graph ms", "sum-op ms",
-              "max rel", "outputs");
+  std::printf("%-36s %5s %6s %10s %10s %10s %10s %10s %s\n", "model", "ops", "gpuops", "eager ms", "graph ms", "sum-op ms",
+              "exec ms", "max rel", "outputs");
   std::vector<std::pair<std::string, fs::path>> runs;
   for (const auto& f : files) runs.push_back({"", f});
   for (const auto& k : args.generated) runs.push_back({k, fs::path("gen_" + k)});
@@ -267,9 +297,9 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
       continue;
     }
-    std::printf("%-36s %5d %6d %10.3f %10.3f %10.3f %10.2e %s\n", f.filename().c_str(), r["operators"].get<int>(),
+    std::printf("%-36s %5d %6d %10.3f %10.3f %10.3f %10.3f %10.2e %s\n", f.filename().c_str(), r["operators"].get<int>(),
                 r["gpu_ops"].get<int>(), r["eager_ms"].get<double>(), r["graph_ms"].get<double>(),
-                r["op_sum_us"].get<double>() / 1000.0, r["graph"]["max_rel_diff"].get<double>(),
+                r["op_sum_us"].get<double>() / 1000.0, r.value("executor_ms", -1.0), r["graph"]["max_rel_diff"].get<double>(),
                 r["graph"]["outputs_match"].get<bool>() && r["eager"]["outputs_match"].get<bool>() ? "match"
                                                                                                             : "MISMATCH");
     std::fflush(stdout);
