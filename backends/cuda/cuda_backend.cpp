@@ -1,5 +1,6 @@
 #include "cuda/cuda_backend.h"
 
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -10,8 +11,20 @@ namespace partex {
 namespace cuda {
 namespace {
 
+/// Whether kernels replay their launches as CUDA graphs (PARTEX_CUDA_KERNEL_GRAPHS=0: no).
+bool kernelGraphs() {
+  static const bool on = [] {
+    const char* e = std::getenv("PARTEX_CUDA_KERNEL_GRAPHS");
+    return !(e && std::string(e) == "0");
+  }();
+  return on;
+}
+
 /// One chain on the GPU behind the host-tensor Kernel interface. Prepared lazily at the first run,
 /// when the weights arrive as inputs (the graph may have handed its weights over to the caller).
+/// From the second run on, the chain's launches are replayed as a CUDA graph captured with the device
+/// pointers of that run (captured again when one of them changes): one launch of host time instead of
+/// one per kernel and library call (PARTEX_CUDA_KERNEL_GRAPHS=0 launches them eagerly every time).
 /// The graph must outlive the kernel (the executor and the profiler keep it).
 class CudaKernel final : public Kernel {
  public:
@@ -84,8 +97,23 @@ class CudaKernel final : public Kernel {
       if (auto st = check(cudaEventCreate(&events_[1]), "cudaEventCreate"); !st) return st;
       e0 = events_[0], e1 = events_[1];
     }
+    // Replayed from the second run on (the first loads the libraries' kernels, which a capture must
+    // not do), captured again when a pointer it reads or writes moved.
+    bool replay = false;
+    if (!op_->isView() && runs_ > 0 && kernelGraphs()) {
+      std::vector<const void*> ptrs;
+      for (ValueId v : op_->reads()) ptrs.push_back(values_[static_cast<size_t>(v)].ptr);
+      for (ValueId v : op_->writes()) ptrs.push_back(values_[static_cast<size_t>(v)].ptr);
+      if (!graph_.ready() || ptrs != graphPtrs_) {
+        graphPtrs_ = ptrs;
+        if (auto st = graph_.capture(ctx.stream(), [&] { return op_->launch(ctx, values_); }); !st)
+          return makeError("node '", name, "': ", st.message());
+      }
+      replay = true;
+    }
+    ++runs_;
     if (auto st = check(cudaEventRecord(e0, ctx.stream()), "cudaEventRecord"); !st) return st;
-    if (auto st = op_->launch(ctx, values_); !st) return st;
+    if (auto st = replay ? graph_.replay(ctx.stream()) : op_->launch(ctx, values_); !st) return st;
     if (auto st = check(cudaEventRecord(e1, ctx.stream()), "cudaEventRecord"); !st) return st;
     // Outputs back to the host.
     out.resize(outputs_.size());
@@ -166,6 +194,9 @@ class CudaKernel final : public Kernel {
   PinnedBuffer staging_;
   cudaEvent_t events_[2] = {nullptr, nullptr};
   double lastUs_ = -1;
+  CapturedGraph graph_;                  ///< the chain's launches, from the second run on
+  std::vector<const void*> graphPtrs_;  ///< the device pointers graph_ was captured with
+  int runs_ = 0;
 };
 
 class CudaBackend final : public Backend {

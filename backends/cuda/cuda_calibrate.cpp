@@ -160,20 +160,15 @@ Result<GpuCalibration> calibrateGpu() {
     }
     c.launchUs = median(per);
     c.syncUs = median(rt);
-    cudaGraph_t graph = nullptr;
-    cudaGraphExec_t exec = nullptr;
-    Status st = check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "capture");
-    for (int i = 0; i < n && st; ++i) st = check(gpuBusyWait(0, s), "launch");
-    Status end = check(cudaStreamEndCapture(s, &graph), "end capture");
-    if (st && end) st = check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-    if (st && end) {
-      auto t = timeEvents(s, 5, [&] { return check(cudaGraphLaunch(exec, s), "graph launch"); });
-      if (t) c.graphNodeUs = *t * 1e6 / n;
-    }
-    if (exec) cudaGraphExecDestroy(exec);
-    if (graph) cudaGraphDestroy(graph);
+    CapturedGraph graph;
+    Status st = graph.capture(s, [&] {
+      Status l;
+      for (int i = 0; i < n && l; ++i) l = check(gpuBusyWait(0, s), "launch");
+      return l;
+    });
     if (!st) return Error{st.message()};
-    if (!end) return Error{end.message()};
+    auto t = timeEvents(s, 5, [&] { return graph.replay(s); });
+    if (t) c.graphNodeUs = *t * 1e6 / n;
   }
   auto f32 = gemmFlops(ctx, CUDA_R_32F, CUBLAS_COMPUTE_32F, 4096);
   auto tf32 = gemmFlops(ctx, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, 4096);

@@ -158,4 +158,40 @@ Status PinnedBuffer::ensure(size_t bytes) {
   return {};
 }
 
+CapturedGraph::~CapturedGraph() { reset(); }
+
+void CapturedGraph::reset() {
+  if (exec_) (void)cudaGraphExecDestroy(exec_);
+  if (graph_) (void)cudaGraphDestroy(graph_);
+  exec_ = nullptr;
+  graph_ = nullptr;
+}
+
+Status CapturedGraph::capture(cudaStream_t stream, const std::function<Status()>& launch) {
+  reset();
+  if (auto st = check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture"); !st)
+    return st;
+  Status launched = launch();
+  cudaGraph_t g = nullptr;
+  Status ended = check(cudaStreamEndCapture(stream, &g), "cudaStreamEndCapture");
+  if (!launched || !ended) {
+    if (g) (void)cudaGraphDestroy(g);
+    (void)cudaGetLastError();  // a failed capture leaves its error: the next call must not see it
+    if (!launched) return makeError("capture: ", launched.message());
+    return ended;
+  }
+  graph_ = g;
+  if (auto st = check(cudaGraphInstantiate(&exec_, graph_, 0), "cudaGraphInstantiate"); !st) {
+    exec_ = nullptr;
+    reset();
+    return st;
+  }
+  return {};
+}
+
+Status CapturedGraph::replay(cudaStream_t stream) const {
+  if (!exec_) return makeError("cudaGraphLaunch: nothing captured");
+  return check(cudaGraphLaunch(exec_, stream), "cudaGraphLaunch");
+}
+
 }  // namespace partex::cuda

@@ -9,6 +9,7 @@
 #include <cudnn.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -116,6 +117,30 @@ class PinnedBuffer {
  private:
   void* p_ = nullptr;
   size_t bytes_ = 0;
+};
+
+/// A sequence of launches captured once as a CUDA graph and replayed. At batch 1 the host's cost of
+/// launching dominates: a replay costs one launch where the sequence costs one per kernel and library
+/// call (cuDNN 9's legacy convolution calls take tens of microseconds of host time each). What was
+/// captured reads and writes the same device pointers at every replay.
+class CapturedGraph {
+ public:
+  CapturedGraph() = default;
+  CapturedGraph(const CapturedGraph&) = delete;
+  CapturedGraph& operator=(const CapturedGraph&) = delete;
+  ~CapturedGraph();
+  /// Captures what `launch` enqueues on `stream` (nothing runs), replacing an earlier capture. The
+  /// launches must have run once eagerly before: libraries load their kernels lazily, which must not
+  /// happen under capture. On failure nothing is kept.
+  Status capture(cudaStream_t stream, const std::function<Status()>& launch);
+  /// Enqueues the captured graph on `stream`.
+  Status replay(cudaStream_t stream) const;
+  bool ready() const { return exec_ != nullptr; }
+  void reset();
+
+ private:
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
 };
 
 }  // namespace partex::cuda

@@ -6,10 +6,7 @@
 
 namespace partex::cuda {
 
-Program::~Program() {
-  if (exec_) (void)cudaGraphExecDestroy(exec_);
-  if (graph_) (void)cudaGraphDestroy(graph_);
-}
+Program::~Program() = default;
 
 Result<std::unique_ptr<Program>> Program::build(const Graph& g, const std::vector<OpId>& ops, const LeafFn& leaf) {
   auto ctxr = Context::get();
@@ -120,28 +117,15 @@ Status Program::setInput(ValueId v, const Tensor& t) {
 
 Status Program::run(bool graph) {
   auto lock = ctx_->lock();
-  if (graph && !exec_) {
+  if (graph && !captured_.ready()) {
     // One eager run first: libraries load their kernels lazily, which must not happen under capture.
     if (auto st = launchAll(); !st) return st;
     if (auto st = check(cudaStreamSynchronize(ctx_->stream()), "cuda program: warm-up run"); !st) return st;
-    if (auto st = check(cudaStreamBeginCapture(ctx_->stream(), cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture"); !st)
-      return st;
-    Status launched = launchAll();
-    cudaGraph_t gr = nullptr;
-    Status ended = check(cudaStreamEndCapture(ctx_->stream(), &gr), "cudaStreamEndCapture");
-    if (!launched) {
-      if (gr) (void)cudaGraphDestroy(gr);
-      return makeError("cuda program: capture: ", launched.message());
-    }
-    if (!ended) return ended;
-    graph_ = gr;
-    if (auto st = check(cudaGraphInstantiate(&exec_, graph_, 0), "cudaGraphInstantiate"); !st) {
-      exec_ = nullptr;
-      return st;
-    }
+    if (auto st = captured_.capture(ctx_->stream(), [&] { return launchAll(); }); !st)
+      return makeError("cuda program: ", st.message());
   }
   if (graph) {
-    if (auto st = check(cudaGraphLaunch(exec_, ctx_->stream()), "cudaGraphLaunch"); !st) return st;
+    if (auto st = captured_.replay(ctx_->stream()); !st) return st;
   } else if (auto st = launchAll(); !st) {
     return st;
   }

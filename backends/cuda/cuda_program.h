@@ -70,8 +70,7 @@ class Program {
   std::vector<DeviceBuffer> buffers_;       // storage of values_ (views share their source's)
   std::vector<ValueId> inputs_, outputs_;
   PinnedBuffer staging_;
-  cudaGraph_t graph_ = nullptr;
-  cudaGraphExec_t exec_ = nullptr;
+  CapturedGraph captured_;
   int64_t deviceBytes_ = 0;
 };
 

@@ -16,6 +16,10 @@
 
 #include "backend/backend.h"
 #include "backend/npy.h"
+#include "cost/costtable.h"
+#include "cost/work.h"
+#include "platform/platform.h"
+#include "sim/plan.h"
 #include "cpu/cpu_backend.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_context.h"
@@ -345,7 +349,71 @@ class TestCudaBackend : public QObject {
     std::vector<Tensor> og2;
     QVERIFY((*kg)->run(ptrs, og2).isOk());
     QVERIFY(tensorsClose(og[0], og2[0], 0, maxAbs, maxRel, &why));
+    // From the second run on the kernel replays a captured CUDA graph: new input data (same buffers)
+    // must give the new result, run after run.
+    for (uint64_t seed : {6, 7}) {
+      Tensor other = *leafTensor(*g, n.inputs[0], seed);
+      ptrs[0] = &other;
+      ptrs[1] = &in[1];
+      std::vector<Tensor> og3, oc3;
+      QVERIFY((*kg)->run(ptrs, og3).isOk());
+      QVERIFY((*kc)->run(ptrs, oc3).isOk());
+      Tensor oc3Plain;
+      QVERIFY(oc3[0].toPlain(oc3Plain).isOk());
+      QVERIFY2(tensorsClose(oc3Plain, og3[0], 1e-4, maxAbs, maxRel, &why), why.c_str());
+      QVERIFY(!tensorsClose(og[0], og3[0], 1e-4, maxAbs, maxRel, &why));
+    }
     QCOMPARE(gpu->prepare(*g, conv, "core0").isOk(), false);
+  }
+
+  /// Plans through the executor on the combined backend, as `partex-cli execute` runs them: all on the
+  /// GPU, and blocks alternating between the GPU and a CPU core (device-resident hand-over between GPU
+  /// kernels, copies where the plan crosses), over several runs (the kernels replay captured graphs from
+  /// the second on): outputs equal the single-device reference.
+  void executorPlans() {
+    REQUIRE_GPU();
+    PARTEX_REQUIRE_SHARED_MODELS();
+    auto g = importShared("light_squeezenet.onnx");
+    QVERIFY2(g.isOk(), g.message().c_str());
+    auto cpu = makeCpuBackend();
+    auto gpu = makeCudaBackend();
+    QVERIFY(gpu != nullptr);
+    auto both = makeCombinedBackend({cpu.get(), gpu.get()});
+    Platform pf;
+    pf.name = "cpu-serial+gpu";
+    pf.host = "cpu-serial";
+    Device c, d;
+    c.id = "cpu-serial", c.name = "CPU", c.kind = DeviceKind::Cpu;
+    d.id = "gpu", d.name = "GPU", d.kind = DeviceKind::Gpu;
+    pf.devices = {c, d};
+    Link l;
+    l.from = "cpu-serial", l.to = "gpu", l.bandwidthGBs = 20, l.latencyUs = 8;
+    pf.links = {l};
+    auto t = buildCostTable(*g, characteriseAll(*g), pf);
+    QVERIFY2(t.isOk(), t.message().c_str());
+    const auto topo = t->topoOrder();
+    for (int split : {0, 1}) {
+      Plan plan;
+      plan.algorithm = "test";
+      plan.device.assign(topo.size(), 0);
+      plan.order.assign(2, {});
+      for (size_t i = 0; i < topo.size(); ++i) {
+        const DeviceId dev = split == 0 ? 1 : static_cast<DeviceId>((i / 7) % 2);
+        plan.device[static_cast<size_t>(topo[i])] = dev;
+        plan.order[static_cast<size_t>(dev)].push_back(topo[i]);
+      }
+      ExecOptions o;
+      o.warmup = 1;
+      o.reps = 3;
+      o.minCpuShare = 0;
+      o.maxDiscarded = 0;
+      o.rtol = 1e-3;
+      auto r = executePlan(*g, *both, *t, plan, o);
+      QVERIFY2(r.isOk(), r.message().c_str());
+      QVERIFY(r->outputsChecked);
+      QVERIFY2(r->outputsMatch, r->mismatch.c_str());
+      qInfo("split %d: makespan %.1f us", split, r->makespanUs);
+    }
   }
 
   /// ONNX conformance cases the backend claims, through the Backend interface (one kernel per operator).
