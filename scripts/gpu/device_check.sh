@@ -10,7 +10,7 @@
 # summary.txt; past the 8 files a device run brings back, the JSON files go into results-json.tar.xz.
 # Environment: TEST_FUNCS (test function names passed to every test binary: a rerun of some only);
 # BENCH_ARGS (more arguments to bench_gpu, e.g. --reps 100); BENCH_GENERATED (generated models
-# bench_gpu also runs, default bert,gpt2,resnet18,mobilenetv2,widedeep); STEPS (default "env unpack ldd tests bench torch bench_tf32") runs a subset; CHECK_BUDGET_S
+# bench_gpu also runs, default bert,gpt2,resnet18,mobilenetv2,widedeep); STEPS (default "env unpack ldd tests bench flow torch bench_graphapi", run in that order) runs a subset; CHECK_BUDGET_S
 # (default 540) bounds the whole run: each step's timeout is cut to what is left of it, so the
 # run ends inside the device call's 600 s limit.
 set -u
@@ -20,7 +20,7 @@ cd "$(dirname "$0")/../.." || exit 2
 REPO=$PWD
 BUNDLE=${BUNDLE:-$REPO/.gpu-bundle/bundle.tar.xz}
 WORK=${WORK:-/tmp/partex-gpu}
-STEPS=${STEPS:-env unpack ldd tests bench bench_graphapi flow torch}
+STEPS=${STEPS:-env unpack ldd tests bench flow torch bench_graphapi}
 BUDGET=${CHECK_BUDGET_S:-540}
 LOG=$OUTDIR/raw.log
 T0=$(date +%s)
@@ -213,7 +213,8 @@ step_torch() {
 echo "device_check: repo $REPO, out $OUTDIR, steps: $STEPS, budget ${BUDGET}s"
 # unpack sets the library path that ldd, tests and bench need: it runs whenever one of them does.
 if wanted ldd || wanted tests || wanted bench || wanted bench_graphapi || wanted flow || wanted bench_tf32; then STEPS="$STEPS unpack"; fi
-for s in env unpack ldd tests bench bench_graphapi flow torch bench_tf32; do
+# The most needed first: a budget that runs out cuts the graph-API and TF32 benches, not the flow.
+for s in env unpack ldd tests bench flow torch bench_graphapi bench_tf32; do
   wanted "$s" || { record "$s" skip 0; continue; }
   banner "step $s"
   t1=$(now)
