@@ -30,9 +30,35 @@ void addGenerate(CLI::App& app, int& exitCode) {
       ->capture_default_str();
   cmd->add_option("--dtype", spec->dtype, "Llama: weight and activation type, float32 or float16")
       ->capture_default_str();
+  auto preset = std::make_shared<std::string>();
+  cmd->add_option("--preset", *preset,
+                  "Llama/moe: a published decoder's shape (" + join(decoderPresets(), ", ") +
+                      "); overrides --layers, --hidden, ... given with it");
+  cmd->add_option("--quant", spec->quant,
+                  "Llama/moe: ggml storage type of the matrix weights (none, f16, bf16, q8_0, q6_k, q5_k, q4_k, "
+                  "q4_0, mxfp4, ...)")
+      ->capture_default_str();
+  cmd->add_option("--head-dim", spec->headDim, "Llama/moe: attention head size (0 = hidden / heads)")->capture_default_str();
+  cmd->add_option("--experts", spec->experts, "Moe: routed experts per layer")->capture_default_str();
+  cmd->add_option("--experts-used", spec->expertsUsed, "Moe: experts per token (top-k)")->capture_default_str();
+  cmd->add_option("--expert-ffn", spec->expertFfn, "Moe: each expert's gated-MLP size (0 = intermediate)")
+      ->capture_default_str();
+  cmd->add_option("--shared-ffn", spec->sharedFfn, "Moe: the shared expert's gated-MLP size (0 = none)")
+      ->capture_default_str();
+  cmd->add_option("--sliding-window", spec->slidingWindow, "Llama/moe: sliding-window size in tokens (0 = none)")
+      ->capture_default_str();
+  cmd->add_option("--sliding-period", spec->slidingPeriod,
+                  "Llama/moe: every period-th layer attends everything, the others slide (1: all slide)")
+      ->capture_default_str();
   cmd->add_option("--nodes", spec->nodes, "Random DAG: number of operators")->capture_default_str();
   cmd->add_option("--width", spec->width, "Random DAG: parallel branches")->capture_default_str();
-  cmd->callback([spec, out, &exitCode] {
+  cmd->callback([spec, out, preset, &exitCode] {
+    if (!preset->empty()) {
+      if (auto p = applyDecoderPreset(*preset, *spec); !p) {
+        exitCode = fail("--preset: " + p.message());
+        return;
+      }
+    }
     auto st = generateModelFile(*spec, *out);
     if (!st) {
       exitCode = fail(st.message());

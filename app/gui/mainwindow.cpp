@@ -386,7 +386,8 @@ void MainWindow::chooseFile() {
   // Task graphs and scheduling instances are JSON; the session tells them from models by content.
   QString path = QFileDialog::getOpenFileName(
       this, tr("Open ONNX model, task graph or project"), QString(),
-      tr("Models, task graphs and projects (*.onnx *.json *.partex);;ONNX models (*.onnx);;"
+      tr("Models, task graphs and projects (*.onnx *.gguf *.json *.partex);;ONNX models (*.onnx);;"
+         "llama.cpp models, header only (*.gguf);;"
          "Task graphs: Partex, SAGA, WfCommons (*.json);;Partex projects (*.partex);;All files (*)"));
   if (!path.isEmpty()) openModel(path);
 }

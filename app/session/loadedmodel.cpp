@@ -1,17 +1,12 @@
 #include "session/loadedmodel.h"
 
-#include "onnx/importer.h"
+#include "problem/problem.h"
 
 namespace partex::gui {
 
 Result<std::shared_ptr<const LoadedModel>> loadModel(const std::string& path, const std::vector<std::string>& dims) {
-  ImportOptions opts;
-  for (const auto& d : dims) {
-    auto b = parseDimBinding(d);
-    if (!b) return makeError("--dim ", d, ": ", b.message());
-    opts.dims.push_back(*b);
-  }
-  auto g = importOnnxFile(path, opts);
+  // Core's one loader: ONNX files, generator references and GGUF headers alike.
+  auto g = partex::loadModel(path, dims);
   if (!g) return Error{g.message()};
   auto m = std::make_shared<LoadedModel>();
   m->path = path;

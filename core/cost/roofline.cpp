@@ -66,7 +66,19 @@ double coreSyncCostUs(const Device& d, int k) {
 double rooflineUs(const Device& d, const OpWork& w, const std::string& opType) {
   const Ceilings c = ceilings(d, w.cls, w.dtype, &opType);
   if (w.cls == OpClass::ShapeOnly) return c.launchUs;  // views and metadata: no data moved
-  return c.launchUs + boundUs(c, w.flops, w.bytesReadActivations + w.bytesWritten, w.bytesReadWeights) + coreSyncCostUs(d, d.cores);
+  // Dequantising quantised weights adds to the compute side: at the device's measured rate where it
+  // has one, else as modelled flops at the operator's peak.
+  int64_t flops = w.flops;
+  double dequantUs = 0.0;
+  if (w.dequantElements > 0) {
+    if (usable(d.dequantGElemsPerS))
+      dequantUs = static_cast<double>(w.dequantElements) / (d.dequantGElemsPerS * 1e3);
+    else
+      flops += w.dequantFlops;
+  }
+  const double compute = static_cast<double>(std::max<int64_t>(0, flops)) / (c.peakGflops * 1e3) + dequantUs;
+  const double memory = boundUs(c, 0, w.bytesReadActivations + w.bytesWritten, w.bytesReadWeights);
+  return c.launchUs + std::max(compute, memory) + coreSyncCostUs(d, d.cores);
 }
 
 RooflineParts rooflineGroupParts(const Device& d, OpClass cls, DType t, int64_t flops, int64_t offchipBytes) {

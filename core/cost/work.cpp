@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <set>
@@ -184,6 +185,15 @@ const Table& microsoftTable() {
   }();
   return table;
 }
+/// Partex's own operators (domain "partex"): ExpertMatMul, a Mixture-of-Experts projection.
+const Table& partexTable() {
+  static const Table table = [] {
+    Table t;
+    t["ExpertMatMul"] = {OpClass::MatMul, Rule::Special, 0};
+    return t;
+  }();
+  return table;
+}
 // clang-format on
 
 const OpInfo* lookup(const Node& n) {
@@ -192,6 +202,8 @@ const OpInfo* lookup(const Node& n) {
     t = &defaultDomainTable();
   else if (n.domain == "com.microsoft")
     t = &microsoftTable();
+  else if (n.domain == "partex")
+    t = &partexTable();
   if (!t) return nullptr;
   auto it = t->find(n.opType);
   return it == t->end() ? nullptr : &it->second;
@@ -556,6 +568,14 @@ bool readsOnlySelection(const Node& n) {
   return n.opType == "Gather" || n.opType == "GatherElements" || n.opType == "GatherND" || n.opType == "Slice";
 }
 
+/// A quantised weight of which `elements` are read: their dequantisation (ir/quant.h).
+void addDequant(const Value& x, int64_t elements, OpWork& w) {
+  const QuantInfo* q = quantInfo(x.quant);
+  if (!q || !q->quantised || elements <= 0) return;
+  w.dequantElements = satAdd(w.dequantElements, elements);
+  w.dequantFlops = satAdd(w.dequantFlops, static_cast<int64_t>(static_cast<double>(elements) * q->dequantFlopsPerElement));
+}
+
 void addBytes(const NodeView& v, OpWork& w) {
   std::set<ValueId> seen;
   int64_t outBytes = 0;
@@ -573,8 +593,10 @@ void addBytes(const NodeView& v, OpWork& w) {
     int64_t b = x->bytes();
     if (i == 0 && readsOnlySelection(v.n) && v.out(0) && v.out(0)->numElements() >= 0)
       b = std::min(b, v.out(0)->bytes());
-    if (x->isWeight)
+    if (x->isWeight) {
       w.bytesReadWeights = satAdd(w.bytesReadWeights, b);
+      addDequant(*x, i == 0 && readsOnlySelection(v.n) && v.out(0) ? v.out(0)->numElements() : x->numElements(), w);
+    }
     else
       w.bytesReadActivations = satAdd(w.bytesReadActivations, b);
   }
@@ -588,6 +610,41 @@ bool allShapesKnown(const NodeView& v) {
     if (const Value* y = v.out(i); y && y->numElements() < 0 && (!y->consumers.empty() || y->isGraphOutput))
       return false;
   return true;
+}
+
+}  // namespace
+
+double expectedDistinctExperts(int64_t experts, int64_t used, int64_t tokens) {
+  if (experts <= 0 || used <= 0 || tokens <= 0) return 0.0;
+  if (used >= experts) return static_cast<double>(experts);
+  const double miss = std::pow(1.0 - static_cast<double>(used) / static_cast<double>(experts), static_cast<double>(tokens));
+  return static_cast<double>(experts) * (1.0 - miss);
+}
+
+namespace {
+
+/// ExpertMatMul reads only the experts its tokens are routed to: E(1 - (1 - k/E)^T) of E expert matrices
+/// for T tokens (expectedDistinctExperts, uniform routing), so its weight bytes and dequantised elements
+/// are that share of the whole tensor (addBytes counted all of it; memory still holds all of it).
+void expertWeightShare(const NodeView& v, OpWork& w) {
+  const auto* ws = v.inShape(1);
+  const auto* is = v.inShape(2);
+  const Value* wv = v.in(1);
+  if (!wv || !wv->isWeight) return;
+  const int64_t experts = (*ws)[0], used = is->back();
+  int64_t tokens = 1;
+  for (size_t i = 0; i + 1 < is->size(); ++i) tokens = satMul(tokens, (*is)[i]);
+  const double share = experts > 0 ? expectedDistinctExperts(experts, used, tokens) / static_cast<double>(experts) : 1.0;
+  const int64_t full = wv->bytes();
+  const int64_t read = static_cast<int64_t>(std::llround(static_cast<double>(full) * share));
+  w.bytesReadWeights = std::max<int64_t>(0, w.bytesReadWeights - full + read);
+  if (w.dequantElements > 0) {
+    const int64_t elems = wv->numElements();
+    const int64_t kept = static_cast<int64_t>(std::llround(static_cast<double>(elems) * share));
+    const QuantInfo* q = quantInfo(wv->quant);
+    w.dequantElements = std::max<int64_t>(0, w.dequantElements - elems + kept);
+    if (q) w.dequantFlops = static_cast<int64_t>(static_cast<double>(w.dequantElements) * q->dequantFlopsPerElement);
+  }
 }
 
 /// MACs and FLOPs of the ops whose rule is Special (besides control flow). Returns false when a needed shape
@@ -632,6 +689,15 @@ bool specialWork(const NodeView& v, OpWork& w) {
       bool tb = op == "FusedMatMul" && n.attrInt("transB", 0) != 0 && bs->size() >= 2;
       macs = matmulMacs(*as, *bs, ta, tb);
       if (macs >= 0) flops = satMul(2, macs);
+    }
+  } else if (op == "ExpertMatMul" && n.domain == "partex") {
+    // x [..., in] or [..., k, in], experts [E, in, out], ids [..., k]: each token through its k experts.
+    const auto* ws = v.inShape(1);
+    const auto* is = v.inShape(2);
+    if (ws && ws->size() == 3 && is && !is->empty() && out >= 0) {
+      macs = satMul(out, (*ws)[1]);  // out = tokens * k * out features
+      flops = satMul(2, macs);
+      expertWeightShare(v, w);
     }
   } else if (op == "QLinearMatMul") {
     const auto* as = v.inShape(0);

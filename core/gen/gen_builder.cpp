@@ -1,5 +1,7 @@
 #include "gen/gen_builder.h"
 
+#include "ir/quant.h"
+
 #include <onnx/checker.h>
 #include <onnx/shape_inference/implementation.h>
 
@@ -88,7 +90,19 @@ void Builder::output(const std::string& name, int32_t elemType, const Dims& dims
 
 std::string Builder::weight(const std::string& name, const Dims& dims, float lo, float hi, int32_t elemType) {
   const int64_t n = product(dims);
-  if (n > 2147483647) throw GenError("weight " + name + " [" + dimsKey(dims) + "] has more than 2^31 elements");
+  if (spec_.weights && n > 2147483647)
+    throw GenError("weight " + name + " [" + dimsKey(dims) + "] has more than 2^31 elements");
+  // Storage type: the file's own for this tensor, else the spec's for matrices (norms stay float).
+  std::string q;
+  if (auto it = spec_.tensorQuant.find(name); it != spec_.tensorQuant.end())
+    q = it->second;
+  else if (dims.size() >= 2 && name.find("ffn_gate_inp") == std::string::npos)  // routers stay float, as llama.cpp's
+    q = spec_.quant;
+  if (!q.empty() && q != "none") {
+    QuantType qt;
+    if (!quantFromName(q, qt)) throw GenError("weight " + name + ": unknown weight type '" + q + "'");
+    if (qt != QuantType::None) quantLines_ += name + " " + quantName(qt) + "\n";
+  }
   const bool half = elemType == onnx::TensorProto::FLOAT16;
   if (!half && elemType != onnx::TensorProto::FLOAT) throw GenError("weight " + name + ": unsupported element type");
   if (!spec_.weights) {
@@ -235,7 +249,29 @@ onnx::NodeProto& Builder::last() {
   return *graph_->mutable_node(graph_->node_size() - 1);
 }
 
+std::string Builder::partexOp(const std::string& opType, const std::string& name,
+                              const std::vector<std::string>& inputs, int32_t elemType, const Dims& dims) {
+  if (kept_.empty()) {
+    auto* imp = model_.add_opset_import();
+    imp->set_domain(kPartexDomain);
+    imp->set_version(1);
+  }
+  auto& n = node(opType, name, inputs, {name});
+  n.set_domain(kPartexDomain);
+  onnx::ValueInfoProto vi;
+  setShape(&vi, elemType, dims);
+  vi.set_name(name);
+  kept_.push_back(vi);
+  *graph_->add_value_info() = vi;
+  return name;
+}
+
 std::string Builder::finish(bool inferShapes) {
+  if (!quantLines_.empty()) {
+    auto* prop = model_.add_metadata_props();
+    prop->set_key(kQuantMetadataKey);
+    prop->set_value(quantLines_);
+  }
   auto flatten = [](std::string s) {
     for (char& c : s)
       if (c == '\n' || c == '\r') c = ' ';
@@ -257,6 +293,7 @@ std::string Builder::finish(bool inferShapes) {
       throw GenError("shape inference failed on the generated model: " + flatten(e.what()));
     }
     model_.mutable_graph()->clear_value_info();
+    for (const auto& vi : kept_) *model_.mutable_graph()->add_value_info() = vi;
   }
   std::string out;
   {

@@ -83,6 +83,11 @@ class Builder {
   /// The last node added (for attributes after op()).
   onnx::NodeProto& last();
 
+  /// A node of Partex's own domain ("partex", e.g. ExpertMatMul) with one output of declared type and
+  /// shape: ONNX has no inference for it, so the output's type is kept as value_info in the file.
+  std::string partexOp(const std::string& opType, const std::string& name, const std::vector<std::string>& inputs,
+                       int32_t elemType, const Dims& dims);
+
   /// Runs the checker, optionally strict shape inference, and serializes deterministically.
   std::string finish(bool inferShapes);
 
@@ -98,6 +103,8 @@ class Builder {
   int64_t weightBytes_ = 0;
   std::map<std::string, bool> constants_;   ///< Names of initializers made by const*(): created once.
   std::map<Dims, std::string> shapeInits_;  ///< Shared shape initializers of ConstantOfShape nodes.
+  std::string quantLines_;                   ///< "NAME TYPE\n" per quantised weight (kQuantMetadataKey).
+  std::vector<onnx::ValueInfoProto> kept_;   ///< Declared outputs of partex-domain nodes.
 };
 
 /// Per-kind builders (gen_cnn.cpp, gen_transformer.cpp, gen_random.cpp, gen_recsys.cpp). They throw GenError.

@@ -3,6 +3,7 @@
 /// used as the bundled example, in tests and in benchmarks.
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,28 @@ struct GenSpec {
   /// Llama: "prefill" (`seqLen` prompt tokens, empty cache) or "decode" (one token, a `seqLen`-token cache).
   std::string phase = "prefill";
   std::string dtype = "float32";  ///< Llama: weight and activation type, "float32" or "float16".
+  /// Llama/moe: storage type of the matrix weights (ggml's names, ir/quant.h: "q4_k", "mxfp4", "f16", ...;
+  /// "none" = the dtype's bytes). Norm weights stay in the dtype (llama.cpp keeps them F32).
+  std::string quant = "none";
+  /// Llama/moe: per-weight storage types that override `quant` (a GGUF file's tensor types), by name.
+  std::map<std::string, std::string> tensorQuant;
+  /// Llama/moe: size of one attention head; 0 = hidden / heads (Qwen3 and gpt-oss set it apart).
+  int64_t headDim = 0;
+  /// Mixture-of-Experts ("moe", or llama with experts > 0): routed experts per layer (0 = a dense FFN),
+  /// experts each token uses (top-k), each expert's gated-MLP size, and one shared expert's size (0 = none).
+  int64_t experts = 0;
+  int64_t expertsUsed = 0;
+  int64_t expertFfn = 0;
+  int64_t sharedFfn = 0;
+  /// Sliding-window attention: window in tokens (0 = none) on the layers L with L % slidingPeriod !=
+  /// slidingPeriod - 1 (period 2: even layers slide, odd ones attend everything, as gpt-oss; period 1: all
+  /// layers). In decode a sliding layer's cache holds min(seqLen, window) tokens (llama.cpp's SWA cache).
+  int64_t slidingWindow = 0;
+  int64_t slidingPeriod = 1;
+  /// The output head reuses token_embd.weight (a file without output.weight).
+  bool tiedEmbeddings = false;
+  /// Names the RMSNorm before the FFN post_attention_norm (gpt-oss's GGUF name) instead of ffn_norm.
+  bool postAttentionNormName = false;
   int64_t nodes = 100;      ///< Random DAG: number of operators.
   int64_t width = 8;        ///< Random DAG: typical number of parallel branches; recommenders: features or towers.
 };
@@ -46,6 +69,14 @@ int64_t llamaIntermediate(int64_t hidden);
 /// ("prefill": a `tokens`-token prompt; "decode": one token with a `tokens`-token cache): the 7B-class
 /// decoder of the offload comparison (bench_sched offload, tests).
 GenSpec llama2_7b(const std::string& phase, int64_t tokens = 512);
+
+/// Published decoder shapes for `generate llama|moe --preset NAME` (sources in docs/design-decisions.md):
+/// "llama2-7b", "mixtral-8x7b", "qwen3-30b-a3b", "gpt-oss-20b", "gpt-oss-120b". Sets the architecture
+/// fields of `spec` (kind, layers, hidden, heads, kvHeads, headDim, intermediate, vocab, experts, ...),
+/// leaving phase, seqLen, batch, dtype and quant as they are. Error for an unknown name.
+Status applyDecoderPreset(const std::string& name, GenSpec& spec);
+/// The preset names, for help texts.
+std::vector<std::string> decoderPresets();
 
 /// The generator kinds, for help texts.
 std::vector<std::string> generatorKinds();

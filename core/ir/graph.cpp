@@ -72,7 +72,12 @@ int64_t Value::numElements() const {
 
 int64_t Value::bytes() const {
   int64_t n = numElements();
-  return n < 0 ? 0 : n * dtypeSize(dtype);
+  if (n < 0) return 0;
+  if (quant != QuantType::None) {
+    const int64_t q = quantBytes(quant, n);
+    if (q >= 0) return q;
+  }
+  return n * dtypeSize(dtype);
 }
 
 int64_t Node::attrInt(const std::string& key, int64_t def) const {

@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "ir/quant.h"
 #include "ir/tensordata.h"
 #include "support/result.h"
 
@@ -66,10 +67,15 @@ struct Value {
   /// shared by copies of the graph; null where the graph has none (generated in memory, or a model
   /// imported from bytes without its external-data folder): runs then feed synthetic data.
   std::shared_ptr<const TensorData> data;
+  /// A weight's storage type in ggml's terms (a GGUF tensor's type, or a generated model's --quant):
+  /// None (the default) stores it as `dtype`; any other type makes bytes() the quantised size, so
+  /// memory and bytes read follow (ir/quant.h). The elements compute as `dtype` after dequantisation.
+  QuantType quant = QuantType::None;
 
   /// Number of elements; -1 when the shape is not fully known.
   int64_t numElements() const;
-  /// Bytes (numElements * dtypeSize); 0 when unknown.
+  /// Bytes (numElements * dtypeSize, or quantBytes(quant, numElements) when a quantisation type is set);
+  /// 0 when unknown.
   int64_t bytes() const;
 };
 

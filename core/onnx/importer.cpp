@@ -19,6 +19,7 @@
 #include <memory>
 #include <queue>
 #include <set>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -826,7 +827,7 @@ Status GraphBuilder::processNode(onnx::NodeProto& node) {
   n.opType = node.op_type();
   n.domain = normDomain(node.domain());
   convertAttributes(node, n);
-  if (!isKnownDomain(node.domain()))
+  if (!isKnownDomain(node.domain()) && node.domain() != kPartexDomain)
     ctx_.warn("domain:" + node.domain() + ":" + node.op_type(),
               "node '" + node.name() + "' uses operator '" + node.op_type() + "' of unknown domain '" + node.domain() +
                   "' (imported as an opaque operator)");
@@ -1202,6 +1203,22 @@ Result<Graph> importModel(onnx::ModelProto& model, ImportCtx& ctx, const ImportO
   graph.opsetVersion = ctx.opset;
   graph.producerName = model.producer_name();
   graph.graphSha256 = graphSha256;
+  // Weight storage types (ir/quant.h) of a generated or GGUF-built model: metadata "partex.quant", one
+  // "NAME TYPE" line per quantised weight. They change the model's bytes, so they join its identity.
+  for (const auto& prop : model.metadata_props()) {
+    if (prop.key() != kQuantMetadataKey) continue;
+    std::istringstream lines(prop.value());
+    std::string name, type;
+    while (lines >> name >> type) {
+      QuantType q;
+      if (!quantFromName(type, q)) return ctx.fail("metadata ", kQuantMetadataKey, ": unknown weight type '", type, "'");
+      const ValueId id = graph.findValue(name);
+      if (id == kNone || !graph.values[static_cast<size_t>(id)].isWeight)
+        return ctx.fail("metadata ", kQuantMetadataKey, ": '", name, "' is not a weight of the model");
+      graph.values[static_cast<size_t>(id)].quant = q;
+    }
+    graph.graphSha256 = sha256Hex(graphSha256 + "\n" + prop.value());
+  }
   graph.warnings = std::move(ctx.warnings);
   graph.notes = std::move(ctx.notes);
   // Subgraphs share the model's metadata.

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/quant.h"
 #include "support/result.h"
 
 namespace partex {

@@ -64,6 +64,10 @@ struct Device {
   /// Per ONNX op type: numbers that override the class's (see OpTypeCost).
   std::map<std::string, OpTypeCost> opTypeCosts;
   int64_t memCapacityBytes = 0;  ///< 0 = unlimited.
+  /// Rate at which the device's matrix kernels dequantise quantised weights (ggml types, ir/quant.h), in
+  /// 1e9 elements/s: a measured number. 0 (the default): modelled as QuantInfo::dequantFlopsPerElement
+  /// extra flops per element at the operator's peak. Either way the time adds to the compute side.
+  double dequantGElemsPerS = 0.0;
   /// Scratch memory an operator holds on this device while it runs (im2col buffers, a compiler's
   /// workspace), in bytes; 0: none. Counted by the memory model (sim/memory.h).
   int64_t workspaceBytes = 0;

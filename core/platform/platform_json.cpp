@@ -266,6 +266,7 @@ class Parser {
     parseClassMap(o, "launch_overhead_us_by_class", where, Sign::NonNegative, d.launchOverheadUsByClass);
     parseOpTypes(o, where, d);
     d.memCapacityBytes = optionalInteger(o, "memory_bytes", where, 0, 0);
+    d.dequantGElemsPerS = optionalNumber(o, "dequant_gelems_per_s", where, Sign::NonNegative, 0.0);
     d.workspaceBytes = optionalInteger(o, "workspace_bytes", where, 0, 0);
     d.onChipBytes = optionalInteger(o, "on_chip_bytes", where, 0, 0);
     int64_t cores = optionalInteger(o, "cores", where, 1, 1);
@@ -487,6 +488,7 @@ json deviceToJson(const Device& d) {
     o["op_types"] = ts;
   }
   o["memory_bytes"] = d.memCapacityBytes;
+  if (d.dequantGElemsPerS > 0) o["dequant_gelems_per_s"] = d.dequantGElemsPerS;
   if (d.workspaceBytes > 0) o["workspace_bytes"] = d.workspaceBytes;
   o["on_chip_bytes"] = d.onChipBytes;
   o["cores"] = d.cores;

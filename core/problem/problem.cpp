@@ -7,6 +7,7 @@
 
 #include "cost/instances.h"
 #include "cost/work.h"
+#include "gguf/gguf.h"
 #include "onnx/importer.h"
 #include "support/files.h"
 #include "support/sha256.h"
@@ -51,18 +52,26 @@ Result<GenSpec> parseGeneratorRef(const std::string& ref) {
                               {"seq", &GenSpec::seqLen},         {"hidden", &GenSpec::hidden},
                               {"heads", &GenSpec::heads},        {"vocab", &GenSpec::vocab},
                               {"nodes", &GenSpec::nodes},        {"width", &GenSpec::width},
-                              {"kv-heads", &GenSpec::kvHeads},   {"intermediate", &GenSpec::intermediate}};
+                              {"kv-heads", &GenSpec::kvHeads},   {"intermediate", &GenSpec::intermediate},
+                              {"head-dim", &GenSpec::headDim},   {"experts", &GenSpec::experts},
+                              {"experts-used", &GenSpec::expertsUsed}, {"expert-ffn", &GenSpec::expertFfn},
+                              {"shared-ffn", &GenSpec::sharedFfn},     {"sliding-window", &GenSpec::slidingWindow},
+                              {"sliding-period", &GenSpec::slidingPeriod}};
   struct TextKey {
     const char* name;
     std::string GenSpec::*field;
   };
-  static const TextKey kTextKeys[] = {{"phase", &GenSpec::phase}, {"dtype", &GenSpec::dtype}};
+  static const TextKey kTextKeys[] = {{"phase", &GenSpec::phase}, {"dtype", &GenSpec::dtype}, {"quant", &GenSpec::quant}};
   for (const auto& kv : split(body.substr(q + 1), '&')) {
     const auto eq = kv.find('=');
     std::string key = trim(kv.substr(0, eq));
     std::replace(key.begin(), key.end(), '_', '-');
     const std::string value = eq == std::string::npos ? "" : trim(kv.substr(eq + 1));
     int64_t n = 0;
+    if (key == "preset") {  // a published decoder's shape; keys after it override its fields
+      if (auto st = applyDecoderPreset(value, spec); !st) return makeError(ref, ": ", st.message());
+      continue;
+    }
     if (key == "weights") {
       if (value != "" && value != "1" && value != "true" && value != "0" && value != "false")
         return makeError(ref, ": weights must be true or false");
@@ -98,9 +107,51 @@ Result<GenSpec> parseGeneratorRef(const std::string& ref) {
 }
 
 Result<bool> isTaskGraphFile(const std::string& path) {
-  if (isGeneratorRef(path)) return false;
+  if (isGeneratorRef(path) || isGgufRef(path)) return false;
   return isInstanceFile(path);
 }
+
+namespace {
+
+/// A GGUF file ("model.gguf?phase=decode&seq=4096"): its header's decoder, generated and imported.
+Result<Graph> loadGgufModel(const std::string& ref, const ImportOptions& opts) {
+  auto parsed = parseGgufRef(ref);
+  if (!parsed) return Error{parsed.message()};
+  const auto& [path, gopts] = *parsed;
+  auto file = readGgufHeader(path);
+  if (!file) return Error{file.message()};
+  auto spec = ggufToSpec(*file, gopts);
+  if (!spec) return Error{spec.message()};
+  auto bytes = generateModel(*spec);
+  if (!bytes) return makeError(path, ": ", bytes.message());
+  auto g = importOnnxBytes(*bytes, path, opts);
+  if (!g) return g;
+  // The graph's weights against the file's tensors: same elements (the architecture read right), and the
+  // file's tensors the graph leaves out (biases, q/k norms, attention sinks) said in a note.
+  int64_t leftOut = 0, leftOutBytes = 0;
+  for (const auto& t : file->tensors) {
+    const ValueId id = g->findValue(t.name);
+    if (id == kNone) {
+      ++leftOut;
+      leftOutBytes += t.bytes();
+      continue;
+    }
+    const Value& v = g->values[static_cast<size_t>(id)];
+    if (v.numElements() != t.elements())
+      return makeError(path, ": tensor '", t.name, "' has ", std::to_string(t.elements()), " elements in the file, ",
+                       std::to_string(v.numElements()), " in the ", file->architecture(), " graph built from its metadata");
+  }
+  g->sourcePath = path;
+  g->notes.push_back("GGUF " + file->architecture() + " (version " + std::to_string(file->version) + ", " +
+                     std::to_string(file->tensors.size()) + " tensors) read from its header: " + gopts.phase + ", " +
+                     std::to_string(gopts.seq) + (gopts.phase == "decode" ? " cached tokens" : " prompt tokens"));
+  if (leftOut > 0)
+    g->notes.push_back(std::to_string(leftOut) + " tensors of the file are not in the graph (biases, norms of q/k, "
+                       "attention sinks): " + std::to_string(leftOutBytes) + " bytes not counted");
+  return g;
+}
+
+}  // namespace
 
 Result<Graph> loadModel(const std::string& path, const std::vector<std::string>& dims) {
   ImportOptions opts;
@@ -109,6 +160,7 @@ Result<Graph> loadModel(const std::string& path, const std::vector<std::string>&
     if (!b) return makeError("--dim ", d, ": ", b.message());
     opts.dims.push_back(*b);
   }
+  if (isGgufRef(path)) return loadGgufModel(path, opts);
   if (!isGeneratorRef(path)) return importOnnxFile(path, opts);
   auto spec = parseGeneratorRef(path);
   if (!spec) return Error{spec.message()};

@@ -46,7 +46,8 @@ inline constexpr const char* kGeneratorPrefix = "gen:";
 bool isGeneratorRef(const std::string& model);
 /// Parses "gen:KIND?key=value&..." (keys as `partex-cli generate`'s options: weights, seed, batch,
 /// image-size, classes, layers, seq, hidden, heads, vocab, nodes, width, kv-heads, intermediate, phase,
-/// dtype; "gen:llama?phase=decode&dtype=float16"). Errors name the reference.
+/// dtype, quant, head-dim, experts, experts-used, expert-ffn, shared-ffn, sliding-window, sliding-period,
+/// preset; "gen:llama?phase=decode&dtype=float16", "gen:moe?preset=gpt-oss-20b&quant=mxfp4"). Errors name the reference.
 Result<GenSpec> parseGeneratorRef(const std::string& ref);
 
 /// Whether `path` is a scheduling instance rather than an ONNX model: core/cost/instances.h's

@@ -5,7 +5,8 @@
 # Debian 12's system Python refuses `pip install` (PEP 668, externally managed), hence the venv, made
 # with Debian's own interpreter (/usr/bin/python3 -m venv needs the python3-venv package, which
 # scripts/deps.sh installs). Pinned: onnxruntime 1.30.0, NumPy 2.4.6 (run.py's arrays and .npy files)
-# and onnx 1.23.2 (scripts/models/run_suite.py reads the suite's models and their input types with it).
+# and onnx 1.23.2 (scripts/models/run_suite.py reads the suite's models and their input types with it),
+# and gguf 0.19.0, llama.cpp's own GGUF reader: tst_gguf checks Partex's GGUF writer and reader against it.
 # Target: $PARTEX_ORT_VENV (default ~/.local/share/partex/ort-venv); run.py is then run as
 # $PARTEX_ORT_VENV/bin/python scripts/ort/run.py. Idempotent: when both pinned versions are there it
 # only says so (reading the installed metadata, without importing them).
@@ -13,15 +14,16 @@ set -euo pipefail
 ORT_VERSION=1.30.0
 NUMPY_VERSION=2.4.6
 ONNX_VERSION=1.23.2
+GGUF_VERSION=0.19.0
 dir="${PARTEX_ORT_VENV:-$HOME/.local/share/partex/ort-venv}"
 py="$dir/bin/python"
 
 present() {
-  [ -x "$py" ] && "$py" - "$ORT_VERSION" "$NUMPY_VERSION" "$ONNX_VERSION" <<'PY' 2>/dev/null
+  [ -x "$py" ] && "$py" - "$ORT_VERSION" "$NUMPY_VERSION" "$ONNX_VERSION" "$GGUF_VERSION" <<'PY' 2>/dev/null
 import importlib.metadata as m, sys
 try:
     ok = (m.version("onnxruntime") == sys.argv[1] and m.version("numpy") == sys.argv[2]
-          and m.version("onnx") == sys.argv[3])
+          and m.version("onnx") == sys.argv[3] and m.version("gguf") == sys.argv[4])
 except m.PackageNotFoundError:
     ok = False
 sys.exit(0 if ok else 1)
@@ -29,7 +31,7 @@ PY
 }
 
 if present; then
-  echo "ort: onnxruntime $ORT_VERSION, numpy $NUMPY_VERSION and onnx $ONNX_VERSION present in $dir"
+  echo "ort: onnxruntime $ORT_VERSION, numpy $NUMPY_VERSION, onnx $ONNX_VERSION and gguf $GGUF_VERSION present in $dir"
   exit 0
 fi
 if [ ! -x "$py" ]; then
@@ -42,8 +44,8 @@ if [ ! -x "$py" ]; then
     exit 1
   fi
 fi
-echo "ort: installing onnxruntime==$ORT_VERSION numpy==$NUMPY_VERSION onnx==$ONNX_VERSION into $dir"
+echo "ort: installing onnxruntime==$ORT_VERSION numpy==$NUMPY_VERSION onnx==$ONNX_VERSION gguf==$GGUF_VERSION into $dir"
 "$py" -m pip install --disable-pip-version-check --no-input -q "onnxruntime==$ORT_VERSION" "numpy==$NUMPY_VERSION" \
-  "onnx==$ONNX_VERSION"
+  "onnx==$ONNX_VERSION" "gguf==$GGUF_VERSION"
 present || { echo "ort: the installation in $dir does not hold the pinned versions" >&2; exit 1; }
 echo "ort: done; run scripts/ort/run.py with $py"
