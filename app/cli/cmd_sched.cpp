@@ -414,7 +414,7 @@ int runCompare(const ProblemArgs& a, const std::string& algos) {
     if (r.algo == "offload" && r.notes.size() >= 2) std::printf("%-22s split: %s; %s\n", "", r.notes[0].c_str(), r.notes[1].c_str());
   }
   if (!why.empty()) {
-    std::printf("\nbest against the first-k-layers split:\n");
+    std::printf("\nbest against llama.cpp's -ngl split:\n");
     for (const auto& line : why) std::printf("  %s\n", line.c_str());
   }
   return 0;
