@@ -328,7 +328,9 @@ class TstMemory : public QObject {
         ++plans;
       }
     }
-    QVERIFY(plans > 0);  // the limits leave room for some plans
+    // The limits leave room for some plans; n-cpu-moe (no model here has experts) and ot (no override
+    // string) have none to give.
+    QVERIFY(plans > 0 || s->name() == "n-cpu-moe" || s->name() == "ot");
     qInfo("%s: %d plans within capacity, %d refusals", qPrintable(algo), plans, refusals);
   }
 
