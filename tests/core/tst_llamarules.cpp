@@ -365,6 +365,8 @@ class TstLlamaRules : public QObject {
     auto ok = test::runCli({"schedule", "gen:llama?layers=2&hidden=64&heads=4&intermediate=96&vocab=100&seq=8",
                             "--platform", "desktop-rtx4070", "--algo", "ot", "--param", "ot=ffn_(up|down)=CPU"});
     QVERIFY2(ok.code == 0, ok.err.constData());
+    // The arguments of the plan, anchored, as schedule prints them.
+    QVERIFY2(ok.out.contains("llama.cpp    -ngl 3 -ot \"^blk\\.(0|1)\\.(ffn_down|ffn_up)\\.weight$=CPU\""), ok.out.constData());
   }
 
   /// The prefill op offload by hand: the output matrix (64 x 100 float32) on the host costs, in a
