@@ -141,10 +141,14 @@ class Best final : public Scheduler {
     if (const Scheduler* s = findScheduler("offload"); s && hasLayerNames(t) && (only.empty() || std::find(only.begin(), only.end(), "offload") != only.end()))
       members.push_back({s, true, {{"mode", "best-n"}}});
     // And llama.cpp's other rules that apply (n-cpu-moe on MoE models, fit): best is never slower than them.
-    if (hasLayerNames(t))
+    if (hasLayerNames(t)) {
+      const bool experts = llamaTensors(t).experts;
       for (const char* rule : {"n-cpu-moe", "fit"})
-        if (const Scheduler* s = findScheduler(rule); s && (only.empty() || std::find(only.begin(), only.end(), rule) != only.end()))
+        if (const Scheduler* s = findScheduler(rule);
+            s && (experts || std::string(rule) != "n-cpu-moe") &&
+            (only.empty() || std::find(only.begin(), only.end(), rule) != only.end()))
           members.push_back({s, true});
+    }
     std::vector<Member> searching;
     for (const auto& s : allSchedulers()) {
       const std::string& n = s->name();

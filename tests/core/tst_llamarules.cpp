@@ -236,6 +236,37 @@ class TstLlamaRules : public QObject {
     QCOMPARE(all->k, kLayers + 1);
   }
 
+  /// The goal's hand counts: Llama-2-7B in float16 at 8, 12 and 24 GiB. A slot is a layer, 404,766,720
+  /// bytes of weights and its 8 MiB KV cache (decode's past, prefill's present), or the output head
+  /// (4096 x 32000 + 4096 halves); -ngl's largest N fits them in the GPU, --fit's in the GPU less its
+  /// 1 GiB margin (the context is the user's, 512 tokens).
+  void llama7bHandCounts_data() { nglSlots_data(); }
+  void llama7bHandCounts() {
+    QFETCH(QString, phase);
+    auto bytes = generateModel(llama2_7b(phase.toStdString()));
+    QVERIFY(bytes);
+    auto g = importOnnxBytes(*bytes, "llama7b.onnx");
+    QVERIFY(g);
+    CostTable t = table(*g, 0);
+    const int64_t layer = 404766720 + int64_t{2} * 32 * 512 * 128 * 2, out = 2 * (4096 + int64_t{4096} * 32000);
+    const int64_t shared = sharedConstants(*g);
+    for (int gib : {8, 12, 24}) {
+      t.memCapacity[1] = int64_t{gib} << 30;
+      auto slotsIn = [&](int64_t room) { return static_cast<int>(std::min<int64_t>(33, 1 + (room - shared - out) / layer)); };
+      const int ngl = slotsIn(t.memCapacity[1]), fit = slotsIn(t.memCapacity[1] - (int64_t{1} << 30));
+      QCOMPARE(ngl, gib == 8 ? 21 : gib == 12 ? 31 : 33);
+      QCOMPARE(fit, gib == 8 ? 18 : gib == 12 ? 28 : 33);
+      auto rule = chooseOffloadSplit(t, {}, {}, false, -1, Deadline{}, nullptr);
+      QVERIFY2(rule, rule.message().c_str());
+      QCOMPARE(rule->k, ngl);
+      SchedInfo info;
+      auto plan = findScheduler("fit")->schedule(t, {}, SchedOptions{}, &info);
+      QVERIFY2(plan, plan.message().c_str());
+      const std::string args = "llama.cpp: -ngl " + std::to_string(fit);
+      QVERIFY2(std::find(info.notes.begin(), info.notes.end(), args) != info.notes.end(), (args + " not in " + info.notes[0]).c_str());
+    }
+  }
+
   /// The n-cpu-moe rule on the hand-built MoE decoder.
   void nCpuMoe() {
     const Graph g = moeGraph();
