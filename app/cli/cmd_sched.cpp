@@ -19,6 +19,8 @@
 #include "plan/planfile.h"
 #include "platform/platform.h"
 #include "sched/compare.h"
+#include "sched/llamarules.h"
+#include "sched/offload.h"
 #include "sched/scheduler.h"
 #include "sim/memory.h"
 #include "support/files.h"
@@ -248,8 +250,20 @@ int runSchedule(const ProblemArgs& a, const std::string& algo, const Exports& ex
   auto tl = simulate(p->table, *plan, o->sim);
   if (!tl) return fail(baseName(a.model) + ": " + algo + " produced an invalid plan: " + tl.message());
   if (!writeExports(*p, *plan, *tl, ex.plan, ex.trace, ex.dot, ex.csv, ex.openvino, ex.onert)) return 2;
+  // On a language model with a GPU: the llama.cpp arguments that realise the plan (sched/llamarules.h).
+  std::string llamaArgs;
+  if (hasLayerNames(p->table)) {
+    const LlamaTensors m = llamaTensors(p->table);
+    const DeviceId accel = defaultAccelerator(p->table);
+    if (m.layers > 0 && accel >= 0) {
+      const LlamaArgs la = llamaArgsFor(p->table, m, tensorsOfPlan(p->table, m, *plan), accel);
+      llamaArgs = la.text;
+      if (!la.caches.empty()) llamaArgs += " (the KV cache of " + std::to_string(la.caches.size()) + " tensors placed as no -ngl does)";
+    }
+  }
   if (a.json) {
     auto j = timelineJson(p->table, *tl, algo);
+    if (!llamaArgs.empty()) j["llama_cpp_args"] = llamaArgs;
     addMemoryJson(p->table, *plan, *tl, j);
     j["lower_bound_us"] = lowerBound(p->table, *c);
     j["optimal"] = info.optimal;
@@ -264,6 +278,7 @@ int runSchedule(const ProblemArgs& a, const std::string& algo, const Exports& ex
                 tl->makespan / std::max(1e-12, lowerBound(p->table, *c)));
     printKernels(*p, planKernels(*p, *plan, *tl));
     for (const auto& n : info.notes) std::printf("Note         %s\n", n.c_str());
+    if (!llamaArgs.empty()) std::printf("llama.cpp    %s\n", llamaArgs.c_str());
   }
   return 0;
 }
@@ -414,7 +429,7 @@ int runCompare(const ProblemArgs& a, const std::string& algos) {
     if (r.algo == "offload" && r.notes.size() >= 2) std::printf("%-22s split: %s; %s\n", "", r.notes[0].c_str(), r.notes[1].c_str());
   }
   if (!why.empty()) {
-    std::printf("\nbest against the first-k-layers split:\n");
+    std::printf("\nbest against llama.cpp's -ngl split:\n");
     for (const auto& line : why) std::printf("  %s\n", line.c_str());
   }
   return 0;

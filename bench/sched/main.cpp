@@ -10,9 +10,10 @@
 //   teach    recording a scheduler's decisions for teaching mode (300 and 3000 tasks)
 //   families SAGA-style instance families (chains, in-trees, out-trees, fork-join, layered) at CCR 0.1, 1, 10 on
 //            heterogeneous nodes and links: every algorithm against the best of all
-//   offload  the LLM offload question (issue 15.5): a generated Llama-2-7B (float16) in prefill and decode on
-//            desktop-rtx4070 (12 GiB) and an 8 GiB variant: llama.cpp's first-k-layers rule (largest k
-//            that fits), the fastest k, and best, with the splits and why best wins
+//   offload  the LLM offload question (issues 15.5, 26): a generated Llama-2-7B (float16) in prefill and decode on
+//            desktop-rtx4070 (12 GiB) and an 8 GiB variant: llama.cpp's -ngl N (the last N of n_layer + 1
+//            slots on the GPU, the largest N that fits), the fastest N, --fit's split, and best, with the
+//            splits and why best wins
 // Each algorithm run is cancelled after --max-ms (default 60000) through its cancel token.
 #include <algorithm>
 #include <atomic>
@@ -33,6 +34,7 @@
 #include "gen/generator.h"
 #include "onnx/importer.h"
 #include "platform/platform.h"
+#include "sched/llamarules.h"
 #include "sched/offload.h"
 #include "sched/scheduler.h"
 #include "sim/memory.h"
@@ -130,7 +132,7 @@ void quality(const std::string& dir) {
   std::printf("\n## (a) Quality: makespan / lower bound (and / best of all algorithms)\n\n");
   std::vector<std::string> algos;
   for (const auto& s : allSchedulers())
-    if (s->name() != "exact" && s->name() != "offload") algos.push_back(s->name());  // offload: bench_sched offload
+    if (s->name() != "exact" && !isLlamaRule(s->name())) algos.push_back(s->name());  // llama.cpp rules: bench_sched offload
   std::printf("| model | platform |");
   for (const auto& a : algos) std::printf(" %s |", a.c_str());
   std::printf("\n|---|---|");
@@ -591,11 +593,11 @@ void families() {
 }  // namespace
 
 void offload() {
-  std::printf("\n## (h) LLM offload: llama.cpp's first k layers on the GPU against best (modelled)\n\n");
+  std::printf("\n## (h) LLM offload: llama.cpp's -ngl N (last N slots on the GPU) and --fit against best (modelled)\n\n");
   std::printf("Llama-2-7B shape (32 layers, hidden 4096, 32 heads, vocab 32000), float16, generated without weights; "
               "best with its default time limit (10 s).\n\n");
-  std::printf("| case | GPU | ops | rule: largest k | rule ms | best k | best-k ms | best ms | best vs rule | best vs best-k | "
-              "best sched s | best's GPU weights |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+  std::printf("| case | GPU | ops | rule: largest -ngl | rule ms | best -ngl | best-n ms | fit ms | best ms | best vs rule | "
+              "best vs best-n | best sched s | best's GPU weights |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
   struct Case {
     const char* phase;
     int cache;
@@ -639,10 +641,16 @@ void offload() {
     auto btl = simulate(*t, *plan);
     auto rtl = simulate(*t, rule->plan);
     if (!btl || !rtl) continue;
+    // --fit with its default 1 GiB margin.
+    double fitMs = -1;
+    if (const Scheduler* fit = findScheduler("fit"))
+      if (auto fp = fit->schedule(*t, {}, SchedOptions{}); fp)
+        if (auto ftl = simulate(*t, *fp); ftl) fitMs = ftl->makespan / 1000;
     const DeviceId gpu = rule->accel;
     const int64_t bw = weightBytesPerDevice(*t, plan->device)[static_cast<size_t>(gpu)];
-    std::printf("| %s | %d GiB | %d | %d of %d | %.2f | %d | %.2f | %.2f | %.3fx | %.3fx | %.1f | %s |\n", label.c_str(), c.gpuGiB,
-                t->numTasks(), rule->k, rule->layers, rule->makespanUs / 1000, fastest->k, fastest->makespanUs / 1000, btl->makespan / 1000,
+    std::printf("| %s | %d GiB | %d | %d of %d | %.2f | %d | %.2f | %.2f | %.2f | %.3fx | %.3fx | %.1f | %s |\n", label.c_str(),
+                c.gpuGiB, t->numTasks(), rule->k, rule->layers + 1, rule->makespanUs / 1000, fastest->k, fastest->makespanUs / 1000,
+                fitMs, btl->makespan / 1000,
                 rule->makespanUs / btl->makespan, fastest->makespanUs / btl->makespan, sec, humanBytes(static_cast<double>(bw)).c_str());
     std::fflush(stdout);
     std::vector<std::string> why = {label + ", " + std::to_string(c.gpuGiB) + " GiB GPU: " + rule->note};

@@ -289,7 +289,10 @@ Result<CostTable> buildCostTable(const Graph& g, const std::vector<OpWork>& work
         const Value& val = g.values[static_cast<size_t>(in)];
         if (!(val.isWeight || (val.isGraphInput && isCacheValue(val))) || val.bytes() <= 0) continue;
         auto [it, fresh] = index.emplace(in, static_cast<int32_t>(t.weightBytes.size()));
-        if (fresh) t.weightBytes.push_back(val.bytes());
+        if (fresh) {
+          t.weightBytes.push_back(val.bytes());
+          t.weightNames.push_back(val.name);
+        }
         auto& tw = t.taskWeights[v];
         if (std::find(tw.begin(), tw.end(), it->second) == tw.end()) tw.push_back(it->second);
       }

@@ -87,6 +87,9 @@ struct CostTable {
   /// its readers (sim/memory.h). Empty for task graphs (no weights).
   std::vector<int64_t> weightBytes;
   std::vector<std::vector<int32_t>> taskWeights;
+  /// Per weight (same index as weightBytes): its value's name ("blk.3.ffn_up_exps.weight",
+  /// "past_key.3"): the llama.cpp rules (sched/llamarules.h) place tensors by name. Empty for task graphs.
+  std::vector<std::string> weightNames;
 
   /// Per device, from the platform (empty for task graphs): kind ("cpu", "gpu", "npu", "dsp", "pim"),
   /// cores of a multi-core accelerator, on-chip memory bytes (0 = none) and the fixed launch overhead

@@ -34,7 +34,11 @@ std::unique_ptr<Scheduler> makePimDp();                        ///< pimdp.cpp
 std::unique_ptr<Scheduler> makeDlFusion();                     ///< dlfusion.cpp
 std::unique_ptr<Scheduler> makeCoarseSubgraphs();              ///< coarse.cpp (OSDI'23)
 // The rule language-model users apply
-std::unique_ptr<Scheduler> makeOffload();  ///< offload.cpp: llama.cpp's first k layers on the GPU (-ngl)
+std::unique_ptr<Scheduler> makeOffload();  ///< offload.cpp: llama.cpp's -ngl N (the last N slots on the GPU)
+std::unique_ptr<Scheduler> makeFit();      ///< llamasched.cpp: llama.cpp's --fit (memory only)
+std::unique_ptr<Scheduler> makeNCpuMoe();  ///< llamasched.cpp: llama.cpp's --n-cpu-moe N / --cpu-moe
+std::unique_ptr<Scheduler> makeNCpuFfn();  ///< llamasched.cpp: llama.cpp's --n-cpu-ffn N
+std::unique_ptr<Scheduler> makeOt();       ///< llamasched.cpp: a llama.cpp -ot override string as a placement
 // References and our own
 std::unique_ptr<Scheduler> makeExact();  ///< exact.cpp
 std::unique_ptr<Scheduler> makeBest();   ///< best.cpp

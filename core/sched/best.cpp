@@ -45,6 +45,7 @@
 #include "sched/listsched.h"
 #include "sched/branchbound.h"
 #include "sched/localsearch.h"
+#include "sched/llamarules.h"
 #include "sched/offload.h"
 #include "sim/memory.h"
 #include "support/strings.h"
@@ -138,11 +139,20 @@ class Best final : public Scheduler {
     // pick with -ngl, and the local search starts from it when it is the fastest. Elsewhere offload
     // has nothing to split and is left out (not listed as skipped).
     if (const Scheduler* s = findScheduler("offload"); s && hasLayerNames(t) && (only.empty() || std::find(only.begin(), only.end(), "offload") != only.end()))
-      members.push_back({s, true, {{"mode", "best-k"}}});
+      members.push_back({s, true, {{"mode", "best-n"}}});
+    // And llama.cpp's other rules that apply (n-cpu-moe on MoE models, fit): best is never slower than them.
+    if (hasLayerNames(t)) {
+      const bool experts = llamaTensors(t).experts;
+      for (const char* rule : {"n-cpu-moe", "fit"})
+        if (const Scheduler* s = findScheduler(rule);
+            s && (experts || std::string(rule) != "n-cpu-moe") &&
+            (only.empty() || std::find(only.begin(), only.end(), rule) != only.end()))
+          members.push_back({s, true});
+    }
     std::vector<Member> searching;
     for (const auto& s : allSchedulers()) {
       const std::string& n = s->name();
-      if (isOneOf(n, {"heft", "greedy", "exact", "best", "offload"})) continue;
+      if (isOneOf(n, {"heft", "greedy", "exact", "best"}) || isLlamaRule(n)) continue;
       if (!only.empty() && std::find(only.begin(), only.end(), n) == only.end()) continue;
       (isOneOf(n, {"duet", "pimdp"}) ? searching : members).push_back({s.get(), true});
     }

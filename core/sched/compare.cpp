@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "sched/llamarules.h"
 #include "sched/offload.h"
 
 namespace partex {
@@ -81,7 +82,8 @@ std::vector<std::string> defaultComparison(const CostTable& t) {
   std::vector<std::string> out;
   const bool layered = hasLayerNames(t);
   for (const auto& s : allSchedulers())
-    if (s->name() != "offload" || layered) out.push_back(s->name());
+    // llama.cpp's rules only on models with layer names; ot only with its override string.
+    if ((!isLlamaRule(s->name()) || layered) && s->name() != "ot") out.push_back(s->name());
   return out;
 }
 

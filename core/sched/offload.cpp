@@ -1,8 +1,9 @@
-// The first-k-layers offload rule of llama.cpp (`-ngl N` / `--n-gpu-layers N`): the first k
-// transformer layers on the GPU, the embedding, the other layers, the final norm and the output head on
-// the CPU; k as large as fits (mode=largest, the users' rule) or the fastest k that fits (mode=best-k,
-// every k simulated). A split fits when checkCapacity passes on its simulated timeline: weights, the KV
-// cache (model inputs and outputs) and activations of every device within its capacity.
+// llama.cpp's -ngl N (`--n-gpu-layers N`) as llama.cpp applies it (src/llama-model.cpp, load_tensors):
+// the last N of the n_layer + 1 slots (layers, then the output head) on the GPU, the token embedding on
+// the CPU, each layer's KV cache with its layer; N as large as fits (mode=largest, the users' rule) or
+// the fastest N that fits (mode=best-n, every N simulated), or given (n=<N>). A split fits when
+// checkCapacity passes on its simulated timeline: weights, the KV cache and activations of every device
+// within its capacity.
 #include "sched/offload.h"
 
 #include <algorithm>
@@ -70,14 +71,17 @@ std::string ranges(const std::set<int>& xs) {
 /// What an operator is, for the explanation: the part of a layer, or the operator outside the layers.
 std::string roleOf(const std::string& name, int layer) {
   if (layer < 0) {
-    if (name.find("lm_head") != std::string::npos) return "output head (lm_head)";
-    if (name.find("embed") != std::string::npos) return "token embedding";
+    if (name.find("lm_head") != std::string::npos || name == "output" || name.rfind("output.", 0) == 0)
+      return "output head (lm_head)";
+    if (name.find("embed") != std::string::npos || name.find("token_embd") != std::string::npos) return "token embedding";
     if (name == "norm" || name.rfind("norm.", 0) == 0) return "final norm";
     return name;
   }
   auto has = [&](const char* s) { return name.find(s) != std::string::npos; };
   if (has("q_proj") || has("k_proj") || has("v_proj") || has("o_proj")) return "attention projections (q, k, v, o)";
   if (has(".attn.")) return "attention over the KV cache (rope, scores, softmax, cache concat)";
+  if (has("_exps") || has(".experts")) return "routed experts";
+  if (has("shexp") || has("shared_expert")) return "shared experts";
   if (has("gate_proj") || has("up_proj") || has("down_proj")) return "MLP projections (gate, up, down)";
   if (has(".mlp.")) return "MLP activation (SiLU, gate product)";
   if (has("norm")) return "RMS norms";
@@ -88,31 +92,50 @@ std::string roleOf(const std::string& name, int layer) {
 class Offload final : public Scheduler {
  public:
   std::string name() const override { return "offload"; }
-  std::string title() const override { return "First k layers on the GPU (llama.cpp -ngl)"; }
+  std::string title() const override { return "llama.cpp -ngl N (last N slots on the GPU)"; }
   std::string description() const override {
-    return "llama.cpp's -ngl / --n-gpu-layers rule: the first k transformer layers (operators named layers.<L>.) on "
-           "the "
-           "GPU, embedding, other layers and output head on the CPU; param mode=largest (k as large as fits, the "
-           "users' rule) or best-k (the fastest k that fits), device=<id> (default: the first gpu).";
+    return "llama.cpp's -ngl / --n-gpu-layers as llama.cpp applies it: of the n_layer + 1 slots (layers, then the "
+           "output head) the last N on the GPU, the token embedding on the CPU, each layer's KV cache with its "
+           "layer; param mode=largest (N as large as fits, the users' rule) or best-n (the fastest N that fits), "
+           "n=<N> (this N), device=<id> (default: the first gpu).";
   }
 
   Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info) const override {
     std::string mode = "largest";
     if (auto it = o.params.find("mode"); it != o.params.end()) mode = it->second;
-    if (mode != "largest" && mode != "best-k")
-      return makeError("offload: param mode must be 'largest' or 'best-k', not '", mode, "'");
+    if (mode == "best-k") mode = "best-n";
+    if (mode != "largest" && mode != "best-n")
+      return makeError("offload: param mode must be 'largest' or 'best-n', not '", mode, "'");
     DeviceId accel = -1;
     if (auto it = o.params.find("device"); it != o.params.end()) {
       auto d = std::find(t.deviceIds.begin(), t.deviceIds.end(), it->second);
       if (d == t.deviceIds.end()) return makeError("offload: param device: no device '", it->second, "'");
       accel = static_cast<DeviceId>(d - t.deviceIds.begin());
     }
+    if (auto it = o.params.find("n"); it != o.params.end()) {
+      const LlamaTensors m = llamaTensors(t);
+      int64_t n = -1;
+      if (!parseInt64(it->second, n) || n < 0 || n > m.layers + 1)
+        return makeError("offload: param n must be an -ngl N from 0 to ", std::to_string(m.layers + 1), " (n_layer + 1), not '",
+                         it->second, "'");
+      if (m.layers == 0) return makeError("offload: '", t.name, "' has no layers the rule can find");
+      if (accel < 0) accel = defaultAccelerator(t);
+      if (accel < 0 || accel == t.host) return makeError("offload: the platform has no device beside the host");
+      Plan p = nglPlan(t, c, m, static_cast<int>(n), accel);
+      p.algorithm = "offload";
+      info->notes.push_back("-ngl " + std::to_string(n) + " of " + std::to_string(m.layers + 1) + " slots on " +
+                            t.deviceIds[static_cast<size_t>(accel)]);
+      info->notes.push_back("-ngl " + std::to_string(n) + " as given");
+      info->notes.push_back("llama.cpp: -ngl " + std::to_string(n));
+      return p;
+    }
     const Deadline deadline = o.startDeadline();
-    auto split = chooseOffloadSplit(t, c, o.sim, mode == "best-k", accel, deadline, o.cancel);
+    auto split = chooseOffloadSplit(t, c, o.sim, mode == "best-n", accel, deadline, o.cancel);
     if (!split) return Error{split.message()};
     info->notes.push_back(split->split);
     info->notes.push_back(split->note);
-    if (mode == "best-k" && deadline.passed()) info->notes.push_back("time limit reached");
+    info->notes.push_back("llama.cpp: " + split->args);
+    if (mode == "best-n" && deadline.passed()) info->notes.push_back("time limit reached");
     return std::move(split->plan);
   }
 };
@@ -131,65 +154,36 @@ bool hasLayerNames(const CostTable& t) {
   return false;
 }
 
-Plan firstKLayersPlan(const CostTable& t, const Constraints& c, const std::vector<int>& layer, int k, DeviceId accel,
-                      DeviceId host) {
-  const int n = t.numTasks(), m = t.numDevices();
-  Plan p;
-  p.device.assign(static_cast<size_t>(n), -1);
-  p.order.assign(static_cast<size_t>(m), {});
-  for (TaskId v : t.topoOrder()) {
-    const int L = layer[static_cast<size_t>(v)];
-    const DeviceId want = L >= 0 && L < k ? accel : host;
-    const DeviceId other = want == accel ? host : accel;
-    DeviceId d = -1;
-    if (auto pin = c.pinned.find(v); pin != c.pinned.end())
-      d = pin->second;
-    else if (c.allowed(t, v, want))
-      d = want;
-    else if (c.allowed(t, v, other))
-      d = other;
-    else
-      for (DeviceId x = 0; x < m && d < 0; ++x)
-        if (c.allowed(t, v, x)) d = x;
-    if (d < 0) d = host;  // checkConstraints refused such a task before run()
-    p.device[static_cast<size_t>(v)] = d;
-    p.order[static_cast<size_t>(d)].push_back(v);
-  }
-  return p;
+Plan nglPlan(const CostTable& t, const Constraints& c, const LlamaTensors& m, int ngl, DeviceId accel) {
+  return planFromTensors(t, c, m, nglPlacement(m, ngl, accel, t.host));
 }
 
 Result<OffloadSplit> chooseOffloadSplit(const CostTable& t, const Constraints& c, const SimOptions& sim, bool bestK,
                                         DeviceId accel, const Deadline& deadline, const std::atomic<bool>* cancel) {
-  const std::vector<int> layer = taskLayers(t);
-  const int layers = layer.empty() ? 0 : *std::max_element(layer.begin(), layer.end()) + 1;
+  const LlamaTensors m = llamaTensors(t);
+  const int layers = m.layers;
   if (layers == 0)
     return makeError("offload: '", t.name,
-                     "' has no layer names (operators named layers.<L>., as partex-cli generate llama "
-                     "writes them): the first-k-layers rule cannot tell its layers");
+                     "' has no layer names (operators named layers.<L>., weights named blk.<L>.*, as partex-cli generate "
+                     "llama writes them): -ngl cannot tell its layers");
   if (t.numDevices() < 2)
     return makeError("offload: the platform has one device; the rule needs a GPU beside the host");
   OffloadSplit s;
   s.host = t.host;
   s.layers = layers;
-  if (accel < 0) {
-    for (DeviceId d = 0; d < t.numDevices() && accel < 0; ++d)
-      if (d != t.host && static_cast<size_t>(d) < t.deviceKinds.size() &&
-          t.deviceKinds[static_cast<size_t>(d)] == "gpu")
-        accel = d;
-    for (DeviceId d = 0; d < t.numDevices() && accel < 0; ++d)
-      if (d != t.host) accel = d;
-  }
+  if (accel < 0) accel = defaultAccelerator(t);
   if (accel == t.host)
     return makeError("offload: param device names the host '", t.deviceIds[static_cast<size_t>(accel)], "'");
   s.accel = accel;
   const std::string gpu = t.deviceIds[static_cast<size_t>(accel)];
+  const int slots = layers + 1;
 
-  // Weights alone bound k from above at no simulation: they only grow with k on the accelerator.
+  // Weights alone bound N from above at no simulation: they only grow with N on the accelerator.
   WeightLoad load(t);
-  int kWeights = layers;
+  int kWeights = slots;
   if (load.active()) {
-    for (int k = 0; k <= layers; ++k) {
-      load.reset(firstKLayersPlan(t, c, layer, k, accel, s.host).device);
+    for (int k = 0; k <= slots; ++k) {
+      load.reset(nglPlan(t, c, m, k, accel).device);
       if (!load.fits(accel)) {
         kWeights = k - 1;
         break;
@@ -199,7 +193,7 @@ Result<OffloadSplit> chooseOffloadSplit(const CostTable& t, const Constraints& c
   auto trial = [&](int k, Plan* keep) {
     OffloadTrial tr;
     tr.k = k;
-    Plan p = firstKLayersPlan(t, c, layer, k, accel, s.host);
+    Plan p = nglPlan(t, c, m, k, accel);
     load.reset(p.device);
     const bool weightsFit = load.fitsAll();
     auto tl = simulate(t, p, sim);
@@ -216,10 +210,10 @@ Result<OffloadSplit> chooseOffloadSplit(const CostTable& t, const Constraints& c
   };
   auto stopped = [&] { return (cancel && cancel->load(std::memory_order_relaxed)) || deadline.passed(); };
 
-  // The users' rule: from the most layers that the weights allow down, the first that fits (a few
+  // The users' rule: from the most slots the weights allow down, the first that fits (a few
   // simulations: not cut by the deadline, only by Cancel).
   Plan largestPlan;
-  for (int k = std::max(0, kWeights); k >= 0; --k) {  // k = 0 is always simulated: its error is the reason
+  for (int k = std::max(0, kWeights); k >= 0; --k) {  // N = 0 is always simulated: its error is the reason
     if (cancel && cancel->load(std::memory_order_relaxed)) return cancelledError();
     OffloadTrial tr = trial(k, &largestPlan);
     s.trials.push_back(tr);
@@ -230,12 +224,11 @@ Result<OffloadSplit> chooseOffloadSplit(const CostTable& t, const Constraints& c
       break;
     }
   }
-  // k + 1 (when there is one) is kept as the reason the rule stops there.
-  if (s.largestK >= 0 && s.largestK < layers && s.largestK == kWeights)
-    s.trials.push_back(trial(s.largestK + 1, nullptr));
+  // N + 1 (when there is one) is kept as the reason the rule stops there.
+  if (s.largestK >= 0 && s.largestK < slots && s.largestK == kWeights) s.trials.push_back(trial(s.largestK + 1, nullptr));
   if (s.largestK < 0) {
-    const std::string why = s.trials.back().why;  // k = 0's
-    return makeError("offload: no first-k split fits (k=0, everything on '", t.deviceIds[static_cast<size_t>(s.host)],
+    const std::string why = s.trials.back().why;  // N = 0's
+    return makeError("offload: no -ngl N fits (-ngl 0, everything on '", t.deviceIds[static_cast<size_t>(s.host)],
                      "': ", why, ")");
   }
   s.plan = std::move(largestPlan);
@@ -252,21 +245,22 @@ Result<OffloadSplit> chooseOffloadSplit(const CostTable& t, const Constraints& c
     }
   }
   std::sort(s.trials.begin(), s.trials.end(), [](const OffloadTrial& a, const OffloadTrial& b) { return a.k < b.k; });
-  s.split = "k=" + std::to_string(s.k) + " of " + std::to_string(layers) + " layers on " + gpu;
+  s.split = "-ngl " + std::to_string(s.k) + " of " + std::to_string(slots) + " slots on " + gpu;
+  s.args = "-ngl " + std::to_string(s.k);
   const OffloadTrial* next = nullptr;
   for (const auto& tr : s.trials)
     if (tr.k == s.largestK + 1) next = &tr;
-  s.note = s.largestK == layers
-               ? "all " + std::to_string(layers) + " layers fit on " + gpu
-               : "k=" + std::to_string(s.largestK) + " is the largest that fits" +
-                     (next ? " (k=" + std::to_string(next->k) + ": " + next->why + ")" : std::string());
+  s.note = s.largestK == slots
+               ? "all " + std::to_string(slots) + " slots (" + std::to_string(layers) + " layers and the output head) fit on " + gpu
+               : "-ngl " + std::to_string(s.largestK) + " is the largest that fits" +
+                     (next ? " (-ngl " + std::to_string(next->k) + ": " + next->why + ")" : std::string());
   if (bestK) {
     int feasible = 0;
     for (const auto& tr : s.trials) feasible += tr.fits ? 1 : 0;
-    s.note += "; k=" + std::to_string(s.k) + " is the fastest of " + std::to_string(feasible) + " fitting splits";
+    s.note += "; -ngl " + std::to_string(s.k) + " is the fastest of " + std::to_string(feasible) + " fitting splits";
     for (const auto& tr : s.trials)
       if (tr.k == s.largestK && s.k != s.largestK)
-        s.note += ", the largest (k=" + std::to_string(tr.k) + ") takes " + fmtTime(tr.makespanUs);
+        s.note += ", the largest (-ngl " + std::to_string(tr.k) + ") takes " + fmtTime(tr.makespanUs);
     if (stopped()) s.note += " (stopped at the time limit)";
   }
   s.plan.algorithm = "offload";

@@ -29,6 +29,10 @@ const std::vector<std::unique_ptr<Scheduler>>& allSchedulers() {
     v.push_back(makeDlFusion());
     v.push_back(makeCoarseSubgraphs());
     v.push_back(makeOffload());
+    v.push_back(makeFit());
+    v.push_back(makeNCpuMoe());
+    v.push_back(makeNCpuFfn());
+    v.push_back(makeOt());
     v.push_back(makeExact());
     v.push_back(makeBest());
     return v;

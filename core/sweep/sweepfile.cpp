@@ -9,6 +9,7 @@
 #include <set>
 
 #include "platform/platform.h"
+#include "sched/llamarules.h"
 #include "problem/problem.h"
 #include "profile/profile.h"
 #include "sched/scheduler.h"
@@ -316,7 +317,7 @@ Result<SweepSpec> parseSweep(const std::string& text, const std::string& file) {
     // offload (the first-k-layers rule) refuses models without layer names, which most are: like
     // this-machine among the platforms, it is not in "*" but runs when named.
     for (const auto& sch : allSchedulers())
-      if (sch->name() != "offload") all.push_back(sch->name());
+      if (!isLlamaRule(sch->name())) all.push_back(sch->name());
     std::set<std::string> seen;
     for (size_t i = 0; i < list.size(); ++i) {
       const std::string entry = "algorithms[" + std::to_string(i) + "]";

@@ -1,9 +1,9 @@
-// The offload rule of llama.cpp's users (sched/offload.h: the first k layers on the GPU, k as large as
-// fits) on a small generated Llama whose GPU capacity is chosen by hand from its weight bytes: the k
-// chosen is exactly the largest whose weights fit and k + 1 does not; mode=best-k is never slower than
-// the largest; best is never slower than best-k (its portfolio holds the split); the explanation names
-// the split and the weights per device; a model without layer names is refused in one line (exit 2 on
-// the CLI). Prefill and decode both.
+// llama.cpp's -ngl N (sched/offload.h: of the n_layer + 1 slots, layers then the output head, the last
+// N on the GPU, N as large as fits) on a small generated Llama whose GPU capacity is chosen by hand from
+// its weight bytes: the N chosen is exactly the largest whose slots fit and N + 1 does not; mode=best-n
+// is never slower than the largest; best is never slower than best-n (its portfolio holds the split);
+// the explanation names the split and the weights per device; a model without layer names is refused
+// in one line (exit 2 on the CLI). Prefill and decode both.
 #include <QtTest>
 
 #include <fstream>
@@ -55,6 +55,10 @@ Graph importTiny(const std::string& phase) {
 /// One layer's own weights by hand: q, k, v, o projections hidden x hidden (4 kv heads of 16), gate and
 /// up hidden x intermediate, down intermediate x hidden, two RMSNorm scales of hidden; float32.
 constexpr int64_t kLayerBytes = 4 * (4 * kHidden * kHidden + 3 * kHidden * kInter + 2 * kHidden);
+/// The output slot's weights: the final norm's scale and the output matrix 64 x 100, float32.
+constexpr int64_t kOutputBytes = 4 * (kHidden + kHidden * kVocab);
+
+Plan ngl(const CostTable& t, int n) { return nglPlan(t, {}, llamaTensors(t), n, 1); }
 
 /// Bytes of the distinct weights read by operators of layers below k that are not a layer's own (the
 /// rotary tables and scalar constants every layer shares): counted once on the GPU.
@@ -140,9 +144,10 @@ class TstOffload : public QObject {
     for (int L = 0; L < kLayers; ++L) QCOMPARE(layerWeightBytes(g, L), kLayerBytes);
     const int64_t shared = sharedLayerConstants(g);
     QVERIFY(shared > 0 && shared < kLayerBytes / 4);
-    // Room for the shared constants, two layers and half a layer more (activations and the KV cache of
-    // this tiny model are a few KiB): k = 2 is the largest that fits, k = 3 needs half a layer more.
-    const int64_t cap = shared + 2 * kLayerBytes + kLayerBytes / 2;
+    // Room for the shared constants, the output slot, two layers and half a layer more (activations and
+    // the KV cache of this tiny model are a few KiB): -ngl 3 (output head, layers 2 and 3) is the largest
+    // that fits, -ngl 4 needs half a layer more.
+    const int64_t cap = shared + kOutputBytes + 2 * kLayerBytes + kLayerBytes / 2;
     auto t = buildCostTable(g, characteriseAll(g), withGpuBytes(cap));
     QVERIFY2(t, t.message().c_str());
     const DeviceId gpu = 1;
@@ -155,50 +160,55 @@ class TstOffload : public QObject {
     auto plan = offload->schedule(*t, {}, o, &info);
     QVERIFY2(plan, plan.message().c_str());
     QVERIFY(info.notes.size() >= 2);
-    QCOMPARE(info.notes[0], std::string("k=2 of 4 layers on gpu"));
-    QVERIFY2(info.notes[1].find("k=2 is the largest that fits (k=3: device 'gpu'") == 0, info.notes[1].c_str());
-    // The plan: layers 0-1 on the GPU, everything else (embedding, layers 2-3, norm, head) on the CPU.
+    QCOMPARE(info.notes[0], std::string("-ngl 3 of 5 slots on gpu"));
+    QVERIFY2(info.notes[1].find("-ngl 3 is the largest that fits (-ngl 4: device 'gpu'") == 0, info.notes[1].c_str());
+    // The plan: layers 2-3 and the output head on the GPU, the embedding and layers 0-1 on the CPU (the
+    // operators that read weights; the others follow them as ggml's scheduler expands assignments).
     const std::vector<int> layer = taskLayers(*t);
     for (TaskId v = 0; v < t->numTasks(); ++v) {
       const int L = layer[static_cast<size_t>(v)];
-      QCOMPARE(plan->device[static_cast<size_t>(v)], L >= 0 && L < 2 ? gpu : t->host);
+      const std::string& name = t->taskNames[static_cast<size_t>(v)];
+      if (t->taskTypes[static_cast<size_t>(v)] == "MatMul" && L >= 0 && name.find("_proj") != std::string::npos)
+        QCOMPARE(plan->device[static_cast<size_t>(v)], L >= 2 ? gpu : t->host);
+      if (name == "lm_head") QCOMPARE(plan->device[static_cast<size_t>(v)], gpu);
+      if (name == "embed_tokens") QCOMPARE(plan->device[static_cast<size_t>(v)], t->host);
     }
     // Its GPU weights are the hand count; k = 3's would be a layer more, over the capacity.
     // The KV cache of a decode step is resident with its layer (none in prefill).
     const int64_t cache = layerCacheBytes(g, 0);
     QCOMPARE(cache > 0, phase == "decode");
-    QCOMPARE(weightBytesPerDevice(*t, plan->device)[static_cast<size_t>(gpu)], shared + 2 * (kLayerBytes + cache));
-    const Plan three = firstKLayersPlan(*t, {}, layer, 3, gpu, t->host);
-    QCOMPARE(weightBytesPerDevice(*t, three.device)[static_cast<size_t>(gpu)], shared + 3 * (kLayerBytes + cache));
+    QCOMPARE(weightBytesPerDevice(*t, plan->device)[static_cast<size_t>(gpu)], shared + kOutputBytes + 2 * (kLayerBytes + cache));
+    const Plan three = ngl(*t, 4);
+    QCOMPARE(weightBytesPerDevice(*t, three.device)[static_cast<size_t>(gpu)], shared + kOutputBytes + 3 * (kLayerBytes + cache));
     QVERIFY(!checkCapacity(*t, three, nullptr));
     auto tl = simulate(*t, *plan);
     QVERIFY(tl);
     QVERIFY(checkCapacity(*t, *plan, &*tl));
 
-    // The same split from the core function, with its trials: k = 2 fits, k = 3 does not.
+    // The same split from the core function, with its trials: -ngl 3 fits, -ngl 4 does not.
     auto split = chooseOffloadSplit(*t, {}, {}, false, -1, Deadline{}, nullptr);
     QVERIFY2(split, split.message().c_str());
-    QCOMPARE(split->k, 2);
-    QCOMPARE(split->largestK, 2);
+    QCOMPARE(split->k, 3);
+    QCOMPARE(split->largestK, 3);
     QCOMPARE(split->accel, gpu);
     QCOMPARE(split->layers, kLayers);
     bool sawThree = false;
     for (const auto& tr : split->trials)
-      if (tr.k == 3) sawThree = !tr.fits && tr.why.find("device 'gpu'") != std::string::npos;
+      if (tr.k == 4) sawThree = !tr.fits && tr.why.find("device 'gpu'") != std::string::npos;
     QVERIFY(sawThree);
 
-    // One byte less than two layers' weights: k = 1.
-    auto t1 = buildCostTable(g, characteriseAll(g), withGpuBytes(shared + 2 * kLayerBytes - 1));
+    // One byte less than the output and two layers' weights: -ngl 2 (the output head and layer 3).
+    auto t1 = buildCostTable(g, characteriseAll(g), withGpuBytes(shared + kOutputBytes + 2 * kLayerBytes - 1));
     QVERIFY(t1);
     auto s1 = chooseOffloadSplit(*t1, {}, {}, false, -1, Deadline{}, nullptr);
     QVERIFY2(s1, s1.message().c_str());
-    QCOMPARE(s1->k, 1);
-    // Without limits every layer goes to the GPU.
+    QCOMPARE(s1->k, 2);
+    // Without limits every slot goes to the GPU.
     auto free = buildCostTable(g, characteriseAll(g), withGpuBytes(0));
     QVERIFY(free);
     auto sAll = chooseOffloadSplit(*free, {}, {}, false, -1, Deadline{}, nullptr);
     QVERIFY(sAll);
-    QCOMPARE(sAll->k, kLayers);
+    QCOMPARE(sAll->k, kLayers + 1);
     // Nothing fits (the host too small for what the GPU cannot take): one line naming k = 0's device.
     Platform tight = withGpuBytes(1000);
     for (auto& d : tight.devices)
@@ -207,7 +217,7 @@ class TstOffload : public QObject {
     QVERIFY(t0);
     auto none = chooseOffloadSplit(*t0, {}, {}, false, -1, Deadline{}, nullptr);
     QVERIFY(!none);
-    QVERIFY2(none.message().rfind("offload: no first-k split fits (k=0, everything on 'cpu': device 'cpu' needs ", 0) == 0,
+    QVERIFY2(none.message().rfind("offload: no -ngl N fits (-ngl 0, everything on 'cpu': device 'cpu' needs ", 0) == 0,
              none.message().c_str());
     QVERIFY(none.message().find('\n') == std::string::npos);
   }
@@ -216,7 +226,7 @@ class TstOffload : public QObject {
   void bestKAndBest() {
     QFETCH(QString, phase);
     const Graph g = importTiny(phase.toStdString());
-    const int64_t cap = sharedLayerConstants(g) + 2 * kLayerBytes + kLayerBytes / 2;
+    const int64_t cap = sharedLayerConstants(g) + kOutputBytes + 2 * kLayerBytes + kLayerBytes / 2;
     auto t = buildCostTable(g, characteriseAll(g), withGpuBytes(cap));
     QVERIFY(t);
     const Scheduler* offload = findScheduler("offload");
@@ -229,11 +239,9 @@ class TstOffload : public QObject {
     QVERIFY2(bestK, bestK.message().c_str());
     const double largestUs = makespanOf(*t, *largest), bestKUs = makespanOf(*t, *bestK);
     QVERIFY(bestKUs <= largestUs);
-    // best-k is the minimum over every fitting k (each simulated here again).
-    const std::vector<int> layer = taskLayers(*t);
+    // best-n is the minimum over every fitting N (each simulated here again).
     double minUs = kInf;
-    for (int k = 0; k <= 2; ++k)
-      minUs = std::min(minUs, makespanOf(*t, firstKLayersPlan(*t, {}, layer, k, 1, t->host)));
+    for (int k = 0; k <= 3; ++k) minUs = std::min(minUs, makespanOf(*t, ngl(*t, k)));
     QCOMPARE(bestKUs, minUs);
     QVERIFY2(info.notes[1].find("fitting splits") != std::string::npos, info.notes[1].c_str());
     // best holds the split in its portfolio: never slower, and within capacity.
@@ -256,9 +264,10 @@ class TstOffload : public QObject {
     QVERIFY2(bad.message().find("mode") != std::string::npos, bad.message().c_str());
   }
 
-  /// The goal's case: Llama-2-7B in float16 (13.5 GB) on desktop-rtx4070's 12 GiB GPU. The rule's k is
-  /// the hand count (31 layers of 404,766,720 bytes fit, 32 do not), and best is never slower than the
-  /// fastest first-k split, in prefill and decode.
+  /// The goal's case: Llama-2-7B in float16 (13.5 GB) on desktop-rtx4070's 12 GiB GPU. The rule's N is
+  /// the hand count (the output slot, 4096 x 32000 + 4096 halves, and as many 404,766,720-byte layers,
+  /// each with its 8 MiB KV cache, as fit: -ngl 31), and best is never slower than the fastest -ngl, in prefill
+  /// and decode.
   void llama7bOnRtx4070_data() { largestFittingK_data(); }
   void llama7bOnRtx4070() {
     QFETCH(QString, phase);
@@ -274,17 +283,24 @@ class TstOffload : public QObject {
     const int64_t layerBytes = 2 * (4 * 4096 * 4096 + 3 * 4096 * 11008 + 2 * 4096);
     QCOMPARE(layerBytes, int64_t{404766720});
     for (int L : {0, 17, 31}) QCOMPARE(layerWeightBytes(*g, L), layerBytes);
+    const int64_t outBytes = 2 * (4096 + int64_t{4096} * 32000);
     const int64_t cap = int64_t{12} << 30, shared = sharedLayerConstants(*g);
-    // Decode: each layer's cache, 2 (k, v) x 32 heads x 512 positions x 128 x 2 bytes, is resident with it.
-    const int64_t cache = phase == "decode" ? int64_t{2} * 32 * 512 * 128 * 2 : 0;
-    QCOMPARE(layerCacheBytes(*g, 5), cache);
-    QCOMPARE((cap - shared) / (layerBytes + cache), int64_t{31});
+    // Each layer's cache, 2 (k, v) x 32 heads x 512 positions x 128 x 2 bytes, lives with its layer: in
+    // decode the past (a resident model input), in prefill the present the layer writes (kept on its device).
+    const int64_t cache = int64_t{2} * 32 * 512 * 128 * 2;
+    QCOMPARE(layerCacheBytes(*g, 5), phase == "decode" ? cache : 0);
+    const int64_t layersFit = (cap - shared - outBytes) / (layerBytes + cache);
+    QCOMPARE(layersFit, int64_t{30});
     auto rule = chooseOffloadSplit(*t, {}, {}, false, -1, Deadline{}, nullptr);
     QVERIFY2(rule, rule.message().c_str());
-    QCOMPARE(rule->k, 31);
-    QCOMPARE(rule->split, std::string("k=31 of 32 layers on gpu"));
-    QVERIFY2(rule->note.find("k=32: device 'gpu' needs " + withCommas(static_cast<uint64_t>(shared + 32 * (layerBytes + cache))) +
-                             " bytes") != std::string::npos,
+    QCOMPARE(rule->k, static_cast<int>(layersFit + 1));
+    QCOMPARE(rule->split, "-ngl " + std::to_string(layersFit + 1) + " of 33 slots on gpu");
+    // Decode: -ngl 32 fails on its weights (and caches) alone, the hand count; prefill: on its timeline.
+    const std::string next = "-ngl " + std::to_string(layersFit + 2) + ": device 'gpu' needs ";
+    QVERIFY2(rule->note.find(phase == "decode" ? next + withCommas(static_cast<uint64_t>(shared + outBytes +
+                                                                                         (layersFit + 1) * (layerBytes + cache))) +
+                                                     " bytes"
+                                               : next) != std::string::npos,
              rule->note.c_str());
     auto fastest = chooseOffloadSplit(*t, {}, {}, true, -1, Deadline{}, nullptr);
     QVERIFY(fastest);
@@ -304,7 +320,7 @@ class TstOffload : public QObject {
 
   void explanation() {
     const Graph g = importTiny("decode");
-    const int64_t cap = sharedLayerConstants(g) + 2 * kLayerBytes + kLayerBytes / 2;
+    const int64_t cap = sharedLayerConstants(g) + kOutputBytes + 2 * kLayerBytes + kLayerBytes / 2;
     auto t = buildCostTable(g, characteriseAll(g), withGpuBytes(cap));
     QVERIFY(t);
     SchedOptions o;
@@ -314,18 +330,18 @@ class TstOffload : public QObject {
     const Comparison cmp = compareAlgorithms(*t, {}, o, {"offload", "best"}, true);
     QCOMPARE(cmp.rows.size(), size_t(2));
     QVERIFY(cmp.rows[0].valid && cmp.rows[1].valid);
-    QCOMPARE(cmp.rows[0].notes.front(), std::string("k=2 of 4 layers on gpu"));
+    QCOMPARE(cmp.rows[0].notes.front(), std::string("-ngl 3 of 5 slots on gpu"));
     const auto lines = explainAgainstOffload(*t, cmp);
     QVERIFY(lines.size() >= 4);
-    QVERIFY2(lines[0].find("offload (k=2 of 4 layers on gpu)") != std::string::npos, lines[0].c_str());
+    QVERIFY2(lines[0].find("offload (-ngl 3 of 5 slots on gpu)") != std::string::npos, lines[0].c_str());
     QVERIFY2(lines[1].rfind("weights offload: cpu ", 0) == 0, lines[1].c_str());
     // The split's GPU weights, as the memory model counts them, in the line.
     const std::string gpuWeights =
-        "gpu " + humanBytes(static_cast<double>(sharedLayerConstants(g) + 2 * (kLayerBytes + layerCacheBytes(g, 0))));
+        "gpu " + humanBytes(static_cast<double>(sharedLayerConstants(g) + kOutputBytes + 2 * (kLayerBytes + layerCacheBytes(g, 0))));
     QVERIFY2(lines[1].find(gpuWeights) != std::string::npos, (lines[1] + " lacks " + gpuWeights).c_str());
     QVERIFY2(lines[3].rfind("transfers: offload ", 0) == 0, lines[3].c_str());
     // The plan against itself: nothing placed differently.
-    const auto same = explainOffload(*t, "k=2 of 4 layers on gpu", cmp.rows[0].plan, cmp.rows[0].timeline, "offload",
+    const auto same = explainOffload(*t, "-ngl 3 of 5 slots on gpu", cmp.rows[0].plan, cmp.rows[0].timeline, "offload",
                                      cmp.rows[0].plan, cmp.rows[0].timeline);
     QCOMPARE(same.back(), std::string("offload places every operator as the split does"));
     // Without an offload row, no explanation; the default comparison lists offload on this model only.
@@ -349,7 +365,7 @@ class TstOffload : public QObject {
     QVERIFY2(!err.contains('\n'), err.constData());
     // A language model on a GPU with room for two layers: compare shows the split and why best wins.
     const Graph g = importTiny("decode");
-    const int64_t cap = sharedLayerConstants(g) + 2 * kLayerBytes + kLayerBytes / 2;
+    const int64_t cap = sharedLayerConstants(g) + kOutputBytes + 2 * kLayerBytes + kLayerBytes / 2;
     auto preset = loadPreset("desktop-rtx4070");
     QVERIFY(preset);
     const std::string platform = dir + "/capped.json";
@@ -362,12 +378,12 @@ class TstOffload : public QObject {
     auto c = test::runCli({"compare", model, "--platform", QString::fromStdString(platform), "--algos", "offload,best",
                            "--time-limit", "3"});
     QVERIFY2(c.code == 0, c.err.constData());
-    QVERIFY2(c.out.contains("split: k=2 of 4 layers on gpu; k=2 is the largest that fits"), c.out.constData());
-    QVERIFY2(c.out.contains("best against the first-k-layers split:"), c.out.constData());
+    QVERIFY2(c.out.contains("split: -ngl 3 of 5 slots on gpu; -ngl 3 is the largest that fits"), c.out.constData());
+    QVERIFY2(c.out.contains("best against llama.cpp's -ngl split:"), c.out.constData());
     QVERIFY2(c.out.contains("weights offload: cpu"), c.out.constData());
     auto s = test::runCli({"schedule", model, "--platform", QString::fromStdString(platform), "--algo", "offload"});
     QVERIFY2(s.code == 0, s.err.constData());
-    QVERIFY2(s.out.contains("k=2 of 4 layers on gpu") || s.err.contains("k=2 of 4 layers on gpu"), s.out.constData());
+    QVERIFY2(s.out.contains("-ngl 3 of 5 slots on gpu") || s.err.contains("-ngl 3 of 5 slots on gpu"), s.out.constData());
   }
 };
 

@@ -111,7 +111,8 @@ class TestPlatform : public QObject {
     auto names = presetNames();
     std::set<std::string> set(names.begin(), names.end());
     for (const char* n :
-         {"mobile-soc", "cpu-npu", "cpu-gpu-pcie", "cpu-gpu-shared", "cpu-igpu-coupled", "pim", "npu-multicore", "this-machine"})
+         {"mobile-soc", "cpu-npu", "cpu-gpu-pcie", "cpu-gpu-shared", "cpu-igpu-coupled", "pim", "npu-multicore", "desktop-rtx3090",
+          "desktop-rtx4070", "desktop-rtx4090", "desktop-rtx5080", "this-machine"})
       QVERIFY2(set.count(n), n);
     QCOMPARE(names.back(), std::string("this-machine"));
   }
