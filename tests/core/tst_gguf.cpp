@@ -166,6 +166,21 @@ class TestGguf : public QObject {
     for (const auto& v : g->values)
       if (v.isWeight && v.name.size() > 7 && v.name.compare(v.name.size() - 7, 7, ".weight") == 0) named += v.bytes();
     QCOMPARE(named, expect);
+    // Memory counts the quantised bytes: the cost table's resident bytes (weights and the decode cache).
+    auto plat = loadPreset("desktop-rtx4070");
+    QVERIFY(plat);
+    auto table = buildCostTable(*g, characteriseAll(*g), *plat);
+    QVERIFY(table);
+    int64_t resident = 0, cache = 0, constants = 0;
+    for (int64_t b : table->weightBytes) resident += b;
+    for (const auto& v : g->values) {
+      if (v.isGraphInput && v.name.rfind("past_", 0) == 0) cache += v.bytes();
+      if (v.isWeight && !(v.name.size() > 7 && v.name.compare(v.name.size() - 7, 7, ".weight") == 0) &&
+          !v.consumers.empty())
+        constants += v.bytes();
+    }
+    QCOMPARE(cache, int64_t{2 * 2 * 1 * 2 * 16 * 64 * 2});  // layers x (k, v) x [1, 2 heads, 16, 64] float16
+    QCOMPARE(resident, expect + cache + constants);
     QCOMPARE(g->values[static_cast<size_t>(g->findValue("blk.0.attn_q.weight"))].quant, QuantType::Q4_K);
     QCOMPARE(g->values[static_cast<size_t>(g->findValue("blk.0.attn_norm.weight"))].quant, QuantType::None);
     const OpId q = g->findNode("layers.0.attn.q_proj");
