@@ -223,13 +223,17 @@ class TestGguf : public QObject {
     // Hand counts of the graph's parameters (attention q,k,v,o + experts 3 E H F + router H E + 2 norms per
     // layer; embedding, output and final norm), and the totals on the model cards.
     QTest::addColumn<qlonglong>("handCount");
+    // Active parameters per token as published: Mixtral and Qwen count the token embedding, OpenAI's
+    // gpt-oss model card does not (it counts the unembedding).
+    QTest::addColumn<double>("publishedActive");
+    QTest::addColumn<bool>("activeCountsEmbedding");
     auto count = [](int64_t L, int64_t H, int64_t q, int64_t kv, int64_t E, int64_t F, int64_t V) {
       return L * (2 * H * q + 2 * H * kv + 3 * E * H * F + H * E + 2 * H) + 2 * V * H + H;
     };
-    QTest::newRow("mixtral-8x7b") << "mixtral-8x7b" << 46.7e9 << qlonglong(count(32, 4096, 4096, 1024, 8, 14336, 32000));
-    QTest::newRow("qwen3-30b-a3b") << "qwen3-30b-a3b" << 30.5e9 << qlonglong(count(48, 2048, 4096, 512, 128, 768, 151936));
-    QTest::newRow("gpt-oss-20b") << "gpt-oss-20b" << 20.9e9 << qlonglong(count(24, 2880, 4096, 512, 32, 2880, 201088));
-    QTest::newRow("gpt-oss-120b") << "gpt-oss-120b" << 116.8e9 << qlonglong(count(36, 2880, 4096, 512, 128, 2880, 201088));
+    QTest::newRow("mixtral-8x7b") << "mixtral-8x7b" << 46.7e9 << qlonglong(count(32, 4096, 4096, 1024, 8, 14336, 32000)) << 12.9e9 << true;
+    QTest::newRow("qwen3-30b-a3b") << "qwen3-30b-a3b" << 30.5e9 << qlonglong(count(48, 2048, 4096, 512, 128, 768, 151936)) << 3.3e9 << true;
+    QTest::newRow("gpt-oss-20b") << "gpt-oss-20b" << 20.9e9 << qlonglong(count(24, 2880, 4096, 512, 32, 2880, 201088)) << 3.6e9 << false;
+    QTest::newRow("gpt-oss-120b") << "gpt-oss-120b" << 116.8e9 << qlonglong(count(36, 2880, 4096, 512, 128, 2880, 201088)) << 5.1e9 << false;
   }
   void moePresets() {
     QFETCH(QString, name);
@@ -242,8 +246,18 @@ class TestGguf : public QObject {
     // Within 0.5% of the published total (biases, q/k norms and attention sinks are left out).
     QVERIFY2(std::abs(static_cast<double>(params) - publishedTotal) / publishedTotal < 0.005,
              qPrintable(QString::number(static_cast<double>(params))));
-    // Decode at batch 1: each expert operator reads k of E experts; memory holds all E.
+    // Active parameters: everything but the experts, and k of E experts (within 2% of the model card).
+    QFETCH(double, publishedActive);
+    QFETCH(bool, activeCountsEmbedding);
     GenSpec s = preset(name.toStdString(), "decode", 256);
+    int64_t expertParams = 0;
+    for (const auto& v : g->values)
+      if (v.isWeight && v.name.find("_exps.weight") != std::string::npos) expertParams += v.numElements();
+    double active = static_cast<double>(params - expertParams) +
+                    static_cast<double>(expertParams) * static_cast<double>(s.expertsUsed) / static_cast<double>(s.experts);
+    if (!activeCountsEmbedding) active -= static_cast<double>(s.vocab * s.hidden);
+    QVERIFY2(std::abs(active - publishedActive) / publishedActive < 0.02, qPrintable(QString::number(active)));
+    // Decode at batch 1: each expert operator reads k of E experts; memory holds all E.
     auto [read, held] = expertBytes(*g);
     QCOMPARE(read, held / s.experts * s.expertsUsed);
   }
