@@ -5,7 +5,7 @@
 // sequence length 512 and a generated 10,000-operator random DAG. Time is the median of N runs.
 // Then a GGUF: gpt-oss-120b's shape with MXFP4 experts and BF16 attention, written as a sparse file of
 // its real size (about 61 GB, only the header on disk), opened from its header, built into the decoder
-// graph (decode, 4096 cached tokens), costed on desktop-rtx4070 and scheduled with heft: each step's
+// graph (decode, 4096 cached tokens), costed on cpu-gpu-pcie and scheduled with heft: each step's
 // wall time, against the 2 s goal of issue 26.
 // Peak memory is the peak of live heap bytes (operator new/delete are counted) during one import,
 // above what was live before it, after a warm-up import so that ONNX's one-time operator schema
@@ -136,7 +136,8 @@ bool ggufBench() {
   if (!f) return std::printf("gguf: %s\n", f.message().c_str()), false;
   std::printf("| read the header (%zu tensors, %zu metadata) | %.1f |\n", f->tensors.size(), f->metadata.size(), msSince(t0));
   const auto t1 = std::chrono::steady_clock::now();
-  auto prob = partex::loadProblem(path + "?phase=decode&seq=4096", "desktop-rtx4070", {});
+  // cpu-gpu-pcie: a 16 GiB GPU beside a host of unbounded memory, so the 61 GB of weights have a home.
+  auto prob = partex::loadProblem(path + "?phase=decode&seq=4096", "cpu-gpu-pcie", {});
   if (!prob) return std::printf("gguf: %s\n", prob.message().c_str()), false;
   std::printf("| header + graph (%zu operators) + cost table | %.1f |\n", prob->graph->nodes.size(), msSince(t1));
   const auto t2 = std::chrono::steady_clock::now();

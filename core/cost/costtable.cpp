@@ -177,13 +177,16 @@ struct GroupModel {
   double time(const std::vector<TaskId>& group, DeviceId d) const {
     if (group.empty()) return 0.0;
     std::set<TaskId> members(group.begin(), group.end());
-    int64_t flops = 0, bytes = 0, bestFlops = -1;
+    int64_t flops = 0, bytes = 0, bestFlops = -1, dequantElements = 0;
     OpClass cls = OpClass::Unknown;
     DType dt = DType::Float32;
+    const Device& dev = devices[static_cast<size_t>(d)];
+    const bool dequantRate = dev.dequantGElemsPerS > 0;
     for (TaskId v : group) {
       if (cost[static_cast<size_t>(v) * m + static_cast<size_t>(d)] == kInf) return kInf;
       const OpWork& w = work[static_cast<size_t>(v)];
-      flops += w.flops;
+      flops += w.flops + (dequantRate ? 0 : w.dequantFlops);  // as rooflineUs: dequantisation is compute
+      dequantElements += w.dequantElements;
       bytes += w.bytesReadWeights + inputBytes[static_cast<size_t>(v)] + outputBytes[static_cast<size_t>(v)];
       if (w.flops > bestFlops) {
         bestFlops = w.flops;
@@ -195,7 +198,12 @@ struct GroupModel {
       for (int32_t ei : outEdges[static_cast<size_t>(v)])
         if (!members.count(edges[static_cast<size_t>(ei)].dst)) bytes += edges[static_cast<size_t>(ei)].bytes;
     }
-    return rooflineGroupUs(devices[static_cast<size_t>(d)], cls, dt, flops, bytes);
+    if (dequantRate && dequantElements > 0) {  // the measured rate's time, as flops at the group's peak
+      const double usPerGflop = rooflineGroupParts(dev, cls, dt, 1000000000, 0).computeUs;
+      const double dequantUs = static_cast<double>(dequantElements) / (dev.dequantGElemsPerS * 1e3);
+      if (usPerGflop > 0) flops += static_cast<int64_t>(dequantUs / usPerGflop * 1e9);
+    }
+    return rooflineGroupUs(dev, cls, dt, flops, bytes);
   }
 };
 

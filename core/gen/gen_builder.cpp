@@ -90,7 +90,7 @@ void Builder::output(const std::string& name, int32_t elemType, const Dims& dims
 
 std::string Builder::weight(const std::string& name, const Dims& dims, float lo, float hi, int32_t elemType) {
   const int64_t n = product(dims);
-  if (spec_.weights && n > 2147483647)
+  if ((spec_.weights || (spec_.kind != "llama" && spec_.kind != "moe")) && n > 2147483647)
     throw GenError("weight " + name + " [" + dimsKey(dims) + "] has more than 2^31 elements");
   // Storage type: the file's own for this tensor, else the spec's for matrices (norms stay float).
   std::string q;

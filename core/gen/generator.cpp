@@ -50,7 +50,9 @@ std::string validate(const GenSpec& s, const Kind& k) {
     if (!(e = range("vocab", s.vocab, 1, 10000000)).empty()) return e;
     if (s.headDim == 0 && s.hidden % s.heads != 0)
       return "hidden " + std::to_string(s.hidden) + " is not divisible by heads " + std::to_string(s.heads);
-    if (s.weights && s.vocab * s.hidden > 2147483647)
+    // Placeholder weights of the decoders may be larger (a GGUF's embedding of 256k tokens): no data.
+    const bool decoder = std::string(k.name) == "llama" || std::string(k.name) == "moe";
+    if ((s.weights || !decoder) && s.vocab * s.hidden > 2147483647)
       return "vocab x hidden (" + std::to_string(s.vocab * s.hidden) + ") exceeds 2^31 elements in one weight";
   }
   const bool moe = std::string(k.name) == "moe";
@@ -61,7 +63,6 @@ std::string validate(const GenSpec& s, const Kind& k) {
   if (!llama && (s.quant != "none" || !s.tensorQuant.empty())) return "quant applies to llama and moe only";
   if (!llama && (s.experts != 0 || s.headDim != 0 || s.slidingWindow != 0))
     return "experts, head-dim and sliding-window apply to llama and moe only";
-  if (moe && s.experts <= 0) return "moe needs experts (--experts or --preset)";
   if (llama) {
     QuantType q;
     if (!quantFromName(s.quant, q)) return "quant '" + s.quant + "' is not a ggml weight type (f16, q8_0, q4_k, mxfp4, ...)";
@@ -192,6 +193,10 @@ Result<std::string> generateModel(const GenSpec& requested) {
                  : spec.kind == "widedeep" ? 100000
                  : spec.kind == "llama" || spec.kind == "moe" ? 32000
                                            : 30522;
+  if (spec.kind == "moe" && spec.experts == 0) {  // the kind's own routing: 8 experts, top-2 (Mixtral's)
+    spec.experts = 8;
+    if (spec.expertsUsed == 0) spec.expertsUsed = 2;
+  }
   const Kind* kind = findKind(spec.kind);
   if (!kind) return makeError("generate: unknown kind '", spec.kind, "' (kinds: ", kindList(), ")");
   if (std::string e = validate(spec, *kind); !e.empty()) return makeError("generate ", spec.kind, ": ", e);

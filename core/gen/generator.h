@@ -14,7 +14,8 @@ namespace partex {
 /// What to generate. Kinds: "resnet18", "mobilenetv2", "inception", "bert", "gpt2", "random", and the
 /// recommenders "widedeep" (`width` sparse features with embedding tables of `vocab` rows, a deep MLP
 /// of `layers` halving layers from `hidden`, a wide linear part) and "multitower" (`width` towers of
-/// `layers` layers over a shared bottom of `hidden` features).
+/// `layers` layers over a shared bottom of `hidden` features); the decoders "llama" and "moe" (Llama's
+/// with routed experts: gen_llama.cpp).
 struct GenSpec {
   std::string kind;
   /// Fill weights with seeded random data. Without it, weights are declared as initializers with
@@ -42,7 +43,8 @@ struct GenSpec {
   std::map<std::string, std::string> tensorQuant;
   /// Llama/moe: size of one attention head; 0 = hidden / heads (Qwen3 and gpt-oss set it apart).
   int64_t headDim = 0;
-  /// Mixture-of-Experts ("moe", or llama with experts > 0): routed experts per layer (0 = a dense FFN),
+  /// Mixture-of-Experts ("moe", or llama with experts > 0): routed experts per layer (0 = a dense FFN;
+  /// "moe" with 0: 8 experts, top-2),
   /// experts each token uses (top-k), each expert's gated-MLP size, and one shared expert's size (0 = none).
   int64_t experts = 0;
   int64_t expertsUsed = 0;

@@ -42,8 +42,15 @@ class Reader {
   bool skip(uint64_t n) {
     if (n > remaining()) return false;
     if (!bytes_) {
-      in_->seekg(static_cast<std::streamoff>(n), std::ios::cur);
-      if (!*in_) return false;
+      // Short skips (a vocabulary's strings, one by one) read through the stream's buffer; a seek
+      // each would drop it.
+      if (n <= sizeof(scratch_)) {
+        in_->read(scratch_, static_cast<std::streamsize>(n));
+        if (static_cast<uint64_t>(in_->gcount()) != n) return false;
+      } else {
+        in_->seekg(static_cast<std::streamoff>(n), std::ios::cur);
+        if (!*in_) return false;
+      }
     }
     pos_ += n;
     return true;
@@ -72,6 +79,7 @@ class Reader {
   const std::string* bytes_;
   uint64_t size_;
   uint64_t pos_ = 0;
+  char scratch_[4096];
 };
 
 const char* typeName(GgufType t) {

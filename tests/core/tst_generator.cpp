@@ -140,7 +140,7 @@ class TestGenerator : public QObject {
 
 void TestGenerator::kinds() {
   const std::vector<std::string> expected{"resnet18", "mobilenetv2", "inception", "bert",
-                                          "gpt2",     "random",      "widedeep",  "multitower", "llama"};
+                                          "gpt2",     "random",      "widedeep",  "multitower", "llama", "moe"};
   QCOMPARE(generatorKinds(), expected);
 }
 

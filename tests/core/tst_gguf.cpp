@@ -166,6 +166,21 @@ class TestGguf : public QObject {
     for (const auto& v : g->values)
       if (v.isWeight && v.name.size() > 7 && v.name.compare(v.name.size() - 7, 7, ".weight") == 0) named += v.bytes();
     QCOMPARE(named, expect);
+    // Memory counts the quantised bytes: the cost table's resident bytes (weights and the decode cache).
+    auto plat = loadPreset("desktop-rtx4070");
+    QVERIFY(plat);
+    auto table = buildCostTable(*g, characteriseAll(*g), *plat);
+    QVERIFY(table);
+    int64_t resident = 0, cache = 0, constants = 0;
+    for (int64_t b : table->weightBytes) resident += b;
+    for (const auto& v : g->values) {
+      if (v.isGraphInput && v.name.rfind("past_", 0) == 0) cache += v.bytes();
+      if (v.isWeight && !(v.name.size() > 7 && v.name.compare(v.name.size() - 7, 7, ".weight") == 0) &&
+          !v.consumers.empty())
+        constants += v.bytes();
+    }
+    QCOMPARE(cache, int64_t{2 * 2 * 1 * 2 * 16 * 64 * 2});  // layers x (k, v) x [1, 2 heads, 16, 64] float16
+    QCOMPARE(resident, expect + cache + constants);
     QCOMPARE(g->values[static_cast<size_t>(g->findValue("blk.0.attn_q.weight"))].quant, QuantType::Q4_K);
     QCOMPARE(g->values[static_cast<size_t>(g->findValue("blk.0.attn_norm.weight"))].quant, QuantType::None);
     const OpId q = g->findNode("layers.0.attn.q_proj");
@@ -208,13 +223,17 @@ class TestGguf : public QObject {
     // Hand counts of the graph's parameters (attention q,k,v,o + experts 3 E H F + router H E + 2 norms per
     // layer; embedding, output and final norm), and the totals on the model cards.
     QTest::addColumn<qlonglong>("handCount");
+    // Active parameters per token as published: Mixtral and Qwen count the token embedding, OpenAI's
+    // gpt-oss model card does not (it counts the unembedding).
+    QTest::addColumn<double>("publishedActive");
+    QTest::addColumn<bool>("activeCountsEmbedding");
     auto count = [](int64_t L, int64_t H, int64_t q, int64_t kv, int64_t E, int64_t F, int64_t V) {
       return L * (2 * H * q + 2 * H * kv + 3 * E * H * F + H * E + 2 * H) + 2 * V * H + H;
     };
-    QTest::newRow("mixtral-8x7b") << "mixtral-8x7b" << 46.7e9 << qlonglong(count(32, 4096, 4096, 1024, 8, 14336, 32000));
-    QTest::newRow("qwen3-30b-a3b") << "qwen3-30b-a3b" << 30.5e9 << qlonglong(count(48, 2048, 4096, 512, 128, 768, 151936));
-    QTest::newRow("gpt-oss-20b") << "gpt-oss-20b" << 20.9e9 << qlonglong(count(24, 2880, 4096, 512, 32, 2880, 201088));
-    QTest::newRow("gpt-oss-120b") << "gpt-oss-120b" << 116.8e9 << qlonglong(count(36, 2880, 4096, 512, 128, 2880, 201088));
+    QTest::newRow("mixtral-8x7b") << "mixtral-8x7b" << 46.7e9 << qlonglong(count(32, 4096, 4096, 1024, 8, 14336, 32000)) << 12.9e9 << true;
+    QTest::newRow("qwen3-30b-a3b") << "qwen3-30b-a3b" << 30.5e9 << qlonglong(count(48, 2048, 4096, 512, 128, 768, 151936)) << 3.3e9 << true;
+    QTest::newRow("gpt-oss-20b") << "gpt-oss-20b" << 20.9e9 << qlonglong(count(24, 2880, 4096, 512, 32, 2880, 201088)) << 3.6e9 << false;
+    QTest::newRow("gpt-oss-120b") << "gpt-oss-120b" << 116.8e9 << qlonglong(count(36, 2880, 4096, 512, 128, 2880, 201088)) << 5.1e9 << false;
   }
   void moePresets() {
     QFETCH(QString, name);
@@ -227,8 +246,18 @@ class TestGguf : public QObject {
     // Within 0.5% of the published total (biases, q/k norms and attention sinks are left out).
     QVERIFY2(std::abs(static_cast<double>(params) - publishedTotal) / publishedTotal < 0.005,
              qPrintable(QString::number(static_cast<double>(params))));
-    // Decode at batch 1: each expert operator reads k of E experts; memory holds all E.
+    // Active parameters: everything but the experts, and k of E experts (within 2% of the model card).
+    QFETCH(double, publishedActive);
+    QFETCH(bool, activeCountsEmbedding);
     GenSpec s = preset(name.toStdString(), "decode", 256);
+    int64_t expertParams = 0;
+    for (const auto& v : g->values)
+      if (v.isWeight && v.name.find("_exps.weight") != std::string::npos) expertParams += v.numElements();
+    double active = static_cast<double>(params - expertParams) +
+                    static_cast<double>(expertParams) * static_cast<double>(s.expertsUsed) / static_cast<double>(s.experts);
+    if (!activeCountsEmbedding) active -= static_cast<double>(s.vocab * s.hidden);
+    QVERIFY2(std::abs(active - publishedActive) / publishedActive < 0.02, qPrintable(QString::number(active)));
+    // Decode at batch 1: each expert operator reads k of E experts; memory holds all E.
     auto [read, held] = expertBytes(*g);
     QCOMPARE(read, held / s.experts * s.expertsUsed);
   }

@@ -69,7 +69,7 @@ int64_t sharedLayerConstants(const Graph& g) {
     if (n.name.rfind("layers.", 0) != 0) continue;
     for (ValueId id : n.inputs) {
       if (id == kNone || !g.values[static_cast<size_t>(id)].isWeight) continue;
-      if (g.values[static_cast<size_t>(id)].name.rfind("layers.", 0) == 0) continue;
+      if (g.values[static_cast<size_t>(id)].name.rfind("blk.", 0) == 0) continue;  // a layer's own weight (GGUF name)
       if (seen.insert(id).second) bytes += g.values[static_cast<size_t>(id)].bytes();
     }
   }
@@ -77,7 +77,7 @@ int64_t sharedLayerConstants(const Graph& g) {
 }
 
 int64_t layerWeightBytes(const Graph& g, int layer) {
-  const std::string prefix = "layers." + std::to_string(layer) + ".";
+  const std::string prefix = "blk." + std::to_string(layer) + ".";  // weights carry GGUF names (issue 26)
   int64_t bytes = 0;
   for (const Value& v : g.values)
     if (v.isWeight && v.name.rfind(prefix, 0) == 0) bytes += v.bytes();
