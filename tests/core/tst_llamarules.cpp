@@ -11,6 +11,9 @@
 //    the link per 512-token micro-batch.
 #include <QtTest>
 
+#include <QJsonDocument>
+#include <QJsonObject>
+
 #include <random>
 #include <regex>
 
@@ -396,6 +399,21 @@ class TstLlamaRules : public QObject {
     auto ok = test::runCli({"schedule", "gen:llama?layers=2&hidden=64&heads=4&intermediate=96&vocab=100&seq=8",
                             "--platform", "desktop-rtx4070", "--algo", "ot", "--param", "ot=ffn_(up|down)=CPU"});
     QVERIFY2(ok.code == 0, ok.err.constData());
+    // --op-offload: with everything on the host (-ngl 0) a 64-token prefill's matrix products run on
+    // the GPU at their GPU cost plus the weight copies, not at the CPU's.
+    const QString prefill = "gen:llama?layers=2&hidden=64&heads=4&intermediate=96&vocab=100&seq=64";
+    auto makespan = [&](bool op) {
+      QStringList args{"schedule", prefill, "--platform", "desktop-rtx4070", "--algo", "offload", "--param", "n=0", "--json"};
+      if (op) args << "--op-offload";
+      auto res = test::runCli(args);
+      if (res.code != 0) qFatal("%s", res.err.constData());
+      return QJsonDocument::fromJson(res.out).object().value("makespan_us").toDouble();
+    };
+    const double plain = makespan(false), offloaded = makespan(true);
+    QVERIFY2(plain > 0 && offloaded > 0 && offloaded != plain, qPrintable(QString("%1 vs %2").arg(plain).arg(offloaded)));
+    auto noLayers = test::runCli({"schedule", "gen:resnet18?image-size=32", "--platform", "desktop-rtx4070", "--algo", "heft", "--op-offload"});
+    QCOMPARE(noLayers.code, 2);
+    QVERIFY2(noLayers.err.contains("--op-offload: 'resnet18' has no layer names"), noLayers.err.constData());
     // The arguments of the plan, anchored, as schedule prints them.
     QVERIFY2(ok.out.contains("llama.cpp    -ngl 3 -ot \"^blk\\.(0|1)\\.(ffn_down|ffn_up)\\.weight$=CPU\""), ok.out.constData());
   }
