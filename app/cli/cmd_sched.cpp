@@ -369,7 +369,7 @@ int runCompare(const ProblemArgs& a, const std::string& algos) {
     }
     rows.push_back(r);
   }
-  // On language models: why best beats the first-k split, computed by core (sched/offload.h).
+  // On language models: why best beats the -ngl split, computed by core (sched/offload.h).
   const std::vector<std::string> why = explainAgainstOffload(t, cmp, "best");
   if (a.json) {
     nlohmann::json out = nlohmann::json::array();
