@@ -328,7 +328,8 @@ class TstLlamaRules : public QObject {
     QCOMPARE(deviceOfOp(t, *fit, "layers.3.moe.router"), DeviceId{1});
     QCOMPARE(deviceOfOp(t, *fit, "layers.3.moe.up"), t.host);
     QCOMPARE(deviceOfOp(t, *fit, "layers.2.attn.q"), DeviceId{1});
-    QVERIFY2(info.notes[0].find("the first 2 layers full") != std::string::npos, info.notes[0].c_str());
+    QVERIFY2(info.notes[0].find("-ngl 5, 2 GPU layers full from the front") != std::string::npos, info.notes[0].c_str());
+    QVERIFY2(info.notes[0].find("layer 2 partly (attention on the GPU)") != std::string::npos, info.notes[0].c_str());
   }
 
   /// -ot read as a placement, its errors, and the arguments of a plan read back.
