@@ -270,6 +270,28 @@ class TstLlamaRules : public QObject {
     }
   }
 
+  /// --n-cpu-ffn 2 on the dense decoder: layers 0 and 1's gate, up and down (3 x 64 x 96 float32 each
+  /// layer) on the CPU, everything else on the GPU (-ngl 5).
+  void nCpuFfn() {
+    const Graph g = tinyLlama("decode");
+    const CostTable t = table(g, 0);
+    SchedOptions o;
+    o.params["n"] = "2";
+    SchedInfo info;
+    auto p = findScheduler("n-cpu-ffn")->schedule(t, {}, o, &info);
+    QVERIFY2(p, p.message().c_str());
+    const int64_t ffn = 4 * 3 * kHidden * kInter;
+    QCOMPARE(gpuWeights(t, *p), sharedConstants(g) + kOutputBytes + kLayers * (kLayerBytes + kCacheBytes) - 2 * ffn);
+    QCOMPARE(deviceOfOp(t, *p, "layers.1.mlp.down_proj"), t.host);
+    QCOMPARE(deviceOfOp(t, *p, "layers.2.mlp.down_proj"), DeviceId{1});
+    QCOMPARE(deviceOfOp(t, *p, "layers.0.attn.q_proj"), DeviceId{1});
+    QVERIFY(std::find(info.notes.begin(), info.notes.end(), "llama.cpp: -ngl 5 --n-cpu-ffn 2") != info.notes.end());
+    // Without limits every N fits; the fastest is chosen and the smallest fitting is 0.
+    SchedInfo sweep;
+    QVERIFY(findScheduler("n-cpu-ffn")->schedule(t, {}, SchedOptions{}, &sweep));
+    QVERIFY2(sweep.notes[1].find("the smallest that fits is 0") != std::string::npos, sweep.notes[1].c_str());
+  }
+
   /// The n-cpu-moe rule on the hand-built MoE decoder.
   void nCpuMoe() {
     const Graph g = moeGraph();
