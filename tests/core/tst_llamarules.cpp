@@ -68,7 +68,8 @@ int64_t sharedConstants(const Graph& g) {
     if (n.name.rfind("layers.", 0) != 0) continue;
     for (ValueId id : n.inputs) {
       if (id == kNone || !g.values[static_cast<size_t>(id)].isWeight) continue;
-      if (g.values[static_cast<size_t>(id)].name.rfind("layers.", 0) == 0) continue;
+      const std::string& name = g.values[static_cast<size_t>(id)].name;
+      if (name.rfind("layers.", 0) == 0 || name.rfind("blk.", 0) == 0) continue;  // a layer's own (either naming)
       if (seen.insert(id).second) bytes += g.values[static_cast<size_t>(id)].bytes();
     }
   }
