@@ -40,6 +40,7 @@ struct ProblemArgs {
   double timeLimit = 10.0;
   bool unlimitedLinks = false;
   bool json = false;
+  bool opOffload = false;  ///< --op-offload: llama.cpp's prefill op offload in the costs (withOpOffload).
   CostSourceArgs costs;  ///< --profile, --import-ort: measured or imported costs over the modelled ones.
 };
 
@@ -54,6 +55,9 @@ void addProblemOptions(CLI::App* cmd, ProblemArgs& a) {
       ->capture_default_str();
   cmd->add_flag("--unlimited-links", a.unlimitedLinks, "Transfers never wait for a link (classic HEFT model)");
   cmd->add_flag("--json", a.json, "Print JSON");
+  cmd->add_flag("--op-offload", a.opOffload,
+                "Language models: cost llama.cpp's prefill op offload (a batch of 32 tokens or more runs the matrix "
+                "products of host weights on the GPU, copying the weights per 512-token micro-batch)");
   addCostSourceOptions(cmd, a.costs);
 }
 
@@ -64,6 +68,15 @@ Result<Problem> loadCostedProblem(const ProblemArgs& a) {
   auto p = loadProblem(a);
   if (!p) return p;
   if (auto st = applyCostSources(a.costs, p->table, p->id.modelFile, p->id.modelSha256); !st) return Error{st.message()};
+  if (a.opOffload) {
+    const LlamaTensors m = llamaTensors(p->table);
+    const DeviceId accel = defaultAccelerator(p->table);
+    if (m.layers == 0) return makeError("--op-offload: '", p->table.name, "' has no layer names (a language model's tensors)");
+    if (accel < 0) return makeError("--op-offload: the platform has no GPU beside the host");
+    OpOffloadOptions oo;
+    oo.tokens = tokensOf(p->table, m);
+    p->table = withOpOffload(p->table, m, accel, oo);
+  }
   return p;
 }
 
@@ -356,7 +369,7 @@ int runCompare(const ProblemArgs& a, const std::string& algos) {
     }
     rows.push_back(r);
   }
-  // On language models: why best beats the first-k split, computed by core (sched/offload.h).
+  // On language models: why best beats the -ngl split, computed by core (sched/offload.h).
   const std::vector<std::string> why = explainAgainstOffload(t, cmp, "best");
   if (a.json) {
     nlohmann::json out = nlohmann::json::array();

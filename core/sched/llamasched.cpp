@@ -327,10 +327,12 @@ class Fit final : public Scheduler {
       TensorPlacement allMoe = nglPlacement(m, slots, k->accel, host);
       (void)applyOverrides(t, m, {{"blk\\.\\d+\\.ffn_(up|down|gate_up|gate)_(ch|)exps", host}}, allMoe, false);
       const Trial surplus = evaluate(t, c, o.sim, m, allMoe, k->accel, 0);
-      if (chosenNgl == slots && fitsTarget(surplus, true)) {
+      if (chosenNgl >= 1 && fitsTarget(surplus, true)) {
+        // The GPU slots of step 3 stay; their partial layers become full from the front.
+        const int ngl = chosenNgl;
         int nFull = 1;
-        for (int f = slots; f > 1; --f) {
-          Trial tr = config(slots, f, Moe);
+        for (int f = ngl; f > 1; --f) {
+          Trial tr = config(ngl, f, Moe);
           if (fitsTarget(tr, false)) {
             chosen = std::move(tr);
             nFull = f;
@@ -338,27 +340,28 @@ class Fit final : public Scheduler {
           }
         }
         chosenFull = nFull;
-        how = "all " + std::to_string(slots) + " slots, the first " + std::to_string(std::min(nFull, layers)) +
-              " layers full, the routed experts of the rest on the CPU";
-        if (nFull < slots) {
-          Trial up = config(slots, nFull, Up);
+        const int first = slots - ngl + nFull;  // the first partial layer
+        how = "-ngl " + std::to_string(ngl) + ", " + std::to_string(std::min(nFull, layers)) +
+              " GPU layers full from the front, the routed experts of the rest on the CPU";
+        if (first < layers && ngl > 1) {
+          Trial up = config(ngl, nFull, Up);
           if (fitsTarget(up, true)) {
             chosen = std::move(up);
             chosenFirst = Up;
-            Trial gate = config(slots, nFull, Gate);
+            Trial gate = config(ngl, nFull, Gate);
             if (fitsTarget(gate, true)) {
               chosen = std::move(gate);
               chosenFirst = Gate;
             }
           } else {
-            Trial attn = config(slots, nFull, Attn);
+            Trial attn = config(ngl, nFull, Attn);
             if (fitsTarget(attn, true)) {
               chosen = std::move(attn);
               chosenFirst = Attn;
             }
           }
           if (chosenFirst != Moe)
-            how += std::string("; layer ") + std::to_string(nFull) + " partly (" +
+            how += std::string("; layer ") + std::to_string(first) + " partly (" +
                    (chosenFirst == Up ? "attention and up" : chosenFirst == Gate ? "attention, up and gate" : "attention") +
                    " on the GPU)";
         }

@@ -11,6 +11,9 @@
 //    the link per 512-token micro-batch.
 #include <QtTest>
 
+#include <QJsonDocument>
+#include <QJsonObject>
+
 #include <random>
 #include <regex>
 
@@ -65,7 +68,8 @@ int64_t sharedConstants(const Graph& g) {
     if (n.name.rfind("layers.", 0) != 0) continue;
     for (ValueId id : n.inputs) {
       if (id == kNone || !g.values[static_cast<size_t>(id)].isWeight) continue;
-      if (g.values[static_cast<size_t>(id)].name.rfind("layers.", 0) == 0) continue;
+      const std::string& name = g.values[static_cast<size_t>(id)].name;
+      if (name.rfind("layers.", 0) == 0 || name.rfind("blk.", 0) == 0) continue;  // a layer's own (either naming)
       if (seen.insert(id).second) bytes += g.values[static_cast<size_t>(id)].bytes();
     }
   }
@@ -267,6 +271,28 @@ class TstLlamaRules : public QObject {
     }
   }
 
+  /// --n-cpu-ffn 2 on the dense decoder: layers 0 and 1's gate, up and down (3 x 64 x 96 float32 each
+  /// layer) on the CPU, everything else on the GPU (-ngl 5).
+  void nCpuFfn() {
+    const Graph g = tinyLlama("decode");
+    const CostTable t = table(g, 0);
+    SchedOptions o;
+    o.params["n"] = "2";
+    SchedInfo info;
+    auto p = findScheduler("n-cpu-ffn")->schedule(t, {}, o, &info);
+    QVERIFY2(p, p.message().c_str());
+    const int64_t ffn = 4 * 3 * kHidden * kInter;
+    QCOMPARE(gpuWeights(t, *p), sharedConstants(g) + kOutputBytes + kLayers * (kLayerBytes + kCacheBytes) - 2 * ffn);
+    QCOMPARE(deviceOfOp(t, *p, "layers.1.mlp.down_proj"), t.host);
+    QCOMPARE(deviceOfOp(t, *p, "layers.2.mlp.down_proj"), DeviceId{1});
+    QCOMPARE(deviceOfOp(t, *p, "layers.0.attn.q_proj"), DeviceId{1});
+    QVERIFY(std::find(info.notes.begin(), info.notes.end(), "llama.cpp: -ngl 5 --n-cpu-ffn 2") != info.notes.end());
+    // Without limits every N fits; the fastest is chosen and the smallest fitting is 0.
+    SchedInfo sweep;
+    QVERIFY(findScheduler("n-cpu-ffn")->schedule(t, {}, SchedOptions{}, &sweep));
+    QVERIFY2(sweep.notes[1].find("the smallest that fits is 0") != std::string::npos, sweep.notes[1].c_str());
+  }
+
   /// The n-cpu-moe rule on the hand-built MoE decoder.
   void nCpuMoe() {
     const Graph g = moeGraph();
@@ -325,7 +351,8 @@ class TstLlamaRules : public QObject {
     QCOMPARE(deviceOfOp(t, *fit, "layers.3.moe.router"), DeviceId{1});
     QCOMPARE(deviceOfOp(t, *fit, "layers.3.moe.up"), t.host);
     QCOMPARE(deviceOfOp(t, *fit, "layers.2.attn.q"), DeviceId{1});
-    QVERIFY2(info.notes[0].find("the first 2 layers full") != std::string::npos, info.notes[0].c_str());
+    QVERIFY2(info.notes[0].find("-ngl 5, 2 GPU layers full from the front") != std::string::npos, info.notes[0].c_str());
+    QVERIFY2(info.notes[0].find("layer 2 partly (attention on the GPU)") != std::string::npos, info.notes[0].c_str());
   }
 
   /// -ot read as a placement, its errors, and the arguments of a plan read back.
@@ -396,6 +423,21 @@ class TstLlamaRules : public QObject {
     auto ok = test::runCli({"schedule", "gen:llama?layers=2&hidden=64&heads=4&intermediate=96&vocab=100&seq=8",
                             "--platform", "desktop-rtx4070", "--algo", "ot", "--param", "ot=ffn_(up|down)=CPU"});
     QVERIFY2(ok.code == 0, ok.err.constData());
+    // --op-offload: with everything on the host (-ngl 0) a 64-token prefill's matrix products run on
+    // the GPU at their GPU cost plus the weight copies, not at the CPU's.
+    const QString prefill = "gen:llama?layers=2&hidden=64&heads=4&intermediate=96&vocab=100&seq=64";
+    auto makespan = [&](bool op) {
+      QStringList args{"schedule", prefill, "--platform", "desktop-rtx4070", "--algo", "offload", "--param", "n=0", "--json"};
+      if (op) args << "--op-offload";
+      auto res = test::runCli(args);
+      if (res.code != 0) qFatal("%s", res.err.constData());
+      return QJsonDocument::fromJson(res.out).object().value("makespan_us").toDouble();
+    };
+    const double plain = makespan(false), offloaded = makespan(true);
+    QVERIFY2(plain > 0 && offloaded > 0 && offloaded != plain, qPrintable(QString("%1 vs %2").arg(plain).arg(offloaded)));
+    auto noLayers = test::runCli({"schedule", "gen:resnet18?image-size=32", "--platform", "desktop-rtx4070", "--algo", "heft", "--op-offload"});
+    QCOMPARE(noLayers.code, 2);
+    QVERIFY2(noLayers.err.contains("--op-offload: 'resnet18' has no layer names"), noLayers.err.constData());
     // The arguments of the plan, anchored, as schedule prints them.
     QVERIFY2(ok.out.contains("llama.cpp    -ngl 3 -ot \"^blk\\.(0|1)\\.(ffn_down|ffn_up)\\.weight$=CPU\""), ok.out.constData());
   }

@@ -69,7 +69,8 @@ int64_t sharedLayerConstants(const Graph& g) {
     if (n.name.rfind("layers.", 0) != 0) continue;
     for (ValueId id : n.inputs) {
       if (id == kNone || !g.values[static_cast<size_t>(id)].isWeight) continue;
-      if (g.values[static_cast<size_t>(id)].name.rfind("blk.", 0) == 0) continue;  // a layer's own weight (GGUF name)
+      const std::string& name = g.values[static_cast<size_t>(id)].name;
+      if (name.rfind("layers.", 0) == 0 || name.rfind("blk.", 0) == 0) continue;  // a layer's own (either naming)
       if (seen.insert(id).second) bytes += g.values[static_cast<size_t>(id)].bytes();
     }
   }
@@ -77,10 +78,11 @@ int64_t sharedLayerConstants(const Graph& g) {
 }
 
 int64_t layerWeightBytes(const Graph& g, int layer) {
-  const std::string prefix = "blk." + std::to_string(layer) + ".";  // weights carry GGUF names (issue 26)
+  // The generator's names before issue 26 ("layers.<L>.") or GGUF's ("blk.<L>.").
+  const std::string prefix = "layers." + std::to_string(layer) + ".", gguf = "blk." + std::to_string(layer) + ".";
   int64_t bytes = 0;
   for (const Value& v : g.values)
-    if (v.isWeight && v.name.rfind(prefix, 0) == 0) bytes += v.bytes();
+    if (v.isWeight && (v.name.rfind(prefix, 0) == 0 || v.name.rfind(gguf, 0) == 0)) bytes += v.bytes();
   return bytes;
 }
 
