@@ -23,7 +23,9 @@ namespace {
 /// Output rows wider than this (columns of the innermost spatial dim) do not take brgconv (FusedConvKernel).
 constexpr int64_t kMaxBrgconvWidth = 1024;
 
-bool startsWith(const char* s, const char* prefix) { return std::strncmp(s, prefix, std::strlen(prefix)) == 0; }
+bool startsWith(const char* s, const char* prefix) {
+  return std::strncmp(s, prefix, std::strlen(prefix)) == 0;
+}
 
 /// One operator after the anchor.
 struct Step {

@@ -109,8 +109,9 @@ int main(int argc, char** argv) {
   const double loadBefore = loadAverage();
   std::printf("### partex-cli start-up (bench_startup, %d runs per command)\n\n", reps);
   std::printf("- model: %s; cli: %s\n", model.c_str(), cli.c_str());
-  std::printf("- wall time of the whole process (spawn to exit), ms; \"OpenMP set\": the same command with the "
-              "variables Partex sets already in the environment (no second execution of itself)\n\n");
+  std::printf(
+      "- wall time of the whole process (spawn to exit), ms; \"OpenMP set\": the same command with the "
+      "variables Partex sets already in the environment (no second execution of itself)\n\n");
   std::printf("| command | median | fastest | median, OpenMP set | goal (< 50 ms) |\n|---|---:|---:|---:|---|\n");
   bool allMet = true;
   for (const Cmd& c : cmds) {

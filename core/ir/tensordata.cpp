@@ -30,7 +30,7 @@ std::byte* alignedZeroed(size_t bytes) {
   if (bytes == 0) return nullptr;
   const size_t alloc = (bytes + TensorData::kAlignment - 1) / TensorData::kAlignment * TensorData::kAlignment;
   if (alloc < bytes) return nullptr;  // overflow
-  if (bytes >= kMapBytes) {  // zero-filled by the system
+  if (bytes >= kMapBytes) {           // zero-filled by the system
     void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     return m == MAP_FAILED ? nullptr : static_cast<std::byte*>(m);
   }

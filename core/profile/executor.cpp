@@ -418,7 +418,8 @@ class Prepared {
   /// Whether operator `op` reads a weight of kLargeWeightBytes or more (one a kernel may keep a copy of).
   bool readsLargeWeight(size_t op) const {
     for (ValueId v : g_.nodes[op].inputs)
-      if (v >= 0 && g_.values[static_cast<size_t>(v)].isWeight && g_.values[static_cast<size_t>(v)].bytes() >= kLargeWeightBytes)
+      if (v >= 0 && g_.values[static_cast<size_t>(v)].isWeight &&
+          g_.values[static_cast<size_t>(v)].bytes() >= kLargeWeightBytes)
         return true;
     return false;
   }

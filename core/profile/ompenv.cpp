@@ -16,7 +16,7 @@ bool gFromUser = false;
 bool gPreinitRan = false;
 char gPolicy[32] = "ACTIVE";  // What libgomp read: glibc re-points environ at the original one after the
                         // pre-initialisers, so getenv() later no longer sees what setenv() added.
-bool gDeferred = false;   // the second start was left for later (startWithWaitPolicy)
+bool gDeferred = false;  // the second start was left for later (startWithWaitPolicy)
 char** gArgv = nullptr;  // the program's argv, for that later start
 /// libgomp's spin count under Partex's policy: about 1 ms of spinning (libgomp counts ~100,000 spins per
 /// ms) before a team thread sleeps.
@@ -56,8 +56,8 @@ bool runsNoKernel(char** argv) {
   base = base ? base + 1 : argv[0];
   if (std::strcmp(base, "partex-cli") != 0) return false;
   if (!argv[1]) return true;
-  static const char* const kCommands[] = {"platforms", "schedule", "simulate",  "compare", "inspect",
-                                          "algos",     "generate", "render",    "merge",   "status",
+  static const char* const kCommands[] = {"platforms", "schedule", "simulate", "compare", "inspect",
+                                          "algos",     "generate", "render",   "merge",   "status",
                                           "--help",    "-h",       "--version"};
   for (const char* c : kCommands)
     if (std::strcmp(argv[1], c) == 0) return true;

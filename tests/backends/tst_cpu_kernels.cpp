@@ -305,8 +305,10 @@ class TestCpuKernels : public QObject {
     for (int64_t c = 0; c < channels; ++c)
       for (int64_t o = 0; o < cols; ++o) {
         double acc = 0;
-        for (int64_t t = 0; t < taps; ++t) acc += double(x.data<float>()[o * stride + t]) * double(w.data<float>()[c * taps + t]);
-        worst = std::max(worst, std::abs(double(plain.data<float>()[c * cols + o]) - acc) / std::max(1.0, std::abs(acc)));
+        for (int64_t t = 0; t < taps; ++t)
+          acc += double(x.data<float>()[o * stride + t]) * double(w.data<float>()[c * taps + t]);
+        worst =
+            std::max(worst, std::abs(double(plain.data<float>()[c * cols + o]) - acc) / std::max(1.0, std::abs(acc)));
       }
     QVERIFY2(worst < 1e-4, std::to_string(worst).c_str());
   }
