@@ -20,6 +20,13 @@ namespace partex::cpu {
 
 namespace {
 
+/// Output rows wider than this (columns of the innermost spatial dim) do not take brgconv (FusedConvKernel).
+constexpr int64_t kMaxBrgconvWidth = 1024;
+
+bool startsWith(const char* s, const char* prefix) {
+  return std::strncmp(s, prefix, std::strlen(prefix)) == 0;
+}
+
 /// One operator after the anchor.
 struct Step {
   enum Kind { BatchNorm, MulC, AddC, Sum, Elt } kind = Elt;
@@ -330,6 +337,15 @@ class FusedConvKernel final : public OpKernel {
       auto d = dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                                anyX, anyW, bd, anyY, win.strides, win.dil, win.padL, win.padR);
       pd_ = dnnl::convolution_forward::primitive_desc(d, attr, engine());
+      if (outShape_.back() > kMaxBrgconvWidth && startsWith(pd_.impl_info_str(), "brgconv")) {
+        // oneDNN 2.6's brgconv builds state per output column of a row (about 1 KiB and 25 us to create
+        // each: 23 MiB and 0.6 s for the 21,922 columns of a 1-D convolution of basic-pitch's CQT), held
+        // as long as the primitive is: the next optimised implementation instead, where there is one.
+        bool other = false;
+        while (!other && pd_.next_impl())
+          other = !startsWith(pd_.impl_info_str(), "brgconv") && !startsWith(pd_.impl_info_str(), "ref");
+        if (!other) pd_ = dnnl::convolution_forward::primitive_desc(d, attr, engine());
+      }
       prim_ = dnnl::convolution_forward(pd_);
       if (released) return makeError("Conv: the weights were given up but the input shape changed");
       weights_ = memory();

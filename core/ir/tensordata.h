@@ -1,7 +1,8 @@
 #pragma once
 /// \file The element data of a weight: immutable once built, 64-byte aligned, shared through
 /// `std::shared_ptr<const TensorData>` by every copy of the Graph (Value::data) and by every Tensor
-/// that aliases it (core/backend Tensor::alias), so a model's weights exist once in memory.
+/// that aliases it (core/backend Tensor::alias), so a model's weights exist once in memory. Storage of
+/// 64 KiB or more is mapped on its own, so that freeing a weight gives its pages back at once.
 ///
 /// Layout: dense, row-major, little-endian, in the element encoding a core/backend Tensor stores (Bool
 /// one byte 0/1, 16-bit floats as their bit patterns). A splat (the folded ConstantOfShape that builds

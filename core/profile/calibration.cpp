@@ -15,6 +15,7 @@
 #include "cost/costtable.h"
 #include "cost/work.h"
 #include "profile/executor.h"
+#include "profile/ompenv.h"
 #include "sim/plan.h"
 #include "support/files.h"
 
@@ -751,6 +752,7 @@ const Backend* findGpuBackend(const BackendRegistry& registry) {
 
 Result<MachineCalibration> calibrateMachine(const Backend& backend, const Platform& base,
                                             const CalibrationOptions& opts) {
+  startWithWaitPolicy();  // measured under the policy the runs use (profile/ompenv.h)
   const auto t0 = Clock::now();
   const Graph g = buildProbes();
   for (OpId op = 0; op < static_cast<OpId>(g.nodes.size()); ++op) {
@@ -991,7 +993,9 @@ Result<MachineCalibration> loadOrMeasureThisMachine(const Backend& backend, cons
     src.probe = cached->probe;
     return std::move(*cached);
   }
-  // What the cached file lacks, or everything.
+  // What the cached file lacks, or everything: measured under the OpenMP policy the runs use (a command
+  // that left the policy's second start for later starts again here, once per cold cache).
+  startWithWaitPolicy();
   MachineCalibration c;
   if (cached) {
     src.fromCache = true;
@@ -1079,6 +1083,21 @@ void installThisMachineCalibration(std::function<void(BackendRegistry&)> registe
   if (const char* off = std::getenv("PARTEX_NO_CALIBRATION"); off && *off && std::string(off) != "0") {
     setThisMachineProvider({});
     return;
+  }
+  if (waitPolicyDeferred()) {
+    // A command that left the OpenMP policy's second start for later (profile/ompenv.h) starts again now,
+    // before it prints anything, where this machine would be measured: no calibration file at all. Not
+    // the file of this machine's key, which needs the backends (the CPU backend starts an OpenMP team):
+    // where only a file of another key is cached (a new Partex version), the calibration starts the
+    // program again itself, and what was printed before is printed twice, once.
+    const std::string dir = cacheDir.empty() ? defaultCalibrationCacheDir() : cacheDir;
+    bool any = false;
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end && !any; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      any = name.rfind("calibration-", 0) == 0 && it->path().extension() == ".json";
+    }
+    if (!any) startWithWaitPolicy();
   }
   setThisMachineProvider([registerBackends = std::move(registerBackends), cacheDir]() {
     auto uncalibrated = [](Platform p, const std::string& why) {

@@ -31,6 +31,17 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+/// Weights from this size on are handed over to a run (handOverWeights) and may be kept by kernels in
+/// a reordered copy; smaller ones stay in the graph (the fusion rules read constants).
+constexpr int64_t kLargeWeightBytes = 65536;
+
+/// Gives the pages of freed heap memory back to the system (glibc keeps them for reuse otherwise).
+void returnFreePages() {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+}
+
 double medianOf(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -344,7 +355,13 @@ class Prepared {
       const Node& node = g_.nodes[op];
       return makeError("operator '", node.name, "' (", node.opType, "): ", st.message());
     }
-    if (transient_) kernels_[op]->releaseCaches();
+    if (transient_) {
+      kernels_[op]->releaseCaches();
+      // A kernel that read a large weight may have held a reordered copy of it: give its pages back
+      // now, or glibc keeps them (its mmap threshold grows with every large block freed) and the next
+      // kernel's copy stacks on them, so that a run made once peaks at the sum of the copies.
+      if (readsLargeWeight(op)) returnFreePages();
+    }
     if (!releasing_.empty() && !ranOnce_[op]) {
       ranOnce_[op] = true;
       // Weights this kernel now keeps its own copy of: the last reader to take its copy frees them.
@@ -398,6 +415,14 @@ class Prepared {
   }
   /// Kernels free their caches after every run (a run made once, as the reference run).
   void setTransient(bool t) { transient_ = t; }
+  /// Whether operator `op` reads a weight of kLargeWeightBytes or more (one a kernel may keep a copy of).
+  bool readsLargeWeight(size_t op) const {
+    for (ValueId v : g_.nodes[op].inputs)
+      if (v >= 0 && g_.values[static_cast<size_t>(v)].isWeight &&
+          g_.values[static_cast<size_t>(v)].bytes() >= kLargeWeightBytes)
+        return true;
+    return false;
+  }
   /// Per operator: the last operator of the fused group whose kernel ran it; -1 when it ran alone.
   const std::vector<OpId>& fusedInto() const { return fusedInto_; }
   const std::vector<FusedGroup>& groups() const { return groups_; }
@@ -1013,7 +1038,7 @@ Status handOverWeights(Graph& g, ExecOptions& opts) {
     Value& val = g.values[v];
     if (!val.isWeight || !val.data || opts.inputs.count(static_cast<ValueId>(v))) continue;
     // Small weights stay: the fusion rules read constants (HardSwish's 3 and 6), and they cost nothing.
-    if (val.data->size() < 65536) continue;
+    if (static_cast<int64_t>(val.data->size()) < kLargeWeightBytes) continue;
     auto t = leafTensor(g, static_cast<ValueId>(v), 0);
     if (!t) continue;  // left in the graph: the run reports the error where it makes the tensor
     opts.inputs[static_cast<ValueId>(v)] = std::move(t).value();
@@ -1089,11 +1114,9 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
       if (const Tensor* v = refPrep.value(g.outputs[i]); v && !v->empty())
         if (auto st = v->toPlain(refOut[i]); !st) return Error{st.message()};
   }
-#ifdef __GLIBC__
   // The reference run's buffers are free now: give their pages back, so that the plan's run does not
   // stack its peak on memory glibc keeps for reuse.
-  malloc_trim(0);
-#endif
+  returnFreePages();
   if (cancelled()) return makeError("cancelled");
 
   step("preparing kernels");

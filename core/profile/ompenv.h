@@ -19,4 +19,11 @@ std::string ompWaitPolicy();
 /// True when the policy is the user's own (OMP_WAIT_POLICY was set before Partex started).
 bool ompWaitPolicyFromUser();
 
+/// True while partex-cli has left the policy's second start for later (startWithWaitPolicy).
+bool waitPolicyDeferred();
+/// Where partex-cli left the policy's second start for later (a command that runs kernels only to measure
+/// this machine: `platforms`, `schedule`, ...), starts the program again now with the policy set, from
+/// the beginning, and does not return; returns at once everywhere else. Call it before measuring.
+void startWithWaitPolicy();
+
 }  // namespace partex

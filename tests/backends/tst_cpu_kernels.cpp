@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <chrono>
@@ -269,6 +270,47 @@ class TestCpuKernels : public QObject {
       QCOMPARE(sel.data<int64_t>()[2], int64_t{0});  // the best box first
       if (limit != 1) QCOMPARE(sel.data<int64_t>()[5], int64_t{2});
     }
+  }
+
+  /// 1-D convolutions over long rows (an audio model's filter bank: one input channel, a 256-tap kernel,
+  /// thousands of output columns), where the kernel takes another oneDNN implementation than brgconv
+  /// (whose state grows with the row), against a plain loop; and a short row that keeps brgconv.
+  void wideRowConvolution_data() {
+    QTest::addColumn<int64_t>("width");
+    QTest::addColumn<int64_t>("channels");
+    QTest::addColumn<int64_t>("stride");
+    QTest::newRow("one channel, 2,873 columns") << int64_t{6000} << int64_t{1} << int64_t{2};
+    QTest::newRow("36 channels, 1,500 columns") << int64_t{3254} << int64_t{36} << int64_t{2};
+    QTest::newRow("36 channels, 23 columns") << int64_t{6000} << int64_t{36} << int64_t{256};
+  }
+  void wideRowConvolution() {
+    QFETCH(int64_t, width);
+    QFETCH(int64_t, channels);
+    QFETCH(int64_t, stride);
+    constexpr int64_t taps = 256;
+    auto cpu = makeCpuBackend();
+    Graph g = oneNode("Conv", {{DType::Float32, {1, 1, 1, width}}, {DType::Float32, {channels, 1, 1, taps}}}, 1,
+                      {{"strides", Attribute{std::vector<int64_t>{1, stride}}}});
+    const Tensor x = filled(DType::Float32, {1, 1, 1, width}, 7), w = filled(DType::Float32, {channels, 1, 1, taps}, 8);
+    auto k = cpu->prepare(g, 0, "core0");
+    QVERIFY2(k.isOk(), k.message().c_str());
+    std::vector<Tensor> outs;
+    Status st = (*k)->run({&x, &w}, outs);
+    QVERIFY2(st.isOk(), st.message().c_str());
+    const int64_t cols = (width - taps) / stride + 1;
+    QCOMPARE(outs.at(0).shape(), (std::vector<int64_t>{1, channels, 1, cols}));
+    Tensor plain;
+    QVERIFY(outs[0].toPlain(plain).isOk());
+    double worst = 0;
+    for (int64_t c = 0; c < channels; ++c)
+      for (int64_t o = 0; o < cols; ++o) {
+        double acc = 0;
+        for (int64_t t = 0; t < taps; ++t)
+          acc += double(x.data<float>()[o * stride + t]) * double(w.data<float>()[c * taps + t]);
+        worst =
+            std::max(worst, std::abs(double(plain.data<float>()[c * cols + o]) - acc) / std::max(1.0, std::abs(acc)));
+      }
+    QVERIFY2(worst < 1e-4, std::to_string(worst).c_str());
   }
 
   void sameResultOnEveryDevice() {
