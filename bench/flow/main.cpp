@@ -273,10 +273,11 @@ int main(int argc, char** argv) {
           r.predictedRounds.push_back(j.at("predicted_makespan_us").get<double>());
           r.measured.push_back(j.at("measured_makespan_us").get<double>());
           r.share.push_back(j.at("cpu_share").get<double>());
-          const auto& atRun = j.value("predicted_at_run_speed_us", nlohmann::json());
+          const nlohmann::json atRun = j.value("predicted_at_run_speed_us", nlohmann::json());
           r.predictedAtRunSpeed.push_back(atRun.is_number() ? atRun.get<double>() : -1.0);
           double lo = 0, hi = 0;
-          for (const auto& [dev, f] : j.value("cpu_speed_vs_profile", nlohmann::json::object()).items()) {
+          const nlohmann::json speeds = j.value("cpu_speed_vs_profile", nlohmann::json::object());
+          for (const auto& [dev, f] : speeds.items()) {
             lo = lo == 0 ? f.get<double>() : std::min(lo, f.get<double>());
             hi = std::max(hi, f.get<double>());
           }
