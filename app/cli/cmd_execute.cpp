@@ -125,6 +125,35 @@ int runExecute(const ExecuteArgs& a) {
 
   const double measured = r->makespanUs, pred = predicted->makespan;
   const double err = measured > 0 ? (pred - measured) / measured : 0.0;
+  // The prediction at the CPUs' speed during this run: a virtual CPU changes speed in phases (up to 1.5x
+  // on this project's VMs), and the profile describes the speed of its moment. Both the profile and the
+  // run probe each CPU (cpuSpeedProbeUs); -1 when the costs carry no probe for a device of the plan.
+  std::vector<double> speedFactor;
+  double predAtRunSpeed = -1;
+  {
+    bool known = !t->speedProbeUs.empty();
+    for (size_t v = 0; v < g->nodes.size() && known; ++v) {
+      const auto d = static_cast<size_t>(plan->device[v]);
+      known = d < t->speedProbeUs.size() && t->speedProbeUs[d] > 0 && d < r->deviceProbeUs.size() &&
+              r->deviceProbeUs[d] > 0;
+    }
+    if (known) {
+      const CostTable atRun = atRunSpeed(*t, r->deviceProbeUs, &speedFactor);
+      if (auto tl = simulate(atRun, *plan)) predAtRunSpeed = tl->makespan;
+    }
+  }
+  const double errAtRunSpeed = predAtRunSpeed >= 0 && measured > 0 ? (predAtRunSpeed - measured) / measured : 0.0;
+  // Per device of the plan: its CPUs' speed during the run over when profiled ("core1 x1.42": slower).
+  nlohmann::json speedJson = nlohmann::json::object();
+  std::string speedText;
+  for (size_t d = 0; d < speedFactor.size(); ++d) {
+    if (plan->order[d].empty()) continue;
+    speedJson[t->deviceIds[d]] = speedFactor[d];
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%s%s x%.2f", speedText.empty() ? "" : ", ", t->deviceIds[d].c_str(),
+                  speedFactor[d]);
+    speedText += buf;
+  }
   std::vector<double> opErrors;
   const size_t n = g->nodes.size();
   for (size_t v = 0; v < n; ++v) {
@@ -224,6 +253,10 @@ int runExecute(const ExecuteArgs& a) {
                         {"ops", ops},
                         {"fused_kernels", kernels}};
     if (!r->mismatch.empty()) j["mismatch"] = r->mismatch;
+    // null where the costs carry no speed probe for a device of the plan (a modelled or imported cost).
+    j["predicted_at_run_speed_us"] = predAtRunSpeed >= 0 ? nlohmann::json(predAtRunSpeed) : nlohmann::json(nullptr);
+    j["error_at_run_speed"] = predAtRunSpeed >= 0 ? nlohmann::json(errAtRunSpeed) : nlohmann::json(nullptr);
+    j["cpu_speed_vs_profile"] = speedJson;
     std::cout << j.dump(2) << "\n";
   } else {
     std::printf("Model        %s, plan %s (%s)\n", baseName(a.model).c_str(), baseName(a.plan).c_str(),
@@ -232,6 +265,11 @@ int runExecute(const ExecuteArgs& a) {
     std::printf("Predicted    %.1f us (simulator)\n", pred);
     std::printf("Error        %+.1f%% (predicted against measured); median per-operator error %.1f%%\n", err * 100.0,
                 medianOf(opErrors) * 100.0);
+    if (predAtRunSpeed >= 0)
+      std::printf(
+          "At run speed %.1f us predicted, %+.1f%%: the CPUs ran at %s their speed when profiled (time "
+          "ratio; a virtual CPU changes speed in phases)\n",
+          predAtRunSpeed, errAtRunSpeed * 100.0, speedText.c_str());
     if (r->discardedRuns > 0)
       std::printf(
           "Disturbed    %d runs discarded and repeated: other programs took the CPUs (cpu share below %.0f%%)\n",

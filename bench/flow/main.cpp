@@ -7,7 +7,9 @@
 // right after with that profile (this VM's speed changes in phases of seconds); a plan's error is the
 // median over the rounds of (predicted - measured) / measured, and its columns are the medians.
 // `execute` discards and repeats runs in which its threads got less than 90% of their CPUs; the table
-// says how many. Prints Markdown: one row per plan, then the error summary.
+// says how many. Prints Markdown: one row per plan, then the error summary. Each plan's row also gives
+// the CPUs' speed during the run over when profiled (execute's speed probes: a time ratio, the slowest
+// and fastest device of the plan) and the prediction rescaled to the run's speed, with its error.
 // Usage: bench_flow [MODELS_DIR] [--cli PATH] [--rounds R] [--models a.onnx,b.onnx] [--algos a,b]
 //                   [--work DIR] [--reps N] [--suite DIR]
 // --suite DIR runs the models of a suite folder's manifest.json (scripts/models/fetch_suite.sh,
@@ -124,6 +126,9 @@ std::vector<std::string> split(const std::string& s) {
 struct PlanRow {
   std::string model, algo, devices;
   std::vector<double> predictedRounds, measured, share;  ///< Per round.
+  /// Per round: the prediction at the CPUs' speed during the run (execute's predicted_at_run_speed_us,
+  /// -1 when it had none), and the slowest and fastest device's speed then over when profiled.
+  std::vector<double> predictedAtRunSpeed, slowest, fastest;
   int discarded = 0, switches = 0, disturbedRounds = 0;
   double sleeps = 0;
   bool outputsMatch = true;
@@ -268,6 +273,16 @@ int main(int argc, char** argv) {
           r.predictedRounds.push_back(j.at("predicted_makespan_us").get<double>());
           r.measured.push_back(j.at("measured_makespan_us").get<double>());
           r.share.push_back(j.at("cpu_share").get<double>());
+          const nlohmann::json atRun = j.value("predicted_at_run_speed_us", nlohmann::json());
+          r.predictedAtRunSpeed.push_back(atRun.is_number() ? atRun.get<double>() : -1.0);
+          double lo = 0, hi = 0;
+          const nlohmann::json speeds = j.value("cpu_speed_vs_profile", nlohmann::json::object());
+          for (const auto& [dev, f] : speeds.items()) {
+            lo = lo == 0 ? f.get<double>() : std::min(lo, f.get<double>());
+            hi = std::max(hi, f.get<double>());
+          }
+          r.fastest.push_back(lo);
+          r.slowest.push_back(hi);
           r.discarded += j.value("disturbed_runs_discarded", 0);
           r.disturbedRounds += j.value("disturbed", false) ? 1 : 0;
           r.switches = j.value("mode_switches_per_run", 0);
@@ -287,16 +302,42 @@ int main(int argc, char** argv) {
   }
 
   std::printf(
-      "| model | plan | devices (operators) | predicted us | measured us | error | cpu_share | switches/run | "
-      "discarded runs | outputs |\n|---|---|---|---:|---:|---:|---:|---:|---:|---|\n");
-  std::vector<double> errs;
+      "| model | plan | devices (operators) | predicted us | measured us | error | CPU time ratio run/profile | "
+      "at run speed us | error at run speed | cpu_share | switches/run | discarded runs | outputs "
+      "|\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+  std::vector<double> errs, runSpeedErrs;
   std::map<std::string, std::vector<double>> errsByAlgo;
-  int discarded = 0, over20 = 0, disturbed = 0;
+  int discarded = 0, over20 = 0, disturbed = 0, runSpeedOver20 = 0;
   for (const auto& r : rows) {
     if (!r.error.empty() || r.measured.empty()) {
-      std::printf("| %s | %s | error: %s | | | | | | | |\n", r.model.c_str(), r.algo.c_str(), r.error.c_str());
+      std::printf("| %s | %s | error: %s | | | | | | | | | | |\n", r.model.c_str(), r.algo.c_str(), r.error.c_str());
       continue;
     }
+    // At the CPUs' speed during the run: a virtual CPU changes speed in phases (up to 1.5x here), which
+    // no profile taken at another moment can know; this error is the model's given both speeds.
+    std::vector<double> atRunErrs, atRunPred;
+    for (size_t k = 0; k < r.measured.size() && k < r.predictedAtRunSpeed.size(); ++k)
+      if (r.predictedAtRunSpeed[k] >= 0) {
+        atRunPred.push_back(r.predictedAtRunSpeed[k]);
+        atRunErrs.push_back((r.predictedAtRunSpeed[k] - r.measured[k]) / r.measured[k]);
+      }
+    std::string atRunCells = "| - | - |";
+    if (!atRunErrs.empty()) {
+      const double e = median(atRunErrs);
+      runSpeedErrs.push_back(std::fabs(e));
+      if (std::fabs(e) > 0.20) ++runSpeedOver20;
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "| %.0f | %+.1f%% |", median(atRunPred), e * 100.0);
+      atRunCells = buf;
+    }
+    char ratio[64];
+    const double lo = median(r.fastest), hi = median(r.slowest);
+    if (hi <= 0)
+      std::snprintf(ratio, sizeof ratio, "-");
+    else if (std::fabs(hi - lo) < 0.005)
+      std::snprintf(ratio, sizeof ratio, "%.2f", hi);
+    else
+      std::snprintf(ratio, sizeof ratio, "%.2f-%.2f", lo, hi);
     const double meas = median(r.measured), pred = median(r.predictedRounds);
     std::vector<double> roundErrs;
     for (size_t k = 0; k < r.measured.size(); ++k)
@@ -307,9 +348,9 @@ int main(int argc, char** argv) {
     discarded += r.discarded;
     disturbed += r.disturbedRounds;
     if (std::fabs(err) > 0.20) ++over20;
-    std::printf("| %s | %s | %s | %.0f | %.0f | %+.1f%% | %.2f | %d | %d | %s |\n", r.model.c_str(), r.algo.c_str(),
-                r.devices.c_str(), pred, meas, err * 100.0, median(r.share), r.switches, r.discarded,
-                r.outputsMatch ? "match" : "DIFFER");
+    std::printf("| %s | %s | %s | %.0f | %.0f | %+.1f%% | %s %s %.2f | %d | %d | %s |\n", r.model.c_str(),
+                r.algo.c_str(), r.devices.c_str(), pred, meas, err * 100.0, ratio, atRunCells.c_str(), median(r.share),
+                r.switches, r.discarded, r.outputsMatch ? "match" : "DIFFER");
   }
   std::printf("\n| plans | median abs error | largest abs error | plans above 20%% |\n|---|---:|---:|---:|\n");
   for (const auto& [algo, v] : errsByAlgo)
@@ -319,6 +360,10 @@ int main(int argc, char** argv) {
   if (!errs.empty())
     std::printf("| all (%zu) | %.1f%% | %.1f%% | %d |\n", errs.size(), median(errs) * 100.0,
                 *std::max_element(errs.begin(), errs.end()) * 100.0, over20);
+  if (!runSpeedErrs.empty())
+    std::printf("| all, at run speed (%zu) | %.1f%% | %.1f%% | %d |\n", runSpeedErrs.size(),
+                median(runSpeedErrs) * 100.0, *std::max_element(runSpeedErrs.begin(), runSpeedErrs.end()) * 100.0,
+                runSpeedOver20);
   std::printf(
       "\nDisturbed runs discarded and repeated by execute: %d; rounds that still kept disturbed runs: %d; "
       "load average %.2f at the end.\n",

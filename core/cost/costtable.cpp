@@ -209,6 +209,28 @@ struct GroupModel {
 
 }  // namespace
 
+CostTable atRunSpeed(const CostTable& t, const std::vector<double>& runProbeUs, std::vector<double>* factor) {
+  CostTable s = t;
+  const size_t m = t.deviceIds.size();
+  std::vector<double> f(m, 1.0);
+  for (size_t d = 0; d < m && d < runProbeUs.size() && d < t.speedProbeUs.size(); ++d)
+    if (runProbeUs[d] > 0 && t.speedProbeUs[d] > 0) f[d] = runProbeUs[d] / t.speedProbeUs[d];
+  for (size_t i = 0; i < s.cost.size(); ++i)
+    if (std::isfinite(s.cost[i])) s.cost[i] *= f[i % m];
+  for (size_t i = 0; i < s.unfusedCost.size(); ++i)
+    if (std::isfinite(s.unfusedCost[i])) s.unfusedCost[i] *= f[i % m];
+  if (t.groupCost) {
+    auto base = t.groupCost;
+    s.groupCost = [base, f](const std::vector<TaskId>& group, DeviceId d) {
+      return base(group, d) * f[static_cast<size_t>(d)];
+    };
+  }
+  for (size_t d = 0; d < m && d < runProbeUs.size(); ++d)
+    if (runProbeUs[d] > 0 && d < s.speedProbeUs.size() && s.speedProbeUs[d] > 0) s.speedProbeUs[d] = runProbeUs[d];
+  if (factor) *factor = std::move(f);
+  return s;
+}
+
 Result<CostTable> buildCostTable(const Graph& g, const std::vector<OpWork>& work, const Platform& p) {
   if (work.size() != g.nodes.size()) return makeError(g.name, ": work table does not match the graph");
   if (p.devices.empty()) return makeError(p.name, ": platform has no devices");

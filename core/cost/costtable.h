@@ -111,6 +111,9 @@ struct CostTable {
   /// Costs of the tasks alone (as cost), for a plan that splits a fused group: the cost model's
   /// estimates from before a profile replaced them. Empty until a profile is applied.
   std::vector<double> unfusedCost;
+  /// Per device: the speed of its CPUs when its costs were measured (cpuSpeedProbeUs() of an in-context
+  /// profile, microseconds; 0 unknown); empty when no profile said. atRunSpeed() rescales with it.
+  std::vector<double> speedProbeUs;
   /// The cost of v on d under a plan's placement: w(v,d), unless v's fused group is split there. A
   /// member not placed yet (-1: the exact search's partial plans) counts as placed with v.
   double wIn(TaskId v, DeviceId d, const std::vector<DeviceId>& placement) const {
@@ -233,6 +236,14 @@ bool isCacheValue(const Value& v);
 /// Builds the cost table for an imported model on a platform from the roofline device models.
 /// Fails when some operator can run on no device (the message names the operator).
 Result<CostTable> buildCostTable(const Graph& g, const std::vector<OpWork>& work, const Platform& p);
+
+/// The table at another speed of its devices' CPUs: every operator cost on device d (cost and
+/// unfusedCost) multiplied by runProbeUs[d] / t.speedProbeUs[d], the CPUs' speed probe during a run over
+/// the one the costs were measured at, where both are known (> 0); other devices, transfers and links
+/// unchanged. A virtual CPU's speed changes in phases (cpuSpeedProbeUs in profile/profiler.h), so a
+/// prediction from a profile describes the speed of its moment; this one describes the run's. `factor`,
+/// when given, receives the multiplier of every device (1 where unknown).
+CostTable atRunSpeed(const CostTable& t, const std::vector<double>& runProbeUs, std::vector<double>* factor = nullptr);
 
 /// Parses a JSON task graph: {"devices": ["P1",...], "tasks": {"T1": [14,16,9], ...},
 /// "edges": [["T1","T2",18], ...]}; null costs mean "cannot run"; edges carry fixed transfer times

@@ -463,6 +463,7 @@ struct RunTimes {
   double cpuUs = 0;   ///< CPU time of the lanes while they ran or spun (waits inside a team excluded).
   double busyUs = 0;  ///< Their wall time from the start to their last operator, less sleeps and team waits.
   int sleeps = 0;     ///< Waits that outlasted the spin and slept.
+  std::vector<double> probeUs;  ///< Per lane: cpuSpeedProbeUs() just before the run; 0 for an idle lane.
 };
 
 /// CPU time of the calling thread in microseconds.
@@ -686,6 +687,7 @@ Result<RunTimes> runLanes(LaneTeam& team, Prepared& prep, const std::vector<Devi
   times.startUs.assign(n, 0);
   times.endUs.assign(n, 0);
   std::vector<double> cpuOf(lanes, 0.0), busyOf(lanes, 0.0);
+  times.probeUs.assign(lanes, 0.0);
   std::atomic<int> sleeps{0};
   int active = 0;
   for (size_t l = 0; l < lanes; ++l)
@@ -711,6 +713,8 @@ Result<RunTimes> runLanes(LaneTeam& team, Prepared& prep, const std::vector<Devi
   auto worker = [&](int lane) {
     const auto& seq = P.seq[static_cast<size_t>(lane)];
     if (seq.empty()) return;
+    // The CPU's speed right now (it changes in phases on a virtual machine): before the clock starts.
+    times.probeUs[static_cast<size_t>(lane)] = cpuSpeedProbeUs();
     atStart.fetch_add(1, std::memory_order_acq_rel);
     while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
     const double cpu0 = threadCpuUs();
@@ -920,6 +924,7 @@ Status timedRuns(LaneTeam& team, Prepared& prep, const std::vector<DeviceId>& de
   auto cancelled = [&] { return o.cancel && o.cancel->load(std::memory_order_relaxed); };
   r.opSamplesUs.assign(n, {});
   std::vector<std::vector<double>> startSamples(n);
+  std::vector<std::vector<double>> probeSamples(layout.laneCore.size());
   double cpuSum = 0, wallSum = 0;
   // A timed run whose lanes got less than minCpuShare of their CPUs (other programs ran) is discarded
   // and run again, up to maxDiscarded times; after that the disturbed runs are kept and flagged.
@@ -955,6 +960,8 @@ Status timedRuns(LaneTeam& team, Prepared& prep, const std::vector<DeviceId>& de
         prevEnd = times->endUs[vi];
       }
     }
+    for (size_t l = 0; l < probeSamples.size() && l < times->probeUs.size(); ++l)
+      if (times->probeUs[l] > 0) probeSamples[l].push_back(times->probeUs[l]);
     cpuSum += times->cpuUs;
     wallSum += times->busyUs;
     r.sleepsPerRun += static_cast<double>(times->sleeps) / static_cast<double>(o.reps);
@@ -970,6 +977,18 @@ Status timedRuns(LaneTeam& team, Prepared& prep, const std::vector<DeviceId>& de
     r.opStartUs[v] = medianOf(startSamples[v]);
   }
   r.cpuShare = wallSum > 0 ? std::min(1.0, cpuSum / wallSum) : 1.0;
+  // A device's speed is its slowest lane's: a team operator ends when its slowest thread does.
+  r.deviceProbeUs.assign(layout.masterLane.size(), 0.0);
+  std::vector<char> used(layout.masterLane.size(), 0);
+  for (DeviceId d : devOf) used[static_cast<size_t>(d)] = 1;
+  for (size_t d = 0; d < layout.masterLane.size(); ++d) {
+    if (!used[d] || layout.masterLane[d] < 0) continue;
+    std::vector<int> lanesOfDevice = layout.helperLanes[d];
+    lanesOfDevice.push_back(layout.masterLane[d]);
+    for (int l : lanesOfDevice)
+      if (!probeSamples[static_cast<size_t>(l)].empty())
+        r.deviceProbeUs[d] = std::max(r.deviceProbeUs[d], medianOf(probeSamples[static_cast<size_t>(l)]));
+  }
   return Status::ok();
 }
 

@@ -76,6 +76,12 @@ struct ExecResult {
   /// idle machine; on a shared one the fraction of a core the scheduler gave, which stretches every
   /// measured time that is longer than a time slice.
   double cpuShare = 1.0;
+  /// Per device (executePlan: the cost table's devices; executeOnDevice: its one device): the speed of
+  /// its CPUs during the timed runs, cpuSpeedProbeUs() taken on each of its lanes just before each run,
+  /// median over the runs, the slowest lane's for a multi-thread device; 0 for a device the plan leaves
+  /// idle. Compared with the profile's (ProfileDevice::speedProbeUs), it says how much faster or slower
+  /// the CPUs ran than when they were profiled.
+  std::vector<double> deviceProbeUs;
   /// Waits for an input per timed run (mean) that outlasted ExecOptions::spinUs and slept: each costs a
   /// wake-up (tens of microseconds idle, a slice on a busy machine) that the simulator does not predict.
   double sleepsPerRun = 0;

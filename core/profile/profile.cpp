@@ -197,6 +197,7 @@ std::string profileToJson(const Profile& p) {
       dj["groups"] = std::move(groups);
     }
     if (!d.fused.empty()) dj["fused"] = d.fused;
+    if (d.speedProbeUs > 0) dj["speed_probe_us"] = d.speedProbeUs;
     devs.push_back(std::move(dj));
   }
   j["devices"] = std::move(devs);
@@ -367,6 +368,11 @@ Result<Profile> parseProfile(const std::string& text, const std::string& origin)
         d.fused.push_back(std::move(names));
       }
     }
+    if (auto it = dj.find("speed_probe_us"); it != dj.end()) {
+      if (!it->is_number() || !(it->get<double>() >= 0) || !std::isfinite(it->get<double>()))
+        return r.err(where, "field 'speed_probe_us' must be a non-negative number");
+      d.speedProbeUs = it->get<double>();
+    }
     p.devices.push_back(std::move(d));
   }
   const json* trs = r.array(j, "transfers", "top level", false, &e);
@@ -506,6 +512,10 @@ Result<ApplyReport> applyProfile(CostTable& t, const Profile& p, const ApplyOpti
                        "' is not on the platform (devices: ", join(t.deviceIds, ", "), ")");
     std::vector<bool> seen(static_cast<size_t>(t.numTasks()), false);
     ratios.emplace_back(devId, std::vector<double>{});
+    if (pd.speedProbeUs > 0) {
+      t.speedProbeUs.resize(m, 0.0);
+      t.speedProbeUs[static_cast<size_t>(d)] = pd.speedProbeUs;
+    }
     for (const auto& op : pd.ops) {
       auto it = byName.find(op.name);
       if (it == byName.end()) {

@@ -51,6 +51,9 @@ struct ProfileDevice {
   /// Operators the runtime ran as one fused kernel while measuring (ir/fusion.h), each by names in
   /// order: the kernel's time is its last operator's, the others' about 0. In-context profiles only.
   std::vector<std::vector<std::string>> fused;
+  /// The speed of the device's CPUs while it was measured (cpuSpeedProbeUs(), the slowest CPU's for a
+  /// multi-thread device), microseconds; 0 when unknown (imports, older files).
+  double speedProbeUs = 0;
 };
 
 /// One transfer size between two devices.

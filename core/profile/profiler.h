@@ -91,4 +91,13 @@ const char* methodName(ProfilerOptions::Method m);
 /// Pins the calling thread to logical CPU `core` (no-op for core < 0). Returns false on failure.
 bool pinThisThread(int core);
 
+/// The speed of the calling thread's CPU right now: microseconds of a fixed loop of dependent loads and
+/// multiply-adds over 16 KiB (L1-resident), the fastest of three. A virtual CPU changes speed in phases
+/// of a fraction of a second to tens of seconds when the host's sibling hyperthread is busy (measured on
+/// this project's VMs: loads and multiply-adds 1.4-1.5x slower, register-only arithmetic not at all,
+/// with the thread getting all of its CPU), so a profile and a later run can see one CPU at speeds 1.5x
+/// apart; the profile and the executor record this probe, and a prediction can be rescaled to the speed
+/// of a run (atRunSpeed in cost/costtable.h).
+double cpuSpeedProbeUs();
+
 }  // namespace partex

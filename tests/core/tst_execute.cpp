@@ -131,6 +131,12 @@ void TestExecute::twoDevicePlanMatchesSingleDevice() {
   }
   QVERIFY(r->opStartUs[5] >= r->opStartUs[0]);  // join after stem
   QVERIFY(r->makespanUs > 0);
+  // The CPUs' speed during the runs, per device of the table: probed on every device the plan uses
+  // (dev0 runs the stem and the join in every case), none for the idle dev-bad.
+  QCOMPARE(r->deviceProbeUs.size(), size_t{3});
+  QVERIFY(r->deviceProbeUs[0] > 0);
+  QCOMPARE(r->deviceProbeUs[1] > 0, left == "dev1" || right == "dev1");
+  QCOMPARE(r->deviceProbeUs[2], 0.0);
   QCOMPARE(lastDone, lastTotal);
   QVERIFY(progressCalls >= reps + 2);
 }

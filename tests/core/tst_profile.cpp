@@ -45,6 +45,7 @@ Profile tinyProfile() {
              {"branch_b", "Gemm", stat(60)},
              {"concat,\"out\"", "Concat", stat(5)}};
   cpu.groups = {{{"input_conv", "relu1"}, stat(110)}};
+  cpu.speedProbeUs = 40;
   ProfileDevice& gpu = p.device("gpu");
   gpu.ops = {{"input_conv", "Conv", stat(30)}, {"branch_a", "MatMul", stat(12)}};
   p.transfers = {{"cpu", "gpu", {{1024, stat(2)}, {1024 * 1024, stat(101)}}}};
@@ -109,6 +110,7 @@ class TestProfile : public QObject {
   void transferFit_data();
   void transferFit();
   void transfersReplaceTheLinkModel();
+  void predictionAtRunSpeed();
 };
 
 void TestProfile::summariseGivesMedianAndSpread_data() {
@@ -160,6 +162,8 @@ void TestProfile::roundTripKeepsEverything() {
   QCOMPARE(back->devices[0].groups[0].ops, (std::vector<std::string>{"input_conv", "relu1"}));
   QCOMPARE(back->transfers.size(), size_t{1});
   QCOMPARE(back->transfers[0].samples[1].bytes, int64_t{1024 * 1024});
+  QCOMPARE(back->devices[0].speedProbeUs, 40.0);
+  QCOMPARE(back->devices[1].speedProbeUs, 0.0);  // not probed: no field, read back as unknown
   // Writing what was read gives the same text.
   QCOMPARE(profileToJson(*back), text);
   // And through a file.
@@ -198,6 +202,13 @@ void TestProfile::malformedProfilesAreRefused_data() {
                                  << "'median_us' must be a finite number >= 0";
   QTest::newRow("string time") << mutated(editFirstOp([](QJsonObject& op) { op["median_us"] = "fast"; }))
                                << "'median_us' must be a number";
+  QTest::newRow("negative speed probe") << mutated([](QJsonObject& o) {
+    QJsonArray d = o["devices"].toArray();
+    QJsonObject cpu = d[0].toObject();
+    cpu["speed_probe_us"] = -3;
+    d[0] = cpu;
+    o["devices"] = d;
+  }) << "'speed_probe_us' must be a non-negative number";
   QTest::newRow("min above median") << mutated(editFirstOp([](QJsonObject& op) { op["min_us"] = 1000; }))
                                     << "min_us <= median_us <= max_us";
   QTest::newRow("no op name") << mutated(editFirstOp([](QJsonObject& op) { op.remove("name"); }))
@@ -435,6 +446,40 @@ void TestProfile::transfersReplaceTheLinkModel() {
   o.applyTransfers = false;
   QVERIFY(applyProfile(u, tinyProfile(), o).isOk());
   QCOMPARE(u.transferUs(0, 1, 1024 * 1024), before);
+}
+
+void TestProfile::predictionAtRunSpeed() {
+  // A virtual CPU changes speed in phases: the profile records the speed its device was measured at
+  // (cpu: a probe of 40 us; gpu: none), a run its own, and the prediction at the run's speed scales each
+  // device's operator costs by the ratio, leaving devices without both probes as they are.
+  CostTable t = test::tinyTable();
+  auto r = applyProfile(t, tinyProfile(), opts());
+  QVERIFY2(r.isOk(), r.message().c_str());
+  QCOMPARE(t.speedProbeUs.size(), size_t{3});
+  QCOMPARE(t.speedProbeUs[0], 40.0);
+  QCOMPARE(t.speedProbeUs[1], 0.0);
+  std::vector<double> factor;
+  const CostTable slow = atRunSpeed(t, {60.0, 25.0, 10.0}, &factor);
+  QCOMPARE(factor, (std::vector<double>{1.5, 1.0, 1.0}));
+  for (TaskId v = 0; v < t.numTasks(); ++v) {
+    QCOMPARE(slow.w(v, 0), 1.5 * t.w(v, 0));
+    QCOMPARE(slow.w(v, 1), t.w(v, 1));
+    QCOMPARE(slow.w(v, 2), t.w(v, 2));
+    QCOMPARE(slow.unfusedCost[static_cast<size_t>(v) * 3], 1.5 * t.unfusedCost[static_cast<size_t>(v) * 3]);
+  }
+  QCOMPARE(slow.speedProbeUs[0], 60.0);  // the table now describes the run's speed
+  // A plan on the cpu alone takes 1.5x as long at that speed.
+  Plan plan;
+  plan.device.assign(static_cast<size_t>(t.numTasks()), 0);
+  orderByUpwardRank(t, plan);
+  auto before = simulate(t, plan), after = simulate(slow, plan);
+  QVERIFY2(before.isOk() && after.isOk(), before.isOk() ? after.message().c_str() : before.message().c_str());
+  QVERIFY(before->makespan > 0);
+  QVERIFY(qFuzzyCompare(after->makespan, 1.5 * before->makespan));
+  // No run probe: nothing changes.
+  const CostTable same = atRunSpeed(t, {}, &factor);
+  QCOMPARE(factor, (std::vector<double>{1.0, 1.0, 1.0}));
+  QCOMPARE(same.cost, t.cost);
 }
 
 QTEST_GUILESS_MAIN(TestProfile)

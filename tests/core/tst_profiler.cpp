@@ -114,6 +114,8 @@ void TestProfiler::inContextProfile() {
   QCOMPARE(p->devices.size(), size_t{2});
   for (const auto& d : p->devices) {
     QCOMPARE(d.ops.size(), g.nodes.size());
+    // The speed of the device's CPU while it was measured, for predictions at another run's speed.
+    QVERIFY2(d.speedProbeUs > 0, d.id.c_str());
     for (const auto& op : d.ops) {
       QCOMPARE(op.time.reps, 3);
       QVERIFY(op.time.medianUs >= 40.0);  // Each fake kernel sleeps 50 us.
@@ -291,6 +293,12 @@ void TestProfiler::measuredProfileApplies() {
   auto r = applyProfile(t, *p, ao);
   QVERIFY2(r.isOk(), r.message().c_str());
   QCOMPARE(r->opsApplied, 12);
+  QCOMPARE(t.speedProbeUs.size(), size_t{3});
+  for (DeviceId d = 0; d < 2; ++d) {
+    QVERIFY(t.speedProbeUs[static_cast<size_t>(d)] > 0);
+    QCOMPARE(t.speedProbeUs[static_cast<size_t>(d)], p->devices[static_cast<size_t>(d)].speedProbeUs);
+  }
+  QCOMPARE(t.speedProbeUs[2], 0.0);  // dev-bad not profiled
   for (TaskId v = 0; v < 6; ++v) {
     for (DeviceId d = 0; d < 2; ++d) {
       QCOMPARE(t.provenance[static_cast<size_t>(v) * 3 + static_cast<size_t>(d)], Provenance::Measured);
