@@ -15,6 +15,22 @@
 
 namespace partex {
 
+int layerOfName(const std::string& name) {
+  static const std::string key = "layers.";
+  for (size_t at = name.find(key); at != std::string::npos; at = name.find(key, at + 1)) {
+    if (at > 0 && name[at - 1] != '.' && name[at - 1] != '/') continue;
+    size_t i = at + key.size(), digits = 0;
+    int64_t L = 0;
+    while (i < name.size() && name[i] >= '0' && name[i] <= '9' && digits < 9) {
+      L = L * 10 + (name[i] - '0');
+      ++i;
+      ++digits;
+    }
+    if (digits > 0 && i < name.size() && (name[i] == '.' || name[i] == '/')) return static_cast<int>(L);
+  }
+  return -1;
+}
+
 namespace {
 
 /// "<prefix><L>.<rest>" at the start of `s`: L and rest, or -1.
@@ -33,22 +49,6 @@ int leadingLayer(const std::string& s, const std::string& prefix, std::string* r
   return static_cast<int>(L);
 }
 
-/// The layer of an operator name: "layers.<L>." at the start or after '.' or '/'.
-int opLayer(const std::string& name) {
-  static const std::string key = "layers.";
-  for (size_t at = name.find(key); at != std::string::npos; at = name.find(key, at + 1)) {
-    if (at > 0 && name[at - 1] != '.' && name[at - 1] != '/') continue;
-    size_t i = at + key.size(), digits = 0;
-    int64_t L = 0;
-    while (i < name.size() && name[i] >= '0' && name[i] <= '9' && digits < 9) {
-      L = L * 10 + (name[i] - '0');
-      ++i;
-      ++digits;
-    }
-    if (digits > 0 && i < name.size() && (name[i] == '.' || name[i] == '/')) return static_cast<int>(L);
-  }
-  return -1;
-}
 
 bool isCacheName(const std::string& n, int* layer) {
   for (const char* p : {"past_key.", "past_value."}) {
@@ -125,7 +125,7 @@ LlamaTensors llamaTensors(const CostTable& t) {
   std::vector<std::set<int>> readerLayers(nw);
   std::vector<std::string> outsideReader(nw);
   for (TaskId v = 0; v < t.numTasks(); ++v) {
-    const int L = opLayer(t.taskNames[static_cast<size_t>(v)]);
+    const int L = layerOfName(t.taskNames[static_cast<size_t>(v)]);
     for (int32_t w : weightsOf(t, v)) {
       readerLayers[static_cast<size_t>(w)].insert(L);
       if (L < 0 && outsideReader[static_cast<size_t>(w)].empty()) outsideReader[static_cast<size_t>(w)] = t.taskNames[static_cast<size_t>(v)];

@@ -21,6 +21,10 @@
 
 namespace partex {
 
+/// The layer of an operator's name: "layers.<L>." at the start or after '.' or '/' (exporters prefix
+/// "model." or "/model/"), -1 otherwise.
+int layerOfName(const std::string& name);
+
 /// True for the schedulers that apply llama.cpp's rules (offload = -ngl, fit, n-cpu-moe, n-cpu-ffn,
 /// ot): they refuse models without layer names and are left out where those are the norm.
 bool isLlamaRule(const std::string& scheduler);

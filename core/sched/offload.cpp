@@ -24,25 +24,6 @@ namespace {
 
 using namespace sched_detail;
 
-/// The layer of a name: "layers.<L>." at the start or after '.' or '/' (exporters prefix "model." or
-/// "/model/"), -1 otherwise.
-int layerOf(const std::string& name) {
-  static const std::string key = "layers.";
-  for (size_t at = name.find(key); at != std::string::npos; at = name.find(key, at + 1)) {
-    if (at > 0 && name[at - 1] != '.' && name[at - 1] != '/') continue;
-    size_t i = at + key.size();
-    int64_t L = 0;
-    size_t digits = 0;
-    while (i < name.size() && name[i] >= '0' && name[i] <= '9' && digits < 9) {
-      L = L * 10 + (name[i] - '0');
-      ++i;
-      ++digits;
-    }
-    if (digits > 0 && i < name.size() && (name[i] == '.' || name[i] == '/')) return static_cast<int>(L);
-  }
-  return -1;
-}
-
 std::string fmtTime(double us) {
   char buf[64];
   if (us >= 1e6)
@@ -144,13 +125,13 @@ class Offload final : public Scheduler {
 
 std::vector<int> taskLayers(const CostTable& t) {
   std::vector<int> out(static_cast<size_t>(t.numTasks()), -1);
-  for (TaskId v = 0; v < t.numTasks(); ++v) out[static_cast<size_t>(v)] = layerOf(t.taskNames[static_cast<size_t>(v)]);
+  for (TaskId v = 0; v < t.numTasks(); ++v) out[static_cast<size_t>(v)] = layerOfName(t.taskNames[static_cast<size_t>(v)]);
   return out;
 }
 
 bool hasLayerNames(const CostTable& t) {
   for (const auto& n : t.taskNames)
-    if (layerOf(n) >= 0) return true;
+    if (layerOfName(n) >= 0) return true;
   return false;
 }
 
