@@ -26,6 +26,7 @@
 #include "sched/offload.h"
 #include "sched/scheduler.h"
 #include "sim/memory.h"
+#include "llmtest.h"
 #include "testutil.h"
 
 using namespace partex;
@@ -59,30 +60,6 @@ constexpr int64_t kLayerBytes = 4 * (4 * kHidden * kHidden + 3 * kHidden * kInte
 constexpr int64_t kOutputBytes = 4 * (kHidden + kHidden * kVocab);
 /// Decode's cache per layer: key and value, 4 heads x 8 positions x 16, float32.
 constexpr int64_t kCacheBytes = 2 * 4 * 8 * 16 * 4;
-
-/// The constants layers share (rotary tables, scalars): not a layer's, on every device that runs a layer.
-int64_t sharedConstants(const Graph& g) {
-  std::set<ValueId> seen;
-  int64_t bytes = 0;
-  for (const Node& n : g.nodes) {
-    if (n.name.rfind("layers.", 0) != 0) continue;
-    for (ValueId id : n.inputs) {
-      if (id == kNone || !g.values[static_cast<size_t>(id)].isWeight) continue;
-      const std::string& name = g.values[static_cast<size_t>(id)].name;
-      if (name.rfind("layers.", 0) == 0 || name.rfind("blk.", 0) == 0) continue;  // a layer's own (either naming)
-      if (seen.insert(id).second) bytes += g.values[static_cast<size_t>(id)].bytes();
-    }
-  }
-  return bytes;
-}
-
-Platform withGpuBytes(int64_t gpuBytes) {
-  auto p = loadPreset("desktop-rtx4070");
-  if (!p) qFatal("preset: %s", p.message().c_str());
-  for (auto& d : p->devices)
-    if (d.id == "gpu") d.memCapacityBytes = gpuBytes;
-  return *p;
-}
 
 /// A MoE decoder by hand, GGUF names: per layer L, x -> attn_q (H x H) -> ffn_gate_inp (H x H) ->
 /// ffn_up_exps (H x 4H) -> ffn_down_exps (4H x H); token_embd (Gather) before, output (H x V) after.
@@ -138,7 +115,7 @@ Graph moeGraph() {
 }
 
 CostTable table(const Graph& g, int64_t gpuBytes) {
-  auto t = buildCostTable(g, characteriseAll(g), withGpuBytes(gpuBytes));
+  auto t = buildCostTable(g, characteriseAll(g), test::withGpuBytes(gpuBytes));
   if (!t) qFatal("table: %s", t.message().c_str());
   return std::move(t).value();
 }
@@ -179,7 +156,7 @@ class TstLlamaRules : public QObject {
   void nglSlots() {
     QFETCH(QString, phase);
     const Graph g = tinyLlama(phase.toStdString());
-    const int64_t shared = sharedConstants(g), cache = phase == "decode" ? kCacheBytes : 0;
+    const int64_t shared = test::sharedLayerConstants(g), cache = phase == "decode" ? kCacheBytes : 0;
     // Room for the shared constants, the output slot and two layers with their caches, and half a layer:
     // the largest fitting -ngl is 3 (output + layers 2, 3); -ngl 4 needs another layer.
     const int64_t cap = shared + kOutputBytes + 2 * (kLayerBytes + cache) + kLayerBytes / 2;
@@ -253,7 +230,7 @@ class TstLlamaRules : public QObject {
     QVERIFY(g);
     CostTable t = table(*g, 0);
     const int64_t layer = 404766720 + int64_t{2} * 32 * 512 * 128 * 2, out = 2 * (4096 + int64_t{4096} * 32000);
-    const int64_t shared = sharedConstants(*g);
+    const int64_t shared = test::sharedLayerConstants(*g);
     for (int gib : {8, 12, 24}) {
       t.memCapacity[1] = int64_t{gib} << 30;
       auto slotsIn = [&](int64_t room) { return static_cast<int>(std::min<int64_t>(33, 1 + (room - shared - out) / layer)); };
@@ -282,7 +259,7 @@ class TstLlamaRules : public QObject {
     auto p = findScheduler("n-cpu-ffn")->schedule(t, {}, o, &info);
     QVERIFY2(p, p.message().c_str());
     const int64_t ffn = 4 * 3 * kHidden * kInter;
-    QCOMPARE(gpuWeights(t, *p), sharedConstants(g) + kOutputBytes + kLayers * (kLayerBytes + kCacheBytes) - 2 * ffn);
+    QCOMPARE(gpuWeights(t, *p), test::sharedLayerConstants(g) + kOutputBytes + kLayers * (kLayerBytes + kCacheBytes) - 2 * ffn);
     QCOMPARE(deviceOfOp(t, *p, "layers.1.mlp.down_proj"), t.host);
     QCOMPARE(deviceOfOp(t, *p, "layers.2.mlp.down_proj"), DeviceId{1});
     QCOMPARE(deviceOfOp(t, *p, "layers.0.attn.q_proj"), DeviceId{1});

@@ -20,6 +20,7 @@
 #include "sched/scheduler.h"
 #include "sim/memory.h"
 #include "support/strings.h"
+#include "llmtest.h"
 #include "testutil.h"
 
 using namespace partex;
@@ -60,23 +61,6 @@ constexpr int64_t kOutputBytes = 4 * (kHidden + kHidden * kVocab);
 
 Plan ngl(const CostTable& t, int n) { return nglPlan(t, {}, llamaTensors(t), n, 1); }
 
-/// Bytes of the distinct weights read by operators of layers below k that are not a layer's own (the
-/// rotary tables and scalar constants every layer shares): counted once on the GPU.
-int64_t sharedLayerConstants(const Graph& g) {
-  std::set<ValueId> seen;
-  int64_t bytes = 0;
-  for (const Node& n : g.nodes) {
-    if (n.name.rfind("layers.", 0) != 0) continue;
-    for (ValueId id : n.inputs) {
-      if (id == kNone || !g.values[static_cast<size_t>(id)].isWeight) continue;
-      const std::string& name = g.values[static_cast<size_t>(id)].name;
-      if (name.rfind("layers.", 0) == 0 || name.rfind("blk.", 0) == 0) continue;  // a layer's own (either naming)
-      if (seen.insert(id).second) bytes += g.values[static_cast<size_t>(id)].bytes();
-    }
-  }
-  return bytes;
-}
-
 int64_t layerWeightBytes(const Graph& g, int layer) {
   // The generator's names before issue 26 ("layers.<L>.") or GGUF's ("blk.<L>.").
   const std::string prefix = "layers." + std::to_string(layer) + ".", gguf = "blk." + std::to_string(layer) + ".";
@@ -94,15 +78,6 @@ int64_t layerCacheBytes(const Graph& g, int layer) {
     if (v.isGraphInput && (v.name == "past_key." + std::to_string(layer) || v.name == "past_value." + std::to_string(layer)))
       bytes += v.bytes();
   return bytes;
-}
-
-/// desktop-rtx4070 with the GPU's memory set to `gpuBytes`.
-Platform withGpuBytes(int64_t gpuBytes) {
-  auto p = loadPreset("desktop-rtx4070");
-  if (!p) qFatal("preset: %s", p.message().c_str());
-  for (auto& d : p->devices)
-    if (d.id == "gpu") d.memCapacityBytes = gpuBytes;
-  return *p;
 }
 
 double makespanOf(const CostTable& t, const Plan& p) {
@@ -144,13 +119,13 @@ class TstOffload : public QObject {
     const Graph g = importTiny(phase.toStdString());
     // The hand count of a layer's weights holds for every layer.
     for (int L = 0; L < kLayers; ++L) QCOMPARE(layerWeightBytes(g, L), kLayerBytes);
-    const int64_t shared = sharedLayerConstants(g);
+    const int64_t shared = test::sharedLayerConstants(g);
     QVERIFY(shared > 0 && shared < kLayerBytes / 4);
     // Room for the shared constants, the output slot, two layers and half a layer more (activations and
     // the KV cache of this tiny model are a few KiB): -ngl 3 (output head, layers 2 and 3) is the largest
     // that fits, -ngl 4 needs half a layer more.
     const int64_t cap = shared + kOutputBytes + 2 * kLayerBytes + kLayerBytes / 2;
-    auto t = buildCostTable(g, characteriseAll(g), withGpuBytes(cap));
+    auto t = buildCostTable(g, characteriseAll(g), test::withGpuBytes(cap));
     QVERIFY2(t, t.message().c_str());
     const DeviceId gpu = 1;
     QCOMPARE(t->deviceIds[static_cast<size_t>(gpu)], std::string("gpu"));
@@ -200,19 +175,19 @@ class TstOffload : public QObject {
     QVERIFY(sawThree);
 
     // One byte less than the output and two layers' weights: -ngl 2 (the output head and layer 3).
-    auto t1 = buildCostTable(g, characteriseAll(g), withGpuBytes(shared + kOutputBytes + 2 * kLayerBytes - 1));
+    auto t1 = buildCostTable(g, characteriseAll(g), test::withGpuBytes(shared + kOutputBytes + 2 * kLayerBytes - 1));
     QVERIFY(t1);
     auto s1 = chooseOffloadSplit(*t1, {}, {}, false, -1, Deadline{}, nullptr);
     QVERIFY2(s1, s1.message().c_str());
     QCOMPARE(s1->k, 2);
     // Without limits every slot goes to the GPU.
-    auto free = buildCostTable(g, characteriseAll(g), withGpuBytes(0));
+    auto free = buildCostTable(g, characteriseAll(g), test::withGpuBytes(0));
     QVERIFY(free);
     auto sAll = chooseOffloadSplit(*free, {}, {}, false, -1, Deadline{}, nullptr);
     QVERIFY(sAll);
     QCOMPARE(sAll->k, kLayers + 1);
     // Nothing fits (the host too small for what the GPU cannot take): one line naming k = 0's device.
-    Platform tight = withGpuBytes(1000);
+    Platform tight = test::withGpuBytes(1000);
     for (auto& d : tight.devices)
       if (d.id == "cpu") d.memCapacityBytes = 1000;
     auto t0 = buildCostTable(g, characteriseAll(g), tight);
@@ -228,8 +203,8 @@ class TstOffload : public QObject {
   void bestKAndBest() {
     QFETCH(QString, phase);
     const Graph g = importTiny(phase.toStdString());
-    const int64_t cap = sharedLayerConstants(g) + kOutputBytes + 2 * kLayerBytes + kLayerBytes / 2;
-    auto t = buildCostTable(g, characteriseAll(g), withGpuBytes(cap));
+    const int64_t cap = test::sharedLayerConstants(g) + kOutputBytes + 2 * kLayerBytes + kLayerBytes / 2;
+    auto t = buildCostTable(g, characteriseAll(g), test::withGpuBytes(cap));
     QVERIFY(t);
     const Scheduler* offload = findScheduler("offload");
     SchedOptions o;
@@ -286,7 +261,7 @@ class TstOffload : public QObject {
     QCOMPARE(layerBytes, int64_t{404766720});
     for (int L : {0, 17, 31}) QCOMPARE(layerWeightBytes(*g, L), layerBytes);
     const int64_t outBytes = 2 * (4096 + int64_t{4096} * 32000);
-    const int64_t cap = int64_t{12} << 30, shared = sharedLayerConstants(*g);
+    const int64_t cap = int64_t{12} << 30, shared = test::sharedLayerConstants(*g);
     // Each layer's cache, 2 (k, v) x 32 heads x 512 positions x 128 x 2 bytes, lives with its layer: in
     // decode the past (a resident model input), in prefill the present the layer writes (kept on its device).
     const int64_t cache = int64_t{2} * 32 * 512 * 128 * 2;
@@ -322,8 +297,8 @@ class TstOffload : public QObject {
 
   void explanation() {
     const Graph g = importTiny("decode");
-    const int64_t cap = sharedLayerConstants(g) + kOutputBytes + 2 * kLayerBytes + kLayerBytes / 2;
-    auto t = buildCostTable(g, characteriseAll(g), withGpuBytes(cap));
+    const int64_t cap = test::sharedLayerConstants(g) + kOutputBytes + 2 * kLayerBytes + kLayerBytes / 2;
+    auto t = buildCostTable(g, characteriseAll(g), test::withGpuBytes(cap));
     QVERIFY(t);
     SchedOptions o;
     o.timeLimitSec = 5;
@@ -339,7 +314,7 @@ class TstOffload : public QObject {
     QVERIFY2(lines[1].rfind("weights offload: cpu ", 0) == 0, lines[1].c_str());
     // The split's GPU weights, as the memory model counts them, in the line.
     const std::string gpuWeights =
-        "gpu " + humanBytes(static_cast<double>(sharedLayerConstants(g) + kOutputBytes + 2 * (kLayerBytes + layerCacheBytes(g, 0))));
+        "gpu " + humanBytes(static_cast<double>(test::sharedLayerConstants(g) + kOutputBytes + 2 * (kLayerBytes + layerCacheBytes(g, 0))));
     QVERIFY2(lines[1].find(gpuWeights) != std::string::npos, (lines[1] + " lacks " + gpuWeights).c_str());
     QVERIFY2(lines[3].rfind("transfers: offload ", 0) == 0, lines[3].c_str());
     // The plan against itself: nothing placed differently.
@@ -367,12 +342,12 @@ class TstOffload : public QObject {
     QVERIFY2(!err.contains('\n'), err.constData());
     // A language model on a GPU with room for two layers: compare shows the split and why best wins.
     const Graph g = importTiny("decode");
-    const int64_t cap = sharedLayerConstants(g) + kOutputBytes + 2 * kLayerBytes + kLayerBytes / 2;
+    const int64_t cap = test::sharedLayerConstants(g) + kOutputBytes + 2 * kLayerBytes + kLayerBytes / 2;
     auto preset = loadPreset("desktop-rtx4070");
     QVERIFY(preset);
     const std::string platform = dir + "/capped.json";
     {
-      auto j = nlohmann::json::parse(platformToJson(withGpuBytes(cap)));
+      auto j = nlohmann::json::parse(platformToJson(test::withGpuBytes(cap)));
       std::ofstream(platform) << j.dump(2);
     }
     const QString model =
