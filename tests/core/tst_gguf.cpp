@@ -19,6 +19,7 @@
 #include "onnx/importer.h"
 #include "platform/platform.h"
 #include "problem/problem.h"
+#include "support/files.h"
 #include "testutil.h"
 
 using namespace partex;
@@ -67,21 +68,6 @@ std::string writeSmall(const std::string& name, const GenSpec& s, const std::str
   return path;
 }
 
-GenSpec smallMoe() {
-  GenSpec s;
-  s.kind = "moe";
-  s.layers = 2;
-  s.hidden = 256;
-  s.heads = 4;
-  s.kvHeads = 2;
-  s.intermediate = 512;
-  s.vocab = 300;
-  s.experts = 8;
-  s.expertsUsed = 2;
-  s.expertFfn = 256;
-  return s;
-}
-
 GenSpec smallDense() {
   GenSpec s;
   s.kind = "llama";
@@ -94,10 +80,16 @@ GenSpec smallDense() {
   return s;
 }
 
-std::string readBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
+/// smallDense with 8 routed experts of 256, 2 used per token.
+GenSpec smallMoe() {
+  GenSpec s = smallDense();
+  s.kind = "moe";
+  s.experts = 8;
+  s.expertsUsed = 2;
+  s.expertFfn = 256;
+  return s;
 }
+
 
 }  // namespace
 
@@ -348,7 +340,9 @@ class TestGguf : public QObject {
   // Corrupt and unsupported files: one line naming the file and the reason, never a crash.
   void corrupt() {
     const std::string path = writeSmall("good.gguf", smallDense(), "llama", QuantType::Q4_K);
-    const std::string bytes = readBytes(path);
+    auto read = readFile(path);
+    QVERIFY2(read, read ? "" : read.message().c_str());
+    const std::string bytes = *read;
     auto f = parseGgufHeader(bytes, "x.gguf");
     QVERIFY(f);
     const uint64_t header = f->dataOffset;
