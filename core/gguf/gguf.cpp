@@ -208,7 +208,7 @@ class Parser {
 
  private:
   Error fail(const std::string& why) {
-    err_ = origin_ + ": " + why;
+    err_ = oneLine(origin_ + ": " + why);  // keys and tensor names are arbitrary bytes
     return Error{err_};
   }
   Error truncated(const std::string& what) { return fail("truncated header (ends in " + what + ")"); }

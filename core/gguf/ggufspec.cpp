@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "gguf/gguf.h"
+#include "support/strings.h"
 
 namespace partex {
 
@@ -39,7 +40,7 @@ Result<GenSpec> ggufToSpec(const GgufFile& f, const GgufOptions& opts) {
   if (!a) {
     std::string names;
     for (const auto& k : kArchs) names += (names.empty() ? "" : ", ") + std::string(k.name);
-    return makeError(path, ": architecture '", arch, "' is not supported (", names, ")");
+    return makeError(path, ": architecture '", oneLine(arch), "' is not supported (", names, ")");
   }
   auto integer = [&](const std::string& key, int64_t def, bool required) -> Result<int64_t> {
     const GgufValue* v = f.find(arch + "." + key);

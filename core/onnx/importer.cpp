@@ -1252,27 +1252,6 @@ Result<Graph> importGuarded(const std::function<Result<Graph>(ImportCtx&)>& body
   }
 }
 
-/// Names in models are arbitrary bytes: keep messages on one line by escaping control characters.
-std::string oneLine(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (unsigned char c : s) {
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c < 0x20 || c == 0x7f) {
-      static constexpr char hex[] = "0123456789abcdef";
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 0xf];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
 Result<Graph> finish(Result<Graph> result) {
   if (!result) return Error{oneLine(result.message())};
   for (auto& w : result->warnings) w = oneLine(w);

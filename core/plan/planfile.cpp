@@ -10,6 +10,7 @@
 #include "plan/jsonutil.h"
 #include "sim/memory.h"
 #include "support/files.h"
+#include "support/strings.h"
 
 namespace partex {
 
@@ -54,13 +55,6 @@ std::string opLabel(const CostTable& t, TaskId v) {
   std::string s = "'" + t.taskNames[static_cast<size_t>(v)] + "'";
   if (static_cast<size_t>(v) < t.taskTypes.size() && !t.taskTypes[static_cast<size_t>(v)].empty())
     s += " (" + t.taskTypes[static_cast<size_t>(v)] + ")";
-  return s;
-}
-
-/// Keeps a message on one line whatever the input held.
-std::string oneLine(std::string s) {
-  for (char& c : s)
-    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
   return s;
 }
 

@@ -7,18 +7,13 @@
 #include <nlohmann/json.hpp>
 
 #include "support/files.h"
+#include "support/strings.h"
 
 namespace partex {
 
 namespace {
 
 constexpr const char* kSuffix = "_kernel_time";
-
-std::string oneLine(std::string s) {
-  for (char& c : s)
-    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-  return s;
-}
 
 }  // namespace
 

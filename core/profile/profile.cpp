@@ -24,13 +24,6 @@ namespace {
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
-/// Keeps a message on one line whatever the input held.
-std::string oneLine(std::string s) {
-  for (char& c : s)
-    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-  return s;
-}
-
 /// Rounds to the nanosecond so that files stay readable.
 double roundUs(double us) {
   if (!std::isfinite(us)) return 0.0;

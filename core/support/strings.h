@@ -22,6 +22,9 @@ std::string withCommas(uint64_t v);
 std::string humanBytes(double bytes);
 /// Human count with SI suffix: "4.09 G".
 std::string humanCount(double v);
+/// Keeps a message on one line whatever the input held (names in models, plans and GGUF files are
+/// arbitrary bytes): newline and carriage return become "\\n" and "\\r", other control bytes "\\xNN".
+std::string oneLine(std::string_view s);
 /// Parses a whole string as a signed 64-bit integer; false on any junk.
 bool parseInt64(std::string_view s, int64_t& out);
 

@@ -6,6 +6,7 @@
 #include <QtTest>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -378,6 +379,18 @@ class TestGguf : public QObject {
     m = bytes;
     for (int i = 24; i < 32; ++i) m[static_cast<size_t>(i)] = '\x7f';
     refuse(m, "runs past the end of the file");
+    // A key holding a newline and an unknown type: the message quotes the key escaped, on one line (found
+    // by fuzz_gguf).
+    {
+      uint64_t keyLen = 0;
+      std::memcpy(&keyLen, bytes.data() + 24, 8);
+      QVERIFY(keyLen > 2 && 32 + keyLen + 4 < header);
+      m = bytes;
+      m[33] = '\n';
+      m[32 + keyLen] = 99;
+      refuse(m, "has unknown type 99");
+      QVERIFY(parseGgufHeader(m, "x.gguf").message().find("\\n") != std::string::npos);
+    }
     // An unknown tensor type: the first tensor info's type field (after its name and dims).
     {
       const std::string name = "token_embd.weight";
