@@ -41,6 +41,8 @@ struct ProblemArgs {
   bool unlimitedLinks = false;
   bool json = false;
   bool opOffload = false;  ///< --op-offload: llama.cpp's prefill op offload in the costs (withOpOffload).
+  std::string objective = "latency";  ///< --objective: latency or throughput (sim/stream.h).
+  double latencyBound = 0;            ///< --latency-bound: us per inference under the throughput objective.
   CostSourceArgs costs;  ///< --profile, --import-ort: measured or imported costs over the modelled ones.
 };
 
@@ -58,6 +60,12 @@ void addProblemOptions(CLI::App* cmd, ProblemArgs& a) {
   cmd->add_flag("--op-offload", a.opOffload,
                 "Language models: cost llama.cpp's prefill op offload (a batch of 32 tokens or more runs the matrix "
                 "products of host weights on the GPU, copying the weights per 512-token micro-batch)");
+  cmd->add_option("--objective", a.objective,
+                  "latency (one inference's makespan) or throughput (the period of a stream of inferences: "
+                  "best and pipeline optimise it; every plan is judged by it)")
+      ->capture_default_str();
+  cmd->add_option("--latency-bound", a.latencyBound,
+                  "Under --objective throughput: each inference's latency at most this many microseconds");
   addCostSourceOptions(cmd, a.costs);
 }
 
@@ -108,6 +116,13 @@ Result<SchedOptions> parseOptions(const ProblemArgs& a) {
   SchedOptions o;
   o.timeLimitSec = a.timeLimit;
   o.sim.unlimitedLinks = a.unlimitedLinks;
+  if (!parseObjective(a.objective, o.objective))
+    return makeError("--objective ", a.objective, ": expected latency or throughput");
+  if (!(a.latencyBound >= 0) || !std::isfinite(a.latencyBound))
+    return makeError("--latency-bound ", std::to_string(a.latencyBound), ": expected a non-negative number of microseconds");
+  if (a.latencyBound > 0 && o.objective != Objective::Throughput)
+    return makeError("--latency-bound applies to --objective throughput");
+  o.latencyBoundUs = a.latencyBound;
   for (const auto& kv : a.params) {
     auto eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) return makeError("--param ", kv, ": expected KEY=VALUE");
@@ -133,6 +148,35 @@ void printTimeline(const CostTable& t, const Timeline& tl, const std::string& al
     std::printf("%-16s %8d %12.3f %7.1f%% %14lld%s\n", t.deviceIds[static_cast<size_t>(d)].c_str(), count[static_cast<size_t>(d)],
                 tl.busy[static_cast<size_t>(d)], tl.utilisation[static_cast<size_t>(d)] * 100.0,
                 static_cast<long long>(tl.peakBytes[static_cast<size_t>(d)]), tl.overCapacity[static_cast<size_t>(d)] ? "  OVER CAPACITY" : "");
+}
+
+/// A stream's figures (sim/stream.h), for --objective throughput.
+void printStream(const CostTable& t, const StreamResult& s) {
+  std::printf("Stream       period %.3f us (%.1f inferences/s), latency %.3f us (one alone: %.3f us), %d in flight\n",
+              s.periodUs, s.throughputPerS, s.latencyUs, s.singleLatencyUs, s.inFlight);
+  if (s.bottleneck >= 0)
+    std::printf("Bottleneck   %s (%.3f us busy per inference)\n", t.deviceIds[static_cast<size_t>(s.bottleneck)].c_str(),
+                s.busyPerInference[static_cast<size_t>(s.bottleneck)]);
+  for (DeviceId d = 0; d < t.numDevices(); ++d)
+    if (s.overCapacity[static_cast<size_t>(d)])
+      std::printf("Stream memory %s: %s live at the peak, OVER CAPACITY\n", t.deviceIds[static_cast<size_t>(d)].c_str(),
+                  humanBytes(static_cast<double>(s.peakBytes[static_cast<size_t>(d)])).c_str());
+}
+
+nlohmann::json streamJson(const CostTable& t, const StreamResult& s) {
+  nlohmann::json j = {{"period_us", s.periodUs},       {"throughput_per_s", s.throughputPerS},
+                      {"latency_us", s.latencyUs},     {"max_latency_us", s.maxLatencyUs},
+                      {"single_latency_us", s.singleLatencyUs}, {"in_flight", s.inFlight},
+                      {"inferences_simulated", s.inferences}};
+  j["bottleneck"] = s.bottleneck >= 0 ? nlohmann::json(t.deviceIds[static_cast<size_t>(s.bottleneck)]) : nlohmann::json(nullptr);
+  nlohmann::json dev = nlohmann::json::array();
+  for (DeviceId d = 0; d < t.numDevices(); ++d)
+    dev.push_back({{"device", t.deviceIds[static_cast<size_t>(d)]},
+                   {"busy_per_inference_us", s.busyPerInference[static_cast<size_t>(d)]},
+                   {"peak_bytes", s.peakBytes[static_cast<size_t>(d)]},
+                   {"over_capacity", static_cast<bool>(s.overCapacity[static_cast<size_t>(d)])}});
+  j["devices"] = dev;
+  return j;
 }
 
 /// Each device's memory (sim/memory.h): weights, the peak and its parts, the capacity. Shown when the
@@ -274,9 +318,16 @@ int runSchedule(const ProblemArgs& a, const std::string& algo, const Exports& ex
       if (!la.caches.empty()) llamaArgs += " (the KV cache of " + std::to_string(la.caches.size()) + " tensors placed as no -ngl does)";
     }
   }
+  std::optional<StreamResult> stream;
+  if (o->objective == Objective::Throughput) {
+    auto st = simulateStream(p->table, *plan, {}, o->sim);
+    if (!st) return fail(baseName(a.model) + ": " + algo + ": the stream does not simulate: " + st.message());
+    stream = std::move(st).value();
+  }
   if (a.json) {
     auto j = timelineJson(p->table, *tl, algo);
     if (!llamaArgs.empty()) j["llama_cpp_args"] = llamaArgs;
+    if (stream) j["stream"] = streamJson(p->table, *stream);
     addMemoryJson(p->table, *plan, *tl, j);
     j["lower_bound_us"] = lowerBound(p->table, *c);
     j["optimal"] = info.optimal;
@@ -290,6 +341,7 @@ int runSchedule(const ProblemArgs& a, const std::string& algo, const Exports& ex
     std::printf("Lower bound  %.3f us (makespan / bound = %.3f)\n", lowerBound(p->table, *c),
                 tl->makespan / std::max(1e-12, lowerBound(p->table, *c)));
     printKernels(*p, planKernels(*p, *plan, *tl));
+    if (stream) printStream(p->table, *stream);
     for (const auto& n : info.notes) std::printf("Note         %s\n", n.c_str());
     if (!llamaArgs.empty()) std::printf("llama.cpp    %s\n", llamaArgs.c_str());
   }
@@ -344,6 +396,7 @@ int runCompare(const ProblemArgs& a, const std::string& algos) {
   struct Row {
     std::string algo;
     double makespan = kInf, ms = 0;
+    double period = 0, streamLatency = 0;  ///< Under --objective throughput.
     size_t transfers = 0;
     int64_t bytes = 0;
     bool valid = false, optimal = false, timeLimited = false;
@@ -363,6 +416,8 @@ int runCompare(const ProblemArgs& a, const std::string& algos) {
     r.notes = cr.notes;
     if (cr.valid) {
       r.makespan = cr.makespanUs;
+      r.period = cr.periodUs;
+      r.streamLatency = cr.streamLatencyUs;
       r.transfers = cr.timeline.transfers.size();
       r.bytes = cr.timeline.bytesMoved;
       r.memory = deviceMemory(t, cr.plan, cr.timeline);
@@ -384,6 +439,11 @@ int runCompare(const ProblemArgs& a, const std::string& algos) {
         j["bytes_moved"] = r.bytes;
         if (r.algo == "exact") j["optimal"] = r.optimal;
         j["time_limit_reached"] = r.timeLimited;
+        if (o->objective == Objective::Throughput) {
+          j["period_us"] = r.period;
+          j["throughput_per_s"] = r.period > 0 ? 1e6 / r.period : 0.0;
+          j["stream_latency_us"] = r.streamLatency;
+        }
         nlohmann::json mem = nlohmann::json::array();
         for (DeviceId d = 0; d < t.numDevices(); ++d) {
           nlohmann::json mj = {{"device", t.deviceIds[static_cast<size_t>(d)]}};
@@ -440,6 +500,15 @@ int runCompare(const ProblemArgs& a, const std::string& algos) {
                 static_cast<long long>(r.bytes), mem.c_str(),
                 r.algo == "exact" && r.optimal ? "  (proven optimal)" : r.timeLimited ? "  (time limit reached)" : "");
     if (r.algo == "offload" && r.notes.size() >= 2) std::printf("%-22s split: %s; %s\n", "", r.notes[0].c_str(), r.notes[1].c_str());
+  }
+  if (o->objective == Objective::Throughput) {
+    std::printf("\nStreams (objective throughput%s):\n%-22s %14s %14s %18s\n",
+                o->latencyBoundUs > 0 ? (", latency bound " + std::to_string(o->latencyBoundUs) + " us").c_str() : "", "algorithm",
+                "period_us", "inferences/s", "stream_latency_us");
+    for (const auto& r : rows)
+      if (r.valid && r.period > 0)
+        std::printf("%-22s %14.3f %14.1f %18.3f%s\n", r.algo.c_str(), r.period, 1e6 / r.period, r.streamLatency,
+                    o->latencyBoundUs > 0 && r.streamLatency > o->latencyBoundUs ? "  (over the latency bound)" : "");
   }
   if (!why.empty()) {
     std::printf("\nbest against llama.cpp's -ngl split:\n");

@@ -40,6 +40,7 @@ std::unique_ptr<Scheduler> makeNCpuMoe();  ///< llamasched.cpp: llama.cpp's --n-
 std::unique_ptr<Scheduler> makeNCpuFfn();  ///< llamasched.cpp: llama.cpp's --n-cpu-ffn N
 std::unique_ptr<Scheduler> makeOt();       ///< llamasched.cpp: a llama.cpp -ot override string as a placement
 // References and our own
+std::unique_ptr<Scheduler> makePipeline();  ///< pipeline.cpp: contiguous stages on distinct devices, minimum stream period
 std::unique_ptr<Scheduler> makeExact();  ///< exact.cpp
 std::unique_ptr<Scheduler> makeBest();   ///< best.cpp
 

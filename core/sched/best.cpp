@@ -47,6 +47,7 @@
 #include "sched/localsearch.h"
 #include "sched/llamarules.h"
 #include "sched/offload.h"
+#include "sched/throughput.h"
 #include "sim/memory.h"
 #include "support/strings.h"
 
@@ -92,6 +93,7 @@ class Best final : public Scheduler {
   }
 
   Result<Plan> run(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info) const override {
+    if (o.objective == Objective::Throughput) return bestForThroughput(t, c, o, info);
     const int n = t.numTasks();
     // One deadline for everything below (portfolio, local search, branch and bound).
     const Deadline deadline = o.startDeadline(10.0);
@@ -154,7 +156,7 @@ class Best final : public Scheduler {
       const std::string& n = s->name();
       if (isOneOf(n, {"heft", "greedy", "exact", "best"}) || isLlamaRule(n)) continue;
       if (!only.empty() && std::find(only.begin(), only.end(), n) == only.end()) continue;
-      (isOneOf(n, {"duet", "pimdp"}) ? searching : members).push_back({s.get(), true});
+      (isOneOf(n, {"duet", "pimdp", "pipeline"}) ? searching : members).push_back({s.get(), true});
     }
     members.insert(members.end(), searching.begin(), searching.end());
     // Where a device compiles blocks, the members that emit blocks (DLFusion, coarse) are the ones that

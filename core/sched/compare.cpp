@@ -71,6 +71,13 @@ Comparison compareAlgorithms(const CostTable& t, const Constraints& c, const Sch
     r.speedup = out.bestSingleUs > 0 && tl->makespan > 0 ? out.bestSingleUs / tl->makespan : 0;
     r.ratioToBound = out.lowerBoundUs > 0 ? tl->makespan / out.lowerBoundUs : 0;
     if (s->name() == "exact" && info.optimal) out.optimumUs = tl->makespan;  // a time-limited run is no optimum
+    if (o.objective == Objective::Throughput) {
+      auto st = simulateStream(t, *plan, {}, o.sim);
+      if (st) {
+        r.periodUs = st->periodUs;
+        r.streamLatencyUs = st->latencyUs;
+      }
+    }
     r.plan = std::move(plan).value();
     r.timeline = std::move(tl).value();
     out.rows.push_back(std::move(r));

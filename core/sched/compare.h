@@ -29,6 +29,10 @@ struct ComparisonRow {
   bool timeLimited = false; ///< It stopped at the time limit with its best plan so far.
   std::string error;        ///< Why no plan (an error, or "skipped: ...").
   std::vector<std::string> notes;  ///< The scheduler's notes (SchedInfo::notes): offload's split first.
+  /// Under the throughput objective (SchedOptions::objective), the plan's stream (sim/stream.h): its
+  /// steady-state period and each inference's latency; 0 otherwise.
+  double periodUs = 0;
+  double streamLatencyUs = 0;
   Plan plan;                ///< When valid.
   Timeline timeline;        ///< When valid.
 };

@@ -18,6 +18,7 @@
 #include "cost/costtable.h"
 #include "sim/plan.h"
 #include "sim/simulator.h"
+#include "sim/stream.h"
 
 namespace partex {
 
@@ -90,6 +91,12 @@ class Deadline {
 
 struct SchedOptions {
   SimOptions sim;                 ///< The simulator model the plan is judged by.
+  /// What the plan minimises: one inference's makespan (every algorithm's default), or the period of a
+  /// stream of inferences (sim/stream.h), which `best` and `pipeline` optimise; the others make their
+  /// usual plan and are judged by its period.
+  Objective objective = Objective::Latency;
+  /// With the throughput objective: each inference's latency in the stream at most this (us; <= 0 none).
+  double latencyBoundUs = 0;
   /// Wall-clock limit of one run, in seconds (<= 0: none; exact and best then use 10 s). Every
   /// scheduler returns within it (plus the time to finish the plan it has, a few milliseconds) with
   /// the best plan found so far, SchedInfo::optimal false and the note "time limit reached" (the list

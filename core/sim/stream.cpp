@@ -1,0 +1,206 @@
+#include "sim/stream.h"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+
+namespace partex {
+
+const char* objectiveName(Objective o) {
+  return o == Objective::Throughput ? "throughput" : "latency";
+}
+
+bool parseObjective(const std::string& s, Objective& out) {
+  if (s == "latency") {
+    out = Objective::Latency;
+    return true;
+  }
+  if (s == "throughput") {
+    out = Objective::Throughput;
+    return true;
+  }
+  return false;
+}
+
+namespace {
+
+/// Copies a per-task vector `copies` times (empty stays empty).
+template <typename T>
+std::vector<T> repeat(const std::vector<T>& v, int copies) {
+  std::vector<T> out;
+  if (v.empty()) return out;
+  out.reserve(v.size() * static_cast<size_t>(copies));
+  for (int c = 0; c < copies; ++c) out.insert(out.end(), v.begin(), v.end());
+  return out;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+int devicesUsed(const CostTable& t, const Plan& plan) {
+  int used = 0;
+  for (size_t d = 0; d < plan.order.size() && d < static_cast<size_t>(t.numDevices()); ++d)
+    if (!plan.order[d].empty()) ++used;
+  return used;
+}
+
+CostTable unrollStream(const CostTable& t, int copies, int inFlight) {
+  copies = std::max(1, copies);
+  const int n = t.numTasks();
+  CostTable u = t;  // devices, links, weights, capacities, group functions: shared by every copy
+  u.taskNames.clear();
+  u.taskNames.reserve(static_cast<size_t>(n) * static_cast<size_t>(copies));
+  for (int c = 0; c < copies; ++c)
+    for (const auto& name : t.taskNames) u.taskNames.push_back(name + "#" + std::to_string(c));
+  u.taskTypes = repeat(t.taskTypes, copies);
+  u.cost = repeat(t.cost, copies);
+  u.provenance = repeat(t.provenance, copies);
+  u.inputBytes = repeat(t.inputBytes, copies);
+  u.outputBytes = repeat(t.outputBytes, copies);
+  u.keepsOutput = repeat(t.keepsOutput, copies);
+  u.keptInPlaceBytes = repeat(t.keptInPlaceBytes, copies);
+  u.taskWeights = repeat(t.taskWeights, copies);
+  u.work = repeat(t.work, copies);
+  u.taskChannels = repeat(t.taskChannels, copies);
+  u.unfusedCost = repeat(t.unfusedCost, copies);
+  u.blockAlone = repeat(t.blockAlone, copies);
+  u.blockFloor = repeat(t.blockFloor, copies);
+  u.fusedGroups.clear();
+  u.fusedGroupOf.clear();
+  if (!t.fusedGroupOf.empty()) {
+    u.fusedGroupOf.reserve(t.fusedGroupOf.size() * static_cast<size_t>(copies));
+    for (int c = 0; c < copies; ++c) {
+      const int32_t groupBase = static_cast<int32_t>(t.fusedGroups.size()) * c;
+      for (const auto& g : t.fusedGroups) {
+        std::vector<TaskId> gg;
+        gg.reserve(g.size());
+        for (TaskId v : g) gg.push_back(v + c * n);
+        u.fusedGroups.push_back(std::move(gg));
+      }
+      for (int32_t gi : t.fusedGroupOf) u.fusedGroupOf.push_back(gi < 0 ? -1 : gi + groupBase);
+    }
+  }
+  // The group cost of a copy's tasks is the original's of the same tasks.
+  if (t.groupCost) {
+    auto orig = std::make_shared<std::function<double(const std::vector<TaskId>&, DeviceId)>>(t.groupCost);
+    u.groupCost = [orig, n](const std::vector<TaskId>& tasks, DeviceId d) {
+      std::vector<TaskId> base;
+      base.reserve(tasks.size());
+      for (TaskId v : tasks) base.push_back(v % n);
+      return (*orig)(base, d);
+    };
+  }
+  // Edges: each copy's own, then the in-flight bound.
+  u.edges.clear();
+  u.edges.reserve(t.edges.size() * static_cast<size_t>(copies));
+  for (int c = 0; c < copies; ++c)
+    for (Edge e : t.edges) {
+      e.src += c * n;
+      e.dst += c * n;
+      u.edges.push_back(e);
+    }
+  if (inFlight > 0 && inFlight < copies) {
+    std::vector<TaskId> sources, sinks;
+    for (TaskId v = 0; v < n; ++v) {
+      if (t.inEdges[static_cast<size_t>(v)].empty()) sources.push_back(v);
+      if (t.outEdges[static_cast<size_t>(v)].empty()) sinks.push_back(v);
+    }
+    for (int c = inFlight; c < copies; ++c)
+      for (TaskId s : sinks)
+        for (TaskId r : sources) {
+          Edge e;
+          e.src = s + (c - inFlight) * n;
+          e.dst = r + c * n;
+          e.bytes = 0;
+          e.fixedUs = 0.0;  // a token, not data: no time on any link
+          u.edges.push_back(e);
+        }
+  }
+  u.indexEdges();
+  return u;
+}
+
+Plan unrollPlan(const CostTable& t, const Plan& p, int copies) {
+  copies = std::max(1, copies);
+  const int n = t.numTasks();
+  Plan u;
+  u.algorithm = p.algorithm;
+  u.optionsJson = p.optionsJson;
+  u.device = repeat(p.device, copies);
+  u.order.assign(p.order.size(), {});
+  for (size_t d = 0; d < p.order.size(); ++d) {
+    u.order[d].reserve(p.order[d].size() * static_cast<size_t>(copies));
+    for (int c = 0; c < copies; ++c)
+      for (TaskId v : p.order[d]) u.order[d].push_back(v + c * n);
+  }
+  for (int c = 0; c < copies; ++c)
+    for (PlanBlock b : p.blocks) {
+      for (TaskId& v : b.tasks) v += c * n;
+      u.blocks.push_back(std::move(b));
+    }
+  return u;
+}
+
+Result<StreamResult> simulateStream(const CostTable& t, const Plan& plan, const StreamOptions& o, const SimOptions& sim) {
+  if (auto st = checkPlanShape(t, plan); !st) return Error{st.message()};
+  StreamResult r;
+  const int n = t.numTasks();
+  const int m = t.numDevices();
+  r.inFlight = o.inFlight > 0 ? o.inFlight : devicesUsed(t, plan) + 1;
+  r.inferences = o.inferences > 0 ? o.inferences : std::max(12, 2 * r.inFlight + 8);
+  auto single = simulate(t, plan, sim);
+  if (!single) return Error{single.message()};
+  r.singleLatencyUs = single->makespan;
+  r.busyPerInference.assign(static_cast<size_t>(m), 0.0);
+  for (DeviceId d = 0; d < m; ++d) r.busyPerInference[static_cast<size_t>(d)] = single->busy[static_cast<size_t>(d)];
+  double busiest = 0;
+  for (DeviceId d = 0; d < m; ++d)
+    if (r.busyPerInference[static_cast<size_t>(d)] > busiest) {
+      busiest = r.busyPerInference[static_cast<size_t>(d)];
+      r.bottleneck = d;
+    }
+  if (n == 0) return r;
+
+  const CostTable u = unrollStream(t, r.inferences, r.inFlight);
+  const Plan up = unrollPlan(t, plan, r.inferences);
+  auto tl = simulate(u, up, sim);
+  if (!tl) return Error{tl.message()};
+  r.start.assign(static_cast<size_t>(r.inferences), kInf);
+  r.end.assign(static_cast<size_t>(r.inferences), 0.0);
+  for (int c = 0; c < r.inferences; ++c)
+    for (TaskId v = 0; v < n; ++v) {
+      const TaskSlot& s = tl->tasks[static_cast<size_t>(v + c * n)];
+      r.start[static_cast<size_t>(c)] = std::min(r.start[static_cast<size_t>(c)], s.start);
+      r.end[static_cast<size_t>(c)] = std::max(r.end[static_cast<size_t>(c)], s.end);
+    }
+  // Outputs returning to the host end an inference too.
+  for (const auto& x : tl->transfers)
+    if (x.dst < 0 && x.src >= 0) {
+      const size_t c = static_cast<size_t>(x.src / n);
+      r.end[c] = std::max(r.end[c], x.end);
+    }
+  // The period over the second half: the first inferences fill the pipeline.
+  const int half = r.inferences / 2;  // >= 6
+  const int last = r.inferences - 1;
+  r.periodUs = (r.end[static_cast<size_t>(last)] - r.end[static_cast<size_t>(half - 1)]) / static_cast<double>(last - half + 1);
+  r.throughputPerS = r.periodUs > 0 ? 1e6 / r.periodUs : 0;
+  std::vector<double> lat;
+  for (int c = 0; c < r.inferences; ++c) {
+    const double l = r.end[static_cast<size_t>(c)] - r.start[static_cast<size_t>(c)];
+    r.maxLatencyUs = std::max(r.maxLatencyUs, l);
+    if (c >= half) lat.push_back(l);
+  }
+  r.latencyUs = median(lat);
+  r.peakBytes = tl->peakBytes;
+  r.overCapacity = tl->overCapacity;
+  if (o.keepTimeline) r.timeline = std::move(*tl);
+  return r;
+}
+
+}  // namespace partex

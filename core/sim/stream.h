@@ -1,0 +1,77 @@
+#pragma once
+/// \file A stream of inferences through one plan: the steady-state period (throughput) and each
+/// inference's latency, judged by the same simulator as a single inference (issue 29).
+///
+/// The model: inference t+1 may start on a device while inference t still runs elsewhere (a pipeline).
+/// Each device runs its tasks in the plan's order, all of inference t's before any of inference t+1's
+/// (in-order processing, what a runtime with one thread or queue per device does). At most `inFlight`
+/// inferences are in the system at once (the bounded queues between stages): inference t starts only
+/// when inference t - inFlight has finished. Weights live once per device; every in-flight inference's
+/// activations and the buffers between stages count in the devices' memory (the capacity constraint
+/// holds for the stream, not only for one inference).
+///
+/// It is computed exactly by unrolling: the table is copied once per inference (tasks "name#t", edges
+/// within each copy, the in-flight bound as zero-cost edges from the last tasks of inference t -
+/// inFlight to the first of inference t), the plan's device orders concatenated copy after copy, and
+/// the result simulated by simulate() under every rule it applies (links, exclusive devices, memory).
+
+#include <vector>
+
+#include "cost/costtable.h"
+#include "sim/plan.h"
+#include "sim/simulator.h"
+
+namespace partex {
+
+/// What a schedule minimises. Latency: one inference's makespan (every algorithm's default).
+/// Throughput: the steady-state period of a stream of inferences, with an optional bound on each
+/// inference's latency.
+enum class Objective { Latency, Throughput };
+/// "latency" / "throughput".
+const char* objectiveName(Objective o);
+/// Parses "latency" or "throughput"; false otherwise.
+bool parseObjective(const std::string& s, Objective& out);
+
+struct StreamOptions {
+  /// Inferences simulated (0: enough for a steady state, 2 * inFlight + 8, at least 12). The period is
+  /// measured over the second half of them.
+  int inferences = 0;
+  /// Inferences in the system at once (0: the number of devices the plan uses, plus one).
+  int inFlight = 0;
+  /// Keep the unrolled timeline in StreamResult::timeline (for a Gantt chart of several periods).
+  bool keepTimeline = false;
+};
+
+struct StreamResult {
+  int inferences = 0;
+  int inFlight = 0;
+  double periodUs = 0;            ///< Steady state: time between two inferences' ends.
+  double throughputPerS = 0;      ///< 1e6 / periodUs.
+  double latencyUs = 0;           ///< Median over the steady-state inferences: end - first start.
+  double maxLatencyUs = 0;        ///< Largest over all inferences.
+  double singleLatencyUs = 0;     ///< One inference alone (the plan's makespan).
+  std::vector<double> start, end; ///< Per inference: its first task's start, its last task's end.
+  /// Per device: busy time per inference (the sum of its tasks' times); the largest is the bottleneck
+  /// when no link or dependency limits the period more.
+  std::vector<double> busyPerInference;
+  DeviceId bottleneck = -1;       ///< The busiest device per inference (-1 when none runs anything).
+  std::vector<int64_t> peakBytes; ///< Per device: peak live bytes of the stream.
+  std::vector<bool> overCapacity; ///< Per device: the stream's resident bytes above its capacity.
+  Timeline timeline;              ///< The unrolled timeline (when keepTimeline): task v of inference i is v + i * tasks.
+};
+
+/// The table of `copies` inferences run back to back with at most `inFlight` in the system (see the
+/// file comment). Weights and device data are shared; everything per task is copied.
+CostTable unrollStream(const CostTable& t, int copies, int inFlight);
+/// The plan of `p` for unrollStream(t, copies, ...): every copy on the same devices, each device's
+/// order the copies' orders one after another. Blocks are copied per inference.
+Plan unrollPlan(const CostTable& t, const Plan& p, int copies);
+
+/// Simulates a stream of inferences through `plan`. Errors as simulate()'s.
+Result<StreamResult> simulateStream(const CostTable& t, const Plan& plan, const StreamOptions& o = {},
+                                    const SimOptions& sim = {});
+
+/// The number of distinct devices `plan` puts tasks on.
+int devicesUsed(const CostTable& t, const Plan& plan);
+
+}  // namespace partex

@@ -1,0 +1,177 @@
+// Streams of inferences (issue 29): the steady-state period and latency of a plan's stream, hand-counted
+// on small chains; the in-flight bound; the pipeline programme's stages; best under the throughput
+// objective against every single device and the pipeline, and within a latency bound.
+#include <QtTest>
+
+#include <string>
+
+#include "cost/costtable.h"
+#include "sched/algorithms.h"
+#include "sched/scheduler.h"
+#include "sim/stream.h"
+
+using namespace partex;
+
+namespace {
+
+/// A chain T0 -> T1 -> T2 -> T3 on devices P0, P1 (and P01 when `third` > 0, costing `third` per
+/// task), every task `w` us on P0 and P1, edges of `edgeUs` us between two devices.
+CostTable chain(double w, double edgeUs, double third = 0) {
+  std::string devs = third > 0 ? R"(["P0","P1","P01"])" : R"(["P0","P1"])";
+  auto cost = [&](double x) {
+    return third > 0 ? "[" + std::to_string(x) + "," + std::to_string(x) + "," + std::to_string(third) + "]"
+                     : "[" + std::to_string(x) + "," + std::to_string(x) + "]";
+  };
+  const std::string e = std::to_string(edgeUs);
+  const std::string json = R"({"devices": )" + devs + R"(, "tasks": {"T0": )" + cost(w) + R"(, "T1": )" + cost(w) +
+                           R"(, "T2": )" + cost(w) + R"(, "T3": )" + cost(w) + R"(}, "edges": [["T0","T1",)" + e +
+                           R"(],["T1","T2",)" + e + R"(],["T2","T3",)" + e + "]]}";
+  auto t = parseTaskGraph(json, "chain.json");
+  if (!t) qFatal("%s", t.message().c_str());
+  return *t;
+}
+
+/// The plan putting task v on dev[v], each device's tasks in index (= topological) order.
+Plan planOf(const CostTable& t, const std::vector<DeviceId>& dev) {
+  Plan p;
+  p.device = dev;
+  p.order.assign(static_cast<size_t>(t.numDevices()), {});
+  for (TaskId v = 0; v < t.numTasks(); ++v) p.order[static_cast<size_t>(dev[static_cast<size_t>(v)])].push_back(v);
+  return p;
+}
+
+double streamPeriod(const CostTable& t, const Plan& p) {
+  auto s = simulateStream(t, p);
+  if (!s) qFatal("%s", s.message().c_str());
+  return s->periodUs;
+}
+
+}  // namespace
+
+class TestStream : public QObject {
+  Q_OBJECT
+
+ private slots:
+  // Two stages of 20 us each: one inference every 20 us, each 40 us long.
+  void twoStagesHandCount() {
+    const CostTable t = chain(10, 0);
+    auto s = simulateStream(t, planOf(t, {0, 0, 1, 1}));
+    QVERIFY2(s, s ? "" : s.message().c_str());
+    QCOMPARE(s->singleLatencyUs, 40.0);
+    QCOMPARE(s->periodUs, 20.0);
+    QCOMPARE(s->throughputPerS, 50000.0);
+    QCOMPARE(s->latencyUs, 40.0);
+    QCOMPARE(s->inFlight, 3);  // two devices used, plus one
+    QCOMPARE(s->busyPerInference[0], 20.0);
+    QCOMPARE(s->busyPerInference[1], 20.0);
+    // Inference i ends at 40 + 20 i.
+    for (int i = 0; i < s->inferences; ++i) QCOMPARE(s->end[static_cast<size_t>(i)], 40.0 + 20.0 * i);
+  }
+
+  // Everything on one device: no overlap, the period is the makespan.
+  void oneDevice() {
+    const CostTable t = chain(10, 0);
+    QCOMPARE(streamPeriod(t, planOf(t, {0, 0, 0, 0})), 40.0);
+  }
+
+  // One inference in flight: the second stage's device cannot take the next one early.
+  void inFlightBound() {
+    const CostTable t = chain(10, 0);
+    StreamOptions o;
+    o.inFlight = 1;
+    auto s = simulateStream(t, planOf(t, {0, 0, 1, 1}), o);
+    QVERIFY(s);
+    QCOMPARE(s->periodUs, 40.0);
+    o.inFlight = 2;
+    s = simulateStream(t, planOf(t, {0, 0, 1, 1}), o);
+    QVERIFY(s);
+    QCOMPARE(s->periodUs, 20.0);
+  }
+
+  // An unbalanced split: the slower stage sets the period; a transfer between stages (which occupies
+  // no device) adds to the latency only.
+  void unbalancedAndTransfer() {
+    const CostTable t = chain(10, 5);
+    auto s = simulateStream(t, planOf(t, {0, 0, 0, 1}));
+    QVERIFY(s);
+    QCOMPARE(s->periodUs, 30.0);
+    QCOMPARE(s->bottleneck, DeviceId{0});
+    // Inference i: P0 [30 i, 30 i + 30], transfer 5, P1 [30 i + 35, 30 i + 45]: 45 us each.
+    QCOMPARE(s->latencyUs, 45.0);
+    QCOMPARE(s->singleLatencyUs, 45.0);
+  }
+
+  // The unrolled table: copies of the tasks and edges plus the in-flight tokens.
+  void unrolledTable() {
+    const CostTable t = chain(10, 0);
+    const CostTable u = unrollStream(t, 5, 2);
+    QCOMPARE(u.numTasks(), 20);
+    QCOMPARE(u.taskNames[7], std::string("T3#1"));
+    // 3 edges per copy, and one token (T3 of i - 2 -> T0 of i) for i = 2..4.
+    QCOMPARE(u.edges.size(), size_t{15 + 3});
+    QCOMPARE(u.edges.back().src, TaskId{3 + 2 * 4});
+    QCOMPARE(u.edges.back().dst, TaskId{0 + 4 * 4});
+  }
+
+  // The pipeline programme splits the chain 2 / 2; with a faster device exclusive with both (a
+  // multi-core device and its cores) it uses that one alone when it is faster, never with the others.
+  void pipelineProgramme() {
+    const CostTable t = chain(10, 0);
+    auto p = makePipeline()->schedule(t, {}, {});
+    QVERIFY2(p, p ? "" : p.message().c_str());
+    QCOMPARE(streamPeriod(t, *p), 20.0);
+    QVERIFY(p->device[0] == p->device[1] && p->device[2] == p->device[3] && p->device[1] != p->device[2]);
+
+    CostTable x = chain(10, 0, 6);
+    x.exclusiveWith = {{2}, {2}, {0, 1}};
+    p = makePipeline()->schedule(x, {}, {});
+    QVERIFY(p);
+    QCOMPARE(streamPeriod(x, *p), 20.0);  // P01 alone: 24
+    for (DeviceId d : p->device) QVERIFY(d != 2);
+    x = chain(10, 0, 4);
+    x.exclusiveWith = {{2}, {2}, {0, 1}};
+    p = makePipeline()->schedule(x, {}, {});
+    QVERIFY(p);
+    QCOMPARE(streamPeriod(x, *p), 16.0);
+    for (DeviceId d : p->device) QCOMPARE(d, DeviceId{2});
+  }
+
+  // best under the throughput objective: never worse than the pipeline or any single device; within a
+  // latency bound it gives up period for latency.
+  void bestThroughput() {
+    const CostTable t = chain(10, 5);
+    SchedOptions o;
+    o.objective = Objective::Throughput;
+    o.timeLimitSec = 2;
+    auto p = findScheduler("best")->schedule(t, {}, o);
+    QVERIFY2(p, p ? "" : p.message().c_str());
+    const double best = streamPeriod(t, *p);
+    QCOMPARE(best, 20.0);  // 2 / 2 split: 20 per stage, the transfer on its own
+    for (DeviceId d = 0; d < t.numDevices(); ++d) QVERIFY(best <= streamPeriod(t, planOf(t, {d, d, d, d})));
+    auto pp = makePipeline()->schedule(t, {}, {});
+    QVERIFY(pp);
+    QVERIFY(best <= streamPeriod(t, *pp));
+    // Bound 42 us: the split's 45 us latency is out; one device (40 us latency, 40 us period) is in.
+    o.latencyBoundUs = 42;
+    p = findScheduler("best")->schedule(t, {}, o);
+    QVERIFY(p);
+    auto s = simulateStream(t, *p);
+    QVERIFY(s);
+    QVERIFY2(s->latencyUs <= 42.0, std::to_string(s->latencyUs).c_str());
+    QCOMPARE(s->periodUs, 40.0);
+  }
+
+  // Pins hold: a task pinned to P1 in the first stage's place moves the split.
+  void pipelinePins() {
+    const CostTable t = chain(10, 0);
+    Constraints c;
+    c.pinned[0] = 1;
+    auto p = makePipeline()->schedule(t, c, {});
+    QVERIFY(p);
+    QCOMPARE(p->device[0], DeviceId{1});
+    QCOMPARE(streamPeriod(t, *p), 20.0);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestStream)
+#include "tst_stream.moc"
