@@ -15,10 +15,15 @@
 // best programme's plan is simulated as a stream (sim/stream.h) and the plan with the shortest
 // simulated period wins (the latency bound, SchedOptions::latencyBoundUs, first where one is set).
 // Pinned tasks keep their device (a stage holding one is on its device); forbidden devices hold none.
+// Where no split into stages on distinct devices exists (operators an accelerator cannot run, pins
+// scattered over the model), a relaxed programme lets stages return to a device used before and runs
+// an operator its stage's device may not run on its pinned or fastest allowed device: every model gets
+// a plan, judged by the same stream simulation.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <string>
 
 #include "sched/algorithms.h"
 #include "sched/listsched.h"
@@ -195,7 +200,40 @@ class Pipeline final : public Scheduler {
     std::optional<Plan> best;
     double bestPeriod = kInf, bestLatency = kInf;
     bool bestMeetsBound = false;
-    int bestStages = 0;
+    std::string bestWhat;
+    // Judges an assignment (tasks in topological order on each device) by its simulated stream; keeps
+    // the best. Tasks the constraints keep off their stage's device go to their pinned device, else to
+    // their fastest allowed one (the relaxed programme below counts them so).
+    auto consider = [&](std::vector<DeviceId> dev, const std::string& what) -> Status {
+      for (TaskId v = 0; v < n; ++v) {
+        DeviceId& d = dev[static_cast<size_t>(v)];
+        if (auto it = c.pinned.find(v); it != c.pinned.end()) {
+          d = it->second;
+        } else if (!c.allowed(t, v, d)) {
+          DeviceId bd = -1;
+          for (DeviceId e = 0; e < m; ++e)
+            if (c.allowed(t, v, e) && (bd < 0 || t.w(v, e) < t.w(v, bd))) bd = e;
+          d = bd;
+        }
+      }
+      Plan plan;
+      plan.device = dev;
+      plan.order.assign(static_cast<size_t>(m), {});
+      for (TaskId v : topo) plan.order[static_cast<size_t>(dev[static_cast<size_t>(v)])].push_back(v);
+      auto s = simulateStream(t, plan, {}, o.sim);
+      if (!s) return Error{"pipeline: " + s.message()};
+      const bool meets = o.latencyBoundUs <= 0 || s->latencyUs <= o.latencyBoundUs;
+      const bool take = !best || (meets && !bestMeetsBound) ||
+                        (meets == bestMeetsBound && (meets ? s->periodUs < bestPeriod - 1e-9 : s->latencyUs < bestLatency - 1e-9));
+      if (take) {
+        best = std::move(plan);
+        bestPeriod = s->periodUs;
+        bestLatency = s->latencyUs;
+        bestMeetsBound = meets;
+        bestWhat = what;
+      }
+      return Status::ok();
+    };
     for (int k = 1; k <= m; ++k) {
       const auto [d0, used0] = bestPerCount[static_cast<size_t>(k)];
       if (d0 < 0) continue;
@@ -215,25 +253,66 @@ class Pipeline final : public Scheduler {
         j = cell.fromCut;
         d = pd;
       }
-      Plan plan;
-      plan.device = dev;
-      plan.order.assign(static_cast<size_t>(m), {});
-      for (TaskId v : topo) plan.order[static_cast<size_t>(dev[static_cast<size_t>(v)])].push_back(v);
-      auto s = simulateStream(t, plan, {}, o.sim);
-      if (!s) return Error{"pipeline: " + s.message()};
-      const bool meets = o.latencyBoundUs <= 0 || s->latencyUs <= o.latencyBoundUs;
-      const bool take = !best || (meets && !bestMeetsBound) ||
-                        (meets == bestMeetsBound && (meets ? s->periodUs < bestPeriod - 1e-9 : s->latencyUs < bestLatency - 1e-9));
-      if (take) {
-        best = std::move(plan);
-        bestPeriod = s->periodUs;
-        bestLatency = s->latencyUs;
-        bestMeetsBound = meets;
-        bestStages = k;
+      if (auto st = consider(std::move(dev), std::to_string(k) + " stage(s) on distinct devices"); !st) return Error{st.message()};
+    }
+
+    // The relaxed programme, for models the strict one cannot split (operators a device cannot run, pins
+    // scattered over the model, more stages wanted than devices): stages may return to a device used
+    // before, and an operator its stage's device may not run counts at its fastest allowed time (it runs
+    // there, beside the stage). Its period ignores that a device's stages share it, so it is a candidate
+    // for the simulator to judge, like the strict programme's.
+    if (!best || !timedOut) {
+      std::vector<std::vector<double>> preR(static_cast<size_t>(m), std::vector<double>(static_cast<size_t>(n) + 1, 0.0));
+      for (DeviceId d = 0; d < m; ++d)
+        for (int i = 0; i < n; ++i) {
+          const TaskId v = topo[static_cast<size_t>(i)];
+          preR[static_cast<size_t>(d)][static_cast<size_t>(i) + 1] =
+              preR[static_cast<size_t>(d)][static_cast<size_t>(i)] + (c.allowed(t, v, d) ? t.w(v, d) : bestW[static_cast<size_t>(i)]);
+        }
+      std::vector<Cell> g(static_cast<size_t>(K + 1) * static_cast<size_t>(m));
+      auto G = [&](int j, int d) -> Cell& { return g[static_cast<size_t>(j) * static_cast<size_t>(m) + static_cast<size_t>(d)]; };
+      auto stageR = [&](int a, int b, int d) {
+        return preR[static_cast<size_t>(d)][static_cast<size_t>(cuts[static_cast<size_t>(b)])] -
+               preR[static_cast<size_t>(d)][static_cast<size_t>(cuts[static_cast<size_t>(a)])];
+      };
+      for (int b = 1; b <= K; ++b)
+        for (int d = 0; d < m; ++d) {
+          const double w = stageR(0, b, d);
+          if (better(w, w, G(b, d))) G(b, d) = Cell{w, w, 0, -1};
+        }
+      for (int a = 1; a < K && !deadline.passed() && !o.cancelled(); ++a)
+        for (int pd = 0; pd < m; ++pd) {
+          const Cell& from = G(a, pd);
+          if (!(from.period < kInf)) continue;
+          for (int d = 0; d < m; ++d) {
+            if (d == pd) continue;
+            for (int b = a + 1; b <= K; ++b) {
+              const double w = stageR(a, b, d);
+              const double x = t.transferUs(static_cast<DeviceId>(pd), static_cast<DeviceId>(d), X(a, b));
+              const double p = std::max({from.period, w, x});
+              const double l = from.latency + w + x;
+              if (better(p, l, G(b, d))) G(b, d) = Cell{p, l, a, static_cast<int8_t>(pd)};
+            }
+          }
+        }
+      int d0 = -1;
+      for (int d = 0; d < m; ++d)
+        if (G(K, d).period < kInf && (d0 < 0 || better(G(K, d).period, G(K, d).latency, G(K, d0)))) d0 = d;
+      if (d0 >= 0) {
+        std::vector<DeviceId> dev(static_cast<size_t>(n), 0);
+        int stages = 0;
+        for (int j = K, d = d0; j > 0; ++stages) {
+          const Cell& cell = G(j, d);
+          for (int i = cuts[static_cast<size_t>(cell.fromCut)]; i < cuts[static_cast<size_t>(j)]; ++i)
+            dev[static_cast<size_t>(topo[static_cast<size_t>(i)])] = static_cast<DeviceId>(d);
+          j = cell.fromCut;
+          d = cell.fromDev;
+        }
+        if (auto st = consider(std::move(dev), std::to_string(stages) + " stage(s), devices reused"); !st) return Error{st.message()};
       }
     }
-    if (!best) return makeError("pipeline: no split into contiguous stages on distinct devices fits the constraints");
-    info->notes.push_back(std::to_string(bestStages) + " stage(s), simulated period " + std::to_string(bestPeriod) + " us");
+    if (!best) return makeError("pipeline: no split into stages fits the constraints");
+    info->notes.push_back(bestWhat + ", simulated period " + std::to_string(bestPeriod) + " us");
     if (!bestMeetsBound) info->notes.push_back("no pipeline meets the latency bound; the lowest latency is kept");
     if (timedOut) info->notes.push_back("time limit reached");
     if (K < n) info->notes.push_back("cuts among " + std::to_string(K) + " segments of about equal work");
