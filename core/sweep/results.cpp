@@ -55,7 +55,10 @@ std::string rowToJson(const SweepRow& r) {
             {"version", r.version},
             {"model_sha256", r.modelSha256},
             {"platform_sha256", r.platformSha256},
-            {"inputs_sha256", r.inputsSha256}};
+            {"inputs_sha256", r.inputsSha256},
+            {"objective", r.objective},
+            {"period_us", r.periodUs},
+            {"stream_latency_us", r.streamLatencyUs}};
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -98,6 +101,9 @@ Result<SweepRow> rowFromJson(const std::string& line) {
     r.error = j.value("error", "");
     r.version = j.at("version").get<std::string>();
     r.modelSha256 = j.value("model_sha256", "");
+    r.objective = j.value("objective", "latency");
+    r.periodUs = j.value("period_us", 0.0);
+    r.streamLatencyUs = j.value("stream_latency_us", 0.0);
     r.platformSha256 = j.value("platform_sha256", "");
     r.inputsSha256 = j.at("inputs_sha256").get<std::string>();
   } catch (const json::exception& e) {
@@ -127,7 +133,8 @@ std::string csvHeader() {
   return "case,index,model,dims,platform,bw_scale,lat_scale,algorithm,time_limit_s,tasks,edges,devices,profiles,valid,"
          "makespan_us,lower_bound_us,ratio_to_lower_bound,best_single_us,speedup,transfers,bytes_moved,peak_device_"
          "bytes,"
-         "over_capacity,sched_ms,time_limited,optimal,error,version,model_sha256,platform_sha256,inputs_sha256";
+         "over_capacity,sched_ms,time_limited,optimal,error,version,model_sha256,platform_sha256,inputs_sha256,"
+         "objective,period_us,stream_latency_us";
 }
 
 std::string rowToCsv(const SweepRow& r) {
@@ -162,7 +169,10 @@ std::string rowToCsv(const SweepRow& r) {
                                       csvField(r.version),
                                       r.modelSha256,
                                       r.platformSha256,
-                                      r.inputsSha256};
+                                      r.inputsSha256,
+                                      csvField(r.objective),
+                                      num(r.periodUs),
+                                      num(r.streamLatencyUs)};
   std::string s;
   for (size_t i = 0; i < f.size(); ++i) s += (i ? "," : "") + f[i];
   return s;

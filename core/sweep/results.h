@@ -35,6 +35,9 @@ struct SweepRow {
   std::string modelSha256;      ///< The model file's bytes (a generator reference's text).
   std::string platformSha256;   ///< The platform as loaded, before scaling ("" for task graphs).
   std::string inputsSha256;     ///< Hash of all the case's inputs and the version: the resume rule's.
+  /// Throughput sweeps ("objective": "throughput"): the plan's stream (sim/stream.h); 0 otherwise.
+  std::string objective = "latency";
+  double periodUs = 0, streamLatencyUs = 0;
 };
 
 /// The version written into rows and hashes ("0.1.0").

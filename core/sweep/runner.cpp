@@ -111,6 +111,8 @@ Result<CaseHasher::Hashes> CaseHasher::hash(const SweepCase& c) {
   text += "algorithm " + a.name + (a.named ? " named" : "") + "\ntime_limit " + exact(a.timeLimitSec) + "\n";
   for (const auto& [k, v] : a.params) text += "param " + k + "=" + v + "\n";
   text += std::string("unlimited_links ") + (spec_.unlimitedLinks ? "1" : "0") + "\n";
+  // Only a throughput sweep adds lines: latency sweeps keep the hashes of the rows they already have.
+  if (spec_.objective == Objective::Throughput) text += "objective throughput " + exact(spec_.latencyBoundUs) + "\n";
   h.inputs = sha256Hex(text);
   return h;
 }
@@ -208,6 +210,7 @@ SweepRow baseRow(const SweepSpec& spec, const SweepCase& c, const CaseHasher::Ha
   r.modelSha256 = h.model;
   r.platformSha256 = h.platform;
   r.inputsSha256 = h.inputs;
+  r.objective = objectiveName(spec.objective);
   return r;
 }
 
@@ -315,6 +318,8 @@ Result<SweepRunSummary> runSweep(const SweepSpec& spec, const SweepRunOptions& o
       o.timeLimitSec = a.timeLimitSec;
       o.params = a.params;
       o.sim.unlimitedLinks = spec.unlimitedLinks;
+      o.objective = spec.objective;
+      o.latencyBoundUs = spec.latencyBoundUs;
       o.cancel = opts.cancel;
       const Comparison cmp = compareAlgorithms(t, {}, o, {a.name}, a.named);
       if (cancelled() || cmp.rows.empty()) break;  // cut short: the case is not kept and runs next time
@@ -328,6 +333,8 @@ Result<SweepRunSummary> runSweep(const SweepSpec& spec, const SweepRunOptions& o
       row.optimal = cr.optimal;
       if (cr.valid) {
         row.makespanUs = cr.makespanUs;
+        row.periodUs = cr.periodUs;
+        row.streamLatencyUs = cr.streamLatencyUs;
         row.ratioToBound = cr.ratioToBound;
         row.speedup = cr.speedup;
         row.transfers = static_cast<int64_t>(cr.timeline.transfers.size());

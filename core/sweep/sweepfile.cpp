@@ -159,7 +159,8 @@ Result<SweepSpec> parseSweep(const std::string& text, const std::string& file) {
   if (!root.is_object()) return makeError(file, ": a sweep file is a JSON object (see docs/sweeps.md)");
   if (auto st = checkKeys(c, "top level", root,
                           {"description", "models", "dims", "platforms", "link_bandwidth_scale", "link_latency_scale",
-                           "algorithms", "time_limit", "profiles", "unlimited_links", "output"});
+                           "algorithms", "time_limit", "profiles", "unlimited_links", "objective", "latency_bound_us",
+                           "output"});
       !st)
     return Error{st.message()};
   SweepSpec s;
@@ -299,6 +300,18 @@ Result<SweepSpec> parseSweep(const std::string& text, const std::string& file) {
     auto v = parseScales(c, "link_latency_scale", root["link_latency_scale"]);
     if (!v) return Error{v.message()};
     s.latencyScales = *v;
+  }
+
+  // ---- objective ----
+  if (root.contains("objective")) {
+    if (!root["objective"].is_string() || !parseObjective(root["objective"].get<std::string>(), s.objective))
+      return c.err("objective", "must be \"latency\" or \"throughput\"");
+  }
+  if (root.contains("latency_bound_us")) {
+    if (!root["latency_bound_us"].is_number() || !(root["latency_bound_us"].get<double>() > 0))
+      return c.err("latency_bound_us", "must be a positive number of microseconds");
+    if (s.objective != Objective::Throughput) return c.err("latency_bound_us", "applies to \"objective\": \"throughput\"");
+    s.latencyBoundUs = root["latency_bound_us"].get<double>();
   }
 
   // ---- algorithms ----

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/stream.h"
 #include "support/result.h"
 
 namespace partex {
@@ -42,6 +43,10 @@ struct SweepSpec {
   std::vector<SweepAlgorithm> algorithms;
   std::vector<std::string> profiles;  ///< Profile files (absolute) applied to cases on "this-machine".
   bool unlimitedLinks = false;
+  /// "objective": what every case's schedulers minimise and the rows report (sim/stream.h): latency (one
+  /// inference) or throughput (the period of a stream, with "latency_bound_us" per inference).
+  Objective objective = Objective::Latency;
+  double latencyBoundUs = 0;
   std::string output;  ///< Results folder (absolute): "output" of the file, else <dir>/<file stem>-results.
 };
 

@@ -10,6 +10,7 @@
 
 #include "platform/platform.h"
 #include "problem/problem.h"
+#include "sched/scheduler.h"
 #include "sweep/report.h"
 #include "sweep/results.h"
 #include "sweep/runner.h"
@@ -105,6 +106,11 @@ class TestSweep : public QObject {
                                       << "algorithms: is an empty list";
     QTest::newRow("empty dims") << "{\"models\": [\"" + tg + "\"], \"algorithms\": [\"heft\"], \"dims\": {\"N\": []}}"
                                 << "dims.N: is an empty list";
+    QTest::newRow("bad objective") << "{\"models\": [\"" + tg + "\"], \"algorithms\": [\"heft\"], \"objective\": \"speed\"}"
+                                   << "objective: must be \"latency\" or \"throughput\"";
+    QTest::newRow("bound without throughput")
+        << "{\"models\": [\"" + tg + "\"], \"algorithms\": [\"heft\"], \"latency_bound_us\": 50}"
+        << "latency_bound_us: applies to \"objective\": \"throughput\"";
     QTest::newRow("bad time limit") << "{\"models\": [\"" + tg +
                                            "\"], \"algorithms\": [{\"name\": \"best\", \"time_limit\": -1}]}"
                                     << "algorithms[0].time_limit: must be a positive number";
@@ -346,6 +352,53 @@ class TestSweep : public QObject {
     QVERIFY(stale);
     QCOMPARE(stale->missing.size(), cases.size());
     QCOMPARE(stale->stale, cases.size());
+  }
+
+  // A throughput sweep: every row carries its plan's stream, equal to simulateStream's; pipeline's
+  // period is never above heft's plan's on the same case; the objective changes the inputs' hash.
+  void throughputSweep() {
+    const std::string dir = freshDir("throughputSweep");
+    const std::string tg = test::testDataDir() + "/taskgraphs";
+    const std::string file =
+        write(dir, "sweep.json",
+              "{\"models\": [{\"gen\": \"random\", \"nodes\": 30, \"seed\": 1}], \"platforms\": [\"mobile-soc\"],"
+              " \"algorithms\": [\"heft\", \"pipeline\"], \"objective\": \"throughput\", \"time_limit\": 2}");
+    auto s = loadSweepFile(file);
+    QVERIFY2(s, s ? "" : s.message().c_str());
+    QVERIFY(s->objective == Objective::Throughput);
+    const auto cases = expandSweep(*s);
+    auto sum = runSweep(*s, {});
+    QVERIFY2(sum, sum ? "" : sum.message().c_str());
+    auto res = collectResults(*s, cases);
+    QVERIFY(res && res->rows.size() == 2);
+    auto p = loadProblem("gen:random?nodes=30&seed=1", "mobile-soc", {});
+    QVERIFY(p);
+    for (const auto& r : res->rows) {
+      QVERIFY2(r.valid, r.error.c_str());
+      QCOMPARE(r.objective, std::string("throughput"));
+      QVERIFY(r.periodUs > 0 && r.streamLatencyUs >= r.periodUs - 1e-9);
+      QVERIFY(r.periodUs <= r.makespanUs + 1e-9);  // a stream is never slower than one inference after another
+    }
+    QVERIFY2(res->rows[1].periodUs <= res->rows[0].periodUs + 1e-9,
+             qPrintable(QString("pipeline %1 heft %2").arg(res->rows[1].periodUs).arg(res->rows[0].periodUs)));
+    // The same heft plan, simulated as a stream here, gives the row's period.
+    SchedOptions o;
+    o.timeLimitSec = 2;
+    auto plan = findScheduler("heft")->schedule(p->table, {}, o);
+    QVERIFY(plan);
+    auto st = simulateStream(p->table, *plan);
+    QVERIFY(st);
+    QCOMPARE(res->rows[0].periodUs, st->periodUs);
+    // A latency sweep of the same file hashes its cases differently (they run again).
+    auto lat = parseSweep("{\"models\": [{\"gen\": \"random\", \"nodes\": 30, \"seed\": 1}], \"platforms\": "
+                          "[\"mobile-soc\"], \"algorithms\": [\"heft\", \"pipeline\"], \"time_limit\": 2}",
+                          file);
+    QVERIFY(lat);
+    CaseHasher h1(*s), h2(*lat);
+    auto a = h1.hash(cases[0]);
+    auto b = h2.hash(expandSweep(*lat)[0]);
+    QVERIFY(a && b);
+    QVERIFY(a->inputs != b->inputs);
   }
 
   void cancelKeepsFinishedCases() {
