@@ -57,6 +57,7 @@ class GanttChart {
   void setReferenceMakespan(double us);
   void setReferenceLabel(const QString& label);
   void setTitle(const QString& title);
+  const QString& title() const { return title_; }
   /// Highlights these tasks with an outline (ids out of range are ignored).
   void setSelectedTasks(const QList<int>& tasks);
   /// The label column is at least this wide, so that stacked charts line up.

@@ -44,6 +44,7 @@ class GanttView : public QWidget {
   void setReferenceLabel(const QString& label);
   /// A title drawn before the makespan (e.g. the plan's algorithm); empty: none.
   void setTitle(const QString& title);
+  QString title() const { return chart_.title(); }
   /// Highlights these tasks with an outline (ids out of range are ignored).
   void setSelectedTasks(const QList<int>& tasks);
 

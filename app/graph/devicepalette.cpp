@@ -3,6 +3,8 @@
 #include <QBrush>
 #include <QFont>
 
+#include <algorithm>
+
 #include "session/palette.h"
 #include "session/session.h"
 #include "support/strings.h"
@@ -95,6 +97,25 @@ DevicePalette::DevicePalette(Session* session, QWidget* parent) : QListView(pare
   setSelectionMode(QAbstractItemView::NoSelection);
   setEditTriggers(QAbstractItemView::NoEditTriggers);
   setUniformItemSizes(true);
+  setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  // A new platform may have more devices: a new size hint (the main window grows the dock to it).
+  connect(model_, &QAbstractItemModel::modelReset, this, [this] { updateGeometry(); });
+}
+
+int DevicePalette::heightFor(int rows) const {
+  const int text = std::max(iconSize().height(), fontMetrics().height()) + 6;
+  const int row = model_->rowCount() > 0 ? std::max(text, sizeHintForRow(0)) : text;
+  return rows * (row + 2 * spacing()) + 2 * frameWidth() + 2;  // each entry has its spacing on both sides
+}
+
+QSize DevicePalette::sizeHint() const {
+  const int rows = model_->rowCount() > 0 ? std::min(model_->rowCount(), kMaxRowsShown) : 4;
+  return {QListView::sizeHint().width(), heightFor(rows)};
+}
+
+QSize DevicePalette::minimumSizeHint() const {
+  // Two entries at least; a small screen scrolls the rest (the default layout gives sizeHint()).
+  return {QListView::minimumSizeHint().width(), heightFor(std::min(std::max(model_->rowCount(), 1), 2))};
 }
 
 int DevicePalette::deviceAt(const QPoint& globalPos) const {

@@ -39,8 +39,14 @@ class DevicePalette : public QListView {
   int deviceAt(const QPoint& globalPos) const;
   /// Centre of a device's entry in global coordinates (tests).
   QPoint globalCenterOf(int device) const;
+  /// Tall enough for every device of a platform of up to eight; the minimum is two entries.
+  QSize sizeHint() const override;
+  QSize minimumSizeHint() const override;
+  /// Entries shown without scrolling: the devices, at most eight (four before a model).
+  static constexpr int kMaxRowsShown = 8;
 
  private:
+  int heightFor(int rows) const;
   DevicePaletteModel* model_;
 };
 

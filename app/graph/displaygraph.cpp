@@ -53,6 +53,77 @@ Grouping groupOperators(const CostTable& t, int maxGroup) {
   return g;
 }
 
+std::string blockOfName(const std::string& name) {
+  static const char* const keys[] = {"layers", "layer", "blocks", "block", "blk", "h"};
+  for (const char* key : keys) {
+    const std::string k = std::string(key) + ".";
+    for (size_t at = name.find(k); at != std::string::npos; at = name.find(k, at + 1)) {
+      if (at > 0 && name[at - 1] != '.' && name[at - 1] != '/') continue;
+      size_t i = at + k.size();
+      const size_t digits0 = i;
+      while (i < name.size() && i - digits0 < 9 && name[i] >= '0' && name[i] <= '9') ++i;
+      if (i == digits0 || i >= name.size() || (name[i] != '.' && name[i] != '/')) continue;
+      return name.substr(at, i - at);
+    }
+  }
+  return {};
+}
+
+Grouping groupByBlocks(const CostTable& t) {
+  const int n = t.numTasks();
+  std::vector<std::string> block(static_cast<size_t>(n));
+  std::map<std::string, int> sizes;
+  int named = 0;
+  for (TaskId v = 0; v < n; ++v) {
+    block[static_cast<size_t>(v)] = blockOfName(t.taskNames[static_cast<size_t>(v)]);
+    if (!block[static_cast<size_t>(v)].empty()) {
+      ++named;
+      ++sizes[block[static_cast<size_t>(v)]];
+    }
+  }
+  if (sizes.size() < 2 || 2 * named < n) return {};
+  const std::vector<TaskId> order = t.topoOrder();
+  size_t first = order.size(), last = 0;
+  for (size_t i = 0; i < order.size(); ++i)
+    if (!block[static_cast<size_t>(order[i])].empty()) {
+      first = std::min(first, i);
+      last = i;
+    }
+  Grouping g;
+  g.groupOf.assign(static_cast<size_t>(n), -1);
+  std::map<std::string, int> ids;
+  auto groupNamed = [&](const std::string& name) {
+    auto [it, fresh] = ids.try_emplace(name, g.size());
+    if (fresh) {
+      g.names.push_back(name);
+      g.ops.emplace_back();
+    }
+    return it->second;
+  };
+  if (first > 0) (void)groupNamed("embedding");
+  for (size_t i = 0; i < order.size(); ++i) {
+    const TaskId v = order[i];
+    int gi = -1;
+    if (!block[static_cast<size_t>(v)].empty()) {
+      gi = groupNamed(block[static_cast<size_t>(v)]);
+    } else if (i < first) {
+      gi = groupNamed("embedding");
+    } else if (i > last) {
+      gi = groupNamed("head");
+    } else {
+      for (int32_t e : t.inEdges[static_cast<size_t>(v)])
+        if (const int p = g.groupOf[static_cast<size_t>(t.edges[static_cast<size_t>(e)].src)]; p >= 0) {
+          gi = p;
+          break;
+        }
+      if (gi < 0) gi = g.groupOf[static_cast<size_t>(order[i - 1])];  // i > first: assigned
+    }
+    g.groupOf[static_cast<size_t>(v)] = gi;
+    g.ops[static_cast<size_t>(gi)].push_back(v);
+  }
+  return g;
+}
+
 DisplayGraph buildDisplayGraph(const CostTable& t, const Grouping* grouping, const std::vector<uint8_t>& expanded) {
   DisplayGraph d;
   const int n = t.numTasks();

@@ -24,6 +24,19 @@ struct Grouping {
 /// that groups follow the model's blocks where the names have scopes ("layer3/conv2").
 Grouping groupOperators(const CostTable& t, int maxGroup);
 
+/// The block an operator's name places it in: "<key>.<N>" for a key of layers, layer, blocks, block,
+/// blk or h that starts the name or follows '.' or '/' and is followed by '.', digits and '.' or '/'
+/// ("model.layers.3.mlp" and "/model/layers.3/mlp/MatMul" give "layers.3", "encoder.layer.11.output"
+/// "layer.11", "blk.0.attn_q" "blk.0", "transformer.h.2.attn" "h.2"); "" for none.
+std::string blockOfName(const std::string& name);
+
+/// Groups by the model's own blocks, for any size of model: one group per block (blockOfName) in
+/// topological order of their first operator, the operators before the first block as "embedding"
+/// and those after the last as "head"; an unnamed operator between blocks joins the group of its
+/// first producer. Empty (size 0) when the names show no such structure: fewer than two blocks, or
+/// fewer than half of the operators in one.
+Grouping groupByBlocks(const CostTable& t);
+
 /// A node of the display graph: one operator, one collapsed group, or one node of an open
 /// control-flow operator's body (op and group -1; not scheduled: it runs where its operator runs).
 struct DisplayNode {

@@ -37,8 +37,14 @@ GraphView::GraphView(Session* session, QWidget* parent) : QGraphicsView(parent),
   setFocusPolicy(Qt::StrongFocus);
   connect(session_, &Session::modelChanged, this, [this] {
     const CostTable* t = session_->table();
-    grouped_ = t && t->numTasks() > collapseAbove_;
-    grouping_ = grouped_ ? groupOperators(*t, kGroupSize) : Grouping{};
+    // A model with a block structure in its names (layers.N, blk.N, ...) opens as one box per block
+    // at any size; others collapse into chunks only when too big to lay out operator by operator.
+    grouping_ = t ? groupByBlocks(*t) : Grouping{};
+    grouped_ = grouping_.size() > 0;
+    if (!grouped_ && t && t->numTasks() > collapseAbove_) {
+      grouping_ = groupOperators(*t, kGroupSize);
+      grouped_ = true;
+    }
     expanded_.assign(static_cast<size_t>(grouping_.size()), 0);
     openBodies_.clear();
     findCursor_ = -1;
@@ -132,14 +138,7 @@ void GraphView::onLayoutFinished(Laid laid) {
   layoutEngine_ = laid.fallback ? tr("level layout (Graphviz failed)") : tr("Graphviz dot");
   if (fitAfterLayout_) {
     fitAfterLayout_ = false;
-    fitAll();
-    // Fitting a big graph makes it unreadable: start at a readable zoom on the first operators.
-    if (transform().m11() < 0.35) {
-      resetZoom();
-      scale(0.65, 0.65);
-      const QRectF r = scene_->itemsBoundingRect();
-      centerOn(r.center().x(), r.top() + viewport()->height() / 1.2 / 0.65 / 2);
-    }
+    frameStart();
   }
   if (minimap_->isVisible()) placeMiniMap();
   if (centerAfterLayout_ >= 0) {
@@ -247,6 +246,39 @@ void GraphView::zoomBy(double factor) {
 void GraphView::fitAll() {
   if (scene_->items().isEmpty()) return;
   fitInView(scene_->itemsBoundingRect(), Qt::KeepAspectRatio);
+}
+
+int GraphView::criticalStart() const {
+  const CostTable* t = session_->table();
+  if (!t) return -1;
+  const auto& crit = session_->critical().task;
+  const std::vector<TaskId> order = t->topoOrder();
+  for (TaskId v : order)
+    if (static_cast<size_t>(v) < crit.size() && crit[static_cast<size_t>(v)]) return v;
+  return order.empty() ? -1 : order.front();
+}
+
+void GraphView::frameStart() {
+  if (scene_->items().isEmpty()) return;
+  fitAll();
+  // Fitting a graph that does not fit at a readable zoom draws dots: start readable instead, on the
+  // critical path's first operator, near the top of the view (the layout runs top down).
+  if (transform().m11() >= kReadableScale) {
+    if (transform().m11() > 1.0) {  // a small graph: actual size, centred
+      resetZoom();
+      centerOn(scene_->itemsBoundingRect().center());
+    }
+    return;
+  }
+  resetZoom();
+  scale(kReadableScale, kReadableScale);
+  const QRectF all = scene_->itemsBoundingRect();
+  QRectF r = all;
+  if (QGraphicsItem* it = scene_->itemOfOp(criticalStart())) r = it->sceneBoundingRect();
+  const double halfH = viewport()->height() / kReadableScale / 2;
+  const double top = std::max(all.top(), r.top() - 30 / kReadableScale);
+  centerOn(r.center().x(), top + halfH);
+  if (minimap_->isVisible()) minimap_->update();
 }
 
 void GraphView::resetZoom() {
@@ -388,6 +420,10 @@ void GraphView::keyPressEvent(QKeyEvent* e) {
   }
   if (e->key() == Qt::Key_Plus || e->key() == Qt::Key_Equal) {
     zoomBy(1.25);
+    return;
+  }
+  if (e->key() == Qt::Key_F && !(e->modifiers() & (Qt::ControlModifier | Qt::AltModifier))) {
+    fitAll();
     return;
   }
   if (e->key() == Qt::Key_Minus) {

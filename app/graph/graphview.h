@@ -58,6 +58,13 @@ class GraphView : public QGraphicsView {
 
   void zoomBy(double factor);
   void fitAll();
+  /// The first view of a model: the whole graph where it fits at a readable zoom, otherwise a
+  /// readable zoom (kReadableScale) on the start of the critical path, the minimap showing where.
+  void frameStart();
+  /// The first operator of the critical path in topological order (-1 when none).
+  int criticalStart() const;
+  /// Below this zoom operator names are too small to read (the boxes' 9-point text at ~7 pixels).
+  static constexpr double kReadableScale = 0.85;
   void resetZoom();
   void setShowCriticalPath(bool on);
   /// Shows or hides the minimap in the bottom-right corner.

@@ -68,7 +68,7 @@ QVariant CompareModel::headerData(int section, Qt::Orientation orientation, int 
   }
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
     return QAbstractTableModel::headerData(section, orientation, role);
-  static const char* names[ColumnCount] = {"Algorithm", "Makespan us", "Speed-up", "/ bound", "ms"};
+  static const char* names[ColumnCount] = {"Algorithm", "Makespan", "Speed-up", "/ bound", "ms"};
   return section >= 0 && section < ColumnCount ? tr(names[section]) : QVariant();
 }
 

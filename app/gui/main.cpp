@@ -12,6 +12,7 @@
 #include <QTimer>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,88 @@
 #include "gen/generator.h"
 #include "profile/calibration.h"
 #include "session/session.h"
+
+namespace {
+
+void setIdentity() {
+  QCoreApplication::setApplicationName(QStringLiteral("Partex"));
+  QCoreApplication::setOrganizationName(QStringLiteral("Partex"));
+  QCoreApplication::setApplicationVersion(QStringLiteral("0.1.0"));
+}
+
+/// The command line's options, also built for --help without a display.
+struct Options {
+  QCommandLineOption dim, shot, platform, algo, select, profile, critical, compare;
+};
+
+Options addOptions(QCommandLineParser& parser) {
+  parser.setApplicationDescription(
+      QStringLiteral("Partition explorer for deep-learning models on heterogeneous processors"));
+  parser.addHelpOption();
+  parser.addVersionOption();
+  const QCommandLineOption dimOpt(QStringLiteral("dim"),
+                                  QStringLiteral("Bind a symbolic input dimension (NAME=VALUE or INPUT:AXIS=VALUE)."),
+                                  QStringLiteral("binding"));
+  const QCommandLineOption shotOpt(QStringLiteral("screenshot"),
+                                   QStringLiteral("Save a screenshot of the window after loading, then quit."),
+                                   QStringLiteral("file"));
+  const QCommandLineOption platOpt(QStringLiteral("platform"),
+                                   QStringLiteral("Platform preset or file (default mobile-soc)."),
+                                   QStringLiteral("platform"));
+  const QCommandLineOption algoOpt(
+      QStringLiteral("algo"), QStringLiteral("Run this scheduler once the model is loaded (see partex-cli algos)."),
+      QStringLiteral("algorithm"));
+  const QCommandLineOption selectOpt(
+      QStringLiteral("select"),
+      QStringLiteral("Select and centre the first operator whose name or type contains TEXT."), QStringLiteral("text"));
+  const QCommandLineOption profileOpt(
+      QStringLiteral("profile"),
+      QStringLiteral("Apply a measured profile (partex-cli profile) once loaded; repeatable."), QStringLiteral("file"));
+  const QCommandLineOption criticalOpt(QStringLiteral("critical-path"), QStringLiteral("Show the critical path."));
+  const QCommandLineOption compareOpt(QStringLiteral("compare"),
+                                      QStringLiteral("Compare these schedulers (comma separated) once loaded."),
+                                      QStringLiteral("algorithms"));
+  parser.addOption(profileOpt);
+  parser.addOption(compareOpt);
+  parser.addOption(selectOpt);
+  parser.addOption(criticalOpt);
+  parser.addOption(dimOpt);
+  parser.addOption(shotOpt);
+  parser.addOption(platOpt);
+  parser.addOption(algoOpt);
+  parser.addPositionalArgument(
+      QStringLiteral("model"),
+      QStringLiteral("ONNX model, project (.partex) or task graph (Partex, SAGA or WfCommons JSON) to open"));
+  return {dimOpt, shotOpt, platOpt, algoOpt, selectOpt, profileOpt, criticalOpt, compareOpt};
+}
+
+bool wantsHelpOrVersion(const std::vector<char*>& args) {
+  for (size_t i = 1; i < args.size() && args[i]; ++i) {
+    const std::string a = args[i];
+    if (a == "--") break;
+    if (a == "-h" || a == "--help" || a == "-?" || a == "--help-all" || a == "-v" || a == "--version") return true;
+  }
+  return false;
+}
+
+bool envSet(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v;
+}
+
+/// Why no window can open ("" when one can): on X11/Wayland systems, no QT_QPA_PLATFORM and neither
+/// DISPLAY nor WAYLAND_DISPLAY. Qt would abort in its platform plugin with a page of text.
+std::string missingDisplay() {
+#if defined(Q_OS_UNIX) && !defined(Q_OS_MACOS)
+  if (envSet("QT_QPA_PLATFORM") || envSet("DISPLAY") || envSet("WAYLAND_DISPLAY")) return {};
+  return "no display (DISPLAY and WAYLAND_DISPLAY are unset): run it in a desktop session, under xvfb-run, "
+         "or with QT_QPA_PLATFORM=offscreen (with --screenshot FILE); partex --help lists the options";
+#else
+  return {};
+#endif
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // Qt's own -platform/--platform option picks the windowing plugin: take ours out of argv first,
@@ -41,51 +124,29 @@ int main(int argc, char** argv) {
   }
   int qtArgc = static_cast<int>(args.size());
   args.push_back(nullptr);
+  // --help and --version print and exit without a display: they are parsed under a QCoreApplication,
+  // which needs no windowing plugin; a QApplication without a display would abort in the plugin.
+  if (wantsHelpOrVersion(args)) {
+    QCoreApplication core(qtArgc, args.data());
+    setIdentity();
+    QCommandLineParser parser;
+    (void)addOptions(parser);
+    parser.process(core);  // prints and exits
+    return 0;
+  }
+  if (const std::string why = missingDisplay(); !why.empty()) {
+    std::fprintf(stderr, "partex: %s\n", why.c_str());
+    return 2;
+  }
   QApplication app(qtArgc, args.data());
-  QApplication::setApplicationName(QStringLiteral("Partex"));
-  QApplication::setOrganizationName(QStringLiteral("Partex"));
-  QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
+  setIdentity();
   // The this-machine platform is calibrated on the real CPU kernels when first loaded (cached per machine).
   partex::installThisMachineCalibration(partex::registerBuiltinBackends);
 
   QCommandLineParser parser;
-  parser.setApplicationDescription(
-      QStringLiteral("Partition explorer for deep-learning models on heterogeneous processors"));
-  parser.addHelpOption();
-  parser.addVersionOption();
-  QCommandLineOption dimOpt(QStringLiteral("dim"),
-                            QStringLiteral("Bind a symbolic input dimension (NAME=VALUE or INPUT:AXIS=VALUE)."),
-                            QStringLiteral("binding"));
-  QCommandLineOption shotOpt(QStringLiteral("screenshot"),
-                             QStringLiteral("Save a screenshot of the window after loading, then quit."),
-                             QStringLiteral("file"));
-  QCommandLineOption platOpt(QStringLiteral("platform"),
-                             QStringLiteral("Platform preset or file (default mobile-soc)."),
-                             QStringLiteral("platform"));
-  QCommandLineOption algoOpt(QStringLiteral("algo"),
-                             QStringLiteral("Run this scheduler once the model is loaded (see partex-cli algos)."),
-                             QStringLiteral("algorithm"));
-  QCommandLineOption selectOpt(QStringLiteral("select"),
-                               QStringLiteral("Select and centre the first operator whose name or type contains TEXT."),
-                               QStringLiteral("text"));
-  QCommandLineOption profileOpt(QStringLiteral("profile"),
-                                QStringLiteral("Apply a measured profile (partex-cli profile) once loaded; repeatable."),
-                                QStringLiteral("file"));
-  QCommandLineOption criticalOpt(QStringLiteral("critical-path"), QStringLiteral("Show the critical path."));
-  QCommandLineOption compareOpt(QStringLiteral("compare"),
-                                QStringLiteral("Compare these schedulers (comma separated) once loaded."),
-                                QStringLiteral("algorithms"));
-  parser.addOption(profileOpt);
-  parser.addOption(compareOpt);
-  parser.addOption(selectOpt);
-  parser.addOption(criticalOpt);
-  parser.addOption(dimOpt);
-  parser.addOption(shotOpt);
-  parser.addOption(platOpt);
-  parser.addOption(algoOpt);
-  parser.addPositionalArgument(
-      QStringLiteral("model"),
-      QStringLiteral("ONNX model, project (.partex) or task graph (Partex, SAGA or WfCommons JSON) to open"));
+  const Options o = addOptions(parser);
+  const QCommandLineOption &dimOpt = o.dim, &shotOpt = o.shot, &algoOpt = o.algo, &selectOpt = o.select,
+                           &profileOpt = o.profile, &criticalOpt = o.critical, &compareOpt = o.compare;
   parser.process(app);
 
   QString model = parser.positionalArguments().value(0);

@@ -5,6 +5,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QComboBox>
+#include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -28,11 +29,13 @@
 #include <QUndoStack>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 
 #include "backend/backend.h"
 #include "gantt/ganttview.h"
 #include "gantt/memoryview.h"
+#include "graph/devicepalette.h"
 #include "graph/graphview.h"
 #include "gui/comparemodel.h"
 #include "gui/inspector.h"
@@ -107,6 +110,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   progress_->setMaximumWidth(200);
   progress_->hide();
   statusBar()->addPermanentWidget(progress_);
+  planLabel_ = new QLabel(this);
+  planLabel_->setObjectName(QStringLiteral("planLabel"));
+  planLabel_->setToolTip(tr("The algorithm whose plan is shown, and how many operators were moved by hand since"));
+  statusBar()->addPermanentWidget(planLabel_);
   costs_ = new QLabel(this);
   costs_->setToolTip(tr("Operator/device cost entries by source: measured (a Partex profile), imported (ONNX "
                         "Runtime profiling) or modelled (the platform's device models)"));
@@ -208,6 +215,10 @@ void MainWindow::onModelChanged() {
   const LoadedInstance* inst = session_->instance();
   if (!m && !inst) return;
   view_->resizeColumnsToContents();
+  updatePlanTitle();
+  // Every device of the platform in view (up to eight): a platform with more devices than the last
+  // one grows the Platform dock (once the palette has its new rows).
+  QTimer::singleShot(0, this, &MainWindow::fitPaletteDock);
   const QString file = QFileInfo(session_->sourcePath()).fileName();
   if (m) {
     const auto& g = m->graph;
@@ -309,8 +320,30 @@ void MainWindow::onCostsChanged() {
   updateProfiles();
 }
 
+QString MainWindow::planTitle() const {
+  if (!session_->hasModel()) return {};
+  const auto& st = session_->state();
+  const QString algo = st.algorithm.empty() ? tr("Manual") : shortTitle(st.algorithm);
+  int moved = 0;
+  for (uint8_t m : st.manual) moved += m ? 1 : 0;
+  if (moved == 0) return algo;
+  return moved == 1 ? tr("%1, 1 operator moved by hand").arg(algo)
+                    : tr("%1, %2 operators moved by hand").arg(algo).arg(moved);
+}
+
+void MainWindow::updatePlanTitle() {
+  const QString title = planTitle();
+  planLabel_->setText(title.isEmpty() ? QString() : tr("Plan: %1").arg(title));
+  // The scheduler box names the algorithm of the plan shown, however it was made (the Run button,
+  // --algo, a compare row, a project, undo).
+  const std::string& algorithm = session_->state().algorithm;
+  const int i = algoBox_->findData(QString::fromStdString(algorithm));
+  if (i >= 0 && i != algoBox_->currentIndex()) algoBox_->setCurrentIndex(i);
+}
+
 void MainWindow::onPlanChanged() {
   setWindowModified(session_->modified());
+  updatePlanTitle();
   updateGantt();
   updateMakespan();
   updateInspector();
@@ -359,7 +392,7 @@ void MainWindow::updateGantt() {
   gantt_->setTimeline(session_->table(), session_->timeline(), session_->deviceColors(), session_->fusedKernels());
   gantt_->setReferenceMakespan(st.schedulerMakespan);
   gantt_->setReferenceLabel(tr("%1 plan").arg(algo));
-  gantt_->setTitle(session_->plan().algorithm == "manual" ? tr("Edited %1 plan").arg(algo) : algo);
+  gantt_->setTitle(planTitle());
   gantt_->setSelectedTasks(session_->selection());
   updateMemory();
 }
@@ -419,6 +452,24 @@ void MainWindow::showError(const QString& message) {
   lastError_ = message;
   statusBar()->showMessage(message);
   if (dialogsEnabled_) QMessageBox::critical(this, tr("Partex"), message);
+}
+
+void MainWindow::fitPaletteDock() {
+  const int missing = palette_->sizeHint().height() - palette_->height();
+  if (missing <= 0 || platDock_->isFloating() || !platDock_->isVisible() || !inspDock_->isVisible() ||
+      dockWidgetArea(platDock_) != dockWidgetArea(inspDock_))
+    return;
+  // The tab group below gives the room (Qt keeps its minimum).
+  resizeDocks({platDock_, schedDock_, inspDock_},
+              {platDock_->height() + missing, schedDock_->height(), std::max(0, inspDock_->height() - missing)},
+              Qt::Vertical);
+}
+
+void MainWindow::showEvent(QShowEvent* e) {
+  QMainWindow::showEvent(e);
+  if (shown_) return;
+  shown_ = true;
+  if (!layoutRestored_) sizeDocks();
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* e) {

@@ -36,6 +36,7 @@ class QListWidget;
 class QDockWidget;
 class QAction;
 class QProgressDialog;
+class QToolButton;
 
 namespace partex {
 class BackendRegistry;
@@ -52,6 +53,7 @@ class MemoryView;
 class CompareView;
 class PlatformEditor;
 class TeachPanel;
+class AlgorithmChooser;
 
 /// See the file comment.
 class MainWindow : public QMainWindow {
@@ -158,6 +160,34 @@ class MainWindow : public QMainWindow {
   void selectSideBySideDifferences();
   PlatformEditor* platformEditor() const { return editor_; }
   TeachPanel* teachPanel() const { return teach_; }
+  /// The scheduler chooser of the Scheduler dock: it shows the algorithm of the plan shown.
+  QComboBox* algorithmBox() const { return algoBox_; }
+  /// The algorithms ticked for Compare (a searchable, grouped list with "Select all").
+  AlgorithmChooser* compareChooser() const { return chooser_; }
+  /// "Best" or "HEFT, 3 operators moved by hand": the plan shown, as the Gantt title and the
+  /// status bar name it ("" before a model).
+  QString planTitle() const;
+  /// The status bar's permanent "Plan: ..." label.
+  QLabel* planLabel() const { return planLabel_; }
+  /// The Inspector's text (the selected operator, its costs and why it sits where it is).
+  QTextBrowser* inspector() const { return inspector_; }
+
+  // --- Layout (saved per user in QSettings, restored on start) ----------------------------------
+  /// Puts every dock back where a new user finds it: the Platform, the Scheduler and a tabbed side
+  /// area (Inspector, Compare, Operators, Platform editor, Teach) in one column on the right, the
+  /// Gantt chart (memory view folded) under the graph, Side by side tabbed with it and hidden.
+  void resetLayout();
+  /// Folds or unfolds the memory view under the Gantt chart (remembered per user).
+  void setMemoryFolded(bool folded);
+  bool memoryFolded() const;
+  QToolButton* memoryToggle() const { return memoryToggle_; }
+  /// The docks by their object name ("inspectorDock", "compareDock", "ganttDock", ...).
+  QDockWidget* dock(const QString& objectName) const;
+  /// Writes the window geometry and dock state to QSettings (done on close).
+  void saveLayout() const;
+  /// Restores what saveLayout() wrote; false when nothing was saved (or it no longer fits).
+  bool restoreLayout();
+
   /// The last load error ("" when none); also shown in a dialog unless dialogs are suppressed.
   QString lastError() const { return lastError_; }
   /// Tests and screenshots turn modal dialogs off (errors then go to the status bar only).
@@ -181,9 +211,18 @@ class MainWindow : public QMainWindow {
   void dropEvent(QDropEvent* e) override;
   /// A clean exit (after offering to save unsaved changes, with dialogs enabled): the autosave is removed.
   void closeEvent(QCloseEvent* e) override;
+  void showEvent(QShowEvent* e) override;
 
  private:
   void buildDocks();
+  void arrangeDocks();
+  /// The default dock sizes for the window's size (again on the first show: sizes given before it
+  /// may not hold).
+  void sizeDocks();
+  /// Grows the Platform dock until the device list shows every device (up to eight).
+  void fitPaletteDock();
+  void updatePlanTitle();
+  void updateChooserButton();
   void buildMenus();
   void onModelChanged();
   void onCostsChanged();
@@ -246,7 +285,19 @@ class MainWindow : public QMainWindow {
   QPushButton* cancelButton_ = nullptr;
   QProgressBar* schedProgress_ = nullptr;
   QLabel* schedStatus_ = nullptr;
-  QListWidget* compareAlgos_ = nullptr;
+  AlgorithmChooser* chooser_ = nullptr;
+  QToolButton* chooserButton_ = nullptr;
+  QLabel* planLabel_ = nullptr;
+  QToolButton* memoryToggle_ = nullptr;
+  bool layoutRestored_ = false;  ///< The user's saved layout was restored: the first show keeps it.
+  bool shown_ = false;
+  QDockWidget* platDock_ = nullptr;
+  QDockWidget* schedDock_ = nullptr;
+  QDockWidget* inspDock_ = nullptr;
+  QDockWidget* compareDock_ = nullptr;
+  QDockWidget* opsDock_ = nullptr;
+  QDockWidget* editDock_ = nullptr;
+  QDockWidget* teachDock_ = nullptr;
   CompareModel* compare_ = nullptr;
   QTableView* compareView_ = nullptr;
   QTextBrowser* inspector_ = nullptr;

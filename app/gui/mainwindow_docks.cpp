@@ -4,6 +4,7 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QAbstractItemView>
 #include <QComboBox>
 #include <QDockWidget>
 #include <QHBoxLayout>
@@ -12,17 +13,22 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
+#include <QMenu>
 #include <QMenuBar>
 #include <QProgressBar>
 #include <QPushButton>
-#include <QSplitter>
+#include <QScrollArea>
+#include <QSettings>
+#include <QSignalBlocker>
 #include <QSortFilterProxyModel>
 #include <QStatusBar>
 #include <QTableView>
 #include <QTextBrowser>
 #include <QToolBar>
+#include <QToolButton>
 #include <QUndoStack>
 #include <QVBoxLayout>
+#include <QWidgetAction>
 
 #include <algorithm>
 
@@ -31,6 +37,7 @@
 #include "gantt/memoryview.h"
 #include "graph/devicepalette.h"
 #include "graph/graphview.h"
+#include "gui/algorithmchooser.h"
 #include "gui/comparemodel.h"
 #include "gui/platformeditor.h"
 #include "gui/teachpanel.h"
@@ -39,7 +46,7 @@ namespace partex::gui {
 
 void MainWindow::buildDocks() {
   // Platform: preset chooser and the device palette (a drop target).
-  auto* platDock = new QDockWidget(tr("Platform"), this);
+  auto* platDock = platDock_ = new QDockWidget(tr("Platform"), this);
   platDock->setObjectName(QStringLiteral("platformDock"));
   auto* pw = new QWidget(platDock);
   auto* pl = new QVBoxLayout(pw);
@@ -93,12 +100,11 @@ void MainWindow::buildDocks() {
   connect(profileList_, &QListWidget::currentRowChanged, this,
           [this](int row) { removeProfileButton_->setEnabled(row >= 0); });
   platDock->setWidget(pw);
-  addDockWidget(Qt::LeftDockWidgetArea, platDock);
   connect(platformBox_, &QComboBox::textActivated, this, &MainWindow::setPlatform);
   connect(fileButton, &QPushButton::clicked, this, &MainWindow::choosePlatformFile);
 
   // Scheduler: run one algorithm, or compare several.
-  auto* schedDock = new QDockWidget(tr("Scheduler"), this);
+  auto* schedDock = schedDock_ = new QDockWidget(tr("Scheduler"), this);
   schedDock->setObjectName(QStringLiteral("schedulerDock"));
   auto* sw = new QWidget(schedDock);
   auto* sl = new QVBoxLayout(sw);
@@ -108,6 +114,11 @@ void MainWindow::buildDocks() {
     algoBox_->setItemData(algoBox_->count() - 1, QString::fromStdString(s->description()), Qt::ToolTipRole);
   }
   algoBox_->setCurrentIndex(std::max(0, algoBox_->findData(QStringLiteral("heft"))));
+  // The longest title (llama.cpp's rules) would set the side column's width: elide in the box, the
+  // drop-down list shows them whole.
+  algoBox_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  algoBox_->setMinimumContentsLength(18);
+  algoBox_->view()->setMinimumWidth(algoBox_->view()->sizeHintForColumn(0) + 24);
   sl->addWidget(algoBox_);
   auto* buttons = new QHBoxLayout;
   runButton_ = new QPushButton(tr("Run"), sw);
@@ -129,46 +140,65 @@ void MainWindow::buildDocks() {
   schedStatus_ = new QLabel(tr("Idle"), sw);
   schedStatus_->setWordWrap(true);
   sl->addWidget(schedStatus_);
-  sl->addWidget(new QLabel(tr("Compare (tick algorithms):"), sw));
-  compareAlgos_ = new QListWidget(sw);
-  const QStringList defaults = {QStringLiteral("single"), QStringLiteral("greedy"), QStringLiteral("heft"),
-                                QStringLiteral("cpop"), QStringLiteral("peft")};
-  for (const auto& s : allSchedulers()) {
-    auto* item = new QListWidgetItem(QString::fromStdString(s->title()), compareAlgos_);
-    item->setData(Qt::UserRole, QString::fromStdString(s->name()));
-    item->setToolTip(QString::fromStdString(s->description()));
-    item->setFlags(item->flags() | Qt::ItemIsUserCheckable);
-    item->setCheckState(defaults.contains(QString::fromStdString(s->name())) ? Qt::Checked : Qt::Unchecked);
-  }
-  compareAlgos_->setMaximumHeight(120);
-  sl->addWidget(compareAlgos_);
-  auto* compareButton = new QPushButton(tr("Compare"), sw);
-  sl->addWidget(compareButton);
+  sl->addStretch(1);
+  schedDock->setWidget(sw);
+
+  // Compare: the algorithms to compare (a searchable, grouped list in a drop-down, so that the
+  // results keep the room) and the results, sortable, one row per algorithm.
+  auto* cmpDock = compareDock_ = new QDockWidget(tr("Compare"), this);
+  cmpDock->setObjectName(QStringLiteral("compareDock"));
+  auto* cw = new QWidget(cmpDock);
+  auto* cl = new QVBoxLayout(cw);
+  cl->setContentsMargins(4, 4, 4, 4);
+  auto* crow = new QHBoxLayout;
+  chooserButton_ = new QToolButton(cw);
+  chooserButton_->setPopupMode(QToolButton::InstantPopup);
+  chooserButton_->setToolButtonStyle(Qt::ToolButtonTextOnly);
+  chooserButton_->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
+  auto* chooserMenu = new QMenu(chooserButton_);
+  chooser_ = new AlgorithmChooser(chooserMenu);
+  auto* chooserAction = new QWidgetAction(chooserMenu);
+  chooserAction->setDefaultWidget(chooser_);
+  chooserMenu->addAction(chooserAction);
+  connect(chooserMenu, &QMenu::aboutToShow, this, [this] { chooser_->searchField()->setFocus(); });
+  chooserButton_->setMenu(chooserMenu);
+  chooser_->setChecked({QStringLiteral("single"), QStringLiteral("greedy"), QStringLiteral("heft"),
+                        QStringLiteral("cpop"), QStringLiteral("peft")});
+  connect(chooser_, &AlgorithmChooser::changed, this, &MainWindow::updateChooserButton);
+  updateChooserButton();
+  auto* compareButton = new QPushButton(tr("Compare"), cw);
+  compareButton->setToolTip(tr("Run every ticked algorithm on this model and platform, judged by one simulator"));
+  crow->addWidget(chooserButton_, 1);
+  crow->addWidget(compareButton);
+  cl->addLayout(crow);
   compare_ = new CompareModel(this);
   auto* compareProxy = new QSortFilterProxyModel(this);
   compareProxy->setSourceModel(compare_);
   compareProxy->setSortRole(Qt::UserRole);
-  compareView_ = new QTableView(sw);
+  compareView_ = new QTableView(cw);
+  compareView_->setObjectName(QStringLiteral("compareResults"));
   compareView_->setModel(compareProxy);
   compareView_->setSortingEnabled(true);
+  compareView_->sortByColumn(CompareModel::Makespan, Qt::AscendingOrder);
   compareView_->verticalHeader()->hide();
   compareView_->verticalHeader()->setDefaultSectionSize(compareView_->fontMetrics().height() + 6);
+  // The numbers sized to their content, the algorithm's name takes the rest (elided when narrow, the
+  // tooltip has it whole): every column in view without a horizontal scroll bar.
+  compareView_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  compareView_->horizontalHeader()->setSectionResizeMode(CompareModel::Algorithm, QHeaderView::Stretch);
+  compareView_->horizontalHeader()->setStretchLastSection(false);
+  compareView_->setTextElideMode(Qt::ElideRight);
   compareView_->setSelectionBehavior(QAbstractItemView::SelectRows);
-  compareView_->setToolTip(tr("Double-click a row to apply that algorithm's plan"));
-  sl->addWidget(compareView_, 1);
-  schedDock->setWidget(sw);
-  addDockWidget(Qt::LeftDockWidgetArea, schedDock);
-  splitDockWidget(platDock, schedDock, Qt::Vertical);
+  compareView_->setToolTip(tr("Double-click a row to apply that algorithm's plan; click a header to sort"));
+  cl->addWidget(compareView_, 1);
+  cmpDock->setWidget(cw);
 
   connect(runButton_, &QPushButton::clicked, this, [this] { runScheduler(algoBox_->currentData().toString(), false); });
   connect(reoptButton_, &QPushButton::clicked, this,
           [this] { runScheduler(algoBox_->currentData().toString(), true); });
   connect(cancelButton_, &QPushButton::clicked, session_, &Session::cancelScheduler);
   connect(compareButton, &QPushButton::clicked, this, [this] {
-    QStringList algos;
-    for (int i = 0; i < compareAlgos_->count(); ++i)
-      if (compareAlgos_->item(i)->checkState() == Qt::Checked)
-        algos << compareAlgos_->item(i)->data(Qt::UserRole).toString();
+    const QStringList algos = chooser_->checked();
     if (algos.isEmpty()) {
       schedStatus_->setText(tr("Tick at least one algorithm to compare."));
       return;
@@ -199,18 +229,22 @@ void MainWindow::buildDocks() {
     compare_->setRows(rows);
     compareView_->resizeColumnsToContents();
     updateSideBySide();
-    if (!rows.isEmpty()) sideDock_->show();
+    if (!rows.isEmpty()) {
+      sideDock_->show();
+      compareDock_->show();
+      compareDock_->raise();  // the results, where the Inspector was
+      ganttDock_->raise();
+    }
   });
 
   // Inspector and operator table, tabbed on the right.
-  auto* inspDock = new QDockWidget(tr("Inspector"), this);
+  auto* inspDock = inspDock_ = new QDockWidget(tr("Inspector"), this);
   inspDock->setObjectName(QStringLiteral("inspectorDock"));
   inspector_ = new QTextBrowser(inspDock);
   inspector_->setOpenLinks(false);
   inspDock->setWidget(inspector_);
-  addDockWidget(Qt::RightDockWidgetArea, inspDock);
 
-  auto* opsDock = new QDockWidget(tr("Operators"), this);
+  auto* opsDock = opsDock_ = new QDockWidget(tr("Operators"), this);
   opsDock->setObjectName(QStringLiteral("operatorsDock"));
   auto* ow = new QWidget(opsDock);
   auto* ol = new QVBoxLayout(ow);
@@ -241,16 +275,18 @@ void MainWindow::buildDocks() {
   ol->addWidget(filter_);
   ol->addWidget(view_, 1);
   opsDock->setWidget(ow);
-  addDockWidget(Qt::RightDockWidgetArea, opsDock);
-  tabifyDockWidget(inspDock, opsDock);
 
   // Platform editor: an accepted edit re-builds the cost table on the edited platform.
-  auto* editDock = new QDockWidget(tr("Platform editor"), this);
+  auto* editDock = editDock_ = new QDockWidget(tr("Platform editor"), this);
   editDock->setObjectName(QStringLiteral("platformEditorDock"));
-  editor_ = new PlatformEditor(editDock);
-  editDock->setWidget(editor_);
-  addDockWidget(Qt::RightDockWidgetArea, editDock);
-  tabifyDockWidget(opsDock, editDock);
+  // In a scroll area, as the teaching panel: their tables would otherwise set the side column's
+  // minimum height, and a small screen could not hold the window.
+  auto* editScroll = new QScrollArea(editDock);
+  editScroll->setWidgetResizable(true);
+  editScroll->setFrameShape(QFrame::NoFrame);
+  editor_ = new PlatformEditor(editScroll);
+  editScroll->setWidget(editor_);
+  editDock->setWidget(editScroll);
   connect(editor_, &PlatformEditor::platformEdited, this, [this](const Platform& p) {
     // The editor also reports the platform it was just shown: only a real change re-builds.
     if (session_->hasModel() && platformToJson(p) == platformToJson(session_->platform())) return;
@@ -259,37 +295,51 @@ void MainWindow::buildDocks() {
   });
 
   // Teaching: step through a list scheduler's decisions; each step selects its task in the graph.
-  auto* teachDock = new QDockWidget(tr("Teach"), this);
+  auto* teachDock = teachDock_ = new QDockWidget(tr("Teach"), this);
   teachDock->setObjectName(QStringLiteral("teachDock"));
-  teach_ = new TeachPanel(teachDock);
-  teachDock->setWidget(teach_);
-  addDockWidget(Qt::RightDockWidgetArea, teachDock);
-  tabifyDockWidget(editDock, teachDock);
+  auto* teachScroll = new QScrollArea(teachDock);
+  teachScroll->setWidgetResizable(true);
+  teachScroll->setFrameShape(QFrame::NoFrame);
+  teach_ = new TeachPanel(teachScroll);
+  teachScroll->setWidget(teach_);
+  teachDock->setWidget(teachScroll);
   connect(teach_, &TeachPanel::stepChanged, this,
           [this](int task, int, const QList<int>&, const std::vector<DeviceId>&) {
             if (task < 0 || task >= session_->numOps()) return;
             session_->setSelection({task});
             graph_->centerOnOp(task);
           });
-  inspDock->raise();
 
   // Gantt chart (app/gantt); a marked placeholder in builds without it.
   ganttDock_ = new QDockWidget(tr("Gantt chart"), this);
   ganttDock_->setObjectName(QStringLiteral("ganttDock"));
-  // The memory view under it, on its time axis: a splitter keeps both the dock's width, so that their
-  // plot columns coincide.
-  auto* ganttSplit = new QSplitter(Qt::Vertical, ganttDock_);
+  // The memory view under it, on its time axis (both take the dock's width, so that their plot
+  // columns coincide), folded behind a one-click bar; the fold is remembered per user.
+  auto* ganttSplit = new QWidget(ganttDock_);
   ganttSplit->setObjectName(QStringLiteral("ganttSplit"));
-  ganttSplit->setChildrenCollapsible(false);
+  auto* gl = new QVBoxLayout(ganttSplit);
+  gl->setContentsMargins(0, 0, 0, 0);
+  gl->setSpacing(0);
   gantt_ = new GanttView(ganttSplit);
-  gantt_->setMinimumHeight(180);
+  gantt_->setMinimumHeight(150);
+  memoryToggle_ = new QToolButton(ganttSplit);
+  memoryToggle_->setObjectName(QStringLiteral("memoryToggle"));
+  memoryToggle_->setCheckable(true);
+  memoryToggle_->setAutoRaise(true);
+  memoryToggle_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+  memoryToggle_->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
+  memoryToggle_->setToolTip(tr("Show or hide the memory per device over time, on the Gantt chart's time axis"));
   memory_ = new MemoryView(ganttSplit);
   memory_->setObjectName(QStringLiteral("memoryView"));
   memory_->follow(gantt_);
-  ganttSplit->addWidget(gantt_);
-  ganttSplit->addWidget(memory_);
-  ganttSplit->setStretchFactor(0, 3);
-  ganttSplit->setStretchFactor(1, 2);
+  gl->addWidget(gantt_, 3);
+  gl->addWidget(memoryToggle_);
+  gl->addWidget(memory_, 2);
+  connect(memoryToggle_, &QToolButton::toggled, this, [this](bool open) {
+    setMemoryFolded(!open);
+    QSettings().setValue(QStringLiteral("layout/memoryFolded"), !open);
+  });
+  setMemoryFolded(QSettings().value(QStringLiteral("layout/memoryFolded"), true).toBool());
   ganttDock_->setWidget(ganttSplit);
   connect(gantt_, &GanttView::taskClicked, this, [this](int task, Qt::KeyboardModifiers mods) {
     QList<int> sel = session_->selection();
@@ -304,7 +354,6 @@ void MainWindow::buildDocks() {
     session_->setSelection(sel);
     graph_->centerOnOp(task);
   });
-  addDockWidget(Qt::BottomDockWidgetArea, ganttDock_);
 
   // Two plans side by side (the compare table's rows, or the current plan against one of them),
   // tabbed with the Gantt chart; "Select in graph" highlights the operators they place differently.
@@ -323,11 +372,6 @@ void MainWindow::buildDocks() {
   sideLayout->addWidget(sideBySide_, 1);
   sideLayout->addWidget(selectDiff);
   sideDock->setWidget(sideWidget);
-  addDockWidget(Qt::BottomDockWidgetArea, sideDock);
-  tabifyDockWidget(ganttDock_, sideDock);
-  // Hidden until a comparison has rows, so that its two charts do not take room from the others.
-  sideDock->hide();
-  ganttDock_->raise();
   connect(selectDiff, &QPushButton::clicked, this, &MainWindow::selectSideBySideDifferences);
   connect(sideBySide_, &CompareView::taskClicked, this, [this](int task, Qt::KeyboardModifiers) {
     if (!session_->hasModel() || task < 0 || task >= session_->numOps()) return;
@@ -335,7 +379,102 @@ void MainWindow::buildDocks() {
     graph_->centerOnOp(task);
   });
   connect(compareView_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &MainWindow::updateSideBySide);
-  resizeDocks({platDock, inspDock}, {330, 380}, Qt::Horizontal);
+  arrangeDocks();
+  // A user's own arrangement and fold, saved on close, replace the default.
+  layoutRestored_ = restoreLayout();
+}
+
+QDockWidget* MainWindow::dock(const QString& objectName) const {
+  return findChild<QDockWidget*>(objectName);
+}
+
+void MainWindow::resetLayout() {
+  arrangeDocks();
+  setMemoryFolded(true);
+  QSettings().setValue(QStringLiteral("layout/memoryFolded"), true);
+}
+
+void MainWindow::arrangeDocks() {
+  // The right column runs the window's height; the Gantt chart is under the graph only.
+  setCorner(Qt::TopRightCorner, Qt::RightDockWidgetArea);
+  setCorner(Qt::BottomRightCorner, Qt::RightDockWidgetArea);
+  setCorner(Qt::TopLeftCorner, Qt::LeftDockWidgetArea);
+  setCorner(Qt::BottomLeftCorner, Qt::LeftDockWidgetArea);
+  const QList<QDockWidget*> all = {platDock_, schedDock_, inspDock_,  compareDock_, opsDock_,
+                                   editDock_, teachDock_, ganttDock_, sideDock_};
+  for (QDockWidget* d : all) {
+    d->setFloating(false);
+    removeDockWidget(d);
+  }
+  addDockWidget(Qt::RightDockWidgetArea, platDock_);
+  addDockWidget(Qt::RightDockWidgetArea, schedDock_);
+  addDockWidget(Qt::RightDockWidgetArea, inspDock_);
+  splitDockWidget(platDock_, schedDock_, Qt::Vertical);
+  splitDockWidget(schedDock_, inspDock_, Qt::Vertical);
+  tabifyDockWidget(inspDock_, compareDock_);
+  tabifyDockWidget(compareDock_, opsDock_);
+  tabifyDockWidget(opsDock_, editDock_);
+  tabifyDockWidget(editDock_, teachDock_);
+  addDockWidget(Qt::BottomDockWidgetArea, ganttDock_);
+  tabifyDockWidget(ganttDock_, sideDock_);
+  for (QDockWidget* d : all) d->show();
+  // Side by side is hidden until a comparison has rows, so that its two charts take no room.
+  sideDock_->hide();
+  inspDock_->raise();
+  ganttDock_->raise();
+  sizeDocks();
+}
+
+void MainWindow::sizeDocks() {
+  // The side column a quarter of the width (300 to 440 px), the Gantt chart 22 % of the height (170
+  // to 260 px); the Platform and Scheduler docks as tall as their content, the tabs take the rest.
+  const int side = std::clamp(width() / 4, 300, 440);
+  const int bottom = std::clamp(height() * 22 / 100, 170, 260);
+  resizeDocks({platDock_}, {side}, Qt::Horizontal);
+  resizeDocks({ganttDock_}, {bottom}, Qt::Vertical);
+  resizeDocks({platDock_, schedDock_, inspDock_},
+              {platDock_->sizeHint().height(), schedDock_->minimumSizeHint().height(), height()},
+              Qt::Vertical);
+}
+
+void MainWindow::setMemoryFolded(bool folded) {
+  if (!memory_ || !memoryToggle_) return;
+  memory_->setVisible(!folded);
+  const QSignalBlocker block(memoryToggle_);
+  memoryToggle_->setChecked(!folded);
+  memoryToggle_->setArrowType(folded ? Qt::RightArrow : Qt::DownArrow);
+  memoryToggle_->setText(folded ? tr("Memory per device (click to show)") : tr("Memory per device"));
+}
+
+bool MainWindow::memoryFolded() const {
+  return memory_ && memory_->isHidden();
+}
+
+/// Bumped when the docks change, so that a saved state of older docks is not restored over them.
+static constexpr int kLayoutVersion = 2;
+
+void MainWindow::saveLayout() const {
+  QSettings s;
+  s.setValue(QStringLiteral("layout/geometry"), saveGeometry());
+  s.setValue(QStringLiteral("layout/state"), saveState(kLayoutVersion));
+}
+
+bool MainWindow::restoreLayout() {
+  QSettings s;
+  const QByteArray state = s.value(QStringLiteral("layout/state")).toByteArray();
+  if (state.isEmpty()) return false;
+  (void)restoreGeometry(s.value(QStringLiteral("layout/geometry")).toByteArray());
+  if (!restoreState(state, kLayoutVersion)) return false;
+  setMemoryFolded(s.value(QStringLiteral("layout/memoryFolded"), true).toBool());
+  return true;
+}
+
+void MainWindow::updateChooserButton() {
+  const QStringList ticked = chooser_->checked();
+  chooserButton_->setText(ticked.isEmpty() ? tr("Algorithms: none ticked")
+                                           : tr("Algorithms: %1 of %2").arg(ticked.size()).arg(allSchedulers().size()));
+  chooserButton_->setToolTip(
+      tr("Click to choose (search, groups, Select all): %1").arg(ticked.join(QStringLiteral(", "))));
 }
 
 void MainWindow::buildMenus() {
@@ -422,7 +561,10 @@ void MainWindow::buildMenus() {
   auto* zout = viewMenu->addAction(tr("Zoom &out"), this, [this] { graph_->zoomBy(0.8); });
   zout->setShortcut(QKeySequence::ZoomOut);
   auto* fit = viewMenu->addAction(tr("&Fit"), this, [this] { graph_->fitAll(); });
-  fit->setShortcut(QKeySequence(QStringLiteral("Ctrl+0")));
+  fit->setShortcuts({QKeySequence(Qt::Key_F), QKeySequence(QStringLiteral("Ctrl+0"))});
+  fit->setToolTip(tr("Fit the whole graph in the view (F or Ctrl+0)"));
+  auto* start = viewMenu->addAction(tr("&Start of the critical path"), this, [this] { graph_->frameStart(); });
+  start->setShortcut(QKeySequence(Qt::Key_Home));
   auto* one = viewMenu->addAction(tr("Actual size (1:1)"), this, [this] { graph_->resetZoom(); });
   one->setShortcut(QKeySequence(QStringLiteral("Ctrl+1")));
   auto* crit = criticalAction_ = viewMenu->addAction(tr("&Critical path"));
@@ -457,6 +599,11 @@ void MainWindow::buildMenus() {
   tb->addWidget(search_);
   viewMenu->addSeparator();
   for (QDockWidget* d : findChildren<QDockWidget*>()) viewMenu->addAction(d->toggleViewAction());
+  viewMenu->addSeparator();
+  auto* reset = viewMenu->addAction(tr("&Reset layout"), this, &MainWindow::resetLayout);
+  reset->setStatusTip(
+      tr("Put every panel back where it starts: the graph in the middle, the side column on the "
+         "right, the Gantt chart below"));
 }
 
 }  // namespace partex::gui

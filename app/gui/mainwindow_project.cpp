@@ -242,6 +242,7 @@ void MainWindow::closeEvent(QCloseEvent* e) {
     }
   }
   removeAutosave();
+  saveLayout();
   QMainWindow::closeEvent(e);
 }
 

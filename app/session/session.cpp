@@ -15,7 +15,7 @@ namespace partex::gui {
 
 bool PlanState::operator==(const PlanState& o) const {
   return plan.device == o.plan.device && plan.order == o.plan.order && pinned == o.pinned && manual == o.manual &&
-         algorithm == o.algorithm && schedulerMakespan == o.schedulerMakespan;
+         handMoves == o.handMoves && algorithm == o.algorithm && schedulerMakespan == o.schedulerMakespan;
 }
 
 Session::Session(QObject* parent) : QObject(parent) {
@@ -196,7 +196,16 @@ Status Session::moveOps(const QList<int>& ops, int device) {
   if (moved->moved.empty()) return {};  // nothing changes: no undo step
   PlanState after = state_;
   after.plan = std::move(moved->plan);
-  for (TaskId op : moved->moved) after.manual[static_cast<size_t>(op)] = 1;
+  for (TaskId op : moved->moved) {
+    after.manual[static_cast<size_t>(op)] = 1;
+    HandMove h;
+    const auto was = state_.handMoves.find(op);
+    h.from = was != state_.handMoves.end() ? was->second.from : deviceOf(op);
+    h.makespanBefore = timeline_.makespan;
+    h.makespanAfter = moved->timeline.makespan;
+    h.movedWith = static_cast<int>(moved->moved.size());
+    after.handMoves[op] = h;
+  }
   QList<int> movedOps(moved->moved.begin(), moved->moved.end());
   undo_->push(new MoveOpsCommand(this, movedOps, device, state_, std::move(after), std::move(moved->timeline)));
   return {};
@@ -263,7 +272,32 @@ QStringList Session::placementReasons(int op) const {
   if (!table_ || op < 0 || op >= table_->numTasks()) return r;
   const DeviceId d = deviceOf(op);
   if (isPinned(op)) r << tr("pinned to %1 by you").arg(deviceLabel(state_.pinned.at(op)));
-  if (isManual(op)) r << tr("moved here by hand");
+  const bool manual = isManual(op);
+  const Scheduler* sched = state_.algorithm.empty() ? nullptr : findScheduler(state_.algorithm);
+  const QString algo = sched ? QString::fromStdString(sched->title()).section(QStringLiteral(" ("), 0, 0)
+                             : QString::fromStdString(state_.algorithm);
+  if (manual) {
+    // The scheduler's reasons no longer hold: say who put it here and what that did.
+    const auto h = state_.handMoves.find(op);
+    if (h == state_.handMoves.end()) {
+      r << tr("moved here by hand");
+    } else {
+      const HandMove& m = h->second;
+      const QString planned = algo.isEmpty() ? tr("the plan") : tr("the %1 plan").arg(algo);
+      if (m.from >= 0 && m.from != d)
+        r << tr("moved here by hand from %1, where %2 had it").arg(deviceLabel(m.from), planned);
+      else
+        r << tr("moved by hand and back to %1, where %2 had it").arg(deviceLabel(d), planned);
+      const double pct = m.makespanBefore > 0 ? (m.makespanAfter - m.makespanBefore) / m.makespanBefore * 100 : 0;
+      const QString step = m.movedWith > 1 ? tr("that move (%1 operators together)").arg(m.movedWith) : tr("that move");
+      r << tr("%1 took the makespan from %2 us to %3 us (%4%5 %)")
+               .arg(step)
+               .arg(m.makespanBefore, 0, 'f', 1)
+               .arg(m.makespanAfter, 0, 'f', 1)
+               .arg(pct > 0 ? QStringLiteral("+") : QString())
+               .arg(pct, 0, 'f', 1);
+    }
+  }
   int capable = 0;
   DeviceId cheapest = -1;
   for (DeviceId k = 0; k < table_->numDevices(); ++k) {
@@ -275,15 +309,18 @@ QStringList Session::placementReasons(int op) const {
     r << tr("only %1 can run it").arg(deviceLabel(d));
   else if (cheapest == d)
     r << tr("%1 runs it fastest").arg(deviceLabel(d));
+  else if (cheapest >= 0 && manual)
+    r << tr("not the fastest device (%1 is: %2 us vs %3 us)")
+             .arg(deviceLabel(cheapest))
+             .arg(table_->w(op, cheapest), 0, 'f', 1)
+             .arg(table_->w(op, d), 0, 'f', 1);
   else if (cheapest >= 0)
     r << tr("not the fastest device (%1 is: %2 us vs %3 us): placed here to overlap work or save transfers")
              .arg(deviceLabel(cheapest))
              .arg(table_->w(op, cheapest), 0, 'f', 1)
              .arg(table_->w(op, d), 0, 'f', 1);
-  if (!isManual(op) && !state_.algorithm.empty()) {
-    const Scheduler* s = findScheduler(state_.algorithm);
-    r << tr("chosen by %1").arg(s ? QString::fromStdString(s->title()) : QString::fromStdString(state_.algorithm));
-  }
+  if (!manual && !state_.algorithm.empty())
+    r << tr("chosen by %1").arg(sched ? QString::fromStdString(sched->title()) : algo);
   if (static_cast<size_t>(op) < critical_.task.size() && critical_.task[static_cast<size_t>(op)])
     r << tr("on the critical path: making it faster shortens the makespan");
   return r;

@@ -215,6 +215,7 @@ void Session::onScheduled(SchedOutcome out) {
     return;
   }
   after.manual.assign(static_cast<size_t>(table_->numTasks()), 0);
+  after.handMoves.clear();
   after.algorithm = out.algorithm.toStdString();
   after.schedulerMakespan = tl->makespan;
   if (!out.respectPins) after.pinned.clear();

@@ -1,27 +1,38 @@
 // The main window: opens a model off the GUI thread, lists its operators and lays the graph out;
 // operators are dragged with real mouse events onto a device of the palette (the plan, the timeline
 // and the makespan change, undo restores them exactly); a drag onto a device that cannot run the
-// operator is refused; number keys and P act on the selection; a bad file is refused.
+// operator is refused; number keys and P act on the selection; a bad file is refused. The state
+// shown names the plan's algorithm and a hand move's effect; the layout gives the graph the room and
+// resets; a model with layer names opens as one box per layer, and a box drags as one undo step.
 #include <QtTest>
 
 #include <QAbstractItemModelTester>
+#include <QComboBox>
+#include <QDockWidget>
+#include <QFile>
 #include <QLabel>
+#include <QSettings>
 #include <QSortFilterProxyModel>
 #include <QStandardPaths>
 #include <QTableView>
+#include <QTextBrowser>
+#include <QToolButton>
 #include <QUndoStack>
 
 #include "gantt/compareview.h"
 #include "gantt/ganttview.h"
+#include "gantt/memoryview.h"
+#include "gen/generator.h"
 #include "graph/devicepalette.h"
 #include "graph/graphscene.h"
 #include "graph/graphview.h"
+#include "graph/minimap.h"
+#include "gui/algorithmchooser.h"
 #include "gui/mainwindow.h"
 #include "gui/platformeditor.h"
 #include "gui/teachpanel.h"
-#include "gen/generator.h"
-#include "session/session.h"
 #include "mainwindowtestutil.h"
+#include "session/session.h"
 #include "sessiontestutil.h"
 #include "testutil.h"
 
@@ -74,6 +85,8 @@ class TestMainWindow : public QObject {
   void initTestCase() {
     QStandardPaths::setTestModeEnabled(true);  // autosaves go to a test folder
     QCoreApplication::setOrganizationName("PartexTest");
+    // The layout saved by an earlier run (QSettings) would change where the docks start.
+    QSettings().remove("layout");
   }
 
   void opensGeneratedModelAndListsOperators() {
@@ -378,6 +391,259 @@ class TestMainWindow : public QObject {
     QList<int> sel = w.session()->selection();
     std::sort(sel.begin(), sel.end());
     QCOMPARE(sel, expected);
+  }
+
+  void schedulerBoxNamesThePlanShown() {
+    // `partex --algo best` runs best once the model is loaded; the scheduler box, the Gantt title and
+    // the status bar then name best, not the HEFT of the first plan; undo names HEFT again.
+    const std::string path = test::tempDir() + "/r18b.onnx";
+    GenSpec spec;
+    spec.kind = "resnet18";
+    QVERIFY(generateModelFile(spec, path).isOk());
+    MainWindow w;
+    QVERIFY(openAndLayOut(w, QString::fromStdString(path), "mobile-soc"));
+    Session* s = w.session();
+    QCOMPARE(w.algorithmBox()->currentData().toString(), QString("heft"));
+    QCOMPARE(w.planLabel()->text(), QString("Plan: HEFT"));
+    w.algorithmBox()->setCurrentIndex(w.algorithmBox()->findData(QString("single")));  // a stale choice
+    QSignalSpy finished(s, &Session::schedulerFinished);
+    s->runScheduler("best", false, 3.0);
+    QVERIFY(finished.wait(120000));
+    QVERIFY2(finished.first().first().toBool(), qPrintable(finished.first().last().toString()));
+    QCOMPARE(s->state().algorithm, std::string("best"));
+    QCOMPARE(w.algorithmBox()->currentData().toString(), QString("best"));
+    QVERIFY(w.algorithmBox()->currentText().startsWith("Partex best"));
+    QCOMPARE(w.planLabel()->text(), QString("Plan: Partex best"));
+    QCOMPARE(w.ganttView()->title(), QString("Partex best"));
+    s->undoStack()->undo();
+    QCOMPARE(w.algorithmBox()->currentData().toString(), QString("heft"));
+    QCOMPARE(w.ganttView()->title(), QString("HEFT"));
+  }
+
+  void movedByHandSaysWhatTheMoveChanged() {
+    const std::string path = test::tempDir() + "/r18h.onnx";
+    GenSpec spec;
+    spec.kind = "resnet18";
+    QVERIFY(generateModelFile(spec, path).isOk());
+    MainWindow w;
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(openAndLayOut(w, QString::fromStdString(path), "mobile-soc"));
+    Session* s = w.session();
+    int op = -1, dev = -1;
+    QVERIFY(findEffectiveMove(*s, &op, &dev));
+    const int from = s->deviceOf(op);
+    const double before = s->timeline().makespan;
+    // Before the move: the scheduler's reason.
+    QVERIFY(s->placementReasons(op).join("; ").contains("chosen by HEFT"));
+    test::dragOpToDevice(w, op, dev);
+    QCOMPARE(s->deviceOf(op), dev);
+    const double after = s->timeline().makespan;
+    QVERIFY(after != before);
+    s->setSelection({op});
+    const QString why = s->placementReasons(op).join("; ");
+    QVERIFY2(why.contains(QString("moved here by hand from %1, where the HEFT plan had it").arg(s->deviceLabel(from))),
+             qPrintable(why));
+    QVERIFY2(why.contains(QString("from %1 us to %2 us").arg(before, 0, 'f', 1).arg(after, 0, 'f', 1)),
+             qPrintable(why));
+    QVERIFY2(!why.contains("chosen by"), qPrintable(why));
+    QVERIFY2(!why.contains("overlap work"), qPrintable(why));
+    QVERIFY2(w.inspector()->toPlainText().contains("moved here by hand from"),
+             qPrintable(w.inspector()->toPlainText()));
+    QCOMPARE(w.planLabel()->text(), QString("Plan: HEFT, 1 operator moved by hand"));
+    QCOMPARE(w.ganttView()->title(), QString("HEFT, 1 operator moved by hand"));
+    // Undo: the scheduler's reason again.
+    s->undoStack()->undo();
+    QVERIFY(s->placementReasons(op).join("; ").contains("chosen by HEFT"));
+    QCOMPARE(w.planLabel()->text(), QString("Plan: HEFT"));
+  }
+
+  void layoutServesTheGraphAndResets() {
+    MainWindow w;
+    w.resize(1600, 1000);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    w.resetLayout();
+    QTest::qWait(50);
+    // The canvas takes the largest share; the Gantt chart stays in view under it.
+    const double share = double(w.graphView()->width()) * w.graphView()->height() / (double(w.width()) * w.height());
+    qInfo("canvas %dx%d of 1600x1000: %.1f %%", w.graphView()->width(), w.graphView()->height(), share * 100);
+    QVERIFY2(share >= 0.45, qPrintable(QString("canvas share %1").arg(share)));
+    QVERIFY(w.ganttView()->isVisible());
+    QVERIFY(w.ganttView()->height() >= 120);
+    // Inspector and Compare share the tabbed side area on the right.
+    QDockWidget* insp = w.dock("inspectorDock");
+    QDockWidget* cmp = w.dock("compareDock");
+    QVERIFY(insp && cmp);
+    QVERIFY(w.tabifiedDockWidgets(insp).contains(cmp));
+    QCOMPARE(w.dockWidgetArea(insp), Qt::RightDockWidgetArea);
+    QCOMPARE(w.dockWidgetArea(w.dock("ganttDock")), Qt::BottomDockWidgetArea);
+    // The memory view folds with one click, and a new window remembers it.
+    QVERIFY(w.memoryFolded());
+    QTest::mouseClick(w.memoryToggle(), Qt::LeftButton);
+    QVERIFY(!w.memoryFolded());
+    QVERIFY(w.memoryView()->isVisible());
+    {
+      MainWindow again;
+      QVERIFY(!again.memoryFolded());
+    }
+    // Docks keep Qt's behaviour; Reset layout puts them back.
+    insp->setFloating(true);
+    w.dock("ganttDock")->close();
+    w.dock("platformDock")->close();
+    QVERIFY(!w.ganttView()->isVisible());
+    w.saveLayout();
+    {
+      MainWindow restored;  // the saved arrangement comes back
+      QVERIFY(restored.dock("platformDock")->isHidden());
+      QVERIFY(restored.dock("inspectorDock")->isFloating());
+    }
+    w.resetLayout();
+    QTest::qWait(50);
+    QVERIFY(!insp->isFloating());
+    QVERIFY(w.ganttView()->isVisible());
+    QVERIFY(w.palette()->isVisible());
+    QVERIFY(w.memoryFolded());
+    QVERIFY(w.tabifiedDockWidgets(insp).contains(cmp));
+    w.saveLayout();  // leaves the default for the tests that follow
+  }
+
+  void firstViewIsReadableAndFitIsOneKeyAway() {
+    const std::string path = test::tempDir() + "/incep-view.onnx";
+    GenSpec spec;
+    spec.kind = "inception";
+    QVERIFY(generateModelFile(spec, path).isOk());
+    MainWindow w;
+    w.resize(1600, 1000);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    w.resetLayout();
+    QVERIFY(openAndLayOut(w, QString::fromStdString(path), "mobile-soc"));
+    GraphView* g = w.graphView();
+    QVERIFY(w.session()->numOps() > 100);
+    // Readable: operator boxes at (about) 85 % of their size, not dots.
+    QCOMPARE(g->transform().m11(), GraphView::kReadableScale);
+    // On the start of the critical path: its item lies in the view.
+    const int start = g->criticalStart();
+    QVERIFY(start >= 0);
+    QVERIFY(w.session()->critical().task[size_t(start)]);
+    QVERIFY(g->viewport()->rect().contains(g->viewportPosOfOp(start)));
+    QVERIFY(g->miniMap()->isVisible());
+    // F fits the whole graph.
+    g->setFocus();
+    QTest::keyClick(g, Qt::Key_F);
+    QVERIFY(g->transform().m11() < GraphView::kReadableScale);
+    const QRect all = g->mapFromScene(g->graphScene()->itemsBoundingRect()).boundingRect();
+    QVERIFY(g->viewport()->rect().adjusted(-2, -2, 2, 2).contains(all));
+  }
+
+  void languageModelOpensByLayerAndBlocksDragWhole() {
+    // A small Llama decode step: embedding, 4 layer blocks and the head, each one box.
+    const std::string path = test::tempDir() + "/llama4.onnx";
+    GenSpec spec;
+    spec.kind = "llama";
+    spec.phase = "decode";
+    spec.layers = 4;
+    spec.hidden = 64;
+    spec.heads = 4;
+    spec.vocab = 100;
+    spec.seqLen = 16;
+    QVERIFY(generateModelFile(spec, path).isOk());
+    MainWindow w;
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(openAndLayOut(w, QString::fromStdString(path), "mobile-soc"));
+    GraphScene* sc = w.graphView()->graphScene();
+    QVERIFY(sc->grouped());
+    QCOMPARE(sc->grouping().names,
+             (std::vector<std::string>{"embedding", "layers.0", "layers.1", "layers.2", "layers.3", "head"}));
+    QCOMPARE(static_cast<int>(sc->display().nodes.size()), 6);
+    // Expanding one block keeps the rest collapsed.
+    QSignalSpy laid(w.graphView(), &GraphView::layoutReady);
+    w.graphView()->expandGroup(2);
+    QVERIFY(laid.wait(120000));
+    QCOMPARE(sc->display().nodes.size(), 5 + sc->grouping().ops[2].size());
+    w.graphView()->collapseGroup(2);
+    QVERIFY(laid.wait(120000));
+    // Dragging a collapsed block onto a device moves all its operators: one undo step.
+    Session* s = w.session();
+    const auto& block = sc->grouping().ops[3];
+    int target = 1;  // both CPU clusters of mobile-soc run everything
+    bool allThere = true;
+    for (TaskId v : block) allThere = allThere && s->deviceOf(v) == target;
+    if (allThere) target = 0;
+    const PlanState before = s->state();
+    test::dragOpToDevice(w, block.front(), target);
+    for (TaskId v : block) QCOMPARE(s->deviceOf(v), target);
+    QCOMPARE(s->undoStack()->count(), 1);
+    s->undoStack()->undo();
+    QVERIFY(s->state() == before);
+  }
+
+  void compareChooserAndDeviceListShowTheirRows() {
+    MainWindow w;
+    w.resize(1600, 1000);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    w.resetLayout();
+    // The chooser: groups in order, every scheduler in one of them, Select all, search.
+    AlgorithmChooser* c = w.compareChooser();
+    QCOMPARE(c->groups(), (QStringList{"Baselines", "List heuristics", "Papers", "llama.cpp rules", "Exact and best"}));
+    QCOMPARE(c->entries("Baselines"), (QStringList{"single", "priority", "static", "greedy"}));
+    QCOMPARE(c->entries("List heuristics").size(), 12);
+    QCOMPARE(c->entries("Exact and best"), (QStringList{"exact", "best"}));
+    int listed = 0;
+    for (const auto& g : c->groups()) listed += static_cast<int>(c->entries(g).size());
+    QCOMPARE(listed, static_cast<int>(allSchedulers().size()));
+    QCOMPARE(c->checked(), (QStringList{"single", "greedy", "heft", "cpop", "peft"}));
+    c->setFilter("maxmin");
+    QCOMPARE(c->visibleEntries(), QStringList{"maxmin"});
+    c->selectAll();  // under a search: what it shows
+    QCOMPARE(c->checked(), (QStringList{"single", "greedy", "heft", "cpop", "peft", "maxmin"}));
+    c->setFilter("");
+    c->selectAll();
+    QCOMPARE(c->checked().size(), static_cast<qsizetype>(allSchedulers().size()));
+    c->selectNone();
+    QVERIFY(c->checked().isEmpty());
+    // The device list shows every device of an eight-device platform without scrolling.
+    QString json = R"({"format": "partex-platform", "version": 1, "name": "eight", "host": "cpu0", "devices": [)";
+    QString links;
+    for (int d = 0; d < 8; ++d) {
+      json += QString(R"(%1{"id": "cpu%2", "name": "core %2", "kind": "cpu", "peak_gflops": {"default": %3},
+                         "bandwidth_gbs": 10, "cores": 1})")
+                  .arg(d ? "," : "")
+                  .arg(d)
+                  .arg(10 + d);
+      if (d > 0)
+        links += QString(R"(%1{"from": "cpu0", "to": "cpu%2", "bandwidth_gbs": 10, "shared_memory": true})")
+                     .arg(d > 1 ? "," : "")
+                     .arg(d);
+    }
+    json += "], \"links\": [" + links + "]}";
+    const QString platform = QString::fromStdString(test::tempDir()) + "/eight.json";
+    QFile f(platform);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(json.toUtf8());
+    f.close();
+    const std::string path = test::tempDir() + "/r18-eight.onnx";
+    GenSpec spec;
+    spec.kind = "resnet18";
+    QVERIFY(generateModelFile(spec, path).isOk());
+    QVERIFY(openAndLayOut(w, QString::fromStdString(path), platform));
+    QCOMPARE(w.session()->numDevices(), 8);
+    QTest::qWait(50);
+    DevicePalette* p = w.palette();
+    QCOMPARE(p->model()->rowCount(), 8);
+    for (int d = 0; d < 8; ++d) {
+      const QRect r = p->visualRect(p->model()->index(d, 0));
+      QVERIFY2(p->viewport()->rect().contains(r), qPrintable(QString("device %1 at %2,%3 %4x%5 of a %6 px list")
+                                                                 .arg(d)
+                                                                 .arg(r.x())
+                                                                 .arg(r.y())
+                                                                 .arg(r.width())
+                                                                 .arg(r.height())
+                                                                 .arg(p->viewport()->height())));
+    }
   }
 
   void badFileIsRefusedWithMessage() {
