@@ -17,6 +17,7 @@
 
 #include "cost/costtable.h"
 #include "cost/work.h"
+#include "gguf/ggufwriter.h"
 #include "problem/llmjob.h"
 #include "problem/problem.h"
 #include "sched/llamarules.h"
@@ -47,6 +48,64 @@ CostTable handTable(int64_t gpuBytes, double host, double gpu, std::vector<int> 
   for (auto& b : t->linkBytesPerUs) b = kInf;
   for (auto& l : t->linkLatencyUs) l = 0;
   return std::move(t).value();
+}
+
+/// Runs `partex-cli llm REF --json` (prompt 64, generate 16, the GPU at `gib` GiB) and checks that each
+/// placement's -ngl and -ot, read back with the -ot importer on the model's last decode step (cache 79),
+/// give the tensor -> device map it reports, every tensor covered. Returns the JSON.
+QJsonObject roundTrip(const QString& ref, double gib, bool requireMixed) {
+  auto r = test::runCli({"llm", ref, "--platform", "desktop-rtx4070", "--prompt", "64", "--generate", "16", "--gpu-memory",
+                         QString::number(gib), "--time-limit", "5", "--json"});
+  if (r.code != 0) {
+    QTest::qFail(r.err.constData(), __FILE__, __LINE__);
+    return {};
+  }
+  const QJsonObject j = QJsonDocument::fromJson(r.out).object();
+  [&] {
+    QCOMPARE(j.value("prompt").toInt(), 64);
+    QCOMPARE(j.value("generate").toInt(), 16);
+    auto plat = loadPlatform("desktop-rtx4070");
+    QVERIFY(plat);
+    for (auto& d : plat->devices)
+      if (d.id == "gpu") d.memCapacityBytes = static_cast<int64_t>(gib * static_cast<double>(int64_t{1} << 30));
+    const std::string model = ref.toStdString();
+    auto g = loadModel(model + (model.find('?') == std::string::npos ? "?" : "&") + "phase=decode&seq=79", {});
+    QVERIFY2(g, g.message().c_str());
+    auto p = problemFromGraph(std::move(g).value(), *plat, "m");
+    QVERIFY2(p, p.message().c_str());
+    const CostTable& t = p->table;
+    const LlamaTensors m = llamaTensors(t);
+    int mixed = 0;
+    auto check = [&](const QJsonObject& pl) {
+      const QJsonObject tensors = pl.value("tensors").toObject();
+      TensorPlacement back = nglPlacement(m, pl.value("ngl").toInt(), defaultAccelerator(t), t.host);
+      const std::string ot = pl.value("ot").toString().toStdString();
+      if (!ot.empty()) {
+        auto ov = parseOverrides(t, ot);
+        QVERIFY2(ov, ov.message().c_str());
+        QVERIFY(applyOverrides(t, m, *ov, back, true));
+      }
+      int covered = 0;
+      for (size_t w = 0; w < m.name.size(); ++w) {
+        if (!m.placed(w) || m.cache[w]) continue;
+        QVERIFY2(tensors.contains(QString::fromStdString(m.name[w])), m.name[w].c_str());
+        QCOMPARE(tensors.value(QString::fromStdString(m.name[w])).toString().toStdString(), llamaDeviceName(t, back[w]));
+        ++covered;
+      }
+      QCOMPARE(covered, static_cast<int>(tensors.size()));
+      std::set<std::string> devs;
+      for (const auto& v : tensors) devs.insert(v.toString().toStdString());
+      if (devs.size() > 1) ++mixed;
+    };
+    check(j.value("best").toObject());
+    if (QTest::currentTestFailed()) return;
+    if (j.value("two_phase").isObject()) {
+      check(j.value("two_phase").toObject().value("prefill").toObject());
+      check(j.value("two_phase").toObject().value("decode").toObject());
+    }
+    if (requireMixed) QVERIFY2(mixed > 0, "the GPU was meant to hold part of the model only");
+  }();
+  return j;
 }
 
 }  // namespace
@@ -196,51 +255,8 @@ class TstLlmJob : public QObject {
   /// with the -ot importer on the model's last decode step, gives the placement it reports, every tensor.
   void cliRoundTrip() {
     const QString ref = "gen:moe?layers=4&hidden=512&heads=8&kv-heads=2&experts=4&experts-used=2&expert-ffn=1024&vocab=1000";
-    auto r = test::runCli({"llm", ref, "--platform", "desktop-rtx4070", "--prompt", "64", "--generate", "16", "--gpu-memory",
-                           "0.06", "--time-limit", "5", "--json"});
-    QVERIFY2(r.code == 0, r.err.constData());
-    const QJsonObject j = QJsonDocument::fromJson(r.out).object();
-    QCOMPARE(j.value("prompt").toInt(), 64);
-    QCOMPARE(j.value("generate").toInt(), 16);
-    // The model's last decode step (cache P + G - 1), where the job writes its arguments.
-    auto plat = loadPlatform("desktop-rtx4070");
-    QVERIFY(plat);
-    for (auto& d : plat->devices)
-      if (d.id == "gpu") d.memCapacityBytes = static_cast<int64_t>(0.06 * (1 << 30));
-    auto g = loadModel(ref.toStdString() + "&phase=decode&seq=79", {});
-    QVERIFY2(g, g.message().c_str());
-    auto p = problemFromGraph(std::move(g).value(), *plat, "m");
-    QVERIFY2(p, p.message().c_str());
-    const CostTable& t = p->table;
-    const LlamaTensors m = llamaTensors(t);
-    int mixed = 0;
-    auto check = [&](const QJsonObject& pl) {
-      const QJsonObject tensors = pl.value("tensors").toObject();
-      TensorPlacement back = nglPlacement(m, pl.value("ngl").toInt(), defaultAccelerator(t), t.host);
-      const std::string ot = pl.value("ot").toString().toStdString();
-      if (!ot.empty()) {
-        auto ov = parseOverrides(t, ot);
-        QVERIFY2(ov, ov.message().c_str());
-        QVERIFY(applyOverrides(t, m, *ov, back, true));
-      }
-      int covered = 0;
-      for (size_t w = 0; w < m.name.size(); ++w) {
-        if (!m.placed(w) || m.cache[w]) continue;
-        QVERIFY2(tensors.contains(QString::fromStdString(m.name[w])), m.name[w].c_str());
-        QCOMPARE(tensors.value(QString::fromStdString(m.name[w])).toString().toStdString(), llamaDeviceName(t, back[w]));
-        ++covered;
-      }
-      QCOMPARE(covered, static_cast<int>(tensors.size()));
-      std::set<std::string> devs;
-      for (const auto& v : tensors) devs.insert(v.toString().toStdString());
-      if (devs.size() > 1) ++mixed;
-    };
-    check(j.value("best").toObject());
-    if (j.value("two_phase").isObject()) {
-      check(j.value("two_phase").toObject().value("prefill").toObject());
-      check(j.value("two_phase").toObject().value("decode").toObject());
-    }
-    QVERIFY2(mixed > 0, "the GPU was meant to hold part of the model only");
+    const QJsonObject j = roundTrip(ref, 0.06, true);
+    if (QTest::currentTestFailed()) return;
     // Every rule row is there, and best is never slower than a rule that fits.
     const QJsonArray rules = j.value("rules").toArray();
     QCOMPARE(rules.size(), 4);
@@ -253,6 +269,26 @@ class TstLlmJob : public QObject {
     QVERIFY2(text.out.contains("--n-cpu-moe"), text.out.constData());
   }
 
+  /// The same on a GGUF file (qwen3moe, Q4_K, written by the project's writer): the arguments name the
+  /// file's own tensors and read back to the placement.
+  void cliGguf() {
+    GenSpec s;
+    s.kind = "moe";
+    s.layers = 4;
+    s.hidden = 512;
+    s.heads = 8;
+    s.kvHeads = 2;
+    s.experts = 8;
+    s.expertsUsed = 2;
+    s.expertFfn = 512;
+    s.vocab = 1000;
+    const std::string path = test::tempDir() + "/small-moe.gguf";
+    const Status st = ggufForSpec(s, "qwen3moe", QuantType::Q4_K).write(path);
+    QVERIFY2(st, st.message().c_str());
+    const QJsonObject j = roundTrip(QString::fromStdString(path), 0.01, false);
+    if (QTest::currentTestFailed()) return;
+    QVERIFY(j.value("best").toObject().value("tensors").toObject().contains("blk.3.ffn_down_exps.weight"));
+  }
   void cliErrors_data() {
     QTest::addColumn<QStringList>("args");
     QTest::addColumn<QString>("message");
