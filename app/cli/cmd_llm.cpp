@@ -46,7 +46,8 @@ std::string otString(const LlmJob& job, const LlamaArgs& a) {
   return join(items, ",");
 }
 
-nlohmann::json placementJson(const LlmJob& job, const LlmPlacement& p, const LlmJobTime& t) {
+/// A placement and its times; `phase` "prefill" or "decode" keeps only that phase's times (a pair's half).
+nlohmann::json placementJson(const LlmJob& job, const LlmPlacement& p, const LlmJobTime& t, const std::string& phase = "") {
   const LlamaArgs a = job.args(p);
   const int64_t G = job.tables().generate;
   nlohmann::json tensors = nlohmann::json::object();
@@ -54,18 +55,19 @@ nlohmann::json placementJson(const LlmJob& job, const LlmPlacement& p, const Llm
   nlohmann::json steps = nlohmann::json::array();
   for (size_t k = 0; k < t.decodeUs.size(); ++k)
     steps.push_back({{"cache_tokens", job.tables().decodeCache[k]}, {"step_ms", t.decodeUs[k] / 1000}});
-  return {{"llama_cpp_args", a.text},
-          {"ngl", a.ngl},
-          {"ot", otString(job, a)},
-          {"op_offload", p.opOffload},
-          {"prefill_ms", t.prefillUs / 1000},
-          {"decode_steps", steps},
-          {"decode_ms", t.decodeTotalUs / 1000},
-          {"decode_tokens_per_s", t.decodeTokensPerS(G)},
-          {"job_s", t.jobUs / 1e6},
-          {"job_tokens_per_s", t.jobTokensPerS(G)},
-          {"gpu_peak_bytes", t.accelPeakBytes},
-          {"tensors", tensors}};
+  nlohmann::json j = {{"llama_cpp_args", a.text}, {"ngl", a.ngl}, {"ot", otString(job, a)}, {"op_offload", p.opOffload}, {"tensors", tensors}};
+  if (phase != "decode") j["prefill_ms"] = t.prefillUs / 1000;
+  if (phase != "prefill") {
+    j["decode_steps"] = steps;
+    j["decode_ms"] = t.decodeTotalUs / 1000;
+    j["decode_tokens_per_s"] = t.decodeTokensPerS(G);
+  }
+  if (phase.empty()) {
+    j["job_s"] = t.jobUs / 1e6;
+    j["job_tokens_per_s"] = t.jobTokensPerS(G);
+    j["gpu_peak_bytes"] = t.accelPeakBytes;
+  }
+  return j;
 }
 
 int runLlm(const LlmArgs& a) {
@@ -121,8 +123,9 @@ int runLlm(const LlmArgs& a) {
     j["best"] = placementJson(*job, best->single, best->singleTime);
     j["best_vs_rules"] = bestRule > 0 ? bestRule / best->singleTime.jobUs : 0.0;
     if (best->twoPhase) {
-      j["two_phase"] = {{"prefill", placementJson(*job, best->prefill, best->twoPhaseTime)},
-                        {"decode", placementJson(*job, best->decode, best->twoPhaseTime)},
+      j["two_phase"] = {{"prefill", placementJson(*job, best->prefill, best->twoPhaseTime, "prefill")},
+                        {"decode", placementJson(*job, best->decode, best->twoPhaseTime, "decode")},
+                        {"gpu_peak_bytes", best->twoPhaseTime.accelPeakBytes},
                         {"move_ms", best->moveUs / 1000},
                         {"move_to_gpu_bytes", best->moveToAccelBytes},
                         {"move_to_host_bytes", best->moveToHostBytes},
