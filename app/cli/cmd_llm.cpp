@@ -22,6 +22,7 @@ struct LlmArgs {
   int64_t prompt = 2048;
   int64_t generate = 256;
   int samples = 3;
+  int64_t ubatch = 512;  ///< llama.cpp's -ub.
   double gpuGiB = 0;  ///< > 0: the GPU's memory, GiB.
   double timeLimit = 10.0;
   bool json = false;
@@ -72,6 +73,7 @@ nlohmann::json placementJson(const LlmJob& job, const LlmPlacement& p, const Llm
 
 int runLlm(const LlmArgs& a) {
   if (a.platform.empty()) return fail("llm: --platform is required (see partex-cli platforms)");
+  if (a.ubatch < 1) return fail("--ubatch " + std::to_string(a.ubatch) + ": must be at least 1 token");
   if (!(a.timeLimit > 0)) return fail("--time-limit " + fmt("%g", a.timeLimit) + ": must be above 0 seconds");
   if (a.gpuGiB < 0 || !std::isfinite(a.gpuGiB)) return fail("--gpu-memory " + fmt("%g", a.gpuGiB) + ": must be a size in GiB above 0");
   auto plat = loadPlatform(a.platform);
@@ -90,7 +92,7 @@ int runLlm(const LlmArgs& a) {
   spec.samples = a.samples;
   auto tables = loadLlmJobTables(spec, *plat);
   if (!tables) return fail(tables.message());
-  auto job = LlmJob::make(std::move(tables).value());
+  auto job = LlmJob::make(std::move(tables).value(), a.ubatch);
   if (!job) return fail(a.model + ": " + job.message());
   const std::vector<LlmRuleResult> rules = evaluateLlmRules(*job);
   auto best = bestLlmJob(*job, rules, Deadline::in(a.timeLimit));
@@ -115,6 +117,7 @@ int runLlm(const LlmArgs& a) {
     j["gpu_capacity_bytes"] = cap;
     j["prompt"] = P;
     j["generate"] = G;
+    j["ubatch"] = job->ubatch();
     j["layers"] = job->tensors().layers;
     j["decode_integration"] = integration;
     nlohmann::json samples = nlohmann::json::array();
@@ -212,6 +215,10 @@ void addLlm(CLI::App& app, int& exitCode) {
   cmd->add_option("--generate", a->generate, "Generated tokens (decode steps)")->capture_default_str();
   cmd->add_option("--samples", a->samples, "Decode steps simulated (trapezoid over the generated tokens)")->capture_default_str();
   cmd->add_option("--gpu-memory", a->gpuGiB, "The GPU's memory in GiB (default: the platform's)");
+  cmd->add_option("--ubatch", a->ubatch,
+                  "llama.cpp's -ub: the prefill's micro-batch, each of which copies the host weights the GPU multiplies "
+                  "(op offload), for the rules and best alike")
+      ->capture_default_str();
   cmd->add_option("--time-limit", a->timeLimit, "Seconds best's search may take")->capture_default_str();
   cmd->add_flag("--json", a->json, "Print JSON");
   cmd->callback([a, &exitCode] { exitCode = runLlm(*a); });

@@ -91,6 +91,7 @@ Plan llmPhasePlan(const CostTable& t, const LlamaTensors& m, const LlmPlacement&
 
 Result<LlmJob> LlmJob::make(LlmJobTables tables, int64_t ubatch) {
   LlmJob j;
+  if (ubatch < 1) return makeError("--ubatch ", std::to_string(ubatch), ": must be at least 1 token");
   if (tables.decode.empty() || tables.decode.size() != tables.decodeCache.size() || tables.decode.size() != tables.decodeWeight.size())
     return makeError("llm: the job has no decode step");
   for (const auto& d : tables.decode)
@@ -139,7 +140,14 @@ LlamaArgs LlmJob::args(const LlmPlacement& p) const {
   const LlamaTensors& m = tensors();
   LlamaArgs a = llamaArgsFor(argTable(), m, tensorPlacement(argTable(), m, p, accel_), accel_);
   if (!p.opOffload && tables_.prompt >= 32) a.text += " --no-op-offload";
+  a.text += ubatchArgs();
   return a;
+}
+
+std::string LlmJob::ubatchArgs() const {
+  if (ubatch_ == 512) return "";
+  const std::string n = std::to_string(ubatch_);
+  return ubatch_ > 2048 ? " -b " + n + " -ub " + n : " -ub " + n;
 }
 
 LlmJobTime LlmJob::evaluate(const LlmPlacement& p, Phases phases) const {
@@ -264,7 +272,7 @@ std::vector<LlmRuleResult> evaluateLlmRules(const LlmJob& job) {
     if (!r.ok) r.why = "no N from " + std::to_string(lo) + " to " + std::to_string(hi) + " fits (" + lastWhy + ")";
     else {
       r.args = (ngl < 0 ? "-ngl " + std::to_string(r.n) : "-ngl " + std::to_string(ngl) + " " + rule + " " + std::to_string(r.n)) +
-               (r.placement.opOffload || job.tables().prompt < 32 ? "" : " --no-op-offload");
+               (r.placement.opOffload || job.tables().prompt < 32 ? "" : " --no-op-offload") + job.ubatchArgs();
     }
     out.push_back(std::move(r));
   };
@@ -297,6 +305,7 @@ std::vector<LlmRuleResult> evaluateLlmRules(const LlmJob& job) {
       for (const auto& n : info.notes)
         if (n.rfind("llama.cpp: ", 0) == 0) fit.args = n.substr(11);
       if (!p.opOffload && job.tables().prompt >= 32) fit.args += " --no-op-offload";
+      fit.args += job.ubatchArgs();
     }
   }
   out.push_back(std::move(fit));

@@ -73,10 +73,15 @@ struct LlmJobTime {
 class LlmJob {
  public:
   /// Errors: no layer names, a platform without a GPU beside the host, tables that disagree (devices).
+  /// `ubatch`: llama.cpp's -ub, the micro-batch whose every run copies the host weights of the prefill op
+  /// offload (512 by default); the arguments then carry it (" -ub N", with -b N above -b's default 2048).
   static Result<LlmJob> make(LlmJobTables tables, int64_t ubatch = 512);
 
   const LlmJobTables& tables() const { return tables_; }
   DeviceId accel() const { return accel_; }
+  int64_t ubatch() const { return ubatch_; }
+  /// " -ub N" (" -b N -ub N" above 2048) when -ub is not llama.cpp's default 512; "" otherwise.
+  std::string ubatchArgs() const;
   DeviceId host() const { return tables_.prefill.host; }
   /// The tensors of the largest decode table (the one with every cache) and its layer count.
   const LlamaTensors& tensors() const { return decodeM_.back(); }
@@ -91,8 +96,8 @@ class LlmJob {
   /// A placement from one table's plan (each tensor where most of its readers run; the -ngl that
   /// matches the plan's caches best, as llamaArgsFor chooses it).
   LlmPlacement fromPlan(const CostTable& t, const Plan& plan, bool opOffload) const;
-  /// The llama.cpp arguments that realise a placement (llamaArgsFor on the largest decode table, and
-  /// " --no-op-offload" when op offload is off).
+  /// The llama.cpp arguments that realise a placement (llamaArgsFor on the largest decode table,
+  /// " --no-op-offload" when op offload is off, and -ub when it is not the default).
   LlamaArgs args(const LlmPlacement& p) const;
 
   /// Which phases to time: both, the prefill alone, or the decode alone (searches per phase).

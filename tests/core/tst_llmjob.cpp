@@ -267,6 +267,13 @@ class TstLlmJob : public QObject {
     QVERIFY2(text.code == 0, text.err.constData());
     QVERIFY2(text.out.contains("llama.cpp  -ngl "), text.out.constData());
     QVERIFY2(text.out.contains("--n-cpu-moe"), text.out.constData());
+    // --ubatch 4096: the arguments carry -b and -ub, for best and the rules alike.
+    auto ub = test::runCli({"llm", ref, "--platform", "desktop-rtx4070", "--prompt", "64", "--generate", "16", "--ubatch", "4096", "--json"});
+    QVERIFY2(ub.code == 0, ub.err.constData());
+    const QJsonObject uj = QJsonDocument::fromJson(ub.out).object();
+    QCOMPARE(uj.value("ubatch").toInt(), 4096);
+    QVERIFY(uj.value("best").toObject().value("llama_cpp_args").toString().endsWith(" -b 4096 -ub 4096"));
+    QVERIFY(uj.value("rules").toArray()[0].toObject().value("args").toString().endsWith(" -b 4096 -ub 4096"));
   }
 
   /// The same on a GGUF file (qwen3moe, Q4_K, written by the project's writer): the arguments name the
@@ -302,6 +309,7 @@ class TstLlmJob : public QObject {
     QTest::newRow("prompt 0") << QStringList{"llm", moe, "--platform", "desktop-rtx4070", "--prompt", "0"} << "--prompt 0";
     QTest::newRow("generate 0") << QStringList{"llm", moe, "--platform", "desktop-rtx4070", "--generate", "0"} << "--generate 0";
     QTest::newRow("samples 1") << QStringList{"llm", moe, "--platform", "desktop-rtx4070", "--samples", "1"} << "--samples 1";
+    QTest::newRow("ubatch 0") << QStringList{"llm", moe, "--platform", "desktop-rtx4070", "--ubatch", "0"} << "--ubatch 0";
     QTest::newRow("gpu memory") << QStringList{"llm", moe, "--platform", "desktop-rtx4070", "--gpu-memory", "-2"} << "--gpu-memory";
   }
   void cliErrors() {
