@@ -285,27 +285,36 @@ std::vector<LlmRuleResult> evaluateLlmRules(const LlmJob& job) {
     sweep("--n-cpu-ffn", 0, m.layers, [&](int n) { return nCpuFfnOverrides(n, host); }, slots);
   else
     out.push_back({"--n-cpu-ffn", false, "the model has no dense FFN tensors", -1, 0, "", {}, {}});
-  // --fit: memory only, on the table of the last decode step (the largest cache), its default margin.
+  // --fit: memory only, its default margin, sized on the table of the last decode step (the largest
+  // cache); when that split does not leave room for the prefill's activations, sized on the prefill
+  // (llama.cpp's --fit measures its compute buffers, which the prefill's micro-batch sizes).
   LlmRuleResult fit;
   fit.rule = "--fit";
   if (const Scheduler* s = findScheduler("fit")) {
-    SchedInfo info;
-    auto plan = s->schedule(job.argTable(), {}, SchedOptions{}, &info);
-    if (!plan) {
-      fit.why = plan.message();
-    } else {
-      LlmPlacement p = job.fromPlan(job.argTable(), *plan, true);
+    for (const CostTable* t : {&job.argTable(), &job.tables().prefill}) {
+      SchedInfo info;
+      auto plan = s->schedule(*t, {}, SchedOptions{}, &info);
+      if (!plan) {
+        if (fit.why.empty()) fit.why = plan.message();
+        continue;
+      }
+      LlmPlacement p = job.fromPlan(*t, *plan, true);
       int evals = 0;
-      const LlmJobTime t = bestOffload(job, p, &evals);
-      fit.tried = 2;
+      const LlmJobTime time = bestOffload(job, p, &evals);
+      fit.tried += 2;
+      if (!time.fits) {
+        if (fit.why.empty() || fit.why == plan.message()) fit.why = time.why;
+        continue;
+      }
       fit.placement = p;
-      fit.time = t;
-      fit.ok = t.fits;
-      if (!t.fits) fit.why = t.why;
+      fit.time = time;
+      fit.ok = true;
+      fit.why.clear();
       for (const auto& n : info.notes)
         if (n.rfind("llama.cpp: ", 0) == 0) fit.args = n.substr(11);
       if (!p.opOffload && job.tables().prompt >= 32) fit.args += " --no-op-offload";
       fit.args += job.ubatchArgs();
+      break;
     }
   }
   out.push_back(std::move(fit));
