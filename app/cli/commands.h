@@ -24,6 +24,7 @@ void addGenerate(CLI::App& app, int& exitCode);
 void addSched(CLI::App& app, int& exitCode);  ///< algos, schedule, simulate, compare
 void addRender(CLI::App& app, int& exitCode);  ///< render (Gantt chart and graph images)
 void addSweep(CLI::App& app, int& exitCode);   ///< sweep, sweep merge, sweep status
+void addLlm(CLI::App& app, int& exitCode);     ///< llm (a language model's job against llama.cpp's rules)
 
 /// A model (or task graph) on a platform, ready to schedule (core/problem).
 using partex::Problem;

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   partex::cli::addExecute(app, exitCode);
   partex::cli::addRender(app, exitCode);
   partex::cli::addSweep(app, exitCode);
+  partex::cli::addLlm(app, exitCode);
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
     std::string names;

@@ -1,6 +1,6 @@
 // bench_sched: scheduling quality and speed.
 //
-// Usage: bench_sched [quality|papers|speed|small|sim|teach|families|offload|all] [--models DIR] [--max-ms N]
+// Usage: bench_sched [quality|papers|speed|small|sim|teach|families|offload|llm|all] [--models DIR] [--max-ms N]
 //                    [--tasks 100,1000] [--devices 2,4] [--algos heft,peft]  (speed only)
 //   quality  models x presets x algorithms: makespan / lower bound and / best of all
 //   papers   the published comparisons in shape (PartitionTuner, DUET, PIM DP, DLFusion)
@@ -14,6 +14,11 @@
 //            desktop-rtx4070 (12 GiB) and an 8 GiB variant: llama.cpp's -ngl N (the last N of n_layer + 1
 //            slots on the GPU, the largest N that fits), the fastest N, --fit's split, and best, with the
 //            splits and why best wins
+//   llm      a language model's job (issue 26, item 5): prompt 2048, generate 256 tokens, on the MoE presets
+//            (Mixtral-8x7B and Qwen3-30B-A3B in Q4_K, gpt-oss-20b and -120b in MXFP4; float16 activations)
+//            on desktop-rtx3090 with its GPU at 8, 12, 16 and 24 GiB: every llama.cpp rule at its best N
+//            against best, one placement for both phases and one per phase (--llm-time-limit S, default 10;
+//            --llm-models a,b to pick presets; --llm-gib 8,24 to pick sizes; --llm-ubatch N for -ub N)
 // Each algorithm run is cancelled after --max-ms (default 60000) through its cancel token.
 #include <algorithm>
 #include <atomic>
@@ -34,7 +39,9 @@
 #include "gen/generator.h"
 #include "onnx/importer.h"
 #include "platform/platform.h"
+#include "problem/llmjob.h"
 #include "sched/llamarules.h"
+#include "sched/llmjob.h"
 #include "sched/offload.h"
 #include "sched/scheduler.h"
 #include "sim/memory.h"
@@ -664,6 +671,77 @@ void offload() {
   std::printf("```\n");
 }
 
+double gLlmTimeLimit = 10;
+std::vector<std::string> gLlmModels = {"mixtral-8x7b", "qwen3-30b-a3b", "gpt-oss-20b", "gpt-oss-120b"};
+std::vector<int> gLlmGiB = {8, 12, 16, 24};
+int64_t gLlmUbatch = 512;  ///< -ub for the prefill op offload's copies, rules and best alike (llama.cpp's default 512).
+
+void llm() {
+  std::printf("\n## (i) LLM job: best against llama.cpp's rules in end-to-end job time (modelled)\n\n");
+  std::printf("Prompt 2048 tokens, generate 256; desktop-rtx3090 (RTX 3090, DDR4-3200 dual channel, PCIe 4.0 x16) with the GPU's "
+              "memory set; decode integrated by the trapezoid rule over 3 cache lengths (2048, 2175, 2303); every rule at its "
+              "fastest N and op-offload setting within memory; -ub %lld; best's search limit %.0f s.\n\n",
+              static_cast<long long>(gLlmUbatch), gLlmTimeLimit);
+  std::printf("| model | GPU | best rule (args) | rule job s | best job s | best vs rule | two phases job s | two phases vs rule | "
+              "best's args | evals | tables s | rules s | best s | within memory |\n"
+              "|---|---:|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|\n");
+  for (const auto& preset : gLlmModels) {
+    const std::string quant = preset.rfind("gpt-oss", 0) == 0 ? "mxfp4" : "q4_k";
+    for (int gib : gLlmGiB) {
+      auto plat = loadPreset("desktop-rtx3090");
+      if (!plat) {
+        std::printf("| %s | %d GiB | %s |\n", preset.c_str(), gib, plat.message().c_str());
+        continue;
+      }
+      for (auto& d : plat->devices)
+        if (d.kind == DeviceKind::Gpu) d.memCapacityBytes = int64_t{gib} << 30;
+      LlmJobSpec spec;
+      spec.model = "gen:moe?preset=" + preset + "&quant=" + quant + "&dtype=float16";
+      spec.prompt = 2048;
+      spec.generate = 256;
+      const auto t0 = std::chrono::steady_clock::now();
+      auto tables = loadLlmJobTables(spec, *plat);
+      const auto t1 = std::chrono::steady_clock::now();
+      if (!tables) {
+        std::printf("| %s | %d GiB | %s |\n", preset.c_str(), gib, tables.message().c_str());
+        continue;
+      }
+      auto job = LlmJob::make(std::move(tables).value(), gLlmUbatch);
+      if (!job) {
+        std::printf("| %s | %d GiB | %s |\n", preset.c_str(), gib, job.message().c_str());
+        continue;
+      }
+      const auto rules = evaluateLlmRules(*job);
+      const auto t2 = std::chrono::steady_clock::now();
+      auto best = bestLlmJob(*job, rules, Deadline::in(gLlmTimeLimit));
+      const auto t3 = std::chrono::steady_clock::now();
+      if (!best) {
+        std::printf("| %s | %d GiB | %s |\n", preset.c_str(), gib, best.message().c_str());
+        continue;
+      }
+      const LlmRuleResult* top = nullptr;
+      bool within = best->singleTime.fits && (!best->twoPhase || best->twoPhaseTime.fits);
+      for (const auto& r : rules) {
+        if (!r.ok) continue;
+        within = within && r.time.fits;
+        if (!top || r.time.jobUs < top->time.jobUs) top = &r;
+      }
+      auto sec = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
+      // --fit's own -ot list is one pattern per layer: shown by its length.
+      std::string ruleArgs = top ? top->args : "-";
+      if (const size_t ot = ruleArgs.find(" -ot \""); ot != std::string::npos && ruleArgs.size() > 80)
+        ruleArgs = ruleArgs.substr(0, ot) + " -ot (" + std::to_string(std::count(ruleArgs.begin(), ruleArgs.end(), '=')) + " patterns)";
+      const double ruleS = top ? top->time.jobUs / 1e6 : 0, bestS = best->singleTime.jobUs / 1e6;
+      const double twoS = best->twoPhase ? best->twoPhaseTime.jobUs / 1e6 : bestS;
+      std::printf("| %s %s | %d GiB | %s (%s) | %.2f | %.2f | %.3fx | %.2f | %.3fx | `%s` | %d | %.1f | %.1f | %.1f | %s |\n", preset.c_str(),
+                  quant.c_str(), gib, top ? top->rule.c_str() : "-", ruleArgs.c_str(), ruleS, bestS,
+                  bestS > 0 ? ruleS / bestS : 0.0, twoS, twoS > 0 ? ruleS / twoS : 0.0, job->args(best->single).text.c_str(),
+                  best->evaluations, sec(t0, t1), sec(t1, t2), sec(t2, t3), within ? "yes" : "NO");
+      std::fflush(stdout);
+    }
+  }
+}
+
 int main(int argc, char** argv) {
   std::string what = "all", dir = "../shared/models";
   for (int i = 1; i < argc; ++i) {
@@ -677,6 +755,13 @@ int main(int argc, char** argv) {
       gDevices.clear();
       for (const auto& x : splitList(argv[++i])) gDevices.push_back(std::atoi(x.c_str()));
     } else if (a == "--algos" && i + 1 < argc) gAlgos = splitList(argv[++i]);
+    else if (a == "--llm-time-limit" && i + 1 < argc) gLlmTimeLimit = std::atof(argv[++i]);
+    else if (a == "--llm-models" && i + 1 < argc) gLlmModels = splitList(argv[++i]);
+    else if (a == "--llm-ubatch" && i + 1 < argc) gLlmUbatch = std::atoll(argv[++i]);
+    else if (a == "--llm-gib" && i + 1 < argc) {
+      gLlmGiB.clear();
+      for (const auto& x : splitList(argv[++i])) gLlmGiB.push_back(std::atoi(x.c_str()));
+    }
     else what = a;
   }
   if (what == "quality" || what == "all") quality(dir);
@@ -687,5 +772,6 @@ int main(int argc, char** argv) {
   if (what == "teach" || what == "all") teach();
   if (what == "families" || what == "all") families();
   if (what == "offload" || what == "all") offload();
+  if (what == "llm" || what == "all") llm();
   return 0;
 }

@@ -470,7 +470,9 @@ CostTable withOpOffload(const CostTable& t, const LlamaTensors& m, DeviceId acce
   const int64_t copies = (o.tokens + o.ubatch - 1) / std::max<int64_t>(1, o.ubatch);
   for (TaskId v = 0; v < t.numTasks(); ++v) {
     const std::string& type = t.taskTypes[static_cast<size_t>(v)];
-    if (type != "MatMul" && type != "Gemm") continue;
+    // ggml-cuda's offload_op counts a MUL_MAT's ne[1] and a MUL_MAT_ID's ne[2]: the experts' product is
+    // offloaded too (ExpertMatMul, ggml_mul_mat_id).
+    if (type != "MatMul" && type != "Gemm" && type != "ExpertMatMul") continue;
     int64_t bytes = 0;
     for (int32_t w : weightsOf(t, v))
       if (m.placed(static_cast<size_t>(w)) && !m.cache[static_cast<size_t>(w)]) bytes += t.weightBytes[static_cast<size_t>(w)];

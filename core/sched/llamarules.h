@@ -114,7 +114,7 @@ LlamaArgs llamaArgsFor(const CostTable& t, const LlamaTensors& m, const TensorPl
 std::string llamaDeviceName(const CostTable& t, DeviceId d);
 
 /// ggml's prefill op offload (ggml-cuda's offload_op: a batch of at least `minBatch` tokens): a matrix
-/// product (MatMul, Gemm) whose weights live on the host runs on the GPU, its weights copied over the
+/// product (MatMul, Gemm, and the experts' ExpertMatMul, ggml's MUL_MAT_ID) whose weights live on the host runs on the GPU, its weights copied over the
 /// host -> GPU link once per micro-batch. The transform sets, on the host, the cost of every such
 /// operator to w(v, accel) + ceil(tokens / ubatch) x (latency + weight bytes / link bandwidth); a
 /// plan that places it on the host then pays that. Nothing changes below `minBatch` tokens (decode)

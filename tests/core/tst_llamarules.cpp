@@ -61,58 +61,12 @@ constexpr int64_t kOutputBytes = 4 * (kHidden + kHidden * kVocab);
 /// Decode's cache per layer: key and value, 4 heads x 8 positions x 16, float32.
 constexpr int64_t kCacheBytes = 2 * 4 * 8 * 16 * 4;
 
-/// A MoE decoder by hand, GGUF names: per layer L, x -> attn_q (H x H) -> ffn_gate_inp (H x H) ->
-/// ffn_up_exps (H x 4H) -> ffn_down_exps (4H x H); token_embd (Gather) before, output (H x V) after.
-constexpr int64_t kMoeH = 64, kMoeV = 100, kMoeT = 8;
-constexpr int64_t kDense = 4 * (kMoeH * kMoeH + kMoeH * kMoeH);          // attn_q + gate_inp per layer
-constexpr int64_t kExperts = 4 * (kMoeH * 4 * kMoeH + 4 * kMoeH * kMoeH);  // up_exps + down_exps per layer
-constexpr int64_t kMoeOutput = 4 * kMoeH * kMoeV;
-constexpr int64_t kGateInp = 4 * kMoeH * kMoeH;
-constexpr int64_t kUpExps = 4 * kMoeH * 4 * kMoeH;
-
-Graph moeGraph() {
-  Graph g;
-  g.name = "tiny-moe";
-  auto value = [&](const std::string& name, DType dt, std::vector<int64_t> shape, bool weight) {
-    Value v;
-    v.name = name;
-    v.dtype = dt;
-    v.shape = std::move(shape);
-    v.shapeKnown = true;
-    v.isWeight = weight;
-    return g.addValue(v);
-  };
-  auto node = [&](const std::string& name, const std::string& type, std::vector<ValueId> in, ValueId out) {
-    Node n;
-    n.name = name;
-    n.opType = type;
-    n.inputs = std::move(in);
-    n.outputs = {out};
-    g.addNode(n);
-  };
-  const ValueId ids = value("input_ids", DType::Int64, {1, kMoeT}, false);
-  g.values[static_cast<size_t>(ids)].isGraphInput = true;
-  g.inputs.push_back(ids);
-  ValueId x = value("embd", DType::Float32, {1, kMoeT, kMoeH}, false);
-  node("embed_tokens", "Gather", {value("token_embd.weight", DType::Float32, {kMoeV, kMoeH}, true), ids}, x);
-  auto matmul = [&](const std::string& op, const std::string& w, int64_t in, int64_t out, ValueId src) {
-    const ValueId y = value(op + ".out", DType::Float32, {1, kMoeT, out}, false);
-    node(op, "MatMul", {src, value(w, DType::Float32, {in, out}, true)}, y);
-    return y;
-  };
-  for (int L = 0; L < 4; ++L) {
-    const std::string b = "blk." + std::to_string(L) + ".", o = "layers." + std::to_string(L) + ".";
-    x = matmul(o + "attn.q", b + "attn_q.weight", kMoeH, kMoeH, x);
-    x = matmul(o + "moe.router", b + "ffn_gate_inp.weight", kMoeH, kMoeH, x);
-    x = matmul(o + "moe.up", b + "ffn_up_exps.weight", kMoeH, 4 * kMoeH, x);
-    x = matmul(o + "moe.down", b + "ffn_down_exps.weight", 4 * kMoeH, kMoeH, x);
-  }
-  const ValueId logits = matmul("output", "output.weight", kMoeH, kMoeV, x);
-  g.values[static_cast<size_t>(logits)].isGraphOutput = true;
-  g.outputs.push_back(logits);
-  g.rebuildIndex();
-  return g;
-}
+using test::kDense;
+using test::kExperts;
+using test::kGateInp;
+using test::kMoeOutput;
+using test::kUpExps;
+using test::moeGraph;
 
 CostTable table(const Graph& g, int64_t gpuBytes) {
   auto t = buildCostTable(g, characteriseAll(g), test::withGpuBytes(gpuBytes));

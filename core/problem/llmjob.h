@@ -1,0 +1,27 @@
+#pragma once
+/// \file The cost tables of a language model's job (sched/llmjob.h) from a model reference: a GGUF file
+/// ("model.gguf") or a generated decoder ("gen:moe?preset=gpt-oss-120b&quant=mxfp4"), built once as a
+/// prefill over the prompt and once per sampled decode step, each with its own phase and length.
+
+#include <string>
+
+#include "platform/platform.h"
+#include "sched/llmjob.h"
+#include "support/result.h"
+
+namespace partex {
+
+/// What `partex-cli llm` asks: the model, the prompt and generated tokens, the decode samples.
+struct LlmJobSpec {
+  std::string model;     ///< "model.gguf" or "gen:llama?..." / "gen:moe?..." (without phase or seq: the job sets them).
+  int64_t prompt = 2048;
+  int64_t generate = 256;
+  int samples = 3;       ///< Decode steps simulated (trapezoid over the G steps); clamped to G.
+};
+
+/// Builds the tables. Errors (one line, naming the model): an ONNX file (its phase and length are fixed
+/// in the file), a reference that sets phase or seq itself, prompt or generate below 1, samples below 2,
+/// and every error of loading the model.
+Result<LlmJobTables> loadLlmJobTables(const LlmJobSpec& spec, const Platform& platform);
+
+}  // namespace partex
