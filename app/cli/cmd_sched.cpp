@@ -43,6 +43,7 @@ struct ProblemArgs {
   bool opOffload = false;  ///< --op-offload: llama.cpp's prefill op offload in the costs (withOpOffload).
   std::string objective = "latency";  ///< --objective: latency or throughput (sim/stream.h).
   double latencyBound = 0;            ///< --latency-bound: us per inference under the throughput objective.
+  InstanceOptions instance;  ///< --wf-one-per-machine: how a WfCommons workflow's machines are read.
   CostSourceArgs costs;  ///< --profile, --import-ort: measured or imported costs over the modelled ones.
 };
 
@@ -57,6 +58,8 @@ void addProblemOptions(CLI::App* cmd, ProblemArgs& a) {
       ->capture_default_str();
   cmd->add_flag("--unlimited-links", a.unlimitedLinks, "Transfers never wait for a link (classic HEFT model)");
   cmd->add_flag("--json", a.json, "Print JSON");
+  cmd->add_flag("--wf-one-per-machine", a.instance.wfOnePerMachine,
+                "WfCommons workflows: one processor per recorded machine, as SAGA reads them (default: one per core)");
   cmd->add_flag("--op-offload", a.opOffload,
                 "Language models: cost llama.cpp's prefill op offload (a batch of 32 tokens or more runs the matrix "
                 "products of host weights on the GPU, copying the weights per 512-token micro-batch)");
@@ -69,7 +72,7 @@ void addProblemOptions(CLI::App* cmd, ProblemArgs& a) {
   addCostSourceOptions(cmd, a.costs);
 }
 
-Result<Problem> loadProblem(const ProblemArgs& a) { return cli::loadProblem(a.model, a.platform, a.dims); }
+Result<Problem> loadProblem(const ProblemArgs& a) { return cli::loadProblem(a.model, a.platform, a.dims, a.instance); }
 
 /// loadProblem() with the profiles and imports applied to the cost table.
 Result<Problem> loadCostedProblem(const ProblemArgs& a) {

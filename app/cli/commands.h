@@ -31,7 +31,8 @@ using partex::Problem;
 
 /// core's loadProblem (problem/problem.h), its notes printed to stderr. isTaskGraphFile and loadModel
 /// are core's too.
-Result<Problem> loadProblem(const std::string& model, const std::string& platform, const std::vector<std::string>& dims);
+Result<Problem> loadProblem(const std::string& model, const std::string& platform, const std::vector<std::string>& dims,
+                            const InstanceOptions& instance = {});
 
 /// Prints "partex-cli: <message>" (one line) and returns 2.
 int fail(const std::string& message);

@@ -5,8 +5,8 @@
 namespace partex::cli {
 
 Result<Problem> loadProblem(const std::string& model, const std::string& platform,
-                            const std::vector<std::string>& dims) {
-  auto p = partex::loadProblem(model, platform, dims);
+                            const std::vector<std::string>& dims, const InstanceOptions& instance) {
+  auto p = partex::loadProblem(model, platform, dims, {}, instance);
   if (p)
     for (const auto& n : p->notes) std::cerr << "partex-cli: note: " << n << "\n";
   return p;

@@ -91,6 +91,8 @@ std::vector<TaskId> CostTable::topoOrder() const {
 }
 
 void CostTable::indexEdges() {
+  for (Edge& e : edges)
+    if (e.item < 0 && e.fixedUs >= 0) e.item = numItems++;
   outEdges.assign(taskNames.size(), {});
   inEdges.assign(taskNames.size(), {});
   for (size_t i = 0; i < edges.size(); ++i) {
@@ -363,6 +365,8 @@ Result<CostTable> buildCostTable(const Graph& g, const std::vector<OpWork>& work
 }
 
 void finishTaskTable(CostTable& t) {
+  for (Edge& e : t.edges)
+    if (e.item < 0) e.item = t.numItems++;
   t.indexEdges();
   const size_t n = t.taskNames.size(), m = t.deviceIds.size();
   t.inputBytes.assign(n, 0);

@@ -33,6 +33,13 @@ struct Edge {
   TaskId dst = 0;
   int64_t bytes = 0;       ///< Bytes carried (sum over the tensors src gives dst).
   double fixedUs = -1.0;   ///< >= 0: task graphs give the transfer time directly (same for any a != b).
+  /// The data item the edge carries (< CostTable::numItems), or -1. An item is sent once to each
+  /// device that consumes it, every edge that carries it sharing that transfer (the edges of one item
+  /// have the same producer, bytes and fixed time). -1 is a model's rule: the producer's result is
+  /// sent once per destination device, as large as its largest edge there. Task graphs give every
+  /// edge its own item (finishTaskTable); a WfCommons workflow shares one between the edges that
+  /// carry the same files (docs/taskgraph-format.md).
+  int32_t item = -1;
 };
 
 /// Everything a scheduler needs; immutable once built.
@@ -50,6 +57,7 @@ struct CostTable {
   double w(TaskId v, DeviceId d) const { return cost[static_cast<size_t>(v) * deviceIds.size() + static_cast<size_t>(d)]; }
 
   std::vector<Edge> edges;
+  int32_t numItems = 0;  ///< Data items the edges carry (Edge::item); 0 for models.
   std::vector<std::vector<int32_t>> outEdges;  ///< Per task: indexes into edges.
   std::vector<std::vector<int32_t>> inEdges;   ///< Per task: indexes into edges.
 
@@ -156,14 +164,17 @@ struct CostTable {
   bool canRun(TaskId v, DeviceId d) const { return w(v, d) < kInf; }
   /// A topological order of the tasks (tasks are already stored topologically for ONNX models).
   std::vector<TaskId> topoOrder() const;
-  /// Rebuilds outEdges/inEdges from edges.
+  /// Rebuilds outEdges/inEdges from edges. An edge with a fixed time and no item gets an item of its
+  /// own (a fixed-time edge is a message of its own, as in the papers).
   void indexEdges();
 };
 
 /// Completes a table built in code (task graphs of tests, benches and the task-graph parser) once its
-/// devices, tasks, costs and edges are set: indexes the edges and resets the rest to a task graph's
-/// defaults (no host input or output bytes, host device 0, no exclusive devices, unlimited memory,
-/// free links that never contend, group cost the plain sum). Customise after calling it.
+/// devices, tasks, costs and edges are set: indexes the edges, gives every edge without an item a data
+/// item of its own (a task graph's edge is its own data, with its own transfer), and resets the rest
+/// to a task graph's defaults (no host input or output bytes, host device 0, no exclusive devices,
+/// unlimited memory, free links that never contend, group cost the plain sum). Customise after
+/// calling it.
 void finishTaskTable(CostTable& t);
 
 /// Gives every ordered pair of distinct devices the same link: `latencyUs` + bytes / `bytesPerUs`; when
@@ -249,7 +260,7 @@ CostTable atRunSpeed(const CostTable& t, const std::vector<double>& runProbeUs, 
 /// "edges": [["T1","T2",18], ...]}; null costs mean "cannot run"; edges carry fixed transfer times
 /// between two different devices; links never contend. `origin` names the file in errors.
 Result<CostTable> parseTaskGraph(const std::string& json, const std::string& origin);
-/// True when the text looks like a task graph (a JSON object with "tasks"), not an ONNX model.
+/// True when the text looks like a scheduling instance (a JSON object: every instance format is one), not an ONNX model.
 bool looksLikeTaskGraph(const std::string& bytes);
 
 }  // namespace partex

@@ -318,12 +318,13 @@ Result<CostTable> sagaTable(const json& j, const std::string& origin) {
   return t;
 }
 
-Result<CostTable> wfCommonsTable(const json& j, const std::string& origin, double bytesPerSecond) {
+Result<CostTable> wfCommonsTable(const json& j, const std::string& origin, double bytesPerSecond, bool onePerMachine) {
   if (!j.is_object() || !j.contains("workflow") || !j["workflow"].is_object())
     return makeError(origin, ": a WfCommons instance is an object with a 'workflow' object");
   const json& wf = j["workflow"];
-  // WfFormat 1.5 splits the workflow into specification (tasks, files) and execution (runtimes,
-  // machines); 1.4 and before keep everything in workflow.tasks and workflow.machines.
+  // WfFormat 1.5 and 1.6 split the workflow into specification (tasks, files) and execution
+  // (runtimes, machines); 1.4 and before keep everything in workflow.tasks and workflow.machines. 1.6
+  // adds optional metrics, which change nothing here.
   const bool v15 = wf.contains("specification");
   const json& specTasks = v15 ? wf["specification"].value("tasks", json()) : wf.value("tasks", json());
   if (!specTasks.is_array() || specTasks.empty())
@@ -335,27 +336,49 @@ Result<CostTable> wfCommonsTable(const json& j, const std::string& origin, doubl
     return makeError(origin, ": the workflow lists no machines: Partex needs the machines to schedule on");
   CostTable t;
   t.name = j.contains("name") && j["name"].is_string() ? j["name"].get<std::string>() : baseName(origin);
-  std::vector<double> speed;
+  // Machines: name, CPU speed, cores.
+  std::vector<std::string> machineName;
+  std::vector<double> machineSpeed;
+  std::vector<int64_t> machineCores;
   std::set<std::string> seenDev;
   for (const auto& mc : machines) {
     if (!mc.is_object() || !mc.contains("nodeName") || !mc["nodeName"].is_string())
       return makeError(origin, ": every machine needs a nodeName, got ", mc.dump().substr(0, 200));
+    const std::string id = mc["nodeName"].get<std::string>();
     double s = 1.0;
+    int64_t cores = 1;
     if (mc.contains("cpu") && mc["cpu"].is_object()) {
       const json& cpu = mc["cpu"];
       const json& v = cpu.contains("speedInMHz") ? cpu["speedInMHz"] : cpu.value("speed", json(1.0));
       if (!v.is_number() || !(v.get<double>() > 0))
-        return makeError(origin, ": machine '", mc["nodeName"].get<std::string>(), "': the CPU speed must be positive");
+        return makeError(origin, ": machine '", id, "': the CPU speed must be positive");
       s = v.get<double>();
+      const json& c = cpu.contains("coreCount") ? cpu["coreCount"] : cpu.value("count", json(1));
+      if (!c.is_number() || !(c.get<double>() >= 1) || c.get<double>() > 1e6)
+        return makeError(origin, ": machine '", id, "': the core count must be a number from 1 up, got ", c.dump());
+      cores = static_cast<int64_t>(c.get<double>());
     }
-    const std::string id = mc["nodeName"].get<std::string>();
     if (!seenDev.insert(id).second) continue;  // the same machine listed again (1.4 instances do)
-    t.deviceIds.push_back(id);
-    speed.push_back(s);
+    machineName.push_back(id);
+    machineSpeed.push_back(s);
+    machineCores.push_back(cores);
   }
   double mean = 0;
-  for (double s : speed) mean += s;
-  mean /= static_cast<double>(speed.size());
+  for (double s : machineSpeed) mean += s;
+  mean /= static_cast<double>(machineSpeed.size());
+  // Processors: one per core (at most one per task: more could never all be busy), or one per
+  // machine. `machineOf` says whose memory a processor shares.
+  std::vector<double> speed;
+  std::vector<size_t> machineOf;
+  const auto numTasks = static_cast<int64_t>(specTasks.size());
+  for (size_t k = 0; k < machineName.size(); ++k) {
+    const int64_t procs = onePerMachine ? 1 : std::min(machineCores[k], numTasks);
+    for (int64_t c = 0; c < procs; ++c) {
+      t.deviceIds.push_back(onePerMachine || machineCores[k] == 1 ? machineName[k] : machineName[k] + "/" + std::to_string(c));
+      speed.push_back(machineSpeed[k]);
+      machineOf.push_back(k);
+    }
+  }
   const size_t m = t.deviceIds.size();
   // Runtimes: in the task (1.4) or in workflow.execution.tasks by id (1.5).
   std::map<std::string, double> runtimeById;
@@ -429,19 +452,34 @@ Result<CostTable> wfCommonsTable(const json& j, const std::string& origin, doubl
     parents.push_back(std::move(par));
   }
   std::set<std::pair<TaskId, TaskId>> seenEdge;
+  // Data items: the edges of one parent that carry the same files share one (sent once to each
+  // processor); an edge whose files differ from every other's is its own item.
+  std::map<std::pair<TaskId, std::vector<std::string>>, int32_t> itemOf;
   for (size_t c = 0; c < parents.size(); ++c)
     for (const std::string& p : parents[c]) {
       auto it = index.find(p);
       if (it == index.end()) return makeError(origin, ": task '", t.taskNames[c], "' names unknown parent '", p, "'");
       int64_t bytes = 0;
+      std::vector<std::string> files;
       for (const auto& [file, size] : writes[static_cast<size_t>(it->second)])
-        if (reads[c].count(file)) bytes += size;
+        if (reads[c].count(file)) {
+          bytes += size;
+          files.push_back(file);  // in the map's order: the same set gives the same list
+        }
       if (auto s = addEdge(t, seenEdge, it->second, static_cast<TaskId>(c), bytes, -1.0, origin); !s)
         return Error{s.message()};
+      if (!files.empty()) {
+        auto [slot, fresh] = itemOf.emplace(std::make_pair(it->second, std::move(files)), t.numItems);
+        if (fresh) ++t.numItems;
+        t.edges.back().item = slot->second;
+      }
     }
-  if (auto s = finish(t, origin); !s) return Error{s.message()};
+  if (auto s = finish(t, origin); !s) return Error{s.message()};  // the other edges get items of their own
   if (!(bytesPerSecond > 0)) return makeError(origin, ": the file system's bandwidth must be positive");
   setUniformLinks(t, 0.0, bytesPerSecond / 1e6, false);
+  for (size_t a = 0; a < m; ++a)  // the cores of one machine share its memory
+    for (size_t b = 0; b < m; ++b)
+      if (a != b && machineOf[a] == machineOf[b]) setLink(t, a, b, kInf, 0.0);
   return t;
 }
 
@@ -462,10 +500,10 @@ std::string instanceFormat(const std::string& text) {
 }
 
 bool looksLikeTaskGraph(const std::string& bytes) {
-  // Every format names its "tasks"; parseInstance says what is wrong with the rest.
+  // Every format is a JSON object; parseInstance says what is wrong with one that is none of them.
   size_t i = 0;
   while (i < bytes.size() && std::isspace(static_cast<unsigned char>(bytes[i]))) ++i;
-  return i < bytes.size() && bytes[i] == '{' && bytes.find("\"tasks\"") != std::string::npos;
+  return i < bytes.size() && bytes[i] == '{';
 }
 
 Result<CostTable> parseTaskGraph(const std::string& text, const std::string& origin) {
@@ -481,26 +519,41 @@ Result<CostTable> parseSagaInstance(const std::string& text, const std::string& 
   return sagaTable(*j, origin);
 }
 
-Result<CostTable> parseWfCommons(const std::string& text, const std::string& origin, double bytesPerSecond) {
+Result<CostTable> parseWfCommons(const std::string& text, const std::string& origin, double bytesPerSecond, bool onePerMachine) {
   auto j = parseJson(text, origin);
   if (!j) return Error{j.message()};
-  return wfCommonsTable(*j, origin, bytesPerSecond);
+  return wfCommonsTable(*j, origin, bytesPerSecond, onePerMachine);
 }
 
 /// The table of a parsed instance in format `f` (formatOf).
-static Result<CostTable> instanceTable(const json& j, const std::string& f, const std::string& origin) {
+static Result<CostTable> instanceTable(const json& j, const std::string& f, const std::string& origin, const InstanceOptions& o) {
   if (f == "saga") return sagaTable(j, origin);
-  if (f == "wfcommons") return wfCommonsTable(j, origin, kWfCommonsBytesPerSecond);
+  if (f == "wfcommons") return wfCommonsTable(j, origin, o.wfBytesPerSecond, o.wfOnePerMachine);
   if (f == "partex") return parsePartexTaskGraph(j, origin);
+  std::string has;
+  if (j.is_object()) {
+    std::vector<std::string> keys;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (keys.size() == 6) {
+        keys.push_back("...");
+        break;
+      }
+      keys.push_back("'" + it.key() + "'");
+    }
+    has = keys.empty() ? "an empty object" : "keys " + join(keys, ", ");
+  } else {
+    has = std::string("a JSON ") + j.type_name();
+  }
   return makeError(origin,
-                   ": not a scheduling instance (expected a Partex task graph with 'tasks', a SAGA problem "
-                   "instance with 'task_graph' and 'network', or a WfCommons instance with 'workflow')");
+                   ": not a scheduling instance: looked for the keys 'tasks' (a Partex task graph), 'task_graph' and "
+                   "'network' (a SAGA problem instance) or 'workflow' (a WfCommons workflow), found ",
+                   has);
 }
 
-Result<CostTable> parseInstance(const std::string& text, const std::string& origin) {
+Result<CostTable> parseInstance(const std::string& text, const std::string& origin, const InstanceOptions& opts) {
   auto j = parseJson(text, origin);  // parsed once, whatever the format
   if (!j) return Error{j.message()};
-  return instanceTable(*j, formatOf(*j), origin);
+  return instanceTable(*j, formatOf(*j), origin, opts);
 }
 
 Result<bool> isInstanceFile(const std::string& path) {
@@ -512,21 +565,21 @@ Result<bool> isInstanceFile(const std::string& path) {
     const std::streamsize n = in.gcount();
     std::streamsize i = 0;
     while (i < n && std::isspace(static_cast<unsigned char>(head[i]))) ++i;
-    if (i < n && head[i] != '{') return false;  // not JSON: an ONNX model (or something the importer refuses)
+    if (i < n) return head[i] == '{';  // not JSON: an ONNX model (or something the importer refuses)
   }
   auto bytes = readFile(path);  // JSON, or an error readFile words (missing, a directory, unreadable)
   if (!bytes) return Error{bytes.message()};
   return looksLikeTaskGraph(*bytes);
 }
 
-Result<InstanceFile> readInstanceFile(const std::string& path) {
+Result<InstanceFile> readInstanceFile(const std::string& path, const InstanceOptions& opts) {
   auto bytes = readFile(path);
   if (!bytes) return Error{bytes.message()};
   auto j = parseJson(*bytes, path);
   if (!j) return Error{j.message()};
   InstanceFile f;
   f.format = formatOf(*j);
-  auto t = instanceTable(*j, f.format, path);
+  auto t = instanceTable(*j, f.format, path, opts);
   if (!t) return Error{t.message()};
   f.table = std::move(t).value();
   f.sha256 = sha256Hex(*bytes);

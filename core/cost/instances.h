@@ -27,19 +27,35 @@ Result<CostTable> parseSagaInstance(const std::string& json, const std::string& 
 /// The shared file system WfCommons workflows are read with: 100 MB/s, SAGA's default for them.
 constexpr double kWfCommonsBytesPerSecond = 100e6;
 
+/// How an instance is read where its format leaves a choice.
+struct InstanceOptions {
+  /// WfCommons: one processor per recorded machine, as SAGA reads these workflows (its published
+  /// comparisons do), instead of one per core (`partex-cli --wf-one-per-machine`).
+  bool wfOnePerMachine = false;
+  /// WfCommons: the shared file system's bandwidth between machines.
+  double wfBytesPerSecond = kWfCommonsBytesPerSecond;
+};
+
 /// A WfCommons workflow instance (WfFormat 1.4: workflow.tasks with runtime(InSeconds) and files with
-/// their link; 1.5: workflow.specification and workflow.execution). Speed model (as SAGA's reading of
-/// these instances): a machine's speed is its CPU speed over the machines' mean, and a task takes its
-/// recorded runtime over that relative speed; an edge carries the bytes of the files the child reads
-/// that the parent writes, over a shared file system of `bytesPerSecond` (default 100 MB/s, SAGA's).
-Result<CostTable> parseWfCommons(const std::string& json, const std::string& origin, double bytesPerSecond = kWfCommonsBytesPerSecond);
+/// their link; 1.5 and 1.6: workflow.specification and workflow.execution). Speed model (as SAGA's
+/// reading of these instances): a machine's speed is its CPU speed over the machines' mean, and a task
+/// takes its recorded runtime over that relative speed. A machine with N cores (cpu.coreCount, 1.4's
+/// cpu.count) is N processors "NODE/0".."NODE/N-1" of its speed (at most one per task), which share its
+/// memory: data between them is free. Between machines an edge carries the bytes of the files the
+/// child reads that the parent writes, over a shared file system of `bytesPerSecond` (default
+/// 100 MB/s, SAGA's); edges of one parent that carry the same files carry one data item, sent once to
+/// each processor. With `onePerMachine`, every machine is one processor named after it (SAGA's reading).
+Result<CostTable> parseWfCommons(const std::string& json, const std::string& origin, double bytesPerSecond = kWfCommonsBytesPerSecond,
+                                 bool onePerMachine = false);
 
-/// Any of the three formats, by content (instanceFormat); an error for anything else.
-Result<CostTable> parseInstance(const std::string& text, const std::string& origin);
+/// Any of the three formats, by content (instanceFormat); an error naming the keys it looked for
+/// (and the ones the object has) for anything else.
+Result<CostTable> parseInstance(const std::string& text, const std::string& origin, const InstanceOptions& opts = {});
 
-/// Whether the file at `path` is a scheduling instance (looksLikeTaskGraph) rather than an ONNX model.
-/// Only a file that starts like JSON is read whole, so that a large model is not read twice. Errors as
-/// readFile's (missing, a directory, unreadable). The one rule both front ends use to tell them apart.
+/// Whether the file at `path` is a scheduling instance rather than an ONNX model: every instance
+/// format is a JSON object, an ONNX model never starts with '{'. Only the file's first bytes are read.
+/// Errors as readFile's (missing, a directory, unreadable). The one rule both front ends use to tell
+/// them apart; parseInstance then says what a JSON object that is no instance lacks.
 Result<bool> isInstanceFile(const std::string& path);
 
 /// An instance file read and parsed (once): its cost table, its format (instanceFormat's name) and the
@@ -50,7 +66,7 @@ struct InstanceFile {
   std::string sha256;
 };
 /// Reads and parses an instance file as parseInstance does; errors name `path` as given.
-Result<InstanceFile> readInstanceFile(const std::string& path);
+Result<InstanceFile> readInstanceFile(const std::string& path, const InstanceOptions& opts = {});
 
 /// The platform name in the identity of an instance's plan files: it has devices but no platform.
 inline constexpr const char* kInstancePlatformName = "task graph";

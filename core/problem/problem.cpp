@@ -185,12 +185,12 @@ Result<Problem> problemFromGraph(Graph g, Platform platform, const std::string& 
 }
 
 Result<Problem> loadProblem(const std::string& model, const std::string& platform, const std::vector<std::string>& dims,
-                            LinkScale scale) {
+                            LinkScale scale, const InstanceOptions& instance) {
   auto taskGraph = isTaskGraphFile(model);
   if (!taskGraph) return Error{taskGraph.message()};
   if (*taskGraph) {
     Problem p;
-    auto inst = readInstanceFile(model);
+    auto inst = readInstanceFile(model, instance);
     if (!inst) return Error{inst.message()};
     p.table = std::move(inst->table);
     if (!scale.identity()) scaleLinks(p.table, scale);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cost/costtable.h"
+#include "cost/instances.h"
 #include "gen/generator.h"
 #include "ir/graph.h"
 #include "plan/planfile.h"
@@ -60,9 +61,10 @@ Result<Graph> loadModel(const std::string& path, const std::vector<std::string>&
 /// The cost table of an imported model on a platform after scaling its links.
 Result<Problem> problemFromGraph(Graph g, Platform platform, const std::string& modelName, LinkScale scale = {});
 
-/// Loads a JSON task graph (which carries its own devices; a platform is then ignored with a note)
-/// or a model on a platform preset or file, scales the links and builds the cost table.
+/// Loads a JSON task graph (which carries its own devices; a platform is then ignored with a note),
+/// read with `instance`'s choices, or a model on a platform preset or file, scales the links and
+/// builds the cost table.
 Result<Problem> loadProblem(const std::string& model, const std::string& platform, const std::vector<std::string>& dims,
-                            LinkScale scale = {});
+                            LinkScale scale = {}, const InstanceOptions& instance = {});
 
 }  // namespace partex

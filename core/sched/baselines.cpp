@@ -61,12 +61,19 @@ class SingleDevice final : public Scheduler {
       o.report(1.0, "single: done");
       return finishAssignmentPlan(t, assign(d), name(), o);
     }
-    // The device whose all-on-it plan simulates fastest.
+    // The device whose all-on-it plan simulates fastest; at the time limit, the fastest so far (a
+    // workflow's hundreds of processors take seconds).
+    const Deadline deadline = o.startDeadline();
     std::optional<Plan> best;
     double bestMakespan = kInf;
     DeviceId bestDev = -1;
+    bool timeUp = false;
     for (DeviceId d = 0; d < t.numDevices(); ++d) {
       if (o.cancelled()) return cancelledError();
+      if (best && deadline.passed()) {
+        timeUp = true;
+        break;
+      }
       o.report(static_cast<double>(d) / t.numDevices(), "single: trying " + t.deviceIds[static_cast<size_t>(d)]);
       if (isForbidden(c, d)) continue;
       Plan plan = finishAssignmentPlan(t, assign(d), name(), o);
@@ -80,6 +87,7 @@ class SingleDevice final : public Scheduler {
     }
     if (!best) return makeError("single: every device is forbidden");
     if (info) info->notes.push_back("device " + t.deviceIds[static_cast<size_t>(bestDev)]);
+    if (info && timeUp) info->notes.push_back("time limit reached: not every device tried");
     o.report(1.0, "single: done");
     return std::move(*best);
   }

@@ -1,8 +1,9 @@
 // Partex best: a portfolio of every other scheduler, each judged by the simulator, then iterated local
 // search from the best member (localsearch.h).
 //
-// Portfolio: single, priority, static, greedy, heft, cpop, peft, partitiontuner, partitiontuner-clean,
-// duet, pimdp, dlfusion, coarse, and on language models (operators named layers.<L>.) offload with
+// Portfolio: heft, greedy, then the list heuristics (cpop, peft and SAGA's: minmin, maxmin, sufferage,
+// mct, met, olb, duplex, etf, hbmct), then single, priority, static, partitiontuner,
+// partitiontuner-clean, dlfusion, coarse, duet, pimdp, and on language models (operators named layers.<L>.) offload with
 // mode=best-k (the fastest first-k-layers split) (never exact, never itself); members that fail, break the constraints or
 // do not simulate are skipped. heft and greedy always run to completion; every other member gets a
 // share of the time (param member_ms, default max(100, budget_ms / 4) ms, and the portfolio as a whole
@@ -159,6 +160,12 @@ class Best final : public Scheduler {
       (isOneOf(n, {"duet", "pimdp", "pipeline"}) ? searching : members).push_back({s.get(), true});
     }
     members.insert(members.end(), searching.begin(), searching.end());
+    // The list heuristics of the literature (HEFT's family and the ones SAGA collects) are single
+    // passes: they run right after heft and greedy, before every member that searches or compiles,
+    // so that no time share runs out before them and best is never worse than any of them.
+    std::stable_partition(members.begin() + 2, members.end(), [&](const Member& mb) {
+      return isOneOf(mb.s->name(), {"cpop", "peft", "minmin", "maxmin", "sufferage", "mct", "met", "olb", "duplex", "etf", "hbmct"});
+    });
     // Where a device compiles blocks, the members that emit blocks (DLFusion, coarse) are the ones that
     // win there: they run right after heft and greedy, so that a slow machine's time share reaches them.
     if (!t.blockFloor.empty())

@@ -113,7 +113,6 @@ class BranchAndBound {
       concurrent_ = std::max(1, best);
     }
     rules_.precomputeComm();
-    commTab_ = rules_.commTable();
     est_.assign(static_cast<size_t>(n_) * static_cast<size_t>(m_), 0.0);
     eft_.assign(static_cast<size_t>(n_) * static_cast<size_t>(m_), 0.0);
     tail_.assign(static_cast<size_t>(n_) * static_cast<size_t>(m_), 0.0);
@@ -157,10 +156,8 @@ class BranchAndBound {
 
  private:
   size_t idx(TaskId v, DeviceId d) const { return static_cast<size_t>(v) * static_cast<size_t>(m_) + static_cast<size_t>(d); }
-  /// t.comm(e, a, b), precomputed.
-  double comm(int32_t e, DeviceId a, DeviceId b) const {
-    return commTab_[(static_cast<size_t>(e) * static_cast<size_t>(m_) + static_cast<size_t>(a)) * static_cast<size_t>(m_) + static_cast<size_t>(b)];
-  }
+  /// t.comm(e, a, b), precomputed (unless the table is too large for that: sim/simrules.h).
+  double comm(int32_t e, DeviceId a, DeviceId b) const { return rules_.comm(e, a, b); }
   bool pruned(double lb) const { return lb >= incumbent_ - tol(incumbent_); }
 
   /// Called once per node: the node limit, then poll().
@@ -208,7 +205,8 @@ class BranchAndBound {
 
   /// Arrival on d (!= the producer's device) of the data of edge ei from processed u.
   double arrivalOf(const Node& s, int32_t ei, TaskId u, DeviceId d) const {
-    return t_.edges[static_cast<size_t>(ei)].fixedUs >= 0 ? s.sim.edgeArrival[static_cast<size_t>(ei)] : s.sim.arrival[idx(u, d)];
+    const int32_t item = t_.edges[static_cast<size_t>(ei)].item;
+    return item >= 0 ? s.sim.itemArrival[static_cast<size_t>(item) * static_cast<size_t>(m_) + static_cast<size_t>(d)] : s.sim.arrival[idx(u, d)];
   }
 
   /// The start of v on d after the prefix s, as the simulator would compute it.
@@ -571,7 +569,6 @@ class BranchAndBound {
   const SchedOptions& o_;
   SimRules rules_;
   bool capped_ = hasCapacityLimits(t_);
-  const double* commTab_ = nullptr;  ///< rules_' table of c(e, a, b).
   int n_, m_;
   int64_t maxNodes_;
   int64_t maxFlat_ = kMaxFlatCombos;

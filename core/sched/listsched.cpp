@@ -378,27 +378,24 @@ ListTimeline::Eval ListTimeline::compute(TaskId v, DeviceId d, bool commit) {
     if (p != d) {
       const double dur = t_.comm(e, p, d);
       if (dur > 0) {
-        const bool reusable = edge.fixedUs < 0;
-        const int64_t key = static_cast<int64_t>(edge.src) * nd_ + d;
+        // What is sent once per destination device: the edge's data item, or (a model's rule) the
+        // producer's result. Keys of items follow the tasks' keys.
+        const int64_t key = (edge.item >= 0 ? static_cast<int64_t>(t_.numTasks()) + edge.item : static_cast<int64_t>(edge.src)) * nd_ + d;
         const Sent* prior = nullptr;
-        if (reusable) {
-          for (const auto& [k, s] : newSent)
-            if (k == key) prior = &s;
-          if (!prior) {
-            auto it = sent_.find(key);
-            if (it != sent_.end()) prior = &it->second;
-          }
+        for (const auto& [k, s] : newSent)
+          if (k == key) prior = &s;
+        if (!prior) {
+          auto it = sent_.find(key);
+          if (it != sent_.end()) prior = &it->second;
         }
         if (prior && prior->bytes >= edge.bytes) {
           arrival = prior->arrival;
         } else {
           arrival = scheduleTransfer(linkOf(p, d), finish_[ui], dur, commit);
-          if (reusable) {
-            if (commit)
-              sent_[key] = Sent{arrival, edge.bytes};
-            else
-              newSent.emplace_back(key, Sent{arrival, edge.bytes});
-          }
+          if (commit)
+            sent_[key] = Sent{arrival, edge.bytes};
+          else
+            newSent.emplace_back(key, Sent{arrival, edge.bytes});
         }
       }
     }

@@ -81,8 +81,9 @@ double earliestFit(const std::vector<const IntervalSet*>& sets, double ready, do
 
 /// A growing schedule: tasks are placed one by one (all predecessors first) on a device, each in the
 /// first idle gap after its inputs arrive. Transfers follow t.comm(); on link resources they take the
-/// first gap that fits (unless unlimited); a tensor of an ONNX edge sent from a to b is sent once and
-/// reused by later consumers on b (task-graph edges with fixed costs are separate messages).
+/// first gap that fits (unless unlimited); what is sent from a to b is sent once and reused by later
+/// consumers on b: an edge's data item (Edge::item: every task-graph edge has its own), or an ONNX
+/// edge's tensor (the simulator's rule, sim/simrules.h).
 class ListTimeline {
  public:
   ListTimeline(const CostTable& t, const SimOptions& sim);

@@ -9,6 +9,10 @@ SimRules::SimRules(const CostTable& t, const SimOptions& o)
 }
 
 void SimRules::precomputeComm() {
+  // A workflow on hundreds of processors would need gigabytes: such tables compute c(e, a, b) as
+  // they go (the same values).
+  constexpr size_t kMaxEntries = size_t{1} << 24;
+  if (mm_ > 0 && t_.edges.size() > kMaxEntries / (mm_ * mm_)) return;
   commTab_.resize(t_.edges.size() * mm_ * mm_);
   for (size_t e = 0; e < t_.edges.size(); ++e)
     for (DeviceId a = 0; a < m_; ++a)
@@ -21,7 +25,15 @@ void SimRules::reset(SimState& s) const {
   const auto n = static_cast<size_t>(n_);
   s.finish.assign(n, -1.0);
   s.arrival.assign(n * mm_, -1.0);
-  s.edgeArrival.assign(t_.edges.size(), -1.0);
+  // Items are cleared where they were set: a workflow on hundreds of processors has far more
+  // (item, device) pairs than transfers.
+  const size_t items = static_cast<size_t>(std::max(0, t_.numItems)) * mm_;
+  if (s.itemArrival.size() != items) {
+    s.itemArrival.assign(items, -1.0);
+  } else {
+    for (size_t k : s.itemSent) s.itemArrival[k] = -1.0;
+  }
+  s.itemSent.clear();
   s.devFree.assign(mm_, 0.0);
   s.lastOnDevice.assign(mm_, -1);
   s.devBusy.resize(mm_);

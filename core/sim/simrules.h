@@ -8,9 +8,12 @@
 ///    busy time of the devices exclusive with its own (first gap that fits);
 ///  - its duration is CostTable::wIn (a fused group split across devices pays the unfused costs), or,
 ///    for a member of one of the plan's compiled blocks, its share of the block's time (blockDurations);
-///  - when it ends, its result goes once to every other device that consumes it (one message per
-///    edge for task-graph edges with fixed costs), model outputs go back to the host, each transfer
-///    on a link resource taking the first gap that fits (unless SimOptions::unlimitedLinks);
+///  - when it ends, its result goes once to every other device that consumes it; an edge that
+///    carries a data item (Edge::item: every edge of a task graph, each with its own size) sends that
+///    item once to each device that consumes it, so two edges to one device are two transfers unless
+///    they carry the same item; model outputs go back to the host; each transfer on a link resource
+///    takes the first gap that fits (unless SimOptions::unlimitedLinks), in the order of the
+///    producer's out-edges;
 ///  - among the devices whose next task has all its inputs, the one that can start earliest runs
 ///    next (ties: the lowest device index).
 
@@ -49,8 +52,8 @@ struct ReadyTime {
 /// What a booked transfer carries.
 enum class TransferKind : uint8_t {
   Input,   ///< A model input from the host.
-  Result,  ///< A result sent once to a device whose tasks consume it.
-  Edge,    ///< One task-graph edge with a fixed cost (a message of its own).
+  Result,  ///< A result (or a task graph's data item with bytes) sent once to a device that consumes it.
+  Edge,    ///< A task-graph edge with a fixed cost and no tensor behind it (a message of its own).
   Output,  ///< A model output back to the host.
 };
 
@@ -75,7 +78,8 @@ struct NoTransferSink {
 struct SimState {
   std::vector<double> finish;       ///< Per task, -1 until processed.
   std::vector<double> arrival;      ///< [task * m + device]: when its result is there, -1 until sent.
-  std::vector<double> edgeArrival;  ///< Per edge with a fixed cost (a separate message), -1 until sent.
+  std::vector<double> itemArrival;  ///< [item * m + device]: when a data item (Edge::item) is there, -1 until sent.
+  std::vector<size_t> itemSent;     ///< The entries of itemArrival set since the last reset.
   std::vector<double> devFree;      ///< Per device: end of its last task.
   std::vector<TaskId> lastOnDevice; ///< Per device: its last processed task, -1 before any.
   std::vector<BusyIntervals> devBusy;  ///< Per device in an exclusive group: its tasks' busy time.
@@ -96,7 +100,8 @@ class SimRules {
   const SimOptions& options() const { return o_; }
   int numTasks() const { return n_; }
   int numDevices() const { return m_; }
-  /// Tabulates c(e, a, b) for every edge and device pair (for searches that step millions of times).
+  /// Tabulates c(e, a, b) for every edge and device pair (for searches that step millions of times);
+  /// not above 2^24 entries, where comm() computes them as it goes.
   void precomputeComm();
   /// The table of precomputeComm(), [(edge * m + a) * m + b]; null before.
   const double* commTable() const { return comm_; }
@@ -117,9 +122,10 @@ class SimRules {
     if (s.inputReady[vi] > r.time) r = {s.inputReady[vi], StartCause::Input, -1};
     for (int32_t ei : t_.inEdges[vi]) {
       const TaskId u = t_.edges[static_cast<size_t>(ei)].src;
+      const int32_t item = t_.edges[static_cast<size_t>(ei)].item;
       const double arr = placement[static_cast<size_t>(u)] == d ? s.finish[static_cast<size_t>(u)]
-                         : t_.edges[static_cast<size_t>(ei)].fixedUs >= 0 ? s.edgeArrival[static_cast<size_t>(ei)]
-                                                                          : s.arrival[static_cast<size_t>(u) * mm_ + di];
+                         : item >= 0 ? s.itemArrival[static_cast<size_t>(item) * mm_ + di]
+                                     : s.arrival[static_cast<size_t>(u) * mm_ + di];
       if (arr > r.time) r = {arr, StartCause::Data, u};
     }
     return r;
@@ -279,11 +285,16 @@ PARTEX_SIM_INLINE double SimRules::process(SimState& s, TaskId v, DeviceId d, do
     const DeviceId b = placement[static_cast<size_t>(e.dst)];
     if (b == d) continue;
     const double c = comm(ei, d, b);
-    if (e.fixedUs >= 0) {  // a message of its own, booked now
+    if (e.item >= 0) {  // a data item: sent once to b, whichever of its edges comes first
+      const size_t k = static_cast<size_t>(e.item) * mm_ + static_cast<size_t>(b);
+      if (s.itemArrival[k] >= 0) continue;
       int32_t link = -1;
       const double st = book(s, d, b, end, c, link);
-      s.edgeArrival[static_cast<size_t>(ei)] = st + c;
-      if constexpr (kRecords) sink(BookedTransfer{TransferKind::Edge, v, e.dst, d, b, link, st, st + c, e.bytes});
+      s.itemArrival[k] = st + c;
+      s.itemSent.push_back(k);
+      if constexpr (kRecords)
+        if (e.fixedUs >= 0 || c > 0 || e.bytes > 0)
+          sink(BookedTransfer{e.fixedUs >= 0 ? TransferKind::Edge : TransferKind::Result, v, e.dst, d, b, link, st, st + c, e.bytes});
       continue;
     }
     PerDest& p = pd[static_cast<size_t>(b)];

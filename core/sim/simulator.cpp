@@ -29,7 +29,7 @@ struct TimelineRecorder {
   }
   void transfer(const BookedTransfer& x) {
     tl.transfers.push_back(TransferSlot{x.src, x.dst, x.from, x.to, x.link, x.start, x.end, x.bytes});
-    if (x.kind != TransferKind::Edge) tl.bytesMoved += x.bytes;  // task-graph messages carry no tensor
+    if (x.kind != TransferKind::Edge) tl.bytesMoved += x.bytes;  // fixed-time messages carry no tensor
   }
 };
 

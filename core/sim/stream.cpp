@@ -99,12 +99,16 @@ CostTable unrollStream(const CostTable& t, int copies, int inFlight) {
   // Edges: each copy's own, then the in-flight bound.
   u.edges.clear();
   u.edges.reserve(t.edges.size() * static_cast<size_t>(copies));
+  // Each copy carries its own data items (a task graph's edges, WfCommons files): item i of copy c is
+  // i + c * numItems.
   for (int c = 0; c < copies; ++c)
     for (Edge e : t.edges) {
       e.src += c * n;
       e.dst += c * n;
+      if (e.item >= 0) e.item += c * t.numItems;
       u.edges.push_back(e);
     }
+  u.numItems = t.numItems * copies;
   if (inFlight > 0 && inFlight < copies) {
     std::vector<TaskId> sources, sinks;
     for (TaskId v = 0; v < n; ++v) {
@@ -118,7 +122,7 @@ CostTable unrollStream(const CostTable& t, int copies, int inFlight) {
           e.src = s + (c - inFlight) * n;
           e.dst = r + c * n;
           e.bytes = 0;
-          e.fixedUs = 0.0;  // a token, not data: no time on any link
+          e.fixedUs = 0.0;  // a token, not data: no time on any link (indexEdges gives it an item of its own)
           u.edges.push_back(e);
         }
   }

@@ -27,6 +27,7 @@ inline void dragOpToDevice(gui::MainWindow& w, int op, int device) {
   gui::GraphView* g = w.graphView();
   g->centerOnOp(op);
   const QPoint from = g->viewportPosOfOp(op);
+  w.palette()->scrollTo(w.palette()->model()->index(device, 0));  // a workflow's many processors overflow the list
   const QPoint to = g->viewport()->mapFromGlobal(w.palette()->globalCenterOf(device));
   QTest::mousePress(g->viewport(), Qt::LeftButton, {}, from);
   for (int i = 1; i <= 6; ++i) QTest::mouseMove(g->viewport(), from + (to - from) * i / 6);

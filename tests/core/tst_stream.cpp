@@ -111,6 +111,11 @@ class TestStream : public QObject {
     QCOMPARE(u.edges.size(), size_t{15 + 3});
     QCOMPARE(u.edges.back().src, TaskId{3 + 2 * 4});
     QCOMPARE(u.edges.back().dst, TaskId{0 + 4 * 4});
+    // Every task-graph edge is its own data item: each copy's items are its own, and so are the tokens'.
+    QCOMPARE(t.numItems, 3);
+    QCOMPARE(u.edges[3].item, 3);  // copy 1's first edge
+    QCOMPARE(u.edges[14].item, 14);
+    QCOMPARE(u.numItems, 15 + 3);
   }
 
   // The pipeline programme splits the chain 2 / 2; with a faster device exclusive with both (a
