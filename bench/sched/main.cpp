@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "cost/costtable.h"
+#include "cost/instances.h"
 #include "cost/work.h"
 #include "gen/generator.h"
 #include "onnx/importer.h"
@@ -481,84 +482,6 @@ void teach() {
   }
 }
 
-/// A SAGA-style instance: a task graph of one family on `m` nodes of heterogeneous speeds (0.5-2),
-/// task costs 1-10 and data sizes 1-10 (SAGA's units: time = cost / speed, size / link speed), links of
-/// heterogeneous speeds per pair (0.5-2 relative) scaled so that the mean transfer time is `ccr` times
-/// the mean execution time. Families: chain, in-tree, out-tree, fork-join, layered.
-CostTable familyInstance(const std::string& family, double ccr, uint64_t seed, int m = 4) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> cost(1.0, 10.0), rel(0.5, 2.0);
-  std::vector<std::pair<int, int>> edges;
-  int n = 0;
-  if (family == "chain") {
-    n = 20;
-    for (int i = 1; i < n; ++i) edges.push_back({i - 1, i});
-  } else if (family == "out-tree" || family == "in-tree") {
-    n = 31;  // a full binary tree of depth 5
-    for (int i = 1; i < n; ++i) edges.push_back(family == "out-tree" ? std::pair{(i - 1) / 2, i} : std::pair{i, (i - 1) / 2});
-    if (family == "in-tree")  // tasks in topological order: leaves first
-      for (auto& e : edges) e = {n - 1 - e.first, n - 1 - e.second};
-  } else if (family == "fork-join") {
-    const int branches = 6, stages = 3;
-    n = 2 + branches * stages;
-    for (int b = 0; b < branches; ++b) {
-      int prev = 0;
-      for (int st = 0; st < stages; ++st) {
-        const int v = 1 + b * stages + st;
-        edges.push_back({prev, v});
-        prev = v;
-      }
-      edges.push_back({prev, n - 1});
-    }
-  } else {  // layered: 5 layers of 6, each task fed by 1-3 tasks of the layer before
-    const int layers = 5, width = 6;
-    n = layers * width;
-    for (int l = 1; l < layers; ++l)
-      for (int w = 0; w < width; ++w) {
-        const int k = 1 + static_cast<int>(rng() % 3);
-        std::vector<int> from;
-        for (int j = 0; j < k; ++j) from.push_back((l - 1) * width + static_cast<int>(rng() % width));
-        std::sort(from.begin(), from.end());
-        from.erase(std::unique(from.begin(), from.end()), from.end());
-        for (int f : from) edges.push_back({f, l * width + w});
-      }
-  }
-  CostTable t;
-  t.name = family;
-  std::vector<double> speed(static_cast<size_t>(m));
-  for (int d = 0; d < m; ++d) {
-    t.deviceIds.push_back("n" + std::to_string(d));
-    speed[static_cast<size_t>(d)] = rel(rng);
-  }
-  double meanCost = 0, meanSpeed = 0, meanSize = 0;
-  for (int v = 0; v < n; ++v) {
-    const double c = cost(rng);
-    meanCost += c / n;
-    t.taskNames.push_back("t" + std::to_string(v));
-    t.taskTypes.emplace_back();
-    for (int d = 0; d < m; ++d) {
-      t.cost.push_back(c / speed[static_cast<size_t>(d)]);
-      t.provenance.push_back(Provenance::Imported);
-    }
-  }
-  for (double sp : speed) meanSpeed += sp / m;
-  for (const auto& [a, b] : edges) {
-    const double size = cost(rng);
-    meanSize += size / static_cast<double>(edges.size());
-    t.edges.push_back(Edge{a, b, std::llround(size * 1e6), -1.0});
-  }
-  finishTaskTable(t);
-  // Link speed so that mean size / mean link speed = ccr x mean cost / mean node speed.
-  const double linkSpeed = edges.empty() ? 1.0 : meanSize / (ccr * meanCost / meanSpeed);
-  for (int a = 0; a < m; ++a)
-    for (int b = a + 1; b < m; ++b) {
-      const double bpu = linkSpeed * rel(rng) * 1e6;
-      t.linkBytesPerUs[static_cast<size_t>(a * m + b)] = bpu;
-      t.linkBytesPerUs[static_cast<size_t>(b * m + a)] = bpu;
-    }
-  return t;
-}
-
 void families() {
   std::printf("\n## (f) SAGA-style instance families: makespan / best of all algorithms (mean over 5 seeds)\n\n");
   std::vector<std::string> algos;
@@ -574,7 +497,7 @@ void families() {
     for (double ccr : {0.1, 1.0, 10.0}) {
       std::map<std::string, double> sumRatio;
       for (uint64_t seed = 1; seed <= 5; ++seed) {
-        const CostTable t = familyInstance(fam, ccr, seed * 7919 + static_cast<uint64_t>(ccr * 10));
+        const CostTable t = sagaFamilyInstance(fam, ccr, seed * 7919 + static_cast<uint64_t>(ccr * 10));
         std::map<std::string, double> ms;
         double bestOther = kInf, all = kInf;
         for (const auto& a : algos) {

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
 #include <set>
 
 #include "support/files.h"
@@ -585,5 +586,81 @@ Result<InstanceFile> readInstanceFile(const std::string& path, const InstanceOpt
   f.sha256 = sha256Hex(*bytes);
   return f;
 }
+
+CostTable sagaFamilyInstance(const std::string& family, double ccr, uint64_t seed, const FamilyShape& s) {
+  const int m = s.nodes;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> cost(1.0, 10.0), rel(0.5, 2.0);
+  std::vector<std::pair<int, int>> edges;
+  int n = 0;
+  if (family == "chain") {
+    n = s.chain;
+    for (int i = 1; i < n; ++i) edges.push_back({i - 1, i});
+  } else if (family == "out-tree" || family == "in-tree") {
+    n = s.tree;  // a binary tree (full for 2^k - 1 tasks)
+    for (int i = 1; i < n; ++i) edges.push_back(family == "out-tree" ? std::pair{(i - 1) / 2, i} : std::pair{i, (i - 1) / 2});
+    if (family == "in-tree")  // tasks in topological order: leaves first
+      for (auto& e : edges) e = {n - 1 - e.first, n - 1 - e.second};
+  } else if (family == "fork-join") {
+    const int branches = s.forkBranches, stages = s.forkStages;
+    n = 2 + branches * stages;
+    for (int b = 0; b < branches; ++b) {
+      int prev = 0;
+      for (int st = 0; st < stages; ++st) {
+        const int v = 1 + b * stages + st;
+        edges.push_back({prev, v});
+        prev = v;
+      }
+      edges.push_back({prev, n - 1});
+    }
+  } else {  // layered: 5 layers of 6, each task fed by 1-3 tasks of the layer before
+    const int layers = s.layers, width = s.width;
+    n = layers * width;
+    for (int l = 1; l < layers; ++l)
+      for (int w = 0; w < width; ++w) {
+        const int k = 1 + static_cast<int>(rng() % 3);
+        std::vector<int> from;
+        for (int j = 0; j < k; ++j) from.push_back((l - 1) * width + static_cast<int>(rng() % width));
+        std::sort(from.begin(), from.end());
+        from.erase(std::unique(from.begin(), from.end()), from.end());
+        for (int f : from) edges.push_back({f, l * width + w});
+      }
+  }
+  CostTable t;
+  t.name = family;
+  std::vector<double> speed(static_cast<size_t>(m));
+  for (int d = 0; d < m; ++d) {
+    t.deviceIds.push_back("n" + std::to_string(d));
+    speed[static_cast<size_t>(d)] = rel(rng);
+  }
+  double meanCost = 0, meanSpeed = 0, meanSize = 0;
+  for (int v = 0; v < n; ++v) {
+    const double c = cost(rng);
+    meanCost += c / n;
+    t.taskNames.push_back("t" + std::to_string(v));
+    t.taskTypes.emplace_back();
+    for (int d = 0; d < m; ++d) {
+      t.cost.push_back(c / speed[static_cast<size_t>(d)]);
+      t.provenance.push_back(Provenance::Imported);
+    }
+  }
+  for (double sp : speed) meanSpeed += sp / m;
+  for (const auto& [a, b] : edges) {
+    const double size = cost(rng);
+    meanSize += size / static_cast<double>(edges.size());
+    t.edges.push_back(Edge{a, b, std::llround(size * 1e6), -1.0});
+  }
+  finishTaskTable(t);
+  // Link speed so that mean size / mean link speed = ccr x mean cost / mean node speed.
+  const double linkSpeed = edges.empty() ? 1.0 : meanSize / (ccr * meanCost / meanSpeed);
+  for (int a = 0; a < m; ++a)
+    for (int b = a + 1; b < m; ++b) {
+      const double bpu = linkSpeed * rel(rng) * 1e6;
+      t.linkBytesPerUs[static_cast<size_t>(a * m + b)] = bpu;
+      t.linkBytesPerUs[static_cast<size_t>(b * m + a)] = bpu;
+    }
+  return t;
+}
+
 
 }  // namespace partex

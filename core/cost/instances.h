@@ -6,6 +6,7 @@
 /// runtimes and the files they pass, and the machines that ran them). Each becomes a CostTable; errors
 /// name the file and the reason in one line.
 
+#include <cstdint>
 #include <string>
 
 #include "cost/costtable.h"
@@ -70,5 +71,21 @@ Result<InstanceFile> readInstanceFile(const std::string& path, const InstanceOpt
 
 /// The platform name in the identity of an instance's plan files: it has devices but no platform.
 inline constexpr const char* kInstancePlatformName = "task graph";
+
+/// The sizes of sagaFamilyInstance's graphs.
+struct FamilyShape {
+  int chain = 20;                     ///< Tasks of a chain.
+  int tree = 31;                      ///< Tasks of an in- or out-tree (binary; 31: depth 5).
+  int forkBranches = 6, forkStages = 3;  ///< A fork, that many branches of that many tasks, a join.
+  int layers = 5, width = 6;          ///< Layered: each task fed by 1-3 tasks of the layer before.
+  int nodes = 4;                      ///< Processors.
+};
+
+/// A SAGA-style instance: a task graph of one family on `shape.nodes` nodes of heterogeneous speeds
+/// (0.5-2), task costs 1-10 and data sizes 1-10 (SAGA's units: time = cost / speed, size / link speed),
+/// links of heterogeneous speeds per pair (0.5-2 relative) scaled so that the mean transfer time is
+/// `ccr` times the mean execution time. Families: chain, in-tree, out-tree, fork-join, layered. The
+/// families of `bench_sched families` and of tst_instances' best-against-the-heuristics test.
+CostTable sagaFamilyInstance(const std::string& family, double ccr, uint64_t seed, const FamilyShape& shape = {});
 
 }  // namespace partex

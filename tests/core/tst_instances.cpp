@@ -64,71 +64,18 @@ bool near(double a, double b) {
   return std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(b));
 }
 
-/// A SAGA-style instance of one family of `bench_sched families` (chain of 12, fork-join of 4 branches
-/// of 2, binary out-tree and in-tree of 15, layered 4 x 4) on 3 nodes of speeds 0.5-2, task costs and
-/// data sizes 1-10, link speeds so that the mean transfer is `ccr` x the mean task time.
+/// A SAGA-style instance of one family of `bench_sched families`, smaller (chain of 12, fork-join of 4
+/// branches of 2, binary trees of 15, layered 4 x 4, on 3 nodes).
 CostTable familyTable(const std::string& family, double ccr, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> unit(1.0, 10.0), rel(0.5, 2.0);
-  std::vector<std::pair<int, int>> edges;
-  int n = 0;
-  if (family == "chain") {
-    n = 12;
-    for (int i = 1; i < n; ++i) edges.push_back({i - 1, i});
-  } else if (family == "out-tree" || family == "in-tree") {
-    n = 15;
-    for (int i = 1; i < n; ++i) edges.push_back(family == "out-tree" ? std::pair{(i - 1) / 2, i} : std::pair{n - 1 - i, n - 1 - (i - 1) / 2});
-  } else if (family == "fork-join") {
-    n = 10;
-    for (int b = 0; b < 4; ++b) {
-      edges.push_back({0, 1 + 2 * b});
-      edges.push_back({1 + 2 * b, 2 + 2 * b});
-      edges.push_back({2 + 2 * b, n - 1});
-    }
-  } else {
-    n = 16;
-    for (int l = 1; l < 4; ++l)
-      for (int w = 0; w < 4; ++w) {
-        std::set<int> from;
-        const int k = 1 + static_cast<int>(rng() % 3);
-        for (int i = 0; i < k; ++i) from.insert((l - 1) * 4 + static_cast<int>(rng() % 4));
-        for (int f : from) edges.push_back({f, l * 4 + w});
-      }
-  }
-  CostTable t;
-  t.name = family;
-  const int m = 3;
-  std::vector<double> speed;
-  for (int d = 0; d < m; ++d) {
-    t.deviceIds.push_back("n" + std::to_string(d));
-    speed.push_back(rel(rng));
-  }
-  double meanCost = 0, meanSpeed = 0, meanSize = 0;
-  for (int v = 0; v < n; ++v) {
-    const double c = unit(rng);
-    meanCost += c / n;
-    t.taskNames.push_back("t" + std::to_string(v));
-    t.taskTypes.emplace_back();
-    for (int d = 0; d < m; ++d) {
-      t.cost.push_back(c / speed[static_cast<size_t>(d)]);
-      t.provenance.push_back(Provenance::Imported);
-    }
-  }
-  for (double sp : speed) meanSpeed += sp / m;
-  for (const auto& [a, b] : edges) {
-    const double size = unit(rng);
-    meanSize += size / static_cast<double>(edges.size());
-    t.edges.push_back(Edge{a, b, std::llround(size * 1e6), -1.0});
-  }
-  finishTaskTable(t);
-  const double linkSpeed = meanSize / (ccr * meanCost / meanSpeed);
-  for (int a = 0; a < m; ++a)
-    for (int b = a + 1; b < m; ++b) {
-      const double bpu = linkSpeed * rel(rng) * 1e6;
-      t.linkBytesPerUs[static_cast<size_t>(a * m + b)] = bpu;
-      t.linkBytesPerUs[static_cast<size_t>(b * m + a)] = bpu;
-    }
-  return t;
+  FamilyShape s;
+  s.chain = 12;
+  s.tree = 15;
+  s.forkBranches = 4;
+  s.forkStages = 2;
+  s.layers = 4;
+  s.width = 4;
+  s.nodes = 3;
+  return sagaFamilyInstance(family, ccr, seed, s);
 }
 
 CostTable parse(const std::string& text, const InstanceOptions& o = {}) {
