@@ -130,73 +130,14 @@ class Pipeline final : public Scheduler {
     for (DeviceId d = 0; d < m && static_cast<size_t>(d) < t.exclusiveWith.size(); ++d)
       for (DeviceId e : t.exclusiveWith[static_cast<size_t>(d)]) exclMask[static_cast<size_t>(d)] |= 1u << e;
 
-    const size_t masks = size_t{1} << m;
-    std::vector<Cell> f(static_cast<size_t>(K + 1) * masks * static_cast<size_t>(m));
-    auto F = [&](int j, uint32_t used, int d) -> Cell& {
-      return f[(static_cast<size_t>(j) * masks + used) * static_cast<size_t>(m) + static_cast<size_t>(d)];
-    };
-    auto stageOk = [&](int a, int b, int d) {
-      if (bad[static_cast<size_t>(d)][static_cast<size_t>(cuts[static_cast<size_t>(b)])] -
-              bad[static_cast<size_t>(d)][static_cast<size_t>(cuts[static_cast<size_t>(a)])] > 0)
-        return false;
-      for (int k = a; k < b; ++k) {
-        const int32_t p = pinDev[static_cast<size_t>(k)];
-        if (p == -2 || (p >= 0 && p != d)) return false;
+    std::vector<std::vector<double>> preR(static_cast<size_t>(m), std::vector<double>(static_cast<size_t>(n) + 1, 0.0));
+    for (DeviceId d = 0; d < m; ++d)
+      for (int i = 0; i < n; ++i) {
+        const TaskId v = topo[static_cast<size_t>(i)];
+        preR[static_cast<size_t>(d)][static_cast<size_t>(i) + 1] =
+            preR[static_cast<size_t>(d)][static_cast<size_t>(i)] + (c.allowed(t, v, d) ? t.w(v, d) : bestW[static_cast<size_t>(i)]);
       }
-      return true;
-    };
-    auto stageUs = [&](int a, int b, int d) {
-      return pre[static_cast<size_t>(d)][static_cast<size_t>(cuts[static_cast<size_t>(b)])] -
-             pre[static_cast<size_t>(d)][static_cast<size_t>(cuts[static_cast<size_t>(a)])];
-    };
-    int64_t steps = 0;
     bool timedOut = false;
-    // First stage: from the host's inputs (their transfer is the simulator's to judge).
-    for (int b = 1; b <= K; ++b)
-      for (int d = 0; d < m; ++d)
-        if (stageOk(0, b, d)) {
-          const double w = stageUs(0, b, d);
-          Cell& cell = F(b, 1u << d, d);
-          if (better(w, w, cell)) cell = Cell{w, w, 0, -1};
-        }
-    for (int a = 1; a < K && !timedOut; ++a) {
-      for (uint32_t used = 1; used < masks && !timedOut; ++used) {
-        for (int pd = 0; pd < m; ++pd) {
-          if (!(used & (1u << pd))) continue;
-          const Cell& from = F(a, used, pd);
-          if (!(from.period < kInf)) continue;
-          if ((++steps & 0xfff) == 0 && (deadline.passed() || o.cancelled())) {
-            timedOut = true;
-            break;
-          }
-          for (int d = 0; d < m; ++d) {
-            if ((used & (1u << d)) || (exclMask[static_cast<size_t>(d)] & used)) continue;
-            const uint32_t nu = used | (1u << d);
-            for (int b = a + 1; b <= K; ++b) {
-              if (!stageOk(a, b, d)) break;  // a longer stage holds the same task or pin d cannot take
-              const double w = stageUs(a, b, d);
-              const double x = t.transferUs(static_cast<DeviceId>(pd), static_cast<DeviceId>(d), X(a, b));
-              const double p = std::max({from.period, w, x});
-              const double l = from.latency + w + x;
-              Cell& cell = F(b, nu, d);
-              if (better(p, l, cell)) cell = Cell{p, l, a, static_cast<int8_t>(pd)};
-            }
-          }
-        }
-      }
-    }
-    if (o.cancelled()) return cancelledError();
-
-    // The best programme per number of stages, simulated as a stream.
-    std::vector<std::pair<int, uint32_t>> bestPerCount(static_cast<size_t>(m) + 1, {-1, 0});
-    for (uint32_t used = 1; used < masks; ++used)
-      for (int d = 0; d < m; ++d) {
-        const Cell& cell = F(K, used, d);
-        if (!(cell.period < kInf)) continue;
-        const int k = __builtin_popcount(used);
-        auto& slot = bestPerCount[static_cast<size_t>(k)];
-        if (slot.first < 0 || better(cell.period, cell.latency, F(K, slot.second, slot.first))) slot = {d, used};
-      }
     std::optional<Plan> best;
     double bestPeriod = kInf, bestLatency = kInf;
     bool bestMeetsBound = false;
@@ -234,41 +175,110 @@ class Pipeline final : public Scheduler {
       }
       return Status::ok();
     };
-    for (int k = 1; k <= m; ++k) {
-      const auto [d0, used0] = bestPerCount[static_cast<size_t>(k)];
-      if (d0 < 0) continue;
-      if (best && (deadline.passed() || o.cancelled())) {
-        timedOut = true;
-        break;
+    // The strict programme: a stage holds only operators its device runs. Then the same with every
+    // operator allowed in any stage, those its device cannot run (an accelerator's unsupported
+    // operators) charged at their fastest allowed time and run there, beside the stage: on models where
+    // such operators are scattered, the strict programme has few or no splits.
+    for (bool repair : {false, true}) {
+      if (best && (deadline.passed() || o.cancelled())) break;
+      const size_t masks = size_t{1} << m;
+      std::vector<Cell> f(static_cast<size_t>(K + 1) * masks * static_cast<size_t>(m));
+      f.assign(f.size(), Cell{});
+      auto F = [&](int j, uint32_t used, int d) -> Cell& {
+        return f[(static_cast<size_t>(j) * masks + used) * static_cast<size_t>(m) + static_cast<size_t>(d)];
+      };
+      auto stageOk = [&](int a, int b, int d) {
+        if (!repair && bad[static_cast<size_t>(d)][static_cast<size_t>(cuts[static_cast<size_t>(b)])] -
+                           bad[static_cast<size_t>(d)][static_cast<size_t>(cuts[static_cast<size_t>(a)])] >
+                           0)
+          return false;
+        for (int k = a; k < b; ++k) {
+          const int32_t p = pinDev[static_cast<size_t>(k)];
+          if (p == -2 || (p >= 0 && p != d)) return false;
+        }
+        return true;
+      };
+      auto stageUs = [&](int a, int b, int d) {
+        const auto& P = repair ? preR : pre;
+        return P[static_cast<size_t>(d)][static_cast<size_t>(cuts[static_cast<size_t>(b)])] -
+               P[static_cast<size_t>(d)][static_cast<size_t>(cuts[static_cast<size_t>(a)])];
+      };
+      int64_t steps = 0;
+      // First stage: from the host's inputs (their transfer is the simulator's to judge).
+      for (int b = 1; b <= K; ++b)
+        for (int d = 0; d < m; ++d)
+          if (stageOk(0, b, d)) {
+            const double w = stageUs(0, b, d);
+            Cell& cell = F(b, 1u << d, d);
+            if (better(w, w, cell)) cell = Cell{w, w, 0, -1};
+          }
+      for (int a = 1; a < K && !timedOut; ++a) {
+        for (uint32_t used = 1; used < masks && !timedOut; ++used) {
+          for (int pd = 0; pd < m; ++pd) {
+            if (!(used & (1u << pd))) continue;
+            const Cell& from = F(a, used, pd);
+            if (!(from.period < kInf)) continue;
+            if ((++steps & 0xfff) == 0 && (deadline.passed() || o.cancelled())) {
+              timedOut = true;
+              break;
+            }
+            for (int d = 0; d < m; ++d) {
+              if ((used & (1u << d)) || (exclMask[static_cast<size_t>(d)] & used)) continue;
+              const uint32_t nu = used | (1u << d);
+              for (int b = a + 1; b <= K; ++b) {
+                if (!stageOk(a, b, d)) break;  // a longer stage holds the same task or pin d cannot take
+                const double w = stageUs(a, b, d);
+                const double x = t.transferUs(static_cast<DeviceId>(pd), static_cast<DeviceId>(d), X(a, b));
+                const double p = std::max({from.period, w, x});
+                const double l = from.latency + w + x;
+                Cell& cell = F(b, nu, d);
+                if (better(p, l, cell)) cell = Cell{p, l, a, static_cast<int8_t>(pd)};
+              }
+            }
+          }
+        }
       }
-      std::vector<DeviceId> dev(static_cast<size_t>(n), 0);
-      int j = K, d = d0;
-      uint32_t used = used0;
-      while (j > 0) {
-        const Cell& cell = F(j, used, d);
-        for (int i = cuts[static_cast<size_t>(cell.fromCut)]; i < cuts[static_cast<size_t>(j)]; ++i)
-          dev[static_cast<size_t>(topo[static_cast<size_t>(i)])] = static_cast<DeviceId>(d);
-        const int pd = cell.fromDev;
-        used &= ~(1u << d);
-        j = cell.fromCut;
-        d = pd;
-      }
-      if (auto st = consider(std::move(dev), std::to_string(k) + " stage(s) on distinct devices"); !st) return Error{st.message()};
-    }
+      if (o.cancelled()) return cancelledError();
 
+      // The best programme per number of stages, simulated as a stream.
+      std::vector<std::pair<int, uint32_t>> bestPerCount(static_cast<size_t>(m) + 1, {-1, 0});
+      for (uint32_t used = 1; used < masks; ++used)
+        for (int d = 0; d < m; ++d) {
+          const Cell& cell = F(K, used, d);
+          if (!(cell.period < kInf)) continue;
+          const int k = __builtin_popcount(used);
+          auto& slot = bestPerCount[static_cast<size_t>(k)];
+          if (slot.first < 0 || better(cell.period, cell.latency, F(K, slot.second, slot.first))) slot = {d, used};
+        }
+      for (int k = 1; k <= m; ++k) {
+        const auto [d0, used0] = bestPerCount[static_cast<size_t>(k)];
+        if (d0 < 0) continue;
+        if (best && (deadline.passed() || o.cancelled())) {
+          timedOut = true;
+          break;
+        }
+        std::vector<DeviceId> dev(static_cast<size_t>(n), 0);
+        int j = K, d = d0;
+        uint32_t used = used0;
+        while (j > 0) {
+          const Cell& cell = F(j, used, d);
+          for (int i = cuts[static_cast<size_t>(cell.fromCut)]; i < cuts[static_cast<size_t>(j)]; ++i)
+            dev[static_cast<size_t>(topo[static_cast<size_t>(i)])] = static_cast<DeviceId>(d);
+          const int pd = cell.fromDev;
+          used &= ~(1u << d);
+          j = cell.fromCut;
+          d = pd;
+        }
+        if (auto st = consider(std::move(dev), std::to_string(k) + " stage(s) on distinct devices" + (repair ? " (operators a stage's device cannot run beside it)" : "")); !st) return Error{st.message()};
+      }
+
+    }
     // The relaxed programme, for models the strict one cannot split (operators a device cannot run, pins
     // scattered over the model, more stages wanted than devices): stages may return to a device used
     // before, and an operator its stage's device may not run counts at its fastest allowed time (it runs
     // there, beside the stage). Its period ignores that a device's stages share it, so it is a candidate
     // for the simulator to judge, like the strict programme's.
     if (!best || !timedOut) {
-      std::vector<std::vector<double>> preR(static_cast<size_t>(m), std::vector<double>(static_cast<size_t>(n) + 1, 0.0));
-      for (DeviceId d = 0; d < m; ++d)
-        for (int i = 0; i < n; ++i) {
-          const TaskId v = topo[static_cast<size_t>(i)];
-          preR[static_cast<size_t>(d)][static_cast<size_t>(i) + 1] =
-              preR[static_cast<size_t>(d)][static_cast<size_t>(i)] + (c.allowed(t, v, d) ? t.w(v, d) : bestW[static_cast<size_t>(i)]);
-        }
       std::vector<Cell> g(static_cast<size_t>(K + 1) * static_cast<size_t>(m));
       auto G = [&](int j, int d) -> Cell& { return g[static_cast<size_t>(j) * static_cast<size_t>(m) + static_cast<size_t>(d)]; };
       auto stageR = [&](int a, int b, int d) {
