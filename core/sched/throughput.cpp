@@ -47,7 +47,7 @@ std::optional<Judged> judge(const CostTable& t, const Constraints& c, const Sche
 }
 
 /// Moves v to device d, entering d's order by topological position.
-Plan moved(const CostTable& t, const Plan& p, const std::vector<int32_t>& pos, TaskId v, DeviceId d) {
+Plan moved(const Plan& p, const std::vector<int32_t>& pos, TaskId v, DeviceId d) {
   Plan q = p;
   auto& from = q.order[static_cast<size_t>(q.device[static_cast<size_t>(v)])];
   from.erase(std::remove(from.begin(), from.end(), v), from.end());
@@ -58,7 +58,6 @@ Plan moved(const CostTable& t, const Plan& p, const std::vector<int32_t>& pos, T
   to.insert(at, v);
   q.device[static_cast<size_t>(v)] = d;
   q.blocks.clear();
-  (void)t;
   return q;
 }
 
@@ -138,7 +137,7 @@ Result<Plan> bestForThroughput(const CostTable& t, const Constraints& c, const S
         for (int32_t ei : t.outEdges[static_cast<size_t>(v)]) note(t.edges[static_cast<size_t>(ei)].dst);
         for (DeviceId d : targets) {
           ++evals;
-          auto j = judge(t, c, o, moved(t, cur.plan, pos, v, d));
+          auto j = judge(t, c, o, moved(cur.plan, pos, v, d));
           if (j && better(*j, cur)) {
             cur = std::move(*j);
             ++improvements;
