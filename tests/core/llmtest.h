@@ -5,10 +5,46 @@
 
 #include <set>
 
+#include "gen/generator.h"
 #include "ir/graph.h"
+#include "onnx/importer.h"
 #include "platform/platform.h"
 
 namespace partex::test {
+
+/// The tiny generated Llama of tst_offload and tst_llamarules: 4 layers, hidden 64 (4 heads and 4 kv heads
+/// of 16), intermediate 96, vocabulary 100, float32.
+constexpr int kLayers = 4;
+constexpr int64_t kHidden = 64, kInter = 96, kVocab = 100;
+/// One layer's own weights by hand: q, k, v, o projections hidden x hidden, gate and up hidden x
+/// intermediate, down intermediate x hidden, two RMSNorm scales of hidden; float32.
+constexpr int64_t kLayerBytes = 4 * (4 * kHidden * kHidden + 3 * kHidden * kInter + 2 * kHidden);
+/// The output slot's weights: the final norm's scale and the output matrix 64 x 100, float32.
+constexpr int64_t kOutputBytes = 4 * (kHidden + kHidden * kVocab);
+
+inline GenSpec tinyLlamaSpec(const std::string& phase, int64_t seq = 8) {
+  GenSpec s;
+  s.kind = "llama";
+  s.layers = kLayers;
+  s.hidden = kHidden;
+  s.heads = 4;
+  s.kvHeads = 4;
+  s.intermediate = kInter;
+  s.vocab = kVocab;
+  s.seqLen = seq;
+  s.phase = phase;
+  s.dtype = "float32";
+  return s;
+}
+
+/// The tiny Llama in `phase` ("prefill" or "decode"), generated and imported.
+inline Graph tinyLlama(const std::string& phase, int64_t seq = 8) {
+  auto bytes = generateModel(tinyLlamaSpec(phase, seq));
+  if (!bytes) qFatal("generate: %s", bytes.message().c_str());
+  auto g = importOnnxBytes(*bytes, "llama-" + phase + ".onnx");
+  if (!g) qFatal("import: %s", g.message().c_str());
+  return std::move(g).value();
+}
 
 /// Bytes of the distinct weights read by operators of the layers ("layers.<L>." operators) that are not
 /// a layer's own (the rotary tables and scalar constants every layer shares): counted once on every

@@ -33,31 +33,14 @@ using namespace partex;
 
 namespace {
 
-constexpr int kLayers = 4;
-constexpr int64_t kHidden = 64, kInter = 96, kVocab = 100;
+using test::kHidden;
+using test::kInter;
+using test::kLayerBytes;
+using test::kLayers;
+using test::kOutputBytes;
+using test::kVocab;
+using test::tinyLlama;
 
-Graph tinyLlama(const std::string& phase, int64_t seq = 8) {
-  GenSpec s;
-  s.kind = "llama";
-  s.layers = kLayers;
-  s.hidden = kHidden;
-  s.heads = 4;
-  s.kvHeads = 4;
-  s.intermediate = kInter;
-  s.vocab = kVocab;
-  s.seqLen = seq;
-  s.phase = phase;
-  auto bytes = generateModel(s);
-  if (!bytes) qFatal("generate: %s", bytes.message().c_str());
-  auto g = importOnnxBytes(*bytes, "llama-" + phase + ".onnx");
-  if (!g) qFatal("import: %s", g.message().c_str());
-  return std::move(g).value();
-}
-
-/// A layer's own weights by hand: q, k, v, o 64 x 64, gate and up 64 x 96, down 96 x 64, two norms; float32.
-constexpr int64_t kLayerBytes = 4 * (4 * kHidden * kHidden + 3 * kHidden * kInter + 2 * kHidden);
-/// The output slot: the final norm's scale and the output matrix 64 x 100.
-constexpr int64_t kOutputBytes = 4 * (kHidden + kHidden * kVocab);
 /// Decode's cache per layer: key and value, 4 heads x 8 positions x 16, float32.
 constexpr int64_t kCacheBytes = 2 * 4 * 8 * 16 * 4;
 

@@ -27,37 +27,14 @@ using namespace partex;
 
 namespace {
 
-constexpr int kLayers = 4;
-constexpr int64_t kHidden = 64, kInter = 96, kVocab = 100;
+using test::kHidden;
+using test::kInter;
+using test::kLayerBytes;
+using test::kLayers;
+using test::kOutputBytes;
+using test::kVocab;
 
-GenSpec tiny(const std::string& phase) {
-  GenSpec s;
-  s.kind = "llama";
-  s.layers = kLayers;
-  s.hidden = kHidden;
-  s.heads = 4;
-  s.kvHeads = 4;
-  s.intermediate = kInter;
-  s.vocab = kVocab;
-  s.seqLen = 8;
-  s.phase = phase;
-  s.dtype = "float32";
-  return s;
-}
-
-Graph importTiny(const std::string& phase) {
-  auto bytes = generateModel(tiny(phase));
-  if (!bytes) qFatal("generate: %s", bytes.message().c_str());
-  auto g = importOnnxBytes(*bytes, "llama-" + phase + ".onnx");
-  if (!g) qFatal("import: %s", g.message().c_str());
-  return std::move(g).value();
-}
-
-/// One layer's own weights by hand: q, k, v, o projections hidden x hidden (4 kv heads of 16), gate and
-/// up hidden x intermediate, down intermediate x hidden, two RMSNorm scales of hidden; float32.
-constexpr int64_t kLayerBytes = 4 * (4 * kHidden * kHidden + 3 * kHidden * kInter + 2 * kHidden);
-/// The output slot's weights: the final norm's scale and the output matrix 64 x 100, float32.
-constexpr int64_t kOutputBytes = 4 * (kHidden + kHidden * kVocab);
+using test::tinyLlama;
 
 Plan ngl(const CostTable& t, int n) { return nglPlan(t, {}, llamaTensors(t), n, 1); }
 
@@ -116,7 +93,7 @@ class TstOffload : public QObject {
   }
   void largestFittingK() {
     QFETCH(QString, phase);
-    const Graph g = importTiny(phase.toStdString());
+    const Graph g = tinyLlama(phase.toStdString());
     // The hand count of a layer's weights holds for every layer.
     for (int L = 0; L < kLayers; ++L) QCOMPARE(layerWeightBytes(g, L), kLayerBytes);
     const int64_t shared = test::sharedLayerConstants(g);
@@ -202,7 +179,7 @@ class TstOffload : public QObject {
   void bestKAndBest_data() { largestFittingK_data(); }
   void bestKAndBest() {
     QFETCH(QString, phase);
-    const Graph g = importTiny(phase.toStdString());
+    const Graph g = tinyLlama(phase.toStdString());
     const int64_t cap = test::sharedLayerConstants(g) + kOutputBytes + 2 * kLayerBytes + kLayerBytes / 2;
     auto t = buildCostTable(g, characteriseAll(g), test::withGpuBytes(cap));
     QVERIFY(t);
@@ -296,7 +273,7 @@ class TstOffload : public QObject {
   }
 
   void explanation() {
-    const Graph g = importTiny("decode");
+    const Graph g = tinyLlama("decode");
     const int64_t cap = test::sharedLayerConstants(g) + kOutputBytes + 2 * kLayerBytes + kLayerBytes / 2;
     auto t = buildCostTable(g, characteriseAll(g), test::withGpuBytes(cap));
     QVERIFY(t);
@@ -341,7 +318,7 @@ class TstOffload : public QObject {
     QVERIFY2(err.contains("has no layer names"), err.constData());
     QVERIFY2(!err.contains('\n'), err.constData());
     // A language model on a GPU with room for two layers: compare shows the split and why best wins.
-    const Graph g = importTiny("decode");
+    const Graph g = tinyLlama("decode");
     const int64_t cap = test::sharedLayerConstants(g) + kOutputBytes + 2 * kLayerBytes + kLayerBytes / 2;
     auto preset = loadPreset("desktop-rtx4070");
     QVERIFY(preset);
