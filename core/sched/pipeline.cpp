@@ -138,6 +138,7 @@ class Pipeline final : public Scheduler {
             preR[static_cast<size_t>(d)][static_cast<size_t>(i)] + (c.allowed(t, v, d) ? t.w(v, d) : bestW[static_cast<size_t>(i)]);
       }
     bool timedOut = false;
+    StreamJudge stream(t, {}, o.sim);  // one unrolled table per in-flight bound, for every candidate
     std::optional<Plan> best;
     double bestPeriod = kInf, bestLatency = kInf;
     bool bestMeetsBound = false;
@@ -161,7 +162,7 @@ class Pipeline final : public Scheduler {
       plan.device = dev;
       plan.order.assign(static_cast<size_t>(m), {});
       for (TaskId v : topo) plan.order[static_cast<size_t>(dev[static_cast<size_t>(v)])].push_back(v);
-      auto s = simulateStream(t, plan, {}, o.sim);
+      auto s = stream.run(plan);
       if (!s) return Error{"pipeline: " + s.message()};
       const bool meets = o.latencyBoundUs <= 0 || s->latencyUs <= o.latencyBoundUs;
       const bool take = !best || (meets && !bestMeetsBound) ||

@@ -33,9 +33,9 @@ bool better(const Judged& a, const Judged& b) {
   return a.period <= b.period + 1e-9 && a.latency < b.latency - 1e-9;
 }
 
-std::optional<Judged> judge(const CostTable& t, const Constraints& c, const SchedOptions& o, Plan p) {
+std::optional<Judged> judge(StreamJudge& stream, const CostTable& t, const Constraints& c, const SchedOptions& o, Plan p) {
   if (!respectsConstraints(t, c, p)) return std::nullopt;
-  auto s = simulateStream(t, p, {}, o.sim);
+  auto s = stream.run(p);
   if (!s) return std::nullopt;
   Judged j;
   j.period = s->periodUs;
@@ -71,6 +71,7 @@ std::string fmtUs(double x) {
 
 Result<Plan> bestForThroughput(const CostTable& t, const Constraints& c, const SchedOptions& o, SchedInfo* info) {
   const Deadline deadline = o.startDeadline(10.0);
+  StreamJudge stream(t, {}, o.sim);  // its unrolled tables serve every plan judged below
   const double total = deadline.never() ? 10.0 : std::max(0.0, deadline.leftSec());
   std::vector<std::pair<std::string, Judged>> candidates;
   std::vector<std::string> skipped;
@@ -79,7 +80,7 @@ Result<Plan> bestForThroughput(const CostTable& t, const Constraints& c, const S
       skipped.push_back(name + " (" + p.message() + ")");
       return;
     }
-    auto j = judge(t, c, o, std::move(p).value());
+    auto j = judge(stream, t, c, o, std::move(p).value());
     if (!j) {
       skipped.push_back(name + " (its plan breaks the constraints or does not simulate)");
       return;
@@ -137,7 +138,7 @@ Result<Plan> bestForThroughput(const CostTable& t, const Constraints& c, const S
         for (int32_t ei : t.outEdges[static_cast<size_t>(v)]) note(t.edges[static_cast<size_t>(ei)].dst);
         for (DeviceId d : targets) {
           ++evals;
-          auto j = judge(t, c, o, moved(cur.plan, pos, v, d));
+          auto j = judge(stream, t, c, o, moved(cur.plan, pos, v, d));
           if (j && better(*j, cur)) {
             cur = std::move(*j);
             ++improvements;

@@ -152,6 +152,15 @@ Plan unrollPlan(const CostTable& t, const Plan& p, int copies) {
 }
 
 Result<StreamResult> simulateStream(const CostTable& t, const Plan& plan, const StreamOptions& o, const SimOptions& sim) {
+  return StreamJudge(t, o, sim).run(plan);
+}
+
+StreamJudge::StreamJudge(const CostTable& t, StreamOptions o, SimOptions sim) : t_(t), o_(o), sim_(sim) {}
+
+Result<StreamResult> StreamJudge::run(const Plan& plan) {
+  const CostTable& t = t_;
+  const StreamOptions& o = o_;
+  const SimOptions& sim = sim_;
   if (auto st = checkPlanShape(t, plan); !st) return Error{st.message()};
   StreamResult r;
   const int n = t.numTasks();
@@ -171,7 +180,10 @@ Result<StreamResult> simulateStream(const CostTable& t, const Plan& plan, const 
     }
   if (n == 0) return r;
 
-  const CostTable u = unrollStream(t, r.inferences, r.inFlight);
+  auto key = std::make_pair(r.inferences, r.inFlight);
+  auto it = unrolled_.find(key);
+  if (it == unrolled_.end()) it = unrolled_.emplace(key, unrollStream(t, r.inferences, r.inFlight)).first;
+  const CostTable& u = it->second;
   const Plan up = unrollPlan(t, plan, r.inferences);
   auto tl = simulate(u, up, sim);
   if (!tl) return Error{tl.message()};

@@ -15,6 +15,8 @@
 /// inFlight to the first of inference t), the plan's device orders concatenated copy after copy, and
 /// the result simulated by simulate() under every rule it applies (links, exclusive devices, memory).
 
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "cost/costtable.h"
@@ -70,6 +72,21 @@ Plan unrollPlan(const CostTable& t, const Plan& p, int copies);
 /// Simulates a stream of inferences through `plan`. Errors as simulate()'s.
 Result<StreamResult> simulateStream(const CostTable& t, const Plan& plan, const StreamOptions& o = {},
                                     const SimOptions& sim = {});
+
+/// simulateStream for many plans of one table (the throughput search judges thousands): the unrolled
+/// table depends on the table, the number of inferences and the in-flight bound, not on the plan, so it
+/// is built once per (inferences, in-flight) pair and kept. `t` must outlive the judge.
+class StreamJudge {
+ public:
+  explicit StreamJudge(const CostTable& t, StreamOptions o = {}, SimOptions sim = {});
+  Result<StreamResult> run(const Plan& plan);
+
+ private:
+  const CostTable& t_;
+  StreamOptions o_;
+  SimOptions sim_;
+  std::map<std::pair<int, int>, CostTable> unrolled_;
+};
 
 /// The number of distinct devices `plan` puts tasks on.
 int devicesUsed(const CostTable& t, const Plan& plan);
