@@ -209,6 +209,8 @@ class CpuKernel final : public Kernel {
   bool keepsCopy(size_t i) const override { return op_->keepsCopy(i); }
   void releaseCaches() override { op_->releaseCaches(); }
   bool mayWriteOtherLayout() const override { return op_->nhwcOut; }
+  void writeRowMajor() override { op_->nhwcOut = false; }
+  bool readsOtherLayout() const override { return true; }
 
  private:
   std::unique_ptr<OpKernel> op_;

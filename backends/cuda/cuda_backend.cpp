@@ -88,7 +88,9 @@ class CudaKernel final : public Kernel {
       if (weight && uploaded_.count(v)) continue;
       auto it = given.find(v);
       if (it == given.end()) return makeError("node '", name, "': input '", g_->values[static_cast<size_t>(v)].name, "' not given");
-      if (auto st = copyIn(ctx, v, *it->second); !st) return makeError("node '", name, "': ", st.message());
+      // An activation's copy is only enqueued (the kernel follows it on the same stream, and the run
+      // waits once at its end), each through a staging buffer of its own; a weight's is waited for.
+      if (auto st = copyIn(ctx, v, *it->second, !weight); !st) return makeError("node '", name, "': ", st.message());
       if (weight) uploaded_.insert(v);
     }
     cudaEvent_t e0 = events_[0], e1 = events_[1];
@@ -173,12 +175,13 @@ class CudaKernel final : public Kernel {
     d.ptr = bufs_[static_cast<size_t>(v)].get();
     return {};
   }
-  Status copyIn(Context& ctx, ValueId v, const Tensor& t) {
+  Status copyIn(Context& ctx, ValueId v, const Tensor& t, bool activation) {
     const DevTensor& d = values_[static_cast<size_t>(v)];
     if (t.dtype() != d.dtype || t.numElements() != d.numel())
       return makeError("input '", g_->values[static_cast<size_t>(v)].name, "': got ", t.describe(), ", expected ",
                        dtypeName(d.dtype), shapeString(d.shape));
-    return uploadTensor(ctx, staging_, t, d);
+    if (!activation) return uploadTensor(ctx, staging_, t, d);
+    return uploadTensor(ctx, stagingIn_[v], t, d, /*wait=*/false);
   }
 
   const Graph* g_;
@@ -191,7 +194,8 @@ class CudaKernel final : public Kernel {
   std::map<size_t, std::pair<CudaKernel*, size_t>> links_;  ///< input index -> (producer, its output)
   std::vector<bool> hostOutput_;                            ///< per output: copy it back (default yes)
   std::vector<Tensor> plain_;
-  PinnedBuffer staging_;
+  PinnedBuffer staging_;                    ///< weights in, outputs out (each copy waited for)
+  std::map<ValueId, PinnedBuffer> stagingIn_;  ///< per activation input: copies in flight together
   cudaEvent_t events_[2] = {nullptr, nullptr};
   double lastUs_ = -1;
   CapturedGraph graph_;                  ///< the chain's launches, from the second run on

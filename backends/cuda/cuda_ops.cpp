@@ -27,19 +27,13 @@ int64_t DevTensor::numel() const {
 
 int64_t DevTensor::bytes() const { return numel() * tensorElementSize(dtype); }
 
-Status uploadTensor(Context& ctx, PinnedBuffer& staging, const Tensor& t, const DevTensor& d) {
-  Tensor plain;
-  const Tensor* src = &t;
-  if (t.nhwc()) {
-    if (auto st = t.toPlain(plain); !st) return st;
-    src = &plain;
-  }
-  const auto bytes = static_cast<size_t>(src->bytes());
+Status uploadTensor(Context& ctx, PinnedBuffer& staging, const Tensor& t, const DevTensor& d, bool wait) {
+  const auto bytes = static_cast<size_t>(t.bytes());
   if (auto st = staging.ensure(bytes); !st) return st;
-  std::memcpy(staging.get(), src->raw(), bytes);
+  t.writePlain(staging.get());
   if (auto st = check(cudaMemcpyAsync(d.ptr, staging.get(), bytes, cudaMemcpyHostToDevice, ctx.stream()), "input copy"); !st)
     return st;
-  return check(cudaStreamSynchronize(ctx.stream()), "input copy");
+  return wait ? check(cudaStreamSynchronize(ctx.stream()), "input copy") : Status{};
 }
 
 Status downloadTensor(Context& ctx, PinnedBuffer& staging, const DevTensor& d, Tensor& out) {

@@ -27,9 +27,11 @@ struct DevTensor {
   float* f32() const { return static_cast<float*>(ptr); }
 };
 
-/// Copies host tensor `t` (a channels-last one as row-major) into `d` through the pinned buffer
-/// `staging`, and waits for the copy. The caller has checked that the sizes match.
-Status uploadTensor(Context& ctx, PinnedBuffer& staging, const Tensor& t, const DevTensor& d);
+/// Copies host tensor `t` (a channels-last one transposed to row-major on the way, straight into the
+/// pinned buffer `staging`) into `d`, and waits for the copy unless `wait` is false: then the copy is
+/// only enqueued on ctx.stream() and `staging` must stay untouched until the stream has been waited for
+/// (one staging buffer per tensor in flight). The caller has checked that the sizes match.
+Status uploadTensor(Context& ctx, PinnedBuffer& staging, const Tensor& t, const DevTensor& d, bool wait = true);
 /// Copies `d` into `out` (made of d's dtype and shape) through `staging`, and waits for the copy.
 Status downloadTensor(Context& ctx, PinnedBuffer& staging, const DevTensor& d, Tensor& out);
 

@@ -55,6 +55,13 @@ class Kernel {
   /// Whether the kernel may leave its outputs in a layout other than row-major (Tensor::Layout): a
   /// runtime then does not plan to have it write into a row-major slice of another tensor.
   virtual bool mayWriteOtherLayout() const { return false; }
+  /// Asks a kernel that may write another layout to write its outputs row-major from its first run on,
+  /// because a reader cannot take that layout as it is (a kernel of an accelerator, which would convert
+  /// it on its host thread at every run). Called before the first run only.
+  virtual void writeRowMajor() {}
+  /// Whether the kernel reads an input in another layout (Tensor::Layout) without help: the CPU's
+  /// kernels do (converting where needed, as their profile measured); an accelerator's copy does not.
+  virtual bool readsOtherLayout() const { return false; }
   /// For a kernel on an accelerator: the device time of the last run() in microseconds, measured on
   /// the device (CUDA events around the kernels, host-device copies excluded); -1 for kernels whose
   /// time is the host's wall time of run() (the CPU's).

@@ -199,15 +199,20 @@ Status Tensor::copyFrom(const Tensor& o) {
 
 Status Tensor::toPlain(Tensor& out) const {
   if (auto s = out.ensure(dtype_, shape_); !s) return s;
+  writePlain(out.raw());
+  return Status::ok();
+}
+
+void Tensor::writePlain(void* dstRaw) const {
   if (layout_ == Layout::Plain) {
-    if (bytes() > 0) std::memcpy(out.raw(), raw(), static_cast<size_t>(bytes()));
-    return Status::ok();
+    if (bytes() > 0) std::memcpy(dstRaw, raw(), static_cast<size_t>(bytes()));
+    return;
   }
   const int64_t N = shape_[0], C = shape_[1];
   int64_t S = 1;
   for (size_t i = 2; i < shape_.size(); ++i) S *= shape_[i];
   const float* src = static_cast<const float*>(raw());
-  float* dst = static_cast<float*>(out.raw());
+  float* dst = static_cast<float*>(dstRaw);
   // Transposes [S][C] to [C][S] per image, in tiles that stay in the cache.
   constexpr int64_t kTile = 32;
   for (int64_t n = 0; n < N; ++n) {
@@ -220,7 +225,6 @@ Status Tensor::toPlain(Tensor& out) const {
           for (int64_t i = s0; i < s1; ++i) b[c * S + i] = a[i * C + c];
       }
   }
-  return Status::ok();
 }
 
 Status Tensor::reshape(std::vector<int64_t> shape) {

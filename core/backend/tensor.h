@@ -107,6 +107,10 @@ class Tensor {
   Status ensureNhwc(const std::vector<int64_t>& shape, int64_t maxBytes = kDefaultMaxBytes);
   /// The same values in `out`, row-major (a copy of the storage for a plain tensor).
   Status toPlain(Tensor& out) const;
+  /// The same values written row-major into `dst` (bytes() of it; a transposition of a channels-last
+  /// tensor, a copy of a plain one): toPlain without a tensor of its own, e.g. straight into a pinned
+  /// staging buffer.
+  void writePlain(void* dst) const;
   /// Makes this tensor a copy of `o` (dtype, shape, layout, values) in its own storage, which is kept
   /// when large enough: unlike `*this = o`, a kernel's output storage stays the executor's.
   Status copyFrom(const Tensor& o);

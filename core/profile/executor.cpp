@@ -133,6 +133,21 @@ class Prepared {
     };
     std::vector<char> hostNeeded(g_.values.size(), 0);
     for (size_t v = 0; v < g_.values.size(); ++v) hostNeeded[v] = g_.values[v].isGraphOutput;
+    // A kernel that would write channels-last for a reader that cannot read it as it is (an
+    // accelerator's, which would transpose it on its host thread at every run) writes row-major.
+    for (size_t op = 0; op < n; ++op) {
+      if (!kernels_[op]) continue;
+      const int gi = fusedInto_[op] >= 0 ? groupIndexOf(static_cast<OpId>(op)) : -1;
+      const std::vector<ValueId>& ins = gi >= 0 ? groups_[static_cast<size_t>(gi)].inputs : g_.nodes[op].inputs;
+      if (kernels_[op]->readsOtherLayout()) continue;
+      for (ValueId v : ins) {
+        OpId p = kNone;
+        size_t k = 0;
+        if (v >= 0 && slotOf(v, p, k) && kernels_[static_cast<size_t>(p)] &&
+            kernels_[static_cast<size_t>(p)]->mayWriteOtherLayout())
+          kernels_[static_cast<size_t>(p)]->writeRowMajor();
+      }
+    }
     for (size_t op = 0; op < n; ++op) {
       if (!kernels_[op]) continue;
       const int gi = fusedInto_[op] >= 0 ? groupIndexOf(static_cast<OpId>(op)) : -1;

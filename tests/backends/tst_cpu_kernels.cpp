@@ -2,6 +2,7 @@
 // shapes, dtypes, devices and unsupported operators, and kernels on core0 and core1 running at the same
 // time from two threads with correct results (checked against plain reference loops in this file).
 
+#include <cstring>
 #include <QtTest>
 
 #include <pthread.h>
@@ -484,6 +485,35 @@ class TestCpuKernels : public QObject {
     QVERIFY(nhwc.borrow(DType::Float32, {1, 1, 1, 2}, base + 6, 16).isOk());
     QVERIFY(nhwc.ensureNhwc({1, 1, 1, 2}).isOk());  // channels-last never lands in a plain slice
     QVERIFY(!nhwc.borrowed());
+  }
+
+  /// writePlain (the CUDA backend's upload path) transposes a channels-last tensor into row-major
+  /// memory of the caller's: element [n][c][h][w] of a [2,3,2,5] tensor lands at ((n*3+c)*2+h)*5+w.
+  void writePlainTransposes() {
+    const std::vector<int64_t> shape{2, 3, 2, 5};  // N, C, H, W: C*HW = 30 per image
+    Tensor t;
+    QVERIFY(t.ensureNhwc(shape).isOk());
+    float* st = static_cast<float*>(t.raw());
+    // Stored [n][h][w][c]: value 1000n + 100c + 10h + w at its channels-last position.
+    for (int n = 0; n < 2; ++n)
+      for (int h = 0; h < 2; ++h)
+        for (int w = 0; w < 5; ++w)
+          for (int c = 0; c < 3; ++c) st[((n * 2 + h) * 5 + w) * 3 + c] = static_cast<float>(1000 * n + 100 * c + 10 * h + w);
+    std::vector<float> out(60, -1.0f);
+    t.writePlain(out.data());
+    for (int n = 0; n < 2; ++n)
+      for (int c = 0; c < 3; ++c)
+        for (int h = 0; h < 2; ++h)
+          for (int w = 0; w < 5; ++w)
+            QCOMPARE(out[static_cast<size_t>(((n * 3 + c) * 2 + h) * 5 + w)], static_cast<float>(1000 * n + 100 * c + 10 * h + w));
+    Tensor plain;
+    QVERIFY(t.toPlain(plain).isOk());
+    QVERIFY(!plain.nhwc());
+    QCOMPARE(std::memcmp(plain.raw(), out.data(), 60 * sizeof(float)), 0);
+    // A plain tensor is copied as it is.
+    std::vector<float> again(60, -1.0f);
+    plain.writePlain(again.data());
+    QCOMPARE(std::memcmp(again.data(), out.data(), 60 * sizeof(float)), 0);
   }
 };
 

@@ -5,7 +5,8 @@
 // (Kernel::linkInput) and have each of them copy back exactly the outputs the host reads (a consumer on
 // the CPU, a model output): host copies per run = the tensors the plan moves from acc to the CPU plus the
 // model outputs acc produces; uploads = the activations it moves from the CPU to acc. Outputs must equal
-// the single-device reference's. An accelerator whose lane is pinned to a CPU (as the CUDA backend's, to
+// the single-device reference's, and every upload row-major (the CPU's kernels write so what an
+// accelerator reads). An accelerator whose lane is pinned to a CPU (as the CUDA backend's, to
 // acceleratorHostCpu()) runs every kernel on that CPU, beside the CPU devices that share it.
 
 #include <QtTest>
@@ -32,6 +33,7 @@ using namespace partex;
 namespace {
 
 std::atomic<int> gHostCopies{0}, gUploads{0}, gRuns{0};
+std::atomic<int> gChannelsLastUploads{0};  ///< uploads of a host tensor that is not row-major
 std::atomic<int> gLaneCpu{-1};      ///< The CPU the accelerator's kernels must run on (-1: any).
 std::atomic<int> gOffLaneRuns{0};   ///< Kernel runs on another CPU than gLaneCpu.
 
@@ -51,6 +53,7 @@ class AccKernel final : public Kernel {
         if (eff[i]->empty()) return makeError("linked input ", std::to_string(i), " read before its producer ran");
       } else if (in[i] && inputs_[i] >= 0 && !g_.values[static_cast<size_t>(inputs_[i])].isWeight) {
         ++gUploads;
+        if (in[i]->nhwc()) ++gChannelsLastUploads;
       }
     }
     if (auto st = inner_->run(eff, dev_); !st) return st;
@@ -246,7 +249,7 @@ class TestExecutorDevices : public QObject {
     o.reps = 1;
     o.maxDiscarded = 0;
     o.minCpuShare = 0;
-    gHostCopies = 0, gUploads = 0, gRuns = 0;
+    gHostCopies = 0, gUploads = 0, gRuns = 0, gChannelsLastUploads = 0;
     auto r = executePlan(*g, *both, *t, plan, o);
     QVERIFY2(r.isOk(), r.message().c_str());
     QVERIFY(r->outputsChecked);
@@ -259,6 +262,9 @@ class TestExecutorDevices : public QObject {
     QVERIFY(runs >= 1);
     QCOMPARE(gHostCopies.load(), expectHost * runs);
     QCOMPARE(gUploads.load(), expectUp * runs);
+    // The CPU's kernels write row-major what the accelerator reads (Kernel::writeRowMajor): its lane
+    // never transposes a channels-last tensor on the way in.
+    QCOMPARE(gChannelsLastUploads.load(), 0);
     if (split == 2) QCOMPARE(expectHost, static_cast<int>(g->outputs.size()));
     qInfo("%d operators on acc; per run %d copies back, %d uploads", accOps, expectHost, expectUp);
   }
