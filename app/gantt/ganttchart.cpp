@@ -66,8 +66,15 @@ void GanttChart::setTimeline(const partex::CostTable* t, const partex::Timeline&
     fused_.clear();
   }
   colors_ = deviceColors;
+  stream_ = {};
   relayout();
   setSelectedTasks({});  // the tasks of another timeline: the caller selects again
+}
+
+void GanttChart::setStream(const StreamMarks& s) {
+  stream_ = s;
+  if (stream_.tasksPerInference < 0 || !std::isfinite(stream_.periodUs) || !std::isfinite(stream_.periodStartUs)) stream_ = {};
+  relayout();  // the bottleneck's row label is wider
 }
 
 void GanttChart::setPreview(const partex::Timeline* tl, const std::vector<partex::FusedKernel>& fused) {
@@ -115,6 +122,9 @@ void GanttChart::relayout() {
   }
   const QFontMetrics fm(pixelFont(font_, kLabelFontPx, true));
   int w = 0;
+  if (stream_.tasksPerInference > 0 && stream_.bottleneckDevice >= 0)
+    for (auto& r : rows_)
+      if (r.kind == GanttRowKind::Device && r.device == stream_.bottleneckDevice) r.label += tr(" (bottleneck)");
   for (const auto& r : rows_) w = std::max(w, fm.horizontalAdvance(r.label));
   labelWidth_ = std::max({70, w + 34, minLabelWidth_});
 }
@@ -148,6 +158,14 @@ QString GanttChart::makespanText() const {
   const double m = shownMakespan();
   QString s;
   if (!title_.isEmpty()) s += title_ + QStringLiteral(": ");
+  if (stream_.tasksPerInference > 0 && !preview_) {
+    s += tr("stream of %1: period %2 (%3/s), latency %4")
+             .arg(stream_.inferences)
+             .arg(TimeScale::formatDuration(stream_.periodUs))
+             .arg(stream_.periodUs > 0 ? 1e6 / stream_.periodUs : 0.0, 0, 'f', 1)
+             .arg(TimeScale::formatDuration(stream_.latencyUs));
+    return s;
+  }
   s += (preview_ ? tr("preview makespan ") : tr("makespan ")) + TimeScale::formatDuration(m);
   QStringList deltas;
   if (preview_ && tl_.makespan > 0) deltas << percentChange(m, tl_.makespan) + tr(" vs current");
@@ -302,10 +320,15 @@ void GanttChart::paintRowBars(QPainter& p, const Frame& f, const TimeScale& sc, 
   const double t0 = sc.timeAt(0), t1 = sc.timeAt(f.plotWidth);
   const int alpha = ghost ? 70 : 255;
   const QColor rowColor = r.kind == GanttRowKind::Device ? deviceColorOf(r.device) : QColor();
+  // A stream's odd inferences: lighter, and hatched where a bar is wide enough to show it.
+  auto oddInference = [&](const GanttBar& b) {
+    return b.kind == GanttBarKind::Task && stream_.tasksPerInference > 0 && inferenceOf(b.index) % 2 == 1;
+  };
   auto colorOf = [&](const GanttBar& b) {
     QColor c = b.kind == GanttBarKind::Task
                    ? rowColor
                    : deviceColorOf(tl.transfers[static_cast<size_t>(b.index)].from).lighter(125);
+    if (oddInference(b)) c = c.lighter(145);
     c.setAlpha(alpha);
     return c;
   };
@@ -335,6 +358,7 @@ void GanttChart::paintRowBars(QPainter& p, const Frame& f, const TimeScale& sc, 
       const QRectF rect(x0, top, x1 - x0, h);
       p.fillRect(rect, c);
       ++lastMarks_;
+      if (oddInference(b) && !ghost) p.fillRect(rect, QBrush(c.darker(130), Qt::BDiagPattern));
       if (ghost || x1 - x0 < 6) continue;
       p.setPen(QPen(c.darker(160), 0));
       p.setBrush(Qt::NoBrush);
@@ -457,6 +481,28 @@ void GanttChart::paint(QPainter& p, const Frame& f, const TimeScale& sc, const Q
     p.setPen(QPen(c, 1.5, style));
     p.drawLine(QPointF(x, f.rowsTop - 8), QPointF(x, rowsBottom));
   };
+  // A stream's steady-state period: two dashed lines and its length between them, over the rows.
+  if (stream_.tasksPerInference > 0 && stream_.periodUs > 0 && !preview_) {
+    const QColor periodInk(0x1F, 0x5F, 0xAF);
+    const double xa = f.plotLeft + sc.xAt(stream_.periodStartUs);
+    const double xb = f.plotLeft + sc.xAt(stream_.periodStartUs + stream_.periodUs);
+    p.setPen(QPen(periodInk, 1.5, Qt::DashLine));
+    for (double x : {xa, xb})
+      if (x >= f.plotLeft && x <= right) p.drawLine(QPointF(x, f.rowsTop - 8), QPointF(x, rowsBottom));
+    if (xb > f.plotLeft && xa < right) {
+      p.setFont(pixelFont(font_, kLabelFontPx, true));
+      p.setPen(periodInk);
+      // Above the rows, on a white ground over the axis' ticks, starting at the period's first line.
+      const QString text = tr("period %1").arg(TimeScale::formatDuration(stream_.periodUs));
+      const QFontMetrics fm(p.font());
+      const double w = fm.horizontalAdvance(text) + 8, h = fm.height();
+      const double l = std::clamp(xa, f.plotLeft, std::max(f.plotLeft, right - w));
+      const QRectF box(l, f.rowsTop - kAxisH, w, h);
+      p.fillRect(box, Qt::white);
+      p.drawText(box, Qt::AlignCenter, text);
+    }
+    return;  // a stream has no single makespan to mark
+  }
   if (referenceUs_ > 0) marker(referenceUs_, muted, Qt::DotLine);
   if (preview_) marker(tl_.makespan, muted, Qt::DashLine);
   marker(shownMakespan(), QColor(0xC0, 0x39, 0x2B), Qt::SolidLine);

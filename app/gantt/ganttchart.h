@@ -52,6 +52,25 @@ class GanttChart {
   /// outlive the chart or the next call; null clears. Clears the preview and the selection.
   void setTimeline(const partex::CostTable* t, const partex::Timeline& tl, const std::vector<QColor>& deviceColors,
                    const std::vector<partex::FusedKernel>& fused = {});
+  /// A stream of inferences through one plan (sim/stream.h), shown after setTimeline() of the stream's
+  /// unrolled table and timeline: task v of inference i is v + i * tasksPerInference.
+  struct StreamMarks {
+    int tasksPerInference = 0;  ///< 0: no stream (what setTimeline() resets to).
+    int inferences = 0;
+    double periodStartUs = 0;  ///< The steady-state period marked: [start, start + period).
+    double periodUs = 0;
+    double latencyUs = 0;       ///< Median latency of an inference in the steady state.
+    int bottleneckDevice = -1;  ///< The device busiest per inference, marked on its row; -1: none.
+  };
+  /// Marks the timeline shown as a stream: bars of odd inferences lighter with a diagonal hatch, so
+  /// that successive inferences are told apart on every row; the steady-state period between two
+  /// dashed lines; the bottleneck device's row labelled so; the header its period, rate and latency.
+  void setStream(const StreamMarks& s);
+  const StreamMarks& stream() const { return stream_; }
+  /// The inference a task bar of the shown timeline belongs to (0 when no stream is shown).
+  int inferenceOf(int task) const {
+    return stream_.tasksPerInference > 0 && task >= 0 ? task / stream_.tasksPerInference : 0;
+  }
   /// While set, `tl` is drawn solid over ghosts of the current timeline; nullptr clears. Copied.
   void setPreview(const partex::Timeline* tl, const std::vector<partex::FusedKernel>& fused = {});
   void setReferenceMakespan(double us);
@@ -127,6 +146,7 @@ class GanttChart {
   std::optional<partex::Timeline> preview_;
   std::vector<partex::FusedKernel> previewFused_;
   std::vector<QColor> colors_;
+  StreamMarks stream_;
   std::vector<GanttRow> rows_;
   GanttBars bars_;
   GanttBars previewBars_;

@@ -40,6 +40,12 @@ void GanttView::setPreview(const partex::Timeline* tl, const std::vector<partex:
   update();
 }
 
+void GanttView::setStream(const GanttChart::StreamMarks& s) {
+  chart_.setStream(s);
+  chartChanged();
+  update();
+}
+
 void GanttView::setReferenceMakespan(double us) {
   chart_.setReferenceMakespan(us);
   update();

@@ -38,6 +38,8 @@ class GanttView : public QWidget {
   /// While set, draws `tl` solid (with its fused kernels `fused`) over ghosts of the current
   /// timeline, with its makespan and its change against the current one; nullptr clears. Copied.
   void setPreview(const partex::Timeline* tl, const std::vector<partex::FusedKernel>& fused = {});
+  /// Marks the timeline shown (set just before) as a stream of inferences (GanttChart::setStream).
+  void setStream(const GanttChart::StreamMarks& s);
   /// A makespan to compare against, e.g. the HEFT plan's (<= 0: none).
   void setReferenceMakespan(double us);
   /// What the reference is, as in "-12.3% vs HEFT plan" (default "reference").

@@ -33,7 +33,7 @@ void setIdentity() {
 
 /// The command line's options, also built for --help without a display.
 struct Options {
-  QCommandLineOption dim, shot, platform, algo, select, profile, critical, compare;
+  QCommandLineOption dim, shot, platform, algo, select, profile, critical, compare, stream;
 };
 
 Options addOptions(QCommandLineParser& parser) {
@@ -67,6 +67,9 @@ Options addOptions(QCommandLineParser& parser) {
   parser.addOption(compareOpt);
   parser.addOption(selectOpt);
   parser.addOption(criticalOpt);
+  const QCommandLineOption streamOpt(QStringLiteral("stream"),
+                                     QStringLiteral("Show the Gantt chart as a stream of inferences through the plan."));
+  parser.addOption(streamOpt);
   parser.addOption(dimOpt);
   parser.addOption(shotOpt);
   parser.addOption(platOpt);
@@ -74,7 +77,7 @@ Options addOptions(QCommandLineParser& parser) {
   parser.addPositionalArgument(
       QStringLiteral("model"),
       QStringLiteral("ONNX model, project (.partex) or task graph (Partex, SAGA or WfCommons JSON) to open"));
-  return {dimOpt, shotOpt, platOpt, algoOpt, selectOpt, profileOpt, criticalOpt, compareOpt};
+  return {dimOpt, shotOpt, platOpt, algoOpt, selectOpt, profileOpt, criticalOpt, compareOpt, streamOpt};
 }
 
 bool wantsHelpOrVersion(const std::vector<char*>& args) {
@@ -167,6 +170,7 @@ int main(int argc, char** argv) {
   partex::gui::MainWindow w;
   if (!devicePlatform.isEmpty()) w.setPlatform(devicePlatform);
   if (parser.isSet(criticalOpt)) w.setShowCriticalPath(true);
+  if (parser.isSet(o.stream)) w.setShowStream(true);
   const QString shot = parser.value(shotOpt);
   // Profiles go on first: the scheduler, the comparison and the screenshot below see measured costs.
   const QStringList profiles = parser.values(profileOpt);

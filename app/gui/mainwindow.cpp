@@ -26,6 +26,7 @@
 #include <QTableView>
 #include <QTextBrowser>
 #include <QTimer>
+#include <QToolButton>
 #include <QUndoStack>
 #include <QVBoxLayout>
 
@@ -41,6 +42,7 @@
 #include "gui/inspector.h"
 #include "gui/platformeditor.h"
 #include "gui/teachpanel.h"
+#include "sim/stream.h"
 #include "support/strings.h"
 
 namespace partex::gui {
@@ -171,6 +173,10 @@ void MainWindow::setPlatform(const QString& nameOrPath) {
 
 void MainWindow::setShowCriticalPath(bool on) {
   criticalAction_->setChecked(on);
+}
+
+void MainWindow::setShowStream(bool on) {
+  if (streamToggle_) streamToggle_->setChecked(on);
 }
 
 void MainWindow::runScheduler(const QString& algorithm, bool respectPins) {
@@ -307,6 +313,8 @@ void MainWindow::adoptCostTable() {
   // selectionChanged or planChanged follows at once.
   if (gantt_)
     gantt_->setTimeline(session_->table(), session_->timeline(), session_->deviceColors(), session_->fusedKernels());
+  streamTable_.reset();  // the view points at the session's table again
+  if (streamToggle_ && streamToggle_->isChecked() && session_->hasModel()) showStream();
   updateMemory();
   // Compare rows and the side-by-side plans belong to the previous cost table.
   compare_->setRows({});
@@ -389,12 +397,46 @@ void MainWindow::updateGantt() {
   if (!session_->hasModel()) return;
   const auto& st = session_->state();
   const QString algo = shortTitle(st.algorithm);
+  if (streamToggle_ && streamToggle_->isChecked() && showStream()) {
+    gantt_->setTitle(planTitle());
+    gantt_->setSelectedTasks(session_->selection());
+    updateMemory();
+    return;
+  }
   gantt_->setTimeline(session_->table(), session_->timeline(), session_->deviceColors(), session_->fusedKernels());
+  streamTable_.reset();
   gantt_->setReferenceMakespan(st.schedulerMakespan);
   gantt_->setReferenceLabel(tr("%1 plan").arg(algo));
   gantt_->setTitle(planTitle());
   gantt_->setSelectedTasks(session_->selection());
   updateMemory();
+}
+
+bool MainWindow::showStream() {
+  const CostTable* t = session_->table();
+  if (!gantt_ || !t) return false;
+  StreamOptions so;
+  so.keepTimeline = true;
+  auto r = simulateStream(*t, session_->plan(), so);
+  if (!r) {
+    statusBar()->showMessage(tr("Stream of inferences: %1").arg(QString::fromStdString(r.message())), 8000);
+    return false;
+  }
+  // The view moves to the new unrolled table before the old one is freed.
+  auto unrolled = std::make_shared<const CostTable>(unrollStream(*t, r->inferences, r->inFlight));
+  gantt_->setTimeline(unrolled.get(), r->timeline, session_->deviceColors());
+  streamTable_ = std::move(unrolled);
+  GanttChart::StreamMarks m;
+  m.tasksPerInference = t->numTasks();
+  m.inferences = r->inferences;
+  m.periodUs = r->periodUs;
+  m.latencyUs = r->latencyUs;
+  m.bottleneckDevice = r->bottleneck;
+  // One steady-state period, ending at the end of the inference in the middle of the stream.
+  const int k = std::clamp(r->inferences / 2, 0, static_cast<int>(r->end.size()) - 1);
+  m.periodStartUs = k >= 0 ? std::max(0.0, r->end[static_cast<size_t>(k)] - r->periodUs) : 0;
+  gantt_->setStream(m);
+  return true;
 }
 
 void MainWindow::updateMemory() {

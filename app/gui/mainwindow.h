@@ -194,6 +194,8 @@ class MainWindow : public QMainWindow {
   void setDialogsEnabled(bool on) { dialogsEnabled_ = on; }
   /// Turns the critical-path overlay on or off (View > Critical path).
   void setShowCriticalPath(bool on);
+  /// Shows the Gantt chart as a stream of inferences or as one (the Gantt dock's "Stream of inferences").
+  void setShowStream(bool on);
   /// True while a load, a layout or a scheduler runs (screenshots wait for it).
   bool busy() const;
   /// The device under a global position: a palette entry or a Gantt device row; -1 when none.
@@ -251,6 +253,10 @@ class MainWindow : public QMainWindow {
   void updateMakespan();
   void setPreview(const Timeline* tl);
   void updateGantt();
+  /// The Gantt chart as a stream of inferences through the plan (issue 29): the plan's steady state
+  /// simulated (sim/stream.h) and shown unrolled, inferences told apart, the period and the bottleneck
+  /// marked. False, with the reason in the status bar, when the stream cannot be simulated.
+  bool showStream();
   /// The memory view and the over-capacity warning, from the session's memory of the current plan.
   void updateMemory();
   Result<Project> buildProject(const QString& path, bool sidecarPlatform);
@@ -289,6 +295,9 @@ class MainWindow : public QMainWindow {
   QToolButton* chooserButton_ = nullptr;
   QLabel* planLabel_ = nullptr;
   QToolButton* memoryToggle_ = nullptr;
+  QToolButton* streamToggle_ = nullptr;  ///< Shows the Gantt chart as a stream of inferences.
+  /// The unrolled table of the stream shown (the Gantt view points into it while it shows it).
+  std::shared_ptr<const CostTable> streamTable_;
   bool layoutRestored_ = false;  ///< The user's saved layout was restored: the first show keeps it.
   bool shown_ = false;
   QDockWidget* platDock_ = nullptr;

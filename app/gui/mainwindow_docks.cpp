@@ -332,6 +332,22 @@ void MainWindow::buildDocks() {
   memory_ = new MemoryView(ganttSplit);
   memory_->setObjectName(QStringLiteral("memoryView"));
   memory_->follow(gantt_);
+  // A stream of inferences through the plan (issue 29), in place of one inference.
+  streamToggle_ = new QToolButton(ganttSplit);
+  streamToggle_->setObjectName(QStringLiteral("streamToggle"));
+  streamToggle_->setCheckable(true);
+  streamToggle_->setAutoRaise(true);
+  streamToggle_->setText(tr("Stream of inferences"));
+  streamToggle_->setToolTip(tr("Show the plan running a stream of inferences: inference t+1 starts on a device while "
+                               "t still runs on a later one. Successive inferences are told apart (every other one "
+                               "lighter and hatched); the steady-state period and the bottleneck device are marked. "
+                               "Moving operators re-simulates the stream."));
+  auto* ganttBar = new QHBoxLayout;
+  ganttBar->setContentsMargins(4, 0, 4, 0);
+  ganttBar->addWidget(streamToggle_);
+  ganttBar->addStretch(1);
+  gl->addLayout(ganttBar);
+  connect(streamToggle_, &QToolButton::toggled, this, [this](bool) { updateGantt(); });
   gl->addWidget(gantt_, 3);
   gl->addWidget(memoryToggle_);
   gl->addWidget(memory_, 2);
@@ -342,6 +358,8 @@ void MainWindow::buildDocks() {
   setMemoryFolded(QSettings().value(QStringLiteral("layout/memoryFolded"), true).toBool());
   ganttDock_->setWidget(ganttSplit);
   connect(gantt_, &GanttView::taskClicked, this, [this](int task, Qt::KeyboardModifiers mods) {
+    // A stream's bar of inference i is task v + i * n: the operator is v.
+    if (session_->numOps() > 0) task %= session_->numOps();
     QList<int> sel = session_->selection();
     if (mods & (Qt::ControlModifier | Qt::ShiftModifier)) {
       if (sel.contains(task))

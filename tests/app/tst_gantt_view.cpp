@@ -15,9 +15,11 @@
 #include "core/plan_fixture.h"
 #include "gantt/ganttview.h"
 #include "plan/fusedkernels.h"
+#include "sim/stream.h"
 #include "tst_gantt_fixture.h"
 
 using namespace partex;
+using gui::GanttChart;
 using gui::GanttView;
 using gui::TimeScale;
 
@@ -111,6 +113,61 @@ class TestGanttView : public QObject {
       const QColor want = colors[size_t(heft_.timeline.tasks[size_t(t)].device)];
       QCOMPARE(img.pixelColor(probe).rgb(), want.rgb());
     }
+  }
+
+  /// A stream of inferences (issue 29, item 5): the unrolled timeline with every other inference
+  /// lighter and hatched, the period in the header and between two marks, the bottleneck's row named.
+  void streamTellsInferencesApart() {
+    StreamOptions so;
+    so.keepTimeline = true;
+    auto r = simulateStream(heft_.table, heft_.plan, so);
+    QVERIFY2(r.isOk(), r.message().c_str());
+    const CostTable unrolled = unrollStream(heft_.table, r->inferences, r->inFlight);
+    const int n = heft_.table.numTasks();
+    QCOMPARE(unrolled.numTasks(), n * r->inferences);
+    GanttView v;
+    v.resize(1600, 300);
+    const auto colors = test::colorsFor(heft_.table);
+    v.setTimeline(&unrolled, r->timeline, colors);
+    GanttChart::StreamMarks m;
+    m.tasksPerInference = n;
+    m.inferences = r->inferences;
+    m.periodUs = r->periodUs;
+    m.latencyUs = r->latencyUs;
+    m.bottleneckDevice = r->bottleneck;
+    m.periodStartUs = r->end[static_cast<size_t>(r->inferences / 2)] - r->periodUs;
+    v.setStream(m);
+    QCOMPARE(v.chart().inferenceOf(n + 3), 1);
+    QCOMPARE(v.chart().inferenceOf(3), 0);
+    QVERIFY2(v.makespanText().contains(QStringLiteral("period ") + TimeScale::formatDuration(r->periodUs)),
+             qPrintable(v.makespanText()));
+    QVERIFY(r->bottleneck >= 0);
+    int named = 0;
+    for (const auto& row : v.rows())
+      if (row.label.endsWith(QStringLiteral("(bottleneck)"))) {
+        ++named;
+        QCOMPARE(row.device, r->bottleneck);
+      }
+    QCOMPARE(named, 1);
+    QImage img(v.size(), QImage::Format_ARGB32);
+    v.render(&img);
+    // Every task of inferences 0 and 1: inference 0 in its device's colour, inference 1 never in it
+    // (lighter, and hatched darker).
+    int checked = 0;
+    for (int t = 0; t < n; ++t) {
+      const QRectF r0 = v.taskRect(t), r1 = v.taskRect(t + n);
+      if (r0.width() < 8 || r1.width() < 8) continue;
+      const QColor want = colors[size_t(heft_.timeline.tasks[size_t(t)].device)];
+      QCOMPARE(img.pixelColor(QPoint(int(r0.left() + 2), int(r0.top() + r0.height() * 0.25))).rgb(), want.rgb());
+      for (int dx = 2; dx < 8; ++dx)
+        QVERIFY(img.pixelColor(QPoint(int(r1.left() + dx), int(r1.top() + r1.height() * 0.25))).rgb() != want.rgb());
+      ++checked;
+    }
+    QVERIFY(checked >= n / 2);
+    // A plain timeline again: no stream marks.
+    v.setTimeline(&heft_.table, heft_.timeline, colors);
+    QCOMPARE(v.chart().stream().tasksPerInference, 0);
+    QVERIFY(!v.makespanText().contains(QStringLiteral("period")));
   }
 
   void clickEmitsTaskAndRowsAreDropTargets() {

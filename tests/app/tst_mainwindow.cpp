@@ -33,6 +33,7 @@
 #include "gui/teachpanel.h"
 #include "mainwindowtestutil.h"
 #include "session/session.h"
+#include "sim/stream.h"
 #include "sessiontestutil.h"
 #include "testutil.h"
 
@@ -123,6 +124,45 @@ class TestMainWindow : public QObject {
     QVERIFY(QTest::qWaitForWindowExposed(&w));
     QVERIFY(openAndLayOut(w, QString::fromStdString(path), "mobile-soc"));
     checkDragAndUndo(w);
+  }
+
+  /// The Gantt dock's "Stream of inferences" (issue 29, item 5): the plan's stream unrolled, its
+  /// period the simulator's, re-simulated when an operator moves; off again, one inference.
+  void streamToggleShowsAndFollowsThePlan() {
+    const std::string path = test::tempDir() + "/r18s.onnx";
+    GenSpec spec;
+    spec.kind = "resnet18";
+    QVERIFY(generateModelFile(spec, path).isOk());
+    MainWindow w;
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(openAndLayOut(w, QString::fromStdString(path), "mobile-soc"));
+    auto* toggle = w.findChild<QToolButton*>(QStringLiteral("streamToggle"));
+    QVERIFY(toggle);
+    Session* s = w.session();
+    const int n = s->numOps();
+    toggle->click();
+    QVERIFY(toggle->isChecked());
+    auto expect = simulateStream(*s->table(), s->plan());
+    QVERIFY2(expect.isOk(), expect.message().c_str());
+    const auto& marks = w.ganttView()->chart().stream();
+    QCOMPARE(marks.tasksPerInference, n);
+    QCOMPARE(marks.inferences, expect->inferences);
+    QCOMPARE(marks.periodUs, expect->periodUs);
+    QCOMPARE(w.ganttView()->chart().table()->numTasks(), n * expect->inferences);
+    QVERIFY(w.ganttView()->makespanText().contains(QStringLiteral("period")));
+    // Move an operator: the stream follows the new plan.
+    int op = -1, dev = -1;
+    QVERIFY(findEffectiveMove(*s, &op, &dev));
+    test::dragOpToDevice(w, op, dev);
+    QCOMPARE(s->deviceOf(op), dev);
+    auto after = simulateStream(*s->table(), s->plan());
+    QVERIFY2(after.isOk(), after.message().c_str());
+    QCOMPARE(w.ganttView()->chart().stream().periodUs, after->periodUs);
+    QCOMPARE(w.ganttView()->chart().stream().tasksPerInference, n);
+    toggle->click();
+    QCOMPARE(w.ganttView()->chart().stream().tasksPerInference, 0);
+    QCOMPARE(w.ganttView()->chart().table(), s->table());
   }
 
   void dragOfSharedModel() {
