@@ -57,6 +57,17 @@ bool openAndLayOut(MainWindow& w, const QString& path, const QString& platform) 
   return true;
 }
 
+/// Shows `w` and opens a generated ResNet-18 (written to the temporary folder as `file`) on mobile-soc.
+bool showGeneratedResnet18(MainWindow& w, const std::string& file) {
+  const std::string path = test::tempDir() + "/" + file;
+  GenSpec spec;
+  spec.kind = "resnet18";
+  if (!generateModelFile(spec, path).isOk()) return false;
+  w.show();
+  if (!QTest::qWaitForWindowExposed(&w)) return false;
+  return openAndLayOut(w, QString::fromStdString(path), "mobile-soc");
+}
+
 /// Drags an effective move in `w` and checks the plan and makespan change and undo restores them.
 void checkDragAndUndo(MainWindow& w) {
   Session* s = w.session();
@@ -115,28 +126,16 @@ class TestMainWindow : public QObject {
   }
 
   void dragOntoPaletteMovesAndUndoRestores() {
-    const std::string path = test::tempDir() + "/r18.onnx";
-    GenSpec spec;
-    spec.kind = "resnet18";
-    QVERIFY(generateModelFile(spec, path).isOk());
     MainWindow w;
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
-    QVERIFY(openAndLayOut(w, QString::fromStdString(path), "mobile-soc"));
+    QVERIFY(showGeneratedResnet18(w, "r18.onnx"));
     checkDragAndUndo(w);
   }
 
   /// The Gantt dock's "Stream of inferences" (issue 29, item 5): the plan's stream unrolled, its
   /// period the simulator's, re-simulated when an operator moves; off again, one inference.
   void streamToggleShowsAndFollowsThePlan() {
-    const std::string path = test::tempDir() + "/r18s.onnx";
-    GenSpec spec;
-    spec.kind = "resnet18";
-    QVERIFY(generateModelFile(spec, path).isOk());
     MainWindow w;
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
-    QVERIFY(openAndLayOut(w, QString::fromStdString(path), "mobile-soc"));
+    QVERIFY(showGeneratedResnet18(w, "r18s.onnx"));
     auto* toggle = w.findChild<QToolButton*>(QStringLiteral("streamToggle"));
     QVERIFY(toggle);
     Session* s = w.session();
