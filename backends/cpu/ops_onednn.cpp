@@ -4,6 +4,9 @@
 // input shapes change. Weights reordered into oneDNN's blocked layout are cached while the same weight
 // storage (and contents sample) is passed.
 
+#include <omp.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -275,8 +278,82 @@ std::string checkConvTranspose(const Graph& g, const Node& n) {
 ///    "Broadcast and Batch");
 ///  - loop: when oneDNN would still pick `ref` for the batched form, one 2-D primitive run once per
 ///    output batch, at each operand's (broadcast) batch offset.
-/// Rows of A from which a weight B is packed into oneDNN's layout (MatMulPrim).
+/// Rows of A from which a weight B is packed into oneDNN's layout (MatMulPrim); below it the product
+/// runs as a matrix-vector product per row (gemvRows).
 constexpr int64_t kPackMinRows = 4;
+
+/// c[m, n] (+)= alpha * sum_k a[m, k] * B(k, n) for rows m < M and columns n in [n0, n1): B plain
+/// row-major, [K, N] or, with transB, [N, K] (a Linear layer's weight as PyTorch exports it). Each
+/// element of B is read from memory once whatever M (< kPackMinRows) is: the rows of A are taken in the
+/// innermost loop over a block of B that stays in cache. Issue 24: oneDNN 2.6's brgemm matmul copies a
+/// transposed B into its blocked layout on every run, which at one row of A is the whole product's
+/// traffic again plus a transposition (openWakeWord's [1,1536] x [1536,128]^T Gemm).
+[[gnu::target_clones("avx512f", "avx2", "default")]] void gemvRows(const float* a, int64_t lda, const float* b,
+                                                                     float* c, int64_t ldc, int64_t M, int64_t K,
+                                                                     int64_t N, int64_t n0, int64_t n1, bool transB,
+                                                                     float alpha, bool accumulate) {
+  auto put = [&](int64_t m, int64_t n, float v) {
+    float& y = c[m * ldc + n];
+    y = accumulate ? y + alpha * v : alpha * v;
+  };
+  if (transB) {
+    // Four rows of B at a time, each a dot product with every row of A.
+    int64_t n = n0;
+    for (; n + 4 <= n1; n += 4) {
+      const float *b0 = b + n * K, *b1 = b0 + K, *b2 = b1 + K, *b3 = b2 + K;
+      for (int64_t m = 0; m < M; ++m) {
+        const float* x = a + m * lda;
+        float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+#pragma omp simd reduction(+ : s0, s1, s2, s3)
+        for (int64_t k = 0; k < K; ++k) {
+          s0 += x[k] * b0[k];
+          s1 += x[k] * b1[k];
+          s2 += x[k] * b2[k];
+          s3 += x[k] * b3[k];
+        }
+        put(m, n, s0);
+        put(m, n + 1, s1);
+        put(m, n + 2, s2);
+        put(m, n + 3, s3);
+      }
+    }
+    for (; n < n1; ++n)
+      for (int64_t m = 0; m < M; ++m) {
+        const float* x = a + m * lda;
+        const float* bn = b + n * K;
+        float s = 0;
+#pragma omp simd reduction(+ : s)
+        for (int64_t k = 0; k < K; ++k) s += x[k] * bn[k];
+        put(m, n, s);
+      }
+    return;
+  }
+  // Column blocks of 64: per row of A, the block's sums over k, row k of B scaled by a[m, k].
+  constexpr int64_t kBlock = 64;
+  for (int64_t nb = n0; nb < n1; nb += kBlock) {
+    const int64_t w = std::min(kBlock, n1 - nb);
+    for (int64_t m = 0; m < M; ++m) {
+      const float* x = a + m * lda;
+      alignas(64) float acc[kBlock] = {};
+      if (w == kBlock) {
+        for (int64_t k = 0; k < K; ++k) {
+          const float xk = x[k];
+          const float* row = b + k * N + nb;
+#pragma omp simd
+          for (int64_t j = 0; j < kBlock; ++j) acc[j] += xk * row[j];
+        }
+      } else {
+        for (int64_t k = 0; k < K; ++k) {
+          const float xk = x[k];
+          const float* row = b + k * N + nb;
+#pragma omp simd
+          for (int64_t j = 0; j < w; ++j) acc[j] += xk * row[j];
+        }
+      }
+      for (int64_t j = 0; j < w; ++j) put(m, nb + j, acc[j]);
+    }
+  }
+}
 
 class MatMulPrim {
   static std::string joinDims(const std::vector<int64_t>& d) {
@@ -295,6 +372,23 @@ class MatMulPrim {
     } catch (const dnnl::error& e) {
       prim_ = {};
       return makeError("oneDNN matmul for [", joinDims(aShape), "] x [", joinDims(bShape), "]: ", e.what());
+    }
+    if (gemv_) {
+      // One to three rows of A against a plain B (kPackMinRows): a matrix-vector product per row.
+      if (b.empty()) return makeError("matmul: B was given up but no packed copy of it is held");
+      const int64_t r = static_cast<int64_t>(aShape.size());
+      const int64_t M = rows_, K = aShape[static_cast<size_t>(r - 1)], N = cShape.back();
+      const auto* ap = static_cast<const float*>(a.raw());
+      const auto* bp = static_cast<const float*>(b.raw());
+      auto* cp = static_cast<float*>(c.raw());
+      // Columns split over the device's OpenMP team (set around the call, as oneDNN reads it too), in
+      // multiples of 16 and at least 64 K-long dot products per thread.
+      const int threads = omp_get_max_threads();
+      const int64_t perThread = std::max<int64_t>(16, (int64_t{1} << 16) / std::max<int64_t>(1, K * M));
+      parallelChunks(ExecContext{threads}, (N + 15) / 16, [&](int64_t b0, int64_t e0) {
+        gemvRows(ap, K, bp, cp, N, M, K, N, b0 * 16, std::min(N, e0 * 16), transB, alpha, accumulate);
+      }, std::max<int64_t>(1, perThread / 16));
+      return Status::ok();
     }
     dnnl::stream s(engine());
     memory pad = scratchpadFor(pd_);
@@ -357,6 +451,7 @@ class MatMulPrim {
 
   /// The oneDNN implementation the last prepared shapes run on, "loop of " before it on the loop path.
   std::string implInfo() const {
+    if (gemv_) return "partex gemv" + std::string(folded_ ? " (folded)" : "");
     if (!prim_) return "";
     return (loop_ ? "loop of " : "") + std::string((packed_ ? packedPd_ : pd_).impl_info_str()) +
            (folded_ ? " (folded)" : "") + (packed_ ? " (packed weights)" : "");
@@ -392,7 +487,7 @@ class MatMulPrim {
     key.push_back(transB);
     key.push_back(forceLoop);
     key.push_back(constB);
-    if (key == key_ && prim_ && alpha == alpha_ && accumulate == acc_) return;
+    if (key == key_ && (prim_ || gemv_) && alpha == alpha_ && accumulate == acc_) return;
     dnnl::primitive_attr attr = scratchAttr();
     if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
     if (accumulate) {
@@ -408,8 +503,19 @@ class MatMulPrim {
     }
     const std::vector<int64_t> b2(bShape.end() - 2, bShape.end());
     auto make = [&] { pd_ = dnnl::matmul::primitive_desc(dnnl::matmul::desc(ad_, bd_, cd_), attr, engine()); };
-    folded_ = loop_ = packed_ = false;
+    folded_ = loop_ = packed_ = gemv_ = false;
+    prim_ = {};
     wMem_ = memory();
+    if (bBatch == 1 && !transA && aBatch * aShape[r - 2] < kPackMinRows && !forceLoop) {
+      // A few rows (a batch-1 fully connected layer): gemvRows, no oneDNN primitive.
+      folded_ = r > 2;
+      gemv_ = true;
+      rows_ = aBatch * aShape[r - 2];
+      key_ = key;
+      alpha_ = alpha;
+      acc_ = accumulate;
+      return;
+    }
     if (bBatch == 1 && !transA) {
       // A's batch rows are consecutive M-row blocks of one [batch*M, K] matrix.
       folded_ = r > 2;
@@ -451,7 +557,8 @@ class MatMulPrim {
 
   std::vector<int64_t> key_;
   float alpha_ = 1.0f;
-  bool acc_ = false, folded_ = false, loop_ = false, packed_ = false;
+  bool acc_ = false, folded_ = false, loop_ = false, packed_ = false, gemv_ = false;
+  int64_t rows_ = 0;  ///< gemv_: rows of A (batch dims folded in)
   memory::desc ad_, bd_, cd_;
   dnnl::matmul::primitive_desc pd_, packedPd_;
   dnnl::matmul prim_, packedPrim_;

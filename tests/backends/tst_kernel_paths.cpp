@@ -289,6 +289,92 @@ class TestKernelPaths : public QObject {
     }
   }
 
+  /// One to three rows of A (a batch-1 fully connected layer) run as matrix-vector products (gemvRows),
+  /// with B as a Linear layer's weight [N, K] (transB) or [K, N]: every tail of the 4-row, 16-column
+  /// and 64-column blocks (N = 1, 3, 67, 200), K prime, with alpha and C, and A of rank 3 folded.
+  void smallRows_data() {
+    QTest::addColumn<int>("M");
+    QTest::addColumn<int>("N");
+    QTest::addColumn<int>("transB");
+    for (int m : {1, 2, 3})
+      for (int n : {1, 3, 67, 200})
+        for (int tb : {0, 1})
+          QTest::newRow(("M" + std::to_string(m) + " N" + std::to_string(n) + " tB" + std::to_string(tb)).c_str())
+              << m << n << tb;
+  }
+  void smallRows() {
+    QFETCH(int, M);
+    QFETCH(int, N);
+    QFETCH(int, transB);
+    const int64_t K = 131;
+    const Tensor ta = randomTensor({M, K}, 7);
+    const Tensor tb = randomTensor(transB ? Shape{N, K} : Shape{K, N}, 8);
+    const Tensor tc = randomTensor({N}, 9);
+    const auto* ap = static_cast<const float*>(ta.raw());
+    const auto* bp = static_cast<const float*>(tb.raw());
+    const auto* cp = static_cast<const float*>(tc.raw());
+    const double alpha = 0.5, beta = -2.0;
+    std::vector<double> ref(static_cast<size_t>(M * N)), plain(static_cast<size_t>(M * N));
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        double acc = 0;
+        for (int64_t k = 0; k < K; ++k) acc += double(ap[m * K + k]) * double(bp[transB ? n * K + k : k * N + n]);
+        plain[static_cast<size_t>(m * N + n)] = acc;
+        ref[static_cast<size_t>(m * N + n)] = alpha * acc + beta * double(cp[n]);
+      }
+    std::map<std::string, Attribute> attrs;
+    attrs["transB"].value = int64_t{transB};
+    attrs["alpha"].value = alpha;
+    attrs["beta"].value = beta;
+    const Tensor wb = weightOf(tb);
+    for (const Tensor* b : {&tb, &wb}) {
+      std::vector<Tensor> out;
+      std::string impl;
+      Status s = cpu::runMatMulKernel(opNode("Gemm", attrs), {&ta, b, &tc}, out, impl);
+      QVERIFY2(s.isOk(), s.message().c_str());
+      QCOMPARE(QString::fromStdString(impl), QString("partex gemv"));
+      QCOMPARE(out.at(0).shape(), (Shape{M, N}));
+      const double err = worstError(out[0], ref);
+      QVERIFY2(err < 1e-5, ("error " + std::to_string(err)).c_str());
+    }
+    if (transB) return;
+    // MatMul with A [1, M, K]: the batch folds into the rows.
+    Tensor a3 = randomTensor({1, M, K}, 7);
+    std::vector<Tensor> out;
+    std::string impl;
+    Status s = cpu::runMatMulKernel(opNode("MatMul"), {&a3, &wb}, out, impl);
+    QVERIFY2(s.isOk(), s.message().c_str());
+    QCOMPARE(QString::fromStdString(impl), QString("partex gemv (folded)"));
+    QCOMPARE(out.at(0).shape(), (Shape{1, M, N}));
+    QVERIFY(worstError(out[0], plain) < 1e-5);
+  }
+
+  /// By hand: [1, 2, 3] x [[1, 0], [0, 1], [1, 1]] = [4, 5]; as Gemm with transB (B = [[1, 0, 1],
+  /// [0, 1, 1]]), alpha 2 and C [10, 20]: [18, 30].
+  void smallRowsByHand() {
+    auto make = [](Shape s, std::vector<float> v) {
+      Tensor t = std::move(*Tensor::make(DType::Float32, s));
+      std::memcpy(t.raw(), v.data(), v.size() * sizeof(float));
+      return t;
+    };
+    const Tensor a = make({1, 3}, {1, 2, 3});
+    const Tensor b = make({3, 2}, {1, 0, 0, 1, 1, 1});
+    const Tensor bt = make({2, 3}, {1, 0, 1, 0, 1, 1});
+    const Tensor c = make({2}, {10, 20});
+    std::vector<Tensor> out;
+    std::string impl;
+    QVERIFY(cpu::runMatMulKernel(opNode("MatMul"), {&a, &b}, out, impl).isOk());
+    QCOMPARE(impl, std::string("partex gemv"));
+    QCOMPARE(static_cast<const float*>(out.at(0).raw())[0], 4.0f);
+    QCOMPARE(static_cast<const float*>(out.at(0).raw())[1], 5.0f);
+    std::map<std::string, Attribute> attrs;
+    attrs["transB"].value = int64_t{1};
+    attrs["alpha"].value = 2.0;
+    QVERIFY(cpu::runMatMulKernel(opNode("Gemm", attrs), {&a, &bt, &c}, out, impl).isOk());
+    QCOMPARE(static_cast<const float*>(out.at(0).raw())[0], 18.0f);
+    QCOMPARE(static_cast<const float*>(out.at(0).raw())[1], 30.0f);
+  }
+
   /// Pad against an index-by-index reference (ONNX Pad: constant, reflect without repeating the edge,
   /// edge; negative pads crop), every rank 1-5, float32 and int64.
   void pad_data() {
