@@ -375,6 +375,60 @@ class TestKernelPaths : public QObject {
     QCOMPARE(static_cast<const float*>(out.at(0).raw())[1], 30.0f);
   }
 
+  /// LayerNormalization's own loop by hand: row [1, 2, 3, 4] has mean 2.5, variance 1.25 (epsilon 0),
+  /// inverse deviation 1/sqrt(1.25) = 0.8944272; with Scale [1, 2, 1, 1] and B [0, 0, 1, 0] the row is
+  /// [-1.3416408, -0.8944272, 1.4472136, 1.3416408]. The second row [2, 2, 2, 2] normalises to B.
+  void layerNormByHand() {
+    auto make = [](Shape s, std::vector<float> v) {
+      Tensor t = std::move(*Tensor::make(DType::Float32, s));
+      std::memcpy(t.raw(), v.data(), v.size() * sizeof(float));
+      return t;
+    };
+    const Tensor x = make({2, 4}, {1, 2, 3, 4, 2, 2, 2, 2});
+    const Tensor scale = make({4}, {1, 2, 1, 1}), bias = make({4}, {0, 0, 1, 0});
+    std::map<std::string, Attribute> attrs;
+    attrs["epsilon"].value = 0.0;
+    std::vector<Tensor> out;
+    Status st = runNode(opNode("LayerNormalization", attrs), {&x, &scale, &bias}, out);
+    QVERIFY2(st.isOk(), st.message().c_str());
+    QCOMPARE(out.size(), size_t{3});
+    const auto* y = static_cast<const float*>(out[0].raw());
+    const float want[8] = {-1.3416408f, -0.8944272f, 1.4472136f, 1.3416408f, 0, 0, 1, 0};
+    for (int i = 0; i < 4; ++i) QVERIFY2(std::abs(y[i] - want[i]) < 1e-6f, std::to_string(i).c_str());
+    QCOMPARE(static_cast<const float*>(out[1].raw())[0], 2.5f);
+    QVERIFY(std::abs(static_cast<const float*>(out[2].raw())[0] - 0.8944272f) < 1e-6f);
+    // Row 2: zero variance and epsilon 0 give 0 * inf = NaN in ONNX's function body; with a positive
+    // epsilon the row is B.
+    attrs["epsilon"].value = 1e-5;
+    QVERIFY(runNode(opNode("LayerNormalization", attrs), {&x, &scale, &bias}, out).isOk());
+    for (int i = 4; i < 8; ++i) QCOMPARE(static_cast<const float*>(out[0].raw())[i], want[i]);
+  }
+
+  /// Relu, LeakyRelu and Clip by hand, NaN kept (ONNX; oneDNN's eltwise mapped it to a number).
+  void reluClipByHand() {
+    Tensor x = std::move(*Tensor::make(DType::Float32, {5}));
+    const float xs[5] = {-2, -0.5f, 0, 3, std::nanf("")};
+    std::memcpy(x.raw(), xs, sizeof xs);
+    std::vector<Tensor> out;
+    QVERIFY(runNode(opNode("Relu"), {&x}, out).isOk());
+    const float relu[4] = {0, 0, 0, 3};
+    for (int i = 0; i < 4; ++i) QCOMPARE(static_cast<const float*>(out[0].raw())[i], relu[i]);
+    QVERIFY(std::isnan(static_cast<const float*>(out[0].raw())[4]));
+    std::map<std::string, Attribute> leaky;
+    leaky["alpha"].value = 0.1;
+    QVERIFY(runNode(opNode("LeakyRelu", leaky), {&x}, out).isOk());
+    const float lr[4] = {-0.2f, -0.05f, 0, 3};
+    for (int i = 0; i < 4; ++i) QVERIFY(std::abs(static_cast<const float*>(out[0].raw())[i] - lr[i]) < 1e-7f);
+    QVERIFY(std::isnan(static_cast<const float*>(out[0].raw())[4]));
+    std::map<std::string, Attribute> clip;
+    clip["min"].value = -1.0;
+    clip["max"].value = 1.0;
+    QVERIFY(runNode(opNode("Clip", clip), {&x}, out).isOk());
+    const float cl[4] = {-1, -0.5f, 0, 1};
+    for (int i = 0; i < 4; ++i) QCOMPARE(static_cast<const float*>(out[0].raw())[i], cl[i]);
+    QVERIFY(std::isnan(static_cast<const float*>(out[0].raw())[4]));
+  }
+
   /// Pad against an index-by-index reference (ONNX Pad: constant, reflect without repeating the edge,
   /// edge; negative pads crop), every rank 1-5, float32 and int64.
   void pad_data() {
