@@ -429,6 +429,45 @@ class TestKernelPaths : public QObject {
     QVERIFY(std::isnan(static_cast<const float*>(out[0].raw())[4]));
   }
 
+  /// Short last axes by hand: ReduceMax and ReduceMean over rows of 3 (the rows' own loop), and Concat of
+  /// three [2,2,1] along the last axis (element copies) for float32 and int64.
+  void shortLastAxesByHand() {
+    Tensor x = std::move(*Tensor::make(DType::Float32, {2, 2, 3}));
+    const float xs[12] = {1, 5, 2, -1, -3, -2, 0, 0, 9, 4, 4, 4};
+    std::memcpy(x.raw(), xs, sizeof xs);
+    std::map<std::string, Attribute> attrs;
+    attrs["axes"].value = std::vector<int64_t>{-1};
+    attrs["keepdims"].value = int64_t{0};
+    std::vector<Tensor> out;
+    QVERIFY(runNode(opNode("ReduceMax", attrs), {&x}, out).isOk());
+    QCOMPARE(out.at(0).shape(), (Shape{2, 2}));
+    const float mx[4] = {5, -1, 9, 4};
+    for (int i = 0; i < 4; ++i) QCOMPARE(static_cast<const float*>(out[0].raw())[i], mx[i]);
+    QVERIFY(runNode(opNode("ReduceMean", attrs), {&x}, out).isOk());
+    const float mean[4] = {8.0f / 3, -2, 3, 4};
+    for (int i = 0; i < 4; ++i) QVERIFY(std::abs(static_cast<const float*>(out[0].raw())[i] - mean[i]) < 1e-6f);
+    std::map<std::string, Attribute> cat;
+    cat["axis"].value = int64_t{-1};
+    for (DType dt : {DType::Float32, DType::Int64}) {
+      std::vector<Tensor> parts;
+      for (int p = 0; p < 3; ++p) {
+        Tensor t = std::move(*Tensor::make(dt, {2, 2, 1}));
+        for (int64_t i = 0; i < 4; ++i) {
+          if (dt == DType::Float32)
+            static_cast<float*>(t.raw())[i] = static_cast<float>(10 * p + i);
+          else
+            static_cast<int64_t*>(t.raw())[i] = 10 * p + i;
+        }
+        parts.push_back(std::move(t));
+      }
+      QVERIFY(runNode(opNode("Concat", cat), {&parts[0], &parts[1], &parts[2]}, out).isOk());
+      QCOMPARE(out.at(0).shape(), (Shape{2, 2, 3}));
+      // Row i holds (i, 10 + i, 20 + i).
+      for (int64_t i = 0; i < 4; ++i)
+        for (int64_t p = 0; p < 3; ++p) QCOMPARE(out[0].valueAsDouble(i * 3 + p), static_cast<double>(10 * p + i));
+    }
+  }
+
   /// Pad against an index-by-index reference (ONNX Pad: constant, reflect without repeating the edge,
   /// edge; negative pads crop), every rank 1-5, float32 and int64.
   void pad_data() {
