@@ -481,7 +481,7 @@ void applyElt(const Step& st, float a, float b, float* y, int64_t n) {
     const float x = y[i];
     float v = x;
     switch (st.alg) {
-      case A::eltwise_relu: v = x < 0.0f ? a * x : x; break;
+      case A::eltwise_relu: v = x < 0.0f ? (a == 0.0f ? 0.0f : a * x) : x; break;
       case A::eltwise_logistic: v = 1.0f / (1.0f + std::exp(-x)); break;
       case A::eltwise_tanh: v = std::tanh(x); break;
       case A::eltwise_clip_v2: v = std::min(b, std::max(a, x)); break;

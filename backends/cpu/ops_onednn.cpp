@@ -1150,9 +1150,9 @@ class LayerNormKernel final : public OpKernel {
 /// whose setup per execution (memory objects, stream, argument map) took 2-3 us, more than the arithmetic
 /// of a few thousand elements (openWakeWord's 128-wide Relu layers); at any size the loop is bound by
 /// memory as the primitive is. NaN stays NaN, as ONNX says (oneDNN's relu and clip map it to a number).
-/// y = x * (x < 0 ? alpha : 1) (Relu, LeakyRelu) or, with `clip`, lo below lo, hi above hi, else x: the
-/// slope is a select of two constants and one multiply, no branch per element (GCC keeps a conditional
-/// multiply scalar under -ftrapping-math).
+/// y = x < 0 ? 0 : x (Relu), x * (x < 0 ? alpha : 1) (LeakyRelu) or, with `clip`, lo below lo, hi above
+/// hi, else x: selects, and for LeakyRelu a select of two constants then one multiply, no branch per
+/// element (GCC keeps a conditional multiply scalar under -ftrapping-math).
 [[gnu::target_clones("avx512f", "avx2", "default")]] void reluClipF32(const float* x, float* y, int64_t n, bool clip,
                                                                         float alpha, float lo, float hi) {
   if (clip) {
@@ -1161,6 +1161,10 @@ class LayerNormKernel final : public OpKernel {
       const float v = x[i];
       y[i] = v < lo ? lo : v > hi ? hi : v;
     }
+  } else if (alpha == 0.0f) {
+    // Relu as a select, not a multiply by 0: -inf gives 0, not NaN.
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] < 0.0f ? 0.0f : x[i];
   } else {
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) y[i] = x[i] * (x[i] < 0.0f ? alpha : 1.0f);

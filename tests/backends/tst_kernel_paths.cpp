@@ -410,6 +410,12 @@ class TestKernelPaths : public QObject {
     const float xs[5] = {-2, -0.5f, 0, 3, std::nanf("")};
     std::memcpy(x.raw(), xs, sizeof xs);
     std::vector<Tensor> out;
+    Tensor inf = std::move(*Tensor::make(DType::Float32, {2}));
+    const float infs[2] = {-INFINITY, INFINITY};
+    std::memcpy(inf.raw(), infs, sizeof infs);
+    QVERIFY(runNode(opNode("Relu"), {&inf}, out).isOk());  // -inf gives 0, not -inf * 0 = NaN
+    QCOMPARE(static_cast<const float*>(out[0].raw())[0], 0.0f);
+    QCOMPARE(static_cast<const float*>(out[0].raw())[1], INFINITY);
     QVERIFY(runNode(opNode("Relu"), {&x}, out).isOk());
     const float relu[4] = {0, 0, 0, 3};
     for (int i = 0; i < 4; ++i) QCOMPARE(static_cast<const float*>(out[0].raw())[i], relu[i]);
