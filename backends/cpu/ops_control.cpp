@@ -11,6 +11,7 @@
 #include <map>
 
 #include "cpu/cpu_ops.h"
+#include "ir/fusion.h"
 #include "kernels/kernels.h"
 
 namespace partex::cpu {
@@ -104,14 +105,71 @@ class Body {
       if (!e) return makeError(label, ": op type ", n.opType, " has no CPU kernel");
       if (std::string why = e->check(b, n); !why.empty())
         return makeError(label, ": node '", n.name, "' (", n.opType, "): ", why);
-      auto k = e->make(b, n);
-      if (!k) return makeError(label, ": node '", n.name, "': ", k.message());
+    }
+    // The body's fused groups (ir/fusion.h: chains and the graph-level rewrites, LayerNorm and Gelu
+    // written out, Pad into Conv), as the executor fuses the main graph's: a group runs as one kernel
+    // in the slot of its last operator, where every external input has been computed (a group whose
+    // input comes later in this order runs unfused). openWakeWord's verifier runs two LayerNorm
+    // patterns of eleven operators each in an If branch.
+    std::vector<size_t> pos(b.nodes.size(), 0);
+    for (size_t i = 0; i < order->size(); ++i) pos[static_cast<size_t>((*order)[i])] = i;
+    std::vector<int> groupOf(b.nodes.size(), -1);
+    const std::vector<FusedGroup> groups = fusedGroups(b);
+    for (size_t gi = 0; gi < groups.size(); ++gi) {
+      const FusedGroup& grp = groups[gi];
+      const size_t slot = pos[static_cast<size_t>(grp.ops.back())];
+      bool ready = true;
+      for (OpId o : grp.ops) ready = ready && pos[static_cast<size_t>(o)] <= slot;
+      for (ValueId v : grp.inputs) {
+        const OpId p = v >= 0 ? b.values[static_cast<size_t>(v)].producer : kNone;
+        ready = ready && (p == kNone || pos[static_cast<size_t>(p)] < slot);
+      }
+      if (!ready) continue;
+      for (OpId o : grp.ops) groupOf[static_cast<size_t>(o)] = static_cast<int>(gi);
+    }
+    // Values that are the same in every run: the weights, and the outputs of deterministic operators
+    // that read only such values (below).
+    std::vector<bool> fixed(b.values.size(), false);
+    for (size_t v = 0; v < b.values.size(); ++v) fixed[v] = src_[v].kind == Kind::Weight;
+    auto allFixed = [&](const std::vector<ValueId>& ins) {
+      bool any = false;
+      for (ValueId v : ins) {
+        if (v < 0) continue;
+        if (!fixed[static_cast<size_t>(v)]) return false;
+        any = true;
+      }
+      return any;
+    };
+    for (OpId op : *order) {
+      const Node& n = b.nodes[static_cast<size_t>(op)];
+      const int gi = groupOf[static_cast<size_t>(op)];
       Step st;
-      st.kernel = std::move(*k);
       st.node = op;
+      if (gi >= 0) {
+        const FusedGroup& grp = groups[static_cast<size_t>(gi)];
+        if (grp.ops.back() != op) continue;  // runs in the group's kernel
+        auto k = makeFusedKernel(b, grp.ops);
+        if (!k) return makeError(label, ": group of '", n.name, "': ", k.message());
+        st.kernel = std::move(*k);
+        st.ins = grp.inputs;
+        st.outs.resize(1);
+        st.fixed = allFixed(st.ins);
+        fixed[static_cast<size_t>(grp.output)] = st.fixed;
+        src_[static_cast<size_t>(grp.output)] = {Kind::Step, steps_.size(), 0};
+        steps_.push_back(std::move(st));
+        continue;
+      }
+      auto k = entryFor(n)->make(b, n);
+      if (!k) return makeError(label, ": node '", n.name, "': ", k.message());
+      st.kernel = std::move(*k);
+      st.ins = n.inputs;
       st.outs.resize(n.outputs.size());
+      st.fixed = n.subgraphs.empty() && !randomOp(n.opType) && allFixed(st.ins);
       for (size_t i = 0; i < n.outputs.size(); ++i)
-        if (n.outputs[i] >= 0) src_[static_cast<size_t>(n.outputs[i])] = {Kind::Step, steps_.size(), i};
+        if (n.outputs[i] >= 0) {
+          src_[static_cast<size_t>(n.outputs[i])] = {Kind::Step, steps_.size(), i};
+          fixed[static_cast<size_t>(n.outputs[i])] = st.fixed;
+        }
       steps_.push_back(std::move(st));
     }
     return Status::ok();
@@ -132,17 +190,19 @@ class Body {
     nodeIn_ = &nodeIn;
     std::vector<const Tensor*>& ins = scratchIns_;
     for (Step& st : steps_) {
+      if (st.fixed && fixedDone_) continue;  // computed in the first run, kept in st.outs
       const Node& n = body_->nodes[static_cast<size_t>(st.node)];
-      ins.assign(n.inputs.size(), nullptr);
-      for (size_t i = 0; i < n.inputs.size(); ++i) {
-        if (n.inputs[i] < 0) continue;
-        ins[i] = tensorOf(n.inputs[i]);
+      ins.assign(st.ins.size(), nullptr);
+      for (size_t i = 0; i < st.ins.size(); ++i) {
+        if (st.ins[i] < 0) continue;
+        ins[i] = tensorOf(st.ins[i]);
         if (!ins[i])
-          return makeError(label_, ": node '", n.name, "': input '", valueName(n.inputs[i]), "' has no data");
+          return makeError(label_, ": node '", n.name, "': input '", valueName(st.ins[i]), "' has no data");
       }
       Status s = st.kernel->run(ctx, ins, st.outs);
       if (!s) return makeError(label_, ": node '", n.name, "': ", s.message());
     }
+    fixedDone_ = true;
     return Status::ok();
   }
 
@@ -163,9 +223,20 @@ class Body {
   };
   struct Step {
     std::unique_ptr<OpKernel> kernel;
-    OpId node = kNone;
+    OpId node = kNone;            ///< the operator (a fused group's last one)
+    std::vector<ValueId> ins;     ///< the node's inputs, or the group's external inputs
     std::vector<Tensor> outs;
+    /// Reads only weights and other fixed steps' outputs: the same outputs in every run, computed
+    /// once (the importer folds constants of at most kMaxConstElements; Silero VAD's LSTM weights are
+    /// sliced and concatenated from larger ones in its If branch, 0.5 MiB copied per run otherwise).
+    bool fixed = false;
   };
+  /// Random generators are not fixed even on fixed inputs.
+  static bool randomOp(const std::string& t) {
+    return t == "RandomNormal" || t == "RandomUniform" || t == "RandomNormalLike" || t == "RandomUniformLike" ||
+           t == "Multinomial" || t == "Bernoulli";
+  }
+  bool fixedDone_ = false;  ///< the fixed steps have run
 
   const std::string& valueName(ValueId v) const { return body_->values[static_cast<size_t>(v)].name; }
 

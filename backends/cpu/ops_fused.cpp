@@ -13,6 +13,7 @@
 
 #include <algorithm>
 
+#include "cpu/matmul.h"
 #include "cpu/onednn_util.h"
 #include "cpu/rewrite_kernels.h"
 
@@ -450,10 +451,63 @@ class FusedConvKernel final : public OpKernel {
   Reorder srcReorder_, dstReorder_, resReorder_;
 };
 
+/// Whether applyElt computes this activation (the fused chain of a few-row product runs it itself).
+bool plainElt(const Step& st) {
+  using A = dnnl::algorithm;
+  switch (st.alg) {
+    case A::eltwise_relu:
+    case A::eltwise_logistic:
+    case A::eltwise_tanh:
+    case A::eltwise_clip_v2:
+    case A::eltwise_linear:
+    case A::eltwise_elu:
+    case A::eltwise_abs:
+    case A::eltwise_sqrt:
+    case A::eltwise_exp:
+    case A::eltwise_swish:
+    case A::eltwise_hardswish:
+    case A::eltwise_soft_relu:
+      return true;
+    default:
+      return false;
+  }
+}
+
+/// y = f(y) over n values, f one of plainElt's activations with oneDNN's parameters (alpha, beta): what
+/// the eltwise post-op computes, in float.
+void applyElt(const Step& st, float a, float b, float* y, int64_t n) {
+  using A = dnnl::algorithm;
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = y[i];
+    float v = x;
+    switch (st.alg) {
+      case A::eltwise_relu: v = x < 0.0f ? (a == 0.0f ? 0.0f : a * x) : x; break;
+      case A::eltwise_logistic: v = 1.0f / (1.0f + std::exp(-x)); break;
+      case A::eltwise_tanh: v = std::tanh(x); break;
+      case A::eltwise_clip_v2: v = std::min(b, std::max(a, x)); break;
+      case A::eltwise_linear: v = a * x + b; break;
+      case A::eltwise_elu: v = x < 0.0f ? a * std::expm1(x) : x; break;
+      case A::eltwise_abs: v = std::fabs(x); break;
+      case A::eltwise_sqrt: v = std::sqrt(x); break;
+      case A::eltwise_exp: v = std::exp(x); break;
+      case A::eltwise_swish: v = x / (1.0f + std::exp(-a * x)); break;
+      case A::eltwise_hardswish: v = x * std::min(1.0f, std::max(0.0f, x / 6.0f + 0.5f)); break;
+      case A::eltwise_soft_relu: v = x > 20.0f ? x : std::log1p(std::exp(x)); break;
+      default: break;
+    }
+    if (st.hardSigmoid) v = std::min(1.0f, std::max(0.0f, v));
+    y[i] = v;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------------------
 
 /// Gemm (A, B weight, C per-column or scalar weight) or 2-D MatMul with a weight B, and its chain: one
 /// oneDNN matmul. B is used in place (no copy) unless something is folded into it.
+/// With one to three rows of A (kPackMinRows, not transposed) and a chain of activations and residual
+/// sums applyElt knows, the product is gemvRows and the chain a loop over each block of columns: a
+/// oneDNN primitive's setup per execution (5-6 us) was most of a batch-1 classifier head's time
+/// (openWakeWord's [1,128] x [128,1] Gemm and its Sigmoid), and its brgemm copied a transposed B.
 class FusedMatMulKernel final : public OpKernel {
  public:
   FusedMatMulKernel(const Node& anchor, std::vector<Step> steps)
@@ -484,6 +538,29 @@ class FusedMatMulKernel final : public OpKernel {
     if (!po) return Error{po.message()};
     std::vector<int64_t> key{M, K, N};
     const uint64_t h = sampleHash(b);
+    if (key != key_ || opsKey != opsKey_ || (!prim_ && !gemv_) || bPtr_ != b.raw() || bHash_ != h) {
+      std::vector<float> scale(static_cast<size_t>(N), alpha_), shift(static_cast<size_t>(N), 0.0f);
+      if (c)
+        for (int64_t n = 0; n < N; ++n)
+          shift[static_cast<size_t>(n)] = beta_ * static_cast<const float*>(c->raw())[c->numElements() == 1 ? 0 : n];
+      if (auto st = foldAffine(steps_, in, N, scale, shift); !st) return st;
+      gemv_ = M < kPackMinRows && !transA_;
+      for (const Step& st : steps_)
+        gemv_ = gemv_ && (isFold(st) || st.kind == Step::Sum || (st.kind == Step::Elt && plainElt(st)));
+      if (gemv_) {
+        folded_.clear();
+        folded_.shrink_to_fit();
+        scale_ = scale;
+        bias_ = shift;
+        key_ = key;
+        opsKey_ = opsKey;
+        sumIn_ = sumIn;
+        bPtr_ = b.raw();
+        bHash_ = h;
+        prim_ = {};
+      }
+    }
+    if (gemv_) return runGemv(a, b, in, out, M, K, N);
     if (key != key_ || opsKey != opsKey_ || !prim_ || bPtr_ != b.raw() || bHash_ != h) {
       std::vector<float> scale(static_cast<size_t>(N), alpha_), shift(static_cast<size_t>(N), 0.0f);
       if (c)
@@ -540,6 +617,50 @@ class FusedMatMulKernel final : public OpKernel {
   }
 
  private:
+  /// The few-row path: y = (A x B) * scale + shift per column (the folded affine steps), then the chain.
+  Status runGemv(const Tensor& a, const Tensor& b, const std::vector<const Tensor*>& in, std::vector<Tensor>& out,
+                 int64_t M, int64_t K, int64_t N) {
+    out.resize(1);
+    if (auto st = out[0].ensure(DType::Float32, {M, N}); !st) return st;
+    const float* res = nullptr;
+    if (sumIn_ >= 0) {
+      const Tensor* r = static_cast<size_t>(sumIn_) < in.size() ? in[static_cast<size_t>(sumIn_)] : nullptr;
+      if (!r || r->dtype() != DType::Float32 || r->shape() != out[0].shape() || r->nhwc())
+        return makeError("the residual operand must be float32 ", out[0].describe());
+      res = static_cast<const float*>(r->raw());
+    }
+    // The activations' parameters (Clip bounds given as inputs, scalar steps) once per run.
+    std::vector<std::pair<float, float>> params(steps_.size());
+    for (size_t i = 0; i < steps_.size(); ++i)
+      if (steps_[i].kind == Step::Elt)
+        if (auto e = eltParams(steps_[i], in, params[i].first, params[i].second); !e) return e;
+    const auto* ap = static_cast<const float*>(a.raw());
+    const auto* bp = static_cast<const float*>(b.raw());
+    float* y = static_cast<float*>(out[0].raw());
+    const int threads = omp_get_max_threads();
+    const int64_t perThread = std::max<int64_t>(16, (int64_t{1} << 16) / std::max<int64_t>(1, K * M));
+    parallelChunks(ExecContext{threads}, (N + 15) / 16, [&](int64_t c0, int64_t c1) {
+      const int64_t n0 = c0 * 16, n1 = std::min(N, c1 * 16);
+      gemvRows(ap, K, bp, y, N, M, K, N, n0, n1, transB_, 1.0f, false);
+      for (int64_t m = 0; m < M; ++m) {
+        float* row = y + m * N;
+        for (int64_t n = n0; n < n1; ++n) row[n] = row[n] * scale_[static_cast<size_t>(n)] + bias_[static_cast<size_t>(n)];
+        for (size_t i = 0; i < steps_.size(); ++i) {
+          const Step& st = steps_[i];
+          if (isFold(st)) continue;
+          if (st.kind == Step::Sum) {
+            for (int64_t n = n0; n < n1; ++n) row[n] += res[m * N + n];
+            continue;
+          }
+          applyElt(st, params[i].first, params[i].second, row + n0, n1 - n0);
+        }
+      }
+    }, std::max<int64_t>(1, perThread / 16));
+    return Status::ok();
+  }
+
+  bool gemv_ = false;
+  std::vector<float> scale_;
   std::vector<Step> steps_;
   bool gemm_;
   float alpha_, beta_;

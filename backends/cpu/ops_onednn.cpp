@@ -4,6 +4,9 @@
 // input shapes change. Weights reordered into oneDNN's blocked layout are cached while the same weight
 // storage (and contents sample) is passed.
 
+#include <omp.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -13,6 +16,79 @@
 #include "cpu/onednn_util.h"
 
 namespace partex::cpu {
+
+/// c[m, n] (+)= alpha * sum_k a[m, k] * B(k, n) for rows m < M and columns n in [n0, n1): B plain
+/// row-major, [K, N] or, with transB, [N, K] (a Linear layer's weight as PyTorch exports it). Each
+/// element of B is read from memory once whatever M (< kPackMinRows) is: the rows of A are taken in the
+/// innermost loop over a block of B that stays in cache. Issue 24: oneDNN 2.6's brgemm matmul copies a
+/// transposed B into its blocked layout on every run, which at one row of A is the whole product's
+/// traffic again plus a transposition (openWakeWord's [1,1536] x [1536,128]^T Gemm).
+[[gnu::target_clones("avx512f", "avx2", "default")]] void gemvRows(const float* a, int64_t lda, const float* b,
+                                                                     float* c, int64_t ldc, int64_t M, int64_t K,
+                                                                     int64_t N, int64_t n0, int64_t n1, bool transB,
+                                                                     float alpha, bool accumulate) {
+  auto put = [&](int64_t m, int64_t n, float v) {
+    float& y = c[m * ldc + n];
+    y = accumulate ? y + alpha * v : alpha * v;
+  };
+  if (transB) {
+    // Four rows of B at a time, each a dot product with every row of A.
+    int64_t n = n0;
+    for (; n + 4 <= n1; n += 4) {
+      const float *b0 = b + n * K, *b1 = b0 + K, *b2 = b1 + K, *b3 = b2 + K;
+      for (int64_t m = 0; m < M; ++m) {
+        const float* x = a + m * lda;
+        float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+#pragma omp simd reduction(+ : s0, s1, s2, s3)
+        for (int64_t k = 0; k < K; ++k) {
+          s0 += x[k] * b0[k];
+          s1 += x[k] * b1[k];
+          s2 += x[k] * b2[k];
+          s3 += x[k] * b3[k];
+        }
+        put(m, n, s0);
+        put(m, n + 1, s1);
+        put(m, n + 2, s2);
+        put(m, n + 3, s3);
+      }
+    }
+    for (; n < n1; ++n)
+      for (int64_t m = 0; m < M; ++m) {
+        const float* x = a + m * lda;
+        const float* bn = b + n * K;
+        float s = 0;
+#pragma omp simd reduction(+ : s)
+        for (int64_t k = 0; k < K; ++k) s += x[k] * bn[k];
+        put(m, n, s);
+      }
+    return;
+  }
+  // Column blocks of 64: per row of A, the block's sums over k, row k of B scaled by a[m, k].
+  constexpr int64_t kBlock = 64;
+  for (int64_t nb = n0; nb < n1; nb += kBlock) {
+    const int64_t w = std::min(kBlock, n1 - nb);
+    for (int64_t m = 0; m < M; ++m) {
+      const float* x = a + m * lda;
+      alignas(64) float acc[kBlock] = {};
+      if (w == kBlock) {
+        for (int64_t k = 0; k < K; ++k) {
+          const float xk = x[k];
+          const float* row = b + k * N + nb;
+#pragma omp simd
+          for (int64_t j = 0; j < kBlock; ++j) acc[j] += xk * row[j];
+        }
+      } else {
+        for (int64_t k = 0; k < K; ++k) {
+          const float xk = x[k];
+          const float* row = b + k * N + nb;
+#pragma omp simd
+          for (int64_t j = 0; j < w; ++j) acc[j] += xk * row[j];
+        }
+      }
+      for (int64_t j = 0; j < w; ++j) put(m, nb + j, acc[j]);
+    }
+  }
+}
 
 namespace {
 
@@ -275,8 +351,6 @@ std::string checkConvTranspose(const Graph& g, const Node& n) {
 ///    "Broadcast and Batch");
 ///  - loop: when oneDNN would still pick `ref` for the batched form, one 2-D primitive run once per
 ///    output batch, at each operand's (broadcast) batch offset.
-/// Rows of A from which a weight B is packed into oneDNN's layout (MatMulPrim).
-constexpr int64_t kPackMinRows = 4;
 
 class MatMulPrim {
   static std::string joinDims(const std::vector<int64_t>& d) {
@@ -295,6 +369,23 @@ class MatMulPrim {
     } catch (const dnnl::error& e) {
       prim_ = {};
       return makeError("oneDNN matmul for [", joinDims(aShape), "] x [", joinDims(bShape), "]: ", e.what());
+    }
+    if (gemv_) {
+      // One to three rows of A against a plain B (kPackMinRows): a matrix-vector product per row.
+      if (b.empty()) return makeError("matmul: B was given up but no packed copy of it is held");
+      const int64_t r = static_cast<int64_t>(aShape.size());
+      const int64_t M = rows_, K = aShape[static_cast<size_t>(r - 1)], N = cShape.back();
+      const auto* ap = static_cast<const float*>(a.raw());
+      const auto* bp = static_cast<const float*>(b.raw());
+      auto* cp = static_cast<float*>(c.raw());
+      // Columns split over the device's OpenMP team (set around the call, as oneDNN reads it too), in
+      // multiples of 16 and at least 64 K-long dot products per thread.
+      const int threads = omp_get_max_threads();
+      const int64_t perThread = std::max<int64_t>(16, (int64_t{1} << 16) / std::max<int64_t>(1, K * M));
+      parallelChunks(ExecContext{threads}, (N + 15) / 16, [&](int64_t b0, int64_t e0) {
+        gemvRows(ap, K, bp, cp, N, M, K, N, b0 * 16, std::min(N, e0 * 16), transB, alpha, accumulate);
+      }, std::max<int64_t>(1, perThread / 16));
+      return Status::ok();
     }
     dnnl::stream s(engine());
     memory pad = scratchpadFor(pd_);
@@ -357,6 +448,7 @@ class MatMulPrim {
 
   /// The oneDNN implementation the last prepared shapes run on, "loop of " before it on the loop path.
   std::string implInfo() const {
+    if (gemv_) return "partex gemv" + std::string(folded_ ? " (folded)" : "");
     if (!prim_) return "";
     return (loop_ ? "loop of " : "") + std::string((packed_ ? packedPd_ : pd_).impl_info_str()) +
            (folded_ ? " (folded)" : "") + (packed_ ? " (packed weights)" : "");
@@ -392,7 +484,7 @@ class MatMulPrim {
     key.push_back(transB);
     key.push_back(forceLoop);
     key.push_back(constB);
-    if (key == key_ && prim_ && alpha == alpha_ && accumulate == acc_) return;
+    if (key == key_ && (prim_ || gemv_) && alpha == alpha_ && accumulate == acc_) return;
     dnnl::primitive_attr attr = scratchAttr();
     if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
     if (accumulate) {
@@ -408,8 +500,19 @@ class MatMulPrim {
     }
     const std::vector<int64_t> b2(bShape.end() - 2, bShape.end());
     auto make = [&] { pd_ = dnnl::matmul::primitive_desc(dnnl::matmul::desc(ad_, bd_, cd_), attr, engine()); };
-    folded_ = loop_ = packed_ = false;
+    folded_ = loop_ = packed_ = gemv_ = false;
+    prim_ = {};
     wMem_ = memory();
+    if (bBatch == 1 && !transA && aBatch * aShape[r - 2] < kPackMinRows && !forceLoop) {
+      // A few rows (a batch-1 fully connected layer): gemvRows, no oneDNN primitive.
+      folded_ = r > 2;
+      gemv_ = true;
+      rows_ = aBatch * aShape[r - 2];
+      key_ = key;
+      alpha_ = alpha;
+      acc_ = accumulate;
+      return;
+    }
     if (bBatch == 1 && !transA) {
       // A's batch rows are consecutive M-row blocks of one [batch*M, K] matrix.
       folded_ = r > 2;
@@ -451,7 +554,8 @@ class MatMulPrim {
 
   std::vector<int64_t> key_;
   float alpha_ = 1.0f;
-  bool acc_ = false, folded_ = false, loop_ = false, packed_ = false;
+  bool acc_ = false, folded_ = false, loop_ = false, packed_ = false, gemv_ = false;
+  int64_t rows_ = 0;  ///< gemv_: rows of A (batch dims folded in)
   memory::desc ad_, bd_, cd_;
   dnnl::matmul::primitive_desc pd_, packedPd_;
   dnnl::matmul prim_, packedPrim_;
@@ -944,6 +1048,35 @@ class SoftmaxKernel final : public OpKernel {
   dnnl::softmax_v2_forward prim_;
 };
 
+/// LayerNormalization of `rows` rows of `inner` elements: y = (x - mean) / sqrt(var + eps) * scale + shift
+/// per row (the biased variance, as ONNX's function body computes it), with each row's mean and inverse
+/// deviation. Three passes over a row while it is in cache, each one vector loop. Issue 24: oneDNN 2.6's
+/// layer_normalization took 7-8 us per call on openWakeWord's 128-wide rows (its setup per execution,
+/// not the arithmetic); this loop is also as fast as it on BERT's [128, 768] (bench_ops).
+[[gnu::target_clones("avx512f", "avx2", "default")]] void layerNormRows(const float* x, float* y, const float* scale,
+                                                                          const float* shift, float* mean, float* inv,
+                                                                          int64_t rows, int64_t inner, float eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * inner;
+    float* yr = y + r * inner;
+    float s = 0;
+#pragma omp simd reduction(+ : s)
+    for (int64_t i = 0; i < inner; ++i) s += xr[i];
+    const float m = s / static_cast<float>(inner);
+    float q = 0;
+#pragma omp simd reduction(+ : q)
+    for (int64_t i = 0; i < inner; ++i) {
+      const float d = xr[i] - m;
+      q += d * d;
+    }
+    const float iv = 1.0f / std::sqrt(q / static_cast<float>(inner) + eps);
+#pragma omp simd
+    for (int64_t i = 0; i < inner; ++i) yr[i] = (xr[i] - m) * iv * scale[i] + shift[i];
+    mean[r] = m;
+    inv[r] = iv;
+  }
+}
+
 class LayerNormKernel final : public OpKernel {
  public:
   explicit LayerNormKernel(const Node& n)
@@ -973,17 +1106,11 @@ class LayerNormKernel final : public OpKernel {
     for (size_t i = 1; i < 3; ++i)
       if (auto s = out[i].ensure(DType::Float32, statShape); !s) return s;
     if (x.numElements() == 0) return Status::ok();
-    if (x.shape() != key_ || !prim_) {
-      md_ = plainDesc({outer, inner});
-      auto d = dnnl::layer_normalization_forward::desc(
-          dnnl::prop_kind::forward_training, md_, eps_,
-          dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift);
-      pd_ = dnnl::layer_normalization_forward::primitive_desc(d, scratchAttr(), engine());
-      prim_ = dnnl::layer_normalization_forward(pd_);
-      key_ = x.shape();
-    }
-    // Materialise Scale and B at the normalised size.
+    // Scale and B at the normalised size: as they are when they have it, else materialised.
     auto expand = [&](const Tensor* t, Tensor& dst, float def) -> Status {
+      if (t && t->numElements() == inner)
+        return dst.borrow(DType::Float32, {inner}, const_cast<void*>(t->raw()), t->bytes());
+      if (dst.borrowed()) dst = Tensor();
       if (auto s = dst.ensure(DType::Float32, {inner}); !s) return s;
       float* d = ptr<float>(dst);
       if (!t) {
@@ -997,38 +1124,52 @@ class LayerNormKernel final : public OpKernel {
     };
     if (auto s = expand(&sc, scale_, 1.0f); !s) return s;
     if (auto s = expand(b, shift_, 0.0f); !s) return s;
-    if (auto s = var_.ensure(DType::Float32, {outer}); !s) return s;
-    auto cd = memory::desc({inner}, dt::f32, tag::a);
-    auto sd = memory::desc({outer}, dt::f32, tag::a);
-    dnnl::stream s(engine());
-    prim_.execute(s, {{DNNL_ARG_SCRATCHPAD, scratchpadFor(pd_)},
-                      {DNNL_ARG_SRC, userMem(md_, x)},
-                      {DNNL_ARG_SCALE, userMem(cd, scale_)},
-                      {DNNL_ARG_SHIFT, userMem(cd, shift_)},
-                      {DNNL_ARG_MEAN, memory(sd, engine(), out[1].raw())},
-                      {DNNL_ARG_VARIANCE, memory(sd, engine(), var_.raw())},
-                      {DNNL_ARG_DST, memory(md_, engine(), out[0].raw())}});
-    s.wait();
+    const float* px = ptr<float>(x);
+    float* py = ptr<float>(out[0]);
+    const float* scp = ptr<float>(scale_);
+    const float* sh = ptr<float>(shift_);
+    float* mean = ptr<float>(out[1]);
     float* inv = ptr<float>(out[2]);
-    const float* v = ptr<float>(var_);
+    const float eps = eps_;
     parallelChunks(ctx, outer, [&](int64_t b0, int64_t e0) {
-      for (int64_t i = b0; i < e0; ++i) inv[i] = 1.0f / std::sqrt(v[i] + eps_);
-    });
+      layerNormRows(px + b0 * inner, py + b0 * inner, scp, sh, mean + b0, inv + b0, e0 - b0, inner, eps);
+    }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, inner)));
     return Status::ok();
   }
 
  private:
   int64_t axis_;
   float eps_;
-  std::vector<int64_t> key_;
-  memory::desc md_;
-  Tensor scale_, shift_, var_;
-  dnnl::layer_normalization_forward::primitive_desc pd_;
-  dnnl::layer_normalization_forward prim_;
+  Tensor scale_, shift_;
 };
 
 // ---------------------------------------------------------------------------------------------------------
 // Element-wise activations
+
+/// Relu, LeakyRelu and Clip as one vector loop over the storage rather than a oneDNN eltwise primitive,
+/// whose setup per execution (memory objects, stream, argument map) took 2-3 us, more than the arithmetic
+/// of a few thousand elements (openWakeWord's 128-wide Relu layers); at any size the loop is bound by
+/// memory as the primitive is. NaN stays NaN, as ONNX says (oneDNN's relu and clip map it to a number).
+/// y = x < 0 ? 0 : x (Relu), x * (x < 0 ? alpha : 1) (LeakyRelu) or, with `clip`, lo below lo, hi above
+/// hi, else x: selects, and for LeakyRelu a select of two constants then one multiply, no branch per
+/// element (GCC keeps a conditional multiply scalar under -ftrapping-math).
+[[gnu::target_clones("avx512f", "avx2", "default")]] void reluClipF32(const float* x, float* y, int64_t n, bool clip,
+                                                                        float alpha, float lo, float hi) {
+  if (clip) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = x[i];
+      y[i] = v < lo ? lo : v > hi ? hi : v;
+    }
+  } else if (alpha == 0.0f) {
+    // Relu as a select, not a multiply by 0: -inf gives 0, not NaN.
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] < 0.0f ? 0.0f : x[i];
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] * (x[i] < 0.0f ? alpha : 1.0f);
+  }
+}
 
 /// One oneDNN eltwise primitive (with an optional eltwise post-op) over the flattened tensor.
 class EltwiseKernel final : public OpKernel {
@@ -1043,7 +1184,7 @@ class EltwiseKernel final : public OpKernel {
     return nhwcOut && !in.empty() && in[0] && in[0]->nhwc();
   }
 
-  Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+  Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
     if (auto e = expectInput(in, 0, "X"); !e.empty()) return Error{e};
     const Tensor& x = *in[0];
     if (x.dtype() != DType::Float32) return makeError("float32 only");
@@ -1063,6 +1204,17 @@ class EltwiseKernel final : public OpKernel {
     if (auto s = blk ? out[0].ensureNhwc(x.shape()) : out[0].ensure(DType::Float32, x.shape()); !s) return s;
     const int64_t n = x.numElements();
     if (n == 0) return Status::ok();
+    // Relu, LeakyRelu or Clip: one loop over the storage (either layout: element i of the input's storage
+    // gives element i of the output's).
+    if (!post_ && (alg_ == dnnl::algorithm::eltwise_relu || alg_ == dnnl::algorithm::eltwise_clip_v2)) {
+      const float* px = ptr<float>(x);
+      float* py = ptr<float>(out[0]);
+      const bool clip = alg_ == dnnl::algorithm::eltwise_clip_v2;
+      parallelChunks(ctx, n, [&](int64_t b0, int64_t e0) {
+        reluClipF32(px + b0, py + b0, e0 - b0, clip, alpha, alpha, beta);
+      }, 16384);
+      return Status::ok();
+    }
     // Plain tensors as one flat run of elements; channels-last ones in their layout.
     if (n != n_ || blk != blk_ || (blk && x.shape() != shape_) || !prim_ || alpha != curA_ || beta != curB_) {
       md_ = blk ? nhwcDesc(x.shape()) : memory::desc({n}, dt::f32, tag::a);

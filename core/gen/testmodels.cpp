@@ -475,6 +475,35 @@ std::string withLoop() {
   return m.bytes();
 }
 
+std::string withFixedBranch() {
+  Model m;
+  addInput(m.g, "x", kFloat, {2, 80});
+  addInput(m.g, "cond", kBool, {});
+  addInitFloat(m.g, "w", {100, 80}, 0.25f);
+  auto* ifNode = addNode(m.g, "If", {"cond"}, {"y"}, "choose");
+  auto* thenG = addGraphAttr(ifNode, "then_branch");
+  addInitInt64(thenG, "starts", {1}, {0});
+  addInitInt64(thenG, "ends", {1}, {60});
+  addInitInt64(thenG, "axes", {1}, {0});
+  addNode(thenG, "Slice", {"w", "starts", "ends", "axes"}, {"rows"}, "rows_of_w");
+  auto* gemm = addNode(thenG, "Gemm", {"x", "rows"}, {"t_out"}, "project");
+  addAttr(gemm, "transB", int64_t{1});
+  addOutput(thenG, "t_out", kFloat, {2, 60});
+  auto* elseG = addGraphAttr(ifNode, "else_branch");
+  addInitFloat(elseG, "two", {}, 2.0f);
+  addInitFloat(elseG, "eps", {}, 1e-5f);
+  addAttr(addNode(elseG, "ReduceMean", {"x"}, {"mean"}, "mean"), "axes", {-1});
+  addNode(elseG, "Sub", {"x", "mean"}, {"d"}, "centre");
+  addNode(elseG, "Pow", {"d", "two"}, {"sq"}, "square");
+  addAttr(addNode(elseG, "ReduceMean", {"sq"}, {"var"}, "variance"), "axes", {-1});
+  addNode(elseG, "Add", {"var", "eps"}, {"ve"}, "add_eps");
+  addNode(elseG, "Sqrt", {"ve"}, {"sd"}, "deviation");
+  addNode(elseG, "Div", {"d", "sd"}, {"e_out"}, "normalise");
+  addOutput(elseG, "e_out", kFloat, {2, 80});
+  addOutput(m.g, "y", kFloat, {2, Dim("n")});
+  return m.bytes();
+}
+
 std::string withControlFlow() {
   Model m;
   addInput(m.g, "x", kFloat, {2, 3});

