@@ -21,6 +21,7 @@ struct WorkloadArgs {
   std::string algos = "band,partex";
   double searchSec = 1.0;
   double horizonMs = 0;
+  double rateScale = 1.0;
   bool json = false;
 };
 
@@ -49,10 +50,12 @@ int runWorkload(const WorkloadArgs& a) {
   auto w = loadWorkloadFile(a.file);
   if (!w) return fail(w.message());
   if (a.horizonMs < 0 || a.horizonMs > 600000) return fail("--horizon-ms: must be 0 (the file's) to 600000");
-  if (a.horizonMs > 0) {
-    w->horizonMs = a.horizonMs;
+  if (!(a.rateScale > 0) || a.rateScale > 1000) return fail("--rate-scale: must be above 0 and at most 1000");
+  if (a.horizonMs > 0 || a.rateScale != 1.0) {
+    if (a.horizonMs > 0) w->horizonMs = a.horizonMs;
+    for (auto& m : w->models) m.ratePerS *= a.rateScale;
     // The request count depends on the horizon: re-check through the parser's rule.
-    if (workloadRequestCount(*w) > kMaxWorkloadRequests) return fail(a.file + ": --horizon-ms gives more than " + std::to_string(kMaxWorkloadRequests) + " requests");
+    if (workloadRequestCount(*w) > kMaxWorkloadRequests) return fail(a.file + ": --horizon-ms or --rate-scale gives more than " + std::to_string(kMaxWorkloadRequests) + " requests");
   }
   if (!(a.searchSec > 0) || a.searchSec > 600) return fail("--search-sec: must be above 0 and at most 600");
   const std::vector<std::string> algos = splitComma(a.algos);
@@ -131,6 +134,7 @@ void addWorkload(CLI::App& app, int& exitCode) {
   cmd->add_option("--platform", a->platform, "Platform preset or file")->required();
   cmd->add_option("--algo", a->algos, "Comma-separated: band, partex (default: both)");
   cmd->add_option("--horizon-ms", a->horizonMs, "Override the file's horizon (ms)");
+  cmd->add_option("--rate-scale", a->rateScale, "Multiply every rate (a heavier or lighter load of the same workload)");
   cmd->add_option("--search-sec", a->searchSec, "partex: time limit of each plan search per model (default 1)");
   cmd->add_flag("--json", a->json, "JSON output");
   cmd->callback([a, &exitCode] { exitCode = runWorkload(*a); });

@@ -242,12 +242,6 @@ std::vector<std::string> workloadAlgorithms() { return {"band", "partex"}; }
 
 namespace {
 
-/// Operators of one model run as one piece on one device.
-struct Step {
-  DeviceId dev = 0;
-  std::vector<TaskId> ops;  ///< Local to the model, in topological order.
-  double estUs = 0;         ///< The scheduler's estimate of its time.
-};
 
 /// A request in the scheduler's queue.
 struct Job {
@@ -265,14 +259,18 @@ struct ModelView {
   // expected time of units [i, j] on d (kInf where d does not support them all).
   std::vector<std::pair<int, int>> units;
   std::vector<double> unitCost;  ///< [unit * m + d]
-  // partex: whole-model routes.
-  std::vector<std::vector<Step>> routes;
-  std::vector<std::string> routeNames;
+};
+
+struct Dispatched {
+  double estStart = 0;  ///< The scheduler's expected start.
+  int seq = 0;          ///< Dispatch order (ties).
+  int req = 0;
+  std::vector<TaskId> ops;
 };
 
 struct Dispatch {
-  /// Per device: (request, operators) in the order the device runs them.
-  std::vector<std::vector<std::pair<int, std::vector<TaskId>>>> log;
+  /// Per device: what it runs, in order of expected start.
+  std::vector<std::vector<Dispatched>> log;
   std::vector<int> opsRun;       ///< Per request: operators dispatched.
   std::vector<char> dropped;     ///< Per request.
   std::vector<int> routeTaken;   ///< partex: per request, its route (-1 none); band: steps run.
@@ -317,25 +315,25 @@ BandChoice bandShortest(const ModelView& v, int m, int start, const std::vector<
   return c;
 }
 
-/// The end of `route` started at `now` on devices free at `freeAt`.
-double routeEnd(const std::vector<Step>& route, double now, const std::vector<double>& freeAt) {
-  double t = now;
-  for (const Step& s : route) t = std::max(t, freeAt[static_cast<size_t>(s.dev)]) + s.estUs;
-  return t;
+/// A device's booked intervals, by start (they never overlap).
+using Booked = std::vector<std::pair<double, double>>;
+
+void book(Booked& iv, double s, double e) {
+  auto it = std::lower_bound(iv.begin(), iv.end(), std::make_pair(s, e));
+  iv.insert(it, {s, e});
 }
 
 /// The event loop both schedulers share: requests enter the queue at their release (a triggered one
 /// at its parent's expected end), and at every release and every expected end of a device's work the
 /// policy dispatches from the queue. Times are the schedulers' own estimates; the simulator judges the
 /// resulting plan afterwards.
-Dispatch dispatchWorkload(const std::vector<WorkloadRequest>& reqs, const std::vector<ModelView>& views, int m,
-                          bool band) {
+Dispatch dispatchWorkload(const std::vector<WorkloadRequest>& reqs, const std::vector<ModelView>& views, int m, bool startedFirst) {
   Dispatch out;
   const size_t nr = reqs.size();
   out.log.assign(static_cast<size_t>(m), {});
   out.opsRun.assign(nr, 0);
   out.dropped.assign(nr, 0);
-  out.routeTaken.assign(nr, band ? 0 : -1);
+  out.routeTaken.assign(nr, 0);
   std::vector<std::vector<int>> children(nr);
   std::multimap<double, Job> pending;  // by time of entry to the queue
   for (size_t r = 0; r < nr; ++r) {
@@ -349,8 +347,12 @@ Dispatch dispatchWorkload(const std::vector<WorkloadRequest>& reqs, const std::v
     j.deadlineAbs = j.releaseUs + reqs[r].deadlineUs;
     pending.emplace(j.releaseUs, j);
   }
-  std::vector<double> freeAt(static_cast<size_t>(m), 0.0);
+  std::vector<double> freeAt(static_cast<size_t>(m), 0.0);  // the end of each device's last booking
+  std::vector<Booked> booked(static_cast<size_t>(m));
+  int seq = 0;
   std::vector<Job> queue;
+  int inFlight = 0;                // jobs begun and not finished or dropped
+  std::multiset<double> finishing;  // expected ends of jobs whose last units are dispatched
   std::function<void(int)> dropTree = [&](int r) {
     out.dropped[static_cast<size_t>(r)] = 1;
     for (int c : children[static_cast<size_t>(r)]) dropTree(c);
@@ -369,13 +371,26 @@ Dispatch dispatchWorkload(const std::vector<WorkloadRequest>& reqs, const std::v
     // Next event: a queue entry, or a device becoming free while requests wait.
     double next = pending.empty() ? kInf : pending.begin()->first;
     if (!queue.empty())
-      for (double f : freeAt)
-        if (f > now + 1e-9) next = std::min(next, f);
+      for (const Booked& iv : booked)
+        for (const auto& [s, e] : iv)
+          if (e > now + 1e-9) {
+            next = std::min(next, e);
+            break;
+          }
     if (next >= kInf) next = now;  // everything idle: the policy dispatches or drops
     now = std::max(now, next);
+    while (!finishing.empty() && *finishing.begin() <= now + 1e-9) {
+      finishing.erase(finishing.begin());
+      --inFlight;
+    }
     while (!pending.empty() && pending.begin()->first <= now + 1e-9) {
       queue.push_back(pending.begin()->second);
       pending.erase(pending.begin());
+    }
+    for (Booked& iv : booked) {  // what ended is never needed again
+      size_t k = 0;
+      while (k < iv.size() && iv[k].second <= now + 1e-9) ++k;
+      iv.erase(iv.begin(), iv.begin() + static_cast<std::ptrdiff_t>(k));
     }
     std::vector<double> waiting(static_cast<size_t>(m));
     for (DeviceId d = 0; d < m; ++d) waiting[static_cast<size_t>(d)] = std::max(0.0, freeAt[static_cast<size_t>(d)] - now);
@@ -384,14 +399,16 @@ Dispatch dispatchWorkload(const std::vector<WorkloadRequest>& reqs, const std::v
     // Least slack first: slack = deadline - now - expected latency (band/scheduler/least_slack_first_scheduler.cc).
     auto expected = [&](const Job& j) {
       const ModelView& v = views[static_cast<size_t>(reqs[static_cast<size_t>(j.req)].model)];
-      if (band) return bandShortest(v, m, j.done, waiting).latencyUs;
-      double best = kInf;
-      for (const auto& route : v.routes) best = std::min(best, routeEnd(route, now, freeAt) - now);
-      return best;
+      return bandShortest(v, m, j.done, waiting).latencyUs;
     };
+    // partex (startedFirst): a job whose first units ran goes before the ones not started, so that
+    // work once begun is not wasted by dropping its rest.
     std::vector<std::pair<double, size_t>> order;
     for (size_t q = 0; q < queue.size(); ++q) order.emplace_back(queue[q].deadlineAbs - now - expected(queue[q]), q);
-    std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
+      if (startedFirst && (queue[a.second].done > 0) != (queue[b.second].done > 0)) return queue[a.second].done > 0;
+      return a.first < b.first;
+    });
     std::vector<char> taken(queue.size(), 0);
     bool progress = false;
     for (const auto& [slack, q] : order) {
@@ -399,15 +416,20 @@ Dispatch dispatchWorkload(const std::vector<WorkloadRequest>& reqs, const std::v
       Job& j = queue[q];
       const WorkloadRequest& r = reqs[static_cast<size_t>(j.req)];
       const ModelView& v = views[static_cast<size_t>(r.model)];
-      if (band) {
+      {
         const BandChoice c = bandShortest(v, m, j.done, waiting);
         // A job whose best plan already misses its deadline is dropped (the SLO check of the
         // scheduler and of Planner::IsSLOViolated).
         if (c.dev < 0 || now + c.latencyUs > j.deadlineAbs + 1e-9) {
+          if (j.done > 0) --inFlight;
           dropTree(j.req);
           taken[q] = progress = true;
           continue;
         }
+        // partex (startedFirst): at most one started job per device; a new one waits for a finish.
+        // The programme's estimate sees the devices' booked work but not the rest of jobs already
+        // begun, so without a bound every idle moment starts another job and, overloaded, all miss.
+        if (startedFirst && j.done == 0 && inFlight >= m) continue;
         // Dispatched only to a worker idle when this round began (GetIdleWorkers); the worker's
         // waiting time then grows by the range's expected time.
         if (!idle[static_cast<size_t>(c.dev)]) continue;
@@ -418,46 +440,21 @@ Dispatch dispatchWorkload(const std::vector<WorkloadRequest>& reqs, const std::v
             ops.push_back(v.topo[static_cast<size_t>(k)]);
         const double start = std::max(now, freeAt[static_cast<size_t>(c.dev)]);
         freeAt[static_cast<size_t>(c.dev)] = start + est;
+        book(booked[static_cast<size_t>(c.dev)], start, start + est);
         waiting[static_cast<size_t>(c.dev)] += est;
         out.opsRun[static_cast<size_t>(j.req)] += static_cast<int>(ops.size());
         out.routeTaken[static_cast<size_t>(j.req)] += 1;
-        out.log[static_cast<size_t>(c.dev)].emplace_back(j.req, std::move(ops));
+        out.log[static_cast<size_t>(c.dev)].push_back(Dispatched{start, seq++, j.req, std::move(ops)});
         taken[q] = progress = true;
+        if (j.done == 0) ++inFlight;
         if (c.last + 1 < static_cast<int>(v.units.size())) {
           Job rest = j;  // the remaining units re-enter the queue when this range ends (Planner::UpdateJobScheduleStatus)
           rest.done = c.last + 1;
           pending.emplace(start + est, rest);
         } else {
           finished(j.req, start + est);
+          finishing.insert(start + est);  // leaves the in-flight count at its expected end
         }
-      } else {
-        // partex: the route with the earliest expected end on the devices as now booked.
-        int bestRoute = -1;
-        double bestEnd = kInf;
-        for (size_t k = 0; k < v.routes.size(); ++k) {
-          const double e = routeEnd(v.routes[k], now, freeAt);
-          if (e < bestEnd - 1e-9) {
-            bestEnd = e;
-            bestRoute = static_cast<int>(k);
-          }
-        }
-        if (bestRoute < 0 || bestEnd > j.deadlineAbs + 1e-9) {
-          dropTree(j.req);
-          taken[q] = progress = true;
-          continue;
-        }
-        const auto& route = v.routes[static_cast<size_t>(bestRoute)];
-        if (freeAt[static_cast<size_t>(route.front().dev)] > now + 1e-9) continue;  // its first device is busy: wait
-        double t = now;
-        for (const Step& s : route) {
-          t = std::max(t, freeAt[static_cast<size_t>(s.dev)]) + s.estUs;
-          freeAt[static_cast<size_t>(s.dev)] = t;
-          out.opsRun[static_cast<size_t>(j.req)] += static_cast<int>(s.ops.size());
-          out.log[static_cast<size_t>(s.dev)].emplace_back(j.req, s.ops);
-        }
-        out.routeTaken[static_cast<size_t>(j.req)] = bestRoute;
-        finished(j.req, t);
-        taken[q] = progress = true;
       }
     }
     std::vector<Job> rest;
@@ -466,42 +463,20 @@ Dispatch dispatchWorkload(const std::vector<WorkloadRequest>& reqs, const std::v
     queue.swap(rest);
     if (!progress && pending.empty()) {
       bool anyBusy = false;
-      for (double f : freeAt) anyBusy = anyBusy || f > now + 1e-9;
+      for (const Booked& iv : booked) anyBusy = anyBusy || !iv.empty();
       if (!anyBusy) {  // cannot happen (an idle platform takes every job); never loop forever
         for (const Job& j : queue) dropTree(j.req);
         queue.clear();
       }
     }
   }
+  // Each device runs its pieces in the order of their expected starts (a step booked into an earlier
+  // gap runs before the ones booked after it).
+  for (auto& dl : out.log)
+    std::stable_sort(dl.begin(), dl.end(), [](const Dispatched& a, const Dispatched& b) {
+      return a.estStart < b.estStart - 1e-9 || (a.estStart <= b.estStart + 1e-9 && a.seq < b.seq);
+    });
   return out;
-}
-
-/// The routes of a plan: its operators in topological order, cut where the device changes; each
-/// piece's estimate its operators' costs plus the transfers into it (model inputs from the host too).
-std::vector<Step> routeOf(const CostTable& t, const std::vector<TaskId>& topo, const std::vector<DeviceId>& dev) {
-  std::vector<Step> steps;
-  for (TaskId v : topo) {
-    const DeviceId d = dev[static_cast<size_t>(v)];
-    if (steps.empty() || steps.back().dev != d) steps.push_back(Step{d, {}, 0});
-    Step& s = steps.back();
-    s.ops.push_back(v);
-    s.estUs += t.w(v, d);
-    for (int32_t e : t.inEdges[static_cast<size_t>(v)]) {
-      const DeviceId a = dev[static_cast<size_t>(t.edges[static_cast<size_t>(e)].src)];
-      if (a != d) s.estUs += t.comm(e, a, d);
-    }
-    if (!t.inputBytes.empty() && t.inputBytes[static_cast<size_t>(v)] > 0 && d != t.host)
-      s.estUs += t.transferUs(t.host, d, t.inputBytes[static_cast<size_t>(v)]);
-  }
-  return steps;
-}
-
-std::string routeName(const CostTable& t, const std::vector<Step>& route) {
-  std::string s;
-  std::set<DeviceId> seen;
-  for (const Step& st : route)
-    if (seen.insert(st.dev).second) s += (s.empty() ? "" : "+") + t.deviceIds[static_cast<size_t>(st.dev)];
-  return s;
 }
 
 Result<ModelView> viewOf(const CostTable& t, bool band, const WorkloadOptions& o, const std::string& name) {
@@ -509,58 +484,55 @@ Result<ModelView> viewOf(const CostTable& t, bool band, const WorkloadOptions& o
   v.t = &t;
   v.topo = t.topoOrder();
   const int m = t.numDevices();
+  const int n = static_cast<int>(v.topo.size());
   for (TaskId x = 0; x < t.numTasks(); ++x) {
     bool any = false;
     for (DeviceId d = 0; d < m; ++d) any = any || t.canRun(x, d);
     if (!any) return makeError("model \"", name, "\": no device runs operator ", t.taskNames[static_cast<size_t>(x)]);
   }
-  if (t.numTasks() == 0) return makeError("model \"", name, "\": no operators");
-  if (band) {
-    // Unit subgraphs (band/model_analyzer.cc ModelAnalyzer::GetUnitSubgraphs): operators that the same
-    // devices support, grown in topological order.
-    auto mask = [&](TaskId x) {
-      std::vector<char> s(static_cast<size_t>(m));
-      for (DeviceId d = 0; d < m; ++d) s[static_cast<size_t>(d)] = t.canRun(x, d);
-      return s;
-    };
-    int begin = 0;
-    for (int k = 1; k <= static_cast<int>(v.topo.size()); ++k)
-      if (k == static_cast<int>(v.topo.size()) || mask(v.topo[static_cast<size_t>(k)]) != mask(v.topo[static_cast<size_t>(begin)])) {
-        v.units.emplace_back(begin, k - 1);
-        begin = k;
-      }
-    v.unitCost.assign(v.units.size() * static_cast<size_t>(m), 0.0);
-    for (size_t u = 0; u < v.units.size(); ++u)
-      for (DeviceId d = 0; d < m; ++d) {
-        double s = 0;
-        for (int k = v.units[u].first; k <= v.units[u].second; ++k) s += t.w(v.topo[static_cast<size_t>(k)], d);
-        v.unitCost[u * static_cast<size_t>(m) + static_cast<size_t>(d)] = s;
-      }
-    return v;
+  if (n == 0) return makeError("model \"", name, "\": no operators");
+  // Unit subgraphs (band/model_analyzer.cc ModelAnalyzer::GetUnitSubgraphs): operators that the same
+  // devices support, grown in topological order; a unit ends where the support set changes.
+  std::vector<char> cutBefore(static_cast<size_t>(n) + 1, 0);
+  cutBefore[0] = cutBefore[static_cast<size_t>(n)] = 1;
+  auto mask = [&](TaskId x) {
+    std::vector<char> s(static_cast<size_t>(m));
+    for (DeviceId d = 0; d < m; ++d) s[static_cast<size_t>(d)] = t.canRun(x, d);
+    return s;
+  };
+  for (int k = 1; k < n; ++k)
+    if (mask(v.topo[static_cast<size_t>(k)]) != mask(v.topo[static_cast<size_t>(k - 1)])) cutBefore[static_cast<size_t>(k)] = 1;
+  if (!band) {
+    // partex: a unit also ends wherever one of Partex's plans changes device along the same order:
+    // best under the latency and the throughput objective, and the pipeline programme's stages. The
+    // programme over ranges of units can then run any of those plans, or any mix of their pieces.
+    auto best = makeBest();
+    auto pipe = makePipeline();
+    for (int k = 0; k < 3; ++k) {
+      SchedOptions so;
+      so.sim = o.sim;
+      so.objective = k == 0 ? Objective::Latency : Objective::Throughput;
+      so.timeLimitSec = o.searchSec;
+      auto p = (k < 2 ? best : pipe)->schedule(t, Constraints{}, so);
+      if (!p) continue;
+      for (int q = 1; q < n; ++q)
+        if (p->device[static_cast<size_t>(v.topo[static_cast<size_t>(q)])] != p->device[static_cast<size_t>(v.topo[static_cast<size_t>(q - 1)])])
+          cutBefore[static_cast<size_t>(q)] = 1;
+    }
   }
-  // partex: every device that runs the whole model, and best's plans under both objectives.
-  std::vector<std::vector<DeviceId>> placements;
-  for (DeviceId d = 0; d < m; ++d) {
-    bool all = true;
-    for (TaskId x = 0; x < t.numTasks() && all; ++x) all = t.canRun(x, d);
-    if (all) placements.emplace_back(static_cast<size_t>(t.numTasks()), d);
-  }
-  auto best = makeBest();
-  for (Objective obj : {Objective::Latency, Objective::Throughput}) {
-    SchedOptions so;
-    so.sim = o.sim;
-    so.objective = obj;
-    so.timeLimitSec = o.searchSec;
-    auto p = best->schedule(t, Constraints{}, so);
-    if (p) placements.push_back(p->device);
-  }
-  std::set<std::vector<DeviceId>> seen;
-  for (const auto& pl : placements) {
-    if (!seen.insert(pl).second) continue;
-    v.routes.push_back(routeOf(t, v.topo, pl));
-    v.routeNames.push_back(routeName(t, v.routes.back()));
-  }
-  if (v.routes.empty()) return makeError("model \"", name, "\": no plan");
+  int begin = 0;
+  for (int k = 1; k <= n; ++k)
+    if (cutBefore[static_cast<size_t>(k)]) {
+      v.units.emplace_back(begin, k - 1);
+      begin = k;
+    }
+  v.unitCost.assign(v.units.size() * static_cast<size_t>(m), 0.0);
+  for (size_t u = 0; u < v.units.size(); ++u)
+    for (DeviceId d = 0; d < m; ++d) {
+      double s = 0;
+      for (int k = v.units[u].first; k <= v.units[u].second; ++k) s += t.w(v.topo[static_cast<size_t>(k)], d);
+      v.unitCost[u * static_cast<size_t>(m) + static_cast<size_t>(d)] = s;
+    }
   return v;
 }
 
@@ -596,7 +568,7 @@ Result<WorkloadResult> scheduleWorkload(const Workload& w, const std::vector<con
     views.push_back(std::move(*v));
   }
   const std::vector<WorkloadRequest> reqs = expandRequests(w);
-  const Dispatch dis = dispatchWorkload(reqs, views, m, band);
+  const Dispatch dis = dispatchWorkload(reqs, views, m, !band);
 
   // The joint table: the clock pseudo-device (index m), its tasks first, then every request's
   // operators that ran.
@@ -702,7 +674,7 @@ Result<WorkloadResult> scheduleWorkload(const Workload& w, const std::vector<con
   // Requests' operators (parents before children: expandRequests' order).
   std::vector<std::vector<TaskId>> ranOps(reqs.size());
   for (const auto& dl : dis.log)
-    for (const auto& [rq, ops] : dl) ranOps[static_cast<size_t>(rq)].insert(ranOps[static_cast<size_t>(rq)].end(), ops.begin(), ops.end());
+    for (const Dispatched& x : dl) ranOps[static_cast<size_t>(x.req)].insert(ranOps[static_cast<size_t>(x.req)].end(), x.ops.begin(), x.ops.end());
   std::vector<std::vector<TaskId>> globalOf(reqs.size());  // local -> joint (-1: did not run)
   std::vector<int> reqOfTask(u.taskNames.size(), -1);
   int32_t itemBase = 0;
@@ -769,9 +741,9 @@ Result<WorkloadResult> scheduleWorkload(const Workload& w, const std::vector<con
   // The plan: each device's operators in dispatch order.
   plan.device.resize(u.taskNames.size(), 0);
   for (DeviceId d = 0; d < m; ++d)
-    for (const auto& [rq, ops] : dis.log[static_cast<size_t>(d)])
-      for (TaskId x : ops) {
-        const TaskId g = globalOf[static_cast<size_t>(rq)][static_cast<size_t>(x)];
+    for (const Dispatched& dp : dis.log[static_cast<size_t>(d)])
+      for (TaskId x : dp.ops) {
+        const TaskId g = globalOf[static_cast<size_t>(dp.req)][static_cast<size_t>(x)];
         plan.device[static_cast<size_t>(g)] = d;
         plan.order[static_cast<size_t>(d)].push_back(g);
       }
@@ -813,11 +785,8 @@ Result<WorkloadResult> scheduleWorkload(const Workload& w, const std::vector<con
       ++s.met;
       ++res.met;
     }
-    const ModelView& v = views[static_cast<size_t>(reqs[r].model)];
-    if (band)
-      routes[static_cast<size_t>(reqs[r].model)][std::to_string(dis.routeTaken[r]) + (dis.routeTaken[r] == 1 ? " subgraph" : " subgraphs")]++;
-    else
-      routes[static_cast<size_t>(reqs[r].model)][v.routeNames[static_cast<size_t>(dis.routeTaken[r])]]++;
+    routes[static_cast<size_t>(reqs[r].model)][std::to_string(dis.routeTaken[r]) + (dis.routeTaken[r] == 1 ? " subgraph" : " subgraphs") +
+                                               " of " + std::to_string(views[static_cast<size_t>(reqs[r].model)].units.size()) + " units"]++;
   }
   for (size_t i = 0; i < w.models.size(); ++i) {
     res.models[i].p50Us = percentile(lat[i], 0.5);

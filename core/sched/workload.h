@@ -14,9 +14,10 @@
 ///  - "band": Band's least-slack-first scheduler over unit subgraphs (Jeong et al., MobiSys 2022;
 ///    github.com/mrsnu/band, band/scheduler/least_slack_first_scheduler.cc, band/engine.cc
 ///    GetShortestLatencyWithUnitSubgraph, band/planner.cc IsSLOViolated), reconstructed;
-///  - "partex": the same least-slack dispatch over whole-model routes from Partex's plan search (best
-///    under the latency and the throughput objective, and every single device), estimated with the
-///    transfers between devices, committed route at once.
+///  - "partex": the same least-slack dispatch and programme, over finer units: a unit also ends where
+///    one of Partex's plans (best under the latency and the throughput objective, the pipeline
+///    programme) changes device, so that a request can run those splits; at most one begun request
+///    per device (a new one waits).
 /// docs/design-decisions.md ("Workloads of several models") says what was followed and guessed.
 
 #include <string>
@@ -82,7 +83,7 @@ struct WorkloadModelStats {
   int dropped = 0;   ///< Dropped by the scheduler (a predicted miss) or never released (a dropped parent).
   double p50Us = 0;  ///< Latency (release to end) of the requests that ran; nearest rank.
   double p90Us = 0;
-  std::string route; ///< partex: the routes its requests took ("npu x12, cpu-big+gpu x3"); band: the subgraph counts.
+  std::string route; ///< How many subgraphs its requests ran as ("1 subgraph of 1 units x30").
 };
 
 struct WorkloadResult {

@@ -213,8 +213,8 @@ class TestWorkload : public QObject {
   }
 
   /// "split" every 10 us with a 5 us deadline: Band's unit subgraphs are the whole model (both devices
-  /// run both operators), 11 us on either device, so it drops every request; Partex's route from best's
-  /// plan (c1 on P0, c2 on P1) takes 2 us and meets all five.
+  /// run both operators), 11 us on either device, so it drops every request; Partex's units are cut
+  /// where best's plan changes device (c1 on P0, c2 on P1): 1 + 1 = 2 us, all five met.
   void partexSplitsWhereBandCannot() {
     auto w = parseWorkload(R"({"horizon_ms": 0.05, "models": [{"name": "s", "model": "s.json", "rate": 100000, "deadline_ms": 0.005}]})", "w.json");
     QVERIFY(w.isOk());
