@@ -246,7 +246,8 @@ namespace {
 /// A request in the scheduler's queue.
 struct Job {
   int req = 0;
-  int done = 0;            ///< band: unit subgraphs already run.
+  int done = 0;            ///< Unit subgraphs already run.
+  bool coarse = false;     ///< partex: runs on Band's units (begun while overloaded).
   double releaseUs = 0;    ///< Its request's release (the deadline counts from it).
   double deadlineAbs = 0;
 };
@@ -327,7 +328,10 @@ void book(Booked& iv, double s, double e) {
 /// at its parent's expected end), and at every release and every expected end of a device's work the
 /// policy dispatches from the queue. Times are the schedulers' own estimates; the simulator judges the
 /// resulting plan afterwards.
-Dispatch dispatchWorkload(const std::vector<WorkloadRequest>& reqs, const std::vector<ModelView>& views, int m, bool startedFirst) {
+/// `coarse` (partex only, else empty): each model's Band units, which a job begun while more jobs
+/// wait than there are devices runs on instead of `views`' finer ones.
+Dispatch dispatchWorkload(const std::vector<WorkloadRequest>& reqs, const std::vector<ModelView>& views, int m, bool startedFirst,
+                          const std::vector<ModelView>& coarse = {}) {
   Dispatch out;
   const size_t nr = reqs.size();
   out.log.assign(static_cast<size_t>(m), {});
@@ -398,7 +402,8 @@ Dispatch dispatchWorkload(const std::vector<WorkloadRequest>& reqs, const std::v
     for (DeviceId d = 0; d < m; ++d) idle[static_cast<size_t>(d)] = waiting[static_cast<size_t>(d)] <= 1e-9;
     // Least slack first: slack = deadline - now - expected latency (band/scheduler/least_slack_first_scheduler.cc).
     auto expected = [&](const Job& j) {
-      const ModelView& v = views[static_cast<size_t>(reqs[static_cast<size_t>(j.req)].model)];
+      const size_t mi = static_cast<size_t>(reqs[static_cast<size_t>(j.req)].model);
+      const ModelView& v = j.coarse ? coarse[mi] : views[mi];
       return bandShortest(v, m, j.done, waiting).latencyUs;
     };
     // partex (startedFirst): a job whose first units ran goes before the ones not started, so that
@@ -415,7 +420,10 @@ Dispatch dispatchWorkload(const std::vector<WorkloadRequest>& reqs, const std::v
       (void)slack;
       Job& j = queue[q];
       const WorkloadRequest& r = reqs[static_cast<size_t>(j.req)];
-      const ModelView& v = views[static_cast<size_t>(r.model)];
+      // partex, overloaded (more jobs waiting than devices): a job not begun takes Band's units for
+      // its whole run: split jobs pack the devices worse than whole ranges (docs/benchmarks.md).
+      if (!coarse.empty() && j.done == 0) j.coarse = static_cast<int>(queue.size()) > m;
+      const ModelView& v = j.coarse ? coarse[static_cast<size_t>(r.model)] : views[static_cast<size_t>(r.model)];
       {
         const BandChoice c = bandShortest(v, m, j.done, waiting);
         // A job whose best plan already misses its deadline is dropped (the SLO check of the
@@ -426,10 +434,10 @@ Dispatch dispatchWorkload(const std::vector<WorkloadRequest>& reqs, const std::v
           taken[q] = progress = true;
           continue;
         }
-        // partex (startedFirst): at most one started job per device; a new one waits for a finish.
-        // The programme's estimate sees the devices' booked work but not the rest of jobs already
+        // partex (startedFirst): a job on the finer units begins only while fewer than one per device
+        // run. The programme's estimate sees the devices' booked work but not the rest of jobs already
         // begun, so without a bound every idle moment starts another job and, overloaded, all miss.
-        if (startedFirst && j.done == 0 && inFlight >= m) continue;
+        if (startedFirst && !j.coarse && j.done == 0 && inFlight >= m) continue;
         // Dispatched only to a worker idle when this round began (GetIdleWorkers); the worker's
         // waiting time then grows by the range's expected time.
         if (!idle[static_cast<size_t>(c.dev)]) continue;
@@ -561,14 +569,19 @@ Result<WorkloadResult> scheduleWorkload(const Workload& w, const std::vector<con
     if (tables[i]->deviceIds != base.deviceIds)
       return makeError("model \"", w.models[i].name, "\": its devices differ from \"", w.models[0].name, "\"'s (a workload runs on one platform)");
   const int m = base.numDevices();
-  std::vector<ModelView> views;
+  std::vector<ModelView> views, coarse;
   for (size_t i = 0; i < tables.size(); ++i) {
     auto v = viewOf(*tables[i], band, o, w.models[i].name);
     if (!v) return Error{v.message()};
     views.push_back(std::move(*v));
+    if (!band) {
+      auto c = viewOf(*tables[i], true, o, w.models[i].name);
+      if (!c) return Error{c.message()};
+      coarse.push_back(std::move(*c));
+    }
   }
   const std::vector<WorkloadRequest> reqs = expandRequests(w);
-  const Dispatch dis = dispatchWorkload(reqs, views, m, !band);
+  const Dispatch dis = dispatchWorkload(reqs, views, m, !band, coarse);
 
   // The joint table: the clock pseudo-device (index m), its tasks first, then every request's
   // operators that ran.
@@ -785,8 +798,7 @@ Result<WorkloadResult> scheduleWorkload(const Workload& w, const std::vector<con
       ++s.met;
       ++res.met;
     }
-    routes[static_cast<size_t>(reqs[r].model)][std::to_string(dis.routeTaken[r]) + (dis.routeTaken[r] == 1 ? " subgraph" : " subgraphs") +
-                                               " of " + std::to_string(views[static_cast<size_t>(reqs[r].model)].units.size()) + " units"]++;
+    routes[static_cast<size_t>(reqs[r].model)][std::to_string(dis.routeTaken[r]) + (dis.routeTaken[r] == 1 ? " subgraph" : " subgraphs")]++;
   }
   for (size_t i = 0; i < w.models.size(); ++i) {
     res.models[i].p50Us = percentile(lat[i], 0.5);

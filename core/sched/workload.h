@@ -16,8 +16,9 @@
 ///    GetShortestLatencyWithUnitSubgraph, band/planner.cc IsSLOViolated), reconstructed;
 ///  - "partex": the same least-slack dispatch and programme, over finer units: a unit also ends where
 ///    one of Partex's plans (best under the latency and the throughput objective, the pipeline
-///    programme) changes device, so that a request can run those splits; at most one begun request
-///    per device (a new one waits).
+///    programme) changes device, so that a request can run those splits. Overloaded (more jobs
+///    waiting than devices), a job begins on Band's units; jobs on the finer units begin only while
+///    fewer than one per device run.
 /// docs/design-decisions.md ("Workloads of several models") says what was followed and guessed.
 
 #include <string>
@@ -83,7 +84,7 @@ struct WorkloadModelStats {
   int dropped = 0;   ///< Dropped by the scheduler (a predicted miss) or never released (a dropped parent).
   double p50Us = 0;  ///< Latency (release to end) of the requests that ran; nearest rank.
   double p90Us = 0;
-  std::string route; ///< How many subgraphs its requests ran as ("1 subgraph of 1 units x30").
+  std::string route; ///< How many subgraphs its requests ran as ("1 subgraph x28, 3 subgraphs x2").
 };
 
 struct WorkloadResult {

@@ -281,6 +281,34 @@ class TestWorkload : public QObject {
     expectFail({"workload", QString::fromStdString(tgw), "--platform", "mobile-soc"}, "task graph");
   }
 
+  /// Partex's overload rule on "split" (11 us whole on either device, 1 + 1 split): two requests at
+  /// once (no more than the two devices) run split: A's c1 on P0 [0,1], B's c1 on P0 [1,2], their c2
+  /// on P1 [1,2] and [2,3]: latencies 2 and 3. Three at once (more than the devices) begin on Band's
+  /// units, whole: A on P0 [0,11], B on P1 [0,11] (P0 now ends at 22), C on P0 [11,22]: 11, 11, 22.
+  void partexOverloadTakesBandUnits() {
+    const CostTable s = split();
+    WorkloadOptions o;
+    o.searchSec = 0.2;
+    o.algo = "partex";
+    auto w2 = parseWorkload(R"({"horizon_ms": 0.01, "models": [{"name": "s", "model": "s.json", "rate": 1000, "batch": 2, "deadline_ms": 0.1}]})", "w.json");
+    QVERIFY(w2.isOk());
+    auto r2 = scheduleWorkload(*w2, {&s}, o);
+    QVERIFY2(r2.isOk(), r2.message().c_str());
+    QCOMPARE(r2->end[0], 2.0);
+    QCOMPARE(r2->end[1], 3.0);
+    QCOMPARE(r2->met, 2);
+    auto w3 = parseWorkload(R"({"horizon_ms": 0.01, "models": [{"name": "s", "model": "s.json", "rate": 1000, "batch": 3, "deadline_ms": 0.1}]})", "w.json");
+    QVERIFY(w3.isOk());
+    auto r3 = scheduleWorkload(*w3, {&s}, o);
+    QVERIFY2(r3.isOk(), r3.message().c_str());
+    QCOMPARE(r3->end[0], 11.0);
+    QCOMPARE(r3->end[1], 11.0);
+    QCOMPARE(r3->end[2], 22.0);
+    QCOMPARE(r3->models[0].p50Us, 11.0);
+    QCOMPARE(r3->models[0].p90Us, 22.0);
+    QCOMPARE(r3->met, 3);
+  }
+
   void errors() {
     auto w = parseWorkload(detRec(0.009), "w.json");
     QVERIFY(w.isOk());
