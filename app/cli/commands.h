@@ -25,6 +25,7 @@ void addSched(CLI::App& app, int& exitCode);  ///< algos, schedule, simulate, co
 void addRender(CLI::App& app, int& exitCode);  ///< render (Gantt chart and graph images)
 void addSweep(CLI::App& app, int& exitCode);   ///< sweep, sweep merge, sweep status
 void addLlm(CLI::App& app, int& exitCode);     ///< llm (a language model's job against llama.cpp's rules)
+void addWorkload(CLI::App& app, int& exitCode);  ///< workload (several models on one platform, issue 29)
 
 /// A model (or task graph) on a platform, ready to schedule (core/problem).
 using partex::Problem;

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   partex::cli::addRender(app, exitCode);
   partex::cli::addSweep(app, exitCode);
   partex::cli::addLlm(app, exitCode);
+  partex::cli::addWorkload(app, exitCode);
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
     std::string names;
