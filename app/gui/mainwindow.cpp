@@ -11,6 +11,9 @@
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QInputDialog>
+#include <QKeyEvent>
+#include <QPlainTextEdit>
+#include <QAbstractSpinBox>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -39,8 +42,11 @@
 #include "graph/graphview.h"
 #include "gui/comparemodel.h"
 #include "gui/inspector.h"
+#include "gui/llmpanel.h"
 #include "gui/platformeditor.h"
 #include "gui/teachpanel.h"
+#include "sched/llamarules.h"
+#include "sched/llmjob.h"
 #include "support/strings.h"
 
 namespace partex::gui {
@@ -126,6 +132,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
   buildDocks();
   buildMenus();
+  qApp->installEventFilter(this);  // Home and F window-wide (eventFilter)
   updateProfiles();
 
   // Autosave while there are unsaved changes (the timer ticks always; autosaveNow() checks).
@@ -136,6 +143,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 }
 
 MainWindow::~MainWindow() {
+  qApp->removeEventFilter(this);
   // The profiler runs on the backend this window owns: stop it and wait before anything goes.
   profileJobs_.stop();
   profileJobs_.waitForDone();
@@ -216,6 +224,12 @@ void MainWindow::onModelChanged() {
   if (!m && !inst) return;
   view_->resizeColumnsToContents();
   updatePlanTitle();
+  // A language model opened from a GGUF file or a generator: its llama.cpp placement, at once.
+  if (llm_->setModel(inst ? QString() : session_->sourcePath(), session_->platform())) {
+    llmDock_->show();
+    llmDock_->raise();
+    llm_->analyse();
+  }
   // Every device of the platform in view (up to eight): a platform with more devices than the last
   // one grows the Platform dock (once the palette has its new rows).
   QTimer::singleShot(0, this, &MainWindow::fitPaletteDock);
@@ -318,6 +332,41 @@ void MainWindow::onCostsChanged() {
   // A profile was added or removed: same model, platform and plan on a new cost table.
   adoptCostTable();
   updateProfiles();
+}
+
+bool MainWindow::eventFilter(QObject* watched, QEvent* e) {
+  if (e->type() != QEvent::ShortcutOverride) return QMainWindow::eventFilter(watched, e);
+  auto* w = qobject_cast<QWidget*>(watched);
+  if (!w || w->window() != this) return false;
+  auto* k = static_cast<QKeyEvent*>(e);
+  const Qt::KeyboardModifiers mods = k->modifiers() & ~Qt::KeyboardModifiers(Qt::KeypadModifier);
+  if ((k->key() != Qt::Key_Home && k->key() != Qt::Key_F) || mods != Qt::NoModifier) return false;
+  // Where text is typed or a cursor moves, the key is the field's.
+  const QWidget* f = QApplication::focusWidget();
+  if (qobject_cast<const QLineEdit*>(f) || qobject_cast<const QAbstractSpinBox*>(f)) return false;
+  if (const auto* te = qobject_cast<const QTextEdit*>(f); te && !te->isReadOnly()) return false;
+  if (const auto* pe = qobject_cast<const QPlainTextEdit*>(f); pe && !pe->isReadOnly()) return false;
+  if (const auto* cb = qobject_cast<const QComboBox*>(f); cb && cb->isEditable()) return false;
+  // Ignored and filtered: no widget claims the key, so the View menu's shortcut takes it.
+  k->ignore();
+  return true;
+}
+
+Status MainWindow::applyLlmPlacement() {
+  const LlmReport* r = llm_->report();
+  const CostTable* t = session_->table();
+  if (!r || !t) return makeError("no LLM placement to show: run the LLM tab first");
+  if (r->accel < 0 || r->accel >= t->numDevices())
+    return makeError("the LLM placement's GPU '", r->gpu, "' is not a device of the platform shown");
+  // The placement's tensors by name on the opened table (its own phase and length), the operators as
+  // ggml places them: core's llmPhasePlan, as the job evaluates each phase.
+  Plan plan = llmPhasePlan(*t, llamaTensors(*t), r->best.single, r->accel);
+  if (auto st = session_->applyPlan(std::move(plan), QStringLiteral("llama.cpp placement"),
+                                    tr("Apply the LLM placement"));
+      !st)
+    return st;
+  setMemoryFolded(false);  // each device's memory (the GPU's VRAM, the host's) under the placement
+  return {};
 }
 
 QString MainWindow::planTitle() const {
