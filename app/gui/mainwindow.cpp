@@ -26,6 +26,8 @@
 #include <QPushButton>
 #include <QSettings>
 #include <QStatusBar>
+#include <QTabBar>
+#include <QTabWidget>
 #include <QTableView>
 #include <QTextBrowser>
 #include <QTimer>
@@ -503,6 +505,16 @@ void MainWindow::showError(const QString& message) {
   if (dialogsEnabled_) QMessageBox::critical(this, tr("Partex"), message);
 }
 
+int MainWindow::tabBarHeightOf(const QDockWidget* d) const {
+  // A tabbed dock's size in resizeDocks is its tab area's, the tab bar included.
+  for (const QTabBar* bar : findChildren<QTabBar*>()) {
+    if (!bar->isVisible() || qobject_cast<const QTabWidget*>(bar->parentWidget())) continue;
+    for (int i = 0; i < bar->count(); ++i)
+      if (bar->tabText(i) == d->windowTitle()) return bar->sizeHint().height();
+  }
+  return 0;
+}
+
 void MainWindow::fitPaletteDock() {
   const int missing = palette_->sizeHint().height() - palette_->height();
   if (missing <= 0 || platDock_->isFloating() || !platDock_->isVisible() || !inspDock_->isVisible() ||
@@ -510,7 +522,8 @@ void MainWindow::fitPaletteDock() {
     return;
   // The tab group below gives the room (Qt keeps its minimum).
   resizeDocks({platDock_, schedDock_, inspDock_},
-              {platDock_->height() + missing, schedDock_->height(), std::max(0, inspDock_->height() - missing)},
+              {platDock_->height() + tabBarHeightOf(platDock_) + missing, schedDock_->height(),
+               std::max(0, inspDock_->height() + tabBarHeightOf(inspDock_) - missing)},
               Qt::Vertical);
 }
 

@@ -233,6 +233,8 @@ class MainWindow : public QMainWindow {
   void sizeDocks();
   /// Grows the Platform dock until the device list shows every device (up to eight).
   void fitPaletteDock();
+  /// The height of the tab bar of `d`'s tab group (0 when it is not tabbed).
+  int tabBarHeightOf(const QDockWidget* d) const;
   void updatePlanTitle();
   void updateChooserButton();
   void buildMenus();

@@ -455,7 +455,7 @@ void MainWindow::sizeDocks() {
   resizeDocks({platDock_}, {side}, Qt::Horizontal);
   resizeDocks({ganttDock_}, {bottom}, Qt::Vertical);
   resizeDocks({platDock_, schedDock_, inspDock_},
-              {platDock_->sizeHint().height(), schedDock_->minimumSizeHint().height(), height()},
+              {platDock_->sizeHint().height() + tabBarHeightOf(platDock_), schedDock_->minimumSizeHint().height(), height()},
               Qt::Vertical);
 }
 
