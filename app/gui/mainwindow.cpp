@@ -11,9 +11,6 @@
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QInputDialog>
-#include <QKeyEvent>
-#include <QPlainTextEdit>
-#include <QAbstractSpinBox>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -134,7 +131,6 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
   buildDocks();
   buildMenus();
-  qApp->installEventFilter(this);  // Home and F window-wide (eventFilter)
   updateProfiles();
 
   // Autosave while there are unsaved changes (the timer ticks always; autosaveNow() checks).
@@ -145,7 +141,6 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 }
 
 MainWindow::~MainWindow() {
-  qApp->removeEventFilter(this);
   // The profiler runs on the backend this window owns: stop it and wait before anything goes.
   profileJobs_.stop();
   profileJobs_.waitForDone();
@@ -334,24 +329,6 @@ void MainWindow::onCostsChanged() {
   // A profile was added or removed: same model, platform and plan on a new cost table.
   adoptCostTable();
   updateProfiles();
-}
-
-bool MainWindow::eventFilter(QObject* watched, QEvent* e) {
-  if (e->type() != QEvent::ShortcutOverride) return QMainWindow::eventFilter(watched, e);
-  auto* w = qobject_cast<QWidget*>(watched);
-  if (!w || w->window() != this) return false;
-  auto* k = static_cast<QKeyEvent*>(e);
-  const Qt::KeyboardModifiers mods = k->modifiers() & ~Qt::KeyboardModifiers(Qt::KeypadModifier);
-  if ((k->key() != Qt::Key_Home && k->key() != Qt::Key_F) || mods != Qt::NoModifier) return false;
-  // Where text is typed or a cursor moves, the key is the field's.
-  const QWidget* f = QApplication::focusWidget();
-  if (qobject_cast<const QLineEdit*>(f) || qobject_cast<const QAbstractSpinBox*>(f)) return false;
-  if (const auto* te = qobject_cast<const QTextEdit*>(f); te && !te->isReadOnly()) return false;
-  if (const auto* pe = qobject_cast<const QPlainTextEdit*>(f); pe && !pe->isReadOnly()) return false;
-  if (const auto* cb = qobject_cast<const QComboBox*>(f); cb && cb->isEditable()) return false;
-  // Ignored and filtered: no widget claims the key, so the View menu's shortcut takes it.
-  k->ignore();
-  return true;
 }
 
 Status MainWindow::applyLlmPlacement() {

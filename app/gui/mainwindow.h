@@ -220,10 +220,6 @@ class MainWindow : public QMainWindow {
   /// A clean exit (after offering to save unsaved changes, with dialogs enabled): the autosave is removed.
   void closeEvent(QCloseEvent* e) override;
   void showEvent(QShowEvent* e) override;
-  /// Home and F (the start of the critical path, Fit) work wherever the focus is in the window, not
-  /// only on the canvas: a list, a table or the Inspector would otherwise take them as their own keys
-  /// (a text field still gets them: Home moves its cursor, F types).
-  bool eventFilter(QObject* watched, QEvent* e) override;
 
  private:
   void buildDocks();
