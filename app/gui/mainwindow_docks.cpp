@@ -448,9 +448,9 @@ void MainWindow::arrangeDocks() {
 }
 
 void MainWindow::sizeDocks() {
-  // The side column a quarter of the width (300 to 440 px), the Gantt chart 22 % of the height (170
+  // The side column a quarter of the width (360 to 440 px: five whole tab labels), the Gantt chart 22 % of the height (170
   // to 260 px); the Platform and Scheduler docks as tall as their content, the tabs take the rest.
-  const int side = std::clamp(width() / 4, 300, 440);
+  const int side = std::clamp(width() / 4, 360, 440);
   const int bottom = std::clamp(height() * 22 / 100, 170, 260);
   resizeDocks({platDock_}, {side}, Qt::Horizontal);
   resizeDocks({ganttDock_}, {bottom}, Qt::Vertical);
