@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 namespace partex::gui {
 
@@ -69,7 +70,69 @@ std::string blockOfName(const std::string& name) {
   return {};
 }
 
-Grouping groupByBlocks(const CostTable& t) {
+std::string expertScopeOfName(const std::string& name) {
+  const std::string block = blockOfName(name);
+  if (block.empty()) return {};
+  size_t at = name.find(block);
+  while (at != std::string::npos && at > 0 && name[at - 1] != '.' && name[at - 1] != '/') at = name.find(block, at + 1);
+  if (at == std::string::npos) return {};
+  // Scopes after the block: each ends at the next '.' or '/'; the last segment is the operator's own.
+  size_t start = at + block.size() + 1;
+  while (start < name.size()) {
+    const size_t end = name.find_first_of("./", start);
+    if (end == std::string::npos) break;
+    const std::string seg = name.substr(start, end - start);
+    if (seg.find("moe") != std::string::npos || seg == "experts") return name.substr(0, end);
+    start = end + 1;
+  }
+  return {};
+}
+
+std::vector<int> groupChain(const Grouping& g, TaskId op) {
+  std::vector<int> chain;
+  if (op < 0 || static_cast<size_t>(op) >= g.groupOf.size()) return chain;
+  for (int gi = g.groupOf[static_cast<size_t>(op)]; gi >= 0 && chain.size() < 64; gi = g.parentOf(gi)) chain.push_back(gi);
+  return chain;
+}
+
+std::vector<std::string> functionCallsOf(const CostTable& t, const Graph& g) {
+  std::map<std::string, std::string> byName;
+  for (const Node& node : g.nodes) {
+    const std::string call = node.attrString(kFunctionCallAttr, "");
+    if (!call.empty()) byName[node.name] = call + " (" + node.attrString(kFunctionAttr, "") + ")";
+  }
+  if (byName.empty()) return {};
+  std::vector<std::string> calls(static_cast<size_t>(t.numTasks()));
+  for (TaskId v = 0; v < t.numTasks(); ++v)
+    if (auto it = byName.find(t.taskNames[static_cast<size_t>(v)]); it != byName.end()) calls[static_cast<size_t>(v)] = it->second;
+  return calls;
+}
+
+/// One group per call of two or more operators, the others ungrouped: a model without blocks whose
+/// operators came from ONNX local functions.
+static Grouping groupByCalls(const CostTable& t, const std::vector<std::string>& calls) {
+  Grouping g;
+  g.groupOf.assign(static_cast<size_t>(t.numTasks()), -1);
+  std::map<std::string, std::vector<TaskId>> members;
+  for (TaskId v : t.topoOrder())
+    if (!calls[static_cast<size_t>(v)].empty()) members[calls[static_cast<size_t>(v)]].push_back(v);
+  for (TaskId v : t.topoOrder()) {
+    const std::string& c = calls[static_cast<size_t>(v)];
+    if (c.empty() || g.groupOf[static_cast<size_t>(v)] >= 0) continue;
+    auto& ops = members[c];
+    if (ops.size() < 2) continue;
+    const int id = g.size();
+    g.names.push_back(c);
+    for (TaskId u : ops) g.groupOf[static_cast<size_t>(u)] = id;
+    g.ops.push_back(ops);
+  }
+  g.parent.assign(static_cast<size_t>(g.size()), -1);
+  if (g.size() == 0) return {};
+  return g;
+}
+
+Grouping groupByBlocks(const CostTable& t, const std::vector<std::string>& calls) {
+  const bool haveCalls = calls.size() == static_cast<size_t>(t.numTasks());
   const int n = t.numTasks();
   std::vector<std::string> block(static_cast<size_t>(n));
   std::map<std::string, int> sizes;
@@ -81,7 +144,7 @@ Grouping groupByBlocks(const CostTable& t) {
       ++sizes[block[static_cast<size_t>(v)]];
     }
   }
-  if (sizes.size() < 2 || 2 * named < n) return {};
+  if (sizes.size() < 2 || 2 * named < n) return haveCalls ? groupByCalls(t, calls) : Grouping{};
   const std::vector<TaskId> order = t.topoOrder();
   size_t first = order.size(), last = 0;
   for (size_t i = 0; i < order.size(); ++i)
@@ -121,6 +184,43 @@ Grouping groupByBlocks(const CostTable& t) {
     g.groupOf[static_cast<size_t>(v)] = gi;
     g.ops[static_cast<size_t>(gi)].push_back(v);
   }
+  // A block's routed experts (router, expert projections, their routing sum): one subgroup per scope.
+  g.parent.assign(static_cast<size_t>(g.size()), -1);
+  const int blocks = g.size();
+  for (int gi = 0; gi < blocks; ++gi) {
+    std::map<std::string, std::vector<TaskId>> scopes;
+    for (TaskId v : g.ops[static_cast<size_t>(gi)])
+      if (std::string s = expertScopeOfName(t.taskNames[static_cast<size_t>(v)]); !s.empty()) scopes[s].push_back(v);
+    for (auto& [scope, ops] : scopes) {
+      if (ops.size() < 2) continue;
+      const int sub = g.size();
+      g.names.push_back(scope);
+      g.parent.push_back(gi);
+      for (TaskId v : ops) g.groupOf[static_cast<size_t>(v)] = sub;
+      g.ops.push_back(std::move(ops));
+    }
+    // A function call inside the block, outside its expert subgroups: a subgroup too.
+    if (!haveCalls) continue;
+    std::map<std::string, std::vector<TaskId>> byCall;
+    std::set<std::string> spilled;  // calls with operators elsewhere (another block or a subgroup)
+    for (TaskId v : g.ops[static_cast<size_t>(gi)]) {
+      const std::string& c = calls[static_cast<size_t>(v)];
+      if (c.empty()) continue;
+      if (g.groupOf[static_cast<size_t>(v)] != gi) spilled.insert(c);
+      byCall[c].push_back(v);
+    }
+    for (auto& [c, ops] : byCall) {
+      if (ops.size() < 2 || spilled.count(c)) continue;
+      size_t total = 0;
+      for (const auto& x : calls) total += x == c ? 1 : 0;
+      if (total != ops.size()) continue;
+      const int sub = g.size();
+      g.names.push_back(c);
+      g.parent.push_back(gi);
+      for (TaskId v : ops) g.groupOf[static_cast<size_t>(v)] = sub;
+      g.ops.push_back(std::move(ops));
+    }
+  }
   return g;
 }
 
@@ -134,12 +234,29 @@ DisplayGraph buildDisplayGraph(const CostTable& t, const Grouping* grouping, con
       d.nodes.push_back({v, -1});
     }
   } else {
+    auto isOpen = [&](int gi) { return static_cast<size_t>(gi) < expanded.size() && expanded[static_cast<size_t>(gi)]; };
+    std::vector<int> nodeOfGroup(static_cast<size_t>(grouping->size()), -1);
     for (int gi = 0; gi < grouping->size(); ++gi) {
-      const bool open = static_cast<size_t>(gi) < expanded.size() && expanded[static_cast<size_t>(gi)];
-      if (open) {
+      if (grouping->parentOf(gi) >= 0) continue;  // shown through its parent
+      if (isOpen(gi)) {
         for (TaskId v : grouping->ops[static_cast<size_t>(gi)]) {
-          d.nodeOfOp[static_cast<size_t>(v)] = static_cast<int>(d.nodes.size());
-          d.nodes.push_back({v, -1});
+          // The outermost closed group between the operator and this one shows it, else the operator itself.
+          int shownBy = -1;
+          for (int c : groupChain(*grouping, v)) {
+            if (c == gi) break;
+            if (!isOpen(c)) shownBy = c;
+          }
+          if (shownBy < 0) {
+            d.nodeOfOp[static_cast<size_t>(v)] = static_cast<int>(d.nodes.size());
+            d.nodes.push_back({v, -1});
+            continue;
+          }
+          int& node = nodeOfGroup[static_cast<size_t>(shownBy)];
+          if (node < 0) {
+            node = static_cast<int>(d.nodes.size());
+            d.nodes.push_back({-1, shownBy});
+          }
+          d.nodeOfOp[static_cast<size_t>(v)] = node;
         }
       } else {
         const int node = static_cast<int>(d.nodes.size());
@@ -147,6 +264,11 @@ DisplayGraph buildDisplayGraph(const CostTable& t, const Grouping* grouping, con
         for (TaskId v : grouping->ops[static_cast<size_t>(gi)]) d.nodeOfOp[static_cast<size_t>(v)] = node;
       }
     }
+    for (TaskId v = 0; v < n; ++v)  // operators in no group
+      if (static_cast<size_t>(v) < grouping->groupOf.size() && grouping->groupOf[static_cast<size_t>(v)] < 0) {
+        d.nodeOfOp[static_cast<size_t>(v)] = static_cast<int>(d.nodes.size());
+        d.nodes.push_back({v, -1});
+      }
   }
   std::map<std::pair<int, int>, size_t> index;
   for (size_t e = 0; e < t.edges.size(); ++e) {

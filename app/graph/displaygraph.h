@@ -11,12 +11,15 @@
 
 namespace partex::gui {
 
-/// Operators cut into groups.
+/// Operators cut into groups. A group may lie inside another (a layer's routed experts inside the
+/// layer): it shows only while its parent is expanded, and its operators are also its parent's.
 struct Grouping {
   std::vector<std::string> names;        ///< Per group: common name scope, or "ops a-b".
-  std::vector<std::vector<TaskId>> ops;  ///< Per group: its operators, in topological order.
-  std::vector<int> groupOf;              ///< Per operator: its group.
+  std::vector<std::vector<TaskId>> ops;  ///< Per group: its operators (its subgroups' included), in topological order.
+  std::vector<int> groupOf;              ///< Per operator: the innermost group holding it.
+  std::vector<int> parent;               ///< Per group: the group it lies in, -1 at the top (empty: all at the top).
   int size() const { return static_cast<int>(names.size()); }
+  int parentOf(int g) const { return g >= 0 && static_cast<size_t>(g) < parent.size() ? parent[static_cast<size_t>(g)] : -1; }
 };
 
 /// Groups of at most `maxGroup` operators, contiguous in topological order; a group also ends
@@ -30,12 +33,31 @@ Grouping groupOperators(const CostTable& t, int maxGroup);
 /// "layer.11", "blk.0.attn_q" "blk.0", "transformer.h.2.attn" "h.2"); "" for none.
 std::string blockOfName(const std::string& name);
 
+/// The scope of a block's routed experts in an operator's name: the name up to and including the
+/// first scope after its block (blockOfName) that contains "moe" or is "experts", when a '.' or '/'
+/// follows it ("layers.3.moe.up_exps" gives "layers.3.moe", "model.layers.0.block_sparse_moe.experts.1.w1"
+/// "model.layers.0.block_sparse_moe", "/model/layers.0/mlp/experts/MatMul" "/model/layers.0/mlp/experts");
+/// "" for none.
+std::string expertScopeOfName(const std::string& name);
+
+/// Per task of `t`: the call of a model-local ONNX function it was expanded from, as "call (function)"
+/// (the importer's kFunctionCallAttr and kFunctionAttr on the node of the same name); "" for none.
+/// Empty when no operator came from a function.
+std::vector<std::string> functionCallsOf(const CostTable& t, const Graph& g);
+
 /// Groups by the model's own blocks, for any size of model: one group per block (blockOfName) in
 /// topological order of their first operator, the operators before the first block as "embedding"
 /// and those after the last as "head"; an unnamed operator between blocks joins the group of its
-/// first producer. Empty (size 0) when the names show no such structure: fewer than two blocks, or
-/// fewer than half of the operators in one.
-Grouping groupByBlocks(const CostTable& t);
+/// first producer. Inside a block, the operators of one expert scope (expertScopeOfName), two or more,
+/// form a subgroup: expanding a layer shows its attention operator by operator and its experts as one
+/// box; so do the operators of one call of an ONNX local function (`calls`, functionCallsOf) that lie in
+/// one block and in no expert subgroup. Without blocks, each call of two or more operators is a group of
+/// its own and the other operators stay ungrouped (groupOf -1). Empty (size 0) when the names show no
+/// such structure and no call does: fewer than two blocks, or fewer than half of the operators in one.
+Grouping groupByBlocks(const CostTable& t, const std::vector<std::string>& calls = {});
+
+/// The groups that show operator `op` from the innermost out (groupOf, its parent, ...).
+std::vector<int> groupChain(const Grouping& g, TaskId op);
 
 /// A node of the display graph: one operator, one collapsed group, or one node of an open
 /// control-flow operator's body (op and group -1; not scheduled: it runs where its operator runs).
@@ -61,7 +83,8 @@ struct DisplayGraph {
 };
 
 /// Builds the display graph: every operator when `grouping` is null, otherwise one node per
-/// collapsed group and one per operator of an expanded group (`expanded` is per group).
+/// collapsed group whose parents are all expanded, and one per operator whose groups are all
+/// expanded or that is in no group (`expanded` is per group).
 DisplayGraph buildDisplayGraph(const CostTable& t, const Grouping* grouping, const std::vector<uint8_t>& expanded);
 
 /// Whether operator `op` of `g` has bodies to show (If, Loop, Scan).

@@ -39,8 +39,16 @@ GraphView::GraphView(Session* session, QWidget* parent) : QGraphicsView(parent),
     const CostTable* t = session_->table();
     // A model with a block structure in its names (layers.N, blk.N, ...) opens as one box per block
     // at any size; others collapse into chunks only when too big to lay out operator by operator.
-    grouping_ = t ? groupByBlocks(*t) : Grouping{};
+    // Calls of ONNX local functions are boxes too (inside a block, or on their own without blocks).
+    const LoadedModel* m = session_->model();
+    grouping_ = t ? groupByBlocks(*t, m ? functionCallsOf(*t, m->graph) : std::vector<std::string>{}) : Grouping{};
     grouped_ = grouping_.size() > 0;
+    if (grouped_) {  // calls without blocks leave operators ungrouped: too many of them lay out slowly
+      int shown = 0;
+      for (int gi = 0; gi < grouping_.size(); ++gi) shown += grouping_.parentOf(gi) < 0 ? 1 : 0;
+      for (int g : grouping_.groupOf) shown += g < 0 ? 1 : 0;
+      if (shown > collapseAbove_) grouped_ = false;
+    }
     if (!grouped_ && t && t->numTasks() > collapseAbove_) {
       grouping_ = groupOperators(*t, kGroupSize);
       grouped_ = true;
@@ -222,9 +230,13 @@ bool GraphView::findNext(const QString& text) {
     findCursor_ = op;
     session_->setSelection({op});
     if (grouped_) {
-      const int g = grouping_.groupOf[static_cast<size_t>(op)];
-      if (!expanded_[static_cast<size_t>(g)]) {
-        expanded_[static_cast<size_t>(g)] = 1;
+      bool opened = false;  // the operator's group and every group around it
+      for (int g : groupChain(grouping_, op))
+        if (!expanded_[static_cast<size_t>(g)]) {
+          expanded_[static_cast<size_t>(g)] = 1;
+          opened = true;
+        }
+      if (opened) {
         centerAfterLayout_ = op;
         relayout();
         return true;
@@ -470,7 +482,8 @@ void GraphView::contextMenuEvent(QContextMenuEvent* e) {
   if (it->type() == GroupItem::Type) {
     const int g = static_cast<GroupItem*>(it)->group();
     menu.addAction(tr("Expand group"), this, [this, g] { expandGroup(g); });
-  } else if (grouped_ && it->type() == NodeItem::Type) {
+  } else if (grouped_ && it->type() == NodeItem::Type &&
+             grouping_.groupOf[static_cast<size_t>(static_cast<NodeItem*>(it)->op())] >= 0) {
     const int g = grouping_.groupOf[static_cast<size_t>(static_cast<NodeItem*>(it)->op())];
     menu.addAction(tr("Collapse group"), this, [this, g] { collapseGroup(g); });
   }

@@ -23,6 +23,8 @@
 #include <QPushButton>
 #include <QSettings>
 #include <QStatusBar>
+#include <QTabBar>
+#include <QTabWidget>
 #include <QTableView>
 #include <QTextBrowser>
 #include <QTimer>
@@ -40,8 +42,11 @@
 #include "graph/graphview.h"
 #include "gui/comparemodel.h"
 #include "gui/inspector.h"
+#include "gui/llmpanel.h"
 #include "gui/platformeditor.h"
 #include "gui/teachpanel.h"
+#include "sched/llamarules.h"
+#include "sched/llmjob.h"
 #include "sim/stream.h"
 #include "support/strings.h"
 
@@ -222,6 +227,12 @@ void MainWindow::onModelChanged() {
   if (!m && !inst) return;
   view_->resizeColumnsToContents();
   updatePlanTitle();
+  // A language model opened from a GGUF file or a generator: its llama.cpp placement, at once.
+  if (llm_->setModel(inst ? QString() : session_->sourcePath(), session_->platform())) {
+    llmDock_->show();
+    llmDock_->raise();
+    llm_->analyse();
+  }
   // Every device of the platform in view (up to eight): a platform with more devices than the last
   // one grows the Platform dock (once the palette has its new rows).
   QTimer::singleShot(0, this, &MainWindow::fitPaletteDock);
@@ -326,6 +337,23 @@ void MainWindow::onCostsChanged() {
   // A profile was added or removed: same model, platform and plan on a new cost table.
   adoptCostTable();
   updateProfiles();
+}
+
+Status MainWindow::applyLlmPlacement() {
+  const LlmReport* r = llm_->report();
+  const CostTable* t = session_->table();
+  if (!r || !t) return makeError("no LLM placement to show: run the LLM tab first");
+  if (r->accel < 0 || r->accel >= t->numDevices())
+    return makeError("the LLM placement's GPU '", r->gpu, "' is not a device of the platform shown");
+  // The placement's tensors by name on the opened table (its own phase and length), the operators as
+  // ggml places them: core's llmPhasePlan, as the job evaluates each phase.
+  Plan plan = llmPhasePlan(*t, llamaTensors(*t), r->best.single, r->accel);
+  if (auto st = session_->applyPlan(std::move(plan), QStringLiteral("llama.cpp placement"),
+                                    tr("Apply the LLM placement"));
+      !st)
+    return st;
+  setMemoryFolded(false);  // each device's memory (the GPU's VRAM, the host's) under the placement
+  return {};
 }
 
 QString MainWindow::planTitle() const {
@@ -496,6 +524,16 @@ void MainWindow::showError(const QString& message) {
   if (dialogsEnabled_) QMessageBox::critical(this, tr("Partex"), message);
 }
 
+int MainWindow::tabBarHeightOf(const QDockWidget* d) const {
+  // A tabbed dock's size in resizeDocks is its tab area's, the tab bar included.
+  for (const QTabBar* bar : findChildren<QTabBar*>()) {
+    if (!bar->isVisible() || qobject_cast<const QTabWidget*>(bar->parentWidget())) continue;
+    for (int i = 0; i < bar->count(); ++i)
+      if (bar->tabText(i) == d->windowTitle()) return bar->sizeHint().height();
+  }
+  return 0;
+}
+
 void MainWindow::fitPaletteDock() {
   const int missing = palette_->sizeHint().height() - palette_->height();
   if (missing <= 0 || platDock_->isFloating() || !platDock_->isVisible() || !inspDock_->isVisible() ||
@@ -503,7 +541,8 @@ void MainWindow::fitPaletteDock() {
     return;
   // The tab group below gives the room (Qt keeps its minimum).
   resizeDocks({platDock_, schedDock_, inspDock_},
-              {platDock_->height() + missing, schedDock_->height(), std::max(0, inspDock_->height() - missing)},
+              {platDock_->height() + tabBarHeightOf(platDock_) + missing, schedDock_->height(),
+               std::max(0, inspDock_->height() + tabBarHeightOf(inspDock_) - missing)},
               Qt::Vertical);
 }
 

@@ -54,6 +54,7 @@ class CompareView;
 class PlatformEditor;
 class TeachPanel;
 class AlgorithmChooser;
+class LlmPanel;
 
 /// See the file comment.
 class MainWindow : public QMainWindow {
@@ -160,6 +161,13 @@ class MainWindow : public QMainWindow {
   void selectSideBySideDifferences();
   PlatformEditor* platformEditor() const { return editor_; }
   TeachPanel* teachPanel() const { return teach_; }
+  /// The LLM tab (issue 26, item 6): the fastest llama.cpp placement of a GGUF model's job, the rules
+  /// beside it and the arguments to copy. It runs when such a model opens; its placement is then
+  /// applied to the graph (applyLlmPlacement) and the memory view unfolds on each device's memory.
+  LlmPanel* llmPanel() const { return llm_; }
+  /// Applies the LLM panel's placement to the opened table (core's llmPhasePlan) as one undoable
+  /// step, and unfolds the memory view; the error (one line) when there is none or it does not apply.
+  Status applyLlmPlacement();
   /// The scheduler chooser of the Scheduler dock: it shows the algorithm of the plan shown.
   QComboBox* algorithmBox() const { return algoBox_; }
   /// The algorithms ticked for Compare (a searchable, grouped list with "Select all").
@@ -173,8 +181,8 @@ class MainWindow : public QMainWindow {
   QTextBrowser* inspector() const { return inspector_; }
 
   // --- Layout (saved per user in QSettings, restored on start) ----------------------------------
-  /// Puts every dock back where a new user finds it: the Platform, the Scheduler and a tabbed side
-  /// area (Inspector, Compare, Operators, Platform editor, Teach) in one column on the right, the
+  /// Puts every dock back where a new user finds it: the Platform (tabbed with its editor), the
+  /// Scheduler and a tabbed side area (Inspector, Compare, Operators, Teach, LLM) in one column on the right, the
   /// Gantt chart (memory view folded) under the graph, Side by side tabbed with it and hidden.
   void resetLayout();
   /// Folds or unfolds the memory view under the Gantt chart (remembered per user).
@@ -223,6 +231,8 @@ class MainWindow : public QMainWindow {
   void sizeDocks();
   /// Grows the Platform dock until the device list shows every device (up to eight).
   void fitPaletteDock();
+  /// The height of the tab bar of `d`'s tab group (0 when it is not tabbed).
+  int tabBarHeightOf(const QDockWidget* d) const;
   void updatePlanTitle();
   void updateChooserButton();
   void buildMenus();
@@ -319,6 +329,8 @@ class MainWindow : public QMainWindow {
   QDockWidget* sideDock_ = nullptr;
   PlatformEditor* editor_ = nullptr;
   TeachPanel* teach_ = nullptr;
+  LlmPanel* llm_ = nullptr;
+  QDockWidget* llmDock_ = nullptr;
   QList<QAction*> moveActions_;
   QAction* criticalAction_ = nullptr;
   QString loadingPath_;

@@ -39,6 +39,7 @@
 #include "graph/graphview.h"
 #include "gui/algorithmchooser.h"
 #include "gui/comparemodel.h"
+#include "gui/llmpanel.h"
 #include "gui/platformeditor.h"
 #include "gui/teachpanel.h"
 
@@ -310,6 +311,23 @@ void MainWindow::buildDocks() {
             graph_->centerOnOp(task);
           });
 
+  // LLM: a GGUF model's fastest llama.cpp placement, the rules beside it, the arguments to copy.
+  auto* llmDock = llmDock_ = new QDockWidget(tr("LLM"), this);
+  llmDock->setObjectName(QStringLiteral("llmDock"));
+  auto* llmScroll = new QScrollArea(llmDock);
+  llmScroll->setWidgetResizable(true);
+  llmScroll->setFrameShape(QFrame::NoFrame);
+  llm_ = new LlmPanel(llmScroll);
+  llmScroll->setWidget(llm_);
+  llmDock->setWidget(llmScroll);
+  connect(llm_, &LlmPanel::finished, this, [this](bool ok) {
+    if (!ok) return;
+    if (auto st = applyLlmPlacement(); !st) statusBar()->showMessage(QString::fromStdString(st.message()), 8000);
+  });
+  connect(llm_, &LlmPanel::applyRequested, this, [this] {
+    if (auto st = applyLlmPlacement(); !st) showError(QString::fromStdString(st.message()));
+  });
+
   // Gantt chart (app/gantt); a marked placeholder in builds without it.
   ganttDock_ = new QDockWidget(tr("Gantt chart"), this);
   ganttDock_->setObjectName(QStringLiteral("ganttDock"));
@@ -419,7 +437,7 @@ void MainWindow::arrangeDocks() {
   setCorner(Qt::TopLeftCorner, Qt::LeftDockWidgetArea);
   setCorner(Qt::BottomLeftCorner, Qt::LeftDockWidgetArea);
   const QList<QDockWidget*> all = {platDock_, schedDock_, inspDock_,  compareDock_, opsDock_,
-                                   editDock_, teachDock_, ganttDock_, sideDock_};
+                                   editDock_, teachDock_, llmDock_,   ganttDock_,   sideDock_};
   for (QDockWidget* d : all) {
     d->setFloating(false);
     removeDockWidget(d);
@@ -429,29 +447,33 @@ void MainWindow::arrangeDocks() {
   addDockWidget(Qt::RightDockWidgetArea, inspDock_);
   splitDockWidget(platDock_, schedDock_, Qt::Vertical);
   splitDockWidget(schedDock_, inspDock_, Qt::Vertical);
+  // The platform editor with the platform it edits; five tabs below, whose labels fit the column's
+  // width whole at 1366x768 and up (six, with the editor's, were cut at 1600x1000).
+  tabifyDockWidget(platDock_, editDock_);
   tabifyDockWidget(inspDock_, compareDock_);
   tabifyDockWidget(compareDock_, opsDock_);
-  tabifyDockWidget(opsDock_, editDock_);
-  tabifyDockWidget(editDock_, teachDock_);
+  tabifyDockWidget(opsDock_, teachDock_);
+  tabifyDockWidget(teachDock_, llmDock_);
   addDockWidget(Qt::BottomDockWidgetArea, ganttDock_);
   tabifyDockWidget(ganttDock_, sideDock_);
   for (QDockWidget* d : all) d->show();
   // Side by side is hidden until a comparison has rows, so that its two charts take no room.
   sideDock_->hide();
+  platDock_->raise();
   inspDock_->raise();
   ganttDock_->raise();
   sizeDocks();
 }
 
 void MainWindow::sizeDocks() {
-  // The side column a quarter of the width (300 to 440 px), the Gantt chart 22 % of the height (170
+  // The side column a quarter of the width (360 to 440 px: five whole tab labels), the Gantt chart 22 % of the height (170
   // to 260 px); the Platform and Scheduler docks as tall as their content, the tabs take the rest.
-  const int side = std::clamp(width() / 4, 300, 440);
+  const int side = std::clamp(width() / 4, 360, 440);
   const int bottom = std::clamp(height() * 22 / 100, 170, 260);
   resizeDocks({platDock_}, {side}, Qt::Horizontal);
   resizeDocks({ganttDock_}, {bottom}, Qt::Vertical);
   resizeDocks({platDock_, schedDock_, inspDock_},
-              {platDock_->sizeHint().height(), schedDock_->minimumSizeHint().height(), height()},
+              {platDock_->sizeHint().height() + tabBarHeightOf(platDock_), schedDock_->minimumSizeHint().height(), height()},
               Qt::Vertical);
 }
 
@@ -469,7 +491,7 @@ bool MainWindow::memoryFolded() const {
 }
 
 /// Bumped when the docks change, so that a saved state of older docks is not restored over them.
-static constexpr int kLayoutVersion = 2;
+static constexpr int kLayoutVersion = 3;
 
 void MainWindow::saveLayout() const {
   QSettings s;

@@ -239,6 +239,26 @@ Status Session::setPinned(const QList<int>& ops, bool pinned) {
   return {};
 }
 
+Status Session::applyPlan(Plan plan, const QString& algorithm, const QString& undoText) {
+  if (!table_ || !sim_) return makeError("no model is open");
+  if (auto st = checkPlanShape(*table_, plan); !st) return st;
+  plan.algorithm = algorithm.toStdString();
+  auto tl = sim_->run(plan);
+  if (!tl) {
+    (void)sim_->run(state_.plan);  // the simulator's last run stays the current plan
+    return makeError("the plan does not simulate: ", tl.message());
+  }
+  PlanState after = state_;
+  after.plan = std::move(plan);
+  after.manual.assign(static_cast<size_t>(table_->numTasks()), 0);
+  after.handMoves.clear();
+  after.pinned.clear();
+  after.algorithm = after.plan.algorithm;
+  after.schedulerMakespan = tl->makespan;
+  if (!(after == state_)) undo_->push(new PlanCommand(this, state_, std::move(after), undoText, std::move(tl).value()));
+  return {};
+}
+
 void Session::applyState(const PlanState& s, const Timeline* tl) {
   if (!sim_) return;
   const bool samePlan = s.plan.device == state_.plan.device && s.plan.order == state_.plan.order;

@@ -193,6 +193,10 @@ class Session : public QObject {
   Result<Timeline> previewMove(const QList<int>& ops, int device);
   /// Pins `ops` to their current devices (or unpins them) as one undoable command.
   Status setPinned(const QList<int>& ops, bool pinned);
+  /// Installs a plan made outside the schedulers (the LLM panel's llama.cpp placement) as one undoable
+  /// step named `undoText`, with `algorithm` as the plan's name (pins dropped, no operator counted as
+  /// moved by hand). Errors (one line): no model, a plan of another shape, a plan that does not simulate.
+  Status applyPlan(Plan plan, const QString& algorithm, const QString& undoText);
   /// Applies a state (used by undo commands); `tl` is its timeline when the caller already
   /// simulated it with this session's simulator, else the plan is re-simulated.
   void applyState(const PlanState& s, const Timeline* tl);

@@ -10,6 +10,7 @@
 #include <functional>
 
 #include "cost/instances.h"
+#include "gguf/gguf.h"
 #include "sched/compare.h"
 #include "session/commands.h"
 #include "session/session.h"
@@ -66,10 +67,14 @@ void Session::startPrepare(std::shared_ptr<const LoadedModel> model, const QStri
       [model, file, d, plat, custom, profiles](const std::atomic<bool>&) -> Result<Prepared> {
         std::shared_ptr<const LoadedModel> m = model;
         if (!m) {
-          // What an instance is, is core's rule; the platform then plays no part.
-          auto instance = isInstanceFile(file);
-          if (!instance) return Error{instance.message()};
-          if (*instance) return prepareInstance(file);
+          // What an instance is, is core's rule; the platform then plays no part. A GGUF reference with
+          // options ("m.gguf?phase=decode&seq=64") or a generator reference ("gen:moe?...") is a model
+          // and names no file as it is written.
+          if (!isGgufRef(file) && file.rfind("gen:", 0) != 0) {
+            auto instance = isInstanceFile(file);
+            if (!instance) return Error{instance.message()};
+            if (*instance) return prepareInstance(file);
+          }
           auto loaded = loadModel(file, d);
           if (!loaded) return Error{loaded.message()};
           m = loaded.value();

@@ -452,6 +452,77 @@ std::string withIf() {
   return m.bytes();
 }
 
+std::string withLocalFunctions() {
+  Model m;
+  auto* o = m.m.add_opset_import();
+  o->set_domain("local");
+  o->set_version(1);
+  auto function = [&](const char* name, std::initializer_list<const char*> ins, const char* out) {
+    auto* f = m.m.add_functions();
+    f->set_name(name);
+    f->set_domain("local");
+    for (const char* i : ins) f->add_input(i);
+    f->add_output(out);
+    auto* fo = f->add_opset_import();
+    fo->set_domain("");
+    fo->set_version(13);
+    auto* lo = f->add_opset_import();
+    lo->set_domain("local");
+    lo->set_version(1);
+    return f;
+  };
+  auto bodyNode = [](onnx::FunctionProto* f, const char* op, std::initializer_list<const char*> ins, const char* out,
+                     const char* name, const char* domain = "") {
+    auto* n = f->add_node();
+    n->set_op_type(op);
+    n->set_domain(domain);
+    n->set_name(name);
+    for (const char* i : ins) n->add_input(i);
+    n->add_output(out);
+  };
+  auto* block = function("Block", {"x", "w"}, "y");
+  bodyNode(block, "Mul", {"x", "w"}, "a", "scale");
+  bodyNode(block, "Add", {"a", "w"}, "b", "shift");
+  bodyNode(block, "Relu", {"b"}, "y", "act");
+  auto* pair = function("Pair", {"x", "w"}, "y");
+  bodyNode(pair, "Block", {"x", "w"}, "p", "first", "local");
+  bodyNode(pair, "Block", {"p", "w"}, "y", "second", "local");
+  addInput(m.g, "x", kFloat, {1, 4});
+  addInitFloat(m.g, "w", {1, 4}, 0.5f);
+  addNode(m.g, "Pair", {"x", "w"}, {"h0"}, "pair0")->set_domain("local");
+  addNode(m.g, "Block", {"h0", "w"}, {"h1"}, "block1")->set_domain("local");
+  addNode(m.g, "Sigmoid", {"h1"}, {"y"}, "head");
+  addOutput(m.g, "y", kFloat, {1, 4});
+  return m.bytes();
+}
+
+std::string withSelfCallingFunction() {
+  Model m;
+  auto* o = m.m.add_opset_import();
+  o->set_domain("local");
+  o->set_version(1);
+  auto* f = m.m.add_functions();
+  f->set_name("Again");
+  f->set_domain("local");
+  f->add_input("x");
+  f->add_output("y");
+  for (const char* d : {"", "local"}) {
+    auto* fo = f->add_opset_import();
+    fo->set_domain(d);
+    fo->set_version(std::string(d).empty() ? 13 : 1);
+  }
+  auto* n = f->add_node();
+  n->set_op_type("Again");
+  n->set_domain("local");
+  n->set_name("again");
+  n->add_input("x");
+  n->add_output("y");
+  addInput(m.g, "x", kFloat, {1, 4});
+  addNode(m.g, "Again", {"x"}, {"y"}, "call")->set_domain("local");
+  addOutput(m.g, "y", kFloat, {1, 4});
+  return m.bytes();
+}
+
 std::string withLoop() {
   Model m;
   addInput(m.g, "v0", kFloat, {1, 4});
@@ -908,6 +979,7 @@ std::vector<std::pair<std::string, std::string>> all() {
       {"external.onnx", withExternalData("weights.bin")},
       {"weights.onnx", withWeightData()},
       {"if.onnx", withIf()},
+      {"functions.onnx", withLocalFunctions()},
       {"loop.onnx", withLoop()},
       {"domain.onnx", withUnknownDomain()},
       {"shapes.onnx", withShapeChain()},

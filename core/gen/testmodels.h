@@ -68,6 +68,13 @@ std::string withWeightData();
 std::string withReshapeByInput();
 /// If on a bool input; both branches read the outer input 'x'.
 std::string withIf();
+/// Calls of model-local functions (domain "local", IR 8, opset 13): Block(x, w) = Relu(Add(Mul(x, w), w))
+/// (body nodes scale, shift, act) and Pair(x, w) = Block(Block(x, w), w) (body calls first, second).
+/// Graph: x[1,4], weight w[1,4]; pair0 = Pair(x, w) -> h0, block1 = Block(h0, w) -> h1, head = Sigmoid(h1)
+/// -> y. Expanded: pair0's 6 operators, block1's 3 and head, 10 in all.
+std::string withLocalFunctions();
+/// Node 'call' of local function local.Again, whose body calls local.Again again (it never ends).
+std::string withSelfCallingFunction();
 /// Loop (trip count 3) whose body adds the outer initializer 'w' to the carried value.
 std::string withLoop();
 /// Control flow with outer-scope reads (tests/backends/tst_cpu_controlflow.cpp checks it against values

@@ -92,6 +92,12 @@ struct Attribute {
 
 class Graph;
 
+/// Attributes the importer sets on the operators of an expanded call of a model-local ONNX function
+/// (ModelProto.functions): the call's node name (the outermost call, for calls inside a function) and
+/// the function ("domain.name"). The GUI collapses a call's operators into one box.
+inline constexpr const char* kFunctionCallAttr = "partex.function_call";
+inline constexpr const char* kFunctionAttr = "partex.function";
+
 /// An operator to schedule.
 struct Node {
   std::string name;    ///< Unique within the graph (the importer invents one when ONNX has none).

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <queue>
 #include <set>
@@ -129,6 +130,9 @@ struct ImportCtx {
   std::unordered_set<std::string> warnedKeys;
   /// Outer-scope names used inside a control-flow node's subgraphs, in a stable order.
   std::unordered_map<const onnx::NodeProto*, std::vector<std::string>> implicitInputs;
+  /// Per node expanded from a call of a local function (expandLocalFunctions): the outermost call's
+  /// node name and its function ("domain.name").
+  std::unordered_map<std::string, std::pair<std::string, std::string>> functionCall;
 
   template <class... Parts>
   Error fail(Parts&&... parts) const {
@@ -350,6 +354,103 @@ onnx::TensorShapeProto* inputShape(onnx::ValueInfoProto& v) {
   if (type->has_sparse_tensor_type() && type->sparse_tensor_type().has_shape())
     return type->mutable_sparse_tensor_type()->mutable_shape();
   return nullptr;
+}
+
+/// Nested calls of local functions are expanded this many calls deep at most (a function that calls
+/// itself would never end).
+constexpr int kMaxFunctionDepth = 16;
+/// A graph expanded from local functions holds this many nodes at most (nested calls multiply).
+constexpr int kMaxExpandedNodes = 1 << 21;
+
+/// The body of local function `f` as called by `node` (named `call`), appended to `out`: the formal
+/// inputs and outputs read and written as the call's actual ones (an output the call omits stays a
+/// value of the body), the body's own values named "<call>/<value>", each node "<call>/<node>", and an
+/// attribute that refers to one of the function's (ref_attr_name) given the call's value, or left out
+/// where the call sets none (the operator's default then applies). libonnx 1.12's FunctionExpandHelper
+/// is not used: it looks the function up among the registered operator schemas, which model-local
+/// functions are not (a null schema).
+void expandCall(const onnx::NodeProto& node, const onnx::FunctionProto& f, const std::string& call,
+                google::protobuf::RepeatedPtrField<onnx::NodeProto>& out) {
+  std::unordered_map<std::string, std::string> actual;
+  for (int i = 0; i < node.input_size(); ++i) actual[f.input(i)] = node.input(i);
+  for (int i = 0; i < node.output_size(); ++i)
+    if (!node.output(i).empty()) actual[f.output(i)] = node.output(i);
+  auto rename = [&](const std::string& name) {
+    if (name.empty()) return name;  // an omitted optional input
+    auto it = actual.find(name);
+    return it != actual.end() ? it->second : call + "/" + name;
+  };
+  std::unordered_map<std::string, const onnx::AttributeProto*> given;
+  for (const auto& a : node.attribute()) given[a.name()] = &a;
+  int k = 0;
+  for (const auto& b : f.node()) {
+    onnx::NodeProto* n = out.Add();
+    n->set_op_type(b.op_type());
+    n->set_domain(b.domain());
+    n->set_name(call + "/" + (b.name().empty() ? b.op_type() + "_" + std::to_string(k) : b.name()));
+    ++k;
+    for (const auto& in : b.input()) n->add_input(rename(in));
+    for (const auto& o : b.output()) n->add_output(rename(o));
+    for (const auto& a : b.attribute()) {
+      if (a.ref_attr_name().empty()) {
+        *n->add_attribute() = a;
+      } else if (auto it = given.find(a.ref_attr_name()); it != given.end()) {
+        onnx::AttributeProto* c = n->add_attribute();
+        *c = *it->second;
+        c->set_name(a.name());
+      }
+    }
+  }
+}
+
+/// Calls of the model's local functions (ModelProto.functions, matched by domain and name), in the
+/// graph and in its subgraphs, replaced by the function's body (expandCall), nested calls in turn.
+/// Each node of a body is recorded in ctx.functionCall with the outermost call and its function, so
+/// that the graph keeps which call it came from.
+Status expandLocalFunctions(ImportCtx& ctx, onnx::GraphProto& g,
+                            const std::map<std::pair<std::string, std::string>, const onnx::FunctionProto*>& fns) {
+  int unnamed = 0;
+  for (int depth = 0;; ++depth) {
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+    bool expanded = false;
+    for (auto& node : *g.mutable_node()) {
+      auto it = fns.find({normDomain(node.domain()), node.op_type()});
+      if (it == fns.end()) {
+        nodes.Add(std::move(node));
+        continue;
+      }
+      const onnx::FunctionProto& f = *it->second;
+      const std::string fn = f.domain().empty() ? f.name() : f.domain() + "." + f.name();
+      if (depth >= kMaxFunctionDepth)
+        return ctx.fail("local function '", fn, "' is called more than ", std::to_string(kMaxFunctionDepth),
+                        " calls deep (does it call itself?)");
+      expanded = true;
+      const std::string call = node.name().empty() ? f.name() + "_" + std::to_string(unnamed++) : node.name();
+      if (f.input_size() < node.input_size() || f.output_size() < node.output_size())
+        return ctx.fail("node '", call, "' calls local function '", fn, "' with ", std::to_string(node.input_size()),
+                        " inputs and ", std::to_string(node.output_size()), " outputs (it has ",
+                        std::to_string(f.input_size()), " and ", std::to_string(f.output_size()), ")");
+      // A call inside a body belongs to the call whose body it is.
+      std::pair<std::string, std::string> outer{call, fn};
+      if (auto o = ctx.functionCall.find(call); o != ctx.functionCall.end()) outer = o->second;
+      const int before = nodes.size();
+      expandCall(node, f, call, nodes);
+      for (int i = before; i < nodes.size(); ++i) ctx.functionCall[nodes.Get(i).name()] = outer;
+      if (nodes.size() > kMaxExpandedNodes)
+        return ctx.fail("expanding the calls of local function '", fn, "' gives more than ",
+                        std::to_string(kMaxExpandedNodes), " operators");
+    }
+    g.mutable_node()->Swap(&nodes);
+    if (!expanded) break;
+  }
+  for (auto& node : *g.mutable_node())
+    for (auto& a : *node.mutable_attribute()) {
+      if (a.has_g())
+        if (auto st = expandLocalFunctions(ctx, *a.mutable_g(), fns); !st) return st;
+      for (auto& sub : *a.mutable_graphs())
+        if (auto st = expandLocalFunctions(ctx, sub, fns); !st) return st;
+    }
+  return {};
 }
 
 Status bindDims(ImportCtx& ctx, onnx::GraphProto& g, const std::vector<DimBinding>& bindings) {
@@ -1160,6 +1261,11 @@ Result<Graph> importModel(onnx::ModelProto& model, ImportCtx& ctx, const ImportO
   }
 
   onnx::GraphProto& g = *model.mutable_graph();
+  if (model.functions_size() > 0) {
+    std::map<std::pair<std::string, std::string>, const onnx::FunctionProto*> fns;
+    for (const auto& f : model.functions()) fns[{normDomain(f.domain()), f.name()}] = &f;
+    if (auto st = expandLocalFunctions(ctx, g, fns); !st) return Error{st.message()};
+  }
   {
     std::set<std::string> freeVars;
     if (auto st = prepareGraph(ctx, g, nullptr, "", freeVars); !st) return Error{st.message()};
@@ -1221,9 +1327,14 @@ Result<Graph> importModel(onnx::ModelProto& model, ImportCtx& ctx, const ImportO
   }
   graph.warnings = std::move(ctx.warnings);
   graph.notes = std::move(ctx.notes);
-  // Subgraphs share the model's metadata.
+  // Subgraphs share the model's metadata; a node expanded from a local function's call says which
+  // (the GUI collapses a call into one box).
   std::function<void(Graph&)> stamp = [&](Graph& gr) {
-    for (auto& n : gr.nodes)
+    for (auto& n : gr.nodes) {
+      if (auto it = ctx.functionCall.find(n.name); it != ctx.functionCall.end()) {
+        n.attrs[kFunctionCallAttr].value = it->second.first;
+        n.attrs[kFunctionAttr].value = it->second.second;
+      }
       for (auto& [name, sub] : n.subgraphs) {
         sub->irVersion = graph.irVersion;
         sub->opsetVersion = graph.opsetVersion;
@@ -1231,6 +1342,7 @@ Result<Graph> importModel(onnx::ModelProto& model, ImportCtx& ctx, const ImportO
         sub->sourcePath = graph.sourcePath;
         stamp(*sub);
       }
+    }
   };
   stamp(graph);
   return graph;

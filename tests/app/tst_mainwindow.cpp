@@ -11,6 +11,10 @@
 #include <QDockWidget>
 #include <QFile>
 #include <QLabel>
+#include <QLineEdit>
+#include <QStyle>
+#include <QTabBar>
+#include <QTabWidget>
 #include <QSettings>
 #include <QSortFilterProxyModel>
 #include <QStandardPaths>
@@ -574,6 +578,90 @@ class TestMainWindow : public QObject {
     QVERIFY(g->transform().m11() < GraphView::kReadableScale);
     const QRect all = g->mapFromScene(g->graphScene()->itemsBoundingRect()).boundingRect();
     QVERIFY(g->viewport()->rect().adjusted(-2, -2, 2, 2).contains(all));
+  }
+
+  /// Home and F work wherever the focus is in the window (a table, the device list, the Inspector,
+  /// the scheduler box), not only on the canvas; a text field keeps them (F is typed there).
+  void homeAndFitWorkWindowWide() {
+    const std::string path = test::tempDir() + "/incep-keys.onnx";
+    GenSpec spec;
+    spec.kind = "inception";
+    QVERIFY(generateModelFile(spec, path).isOk());
+    MainWindow w;
+    w.resize(1600, 1000);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    w.resetLayout();
+    QVERIFY(openAndLayOut(w, QString::fromStdString(path), "mobile-soc"));
+    QApplication::setActiveWindow(&w);
+    GraphView* g = w.graphView();
+    struct Target {
+      const char* name;
+      const char* dock;  ///< Raised first, so that the widget is shown.
+      QWidget* widget;
+    };
+    const QList<Target> targets = {{"operator table", "operatorsDock", w.operatorView()},
+                                   {"compare table", "compareDock", w.compareView()},
+                                   {"inspector", "inspectorDock", w.inspector()},
+                                   {"device list", "platformDock", w.palette()},
+                                   {"scheduler box", "schedulerDock", w.algorithmBox()}};
+    for (const Target& t : targets) {
+      w.dock(t.dock)->raise();
+      QTest::qWait(20);
+      t.widget->setFocus();
+      QVERIFY2(QTest::qWaitFor([&] { return t.widget->hasFocus(); }, 2000), t.name);
+      g->resetZoom();
+      QTest::keyClick(t.widget, Qt::Key_F);
+      QVERIFY2(g->transform().m11() < GraphView::kReadableScale, t.name);  // fitted
+      QTest::keyClick(t.widget, Qt::Key_Home);
+      QVERIFY2(qAbs(g->transform().m11() - GraphView::kReadableScale) < 1e-9, t.name);  // the start, readable
+    }
+    // A text field keeps its keys: F is typed, the view does not move.
+    auto* filter = w.dock("operatorsDock")->findChild<QLineEdit*>();
+    QVERIFY(filter);
+    w.dock("operatorsDock")->raise();
+    filter->setFocus();
+    QVERIFY(QTest::qWaitFor([&] { return filter->hasFocus(); }, 2000));
+    g->resetZoom();
+    QTest::keyClick(filter, Qt::Key_F);
+    QCOMPARE(filter->text(), QString("f"));
+    QCOMPARE(g->transform().m11(), 1.0);
+  }
+
+  /// The side tabs' labels are whole: at 1600x1000 and 1366x768 every tab of the dock areas' tab bars is
+  /// inside its bar and at least as wide as its label.
+  void sideTabLabelsAreWhole() {
+    for (const QSize size : {QSize(1600, 1000), QSize(1366, 768)}) {
+      MainWindow w;
+      w.resize(size);
+      w.show();
+      QVERIFY(QTest::qWaitForWindowExposed(&w));
+      w.resetLayout();
+      QTest::qWait(50);
+      int tabs = 0;
+      for (QTabBar* bar : w.findChildren<QTabBar*>()) {
+        if (!bar->isVisible() || bar->count() < 2 || qobject_cast<QTabWidget*>(bar->parentWidget())) continue;
+        for (int i = 0; i < bar->count(); ++i) {
+          const QRect r = bar->tabRect(i);
+          // QTabBar elides a label once its tab is narrower than the label and the style's padding.
+          const int text = bar->fontMetrics().horizontalAdvance(bar->tabText(i)) +
+                           bar->style()->pixelMetric(QStyle::PM_TabBarTabHSpace, nullptr, bar);
+          const QString what = QString("%1x%2: tab '%3' at %4..%5 of a bar %6 wide, label and padding %7 px")
+                                   .arg(size.width())
+                                   .arg(size.height())
+                                   .arg(bar->tabText(i))
+                                   .arg(r.left())
+                                   .arg(r.right())
+                                   .arg(bar->width())
+                                   .arg(text);
+          QVERIFY2(bar->rect().contains(r), qPrintable(what));
+          QVERIFY2(r.width() >= text, qPrintable(what));
+          ++tabs;
+        }
+      }
+      // Platform with its editor; Inspector, Compare, Operators, Teach and LLM.
+      QCOMPARE(tabs, 2 + 5);
+    }
   }
 
   void languageModelOpensByLayerAndBlocksDragWhole() {

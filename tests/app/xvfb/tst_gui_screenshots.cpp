@@ -13,6 +13,8 @@
 #include <QFileInfo>
 #include <QGuiApplication>
 #include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
 #include <QScrollBar>
 #include <QSettings>
 #include <QStandardPaths>
@@ -20,8 +22,10 @@
 
 #include "gantt/ganttview.h"
 #include "gen/generator.h"
+#include "gguf/ggufwriter.h"
 #include "graph/graphscene.h"
 #include "graph/graphview.h"
+#include "gui/llmpanel.h"
 #include "gui/mainwindow.h"
 #include "mainwindowtestutil.h"
 #include "session/session.h"
@@ -152,6 +156,29 @@ class TestScreenshots : public QObject {
     QCOMPARE(w.algorithmBox()->currentData().toString(), QString("best"));
     QTest::qWait(300);
     save(w, "llama2-7b-1600x1000.png");
+  }
+
+  /// A llama.cpp user's GGUF file (gpt-oss-20b's shape, MXFP4 experts, written header-only by the
+  /// project's writer) on desktop-rtx4070 (12 GiB): the LLM tab with the fastest placement, the rules and
+  /// the arguments; the graph by layer, coloured by the placement; the memory view on each device.
+  void llmTab() {
+    GenSpec spec;
+    QVERIFY(applyDecoderPreset("gpt-oss-20b", spec));
+    const std::string path = test::tempDir() + "/gpt-oss-20b.gguf";
+    const Status st = ggufForSpec(spec, "gpt-oss", QuantType::BF16, QuantType::MXFP4).write(path);
+    QVERIFY2(st, st.message().c_str());
+    MainWindow w;
+    w.llmPanel()->setTimeLimit(5);
+    QSignalSpy done(w.llmPanel(), &LlmPanel::finished);
+    QVERIFY(open(w, QString::fromStdString(path) + "?phase=decode&seq=2048", "desktop-rtx4070", 1600, 1000));
+    if (done.isEmpty()) QVERIFY(done.wait(300000));
+    QVERIFY2(done.last().first().toBool(), qPrintable(w.llmPanel()->statusLabel()->text()));
+    QTRY_VERIFY_WITH_TIMEOUT(!w.busy(), 120000);
+    QVERIFY(w.dock("llmDock")->isVisible());
+    QVERIFY(!w.memoryFolded());
+    QVERIFY(w.llmPanel()->argsEdit()->text().startsWith("-ngl "));
+    QTest::qWait(300);
+    save(w, "llm-1600x1000.png");
   }
 };
 
