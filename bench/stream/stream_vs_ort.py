@@ -74,14 +74,16 @@ def main():
             row["error"] = str(e)
         rows.append(row)
         sys.stderr.write(f"{base}: done\n")
+    with open(os.path.join(work, "rows.json"), "w") as f:
+        json.dump(rows, f)
     print(f"Stream of {n} inferences; throughput = completions after the warm-up over their span (inferences/s)\n")
     print("| model | load | Partex plan | in flight | Partex /s | predicted /s | pred. error | Partex latency ms (p90) "
-          "| ORT 2 thr /s | ORT 2x1 thr /s | ORT 2x1 latency ms | Partex / better ORT | outputs |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| ORT 2 thr /s | ORT 2x1 thr /s | ORT 2x1 latency ms | Partex / better ORT | outputs | Partex cpu share |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     ratios, errors = [], []
     for r in rows:
         if "error" in r:
-            print(f"| {r['model']} | {r['load']:.2f} | error: {r['error']} |||||||||||")
+            print(f"| {r['model']} | {r['load']:.2f} | error: {r['error']} ||||||||||||")
             continue
         px, a, b = r["partex"], r["one2"], r["two1"]
         meas = px["measured_steady_throughput_per_s"]
@@ -96,7 +98,7 @@ def main():
               f"{err * 100:+.1f}% | {px['measured_latency_median_us'] / 1e3:.1f} ({px['measured_latency_p90_us'] / 1e3:.1f}) | "
               f"{a['steady_throughput_per_s']:.2f} | {b['steady_throughput_per_s']:.2f} | "
               f"{b['latency_median_us'] / 1e3:.1f} | {ratio:.2f}x | "
-              f"{'match' if px['outputs_match'] else 'DIFFER'} |")
+              f"{'match' if px['outputs_match'] else 'DIFFER'} | {px['cpu_share']:.2f} |")
     if ratios:
         g = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
         print(f"\nGeometric mean Partex / better ORT: {g:.2f}x (goal >= 1.1x); largest |predicted error| "
