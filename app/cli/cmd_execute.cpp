@@ -124,24 +124,29 @@ int runExecuteStream(const ExecuteArgs& a, const Graph& g, const CostTable& t, c
   // the simulator's busy time per inference.
   struct Stage {
     std::string device;
-    double measuredSpanUs = 0, predictedBusyUs = 0;
+    double measuredSpanUs = 0, measuredBusyUs = 0, predictedBusyUs = 0;
   };
   std::vector<Stage> stages;
   for (size_t d = 0; d < plan.order.size(); ++d) {
     if (plan.order[d].empty()) continue;
-    std::vector<double> spans;
+    std::vector<double> spans, busy;
     for (size_t i = static_cast<size_t>(r->warmupCompletions); i < r->stageStartUs.size(); ++i)
-      if (r->stageStartUs[i][d] >= 0) spans.push_back(r->stageEndUs[i][d] - r->stageStartUs[i][d]);
-    stages.push_back(
-        {t.deviceIds[d], medianOf(spans), d < pred->busyPerInference.size() ? pred->busyPerInference[d] : 0.0});
+      if (r->stageStartUs[i][d] >= 0) {
+        spans.push_back(r->stageEndUs[i][d] - r->stageStartUs[i][d]);
+        busy.push_back(r->stageBusyUs[i][d]);
+      }
+    stages.push_back({t.deviceIds[d], medianOf(spans), medianOf(busy),
+                      d < pred->busyPerInference.size() ? pred->busyPerInference[d] : 0.0});
   }
   const std::string refDev = a.reference.empty() ? t.deviceIds[static_cast<size_t>(t.host)] : a.reference;
   const std::string bottleneck = pred->bottleneck >= 0 ? t.deviceIds[static_cast<size_t>(pred->bottleneck)] : "";
   if (a.json) {
     nlohmann::json st = nlohmann::json::array();
     for (const auto& s : stages)
-      st.push_back(
-          {{"device", s.device}, {"measured_span_us", s.measuredSpanUs}, {"predicted_busy_us", s.predictedBusyUs}});
+      st.push_back({{"device", s.device},
+                    {"measured_span_us", s.measuredSpanUs},
+                    {"measured_busy_us", s.measuredBusyUs},
+                    {"predicted_busy_us", s.predictedBusyUs}});
     nlohmann::json inf = nlohmann::json::array();
     for (size_t i = 0; i < r->startUs.size(); ++i)
       inf.push_back({{"start_us", r->startUs[i]}, {"end_us", r->endUs[i]}});
@@ -221,9 +226,10 @@ int runExecuteStream(const ExecuteArgs& a, const Graph& g, const CostTable& t, c
                   r->inferences, refDev.c_str(), r->mismatch.c_str());
     std::printf("Memory       peak RSS %s (%d contexts of kernels and buffers)\n",
                 humanBytes(static_cast<double>(peakRss)).c_str(), std::min(r->inFlight, r->inferences));
-    std::printf("\n%-14s %16s %18s\n", "device", "measured_span", "predicted_busy");
+    std::printf("\n%-14s %16s %16s %18s\n", "device", "measured_span", "measured_busy", "predicted_busy");
     for (const auto& s : stages)
-      std::printf("%-14s %13.1f us %15.1f us\n", s.device.c_str(), s.measuredSpanUs, s.predictedBusyUs);
+      std::printf("%-14s %13.1f us %13.1f us %15.1f us\n", s.device.c_str(), s.measuredSpanUs, s.measuredBusyUs,
+                  s.predictedBusyUs);
   }
   return r->outputsMatch ? 0 : 1;
 }

@@ -1211,6 +1211,7 @@ namespace {
 struct StreamTimes {
   std::vector<double> start, end;            ///< Per inference.
   std::vector<double> stageStart, stageEnd;  ///< [inference * devices + device]; -1 where none.
+  std::vector<double> stageBusy;             ///< [inference * devices + device]: its kernels' summed time.
   std::vector<double> opStart, opEnd;        ///< [inference * operators + operator], when kept.
   std::vector<double> probeUs;               ///< Per lane: cpuSpeedProbeUs() before the stream, when asked.
   double cpuUs = 0, busyUs = 0;
@@ -1275,6 +1276,7 @@ Result<StreamTimes> runStream(LaneTeam& team, std::vector<std::unique_ptr<Prepar
   times.end.assign(static_cast<size_t>(N), 0.0);
   times.stageStart.assign(static_cast<size_t>(N) * m, -1.0);
   times.stageEnd.assign(static_cast<size_t>(N) * m, -1.0);
+  times.stageBusy.assign(static_cast<size_t>(N) * m, 0.0);
   if (keepOpTimes) {
     times.opStart.assign(static_cast<size_t>(N) * n, 0.0);
     times.opEnd.assign(static_cast<size_t>(N) * n, 0.0);
@@ -1423,6 +1425,7 @@ Result<StreamTimes> runStream(LaneTeam& team, std::vector<std::unique_ptr<Prepar
         const size_t sd = static_cast<size_t>(i) * m + static_cast<size_t>(d);
         if (times.stageStart[sd] < 0) times.stageStart[sd] = s;
         times.stageEnd[sd] = e;
+        times.stageBusy[sd] += e - s;
         if (keepOpTimes) {
           times.opStart[static_cast<size_t>(i) * n + vi] = s;
           times.opEnd[static_cast<size_t>(i) * n + vi] = e;
@@ -1575,10 +1578,12 @@ Result<StreamExecResult> executeStream(const Graph& g, const Backend& backend, c
   r.endUs = tm->end;
   r.stageStartUs.assign(static_cast<size_t>(N), std::vector<double>(m, -1.0));
   r.stageEndUs.assign(static_cast<size_t>(N), std::vector<double>(m, -1.0));
+  r.stageBusyUs.assign(static_cast<size_t>(N), std::vector<double>(m, 0.0));
   for (size_t i = 0; i < static_cast<size_t>(N); ++i)
     for (size_t d = 0; d < m; ++d) {
       r.stageStartUs[i][d] = tm->stageStart[i * m + d];
       r.stageEndUs[i][d] = tm->stageEnd[i * m + d];
+      r.stageBusyUs[i][d] = tm->stageBusy[i * m + d];
     }
   r.opStartUs = std::move(tm->opStart);
   r.opEndUs = std::move(tm->opEnd);

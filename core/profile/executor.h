@@ -172,6 +172,9 @@ struct StreamExecResult {
   /// Per inference and device of the table: the first start and the last end of the inference's
   /// operators there (-1 where it has none): each stage's span.
   std::vector<std::vector<double>> stageStartUs, stageEndUs;
+  /// Per inference and device: the sum of its kernels' times there (the stage's busy time, without the
+  /// waits for inputs that its span includes); 0 where it has none.
+  std::vector<std::vector<double>> stageBusyUs;
   /// With keepOpTimes: operator v of inference t at [t * operators + v].
   std::vector<double> opStartUs, opEndUs;
   double periodUs = 0;        ///< Median gap between consecutive completions after the warm-up ones.

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -132,6 +133,12 @@ void TestExecuteStream::twoStagesOverlap() {
     QCOMPARE(r->stageStartUs[i][d0], r->opStartUs[i * n]);
     QCOMPARE(r->stageEndUs[i][d1], r->opEndUs[i * n + 3]);
     QCOMPARE(r->stageStartUs[i][static_cast<size_t>(deviceOf(t, "dev-bad"))], -1.0);
+    // A stage's busy time is its two kernels' times, by hand from the operators' recorded times.
+    QVERIFY(std::fabs(r->stageBusyUs[i][d0] - (r->opEndUs[i * n] - r->opStartUs[i * n]) -
+                      (r->opEndUs[i * n + 1] - r->opStartUs[i * n + 1])) < 1e-6);
+    QVERIFY(std::fabs(r->stageBusyUs[i][d1] - (r->opEndUs[i * n + 2] - r->opStartUs[i * n + 2]) -
+                      (r->opEndUs[i * n + 3] - r->opStartUs[i * n + 3])) < 1e-6);
+    QVERIFY(r->stageBusyUs[i][d1] <= r->stageEndUs[i][d1] - r->stageStartUs[i][d1] + 1e-6);
     if (i == 0) continue;
     // In order on each device: inference i's operators there after all of i - 1's.
     QVERIFY(r->stageStartUs[i][d0] >= r->stageEndUs[i - 1][d0]);
