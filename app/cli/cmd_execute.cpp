@@ -16,13 +16,14 @@
 #include "commands.h"
 #include "cost/instances.h"
 #include "cost/work.h"
-#include "onnx/tensorio.h"
 #include "ir/rewrites.h"
+#include "onnx/tensorio.h"
 #include "plan/fusedkernels.h"
 #include "plan/planfile.h"
 #include "platform/platform.h"
 #include "profile/executor.h"
 #include "sim/simulator.h"
+#include "sim/stream.h"
 #include "support/files.h"
 #include "support/peakrss.h"
 #include "support/strings.h"
@@ -46,7 +47,15 @@ struct ExecuteArgs {
   int warmup = 1;
   uint64_t seed = 1;
   bool json = false;
+  bool streamGiven = false;  ///< --stream N: a stream of N inferences through the plan (issue 29)
+  int stream = 0;
+  bool inFlightGiven = false;
+  int inFlight = 0;
+  bool spinGiven = false;
 };
+
+/// The largest --stream: the run keeps each inference's start and end per device.
+constexpr int kMaxStream = 100000;
 
 double medianOf(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -75,10 +84,167 @@ Status writeOutputs(const Graph& g, const std::vector<Tensor>& outputs, const st
   return Status::ok();
 }
 
+/// execute --stream N: N inferences through the plan as a pipeline, measured beside simulateStream's
+/// prediction for the same plan and in-flight bound.
+int runExecuteStream(const ExecuteArgs& a, const Graph& g, const CostTable& t, const Plan& plan, const Backend& b,
+                     std::map<ValueId, Tensor> inputs) {
+  if (auto st = checkRunMemory(g); !st) return fail(baseName(a.model) + ": " + st.message());
+  StreamExecOptions o;
+  o.inferences = a.stream;
+  o.inFlight = a.inFlightGiven ? a.inFlight : 0;
+  o.warmup = a.warmup > 0;
+  o.seed = a.seed;
+  o.referenceDevice = a.reference;
+  o.inputs = std::move(inputs);
+  o.spinUs = a.spinGiven ? a.spinUs : 0;
+  auto r = executeStream(g, b, t, plan, std::move(o));
+  if (!r) return fail(baseName(a.model) + ": " + baseName(a.plan) + ": " + r.message());
+  const int64_t peakRss = peakResidentSet().tree();
+  StreamOptions so;
+  so.inFlight = r->inFlight;
+  auto pred = simulateStream(t, plan, so);
+  if (!pred) return fail(a.plan + ": " + pred.message());
+  // The prediction at the CPUs' speed during the stream (as execute without --stream does).
+  double predPeriodAtRun = -1, predLatencyAtRun = -1;
+  {
+    bool known = !t.speedProbeUs.empty();
+    for (size_t d = 0; d < plan.order.size() && known; ++d)
+      if (!plan.order[d].empty())
+        known = d < t.speedProbeUs.size() && t.speedProbeUs[d] > 0 && d < r->deviceProbeUs.size() &&
+                r->deviceProbeUs[d] > 0;
+    if (known)
+      if (auto s = simulateStream(atRunSpeed(t, r->deviceProbeUs), plan, so)) {
+        predPeriodAtRun = s->periodUs;
+        predLatencyAtRun = s->latencyUs;
+      }
+  }
+  auto rel = [](double predicted, double measured) { return measured > 0 ? (predicted - measured) / measured : 0.0; };
+  const double periodErr = rel(pred->periodUs, r->periodUs), latencyErr = rel(pred->latencyUs, r->latencyMedianUs);
+  // Per device of the plan: each steady inference's span there (first start to last end), median, beside
+  // the simulator's busy time per inference.
+  struct Stage {
+    std::string device;
+    double measuredSpanUs = 0, measuredBusyUs = 0, predictedBusyUs = 0;
+  };
+  std::vector<Stage> stages;
+  for (size_t d = 0; d < plan.order.size(); ++d) {
+    if (plan.order[d].empty()) continue;
+    std::vector<double> spans, busy;
+    for (size_t i = static_cast<size_t>(r->warmupCompletions); i < r->stageStartUs.size(); ++i)
+      if (r->stageStartUs[i][d] >= 0) {
+        spans.push_back(r->stageEndUs[i][d] - r->stageStartUs[i][d]);
+        busy.push_back(r->stageBusyUs[i][d]);
+      }
+    stages.push_back({t.deviceIds[d], medianOf(spans), medianOf(busy),
+                      d < pred->busyPerInference.size() ? pred->busyPerInference[d] : 0.0});
+  }
+  const std::string refDev = a.reference.empty() ? t.deviceIds[static_cast<size_t>(t.host)] : a.reference;
+  const std::string bottleneck = pred->bottleneck >= 0 ? t.deviceIds[static_cast<size_t>(pred->bottleneck)] : "";
+  if (a.json) {
+    nlohmann::json st = nlohmann::json::array();
+    for (const auto& s : stages)
+      st.push_back({{"device", s.device},
+                    {"measured_span_us", s.measuredSpanUs},
+                    {"measured_busy_us", s.measuredBusyUs},
+                    {"predicted_busy_us", s.predictedBusyUs}});
+    nlohmann::json inf = nlohmann::json::array();
+    for (size_t i = 0; i < r->startUs.size(); ++i)
+      inf.push_back({{"start_us", r->startUs[i]}, {"end_us", r->endUs[i]}});
+    auto orNull = [](double v) { return v >= 0 ? nlohmann::json(v) : nlohmann::json(nullptr); };
+    nlohmann::json j = {{"model", baseName(a.model)},
+                        {"plan", baseName(a.plan)},
+                        {"algorithm", plan.algorithm},
+                        {"backend", b.name() + " " + b.version()},
+                        {"inferences", r->inferences},
+                        {"in_flight", r->inFlight},
+                        {"input_sets", r->inputSets},
+                        {"warmup_completions", r->warmupCompletions},
+                        {"measured_period_us", r->periodUs},
+                        {"measured_throughput_per_s", r->throughputPerS},
+                        {"measured_steady_throughput_per_s", r->steadyThroughputPerS},
+                        {"measured_latency_median_us", r->latencyMedianUs},
+                        {"measured_latency_p90_us", r->latencyP90Us},
+                        {"measured_wall_us", r->wallUs},
+                        {"predicted_period_us", pred->periodUs},
+                        {"predicted_throughput_per_s", pred->throughputPerS},
+                        {"predicted_latency_us", pred->latencyUs},
+                        {"predicted_max_latency_us", pred->maxLatencyUs},
+                        {"predicted_single_latency_us", pred->singleLatencyUs},
+                        {"predicted_bottleneck", bottleneck},
+                        {"period_error", periodErr},
+                        {"latency_error", latencyErr},
+                        {"predicted_period_at_run_speed_us", orNull(predPeriodAtRun)},
+                        {"predicted_latency_at_run_speed_us", orNull(predLatencyAtRun)},
+                        {"outputs_match", r->outputsMatch},
+                        {"mismatched_inferences", r->mismatchedInferences},
+                        {"reference_device", refDev},
+                        {"max_abs_diff", r->maxAbsDiff},
+                        {"max_rel_diff", r->maxRelDiff},
+                        {"cpu_share", r->cpuShare},
+                        {"sleeps", r->sleeps},
+                        {"omp_wait_policy", r->ompWaitPolicy},
+                        {"peak_rss_bytes", peakRss},
+                        {"notes", r->notes},
+                        {"stages", st},
+                        {"inferences_us", inf}};
+    if (!r->mismatch.empty()) j["mismatch"] = r->mismatch;
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::printf("Model        %s, plan %s (%s)\n", baseName(a.model).c_str(), baseName(a.plan).c_str(),
+                plan.algorithm.c_str());
+    std::printf(
+        "Stream       %d inferences, at most %d in flight, %d input sets; the first %d completions are the "
+        "warm-up\n",
+        r->inferences, r->inFlight, r->inputSets, r->warmupCompletions);
+    std::printf(
+        "Measured     period %.1f us (%.2f inferences/s; %.2f/s over the steady part), latency median %.1f us, "
+        "p90 %.1f us\n",
+        r->periodUs, r->throughputPerS, r->steadyThroughputPerS, r->latencyMedianUs, r->latencyP90Us);
+    std::printf(
+        "Predicted    period %.1f us (%.2f inferences/s), latency %.1f us (simulator, same plan and bound; "
+        "bottleneck %s)\n",
+        pred->periodUs, pred->throughputPerS, pred->latencyUs, bottleneck.c_str());
+    std::printf("Error        period %+.1f%%, latency %+.1f%% (predicted against measured)\n", periodErr * 100.0,
+                latencyErr * 100.0);
+    if (predPeriodAtRun >= 0)
+      std::printf(
+          "At run speed period %.1f us (%+.1f%%), latency %.1f us (%+.1f%%) predicted at the CPUs' speed "
+          "during the stream\n",
+          predPeriodAtRun, rel(predPeriodAtRun, r->periodUs) * 100.0, predLatencyAtRun,
+          rel(predLatencyAtRun, r->latencyMedianUs) * 100.0);
+    if (r->cpuShare < 0.9)
+      std::printf(
+          "Note         the lanes got %.0f%% of their cores while they ran (other programs are running): "
+          "measured times are stretched\n",
+          r->cpuShare * 100.0);
+    for (const auto& note : r->notes) std::printf("Warning      %s\n", note.c_str());
+    if (r->mismatchedInferences == 0)
+      std::printf("Outputs      all %d match the single-device runs on %s (max abs diff %.3g, max rel diff %.3g)\n",
+                  r->inferences, refDev.c_str(), r->maxAbsDiff, r->maxRelDiff);
+    else
+      std::printf("Outputs      %d of %d DIFFER from the single-device runs on %s: %s\n", r->mismatchedInferences,
+                  r->inferences, refDev.c_str(), r->mismatch.c_str());
+    std::printf("Memory       peak RSS %s (%d contexts of kernels and buffers)\n",
+                humanBytes(static_cast<double>(peakRss)).c_str(), std::min(r->inFlight, r->inferences));
+    std::printf("\n%-14s %16s %16s %18s\n", "device", "measured_span", "measured_busy", "predicted_busy");
+    for (const auto& s : stages)
+      std::printf("%-14s %13.1f us %13.1f us %15.1f us\n", s.device.c_str(), s.measuredSpanUs, s.measuredBusyUs,
+                  s.predictedBusyUs);
+  }
+  return r->outputsMatch ? 0 : 1;
+}
+
 int runExecute(const ExecuteArgs& a) {
   if (a.reps < 1) return fail("--reps must be at least 1");
   if (a.spinUs < 0) return fail("--spin-us must be >= 0");
   if (a.warmup < 0) return fail("--warmup must be >= 0");
+  if (a.streamGiven && (a.stream < 1 || a.stream > kMaxStream))
+    return fail("--stream must be between 1 and " + std::to_string(kMaxStream) + " inferences, not " +
+                std::to_string(a.stream));
+  if (a.inFlightGiven && !a.streamGiven) return fail("--in-flight needs --stream N");
+  if (a.inFlightGiven && a.inFlight < 1)
+    return fail("--in-flight must be at least 1, not " + std::to_string(a.inFlight));
+  if (a.streamGiven && !a.outputsDir.empty()) return fail("--outputs cannot be combined with --stream");
   auto taskGraph = isInstanceFile(a.model);
   if (!taskGraph) return fail(taskGraph.message());
   if (*taskGraph) return fail(a.model + ": a task graph has no operators to execute (an ONNX model is needed)");
@@ -103,6 +269,11 @@ int runExecute(const ExecuteArgs& a) {
   registerBuiltinBackends(reg);
   const Backend* b = reg.find(a.backend);
   if (!b) return fail("unknown backend '" + a.backend + "'");
+  if (a.streamGiven) {
+    if (auto st = checkReferenceRunnable(*g, *b); !st)
+      return fail(baseName(a.model) + ": " + baseName(a.plan) + ": " + st.message());
+    return runExecuteStream(a, *g, *t, *plan, *b, std::move(inputs).value());
+  }
   ExecOptions o;
   o.reps = a.reps;
   o.spinUs = a.spinUs;
@@ -344,10 +515,11 @@ void addExecute(CLI::App& app, int& exitCode) {
   cmd->add_option("--backend", a->backend, "Execution backend: cpu, cuda, or auto (every backend of this machine: cpu, with cuda where there is an NVIDIA GPU)")->capture_default_str();
   cmd->add_option("--reference", a->reference, "Device of the single-device reference run (default: the host)");
   cmd->add_option("--reps", a->reps, "Timed runs")->capture_default_str();
-  cmd->add_option("--spin-us", a->spinUs,
-                  "How long a worker waiting for an input spins before it sleeps (waking a sleeper costs tens "
-                  "of microseconds)")
-      ->capture_default_str();
+  auto* spinOpt =
+      cmd->add_option("--spin-us", a->spinUs,
+                      "How long a worker waiting for an input spins before it sleeps (waking a sleeper costs tens "
+                      "of microseconds; with --stream the default is 0: a stage waiting for another sleeps)")
+          ->capture_default_str();
   cmd->add_option("--warmup", a->warmup, "Untimed runs before them")->capture_default_str();
   cmd->add_option("--seed", a->seed,
                   "Seed of the synthetic model inputs (and of weights a model lacks, e.g. external data "
@@ -359,9 +531,21 @@ void addExecute(CLI::App& app, int& exitCode) {
                   "shape (NAME=FILE; repeatable; inputs not given are seeded random)");
   cmd->add_option("--outputs", a->outputsDir,
                   "Write every model output as DIR/NAME.npy (characters outside [A-Za-z0-9_.-] become _)");
+  auto* streamOpt = cmd->add_option(
+      "--stream", a->stream,
+      "Run N inferences through the plan as a pipeline (inference t+1 enters a device while t is on a later "
+      "one) and report the measured period and latency beside the simulator's (--reps is not used)");
+  auto* inFlightOpt = cmd->add_option(
+      "--in-flight", a->inFlight,
+      "With --stream: inferences in the system at once (default: the simulator's, the devices the plan uses + 1)");
   addCostSourceOptions(cmd, a->costs);
   cmd->add_flag("--json", a->json, "Print JSON");
-  cmd->callback([a, &exitCode] { exitCode = runExecute(*a); });
+  cmd->callback([a, &exitCode, streamOpt, inFlightOpt, spinOpt] {
+    a->streamGiven = streamOpt->count() > 0;
+    a->inFlightGiven = inFlightOpt->count() > 0;
+    a->spinGiven = spinOpt->count() > 0;
+    exitCode = runExecute(*a);
+  });
 }
 
 }  // namespace partex::cli

@@ -22,6 +22,7 @@
 #include "profile/ompenv.h"
 #include "profile/profiler.h"
 #include "sim/simulator.h"
+#include "sim/stream.h"
 #include "support/strings.h"
 
 
@@ -101,6 +102,17 @@ class Prepared {
     placeConcatInputs();
     linkDeviceResident(devOf);
     return Status::ok();
+  }
+
+  /// Makes the operators that read leaf `v` (a model input) read `t` instead, without a copy: a stream
+  /// gives each inference of a context its own input set. `t` must outlive the runs that read it.
+  void bindLeaf(ValueId v, const Tensor* t) {
+    const Tensor* old = valuePtr_[static_cast<size_t>(v)];
+    if (old == t) return;
+    for (OpId c : g_.values[static_cast<size_t>(v)].consumers)
+      for (const Tensor*& p : ins_[static_cast<size_t>(runner(c))])
+        if (p == old) p = t;
+    valuePtr_[static_cast<size_t>(v)] = t;
   }
 
   /// The operator whose kernel runs `op` (a fused group runs in its last operator's slot).
@@ -929,6 +941,44 @@ Result<RunInputs> makeRunInputs(const Graph& g, uint64_t seed, std::map<ValueId,
   return in;
 }
 
+/// The single-device reference run: every operator on `refId`, in topological order, one kernel per
+/// operator (so that fused kernels are checked against the operators they replace), each kernel's
+/// caches freed after it ran; only the model outputs are kept (row-major). `bind` makes model inputs
+/// read other tensors for this run (a stream's input sets).
+Result<std::vector<Tensor>> referenceRun(const Graph& g, const Backend& backend, const CostTable& t,
+                                         const LaneLayout& layout, LaneTeam& team, RunInputs& in,
+                                         const std::string& refId, int spinUs, const std::atomic<bool>* cancel,
+                                         const std::vector<std::pair<ValueId, const Tensor*>>& bind = {}) {
+  const size_t n = g.nodes.size();
+  auto it = std::find(t.deviceIds.begin(), t.deviceIds.end(), refId);
+  if (it == t.deviceIds.end()) return makeError("executor: no reference device '", refId, "'");
+  const auto ref = static_cast<DeviceId>(it - t.deviceIds.begin());
+  Plan single;
+  single.device.assign(n, ref);
+  single.order.assign(static_cast<size_t>(t.numDevices()), {});
+  auto topo = g.topologicalOrder();
+  if (!topo) return Error{topo.message()};
+  single.order[static_cast<size_t>(ref)] = *topo;
+  Prepared refPrep(g, in.leaves);
+  if (auto st = refPrep.prepare(backend, single.device, t.deviceIds, /*fuse=*/false); !st)
+    return makeError("reference run: ", st.message());
+  for (const auto& [v, tensor] : bind) refPrep.bindLeaf(v, tensor);
+  auto refProgram = programLanes(t, single, layout);
+  if (!refProgram) return makeError("reference run: ", refProgram.message());
+  refPrep.planMemory(refProgram->seq, in.preds);
+  refPrep.setTransient(true);
+  auto refTimes = runLanes(team, refPrep, single.device, layout, *refProgram, in.preds, in.succs, spinUs, cancel);
+  if (!refTimes) {
+    if (cancel && cancel->load(std::memory_order_relaxed)) return makeError("cancelled");
+    return makeError("reference run: ", refTimes.message());
+  }
+  std::vector<Tensor> out(g.outputs.size());
+  for (size_t i = 0; i < g.outputs.size(); ++i)
+    if (const Tensor* v = refPrep.value(g.outputs[i]); v && !v->empty())
+      if (auto st = v->toPlain(out[i]); !st) return Error{st.message()};
+  return out;
+}
+
 /// The warm-up and timed runs of one lane program (prepared in `prep`), with disturbed runs discarded
 /// and repeated. `step` reports progress.
 Status timedRuns(LaneTeam& team, Prepared& prep, const std::vector<DeviceId>& devOf, const LaneLayout& layout,
@@ -1121,32 +1171,10 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
   if (cancelled()) return makeError("cancelled");
   std::string refId = o.referenceDevice.empty() ? t.deviceIds[static_cast<size_t>(t.host)] : o.referenceDevice;
   if (o.checkOutputs) {
-    auto it = std::find(t.deviceIds.begin(), t.deviceIds.end(), refId);
-    if (it == t.deviceIds.end()) return makeError("executor: no reference device '", refId, "'");
-    const auto ref = static_cast<DeviceId>(it - t.deviceIds.begin());
-    Plan single;
-    single.device.assign(n, ref);
-    single.order.assign(static_cast<size_t>(t.numDevices()), {});
-    auto topo = g.topologicalOrder();
-    if (!topo) return Error{topo.message()};
-    single.order[static_cast<size_t>(ref)] = *topo;
     step("single-device reference run on " + refId);
-    Prepared refPrep(g, in->leaves);
-    if (auto st = refPrep.prepare(backend, single.device, t.deviceIds, /*fuse=*/false); !st)
-      return makeError("reference run: ", st.message());
-    auto refProgram = programLanes(t, single, layout);
-    if (!refProgram) return makeError("reference run: ", refProgram.message());
-    refPrep.planMemory(refProgram->seq, in->preds);
-    refPrep.setTransient(true);
-    auto refTimes =
-        runLanes(team, refPrep, single.device, layout, *refProgram, in->preds, in->succs, o.spinUs, o.cancel);
-    if (!refTimes) {
-      if (cancelled()) return makeError("cancelled");
-      return makeError("reference run: ", refTimes.message());
-    }
-    for (size_t i = 0; i < g.outputs.size(); ++i)
-      if (const Tensor* v = refPrep.value(g.outputs[i]); v && !v->empty())
-        if (auto st = v->toPlain(refOut[i]); !st) return Error{st.message()};
+    auto ref = referenceRun(g, backend, t, layout, team, *in, refId, o.spinUs, o.cancel);
+    if (!ref) return Error{ref.message()};
+    refOut = std::move(ref).value();
   }
   // The reference run's buffers are free now: give their pages back, so that the plan's run does not
   // stack its peak on memory glibc keeps for reuse.
@@ -1185,6 +1213,433 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
       r.outputsMatch = false;
       r.mismatch = "output '" + g.values[static_cast<size_t>(out)].name + "': " + why;
     }
+  }
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// A stream of inferences (issue 29, item 4).
+
+namespace {
+
+/// What one stream of inferences measured, in microseconds from its start.
+struct StreamTimes {
+  std::vector<double> start, end;            ///< Per inference.
+  std::vector<double> stageStart, stageEnd;  ///< [inference * devices + device]; -1 where none.
+  std::vector<double> stageBusy;             ///< [inference * devices + device]: its kernels' summed time.
+  std::vector<double> opStart, opEnd;        ///< [inference * operators + operator], when kept.
+  std::vector<double> probeUs;               ///< Per lane: cpuSpeedProbeUs() before the stream, when asked.
+  double cpuUs = 0, busyUs = 0;
+  int sleeps = 0;
+};
+
+/// The output check of a stream: every inference against the reference outputs of its input set.
+struct StreamCheck {
+  const std::vector<std::vector<Tensor>>* reference = nullptr;  ///< Per input set, per model output.
+  double rtol = 1e-4;
+  std::mutex mu;
+  int mismatched = 0;
+  double maxAbs = 0, maxRel = 0;
+  std::string first;
+};
+
+/// One input set: the model inputs' tensors, bound into a context before an inference of that set.
+using InputBinding = std::vector<std::pair<ValueId, const Tensor*>>;
+
+/// Runs `inferences` inferences through the contexts (inference i in context i % ctx.size(), input set
+/// i % sets.size()): each lane walks its one-inference sequence once per inference, in order. An
+/// operator starts when its inputs of the same inference are ready; a source operator of inference i
+/// also waits until inference i - K (K = contexts) has finished, its outputs checked and its context
+/// given the next input set: the bounded queue. Helpers of a team device step aside as in runLanes.
+/// Waits yield for at most `spinUs`, then sleep on a condition variable that every operator's end
+/// signals. Per-context counters are re-armed by the lane that consumed them, before the operator
+/// runs, so that the next inference of the context finds them ready: no reset between inferences.
+Result<StreamTimes> runStream(LaneTeam& team, std::vector<std::unique_ptr<Prepared>>& ctx, const Graph& g,
+                              const std::vector<DeviceId>& devOf, int numDevices, const LaneLayout& L,
+                              const LaneProgram& P, const RunInputs& in, const std::vector<InputBinding>& sets,
+                              int inferences, int inFlight, int spinUs, bool keepOpTimes, bool probe,
+                              StreamCheck* check, const std::atomic<bool>* cancel) {
+  const size_t n = in.preds.size();
+  const int N = inferences;
+  const int K = inFlight;
+  const size_t m = static_cast<size_t>(numDevices);
+  const size_t lanes = L.laneCore.size();
+  const size_t slots = ctx.size() * n;
+  auto remaining = std::make_unique<std::atomic<int>[]>(slots);
+  auto arrived = std::make_unique<std::atomic<int>[]>(slots);
+  auto doneAt = std::make_unique<std::atomic<int>[]>(slots);  // the last inference of the context it ended for
+  auto opsLeft = std::make_unique<std::atomic<int>[]>(static_cast<size_t>(N));
+  auto finished = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(N));
+  for (size_t c = 0; c < ctx.size(); ++c)
+    for (size_t v = 0; v < n; ++v) {
+      remaining[c * n + v].store(static_cast<int>(in.preds[v].size()), std::memory_order_relaxed);
+      arrived[c * n + v].store(0, std::memory_order_relaxed);
+      doneAt[c * n + v].store(-1, std::memory_order_relaxed);
+    }
+  for (int i = 0; i < N; ++i) {
+    opsLeft[static_cast<size_t>(i)].store(static_cast<int>(n), std::memory_order_relaxed);
+    finished[static_cast<size_t>(i)].store(false, std::memory_order_relaxed);
+  }
+  auto bind = [&](int i) {
+    for (const auto& [v, tensor] : sets[static_cast<size_t>(i) % sets.size()])
+      ctx[static_cast<size_t>(i % K)]->bindLeaf(v, tensor);
+  };
+  for (int i = 0; i < std::min(K, N); ++i) bind(i);
+
+  StreamTimes times;
+  times.start.assign(static_cast<size_t>(N), 0.0);
+  times.end.assign(static_cast<size_t>(N), 0.0);
+  times.stageStart.assign(static_cast<size_t>(N) * m, -1.0);
+  times.stageEnd.assign(static_cast<size_t>(N) * m, -1.0);
+  times.stageBusy.assign(static_cast<size_t>(N) * m, 0.0);
+  if (keepOpTimes) {
+    times.opStart.assign(static_cast<size_t>(N) * n, 0.0);
+    times.opEnd.assign(static_cast<size_t>(N) * n, 0.0);
+  }
+  times.probeUs.assign(lanes, 0.0);
+  std::mutex mu;
+  std::condition_variable cv;
+  std::atomic<int> sleepers{0}, sleeps{0};
+  std::atomic<bool> failed{false};
+  std::string error;
+  std::vector<double> cpuOf(lanes, 0.0), busyOf(lanes, 0.0);
+  int active = 0;
+  for (size_t l = 0; l < lanes; ++l)
+    if (!P.seq[l].empty()) ++active;
+  std::atomic<int> atStart{0};
+  std::atomic<bool> go{false};
+  Clock::time_point t0;
+  auto wakeSleepers = [&] {
+    if (sleepers.load(std::memory_order_acquire) > 0) {
+      { std::lock_guard lk(mu); }  // A sleeper checks its condition under mu: no lost wake-up.
+      cv.notify_all();
+    }
+  };
+  auto fail = [&](const std::string& msg) {
+    {
+      std::lock_guard lk(mu);
+      if (!failed.load()) error = msg;
+      failed.store(true);
+    }
+    cv.notify_all();
+  };
+  // Inference i has ended (its last operator, at `endUs`): check its outputs, give its context the
+  // input set of inference i + K, and let i + K in. Runs on the lane that ended it.
+  auto complete = [&](int i, double endUs) {
+    times.end[static_cast<size_t>(i)] = endUs;
+    Prepared& c = *ctx[static_cast<size_t>(i % K)];
+    if (check) {
+      const auto& ref = (*check->reference)[static_cast<size_t>(i) % sets.size()];
+      for (size_t k = 0; k < g.outputs.size(); ++k) {
+        const Tensor* got = c.value(g.outputs[k]);
+        if (!got || got->empty() || k >= ref.size() || ref[k].empty()) continue;
+        Tensor plain;
+        if (auto st = got->toPlain(plain); !st) {
+          fail(st.message());
+          return;
+        }
+        std::lock_guard lk(check->mu);
+        std::string why;
+        if (!tensorsClose(ref[k], plain, check->rtol, check->maxAbs, check->maxRel, &why)) {
+          if (check->first.empty())
+            check->first = "inference " + std::to_string(i) + ": output '" +
+                           g.values[static_cast<size_t>(g.outputs[k])].name + "': " + why;
+          ++check->mismatched;
+          break;
+        }
+      }
+    }
+    if (i + K < N) bind(i + K);
+    finished[static_cast<size_t>(i)].store(true, std::memory_order_release);
+  };
+
+  auto worker = [&](int lane) {
+    const auto& seq = P.seq[static_cast<size_t>(lane)];
+    if (seq.empty()) return;
+    if (probe) times.probeUs[static_cast<size_t>(lane)] = cpuSpeedProbeUs();
+    atStart.fetch_add(1, std::memory_order_acq_rel);
+    while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+    const double cpu0 = threadCpuUs();
+    double sleptUs = 0, teamWaitUs = 0, teamWaitCpuUs = 0;
+    bool stuckIdle = false;
+    auto waitFor = [&](auto cond) {
+      if (cond() || failed.load(std::memory_order_relaxed)) return;
+      const auto spinUntil = Clock::now() + std::chrono::microseconds(spinUs);
+      for (int k = 1; !cond() && !failed.load(std::memory_order_relaxed); ++k) {
+        std::this_thread::yield();
+        if (k % 16 == 0 && Clock::now() >= spinUntil) {
+          const auto s0 = Clock::now();
+          sleeps.fetch_add(1, std::memory_order_relaxed);
+          sleepers.fetch_add(1, std::memory_order_acq_rel);
+          {
+            std::unique_lock lk(mu);
+            cv.wait(lk, [&] { return cond() || failed.load(); });
+          }
+          sleepers.fetch_sub(1, std::memory_order_acq_rel);
+          sleptUs += std::chrono::duration<double, std::micro>(Clock::now() - s0).count();
+          return;
+        }
+      }
+    };
+    auto now = [&] { return std::chrono::duration<double, std::micro>(Clock::now() - t0).count(); };
+    for (int i = 0; i < N && !failed.load(); ++i) {
+      const size_t base = static_cast<size_t>(i % K) * n;
+      Prepared& c = *ctx[static_cast<size_t>(i % K)];
+      for (size_t at = 0; at < seq.size(); ++at) {
+        const TaskId v = seq[at];
+        const auto vi = static_cast<size_t>(v);
+        const DeviceId d = devOf[vi];
+        if (L.masterLane[static_cast<size_t>(d)] != lane) {
+          // A helper of a team (or exclusive) device: arrive at the run of its consecutive operators, step
+          // aside until the team has ended them all (as in runLanes).
+          size_t last = at;
+          while (last + 1 < seq.size() && devOf[static_cast<size_t>(seq[last + 1])] == d) ++last;
+          const auto w0 = Clock::now();
+          const double c0 = threadCpuUs();
+          const bool isTeam = L.team[static_cast<size_t>(d)];
+          if (isTeam && !stuckIdle) setIdlePolicy(true);
+          for (size_t k = at; k <= last; ++k)
+            arrived[base + static_cast<size_t>(seq[k])].fetch_add(1, std::memory_order_acq_rel);
+          wakeSleepers();
+          waitFor([&] {
+            for (size_t k = at; k <= last; ++k)
+              if (doneAt[base + static_cast<size_t>(seq[k])].load(std::memory_order_acquire) < i) return false;
+            return true;
+          });
+          at = last;
+          if (isTeam && !stuckIdle && !setIdlePolicy(false)) stuckIdle = true;
+          teamWaitCpuUs += threadCpuUs() - c0;
+          teamWaitUs += std::chrono::duration<double, std::micro>(Clock::now() - w0).count();
+          if (failed.load()) break;
+          continue;
+        }
+        // The bounded queue: the first operators of inference i wait for inference i - K to finish.
+        if (i >= K && in.preds[vi].empty())
+          waitFor([&] { return finished[static_cast<size_t>(i - K)].load(std::memory_order_acquire); });
+        const int helpers = static_cast<int>(L.helperLanes[static_cast<size_t>(d)].size());
+        waitFor([&] {
+          return remaining[base + vi].load(std::memory_order_acquire) == 0 &&
+                 arrived[base + vi].load(std::memory_order_acquire) == helpers;
+        });
+        if (failed.load()) break;
+        if (cancel && cancel->load(std::memory_order_relaxed)) {
+          fail("cancelled");
+          break;
+        }
+        // Re-armed for inference i + K of this context: its predecessors there end only after inference
+        // i has finished, which is after this operator (the chain of acquire/release operations).
+        remaining[base + vi].store(static_cast<int>(in.preds[vi].size()), std::memory_order_relaxed);
+        arrived[base + vi].store(0, std::memory_order_relaxed);
+        const double s = now();
+        Status st = c.runOne(vi);
+        const double e = now();
+        if (!st) {
+          fail("inference " + std::to_string(i) + ": " + st.message());
+          break;
+        }
+        const size_t sd = static_cast<size_t>(i) * m + static_cast<size_t>(d);
+        if (times.stageStart[sd] < 0) times.stageStart[sd] = s;
+        times.stageEnd[sd] = e;
+        times.stageBusy[sd] += e - s;
+        if (keepOpTimes) {
+          times.opStart[static_cast<size_t>(i) * n + vi] = s;
+          times.opEnd[static_cast<size_t>(i) * n + vi] = e;
+        }
+        for (OpId sc : in.succs[vi]) remaining[base + static_cast<size_t>(sc)].fetch_sub(1, std::memory_order_acq_rel);
+        doneAt[base + vi].store(i, std::memory_order_release);
+        if (opsLeft[static_cast<size_t>(i)].fetch_sub(1, std::memory_order_acq_rel) == 1) complete(i, e);
+        wakeSleepers();
+      }
+    }
+    const double laneEnd = now();
+    cpuOf[static_cast<size_t>(lane)] = threadCpuUs() - cpu0 - teamWaitCpuUs;
+    busyOf[static_cast<size_t>(lane)] = std::max(0.0, laneEnd - sleptUs - teamWaitUs);
+  };
+  team.run(worker, [&] {
+    while (atStart.load(std::memory_order_acquire) < active) std::this_thread::yield();
+    t0 = Clock::now();
+    go.store(true, std::memory_order_release);
+  });
+  if (failed.load()) return Error{error};
+  for (int i = 0; i < N; ++i) {
+    double first = -1;
+    for (size_t d = 0; d < m; ++d) {
+      const double s = times.stageStart[static_cast<size_t>(i) * m + d];
+      if (s >= 0 && (first < 0 || s < first)) first = s;
+    }
+    times.start[static_cast<size_t>(i)] = std::max(0.0, first);
+  }
+  times.sleeps = sleeps.load();
+  for (size_t l = 0; l < lanes; ++l) {
+    times.cpuUs += cpuOf[l];
+    times.busyUs += busyOf[l];
+  }
+  return times;
+}
+
+}  // namespace
+
+Result<StreamExecResult> executeStream(const Graph& g, const Backend& backend, const CostTable& t, const Plan& plan,
+                                       StreamExecOptions o) {
+  const size_t n = g.nodes.size();
+  if (static_cast<size_t>(t.numTasks()) != n)
+    return makeError("executor: the plan is for a task graph, not for this model");
+  for (size_t v = 0; v < n; ++v)
+    if (t.taskNames[v] != g.nodes[v].name)
+      return makeError("executor: the cost table does not match the model at '", g.nodes[v].name, "'");
+  if (auto st = checkPlanShape(t, plan); !st) return Error{st.message()};
+  if (o.inferences < 1) return makeError("executor: a stream needs at least 1 inference, not ", o.inferences);
+  if (o.inFlight < 0)
+    return makeError("executor: the in-flight bound must be at least 1 (0: the simulator's default), not ", o.inFlight);
+  if (n == 0) return makeError("executor: the model has no operators");
+  const LaneLayout layout = layoutLanes(t.deviceIds, backend.devices(), t.exclusiveWith);
+  for (DeviceId d = 0; d < t.numDevices(); ++d)
+    if (!plan.order[static_cast<size_t>(d)].empty() && layout.masterLane[static_cast<size_t>(d)] < 0)
+      return makeError("executor: device '", t.deviceIds[static_cast<size_t>(d)], "' is not a device of backend '",
+                       backend.name(), "' (it can only be simulated)");
+  StreamExecResult r;
+  r.inferences = o.inferences;
+  r.inFlight = o.inFlight > 0 ? o.inFlight : devicesUsed(t, plan) + 1;
+  const int K = r.inFlight;
+  const int contexts = std::min(K, o.inferences);
+  auto cancelled = [&] { return o.cancel && o.cancel->load(std::memory_order_relaxed); };
+  if (o.checkOutputs)
+    if (auto st = checkReferenceRunnable(g, backend); !st) return Error{st.message()};
+
+  // Input sets: the given inputs in every set; the others synthetic, one seed per set. Two
+  // inferences of one context (t and t + K) read different sets: sets = the smallest count from 2 up
+  // that K is not a multiple of.
+  std::vector<ValueId> synthetic;
+  for (ValueId v : g.inputs)
+    if (v >= 0 && !o.inputs.count(v) && g.values[static_cast<size_t>(v)].producer < 0 &&
+        !g.values[static_cast<size_t>(v)].isWeight)
+      synthetic.push_back(v);
+  int sets = 1;
+  if (!synthetic.empty()) {
+    sets = 2;
+    while (K % sets == 0) ++sets;
+  }
+  r.inputSets = sets;
+  auto in = makeRunInputs(g, o.seed, std::move(o.inputs));
+  if (!in) return Error{in.message()};
+  std::vector<std::vector<Tensor>> extra(static_cast<size_t>(sets));
+  std::vector<InputBinding> bindings(static_cast<size_t>(sets));
+  for (int s = 0; s < sets; ++s) {
+    extra[static_cast<size_t>(s)].reserve(synthetic.size());
+    for (ValueId v : synthetic) {
+      if (s == 0) {
+        bindings[0].push_back({v, &in->leaves[static_cast<size_t>(v)]});
+        continue;
+      }
+      auto tn = leafTensor(g, v, o.seed + static_cast<uint64_t>(s) * 1000003u + static_cast<uint64_t>(v));
+      if (!tn) return makeError("input '", g.values[static_cast<size_t>(v)].name, "': ", tn.message());
+      extra[static_cast<size_t>(s)].push_back(std::move(tn).value());
+      bindings[static_cast<size_t>(s)].push_back({v, &extra[static_cast<size_t>(s)].back()});
+    }
+  }
+
+  int done = 0;
+  const int total = (o.checkOutputs ? sets : 0) + contexts + (o.warmup ? 1 : 0) + 1;
+  auto step = [&](const std::string& what) {
+    ++done;
+    if (o.progress) o.progress(done, total, what);
+  };
+  auto program = programLanes(t, plan, layout);
+  if (!program) return Error{program.message()};
+  LaneTeam team(layout.laneCore);
+
+  std::vector<std::vector<Tensor>> reference;
+  const std::string refId = o.referenceDevice.empty() ? t.deviceIds[static_cast<size_t>(t.host)] : o.referenceDevice;
+  if (o.checkOutputs)
+    for (int s = 0; s < sets; ++s) {
+      if (cancelled()) return makeError("cancelled");
+      step("single-device reference run on " + refId + " (input set " + std::to_string(s + 1) + ")");
+      auto ref =
+          referenceRun(g, backend, t, layout, team, *in, refId, o.spinUs, o.cancel, bindings[static_cast<size_t>(s)]);
+      if (!ref) return Error{ref.message()};
+      reference.push_back(std::move(ref).value());
+    }
+  returnFreePages();
+
+  // One context per inference in flight: its own kernels (and their weight caches) and buffers, planned
+  // as one inference's; the plain weights are shared (not released as in executePlan: every context's
+  // kernels read them).
+  std::vector<std::unique_ptr<Prepared>> ctx;
+  for (int c = 0; c < contexts; ++c) {
+    if (cancelled()) return makeError("cancelled");
+    step("preparing context " + std::to_string(c + 1) + " of " + std::to_string(contexts));
+    auto p = std::make_unique<Prepared>(g, in->leaves);
+    if (auto st = p->prepare(backend, plan.device, t.deviceIds, o.fuse); !st) return Error{st.message()};
+    p->planMemory(program->seq, in->preds);
+    ctx.push_back(std::move(p));
+  }
+  if (o.warmup) {
+    step("warm-up: each context once");
+    auto w = runStream(team, ctx, g, plan.device, t.numDevices(), layout, *program, *in, bindings, contexts, K,
+                       o.spinUs, false, false, nullptr, o.cancel);
+    if (!w) return Error{w.message()};
+  }
+  step("stream of " + std::to_string(o.inferences) + " inferences");
+  StreamCheck check;
+  check.reference = &reference;
+  check.rtol = o.rtol;
+  auto tm = runStream(team, ctx, g, plan.device, t.numDevices(), layout, *program, *in, bindings, o.inferences, K,
+                      o.spinUs, o.keepOpTimes, true, o.checkOutputs ? &check : nullptr, o.cancel);
+  if (!tm) return Error{tm.message()};
+
+  const int N = o.inferences;
+  const size_t m = static_cast<size_t>(t.numDevices());
+  r.startUs = tm->start;
+  r.endUs = tm->end;
+  r.stageStartUs.assign(static_cast<size_t>(N), std::vector<double>(m, -1.0));
+  r.stageEndUs.assign(static_cast<size_t>(N), std::vector<double>(m, -1.0));
+  r.stageBusyUs.assign(static_cast<size_t>(N), std::vector<double>(m, 0.0));
+  for (size_t i = 0; i < static_cast<size_t>(N); ++i)
+    for (size_t d = 0; d < m; ++d) {
+      r.stageStartUs[i][d] = tm->stageStart[i * m + d];
+      r.stageEndUs[i][d] = tm->stageEnd[i * m + d];
+      r.stageBusyUs[i][d] = tm->stageBusy[i * m + d];
+    }
+  r.opStartUs = std::move(tm->opStart);
+  r.opEndUs = std::move(tm->opEnd);
+  // Steady state: completions after the first K (the pipeline filling), keeping at least two.
+  r.warmupCompletions = std::min(K, std::max(0, N - 2));
+  const auto W = static_cast<size_t>(r.warmupCompletions);
+  std::vector<double> ends = tm->end;
+  std::sort(ends.begin(), ends.end());
+  std::vector<double> gaps, lat;
+  for (size_t j = W + 1; j < ends.size(); ++j) gaps.push_back(ends[j] - ends[j - 1]);
+  for (size_t i = W; i < static_cast<size_t>(N); ++i) lat.push_back(tm->end[i] - tm->start[i]);
+  std::sort(lat.begin(), lat.end());
+  r.latencyMedianUs = medianOf(lat);
+  r.latencyP90Us = lat.empty() ? 0 : lat[static_cast<size_t>(std::ceil(0.9 * static_cast<double>(lat.size()))) - 1];
+  r.periodUs = gaps.empty() ? r.latencyMedianUs : medianOf(gaps);
+  r.throughputPerS = r.periodUs > 0 ? 1e6 / r.periodUs : 0;
+  const double span = ends.back() - ends[W];
+  r.steadyThroughputPerS = span > 0 ? static_cast<double>(ends.size() - 1 - W) * 1e6 / span : r.throughputPerS;
+  r.wallUs = ends.back() - *std::min_element(tm->start.begin(), tm->start.end());
+  r.cpuShare = tm->busyUs > 0 ? std::min(1.0, tm->cpuUs / tm->busyUs) : 1.0;
+  r.sleeps = tm->sleeps;
+  r.deviceProbeUs.assign(m, 0.0);
+  for (size_t d = 0; d < m; ++d) {
+    if (plan.order[d].empty() || layout.masterLane[d] < 0) continue;
+    std::vector<int> lanesOfDevice = layout.helperLanes[d];
+    lanesOfDevice.push_back(layout.masterLane[d]);
+    for (int l : lanesOfDevice) r.deviceProbeUs[d] = std::max(r.deviceProbeUs[d], tm->probeUs[static_cast<size_t>(l)]);
+  }
+  r.modeSwitchesPerInference = program->modeSwitches;
+  r.notes = program->notes;
+  ExecResult forPolicy;
+  noteWaitPolicy(layout, plan.device, forPolicy);
+  r.ompWaitPolicy = forPolicy.ompWaitPolicy;
+  for (auto& note : forPolicy.notes) r.notes.push_back(std::move(note));
+  if (o.checkOutputs) {
+    r.outputsChecked = true;
+    r.mismatchedInferences = check.mismatched;
+    r.outputsMatch = check.mismatched == 0;
+    r.maxAbsDiff = check.maxAbs;
+    r.maxRelDiff = check.maxRel;
+    r.mismatch = check.first;
   }
   return r;
 }

@@ -131,6 +131,83 @@ Status checkReferenceRunnable(const Graph& g, const Backend& backend);
 Result<ExecResult> executeOnDevice(const Graph& g, const Backend& backend, const std::string& device,
                                    const std::vector<OpId>& order, const ExecOptions& opts);
 
+/// A stream of inferences through one plan on the real devices (partex-cli execute --stream N, issue
+/// 29): what the simulator's simulateStream (sim/stream.h) predicts, measured.
+struct StreamExecOptions {
+  int inferences = 200;  ///< Timed inferences, 1 or more.
+  /// Inferences in the system at once, each in its own context (kernels and buffers); inference t starts
+  /// only when inference t - inFlight has finished and its outputs were checked. 0: the simulator's
+  /// default bound (the devices the plan uses, plus one).
+  int inFlight = 0;
+  /// Run every context once, untimed, before the timed stream (first touches, kernels' weight caches).
+  bool warmup = true;
+  uint64_t seed = 1;
+  /// Model inputs given by the caller (as ExecOptions::inputs): every inference reads them. Inputs not
+  /// given are synthetic, from a few seeds (StreamExecResult::inputSets), so that consecutive
+  /// inferences of one context read different inputs and a context that read another's buffers shows
+  /// in the output check.
+  std::map<ValueId, Tensor> inputs;
+  std::string referenceDevice;  ///< "" = the table's host device.
+  bool checkOutputs = true;
+  bool fuse = true;
+  /// A lane whose next operator is not ready yields its CPU for at most this long, then sleeps until an
+  /// operator it waits for ends (0: sleeps after a few yields). Stages of a pipeline wait for each other
+  /// every period: spinning would take the core from the other programs and lanes there.
+  int spinUs = 0;
+  double rtol = 1e-4;
+  /// Keep every (inference, operator)'s start and end (StreamExecResult::opStartUs/opEndUs).
+  bool keepOpTimes = false;
+  std::function<void(int done, int total, const std::string& what)> progress;  ///< May be empty.
+  const std::atomic<bool>* cancel = nullptr;                                   ///< May be null.
+};
+
+struct StreamExecResult {
+  int inferences = 0;
+  int inFlight = 0;
+  int inputSets = 0;  ///< Distinct synthetic input sets: inference t reads set t % inputSets.
+  /// Completions left out of the steady-state figures: the first inFlight (the pipeline filling), fewer
+  /// when the stream is short (at least two completions stay).
+  int warmupCompletions = 0;
+  std::vector<double> startUs, endUs;  ///< Per inference: its first operator's start, its last one's end.
+  /// Per inference and device of the table: the first start and the last end of the inference's
+  /// operators there (-1 where it has none): each stage's span.
+  std::vector<std::vector<double>> stageStartUs, stageEndUs;
+  /// Per inference and device: the sum of its kernels' times there (the stage's busy time, without the
+  /// waits for inputs that its span includes); 0 where it has none.
+  std::vector<std::vector<double>> stageBusyUs;
+  /// With keepOpTimes: operator v of inference t at [t * operators + v].
+  std::vector<double> opStartUs, opEndUs;
+  double periodUs = 0;        ///< Median gap between consecutive completions after the warm-up ones.
+  double throughputPerS = 0;  ///< 1e6 / periodUs.
+  /// Completions after the warm-up ones over the time from the last warm-up completion to the last one
+  /// (the rate over the whole steady part, less sensitive to completions that come in pairs).
+  double steadyThroughputPerS = 0;
+  double latencyMedianUs = 0, latencyP90Us = 0;  ///< end - start of the inferences after the warm-up.
+  double wallUs = 0;                             ///< First start to last end.
+  double cpuShare = 1.0;                         ///< As ExecResult::cpuShare, over the timed stream.
+  int sleeps = 0;                                ///< Waits that slept (every wait that outlasted spinUs).
+  /// Per device of the table: cpuSpeedProbeUs() on its lanes just before the timed stream (the slowest
+  /// lane's for a team); 0 for a device the plan leaves idle.
+  std::vector<double> deviceProbeUs;
+  int modeSwitchesPerInference = 0;
+  std::vector<std::string> notes;
+  std::string ompWaitPolicy;
+  bool outputsChecked = false;
+  bool outputsMatch = false;
+  int mismatchedInferences = 0;
+  double maxAbsDiff = 0, maxRelDiff = 0;
+  std::string mismatch;  ///< First mismatch ("inference 7: output 'y': ..."), "" when all match.
+};
+
+/// Runs `o.inferences` inferences of `g` through `plan` as a pipeline: each lane (one per CPU, as in
+/// executePlan) runs its operators of inference t, in the simulated order, before those of t + 1, so
+/// that inference t + 1 enters a device while t is still on a later one. At most `inFlight` contexts
+/// (kernels and buffer sets) exist; context t % inFlight runs inference t. Every inference's outputs
+/// are checked against a single-device reference run of its input set. Errors as executePlan's, and a
+/// stream of fewer than one inference or a negative in-flight bound.
+Result<StreamExecResult> executeStream(const Graph& g, const Backend& backend, const CostTable& t, const Plan& plan,
+                                       StreamExecOptions o);
+
 /// Compares two tensors: same dtype and shape, and every element equal or within rtol (relative to the
 /// larger magnitude, with an absolute floor of rtol times the largest magnitude in `ref`). Updates the
 /// largest differences seen; returns false with `why` set on a mismatch.

@@ -1,0 +1,292 @@
+// A stream of inferences through a plan on the executor's lanes (executeStream, partex-cli execute
+// --stream; issue 29, item 4), on the fake backend: a two-stage plan overlaps inferences (read from the
+// recorded start and end times, not from a timing threshold), every inference's outputs are checked,
+// the in-flight bound holds, and bad streams give errors. With the real CPU backend (when built): a
+// generated model on core0 + core1 through `partex-cli execute --stream`.
+#include <QtTest>
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "fake_backend.h"
+#include "platform/platform.h"
+#include "profile/executor.h"
+#include "sim/plan.h"
+#include "support/files.h"
+#include "testutil.h"
+
+using namespace partex;
+
+namespace {
+
+/// x -> n1 (Neg) -> n2 (Sigmoid) -> n3 (Relu) -> n4 (Sigmoid) -> y: y = sigmoid(sigmoid(-x)), which
+/// depends on x (the diamond's output is 0 whatever its input, so it could not tell two inputs apart).
+Graph chainGraph() {
+  Graph g;
+  g.name = "chain";
+  g.sourcePath = "chain.onnx";
+  g.graphSha256 = "c4a1200000000000000000000000000000000000000000000000000000000000";
+  auto value = [&](const std::string& name) {
+    Value v;
+    v.name = name;
+    v.dtype = DType::Float32;
+    v.shape = {1, 64};
+    v.shapeKnown = true;
+    return g.addValue(v);
+  };
+  ValueId prev = value("x");
+  g.values[static_cast<size_t>(prev)].isGraphInput = true;
+  g.inputs = {prev};
+  const char* types[] = {"Neg", "Sigmoid", "Relu", "Sigmoid"};
+  for (int i = 0; i < 4; ++i) {
+    Node n;
+    n.name = "n" + std::to_string(i + 1);
+    n.opType = types[i];
+    n.inputs = {prev};
+    prev = value(n.name + "_out");
+    n.outputs = {prev};
+    g.addNode(n);
+  }
+  g.values[static_cast<size_t>(prev)].isGraphOutput = true;
+  g.outputs = {prev};
+  g.rebuildIndex();
+  return g;
+}
+
+/// Places operators by name (others on dev0), ordered by upward rank.
+Plan planOf(const CostTable& t, const std::map<std::string, std::string>& where) {
+  Plan p;
+  p.algorithm = "test";
+  p.device.assign(static_cast<size_t>(t.numTasks()), 0);
+  for (TaskId v = 0; v < t.numTasks(); ++v) {
+    auto it = where.find(t.taskNames[static_cast<size_t>(v)]);
+    const std::string dev = it == where.end() ? "dev0" : it->second;
+    p.device[static_cast<size_t>(v)] =
+        static_cast<DeviceId>(std::find(t.deviceIds.begin(), t.deviceIds.end(), dev) - t.deviceIds.begin());
+  }
+  orderByUpwardRank(t, p);
+  return p;
+}
+
+DeviceId deviceOf(const CostTable& t, const std::string& id) {
+  return static_cast<DeviceId>(std::find(t.deviceIds.begin(), t.deviceIds.end(), id) - t.deviceIds.begin());
+}
+
+}  // namespace
+
+class TestExecuteStream : public QObject {
+  Q_OBJECT
+ private slots:
+  void twoStagesOverlap();
+  void oneInFlightDoesNotOverlap();
+  void everyInferenceIsChecked();
+  void errorsAreValues();
+  void cliRejectsBadStreams_data();
+  void cliRejectsBadStreams();
+  void cliStreamOnGeneratedModel();
+};
+
+void TestExecuteStream::twoStagesOverlap() {
+  // Stage 1: n1, n2 on dev0; stage 2: n3, n4 on dev1. Each kernel is off its CPU for 5 ms (a sleeping
+  // kernel), so a lane never needs the CPU that another lane's kernel holds.
+  const Graph g = chainGraph();
+  const CostTable t = test::fakeTable(g);
+  const Plan plan = planOf(t, {{"n3", "dev1"}, {"n4", "dev1"}});
+  test::FakeBackend b(-5000);
+  StreamExecOptions o;
+  o.inferences = 6;
+  o.keepOpTimes = true;
+  auto r = executeStream(g, b, t, plan, o);
+  QVERIFY2(r.isOk(), r.message().c_str());
+  // Hand counts: two devices used, so the simulator's bound is 3 in flight; 3 is odd, so two input sets
+  // alternate and inferences t and t + 3 of one context read different inputs.
+  QCOMPARE(r->inFlight, 3);
+  QCOMPARE(r->inputSets, 2);
+  QCOMPARE(r->inferences, 6);
+  QCOMPARE(r->warmupCompletions, 3);
+  QVERIFY(r->outputsChecked);
+  QVERIFY2(r->outputsMatch, r->mismatch.c_str());
+  QCOMPARE(r->mismatchedInferences, 0);
+  QCOMPARE(r->maxAbsDiff, 0.0);  // Same kernels: bitwise equal.
+  const auto d0 = static_cast<size_t>(deviceOf(t, "dev0")), d1 = static_cast<size_t>(deviceOf(t, "dev1"));
+  const size_t n = 4;
+  QCOMPARE(r->opStartUs.size(), 6 * n);
+  // The pipeline: inference 2 (index 1) started stage 1 before inference 1 (index 0) finished stage 2.
+  QVERIFY2(r->stageStartUs[1][d0] < r->stageEndUs[0][d1],
+           qPrintable(QString("inference 1 entered dev0 at %1 us, inference 0 left dev1 at %2 us")
+                          .arg(r->stageStartUs[1][d0])
+                          .arg(r->stageEndUs[0][d1])));
+  QVERIFY(r->opStartUs[1 * n + 0] < r->opEndUs[0 * n + 3]);  // n1 of inference 1 before n4 of inference 0 ended
+  for (size_t i = 0; i < 6; ++i) {
+    // Within an inference, each operator after its predecessor; each inference's span is its operators'.
+    for (size_t v = 1; v < n; ++v) QVERIFY(r->opStartUs[i * n + v] >= r->opEndUs[i * n + v - 1]);
+    QCOMPARE(r->startUs[i], r->opStartUs[i * n]);
+    QCOMPARE(r->endUs[i], r->opEndUs[i * n + 3]);
+    QCOMPARE(r->stageStartUs[i][d0], r->opStartUs[i * n]);
+    QCOMPARE(r->stageEndUs[i][d1], r->opEndUs[i * n + 3]);
+    QCOMPARE(r->stageStartUs[i][static_cast<size_t>(deviceOf(t, "dev-bad"))], -1.0);
+    // A stage's busy time is its two kernels' times, by hand from the operators' recorded times.
+    QVERIFY(std::fabs(r->stageBusyUs[i][d0] - (r->opEndUs[i * n] - r->opStartUs[i * n]) -
+                      (r->opEndUs[i * n + 1] - r->opStartUs[i * n + 1])) < 1e-6);
+    QVERIFY(std::fabs(r->stageBusyUs[i][d1] - (r->opEndUs[i * n + 2] - r->opStartUs[i * n + 2]) -
+                      (r->opEndUs[i * n + 3] - r->opStartUs[i * n + 3])) < 1e-6);
+    QVERIFY(r->stageBusyUs[i][d1] <= r->stageEndUs[i][d1] - r->stageStartUs[i][d1] + 1e-6);
+    if (i == 0) continue;
+    // In order on each device: inference i's operators there after all of i - 1's.
+    QVERIFY(r->stageStartUs[i][d0] >= r->stageEndUs[i - 1][d0]);
+    QVERIFY(r->stageStartUs[i][d1] >= r->stageEndUs[i - 1][d1]);
+    // The bounded queue: inference i enters once inference i - 3 has left.
+    if (i >= 3) QVERIFY(r->startUs[i] >= r->endUs[i - 3]);
+  }
+  QVERIFY(r->periodUs > 0);
+  QVERIFY(r->latencyMedianUs > 0 && r->latencyP90Us >= r->latencyMedianUs);
+  QVERIFY(r->throughputPerS > 0 && r->steadyThroughputPerS > 0);
+}
+
+void TestExecuteStream::oneInFlightDoesNotOverlap() {
+  // In flight 1: inference t + 1 enters only once t has left, so nothing overlaps.
+  const Graph g = chainGraph();
+  const CostTable t = test::fakeTable(g);
+  const Plan plan = planOf(t, {{"n3", "dev1"}, {"n4", "dev1"}});
+  test::FakeBackend b(-1000);
+  StreamExecOptions o;
+  o.inferences = 4;
+  o.inFlight = 1;
+  auto r = executeStream(g, b, t, plan, o);
+  QVERIFY2(r.isOk(), r.message().c_str());
+  QCOMPARE(r->inFlight, 1);
+  QCOMPARE(r->inputSets, 2);
+  QVERIFY2(r->outputsMatch, r->mismatch.c_str());
+  for (size_t i = 1; i < 4; ++i) QVERIFY(r->startUs[i] >= r->endUs[i - 1]);
+}
+
+void TestExecuteStream::everyInferenceIsChecked() {
+  // n4 on dev-bad (results off by 0.01): every one of the 5 inferences differs from its reference, and
+  // the first reported is inference 0's (n4's lane ends the inferences in order).
+  const Graph g = chainGraph();
+  const CostTable t = test::fakeTable(g);
+  const Plan plan = planOf(t, {{"n3", "dev1"}, {"n4", "dev-bad"}});
+  test::FakeBackend b(50);
+  StreamExecOptions o;
+  o.inferences = 5;
+  o.inFlight = 2;
+  auto r = executeStream(g, b, t, plan, o);
+  QVERIFY2(r.isOk(), r.message().c_str());
+  QCOMPARE(r->inputSets, 3);  // 2 in flight is a multiple of 2, not of 3
+  QVERIFY(r->outputsChecked);
+  QVERIFY(!r->outputsMatch);
+  QCOMPARE(r->mismatchedInferences, 5);
+  QVERIFY2(QString::fromStdString(r->mismatch).startsWith("inference 0: output 'n4_out': element "),
+           r->mismatch.c_str());
+  QVERIFY(r->maxAbsDiff > 0.005);
+}
+
+void TestExecuteStream::errorsAreValues() {
+  const Graph g = chainGraph();
+  const CostTable t = test::fakeTable(g);
+  const Plan plan = planOf(t, {{"n3", "dev1"}});
+  test::FakeBackend b;
+  StreamExecOptions none;
+  none.inferences = 0;
+  auto r = executeStream(g, b, t, plan, none);
+  QVERIFY(!r.isOk());
+  QVERIFY2(QString::fromStdString(r.message()).contains("at least 1 inference"), r.message().c_str());
+  StreamExecOptions negative;
+  negative.inFlight = -2;
+  auto r2 = executeStream(g, b, t, plan, negative);
+  QVERIFY(!r2.isOk());
+  QVERIFY2(QString::fromStdString(r2.message()).contains("in-flight bound"), r2.message().c_str());
+  // A device the backend lacks.
+  Platform p = test::fakePlatform();
+  p.devices[1].id = "npu";
+  p.links[0].to = "npu";
+  auto t2 = buildCostTable(g, characteriseAll(g), p);
+  QVERIFY2(t2.isOk(), t2.message().c_str());
+  auto r3 = executeStream(g, b, *t2, planOf(*t2, {{"n3", "npu"}}), StreamExecOptions{});
+  QVERIFY(!r3.isOk());
+  QVERIFY2(QString::fromStdString(r3.message()).contains("device 'npu' is not a device of backend 'fake'"),
+           r3.message().c_str());
+  // A kernel that fails names the inference.
+  Graph g4 = chainGraph();
+  g4.nodes[2].opType = "Softmax";
+  const CostTable t4 = test::fakeTable(g4);
+  StreamExecOptions unchecked;
+  unchecked.checkOutputs = false;
+  auto r4 = executeStream(g4, b, t4, planOf(t4, {}), unchecked);
+  QVERIFY(!r4.isOk());
+  QVERIFY2(QString::fromStdString(r4.message()).contains("operator 'n3' (Softmax)"), r4.message().c_str());
+  // Cancelled before it starts.
+  std::atomic<bool> cancel{true};
+  StreamExecOptions c;
+  c.cancel = &cancel;
+  auto r5 = executeStream(g, b, t, plan, c);
+  QVERIFY(!r5.isOk());
+  QCOMPARE(r5.message(), std::string("cancelled"));
+}
+
+void TestExecuteStream::cliRejectsBadStreams_data() {
+  QTest::addColumn<QStringList>("args");
+  QTest::addColumn<QString>("says");
+  QTest::newRow("zero") << QStringList{"--stream", "0"} << "--stream must be between 1 and 100000";
+  QTest::newRow("negative") << QStringList{"--stream", "-4"} << "--stream must be between 1 and 100000";
+  QTest::newRow("too many") << QStringList{"--stream", "100001"} << "--stream must be between 1 and 100000";
+  QTest::newRow("not a number") << QStringList{"--stream", "ten"} << "--stream";
+  QTest::newRow("in flight alone") << QStringList{"--in-flight", "2"} << "--in-flight needs --stream";
+  QTest::newRow("in flight zero") << QStringList{"--stream", "5", "--in-flight", "0"}
+                                  << "--in-flight must be at least 1";
+  QTest::newRow("outputs") << QStringList{"--stream", "5", "--outputs", "out"} << "--outputs cannot be combined";
+}
+
+void TestExecuteStream::cliRejectsBadStreams() {
+  QFETCH(QStringList, args);
+  QFETCH(QString, says);
+  if (!QFileInfo::exists(test::cliPath())) QSKIP("partex-cli is not built");
+  // The arguments are checked before the model is read: the paths need not exist.
+  const auto run = test::runCli(QStringList{"execute", "no-model.onnx", "--plan", "no-plan.json"} + args, 60000);
+  QCOMPARE(run.code, 2);
+  const QString err = QString::fromUtf8(run.err).trimmed();
+  QVERIFY2(err.contains(says), qPrintable(err));
+  QVERIFY2(!err.contains('\n'), qPrintable(err));  // one line
+  QVERIFY(run.out.isEmpty());
+}
+
+void TestExecuteStream::cliStreamOnGeneratedModel() {
+  if (!QFileInfo::exists(test::cliPath())) QSKIP("partex-cli is not built");
+  const QString dir = QString::fromStdString(test::tempDir());
+  const QString model = dir + "/rand.onnx";
+  auto gen = test::runCli({"generate", "random", "--nodes", "24", "--seed", "5", "-o", model}, 120000);
+  QCOMPARE(gen.code, 0);
+  // A pipelined plan on core0 + core1 (this machine's figures).
+  const QString platform = dir + "/two-cores.json";
+  QVERIFY(writeFileAtomic(platform.toStdString(), platformToJson(thisMachineCores(2))).isOk());
+  const QString plan = dir + "/rand.plan.json";
+  auto sched = test::runCli({"schedule", model, "-p", platform, "--algo", "pipeline", "-o", plan}, 120000);
+  QVERIFY2(sched.code == 0, sched.err.constData());
+  auto ex = test::runCli({"execute", model, "-p", platform, "--plan", plan, "--stream", "8", "--json"}, 300000);
+  QVERIFY2(ex.code == 0, ex.err.constData());
+  QJsonParseError perr;
+  const QJsonObject o = QJsonDocument::fromJson(ex.out, &perr).object();
+  QVERIFY2(perr.error == QJsonParseError::NoError, qPrintable(perr.errorString()));
+  QVERIFY(o["outputs_match"].toBool());
+  QCOMPARE(o["mismatched_inferences"].toInt(), 0);
+  QCOMPARE(o["inferences"].toInt(), 8);
+  QVERIFY(o["in_flight"].toInt() >= 2);
+  QVERIFY(o["measured_period_us"].toDouble() > 0);
+  QVERIFY(o["predicted_period_us"].toDouble() > 0);
+  QVERIFY(o["measured_latency_p90_us"].toDouble() >= o["measured_latency_median_us"].toDouble());
+  const QJsonArray inf = o["inferences_us"].toArray();
+  QCOMPARE(inf.size(), 8);
+  for (const auto& x : inf) QVERIFY(x.toObject()["end_us"].toDouble() > x.toObject()["start_us"].toDouble());
+  QVERIFY(o["stages"].toArray().size() >= 1);
+}
+
+QTEST_GUILESS_MAIN(TestExecuteStream)
+#include "tst_execute_stream.moc"
