@@ -688,6 +688,55 @@ class LaneTeam {
   std::vector<std::thread> threads_;
 };
 
+/// What the lanes of one run share to wait for each other (runLanes, executeStream): a lane spins
+/// (yielding) up to `spinUs` for its condition, then sleeps on `cv`; a lane that ends an operator wakes
+/// the sleepers; the first failure is kept and stops every wait.
+struct LaneWaits {
+  std::mutex& mu;
+  std::condition_variable& cv;
+  std::atomic<int>& sleepers;
+  std::atomic<int>& sleeps;
+  std::atomic<bool>& failed;
+  std::string& error;
+  int spinUs;
+
+  void wake() const {
+    if (sleepers.load(std::memory_order_acquire) > 0) {
+      { std::lock_guard lk(mu); }  // A sleeper checks its condition under mu: no lost wake-up.
+      cv.notify_all();
+    }
+  }
+  void fail(const std::string& msg) const {
+    {
+      std::lock_guard lk(mu);
+      if (!failed.load()) error = msg;
+      failed.store(true);
+    }
+    cv.notify_all();
+  }
+  /// Waits until cond() holds or the run failed; returns the microseconds slept.
+  template <class Cond>
+  double waitFor(Cond cond) const {
+    if (cond() || failed.load(std::memory_order_relaxed)) return 0;
+    const auto spinUntil = Clock::now() + std::chrono::microseconds(spinUs);
+    for (int i = 1; !cond() && !failed.load(std::memory_order_relaxed); ++i) {
+      std::this_thread::yield();
+      if (i % 16 == 0 && Clock::now() >= spinUntil) {
+        const auto s0 = Clock::now();
+        sleeps.fetch_add(1, std::memory_order_relaxed);
+        sleepers.fetch_add(1, std::memory_order_acq_rel);
+        {
+          std::unique_lock lk(mu);
+          cv.wait(lk, [&] { return cond() || failed.load(); });
+        }
+        sleepers.fetch_sub(1, std::memory_order_acq_rel);
+        return std::chrono::duration<double, std::micro>(Clock::now() - s0).count();
+      }
+    }
+    return 0;
+  }
+};
+
 /// One run of a lane program: each lane walks its sequence; an operator starts when its inputs are
 /// ready (atomic dependency counters) and, for a team's operator, when the helper lanes have arrived
 /// (finished everything before it). A waiting lane spins, yielding its CPU at every turn so that a
@@ -722,20 +771,9 @@ Result<RunTimes> runLanes(LaneTeam& team, Prepared& prep, const std::vector<Devi
   std::atomic<int> atStart{0};
   std::atomic<bool> go{false};
   Clock::time_point t0;
-  auto wakeSleepers = [&] {
-    if (sleepers.load(std::memory_order_acquire) > 0) {
-      { std::lock_guard lk(mu); }  // A sleeper checks its condition under mu: no lost wake-up.
-      cv.notify_all();
-    }
-  };
-  auto fail = [&](const std::string& msg) {
-    {
-      std::lock_guard lk(mu);
-      if (!failed.load()) error = msg;
-      failed.store(true);
-    }
-    cv.notify_all();
-  };
+  const LaneWaits waits{mu, cv, sleepers, sleeps, failed, error, spinUs};
+  auto wakeSleepers = [&] { waits.wake(); };
+  auto fail = [&](const std::string& msg) { waits.fail(msg); };
 
   auto worker = [&](int lane) {
     const auto& seq = P.seq[static_cast<size_t>(lane)];
@@ -747,26 +785,7 @@ Result<RunTimes> runLanes(LaneTeam& team, Prepared& prep, const std::vector<Devi
     const double cpu0 = threadCpuUs();
     double sleptUs = 0, teamWaitUs = 0, teamWaitCpuUs = 0;
     bool stuckIdle = false;
-    // Spins (yielding) until cond() holds or the run failed; sleeps after spinUs.
-    auto waitFor = [&](auto cond) {
-      if (cond() || failed.load(std::memory_order_relaxed)) return;
-      const auto spinUntil = Clock::now() + std::chrono::microseconds(spinUs);
-      for (int i = 1; !cond() && !failed.load(std::memory_order_relaxed); ++i) {
-        std::this_thread::yield();
-        if (i % 16 == 0 && Clock::now() >= spinUntil) {
-          const auto s0 = Clock::now();
-          sleeps.fetch_add(1, std::memory_order_relaxed);
-          sleepers.fetch_add(1, std::memory_order_acq_rel);
-          {
-            std::unique_lock lk(mu);
-            cv.wait(lk, [&] { return cond() || failed.load(); });
-          }
-          sleepers.fetch_sub(1, std::memory_order_acq_rel);
-          sleptUs += std::chrono::duration<double, std::micro>(Clock::now() - s0).count();
-          return;
-        }
-      }
-    };
+    auto waitFor = [&](auto cond) { sleptUs += waits.waitFor(cond); };
     for (size_t at = 0; at < seq.size(); ++at) {
       const TaskId v = seq[at];
       const auto vi = static_cast<size_t>(v);
@@ -1309,20 +1328,9 @@ Result<StreamTimes> runStream(LaneTeam& team, std::vector<std::unique_ptr<Prepar
   std::atomic<int> atStart{0};
   std::atomic<bool> go{false};
   Clock::time_point t0;
-  auto wakeSleepers = [&] {
-    if (sleepers.load(std::memory_order_acquire) > 0) {
-      { std::lock_guard lk(mu); }  // A sleeper checks its condition under mu: no lost wake-up.
-      cv.notify_all();
-    }
-  };
-  auto fail = [&](const std::string& msg) {
-    {
-      std::lock_guard lk(mu);
-      if (!failed.load()) error = msg;
-      failed.store(true);
-    }
-    cv.notify_all();
-  };
+  const LaneWaits waits{mu, cv, sleepers, sleeps, failed, error, spinUs};
+  auto wakeSleepers = [&] { waits.wake(); };
+  auto fail = [&](const std::string& msg) { waits.fail(msg); };
   // Inference i has ended (its last operator, at `endUs`): check its outputs, give its context the
   // input set of inference i + K, and let i + K in. Runs on the lane that ended it.
   auto complete = [&](int i, double endUs) {
@@ -1362,25 +1370,7 @@ Result<StreamTimes> runStream(LaneTeam& team, std::vector<std::unique_ptr<Prepar
     const double cpu0 = threadCpuUs();
     double sleptUs = 0, teamWaitUs = 0, teamWaitCpuUs = 0;
     bool stuckIdle = false;
-    auto waitFor = [&](auto cond) {
-      if (cond() || failed.load(std::memory_order_relaxed)) return;
-      const auto spinUntil = Clock::now() + std::chrono::microseconds(spinUs);
-      for (int k = 1; !cond() && !failed.load(std::memory_order_relaxed); ++k) {
-        std::this_thread::yield();
-        if (k % 16 == 0 && Clock::now() >= spinUntil) {
-          const auto s0 = Clock::now();
-          sleeps.fetch_add(1, std::memory_order_relaxed);
-          sleepers.fetch_add(1, std::memory_order_acq_rel);
-          {
-            std::unique_lock lk(mu);
-            cv.wait(lk, [&] { return cond() || failed.load(); });
-          }
-          sleepers.fetch_sub(1, std::memory_order_acq_rel);
-          sleptUs += std::chrono::duration<double, std::micro>(Clock::now() - s0).count();
-          return;
-        }
-      }
-    };
+    auto waitFor = [&](auto cond) { sleptUs += waits.waitFor(cond); };
     auto now = [&] { return std::chrono::duration<double, std::micro>(Clock::now() - t0).count(); };
     for (int i = 0; i < N && !failed.load(); ++i) {
       const size_t base = static_cast<size_t>(i % K) * n;
