@@ -219,7 +219,14 @@ void TstSchedMatrix::everySchedulerEveryPreset() {
       // equal limits exact continues where best stops, and a loaded machine stops best's search first:
       // the comparison then measured the load, not the algorithm).
       o.timeLimitSec = s->name() == "best" ? 3.0 : 1.0;
-      if (s->name() == "best") o.params["budget_ms"] = "200";  // its portfolio and search as at 1 s
+      // Its portfolio and search as at 1 s. Under AddressSanitizer the members run several times slower
+      // (dlfusion on mobilenetv2/dsa-ascend: 0.04 s in release, 0.51 s instrumented), so each gets
+      // three times the share: the comparison is of the algorithms, not of the instrumentation.
+#if defined(__SANITIZE_ADDRESS__)
+      if (s->name() == "best") o.params["budget_ms"] = "600";
+#else
+      if (s->name() == "best") o.params["budget_ms"] = "200";
+#endif
       auto plan = s->schedule(t, cc, o);
       const std::string what = s->name() + (constrained ? " (constrained)" : "");
       if (s->name() == "exact" && n > 60) {
