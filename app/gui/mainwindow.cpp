@@ -461,8 +461,10 @@ bool MainWindow::showStream() {
   m.latencyUs = r->latencyUs;
   m.bottleneckDevice = r->bottleneck;
   // One steady-state period, ending at the end of the inference in the middle of the stream.
-  const int k = std::clamp(r->inferences / 2, 0, static_cast<int>(r->end.size()) - 1);
-  m.periodStartUs = k >= 0 ? std::max(0.0, r->end[static_cast<size_t>(k)] - r->periodUs) : 0;
+  if (!r->end.empty()) {
+    const size_t k = std::min(static_cast<size_t>(r->inferences / 2), r->end.size() - 1);
+    m.periodStartUs = std::max(0.0, r->end[k] - r->periodUs);
+  }
   gantt_->setStream(m);
   return true;
 }

@@ -61,14 +61,17 @@ bool openAndLayOut(MainWindow& w, const QString& path, const QString& platform) 
   return true;
 }
 
-/// Shows `w` and opens a generated ResNet-18 (written to the temporary folder as `file`) on mobile-soc.
-bool showGeneratedResnet18(MainWindow& w, const std::string& file) {
+/// Shows `w` and opens a generated model of `kind` (written to the temporary folder as `file`) on
+/// mobile-soc; with a `size`, the window takes it and the default layout first.
+bool showGenerated(MainWindow& w, const std::string& kind, const std::string& file, QSize size = {}) {
   const std::string path = test::tempDir() + "/" + file;
   GenSpec spec;
-  spec.kind = "resnet18";
+  spec.kind = kind;
   if (!generateModelFile(spec, path).isOk()) return false;
+  if (size.isValid()) w.resize(size);
   w.show();
   if (!QTest::qWaitForWindowExposed(&w)) return false;
+  if (size.isValid()) w.resetLayout();
   return openAndLayOut(w, QString::fromStdString(path), "mobile-soc");
 }
 
@@ -131,7 +134,7 @@ class TestMainWindow : public QObject {
 
   void dragOntoPaletteMovesAndUndoRestores() {
     MainWindow w;
-    QVERIFY(showGeneratedResnet18(w, "r18.onnx"));
+    QVERIFY(showGenerated(w, "resnet18", "r18.onnx"));
     checkDragAndUndo(w);
   }
 
@@ -139,7 +142,7 @@ class TestMainWindow : public QObject {
   /// period the simulator's, re-simulated when an operator moves; off again, one inference.
   void streamToggleShowsAndFollowsThePlan() {
     MainWindow w;
-    QVERIFY(showGeneratedResnet18(w, "r18s.onnx"));
+    QVERIFY(showGenerated(w, "resnet18", "r18s.onnx"));
     auto* toggle = w.findChild<QToolButton*>(QStringLiteral("streamToggle"));
     QVERIFY(toggle);
     Session* s = w.session();
@@ -552,16 +555,8 @@ class TestMainWindow : public QObject {
   }
 
   void firstViewIsReadableAndFitIsOneKeyAway() {
-    const std::string path = test::tempDir() + "/incep-view.onnx";
-    GenSpec spec;
-    spec.kind = "inception";
-    QVERIFY(generateModelFile(spec, path).isOk());
     MainWindow w;
-    w.resize(1600, 1000);
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
-    w.resetLayout();
-    QVERIFY(openAndLayOut(w, QString::fromStdString(path), "mobile-soc"));
+    QVERIFY(showGenerated(w, "inception", "incep-view.onnx", QSize(1600, 1000)));
     GraphView* g = w.graphView();
     QVERIFY(w.session()->numOps() > 100);
     // Readable: operator boxes at (about) 85 % of their size, not dots.
@@ -583,16 +578,8 @@ class TestMainWindow : public QObject {
   /// Home and F work wherever the focus is in the window (a table, the device list, the Inspector,
   /// the scheduler box), not only on the canvas; a text field keeps them (F is typed there).
   void homeAndFitWorkWindowWide() {
-    const std::string path = test::tempDir() + "/incep-keys.onnx";
-    GenSpec spec;
-    spec.kind = "inception";
-    QVERIFY(generateModelFile(spec, path).isOk());
     MainWindow w;
-    w.resize(1600, 1000);
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
-    w.resetLayout();
-    QVERIFY(openAndLayOut(w, QString::fromStdString(path), "mobile-soc"));
+    QVERIFY(showGenerated(w, "inception", "incep-keys.onnx", QSize(1600, 1000)));
     QApplication::setActiveWindow(&w);
     GraphView* g = w.graphView();
     struct Target {
