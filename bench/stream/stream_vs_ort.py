@@ -22,6 +22,12 @@ import subprocess
 import sys
 import tempfile
 
+# The --dim bindings the shared models need (their README; the same table as bench/ort/main.cpp's).
+SHARED_DIMS = {
+    "ch_ppocr_mobile_v2.0_cls_infer.onnx": ["x:0=1", "x:2=48", "x:3=192"],
+    "ch_PP-OCRv4_det_infer.onnx": ["x:0=1", "x:2=640", "x:3=640"],
+}
+
 
 def run(cmd, timeout):
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -61,15 +67,17 @@ def main():
         prof = os.path.join(work, base + ".prof.json")
         plan = os.path.join(work, base + ".tput.plan.json")
         row = {"model": base, "load": load}
+        dims = [a for d in SHARED_DIMS.get(os.path.basename(model), []) for a in ("--dim", d)]
         try:
-            run([cli, "profile", model, "-o", prof, "-q"], timeout)
+            run([cli, "profile", model, "-o", prof, "-q"] + dims, timeout)
             run([cli, "schedule", model, "-p", "this-machine", "--profile", prof, "--algo", "best", "--objective",
-                 "throughput", "-o", plan], timeout)
+                 "throughput", "-o", plan] + dims, timeout)
             px = json.loads(run([cli, "execute", model, "-p", "this-machine", "--plan", plan, "--profile", prof,
-                                 "--stream", str(n), "--json"], timeout))
+                                 "--stream", str(n), "--json"] + dims, timeout))
             row["partex"] = px
             for cfg in ("one2", "two1"):
-                row[cfg] = json.loads(run([sys.executable, ort_script, model, "--config", cfg, "--n", str(n)], timeout))
+                row[cfg] = json.loads(run([sys.executable, ort_script, model, "--config", cfg, "--n", str(n)] + dims,
+                                          timeout))
         except Exception as e:  # reported in the row; the benchmark goes on
             row["error"] = str(e)
         rows.append(row)
