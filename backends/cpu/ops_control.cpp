@@ -154,6 +154,7 @@ class Body {
         st.ins = grp.inputs;
         st.outs.resize(1);
         st.fixed = allFixed(st.ins);
+        st.pure = true;
         fixed[static_cast<size_t>(grp.output)] = st.fixed;
         src_[static_cast<size_t>(grp.output)] = {Kind::Step, steps_.size(), 0};
         steps_.push_back(std::move(st));
@@ -164,7 +165,8 @@ class Body {
       st.kernel = std::move(*k);
       st.ins = n.inputs;
       st.outs.resize(n.outputs.size());
-      st.fixed = n.subgraphs.empty() && !randomOp(n.opType) && allFixed(st.ins);
+      st.pure = n.subgraphs.empty() && !randomOp(n.opType);
+      st.fixed = st.pure && allFixed(st.ins);
       for (size_t i = 0; i < n.outputs.size(); ++i)
         if (n.outputs[i] >= 0) {
           src_[static_cast<size_t>(n.outputs[i])] = {Kind::Step, steps_.size(), i};
@@ -179,10 +181,38 @@ class Body {
   size_t numInputs() const { return body_->inputs.size(); }
   size_t numOutputs() const { return body_->outputs.size(); }
 
+  /// Declares which formal inputs keep their value through one run of the enclosing node (a Loop's
+  /// loop-carried values that the body passes through unchanged: Paddle2ONNX's Loop carries every weight
+  /// its body reads that way). A step that reads only such inputs, the node's inputs from the enclosing
+  /// graph, weights and other such steps' outputs gives the same outputs in every iteration of one run:
+  /// it runs in the run's first iteration only (run(..., firstOfRun)). Loop-invariant code motion, as
+  /// compilers do it; SLANet's decoder transposed two GRU weights in each of its iterations.
+  void markInvariant(const std::vector<bool>& formalInvariant) {
+    std::vector<bool> inv(src_.size(), false);
+    for (size_t v = 0; v < src_.size(); ++v) {
+      const Source& s = src_[v];
+      inv[v] = s.kind == Kind::Weight || s.kind == Kind::Outer ||
+               (s.kind == Kind::Formal && s.index < formalInvariant.size() && formalInvariant[s.index]);
+    }
+    for (size_t si = 0; si < steps_.size(); ++si) {
+      Step& st = steps_[si];
+      bool all = st.pure, any = false;
+      for (ValueId v : st.ins) {
+        if (v < 0) continue;
+        any = true;
+        all = all && inv[static_cast<size_t>(v)];
+      }
+      st.perRun = !st.fixed && all && any;
+      if (!(st.perRun || st.fixed)) continue;
+      for (size_t v = 0; v < src_.size(); ++v)
+        if (src_[v].kind == Kind::Step && src_[v].index == si) inv[v] = true;
+    }
+  }
+
   /// Runs the body once on `formal` (one per body input) and the node's inputs `nodeIn` (the enclosing
   /// graph's values). output(i) is valid until the next run.
   Status run(const ExecContext& ctx, const std::vector<const Tensor*>& formal,
-             const std::vector<const Tensor*>& nodeIn) {
+             const std::vector<const Tensor*>& nodeIn, bool firstOfRun = true) {
     if (formal.size() != body_->inputs.size())
       return makeError(label_, ": ", std::to_string(formal.size()), " inputs given, the body has ",
                        std::to_string(body_->inputs.size()));
@@ -191,6 +221,7 @@ class Body {
     std::vector<const Tensor*>& ins = scratchIns_;
     for (Step& st : steps_) {
       if (st.fixed && fixedDone_) continue;  // computed in the first run, kept in st.outs
+      if (st.perRun && !firstOfRun) continue;  // computed in this run's first iteration
       const Node& n = body_->nodes[static_cast<size_t>(st.node)];
       ins.assign(st.ins.size(), nullptr);
       for (size_t i = 0; i < st.ins.size(); ++i) {
@@ -230,6 +261,10 @@ class Body {
     /// once (the importer folds constants of at most kMaxConstElements; Silero VAD's LSTM weights are
     /// sliced and concatenated from larger ones in its If branch, 0.5 MiB copied per run otherwise).
     bool fixed = false;
+    /// Deterministic (no subgraph, no random generator).
+    bool pure = false;
+    /// Reads only values that do not change during one run of the enclosing node (markInvariant).
+    bool perRun = false;
   };
   /// Random generators are not fixed even on fixed inputs.
   static bool randomOp(const std::string& t) {
@@ -401,7 +436,19 @@ class IfKernel final : public OpKernel {
 class LoopKernel final : public OpKernel {
  public:
   LoopKernel(std::unique_ptr<Body> body, size_t nCarried, std::vector<DType> scanTypes)
-      : body_(std::move(body)), n_(nCarried), scanTypes_(std::move(scanTypes)) {}
+      : body_(std::move(body)), n_(nCarried), scanTypes_(std::move(scanTypes)) {
+    // A loop-carried value that the body returns as it received it (its output is its own input) needs
+    // no copy per iteration, and what is computed from it alone is computed once per run.
+    const Graph& b = body_->graph();
+    pass_.assign(n_, false);
+    std::vector<bool> invariant(b.inputs.size(), false);
+    for (size_t j = 0; j < n_; ++j)
+      if (2 + j < b.inputs.size() && 1 + j < b.outputs.size() && b.outputs[1 + j] == b.inputs[2 + j]) {
+        pass_[j] = true;
+        invariant[2 + j] = true;
+      }
+    body_->markInvariant(invariant);
+  }
 
   Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
     int64_t trips = -1;  // none: unbounded
@@ -437,18 +484,19 @@ class LoopKernel final : public OpKernel {
     for (; (trips < 0 || i < trips) && cond; ++i) {
       *iter_.data<int64_t>() = i;
       *static_cast<uint8_t*>(cond_.raw()) = 1;
-      if (auto s = body_->run(ctx, formal, in); !s) return s;
+      if (auto s = body_->run(ctx, formal, in, i == 0); !s) return s;
       const Tensor* c = body_->output(0);
       if (!c || c->numElements() != 1) return makeError("the body's condition output is not a scalar");
       cond = scalarTrue(*c);
       // Into the other buffer first: a body output may be another carried input (a swap).
       for (size_t j = 0; j < n_; ++j) {
+        if (pass_[j]) continue;  // stays in carried_[j]
         const Tensor* t = body_->output(1 + j);
         if (!t) return makeError("body output '", body_->outputName(1 + j), "' has no data");
         if (auto s = next_[j].copyFrom(*t); !s) return s;
       }
-      std::swap(carried_, next_);
-      for (size_t j = 0; j < n_; ++j) formal[2 + j] = &carried_[j];
+      for (size_t j = 0; j < n_; ++j)
+        if (!pass_[j]) std::swap(carried_[j], next_[j]);
       for (size_t j = 0; j < k; ++j) {
         const Tensor* t = body_->output(1 + n_ + j);
         if (!t) return makeError("body output '", body_->outputName(1 + n_ + j), "' has no data");
@@ -472,6 +520,7 @@ class LoopKernel final : public OpKernel {
   std::unique_ptr<Body> body_;
   size_t n_;
   std::vector<DType> scanTypes_;
+  std::vector<bool> pass_;
   Tensor iter_, cond_;
   std::vector<Tensor> carried_, next_;
   std::vector<std::vector<Tensor>> scans_;

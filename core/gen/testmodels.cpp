@@ -659,6 +659,36 @@ std::string withControlFlow() {
   return m.bytes();
 }
 
+std::string withInvariantLoop() {
+  Model m;
+  addInput(m.g, "n", kInt64, {});
+  addInput(m.g, "a", kFloat, {2, 3});
+  addInput(m.g, "w", kFloat, {3, 2});
+  addInput(m.g, "s0", kFloat, {2, 2});
+  auto* loop = addNode(m.g, "Loop", {"n", "", "s0", "w"}, {"s_final", "w_final", "ts"}, "accumulate");
+  auto* body = addGraphAttr(loop, "body");
+  addInput(body, "i", kInt64, {});
+  addInput(body, "c_in", kBool, {});
+  addInput(body, "s_in", kFloat, {2, 2});
+  addInput(body, "w_in", kFloat, {3, 2});
+  addNode(body, "Transpose", {"w_in"}, {"wt"}, "transpose_w");
+  addNode(body, "Transpose", {"wt"}, {"wtt"}, "transpose_back");
+  addNode(body, "MatMul", {"a", "wtt"}, {"aw"}, "outer_times_w");
+  auto* cast = addNode(body, "Cast", {"i"}, {"f"}, "to_float");
+  addAttr(cast, "to", int64_t{kFloat});
+  addNode(body, "Mul", {"aw", "f"}, {"t"}, "scale");
+  addNode(body, "Add", {"s_in", "t"}, {"s_out"}, "accumulate_t");
+  addNode(body, "Identity", {"c_in"}, {"c_out"}, "keep_going");
+  addOutput(body, "c_out", kBool, {});
+  addOutput(body, "s_out", kFloat, {2, 2});
+  addOutput(body, "w_in", kFloat, {3, 2});
+  addOutput(body, "t", kFloat, {2, 2});
+  addOutput(m.g, "s_final", kFloat, {2, 2});
+  addOutput(m.g, "w_final", kFloat, {3, 2});
+  addOutput(m.g, "ts", kFloat, {"trips", 2, 2});
+  return m.bytes();
+}
+
 std::string withScan() {
   Model m;
   addInput(m.g, "x", kFloat, {2, 4});

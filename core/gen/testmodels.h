@@ -92,6 +92,12 @@ std::string withControlFlow();
 /// every output element is 20 * mean of its row of x); else a LayerNorm of x written out (ReduceMean,
 /// Sub, Pow, ReduceMean, Add 1e-5, Sqrt, Div). Output y [2,60] or [2,80].
 std::string withFixedBranch();
+/// A Loop whose body reads loop-invariant values (Paddle2ONNX's export pattern): inputs n int64, a [2,3],
+/// w [3,2], s0 [2,2] float. Loop(n) carries s (s0) and w, which the body passes through unchanged; the
+/// body computes aw = a x Transpose(Transpose(w)) (from the outer 'a' and the passed-through w only),
+/// t = aw * float(i) and s = s + t. Outputs s_final = s0 + aw * n(n-1)/2, w_final = w, ts [n,2,2] (t of
+/// every iteration).
+std::string withInvariantLoop();
 /// Scan over axis 1 of x [2,4], backwards, its output stacked along axis 1 backwards too: state s
 /// (s0 = 0) adds each column; y[:, j] = sum of x[:, j..3] (a reverse cumulative sum), s_end the row sums.
 std::string withScan();

@@ -364,6 +364,56 @@ class TestCpuControlFlow : public QObject {
     }
   }
 
+  /// A Loop whose body passes a weight through as a loop-carried value and computes from it and an outer
+  /// value (Paddle2ONNX's pattern): those steps run once per run of the Loop, so the same prepared kernel
+  /// must recompute them when the next run brings other inputs, give the passed-through value back
+  /// unchanged (also after no iteration), and still compute what varies per iteration.
+  void invariantLoopBody() {
+    auto g = importOnnxBytes(testmodels::withInvariantLoop(), "invariant.onnx");
+    QVERIFY2(g.isOk(), g.message().c_str());
+    auto backend = makeCpuBackend();
+    Prepared prep;
+    const QString err = prep.prepare(*g, *backend, "cpu-serial");
+    QVERIFY2(err.isEmpty(), qPrintable(err));
+    const ValueId n = g->findValue("n"), a = g->findValue("a"), w = g->findValue("w"), s0 = g->findValue("s0");
+    const ValueId sFinal = g->findValue("s_final"), wFinal = g->findValue("w_final"), ts = g->findValue("ts");
+    const std::vector<std::pair<int64_t, uint64_t>> runs = {{4, 1}, {3, 2}, {0, 3}, {5, 1}, {1, 4}};
+    for (const auto& [trips, seed] : runs) {
+      std::map<ValueId, Tensor> values;
+      values[n] = scalarInt(trips);
+      values[a] = floatTensor({2, 3}, seed);
+      values[w] = floatTensor({3, 2}, seed + 100);
+      values[s0] = floatTensor({2, 2}, seed + 200);
+      const Tensor at = values.at(a), wt = values.at(w), st = values.at(s0);
+      const QString e = prep.run(values);
+      QVERIFY2(e.isEmpty(), qPrintable(e));
+      // aw = a x w, in double here.
+      double aw[2][2] = {};
+      for (int r = 0; r < 2; ++r)
+        for (int c = 0; c < 2; ++c)
+          for (int k = 0; k < 3; ++k) aw[r][c] += at.valueAsDouble(r * 3 + k) * wt.valueAsDouble(k * 2 + c);
+      const double tri = static_cast<double>(trips * (trips - 1) / 2);
+      const Tensor& sOut = values.at(sFinal);
+      QCOMPARE(sOut.shape(), (std::vector<int64_t>{2, 2}));
+      for (int i = 0; i < 4; ++i) {
+        const double want = st.valueAsDouble(i) + aw[i / 2][i % 2] * tri;
+        QVERIFY2(std::abs(sOut.valueAsDouble(i) - want) <= 1e-4 * (1 + std::abs(want)),
+                 qPrintable(QString("trips %1, s_final[%2]: %3, want %4").arg(trips).arg(i).arg(sOut.valueAsDouble(i)).arg(want)));
+      }
+      const Tensor& wOut = values.at(wFinal);
+      QCOMPARE(wOut.shape(), (std::vector<int64_t>{3, 2}));
+      for (int i = 0; i < 6; ++i) QCOMPARE(wOut.valueAsDouble(i), wt.valueAsDouble(i));
+      const Tensor& tOut = values.at(ts);
+      QCOMPARE(tOut.shape(), (std::vector<int64_t>{trips, 2, 2}));
+      for (int64_t it = 0; it < trips; ++it)
+        for (int i = 0; i < 4; ++i) {
+          const double want = aw[i / 2][i % 2] * static_cast<double>(it);
+          QVERIFY2(std::abs(tOut.valueAsDouble(it * 4 + i) - want) <= 1e-4 * (1 + std::abs(want)),
+                   qPrintable(QString("trips %1, ts[%2][%3]").arg(trips).arg(it).arg(i)));
+        }
+    }
+  }
+
   /// Bad input gives an error, not a crash: a Loop whose trip count is not a scalar.
   void badTripCount() {
     auto g = importOnnxBytes(testmodels::withControlFlow(), "controlflow.onnx");
