@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 
@@ -356,6 +357,36 @@ class NdKernel final : public OpKernel {
   std::string red_;
 };
 
+/// n elements at `dst`, each a copy of the es bytes at `value`.
+void fillElems(std::byte* dst, const std::byte* value, int64_t es, int64_t n) {
+  if (n <= 0) return;
+  switch (es) {
+    case 1:
+      std::memset(dst, static_cast<int>(value[0]), static_cast<size_t>(n));
+      return;
+    case 2: {
+      uint16_t v;
+      std::memcpy(&v, value, 2);
+      std::fill_n(reinterpret_cast<uint16_t*>(dst), n, v);
+      return;
+    }
+    case 4: {
+      uint32_t v;
+      std::memcpy(&v, value, 4);
+      std::fill_n(reinterpret_cast<uint32_t*>(dst), n, v);
+      return;
+    }
+    case 8: {
+      uint64_t v;
+      std::memcpy(&v, value, 8);
+      std::fill_n(reinterpret_cast<uint64_t*>(dst), n, v);
+      return;
+    }
+    default:
+      for (int64_t k = 0; k < n; ++k) std::memcpy(dst + k * es, value, static_cast<size_t>(es));
+  }
+}
+
 class OneHotKernel final : public OpKernel {
  public:
   explicit OneHotKernel(const Node& n) : axis_(n.attrInt("axis", -1)) {}
@@ -378,13 +409,17 @@ class OneHotKernel final : public OpKernel {
     const int64_t es = tensorElementSize(vals.dtype());
     const auto* pv = static_cast<const std::byte*>(vals.raw());
     auto* po = static_cast<std::byte*>(out[0].raw());
+    // Every element the off value, then each index's one element the on value: one pass over the output
+    // and one read per index (the loop over every output element read its index and copied an element
+    // per output element: Magika's [1,1536] bytes one-hot to 257 took 1.3-2.9 ms, 8x ONNX Runtime).
+    fillElems(po, pv, es, outer * depth * inner);
     for (int64_t o = 0; o < outer; ++o)
-      for (int64_t j = 0; j < depth; ++j)
-        for (int64_t i = 0; i < inner; ++i) {
-          int64_t v = static_cast<int64_t>(idx.valueAsDouble(o * inner + i));
-          if (v < 0) v += depth;
-          copyElem(po + ((o * depth + j) * inner + i) * es, pv + (v == j ? es : 0), es);
-        }
+      for (int64_t i = 0; i < inner; ++i) {
+        int64_t v = static_cast<int64_t>(idx.valueAsDouble(o * inner + i));
+        if (v < 0) v += depth;
+        if (v < 0 || v >= depth) continue;  // out of range: the whole column stays off
+        copyElem(po + ((o * depth + v) * inner + i) * es, pv + es, es);
+      }
     return Status::ok();
   }
 
