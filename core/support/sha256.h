@@ -16,7 +16,8 @@ class Sha256 {
   std::string hex();
 
  private:
-  void block(const unsigned char* p);
+  void block(const unsigned char* p);               // the portable rounds
+  void blocks(const unsigned char* p, size_t count);  // SHA extensions where the CPU has them
   uint32_t h_[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
   unsigned char buf_[64] = {};
   size_t fill_ = 0;

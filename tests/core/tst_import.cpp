@@ -15,6 +15,7 @@
 #include <set>
 
 #include "backend/backend.h"
+#include "support/sha256.h"
 #include "onnx/importer.h"
 #include "gen/testmodels.h"
 #include "support/files.h"
@@ -125,6 +126,29 @@ class TestImport : public QObject {
   Q_OBJECT
 
  private slots:
+  /// The model identity's SHA-256 (support/sha256.h), on the SHA extensions where this CPU has them and
+  /// on the portable rounds otherwise: FIPS 180-2's known answers, and a buffer fed in pieces of every
+  /// size from 1 to 997 bytes (block boundaries inside and across updates) equal to it fed at once.
+  void sha256KnownAnswers() {
+    QCOMPARE(QString::fromStdString(sha256Hex("abc")),
+             QString("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
+    QCOMPARE(QString::fromStdString(sha256Hex("")),
+             QString("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));
+    QCOMPARE(QString::fromStdString(sha256Hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")),
+             QString("248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"));
+    QCOMPARE(QString::fromStdString(sha256Hex(std::string(1000000, 'a'))),
+             QString("cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"));
+    std::string bytes(100003, ' ');
+    for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>((i * 2654435761u) >> 13);
+    Sha256 pieces;
+    for (size_t i = 0, step = 1; i < bytes.size(); step = step * 3 % 997 + 1) {
+      const size_t n = std::min(step, bytes.size() - i);
+      pieces.update(bytes.data() + i, n);
+      i += n;
+    }
+    QCOMPARE(QString::fromStdString(pieces.hex()), QString::fromStdString(sha256Hex(bytes)));
+  }
+
   void sharedModels_data();
   void sharedModels();
   void squeezenetHistogram();
