@@ -48,7 +48,7 @@ class TestSchedRegistry : public QObject {
     const std::vector<std::string> expected{
         "single", "priority", "static", "greedy", "heft", "cpop", "peft", "minmin", "maxmin", "sufferage", "mct", "met",
         "olb", "duplex", "etf", "hbmct", "partitiontuner", "partitiontuner-clean", "duet", "pimdp", "dlfusion", "coarse",
-        "offload", "fit", "n-cpu-moe", "n-cpu-ffn", "ot", "pipeline", "exact", "best"};
+        "offload", "fit", "n-cpu-moe", "n-cpu-ffn", "ot", "pipeline", "pipeit", "exact", "best"};
     std::vector<std::string> names;
     for (const auto& s : allSchedulers()) names.push_back(s->name());
     QCOMPARE(names, expected);
