@@ -78,7 +78,8 @@ class PipeIt final : public Scheduler {
     std::vector<double> bestW(static_cast<size_t>(n));
     for (TaskId v = 0; v < n; ++v) {
       fallback[static_cast<size_t>(v)] = elsewhere(v);
-      if (fallback[static_cast<size_t>(v)] < 0) return makeError("pipeit: task '", t.taskNames[static_cast<size_t>(v)], "' can run on no allowed device");
+      if (fallback[static_cast<size_t>(v)] < 0)
+        return makeError("pipeit: task '", t.taskNames[static_cast<size_t>(v)], "' can run on no allowed device");
       bestW[static_cast<size_t>(v)] = t.w(v, fallback[static_cast<size_t>(v)]);
     }
     auto costOn = [&](TaskId v, DeviceId d) { return c.allowed(t, v, d) ? t.w(v, d) : bestW[static_cast<size_t>(v)]; };
@@ -87,7 +88,8 @@ class PipeIt final : public Scheduler {
     std::vector<DeviceId> cpus;
     for (DeviceId d = 0; d < m; ++d) {
       if (std::find(c.forbidden.begin(), c.forbidden.end(), d) != c.forbidden.end()) continue;
-      if (static_cast<size_t>(d) < t.deviceKinds.size() && t.deviceKinds[static_cast<size_t>(d)] == "cpu") cpus.push_back(d);
+      if (static_cast<size_t>(d) < t.deviceKinds.size() && t.deviceKinds[static_cast<size_t>(d)] == "cpu")
+        cpus.push_back(d);
     }
     const bool allDevices = cpus.empty();
     if (allDevices)
@@ -116,7 +118,8 @@ class PipeIt final : public Scheduler {
     const int K = static_cast<int>(cuts.size()) - 1;
     std::vector<int32_t> segOf(static_cast<size_t>(n));
     for (int k = 0; k < K; ++k)
-      for (int i = cuts[static_cast<size_t>(k)]; i < cuts[static_cast<size_t>(k) + 1]; ++i) segOf[static_cast<size_t>(i)] = k;
+      for (int i = cuts[static_cast<size_t>(k)]; i < cuts[static_cast<size_t>(k) + 1]; ++i)
+        segOf[static_cast<size_t>(i)] = k;
 
     // Per stage device: prefix sums of the segments' predicted times.
     std::vector<std::vector<double>> pre(static_cast<size_t>(m));
@@ -125,13 +128,16 @@ class PipeIt final : public Scheduler {
       p.assign(static_cast<size_t>(K) + 1, 0.0);
       for (int k = 0; k < K; ++k) {
         double s = 0;
-        for (int i = cuts[static_cast<size_t>(k)]; i < cuts[static_cast<size_t>(k) + 1]; ++i) s += costOn(topo[static_cast<size_t>(i)], d);
+        for (int i = cuts[static_cast<size_t>(k)]; i < cuts[static_cast<size_t>(k) + 1]; ++i)
+          s += costOn(topo[static_cast<size_t>(i)], d);
         p[static_cast<size_t>(k) + 1] = p[static_cast<size_t>(k)] + s;
       }
     }
     // Bytes crossing into the stage of segments [a, b) from before a: X(a, b).
     std::vector<int64_t> cross(static_cast<size_t>(K + 1) * static_cast<size_t>(K + 1), 0);
-    auto X = [&](int a, int b) -> int64_t& { return cross[static_cast<size_t>(a) * static_cast<size_t>(K + 1) + static_cast<size_t>(b)]; };
+    auto X = [&](int a, int b) -> int64_t& {
+      return cross[static_cast<size_t>(a) * static_cast<size_t>(K + 1) + static_cast<size_t>(b)];
+    };
     for (const Edge& e : t.edges) {
       const int sa = segOf[static_cast<size_t>(pos[static_cast<size_t>(e.src)])];
       const int sb = segOf[static_cast<size_t>(pos[static_cast<size_t>(e.dst)])];
@@ -140,7 +146,9 @@ class PipeIt final : public Scheduler {
     for (int a = 0; a <= K; ++a)
       for (int b = a + 1; b <= K; ++b) X(a, b) += X(a, b - 1);
 
-    auto comp = [&](int a, int b, DeviceId d) { return pre[static_cast<size_t>(d)][static_cast<size_t>(b)] - pre[static_cast<size_t>(d)][static_cast<size_t>(a)]; };
+    auto comp = [&](int a, int b, DeviceId d) {
+      return pre[static_cast<size_t>(d)][static_cast<size_t>(b)] - pre[static_cast<size_t>(d)][static_cast<size_t>(a)];
+    };
     // Stage j holds segments [bounds[j-1], bounds[j]) (bounds[-1] = 0, bounds[k-1] = K).
     auto predict = [&](const std::vector<DeviceId>& devs, const std::vector<int>& bounds) {
       Predicted p{0.0, 0.0};
@@ -171,8 +179,8 @@ class PipeIt final : public Scheduler {
         const int maxEnd = K - (k - 1 - j);
         int end = start + 1;
         while (end < maxEnd && comp(start, end, devs[static_cast<size_t>(j)]) < p0) ++end;
-        if (end - 1 > start &&
-            std::abs(comp(start, end - 1, devs[static_cast<size_t>(j)]) - p0) <= std::abs(comp(start, end, devs[static_cast<size_t>(j)]) - p0))
+        if (end - 1 > start && std::abs(comp(start, end - 1, devs[static_cast<size_t>(j)]) - p0) <=
+                                   std::abs(comp(start, end, devs[static_cast<size_t>(j)]) - p0))
           --end;
         bounds[static_cast<size_t>(j)] = end;
         start = end;
@@ -184,13 +192,15 @@ class PipeIt final : public Scheduler {
         for (int j = 0, a = 0; j < k && bottleneck < 0; a = bounds[static_cast<size_t>(j)], ++j) {
           const int b = bounds[static_cast<size_t>(j)];
           const double w = comp(a, b, devs[static_cast<size_t>(j)]);
-          const double x = j == 0 ? 0.0 : t.transferUs(devs[static_cast<size_t>(j) - 1], devs[static_cast<size_t>(j)], X(a, b));
+          const double x =
+              j == 0 ? 0.0 : t.transferUs(devs[static_cast<size_t>(j) - 1], devs[static_cast<size_t>(j)], X(a, b));
           if (std::max(w, x) >= cur.period - 1e-9) {
             bottleneck = j;
             bStart = a;
           }
         }
-        if (bottleneck < 0 || bounds[static_cast<size_t>(bottleneck)] - bStart < 2) break;  // one layer left: nothing to give
+        if (bottleneck < 0 || bounds[static_cast<size_t>(bottleneck)] - bStart < 2)
+          break;  // one layer left: nothing to give
         // Its first layer to the stage before, or its last to the stage after: the better of the two.
         std::vector<std::vector<int>> moves;
         if (bottleneck > 0) {
@@ -205,7 +215,8 @@ class PipeIt final : public Scheduler {
         Predicted bestMove;
         for (size_t i = 0; i < moves.size(); ++i) {
           const Predicted p = predict(devs, moves[i]);
-          if (take < 0 || p.period < bestMove.period - 1e-9 || (p.period <= bestMove.period + 1e-9 && p.latency < bestMove.latency - 1e-9)) {
+          if (take < 0 || p.period < bestMove.period - 1e-9 ||
+              (p.period <= bestMove.period + 1e-9 && p.latency < bestMove.latency - 1e-9)) {
             take = static_cast<int>(i);
             bestMove = p;
           }
@@ -224,7 +235,9 @@ class PipeIt final : public Scheduler {
       for (size_t ty = 0; ty < typeRep.size() && typeOf[static_cast<size_t>(d)] < 0; ++ty) {
         const DeviceId r = typeRep[ty];
         bool same = true;
-        for (int k = 1; k <= K && same; ++k) same = pre[static_cast<size_t>(d)][static_cast<size_t>(k)] == pre[static_cast<size_t>(r)][static_cast<size_t>(k)];
+        for (int k = 1; k <= K && same; ++k)
+          same = pre[static_cast<size_t>(d)][static_cast<size_t>(k)] ==
+                 pre[static_cast<size_t>(r)][static_cast<size_t>(k)];
         if (same) typeOf[static_cast<size_t>(d)] = static_cast<int>(ty);
       }
       if (typeOf[static_cast<size_t>(d)] < 0) {
@@ -282,10 +295,11 @@ class PipeIt final : public Scheduler {
         std::vector<int> bounds;
         const Predicted p = allocate(devs, bounds);
         const bool meets = o.latencyBoundUs <= 0 || p.latency <= o.latencyBoundUs;
-        const bool take = bestDevs.empty() || (meets && !meetsBest) ||
-                          (meets == meetsBest && (meets ? p.period < best.period - 1e-9 ||
-                                                              (p.period <= best.period + 1e-9 && p.latency < best.latency - 1e-9)
-                                                        : p.latency < best.latency - 1e-9));
+        const bool take =
+            bestDevs.empty() || (meets && !meetsBest) ||
+            (meets == meetsBest && (meets ? p.period < best.period - 1e-9 ||
+                                                (p.period <= best.period + 1e-9 && p.latency < best.latency - 1e-9)
+                                          : p.latency < best.latency - 1e-9));
         if (take) {
           best = p;
           meetsBest = meets;
@@ -301,7 +315,8 @@ class PipeIt final : public Scheduler {
     for (size_t i = 0; i < cpus.size(); ++i)
       for (size_t j = i; j-- > 0;) {
         const DeviceId a = cpus[i], b = cpus[j];
-        bool same = typeOf[static_cast<size_t>(a)] == typeOf[static_cast<size_t>(b)] && !exclusive(a, b) && !exclusive(b, a);
+        bool same =
+            typeOf[static_cast<size_t>(a)] == typeOf[static_cast<size_t>(b)] && !exclusive(a, b) && !exclusive(b, a);
         for (DeviceId e = 0; e < m && same; ++e)
           if (e != a && e != b) same = exclusive(a, e) == exclusive(b, e);
         if (same) {
@@ -313,8 +328,10 @@ class PipeIt final : public Scheduler {
     std::function<void(size_t)> dfs = [&](size_t i) {
       if (timedOut) return;
       if (i == cpus.size()) {
-        if (!bestDevs.empty() && (deadline.passed() || o.cancelled())) timedOut = true;
-        else if (!chosen.empty()) evaluate(chosen);
+        if (!bestDevs.empty() && (deadline.passed() || o.cancelled()))
+          timedOut = true;
+        else if (!chosen.empty())
+          evaluate(chosen);
         return;
       }
       dfs(i + 1);
@@ -341,7 +358,8 @@ class PipeIt final : public Scheduler {
       const int b = bestBounds[j];
       for (int i = cuts[static_cast<size_t>(a)]; i < cuts[static_cast<size_t>(b)]; ++i) {
         const TaskId v = topo[static_cast<size_t>(i)];
-        plan.device[static_cast<size_t>(v)] = c.allowed(t, v, bestDevs[j]) ? bestDevs[j] : fallback[static_cast<size_t>(v)];
+        plan.device[static_cast<size_t>(v)] =
+            c.allowed(t, v, bestDevs[j]) ? bestDevs[j] : fallback[static_cast<size_t>(v)];
       }
       a = b;
     }
@@ -361,7 +379,8 @@ class PipeIt final : public Scheduler {
     char buf[96];
     std::snprintf(buf, sizeof buf, "predicted period %.1f us, latency %.1f us", best.period, best.latency);
     info->notes.push_back("stages: " + stages + "; " + buf);
-    info->notes.push_back(std::to_string(configurations) + " core configurations, " + std::to_string(orders) + " stage orders explored" +
+    info->notes.push_back(std::to_string(configurations) + " core configurations, " + std::to_string(orders) +
+                          " stage orders explored" +
                           (allDevices ? " (no CPU device: every device is a cluster)" : " over the CPU devices"));
     if (!meetsBest) info->notes.push_back("no configuration meets the latency bound; the lowest latency is kept");
     if (timedOut) info->notes.push_back("time limit reached");
@@ -375,6 +394,8 @@ class PipeIt final : public Scheduler {
 
 }  // namespace
 
-std::unique_ptr<Scheduler> makePipeIt() { return std::make_unique<PipeIt>(); }
+std::unique_ptr<Scheduler> makePipeIt() {
+  return std::make_unique<PipeIt>();
+}
 
 }  // namespace partex

@@ -34,8 +34,8 @@ CostTable bigLittle() {
 /// are P0 and P1: exclusive with both).
 CostTable clusterAndCores(double third) {
   const std::string x = std::to_string(third);
-  const std::string json = R"({"devices": ["P0", "P1", "P01"], "tasks": {"T0": [10, 10, )" + x + R"(], "T1": [10, 10, )" + x +
-                           R"(], "T2": [10, 10, )" + x + R"(], "T3": [10, 10, )" + x +
+  const std::string json = R"({"devices": ["P0", "P1", "P01"], "tasks": {"T0": [10, 10, )" + x +
+                           R"(], "T1": [10, 10, )" + x + R"(], "T2": [10, 10, )" + x + R"(], "T3": [10, 10, )" + x +
                            R"(]}, "edges": [["T0","T1",0], ["T1","T2",0], ["T2","T3",0]]})";
   auto t = parseTaskGraph(json, "cores.json");
   if (!t) qFatal("%s", t.message().c_str());
@@ -75,8 +75,10 @@ class TestPipeIt : public QObject {
     QCOMPARE(p->device, (std::vector<DeviceId>{1, 0, 0, 0}));
     QCOMPARE(period(t, *p), 6.0);
     QVERIFY(!info.notes.empty());
-    QVERIFY2(info.notes[0].find("predicted period 6.0 us, latency 11.0 us") != std::string::npos, info.notes[0].c_str());
-    QVERIFY2(info.notes[0].find("little (1 operators, 5.0 us), big (3 operators, 6.0 us)") != std::string::npos, info.notes[0].c_str());
+    QVERIFY2(info.notes[0].find("predicted period 6.0 us, latency 11.0 us") != std::string::npos,
+             info.notes[0].c_str());
+    QVERIFY2(info.notes[0].find("little (1 operators, 5.0 us), big (3 operators, 6.0 us)") != std::string::npos,
+             info.notes[0].c_str());
     // Three configurations (big, little, both), four stage orders.
     QVERIFY2(info.notes[1].find("3 core configurations, 4 stage orders") != std::string::npos, info.notes[1].c_str());
     // The pipeline programme may use the NPU (4 us alone): never slower than Pipe-it's CPU pipeline.
@@ -155,7 +157,8 @@ class TestPipeIt : public QObject {
     auto b = findScheduler("best")->schedule(t, {}, o);
     QVERIFY2(b, b ? "" : b.message().c_str());
     const double pipe = period(t, *p), best = period(t, *b);
-    QVERIFY2(best <= pipe * (1 + 1e-9), (std::to_string(best) + " us against pipeit's " + std::to_string(pipe)).c_str());
+    QVERIFY2(best <= pipe * (1 + 1e-9),
+             (std::to_string(best) + " us against pipeit's " + std::to_string(pipe)).c_str());
   }
 };
 
