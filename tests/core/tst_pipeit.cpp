@@ -124,6 +124,40 @@ class TestPipeIt : public QObject {
     QCOMPARE(period(t, *p), 16.0);
   }
 
+  // The latency bound (predicted latency: the sum of the stages). big [2, 2, 2, 2], little [6, 6, 6, 6]:
+  // big alone has period 8 and latency 8; big T0-T2 then little T3 (P0 = 1 / (1/8 + 1/24) = 6: big
+  // takes 2, 4, 6) has period 6 and latency 12, as little T0 then big T1-T3. Unbounded: period 6, the
+  // first of the two (big first: the types in index order); within 10 us: big alone; within 5 us,
+  // which nothing meets: the lowest latency, big alone, and a note.
+  void latencyBound() {
+    auto t = parseTaskGraph(R"({"devices": ["big", "little"],
+      "tasks": {"T0": [2, 6], "T1": [2, 6], "T2": [2, 6], "T3": [2, 6]},
+      "edges": [["T0","T1",0], ["T1","T2",0], ["T2","T3",0]]})",
+                            "bound.json");
+    QVERIFY2(t, t ? "" : t.message().c_str());
+    t->deviceKinds = {"cpu", "cpu"};
+    auto p = pipeit(*t);
+    QVERIFY(p);
+    QCOMPARE(p->device, (std::vector<DeviceId>{0, 0, 0, 1}));
+    QCOMPARE(period(*t, *p), 6.0);
+    SchedOptions o;
+    o.objective = Objective::Throughput;
+    o.latencyBoundUs = 10;
+    p = findScheduler("pipeit")->schedule(*t, {}, o);
+    QVERIFY(p);
+    QCOMPARE(p->device, (std::vector<DeviceId>{0, 0, 0, 0}));
+    QCOMPARE(period(*t, *p), 8.0);
+    o.latencyBoundUs = 5;
+    SchedInfo info;
+    p = findScheduler("pipeit")->schedule(*t, {}, o, &info);
+    QVERIFY(p);
+    QCOMPARE(p->device, (std::vector<DeviceId>{0, 0, 0, 0}));
+    bool noted = false;
+    for (const auto& n : info.notes)
+      noted = noted || n.find("no configuration meets the latency bound") != std::string::npos;
+    QVERIFY(noted);
+  }
+
   // On the mobile presets (modelled): Pipe-it's stages are on the CPU clusters only, and best under the
   // throughput objective is never slower than it.
   void bestNeverWorseOnMobilePresets_data() {
