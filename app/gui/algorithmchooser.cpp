@@ -17,7 +17,7 @@ QString algorithmGroup(const QString& s) {
   static const QStringList baselines = {"single", "priority", "static", "greedy"};
   static const QStringList lists = {"heft", "cpop", "peft", "minmin", "maxmin", "sufferage",
                                     "mct",  "met",  "olb",  "duplex", "etf",    "hbmct"};
-  static const QStringList papers = {"partitiontuner", "partitiontuner-clean", "duet", "pimdp", "dlfusion", "coarse", "pipeline"};
+  static const QStringList papers = {"partitiontuner", "partitiontuner-clean", "duet", "pimdp", "dlfusion", "coarse", "pipeline", "pipeit"};
   static const QStringList llama = {"offload", "fit", "n-cpu-moe", "n-cpu-ffn", "ot"};
   static const QStringList exact = {"exact", "best"};
   if (baselines.contains(s)) return QObject::tr("Baselines");

@@ -41,6 +41,7 @@ std::unique_ptr<Scheduler> makeNCpuFfn();  ///< llamasched.cpp: llama.cpp's --n-
 std::unique_ptr<Scheduler> makeOt();       ///< llamasched.cpp: a llama.cpp -ot override string as a placement
 // References and our own
 std::unique_ptr<Scheduler> makePipeline();  ///< pipeline.cpp: contiguous stages on distinct devices, minimum stream period
+std::unique_ptr<Scheduler> makePipeIt();    ///< pipeit.cpp: Pipe-it's stages over the CPU clusters (TCAD 2020, reconstructed)
 std::unique_ptr<Scheduler> makeExact();  ///< exact.cpp
 std::unique_ptr<Scheduler> makeBest();   ///< best.cpp
 

@@ -34,6 +34,7 @@ const std::vector<std::unique_ptr<Scheduler>>& allSchedulers() {
     v.push_back(makeNCpuFfn());
     v.push_back(makeOt());
     v.push_back(makePipeline());
+    v.push_back(makePipeIt());
     v.push_back(makeExact());
     v.push_back(makeBest());
     return v;

@@ -101,6 +101,10 @@ Result<Plan> bestForThroughput(const CostTable& t, const Constraints& c, const S
   o.report(0.0, "best (throughput): pipeline");
   member("pipeline", 1.0 / 4, Objective::Throughput);
   if (o.cancelled()) return cancelledError();
+  // Pipe-it's configuration of the CPU clusters (one pass over its configurations): best is never
+  // worse than the published pipeline baseline either.
+  member("pipeit", 1.0 / 8, Objective::Throughput);
+  if (o.cancelled()) return cancelledError();
   o.report(0.25, "best (throughput): latency plan");
   member("best", 1.0 / 4, Objective::Latency);
   if (o.cancelled()) return cancelledError();

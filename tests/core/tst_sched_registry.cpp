@@ -48,7 +48,7 @@ class TestSchedRegistry : public QObject {
     const std::vector<std::string> expected{
         "single", "priority", "static", "greedy", "heft", "cpop", "peft", "minmin", "maxmin", "sufferage", "mct", "met",
         "olb", "duplex", "etf", "hbmct", "partitiontuner", "partitiontuner-clean", "duet", "pimdp", "dlfusion", "coarse",
-        "offload", "fit", "n-cpu-moe", "n-cpu-ffn", "ot", "pipeline", "exact", "best"};
+        "offload", "fit", "n-cpu-moe", "n-cpu-ffn", "ot", "pipeline", "pipeit", "exact", "best"};
     std::vector<std::string> names;
     for (const auto& s : allSchedulers()) names.push_back(s->name());
     QCOMPARE(names, expected);
@@ -64,7 +64,7 @@ class TestSchedRegistry : public QObject {
 
   void reconstructedTitles() {
     // algorithms.md: the papers whose full text is not public are marked "(reconstructed)".
-    const std::set<std::string> reconstructed{"duet", "pimdp", "dlfusion", "coarse", "hbmct"};
+    const std::set<std::string> reconstructed{"duet", "pimdp", "dlfusion", "coarse", "hbmct", "pipeit"};
     for (const auto& s : allSchedulers()) {
       const bool marked = s->title().find("(reconstructed)") != std::string::npos;
       QVERIFY2(marked == (reconstructed.count(s->name()) > 0), (s->name() + ": " + s->title()).c_str());
