@@ -249,6 +249,24 @@ class TestStream : public QObject {
     QVERIFY(respectsConstraints(t, c, p));
   }
 
+  // A hand move keeps the replicas while they still mirror the plan and drops them (as broken blocks)
+  // when it breaks them.
+  void handMovesAndReplicas() {
+    const CostTable t = chain(10, 0);
+    Plan swap = planOf(t, {0, 0, 1, 1});
+    swap.replicas = {{1, 0}};  // replica 1: the stages' devices swapped
+    Simulator sim(t);
+    auto tl = sim.move(swap, 1, 1);  // T1 to P1: both devices still used, the swap still valid
+    QVERIFY2(tl, tl ? "" : tl.message().c_str());
+    QCOMPARE(swap.replicas, (std::vector<std::vector<DeviceId>>{{1, 0}}));
+    Plan twin = planOf(t, {0, 0, 0, 0});
+    twin.replicas = {{1, 1}};
+    tl = sim.move(twin, 3, 1);  // T3 to P1: P0 and P1 would both run on P1 in replica 1
+    QVERIFY2(tl, tl ? "" : tl.message().c_str());
+    QVERIFY(twin.replicas.empty());
+    QVERIFY(checkPlanShape(t, twin).isOk());
+  }
+
   // best under the throughput objective keeps a replicated plan where it beats every pipeline: three
   // tasks of 10 us on two equal devices split at best 20 / 10 (period 20); the whole chain on each
   // device, every other inference, gives one every 15 us.
