@@ -108,8 +108,14 @@ int runExecuteStream(const ExecuteArgs& a, const Graph& g, const CostTable& t, c
   double predPeriodAtRun = -1, predLatencyAtRun = -1;
   {
     bool known = !t.speedProbeUs.empty();
+    std::vector<char> used(plan.order.size(), 0);
+    for (int k = 0; k < replicaCount(plan); ++k) {
+      const Plan q = replicaPlan(plan, k);
+      for (size_t d = 0; d < q.order.size() && d < used.size(); ++d)
+        if (!q.order[d].empty()) used[d] = 1;
+    }
     for (size_t d = 0; d < plan.order.size() && known; ++d)
-      if (!plan.order[d].empty())
+      if (used[d])
         known = d < t.speedProbeUs.size() && t.speedProbeUs[d] > 0 && d < r->deviceProbeUs.size() &&
                 r->deviceProbeUs[d] > 0;
     if (known)
@@ -120,23 +126,30 @@ int runExecuteStream(const ExecuteArgs& a, const Graph& g, const CostTable& t, c
   }
   auto rel = [](double predicted, double measured) { return measured > 0 ? (predicted - measured) / measured : 0.0; };
   const double periodErr = rel(pred->periodUs, r->periodUs), latencyErr = rel(pred->latencyUs, r->latencyMedianUs);
-  // Per device of the plan: each steady inference's span there (first start to last end), median, beside
-  // the simulator's busy time per inference.
+  // Per device of each replica (one replica without them): each steady inference's span there (first
+  // start to last end), median over the inferences of that replica, beside the simulator's busy time of
+  // one inference of the replica there.
   struct Stage {
     std::string device;
+    int replica = 0;
     double measuredSpanUs = 0, measuredBusyUs = 0, predictedBusyUs = 0;
   };
   std::vector<Stage> stages;
-  for (size_t d = 0; d < plan.order.size(); ++d) {
-    if (plan.order[d].empty()) continue;
-    std::vector<double> spans, busy;
-    for (size_t i = static_cast<size_t>(r->warmupCompletions); i < r->stageStartUs.size(); ++i)
-      if (r->stageStartUs[i][d] >= 0) {
-        spans.push_back(r->stageEndUs[i][d] - r->stageStartUs[i][d]);
-        busy.push_back(r->stageBusyUs[i][d]);
-      }
-    stages.push_back({t.deviceIds[d], medianOf(spans), medianOf(busy),
-                      d < pred->busyPerInference.size() ? pred->busyPerInference[d] : 0.0});
+  const int R = replicaCount(plan);
+  for (int k = 0; k < R; ++k) {
+    const Plan q = replicaPlan(plan, k);
+    for (size_t d = 0; d < q.order.size(); ++d) {
+      if (q.order[d].empty()) continue;
+      std::vector<double> spans, busy;
+      for (size_t i = static_cast<size_t>(r->warmupCompletions); i < r->stageStartUs.size(); ++i)
+        if (static_cast<int>(i % static_cast<size_t>(R)) == k && r->stageStartUs[i][d] >= 0) {
+          spans.push_back(r->stageEndUs[i][d] - r->stageStartUs[i][d]);
+          busy.push_back(r->stageBusyUs[i][d]);
+        }
+      const auto& predBusy = static_cast<size_t>(k) < pred->replicaBusy.size() ? pred->replicaBusy[static_cast<size_t>(k)]
+                                                                               : pred->busyPerInference;
+      stages.push_back({t.deviceIds[d], k, medianOf(spans), medianOf(busy), d < predBusy.size() ? predBusy[d] : 0.0});
+    }
   }
   const std::string refDev = a.reference.empty() ? t.deviceIds[static_cast<size_t>(t.host)] : a.reference;
   const std::string bottleneck = pred->bottleneck >= 0 ? t.deviceIds[static_cast<size_t>(pred->bottleneck)] : "";
@@ -144,6 +157,7 @@ int runExecuteStream(const ExecuteArgs& a, const Graph& g, const CostTable& t, c
     nlohmann::json st = nlohmann::json::array();
     for (const auto& s : stages)
       st.push_back({{"device", s.device},
+                    {"replica", s.replica},
                     {"measured_span_us", s.measuredSpanUs},
                     {"measured_busy_us", s.measuredBusyUs},
                     {"predicted_busy_us", s.predictedBusyUs}});
@@ -157,6 +171,7 @@ int runExecuteStream(const ExecuteArgs& a, const Graph& g, const CostTable& t, c
                         {"backend", b.name() + " " + b.version()},
                         {"inferences", r->inferences},
                         {"in_flight", r->inFlight},
+                        {"replicas", r->replicas},
                         {"input_sets", r->inputSets},
                         {"warmup_completions", r->warmupCompletions},
                         {"measured_period_us", r->periodUs},
@@ -196,6 +211,9 @@ int runExecuteStream(const ExecuteArgs& a, const Graph& g, const CostTable& t, c
         "Stream       %d inferences, at most %d in flight, %d input sets; the first %d completions are the "
         "warm-up\n",
         r->inferences, r->inFlight, r->inputSets, r->warmupCompletions);
+    if (r->replicas > 1)
+      std::printf("Replicas     %d: inference t runs on replica t mod %d (each context on one replica)\n", r->replicas,
+                  r->replicas);
     std::printf(
         "Measured     period %.1f us (%.2f inferences/s; %.2f/s over the steady part), latency median %.1f us, "
         "p90 %.1f us\n",
@@ -226,10 +244,19 @@ int runExecuteStream(const ExecuteArgs& a, const Graph& g, const CostTable& t, c
                   r->inferences, refDev.c_str(), r->mismatch.c_str());
     std::printf("Memory       peak RSS %s (%d contexts of kernels and buffers)\n",
                 humanBytes(static_cast<double>(peakRss)).c_str(), std::min(r->inFlight, r->inferences));
-    std::printf("\n%-14s %16s %16s %18s\n", "device", "measured_span", "measured_busy", "predicted_busy");
-    for (const auto& s : stages)
-      std::printf("%-14s %13.1f us %13.1f us %15.1f us\n", s.device.c_str(), s.measuredSpanUs, s.measuredBusyUs,
-                  s.predictedBusyUs);
+    // With replicas, each line is one device of one replica (busy per inference of that replica).
+    if (R > 1) {
+      std::printf("\n%-14s %8s %16s %16s %18s\n", "device", "replica", "measured_span", "measured_busy",
+                  "predicted_busy");
+      for (const auto& s : stages)
+        std::printf("%-14s %8d %13.1f us %13.1f us %15.1f us\n", s.device.c_str(), s.replica, s.measuredSpanUs,
+                    s.measuredBusyUs, s.predictedBusyUs);
+    } else {
+      std::printf("\n%-14s %16s %16s %18s\n", "device", "measured_span", "measured_busy", "predicted_busy");
+      for (const auto& s : stages)
+        std::printf("%-14s %13.1f us %13.1f us %15.1f us\n", s.device.c_str(), s.measuredSpanUs, s.measuredBusyUs,
+                    s.predictedBusyUs);
+    }
   }
   return r->outputsMatch ? 0 : 1;
 }
@@ -260,6 +287,10 @@ int runExecute(const ExecuteArgs& a) {
   PlanIdentity id{baseName(a.model), g->graphSha256, plat->name};
   auto plan = loadPlanFile(a.plan, *t, id);
   if (!plan) return fail(plan.message());
+  if (a.streamGiven && a.inFlightGiven && a.inFlight % replicaCount(*plan) != 0)
+    return fail("--in-flight " + std::to_string(a.inFlight) + " must be a multiple of the " +
+                std::to_string(replicaCount(*plan)) + " replicas of " + baseName(a.plan) +
+                " (each context runs one replica)");
   auto predicted = simulate(*t, *plan);
   if (!predicted) return fail(a.plan + ": " + predicted.message());
   auto inputs = readModelInputs(*g, a.inputs);

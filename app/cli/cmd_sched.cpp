@@ -157,6 +157,9 @@ void printTimeline(const CostTable& t, const Timeline& tl, const std::string& al
 void printStream(const CostTable& t, const StreamResult& s) {
   std::printf("Stream       period %.3f us (%.1f inferences/s), latency %.3f us (one alone: %.3f us), %d in flight\n",
               s.periodUs, s.throughputPerS, s.latencyUs, s.singleLatencyUs, s.inFlight);
+  if (s.replicas > 1)
+    std::printf("Replicas     %d: inference t runs on replica t mod %d (busy per inference averaged over them)\n",
+                s.replicas, s.replicas);
   if (s.bottleneck >= 0)
     std::printf("Bottleneck   %s (%.3f us busy per inference)\n", t.deviceIds[static_cast<size_t>(s.bottleneck)].c_str(),
                 s.busyPerInference[static_cast<size_t>(s.bottleneck)]);
@@ -170,7 +173,7 @@ nlohmann::json streamJson(const CostTable& t, const StreamResult& s) {
   nlohmann::json j = {{"period_us", s.periodUs},       {"throughput_per_s", s.throughputPerS},
                       {"latency_us", s.latencyUs},     {"max_latency_us", s.maxLatencyUs},
                       {"single_latency_us", s.singleLatencyUs}, {"in_flight", s.inFlight},
-                      {"inferences_simulated", s.inferences}};
+                      {"inferences_simulated", s.inferences}, {"replicas", s.replicas}};
   j["bottleneck"] = s.bottleneck >= 0 ? nlohmann::json(t.deviceIds[static_cast<size_t>(s.bottleneck)]) : nlohmann::json(nullptr);
   nlohmann::json dev = nlohmann::json::array();
   for (DeviceId d = 0; d < t.numDevices(); ++d)
@@ -400,6 +403,7 @@ int runCompare(const ProblemArgs& a, const std::string& algos) {
     std::string algo;
     double makespan = kInf, ms = 0;
     double period = 0, streamLatency = 0;  ///< Under --objective throughput.
+    int replicas = 1;                      ///< replicaCount of the plan (sim/plan.h).
     size_t transfers = 0;
     int64_t bytes = 0;
     bool valid = false, optimal = false, timeLimited = false;
@@ -421,6 +425,7 @@ int runCompare(const ProblemArgs& a, const std::string& algos) {
       r.makespan = cr.makespanUs;
       r.period = cr.periodUs;
       r.streamLatency = cr.streamLatencyUs;
+      r.replicas = replicaCount(cr.plan);
       r.transfers = cr.timeline.transfers.size();
       r.bytes = cr.timeline.bytesMoved;
       r.memory = deviceMemory(t, cr.plan, cr.timeline);
@@ -446,6 +451,7 @@ int runCompare(const ProblemArgs& a, const std::string& algos) {
           j["period_us"] = r.period;
           j["throughput_per_s"] = r.period > 0 ? 1e6 / r.period : 0.0;
           j["stream_latency_us"] = r.streamLatency;
+          j["replicas"] = r.replicas;
         }
         nlohmann::json mem = nlohmann::json::array();
         for (DeviceId d = 0; d < t.numDevices(); ++d) {
@@ -505,12 +511,12 @@ int runCompare(const ProblemArgs& a, const std::string& algos) {
     if (r.algo == "offload" && r.notes.size() >= 2) std::printf("%-22s split: %s; %s\n", "", r.notes[0].c_str(), r.notes[1].c_str());
   }
   if (o->objective == Objective::Throughput) {
-    std::printf("\nStreams (objective throughput%s):\n%-22s %14s %14s %18s\n",
+    std::printf("\nStreams (objective throughput%s):\n%-22s %14s %14s %18s %9s\n",
                 o->latencyBoundUs > 0 ? (", latency bound " + std::to_string(o->latencyBoundUs) + " us").c_str() : "", "algorithm",
-                "period_us", "inferences/s", "stream_latency_us");
+                "period_us", "inferences/s", "stream_latency_us", "replicas");
     for (const auto& r : rows)
       if (r.valid && r.period > 0)
-        std::printf("%-22s %14.3f %14.1f %18.3f%s\n", r.algo.c_str(), r.period, 1e6 / r.period, r.streamLatency,
+        std::printf("%-22s %14.3f %14.1f %18.3f %9d%s\n", r.algo.c_str(), r.period, 1e6 / r.period, r.streamLatency, r.replicas,
                     o->latencyBoundUs > 0 && r.streamLatency > o->latencyBoundUs ? "  (over the latency bound)" : "");
   }
   if (!why.empty()) {

@@ -101,7 +101,9 @@ def main():
         ratio = meas / better if better > 0 else 0
         ratios.append(ratio)
         errors.append(abs(err))
-        stages = ", ".join(s["device"] for s in px.get("stages", []))
+        # A replicated plan (sim/plan.h): each device with its replica, "core0 r0, core1 r1".
+        reps = px.get("replicas", 1)
+        stages = ", ".join(s["device"] + (f" r{s.get('replica', 0)}" if reps > 1 else "") for s in px.get("stages", []))
         print(f"| {r['model']} | {r['load']:.2f} | {stages} | {px['in_flight']} | {meas:.2f} | {pred:.2f} | "
               f"{err * 100:+.1f}% | {px['measured_latency_median_us'] / 1e3:.1f} ({px['measured_latency_p90_us'] / 1e3:.1f}) | "
               f"{a['steady_throughput_per_s']:.2f} | {b['steady_throughput_per_s']:.2f} | "

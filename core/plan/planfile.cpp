@@ -142,6 +142,20 @@ std::string planToJson(const CostTable& t, const Plan& plan, const Timeline& tl,
     doc["blocks"] = std::move(blocks);
   }
 
+  // Replicas for a stream (sim/plan.h): written only when the plan has some, one object per replica
+  // after the plan itself, naming each device of the plan that the replica renames.
+  if (!plan.replicas.empty()) {
+    ojson reps = ojson::array();
+    for (const auto& map : plan.replicas) {
+      ojson rj = ojson::object();
+      for (size_t d = 0; d < map.size() && d < plan.order.size() && d < static_cast<size_t>(t.numDevices()); ++d)
+        if (!plan.order[d].empty() && map[d] != static_cast<DeviceId>(d) && map[d] >= 0 && map[d] < t.numDevices())
+          rj[t.deviceIds[d]] = t.deviceIds[static_cast<size_t>(map[d])];
+      reps.push_back(std::move(rj));
+    }
+    doc["replicas"] = std::move(reps);
+  }
+
   if (g) {
     ojson kernels = ojson::array();
     for (const FusedKernel& k : fusedKernels(*g, t, plan.device, timed ? &tl : nullptr)) {
@@ -431,6 +445,41 @@ Result<Plan> readPlan(const std::string& json, const std::string& origin, const 
       plan.blocks.push_back(std::move(blk));
     }
     if (auto st = checkBlocks(t, plan); !st) return makeError(o, st.message());
+  }
+
+  // Replicas (sim/plan.h): each an object from the plan's devices to the devices that replica runs
+  // their operators on; a device not named keeps its own.
+  if (auto rp = doc.find("replicas"); rp != doc.end() && !rp->is_null()) {
+    const std::string form = "field 'replicas' must be an array of objects, each naming devices of the plan and the "
+                             "device the replica runs their operators on (e.g. [{\"core0\": \"core1\"}])";
+    if (!rp->is_array()) return makeError(o, form);
+    if (rp->size() + 1 > static_cast<size_t>(kMaxReplicas))
+      return makeError(o, "field 'replicas' lists ", std::to_string(rp->size()), " replicas besides the plan, at most ",
+                       std::to_string(kMaxReplicas - 1), " are allowed");
+    for (size_t i = 0; i < rp->size(); ++i) {
+      const auto& k = (*rp)[i];
+      const std::string where = "replicas[" + std::to_string(i) + "]";
+      if (!k.is_object())
+        return makeError(o, where, " must be an object naming devices of the plan and the device the replica runs "
+                         "their operators on (e.g. {\"core0\": \"core1\"}), not a ", jsonTypeName(k));
+      std::vector<DeviceId> map(static_cast<size_t>(t.numDevices()));
+      for (DeviceId d = 0; d < t.numDevices(); ++d) map[static_cast<size_t>(d)] = d;
+      for (auto it = k.begin(); it != k.end(); ++it) {
+        auto from = deviceById.find(it.key());
+        if (from == deviceById.end()) return makeError(o, where, ": unknown device '", oneLine(it.key()), "'");
+        if (plan.order[static_cast<size_t>(from->second)].empty())
+          return makeError(o, where, ": the plan runs no operator on '", oneLine(it.key()), "'");
+        if (!it.value().is_string())
+          return makeError(o, where, ": device '", oneLine(it.key()), "' must map to a device name (a string), not a ",
+                           jsonTypeName(it.value()));
+        auto to = deviceById.find(it.value().get<std::string>());
+        if (to == deviceById.end())
+          return makeError(o, where, ": unknown device '", oneLine(it.value().get<std::string>()), "'");
+        map[static_cast<size_t>(from->second)] = to->second;
+      }
+      plan.replicas.push_back(std::move(map));
+    }
+    if (auto st = checkReplicas(t, plan); !st) return makeError(o, st.message());
   }
 
   // Fused kernels: informational (they follow from the placement and the costs), but a file that

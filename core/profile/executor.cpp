@@ -1266,7 +1266,9 @@ struct StreamCheck {
 using InputBinding = std::vector<std::pair<ValueId, const Tensor*>>;
 
 /// Runs `inferences` inferences through the contexts (inference i in context i % ctx.size(), input set
-/// i % sets.size()): each lane walks its one-inference sequence once per inference, in order. An
+/// i % sets.size(), replica i % R of the plan: programs[r] and devOf[r], R = programs.size(), a divisor
+/// of the number of contexts): each lane walks its one-inference sequence of the inference's replica
+/// (empty where that replica leaves the lane idle) once per inference, in order. An
 /// operator starts when its inputs of the same inference are ready; a source operator of inference i
 /// also waits until inference i - K (K = contexts) has finished, its outputs checked and its context
 /// given the next input set: the bounded queue. Helpers of a team device step aside as in runLanes.
@@ -1274,8 +1276,9 @@ using InputBinding = std::vector<std::pair<ValueId, const Tensor*>>;
 /// signals. Per-context counters are re-armed by the lane that consumed them, before the operator
 /// runs, so that the next inference of the context finds them ready: no reset between inferences.
 Result<StreamTimes> runStream(LaneTeam& team, std::vector<std::unique_ptr<Prepared>>& ctx, const Graph& g,
-                              const std::vector<DeviceId>& devOf, int numDevices, const LaneLayout& L,
-                              const LaneProgram& P, const RunInputs& in, const std::vector<InputBinding>& sets,
+                              const std::vector<std::vector<DeviceId>>& devOfReplica, int numDevices, const LaneLayout& L,
+                              const std::vector<LaneProgram>& programs, const RunInputs& in,
+                              const std::vector<InputBinding>& sets,
                               int inferences, int inFlight, int spinUs, bool keepOpTimes, bool probe,
                               StreamCheck* check, const std::atomic<bool>* cancel) {
   const size_t n = in.preds.size();
@@ -1284,6 +1287,7 @@ Result<StreamTimes> runStream(LaneTeam& team, std::vector<std::unique_ptr<Prepar
   const size_t m = static_cast<size_t>(numDevices);
   const size_t lanes = L.laneCore.size();
   const size_t slots = ctx.size() * n;
+  const int R = static_cast<int>(programs.size());
   auto remaining = std::make_unique<std::atomic<int>[]>(slots);
   auto arrived = std::make_unique<std::atomic<int>[]>(slots);
   auto doneAt = std::make_unique<std::atomic<int>[]>(slots);  // the last inference of the context it ended for
@@ -1323,8 +1327,11 @@ Result<StreamTimes> runStream(LaneTeam& team, std::vector<std::unique_ptr<Prepar
   std::string error;
   std::vector<double> cpuOf(lanes, 0.0), busyOf(lanes, 0.0);
   int active = 0;
+  auto laneIdle = [&](size_t l) {
+    return std::all_of(programs.begin(), programs.end(), [&](const LaneProgram& P) { return P.seq[l].empty(); });
+  };
   for (size_t l = 0; l < lanes; ++l)
-    if (!P.seq[l].empty()) ++active;
+    if (!laneIdle(l)) ++active;
   std::atomic<int> atStart{0};
   std::atomic<bool> go{false};
   Clock::time_point t0;
@@ -1362,8 +1369,7 @@ Result<StreamTimes> runStream(LaneTeam& team, std::vector<std::unique_ptr<Prepar
   };
 
   auto worker = [&](int lane) {
-    const auto& seq = P.seq[static_cast<size_t>(lane)];
-    if (seq.empty()) return;
+    if (laneIdle(static_cast<size_t>(lane))) return;
     if (probe) times.probeUs[static_cast<size_t>(lane)] = cpuSpeedProbeUs();
     atStart.fetch_add(1, std::memory_order_acq_rel);
     while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
@@ -1375,6 +1381,8 @@ Result<StreamTimes> runStream(LaneTeam& team, std::vector<std::unique_ptr<Prepar
     for (int i = 0; i < N && !failed.load(); ++i) {
       const size_t base = static_cast<size_t>(i % K) * n;
       Prepared& c = *ctx[static_cast<size_t>(i % K)];
+      const auto& seq = programs[static_cast<size_t>(i % R)].seq[static_cast<size_t>(lane)];
+      const auto& devOf = devOfReplica[static_cast<size_t>(i % R)];
       for (size_t at = 0; at < seq.size(); ++at) {
         const TaskId v = seq[at];
         const auto vi = static_cast<size_t>(v);
@@ -1483,13 +1491,26 @@ Result<StreamExecResult> executeStream(const Graph& g, const Backend& backend, c
     return makeError("executor: the in-flight bound must be at least 1 (0: the simulator's default), not ", o.inFlight);
   if (n == 0) return makeError("executor: the model has no operators");
   const LaneLayout layout = layoutLanes(t.deviceIds, backend.devices(), t.exclusiveWith);
+  // Replicas (sim/plan.h): inference t runs on replica t mod R, in context t mod K; K a multiple of R, so
+  // that every context always runs one replica and its kernels are prepared for that replica's devices.
+  const int R = replicaCount(plan);
+  std::vector<Plan> replica;
+  for (int k = 0; k < R; ++k) replica.push_back(replicaPlan(plan, k));
+  std::vector<char> used(static_cast<size_t>(t.numDevices()), 0);
+  for (const Plan& q : replica)
+    for (DeviceId d = 0; d < t.numDevices(); ++d)
+      if (!q.order[static_cast<size_t>(d)].empty()) used[static_cast<size_t>(d)] = 1;
   for (DeviceId d = 0; d < t.numDevices(); ++d)
-    if (!plan.order[static_cast<size_t>(d)].empty() && layout.masterLane[static_cast<size_t>(d)] < 0)
+    if (used[static_cast<size_t>(d)] && layout.masterLane[static_cast<size_t>(d)] < 0)
       return makeError("executor: device '", t.deviceIds[static_cast<size_t>(d)], "' is not a device of backend '",
                        backend.name(), "' (it can only be simulated)");
   StreamExecResult r;
   r.inferences = o.inferences;
-  r.inFlight = o.inFlight > 0 ? o.inFlight : devicesUsed(t, plan) + 1;
+  r.replicas = R;
+  r.inFlight = o.inFlight > 0 ? o.inFlight : defaultInFlight(t, plan);
+  if (r.inFlight % R != 0)
+    return makeError("executor: the in-flight bound (", std::to_string(r.inFlight), ") must be a multiple of the plan's ",
+                     std::to_string(R), " replicas (context t mod K runs replica t mod R)");
   const int K = r.inFlight;
   const int contexts = std::min(K, o.inferences);
   auto cancelled = [&] { return o.cancel && o.cancel->load(std::memory_order_relaxed); };
@@ -1534,8 +1555,14 @@ Result<StreamExecResult> executeStream(const Graph& g, const Backend& backend, c
     ++done;
     if (o.progress) o.progress(done, total, what);
   };
-  auto program = programLanes(t, plan, layout);
-  if (!program) return Error{program.message()};
+  std::vector<LaneProgram> programs;
+  std::vector<std::vector<DeviceId>> devOf;
+  for (const Plan& q : replica) {
+    auto program = programLanes(t, q, layout);
+    if (!program) return Error{program.message()};
+    programs.push_back(std::move(program).value());
+    devOf.push_back(q.device);
+  }
   LaneTeam team(layout.laneCore);
 
   std::vector<std::vector<Tensor>> reference;
@@ -1559,13 +1586,14 @@ Result<StreamExecResult> executeStream(const Graph& g, const Backend& backend, c
     if (cancelled()) return makeError("cancelled");
     step("preparing context " + std::to_string(c + 1) + " of " + std::to_string(contexts));
     auto p = std::make_unique<Prepared>(g, in->leaves);
-    if (auto st = p->prepare(backend, plan.device, t.deviceIds, o.fuse); !st) return Error{st.message()};
-    p->planMemory(program->seq, in->preds);
+    const auto rc = static_cast<size_t>(c % R);
+    if (auto st = p->prepare(backend, devOf[rc], t.deviceIds, o.fuse); !st) return Error{st.message()};
+    p->planMemory(programs[rc].seq, in->preds);
     ctx.push_back(std::move(p));
   }
   if (o.warmup) {
     step("warm-up: each context once");
-    auto w = runStream(team, ctx, g, plan.device, t.numDevices(), layout, *program, *in, bindings, contexts, K,
+    auto w = runStream(team, ctx, g, devOf, t.numDevices(), layout, programs, *in, bindings, contexts, K,
                        o.spinUs, false, false, nullptr, o.cancel);
     if (!w) return Error{w.message()};
   }
@@ -1573,7 +1601,7 @@ Result<StreamExecResult> executeStream(const Graph& g, const Backend& backend, c
   StreamCheck check;
   check.reference = &reference;
   check.rtol = o.rtol;
-  auto tm = runStream(team, ctx, g, plan.device, t.numDevices(), layout, *program, *in, bindings, o.inferences, K,
+  auto tm = runStream(team, ctx, g, devOf, t.numDevices(), layout, programs, *in, bindings, o.inferences, K,
                       o.spinUs, o.keepOpTimes, true, o.checkOutputs ? &check : nullptr, o.cancel);
   if (!tm) return Error{tm.message()};
 
@@ -1612,15 +1640,20 @@ Result<StreamExecResult> executeStream(const Graph& g, const Backend& backend, c
   r.sleeps = tm->sleeps;
   r.deviceProbeUs.assign(m, 0.0);
   for (size_t d = 0; d < m; ++d) {
-    if (plan.order[d].empty() || layout.masterLane[d] < 0) continue;
+    if (!used[d] || layout.masterLane[d] < 0) continue;
     std::vector<int> lanesOfDevice = layout.helperLanes[d];
     lanesOfDevice.push_back(layout.masterLane[d]);
     for (int l : lanesOfDevice) r.deviceProbeUs[d] = std::max(r.deviceProbeUs[d], tm->probeUs[static_cast<size_t>(l)]);
   }
-  r.modeSwitchesPerInference = program->modeSwitches;
-  r.notes = program->notes;
+  for (const LaneProgram& q : programs) {
+    r.modeSwitchesPerInference = std::max(r.modeSwitchesPerInference, q.modeSwitches);
+    for (const auto& note : q.notes)
+      if (std::find(r.notes.begin(), r.notes.end(), note) == r.notes.end()) r.notes.push_back(note);
+  }
+  std::vector<DeviceId> allDevices;
+  for (const auto& dv : devOf) allDevices.insert(allDevices.end(), dv.begin(), dv.end());
   ExecResult forPolicy;
-  noteWaitPolicy(layout, plan.device, forPolicy);
+  noteWaitPolicy(layout, allDevices, forPolicy);
   r.ompWaitPolicy = forPolicy.ompWaitPolicy;
   for (auto& note : forPolicy.notes) r.notes.push_back(std::move(note));
   if (o.checkOutputs) {

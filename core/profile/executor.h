@@ -137,7 +137,8 @@ struct StreamExecOptions {
   int inferences = 200;  ///< Timed inferences, 1 or more.
   /// Inferences in the system at once, each in its own context (kernels and buffers); inference t starts
   /// only when inference t - inFlight has finished and its outputs were checked. 0: the simulator's
-  /// default bound (the devices the plan uses, plus one).
+  /// default bound (defaultInFlight: the devices the plan uses, plus one, rounded up to a multiple of
+  /// its replicas). With replicas it must be a multiple of their number.
   int inFlight = 0;
   /// Run every context once, untimed, before the timed stream (first touches, kernels' weight caches).
   bool warmup = true;
@@ -164,6 +165,7 @@ struct StreamExecOptions {
 struct StreamExecResult {
   int inferences = 0;
   int inFlight = 0;
+  int replicas = 1;   ///< replicaCount(plan): inference t ran on replica t % replicas.
   int inputSets = 0;  ///< Distinct synthetic input sets: inference t reads set t % inputSets.
   /// Completions left out of the steady-state figures: the first inFlight (the pipeline filling), fewer
   /// when the stream is short (at least two completions stay).
@@ -202,7 +204,8 @@ struct StreamExecResult {
 /// Runs `o.inferences` inferences of `g` through `plan` as a pipeline: each lane (one per CPU, as in
 /// executePlan) runs its operators of inference t, in the simulated order, before those of t + 1, so
 /// that inference t + 1 enters a device while t is still on a later one. At most `inFlight` contexts
-/// (kernels and buffer sets) exist; context t % inFlight runs inference t. Every inference's outputs
+/// (kernels and buffer sets) exist; context t % inFlight runs inference t. A plan with replicas
+/// (sim/plan.h) runs inference t on replica t % R, each context prepared for its replica's devices. Every inference's outputs
 /// are checked against a single-device reference run of its input set. Errors as executePlan's, and a
 /// stream of fewer than one inference or a negative in-flight bound.
 Result<StreamExecResult> executeStream(const Graph& g, const Backend& backend, const CostTable& t, const Plan& plan,

@@ -16,6 +16,13 @@ bool respectsConstraints(const CostTable& t, const Constraints& c, const Plan& p
   if (static_cast<int>(p.device.size()) != t.numTasks()) return false;
   for (TaskId v = 0; v < t.numTasks(); ++v)
     if (!c.allowed(t, v, p.device[static_cast<size_t>(v)])) return false;
+  // Every replica (sim/plan.h) runs whole inferences: pins and forbidden devices hold for each.
+  for (const auto& map : p.replicas)
+    for (TaskId v = 0; v < t.numTasks(); ++v) {
+      const DeviceId d = p.device[static_cast<size_t>(v)];
+      const DeviceId to = d >= 0 && static_cast<size_t>(d) < map.size() ? map[static_cast<size_t>(d)] : d;
+      if (!c.allowed(t, v, to)) return false;
+    }
   return true;
 }
 
@@ -175,11 +182,18 @@ Result<Plan> Scheduler::schedule(const CostTable& t, const Constraints& c, const
     // capacity themselves get the generic repair (operators off full devices, memory.h); then the
     // whole memory model on the plan's timeline, activations over time included (fitCapacity), and
     // the check once more, whatever the repair did.
+    // A plan with replicas (sim/plan.h) is repaired as replica 0 alone: where the repair moves operators,
+    // the other replicas no longer mirror it and are dropped.
+    std::vector<std::vector<DeviceId>> replicas = std::move(plan->replicas);
+    plan->replicas.clear();
     auto moved = fitCapacity(t, allowed, *plan, o.sim);
     if (!moved) return makeError(name(), ": ", moved.message());
     if (*moved > 0) {
       in.notes.push_back(movedNote(*moved));
       in.optimal = false;  // the repair leaves the algorithm's own search space
+      if (!replicas.empty()) in.notes.push_back("capacity: the repaired plan runs without its replicas");
+    } else {
+      plan->replicas = std::move(replicas);
     }
     auto tl = simulate(t, *plan, o.sim);
     if (!tl) return makeError(name(), " made an invalid plan: ", tl.message());

@@ -1,6 +1,7 @@
 #include "sched/throughput.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <optional>
 
@@ -58,6 +59,114 @@ Plan moved(const Plan& p, const std::vector<int32_t>& pos, TaskId v, DeviceId d)
   to.insert(at, v);
   q.device[static_cast<size_t>(v)] = d;
   q.blocks.clear();
+  return q;
+}
+
+/// True when a and b cannot run at the same time (one device, or an exclusive pair of the platform).
+bool exclusive(const CostTable& t, DeviceId a, DeviceId b) {
+  if (a == b) return true;
+  auto lists = [&](DeviceId x, DeviceId y) {
+    if (x < 0 || static_cast<size_t>(x) >= t.exclusiveWith.size()) return false;
+    const auto& l = t.exclusiveWith[static_cast<size_t>(x)];
+    return std::find(l.begin(), l.end(), y) != l.end();
+  };
+  return lists(a, b) || lists(b, a);
+}
+
+/// Replicas of `p` (a plan without replicas) on devices it leaves free (sim/plan.h): replica k + 1
+/// renames each device of p to a free device that can run all of its operators under the constraints
+/// and runs at the same time as every device taken so far (no exclusive pair), the cheapest for them,
+/// the busiest device of p choosing first. Returns the plans with 2, 3, ... replicas, as far as free
+/// devices go: on two cores, the whole model on core0 gets its twin on core1 (what ONNX Runtime's two
+/// one-thread sessions side by side and OpenVINO's throughput streams do); on four, a two-stage pipeline
+/// gets a second pipeline.
+std::vector<Plan> replicated(const CostTable& t, const Constraints& c, const Plan& p) {
+  const int m = t.numDevices();
+  std::vector<DeviceId> used;
+  std::vector<double> busy(static_cast<size_t>(m), 0.0);
+  for (DeviceId d = 0; d < m; ++d) {
+    if (p.order[static_cast<size_t>(d)].empty()) continue;
+    used.push_back(d);
+    for (TaskId v : p.order[static_cast<size_t>(d)]) busy[static_cast<size_t>(d)] += t.w(v, d);
+  }
+  std::stable_sort(used.begin(), used.end(), [&](DeviceId a, DeviceId b) { return busy[static_cast<size_t>(a)] > busy[static_cast<size_t>(b)]; });
+  std::vector<DeviceId> taken = used;
+  std::vector<Plan> out;
+  Plan q = p;
+  q.replicas.clear();
+  q.blocks.clear();  // a block's compiled time is its device's: not carried to another device
+  while (replicaCount(q) < kMaxReplicas) {
+    std::vector<DeviceId> map(static_cast<size_t>(m));
+    for (DeviceId d = 0; d < m; ++d) map[static_cast<size_t>(d)] = d;
+    std::vector<DeviceId> now = taken;
+    bool complete = true;
+    for (DeviceId d : used) {
+      DeviceId pick = -1;
+      double pickCost = kInf;
+      for (DeviceId e = 0; e < m; ++e) {
+        if (std::any_of(now.begin(), now.end(), [&](DeviceId x) { return exclusive(t, x, e); })) continue;
+        double cost = 0;
+        for (TaskId v : p.order[static_cast<size_t>(d)]) {
+          if (!c.allowed(t, v, e)) {
+            cost = kInf;
+            break;
+          }
+          cost += t.w(v, e);
+        }
+        if (cost < pickCost) {
+          pickCost = cost;
+          pick = e;
+        }
+      }
+      if (pick < 0) {
+        complete = false;
+        break;
+      }
+      map[static_cast<size_t>(d)] = pick;
+      now.push_back(pick);
+    }
+    if (!complete) break;
+    taken = std::move(now);
+    q.replicas.push_back(std::move(map));
+    out.push_back(q);
+  }
+  return out;
+}
+
+/// Replicas weighted by speed: with R plain replicas (one per device set) whose single inferences take
+/// T_0 .. T_{R-1}, replica k is listed n_k = round(max T / T_k) times (the faster set takes more of
+/// the stream), interleaved, at most kMaxReplicas in all. Empty when every n_k is 1.
+Plan weighted(const CostTable& t, const Plan& p, const std::vector<double>& single) {
+  const double slowest = *std::max_element(single.begin(), single.end());
+  std::vector<int> count;
+  int total = 0;
+  for (double x : single) {
+    const int k = x > 0 ? std::max(1, static_cast<int>(std::lround(slowest / x))) : 1;
+    count.push_back(k);
+    total += k;
+  }
+  if (total == static_cast<int>(single.size()) || total > kMaxReplicas) return {};
+  const int m = t.numDevices();
+  std::vector<std::vector<DeviceId>> maps;  // per plain replica, its map (the identity for replica 0)
+  std::vector<DeviceId> identity(static_cast<size_t>(m));
+  for (DeviceId d = 0; d < m; ++d) identity[static_cast<size_t>(d)] = d;
+  maps.push_back(identity);
+  for (const auto& r : p.replicas) maps.push_back(r);
+  Plan q = p;
+  q.replicas.clear();
+  // Round robin over the replicas with counts left; its first slot (k = 0) is the plan itself.
+  bool first = true;
+  for (int left = total; left > 0;)
+    for (size_t k = 0; k < count.size() && left > 0; ++k) {
+      if (count[k] == 0) continue;
+      --count[k];
+      --left;
+      if (first) {
+        first = false;
+        continue;
+      }
+      q.replicas.push_back(maps[k]);
+    }
   return q;
 }
 
@@ -123,6 +232,38 @@ Result<Plan> bestForThroughput(const CostTable& t, const Constraints& c, const S
   if (candidates.empty()) return makeError("best (throughput): no candidate plan (", join(skipped, "; "), ")");
   std::stable_sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) { return better(a.second, b.second); });
 
+  // Replicated plans (sim/plan.h): each candidate copied onto the devices it leaves free, whole
+  // inferences side by side, plainly and weighted by the replicas' speeds. Judged by the same stream
+  // simulation; kept apart from the boundary search below, whose moves would break the replicas' mirror.
+  std::vector<std::pair<std::string, Judged>> replicaCandidates;
+  int replicaPlans = 0;
+  // `--param replicas=off`: the plans of one replica only (the workload scheduler cuts its units where
+  // a plan changes device, which replica 0 of a replicated plan may never do).
+  const auto rp = o.params.find("replicas");
+  const bool replicasOn = rp == o.params.end() || (rp->second != "off" && rp->second != "0" && rp->second != "no");
+  auto considerReplicas = [&](const std::string& name, const Plan& base) {
+    if (!replicasOn) return;
+    for (Plan& q : replicated(t, c, base)) {
+      if (o.cancelled()) return;
+      const int R = replicaCount(q);
+      std::vector<double> single;
+      for (int k = 0; k < R; ++k) {
+        auto tl = simulate(t, replicaPlan(q, k), o.sim);
+        single.push_back(tl ? tl->makespan : 0.0);
+      }
+      Plan w = weighted(t, q, single);
+      const std::string label = name + " x" + std::to_string(R);
+      ++replicaPlans;
+      if (auto j = judge(stream, t, c, o, std::move(q))) replicaCandidates.emplace_back(label, std::move(*j));
+      if (!w.replicas.empty()) {
+        ++replicaPlans;
+        if (auto j = judge(stream, t, c, o, std::move(w)))
+          replicaCandidates.emplace_back(label + " weighted (" + std::to_string(replicaCount(j->plan)) + " replicas)", std::move(*j));
+      }
+    }
+  };
+  for (const auto& [name, j] : candidates) considerReplicas(name, j.plan);
+
   // Local search from each of the best few candidates (a pipeline and a latency plan improve in
   // different directions): operators at a stage boundary move to a neighbour's device while that helps.
   const std::vector<TaskId> topo = t.topoOrder();
@@ -170,11 +311,20 @@ Result<Plan> bestForThroughput(const CostTable& t, const Constraints& c, const S
     }
   }
   if (o.cancelled()) return cancelledError();
+  considerReplicas("searched " + from, best->plan);
+  for (auto& [name, j] : replicaCandidates)
+    if (better(j, *best)) {
+      best = j;
+      from = name;
+    }
+  if (o.cancelled()) return cancelledError();
   if (info) {
     info->notes.push_back("objective throughput: period " + fmtUs(best->period) + " us (" +
                           fmtUs(best->period > 0 ? 1e6 / best->period : 0) + " inferences/s), latency " + fmtUs(best->latency) +
                           " us; from " + from);
     info->notes.push_back("boundary search: " + std::to_string(evals) + " evaluations, " + std::to_string(improvements) + " improvements");
+    info->notes.push_back("replicas: " + std::to_string(replicaPlans) + " replicated plans judged" +
+                          (replicaCount(best->plan) > 1 ? ", the kept plan has " + std::to_string(replicaCount(best->plan)) + " replicas" : std::string()));
     if (!best->meets) info->notes.push_back("no plan meets the latency bound; the lowest latency is kept");
     if (!skipped.empty()) info->notes.push_back("skipped: " + join(skipped, "; "));
     if (deadline.passed()) info->notes.push_back("time limit reached");

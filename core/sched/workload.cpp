@@ -521,6 +521,8 @@ Result<ModelView> viewOf(const CostTable& t, bool band, const WorkloadOptions& o
       so.sim = o.sim;
       so.objective = k == 0 ? Objective::Latency : Objective::Throughput;
       so.timeLimitSec = o.searchSec;
+      // One replica: its device changes are the cuts (a replicated plan may run whole models, sim/plan.h).
+      if (k == 1) so.params["replicas"] = "off";
       auto p = (k < 2 ? best : pipe)->schedule(t, Constraints{}, so);
       if (!p) continue;
       for (int q = 1; q < n; ++q)

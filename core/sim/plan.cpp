@@ -78,7 +78,63 @@ Status checkPlanShape(const CostTable& t, const Plan& plan) {
                        " cannot run on '", t.deviceIds[static_cast<size_t>(d)], "'");
     if (!seen[static_cast<size_t>(v)]) return makeError("operator '", t.taskNames[static_cast<size_t>(v)], "' is missing from its device's order");
   }
-  return checkBlocks(t, plan);
+  if (auto st = checkBlocks(t, plan); !st) return st;
+  return checkReplicas(t, plan);
+}
+
+int replicaCount(const Plan& plan) {
+  return 1 + static_cast<int>(plan.replicas.size());
+}
+
+Plan replicaPlan(const Plan& plan, int r) {
+  if (r <= 0 || static_cast<size_t>(r) > plan.replicas.size()) {
+    Plan p = plan;
+    p.replicas.clear();
+    return p;
+  }
+  const std::vector<DeviceId>& map = plan.replicas[static_cast<size_t>(r - 1)];
+  auto image = [&](DeviceId d) { return d >= 0 && static_cast<size_t>(d) < map.size() ? map[static_cast<size_t>(d)] : d; };
+  Plan p;
+  p.algorithm = plan.algorithm;
+  p.optionsJson = plan.optionsJson;
+  p.device.resize(plan.device.size());
+  for (size_t v = 0; v < plan.device.size(); ++v) p.device[v] = image(plan.device[v]);
+  p.order.assign(plan.order.size(), {});
+  for (size_t d = 0; d < plan.order.size(); ++d) {
+    if (plan.order[d].empty()) continue;
+    const DeviceId to = image(static_cast<DeviceId>(d));
+    if (to >= 0 && static_cast<size_t>(to) < p.order.size()) p.order[static_cast<size_t>(to)] = plan.order[d];
+  }
+  p.blocks = plan.blocks;
+  for (PlanBlock& b : p.blocks) b.device = image(b.device);
+  return p;
+}
+
+Status checkReplicas(const CostTable& t, const Plan& plan) {
+  if (plan.replicas.empty()) return Status::ok();
+  const int m = t.numDevices();
+  if (replicaCount(plan) > kMaxReplicas)
+    return makeError("the plan has ", std::to_string(replicaCount(plan)), " replicas, at most ", std::to_string(kMaxReplicas),
+                     " are allowed");
+  for (size_t k = 0; k < plan.replicas.size(); ++k) {
+    const std::string which = "replicas[" + std::to_string(k) + "]";
+    const auto& map = plan.replicas[k];
+    if (static_cast<int>(map.size()) != m)
+      return makeError(which, " renames ", std::to_string(map.size()), " devices, the platform has ", std::to_string(m));
+    std::vector<DeviceId> from(static_cast<size_t>(m), -1);  // per image: the plan device renamed to it
+    for (DeviceId d = 0; d < m; ++d) {
+      const DeviceId to = map[static_cast<size_t>(d)];
+      if (to < 0 || to >= m) return makeError(which, " renames '", t.deviceIds[static_cast<size_t>(d)], "' to an unknown device");
+      if (plan.order[static_cast<size_t>(d)].empty()) continue;
+      if (from[static_cast<size_t>(to)] >= 0)
+        return makeError(which, " runs the operators of both '", t.deviceIds[static_cast<size_t>(from[static_cast<size_t>(to)])],
+                         "' and '", t.deviceIds[static_cast<size_t>(d)], "' on '", t.deviceIds[static_cast<size_t>(to)],
+                         "' (each device of the plan needs a device of its own)");
+      from[static_cast<size_t>(to)] = d;
+    }
+    if (auto st = checkPlanShape(t, replicaPlan(plan, static_cast<int>(k) + 1)); !st) return makeError(which, ": ", st.message());
+  }
+  return Status::ok();
 }
 
 namespace {

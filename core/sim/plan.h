@@ -28,7 +28,29 @@ struct Plan {
   std::vector<PlanBlock> blocks;
   std::string algorithm;                   ///< Scheduler name that made it ("manual" after edits).
   std::string optionsJson = "{}";          ///< The scheduler options, as JSON text.
+  /// Replicas for a stream of inferences (issue 29; OpenVINO's throughput streams, ONNX Runtime's
+  /// sessions side by side): the plan as written is replica 0, and entry k is replica k + 1, the same
+  /// operators in the same orders with the operators of plan device d run on device replicas[k][d] (one
+  /// entry per device of the table; the identity where a device is not renamed). Inference t of a stream runs
+  /// on replica t mod (replicas.size() + 1). Empty: one replica, every inference on the plan's devices.
+  /// A single inference (simulate(), the makespan) is replica 0's.
+  std::vector<std::vector<DeviceId>> replicas;
 };
+
+/// The largest number of replicas a plan may carry (plan files are refused above it): a stream keeps a
+/// multiple of it in flight.
+inline constexpr int kMaxReplicas = 64;
+/// 1 + plan.replicas.size().
+int replicaCount(const Plan& plan);
+/// Replica r (0 .. replicaCount - 1) as a plan of its own, without replicas: every task on its plan
+/// device's image, each image's order the plan device's order, blocks moved with their devices.
+/// Replica 0 is the plan itself. `plan.replicas` must pass checkReplicas.
+Plan replicaPlan(const Plan& plan, int r);
+/// Checks plan.replicas against a plan whose shape is otherwise valid: at most kMaxReplicas replicas, one
+/// entry per device, every entry a device, no two devices the plan uses renamed to one device, and every
+/// replica's plan valid (each operator runnable on its image, blocks on devices that compile them). The
+/// message names the entry as the plan file does ("replicas[0]" is replica 1).
+Status checkReplicas(const CostTable& t, const Plan& plan);
 
 /// Fills `order` from `device` alone: on each device, tasks by decreasing upward rank (mean costs),
 /// ties by topological position. Used by algorithms that output only an assignment.
@@ -37,7 +59,7 @@ void orderByUpwardRank(const CostTable& t, Plan& plan);
 std::vector<double> upwardRanks(const CostTable& t);
 /// Checks that the plan is complete and consistent with the table: every task on exactly one
 /// device that can run it, orders a permutation of the assignment. The message names the task.
-/// Blocks are checked too (checkBlocks).
+/// Blocks are checked too (checkBlocks), and the replicas (checkReplicas).
 Status checkPlanShape(const CostTable& t, const Plan& plan);
 /// Checks plan.blocks against a plan whose assignment and orders are consistent: each block non-empty,
 /// on a device that compiles blocks, with 0..cores cores, its tasks on that device, consecutive in its

@@ -198,6 +198,9 @@ Result<Timeline> Simulator::move(Plan& plan, const std::vector<TaskId>& ops, Dev
   }
   plan.algorithm = "manual";
   dropBrokenBlocks(t_, plan);  // a block that lost a member or was cut by a newcomer runs op by op
+  // Replicas (sim/plan.h) that the move broke (two devices of the plan now renamed to one, an operator
+  // its replica's device cannot run) are dropped, as broken blocks are: the plan runs as one replica.
+  if (!plan.replicas.empty() && !checkReplicas(t_, plan)) plan.replicas.clear();
   peaks_ = peaks;
   auto tl = run(plan);
   if (!tl) {

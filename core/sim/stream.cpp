@@ -44,10 +44,21 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int devicesUsed(const CostTable& t, const Plan& plan) {
-  int used = 0;
-  for (size_t d = 0; d < plan.order.size() && d < static_cast<size_t>(t.numDevices()); ++d)
-    if (!plan.order[d].empty()) ++used;
-  return used;
+  const size_t m = std::min(plan.order.size(), static_cast<size_t>(t.numDevices()));
+  std::vector<char> used(m, 0);
+  for (size_t d = 0; d < m; ++d) {
+    if (plan.order[d].empty()) continue;
+    used[d] = 1;
+    for (const auto& map : plan.replicas)
+      if (d < map.size() && map[d] >= 0 && static_cast<size_t>(map[d]) < m) used[static_cast<size_t>(map[d])] = 1;
+  }
+  return static_cast<int>(std::count(used.begin(), used.end(), 1));
+}
+
+int defaultInFlight(const CostTable& t, const Plan& plan) {
+  const int r = replicaCount(plan);
+  const int k = devicesUsed(t, plan) + 1;
+  return (k + r - 1) / r * r;
 }
 
 CostTable unrollStream(const CostTable& t, int copies, int inFlight) {
@@ -136,15 +147,25 @@ Plan unrollPlan(const CostTable& t, const Plan& p, int copies) {
   Plan u;
   u.algorithm = p.algorithm;
   u.optionsJson = p.optionsJson;
-  u.device = repeat(p.device, copies);
+  // Copy c runs on replica c mod R (sim/plan.h): its tasks on that replica's devices, each device's
+  // order the copies' orders there one after another.
+  const int R = replicaCount(p);
+  std::vector<Plan> rep;
+  rep.reserve(static_cast<size_t>(R));
+  for (int r = 0; r < R; ++r) rep.push_back(replicaPlan(p, r));
+  u.device.reserve(p.device.size() * static_cast<size_t>(copies));
+  for (int c = 0; c < copies; ++c) {
+    const auto& dev = rep[static_cast<size_t>(c % R)].device;
+    u.device.insert(u.device.end(), dev.begin(), dev.end());
+  }
   u.order.assign(p.order.size(), {});
-  for (size_t d = 0; d < p.order.size(); ++d) {
-    u.order[d].reserve(p.order[d].size() * static_cast<size_t>(copies));
-    for (int c = 0; c < copies; ++c)
-      for (TaskId v : p.order[d]) u.order[d].push_back(v + c * n);
+  for (int c = 0; c < copies; ++c) {
+    const Plan& q = rep[static_cast<size_t>(c % R)];
+    for (size_t d = 0; d < q.order.size() && d < u.order.size(); ++d)
+      for (TaskId v : q.order[d]) u.order[d].push_back(v + c * n);
   }
   for (int c = 0; c < copies; ++c)
-    for (PlanBlock b : p.blocks) {
+    for (PlanBlock b : rep[static_cast<size_t>(c % R)].blocks) {
       for (TaskId& v : b.tasks) v += c * n;
       u.blocks.push_back(std::move(b));
     }
@@ -165,13 +186,25 @@ Result<StreamResult> StreamJudge::run(const Plan& plan) {
   StreamResult r;
   const int n = t.numTasks();
   const int m = t.numDevices();
-  r.inFlight = o.inFlight > 0 ? o.inFlight : devicesUsed(t, plan) + 1;
+  const int R = replicaCount(plan);
+  r.replicas = R;
+  r.inFlight = o.inFlight > 0 ? o.inFlight : defaultInFlight(t, plan);
   r.inferences = o.inferences > 0 ? o.inferences : std::max(12, 2 * r.inFlight + 8);
-  auto single = simulate(t, plan, sim);
-  if (!single) return Error{single.message()};
-  r.singleLatencyUs = single->makespan;
+  // With replicas, whole rounds of them in each half (inference t on replica t mod R): the period is
+  // then measured over every replica alike.
+  if (R > 1) r.inferences = (r.inferences + 2 * R - 1) / (2 * R) * (2 * R);
   r.busyPerInference.assign(static_cast<size_t>(m), 0.0);
-  for (DeviceId d = 0; d < m; ++d) r.busyPerInference[static_cast<size_t>(d)] = single->busy[static_cast<size_t>(d)];
+  r.replicaBusy.assign(static_cast<size_t>(R), std::vector<double>(static_cast<size_t>(m), 0.0));
+  for (int k = 0; k < R; ++k) {
+    auto single = simulate(t, replicaPlan(plan, k), sim);
+    if (!single) return Error{single.message()};
+    r.singleLatencyUs = std::max(r.singleLatencyUs, single->makespan);
+    for (DeviceId d = 0; d < m; ++d) {
+      const double b = single->busy[static_cast<size_t>(d)];
+      r.replicaBusy[static_cast<size_t>(k)][static_cast<size_t>(d)] = b;
+      r.busyPerInference[static_cast<size_t>(d)] += b / static_cast<double>(R);
+    }
+  }
   double busiest = 0;
   for (DeviceId d = 0; d < m; ++d)
     if (r.busyPerInference[static_cast<size_t>(d)] > busiest) {
@@ -202,9 +235,12 @@ Result<StreamResult> StreamJudge::run(const Plan& plan) {
       r.end[c] = std::max(r.end[c], x.end);
     }
   // The period over the second half: the first inferences fill the pipeline.
-  const int half = r.inferences / 2;  // >= 6
+  const int half = r.inferences / 2;  // >= 6 by default
   const int last = r.inferences - 1;
-  r.periodUs = (r.end[static_cast<size_t>(last)] - r.end[static_cast<size_t>(half - 1)]) / static_cast<double>(last - half + 1);
+  // Replicas of different speeds may end out of order: the latest end so far stands for each half.
+  const double firstHalfEnd = half > 0 ? *std::max_element(r.end.begin(), r.end.begin() + half) : 0.0;
+  const double allEnd = *std::max_element(r.end.begin(), r.end.end());
+  r.periodUs = (allEnd - firstHalfEnd) / static_cast<double>(last - half + 1);
   r.throughputPerS = r.periodUs > 0 ? 1e6 / r.periodUs : 0;
   std::vector<double> lat;
   for (int c = 0; c < r.inferences; ++c) {

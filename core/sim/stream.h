@@ -38,7 +38,8 @@ struct StreamOptions {
   /// Inferences simulated (0: enough for a steady state, 2 * inFlight + 8, at least 12). The period is
   /// measured over the second half of them.
   int inferences = 0;
-  /// Inferences in the system at once (0: the number of devices the plan uses, plus one).
+  /// Inferences in the system at once (0: defaultInFlight, the number of devices the plan's replicas
+  /// use, plus one, rounded up to a multiple of the replicas).
   int inFlight = 0;
   /// Keep the unrolled timeline in StreamResult::timeline (for a Gantt chart of several periods).
   bool keepTimeline = false;
@@ -51,11 +52,14 @@ struct StreamResult {
   double throughputPerS = 0;      ///< 1e6 / periodUs.
   double latencyUs = 0;           ///< Median over the steady-state inferences: end - first start.
   double maxLatencyUs = 0;        ///< Largest over all inferences.
-  double singleLatencyUs = 0;     ///< One inference alone (the plan's makespan).
+  double singleLatencyUs = 0;     ///< One inference alone (the plan's makespan; the slowest replica's).
+  int replicas = 1;               ///< replicaCount(plan): inference t ran on replica t mod replicas.
   std::vector<double> start, end; ///< Per inference: its first task's start, its last task's end.
-  /// Per device: busy time per inference (the sum of its tasks' times); the largest is the bottleneck
-  /// when no link or dependency limits the period more.
+  /// Per device: busy time per inference (the sum of its tasks' times, averaged over the replicas); the
+  /// largest is the bottleneck when no link or dependency limits the period more.
   std::vector<double> busyPerInference;
+  /// Per replica and device: the busy time of one inference of that replica there.
+  std::vector<std::vector<double>> replicaBusy;
   DeviceId bottleneck = -1;       ///< The busiest device per inference (-1 when none runs anything).
   std::vector<int64_t> peakBytes; ///< Per device: peak live bytes of the stream.
   std::vector<bool> overCapacity; ///< Per device: the stream's resident bytes above its capacity.
@@ -65,8 +69,9 @@ struct StreamResult {
 /// The table of `copies` inferences run back to back with at most `inFlight` in the system (see the
 /// file comment). Weights and device data are shared; everything per task is copied.
 CostTable unrollStream(const CostTable& t, int copies, int inFlight);
-/// The plan of `p` for unrollStream(t, copies, ...): every copy on the same devices, each device's
-/// order the copies' orders one after another. Blocks are copied per inference.
+/// The plan of `p` for unrollStream(t, copies, ...): copy c on replica c mod R's devices (every copy on
+/// the same devices when the plan has no replicas), each device's order the copies' orders one after
+/// another. Blocks are copied per inference.
 Plan unrollPlan(const CostTable& t, const Plan& p, int copies);
 
 /// Simulates a stream of inferences through `plan`. Errors as simulate()'s.
@@ -88,7 +93,11 @@ class StreamJudge {
   std::map<std::pair<int, int>, CostTable> unrolled_;
 };
 
-/// The number of distinct devices `plan` puts tasks on.
+/// The number of distinct devices `plan` puts tasks on, over all of its replicas.
 int devicesUsed(const CostTable& t, const Plan& plan);
+/// The default in-flight bound of a stream through `plan` (simulator and executor alike): the devices
+/// used plus one (one inference per stage and one waiting), rounded up to a multiple of the replicas so
+/// that the executor's context t mod K always runs the same replica (t mod R).
+int defaultInFlight(const CostTable& t, const Plan& plan);
 
 }  // namespace partex

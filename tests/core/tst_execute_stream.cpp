@@ -89,9 +89,12 @@ class TestExecuteStream : public QObject {
   void oneInFlightDoesNotOverlap();
   void everyInferenceIsChecked();
   void errorsAreValues();
+  void replicasAlternate();
+  void eachContextRunsItsReplica();
   void cliRejectsBadStreams_data();
   void cliRejectsBadStreams();
   void cliStreamOnGeneratedModel();
+  void cliStreamReplicas();
 };
 
 void TestExecuteStream::twoStagesOverlap() {
@@ -232,6 +235,70 @@ void TestExecuteStream::errorsAreValues() {
   QCOMPARE(r5.message(), std::string("cancelled"));
 }
 
+void TestExecuteStream::replicasAlternate() {
+  // The whole chain on dev0, its replica on dev1: inference t runs on dev0 for even t, dev1 for odd t,
+  // whole, so inference 1 starts before inference 0 ends (two devices, no stage to wait for). Each
+  // kernel sleeps 5 ms, so neither lane needs the other's CPU.
+  const Graph g = chainGraph();
+  const CostTable t = test::fakeTable(g);
+  Plan plan = planOf(t, {});
+  const auto d0 = static_cast<size_t>(deviceOf(t, "dev0")), d1 = static_cast<size_t>(deviceOf(t, "dev1"));
+  std::vector<DeviceId> map(static_cast<size_t>(t.numDevices()));
+  for (DeviceId d = 0; d < t.numDevices(); ++d) map[static_cast<size_t>(d)] = d;
+  map[d0] = static_cast<DeviceId>(d1);
+  plan.replicas = {map};
+  test::FakeBackend b(-5000);
+  StreamExecOptions o;
+  o.inferences = 6;
+  o.keepOpTimes = true;
+  auto r = executeStream(g, b, t, plan, o);
+  QVERIFY2(r.isOk(), r.message().c_str());
+  // Hand counts: 2 devices + 1 = 3 in flight, rounded up to 4 (a multiple of the 2 replicas); 4 is a
+  // multiple of 2, not of 3: three input sets.
+  QCOMPARE(r->replicas, 2);
+  QCOMPARE(r->inFlight, 4);
+  QCOMPARE(r->inputSets, 3);
+  QVERIFY2(r->outputsMatch, r->mismatch.c_str());
+  QCOMPARE(r->mismatchedInferences, 0);
+  for (size_t i = 0; i < 6; ++i) {
+    const size_t on = i % 2 ? d1 : d0, off = i % 2 ? d0 : d1;
+    QVERIFY2(r->stageStartUs[i][on] >= 0, qPrintable(QString("inference %1 did not run on its replica").arg(i)));
+    QCOMPARE(r->stageStartUs[i][off], -1.0);
+    QCOMPARE(r->stageStartUs[i][on], r->startUs[i]);
+    QCOMPARE(r->stageEndUs[i][on], r->endUs[i]);
+    if (i >= 2) QVERIFY(r->startUs[i] >= r->endUs[i - 2]);  // in order on its device
+  }
+  QVERIFY2(r->startUs[1] < r->endUs[0], qPrintable(QString("inference 1 started at %1 us, inference 0 ended at %2 us")
+                                                       .arg(r->startUs[1])
+                                                       .arg(r->endUs[0])));
+  // An in-flight bound that is not a multiple of the replicas is refused.
+  o.inFlight = 3;
+  auto bad = executeStream(g, b, t, plan, o);
+  QVERIFY(!bad.isOk());
+  QVERIFY2(QString::fromStdString(bad.message()).contains("must be a multiple of the plan's 2 replicas"),
+           bad.message().c_str());
+}
+
+void TestExecuteStream::eachContextRunsItsReplica() {
+  // The replica on dev-bad (results off by 0.01): exactly the odd inferences differ from their
+  // references, so each context ran its own replica's kernels, and only those.
+  const Graph g = chainGraph();
+  const CostTable t = test::fakeTable(g);
+  Plan plan = planOf(t, {});
+  std::vector<DeviceId> map(static_cast<size_t>(t.numDevices()));
+  for (DeviceId d = 0; d < t.numDevices(); ++d) map[static_cast<size_t>(d)] = d;
+  map[static_cast<size_t>(deviceOf(t, "dev0"))] = deviceOf(t, "dev-bad");
+  plan.replicas = {map};
+  test::FakeBackend b(50);
+  StreamExecOptions o;
+  o.inferences = 6;
+  auto r = executeStream(g, b, t, plan, o);
+  QVERIFY2(r.isOk(), r.message().c_str());
+  QVERIFY(r->outputsChecked);
+  QCOMPARE(r->mismatchedInferences, 3);
+  QVERIFY2(QString::fromStdString(r->mismatch).startsWith("inference 1: "), r->mismatch.c_str());
+}
+
 void TestExecuteStream::cliRejectsBadStreams_data() {
   QTest::addColumn<QStringList>("args");
   QTest::addColumn<QString>("says");
@@ -286,6 +353,75 @@ void TestExecuteStream::cliStreamOnGeneratedModel() {
   QCOMPARE(inf.size(), 8);
   for (const auto& x : inf) QVERIFY(x.toObject()["end_us"].toDouble() > x.toObject()["start_us"].toDouble());
   QVERIFY(o["stages"].toArray().size() >= 1);
+}
+
+void TestExecuteStream::cliStreamReplicas() {
+  if (!QFileInfo::exists(test::cliPath())) QSKIP("partex-cli is not built");
+  const QString dir = QString::fromStdString(test::tempDir());
+  const QString model = dir + "/rand.onnx";
+  auto gen = test::runCli({"generate", "random", "--nodes", "24", "--seed", "5", "-o", model}, 120000);
+  QCOMPARE(gen.code, 0);
+  const QString platform = dir + "/two-cores.json";
+  QVERIFY(writeFileAtomic(platform.toStdString(), platformToJson(thisMachineCores(2))).isOk());
+  // The whole model on core0, and a replica on core1 added by hand: ONNX Runtime's two one-thread
+  // sessions side by side, as a plan file.
+  const QString single = dir + "/single.plan.json";
+  auto sched =
+      test::runCli({"schedule", model, "-p", platform, "--algo", "single", "--param", "device=core0", "-o", single}, 120000);
+  QVERIFY2(sched.code == 0, sched.err.constData());
+  auto text = readFile(single.toStdString());
+  QVERIFY(text.isOk());
+  QJsonObject doc = QJsonDocument::fromJson(QByteArray::fromStdString(*text)).object();
+  auto withReplicas = [&](const QJsonArray& reps, const QString& name) {
+    QJsonObject d = doc;
+    d["replicas"] = reps;
+    const QString path = dir + "/" + name;
+    if (!writeFileAtomic(path.toStdString(), QJsonDocument(d).toJson().toStdString()).isOk()) qFatal("cannot write");
+    return path;
+  };
+  const QString twin = withReplicas({QJsonObject{{"core0", "core1"}}}, "twin.plan.json");
+  auto ex = test::runCli({"execute", model, "-p", platform, "--plan", twin, "--stream", "8", "--json"}, 300000);
+  QVERIFY2(ex.code == 0, ex.err.constData());
+  const QJsonObject o = QJsonDocument::fromJson(ex.out).object();
+  QVERIFY(o["outputs_match"].toBool());
+  QCOMPARE(o["replicas"].toInt(), 2);
+  QCOMPARE(o["in_flight"].toInt(), 4);  // two cores used, plus one, rounded up to a multiple of 2
+  // One line per device of each replica: replica 0 on core0, replica 1 on core1, each predicted busy.
+  const QJsonArray stages = o["stages"].toArray();
+  QCOMPARE(stages.size(), 2);
+  QCOMPARE(stages[0].toObject()["device"].toString(), QString("core0"));
+  QCOMPARE(stages[0].toObject()["replica"].toInt(), 0);
+  QCOMPARE(stages[1].toObject()["device"].toString(), QString("core1"));
+  QCOMPARE(stages[1].toObject()["replica"].toInt(), 1);
+  for (const auto& st : stages) QVERIFY(st.toObject()["predicted_busy_us"].toDouble() > 0);
+  // Text: the replica column.
+  auto txt = test::runCli({"execute", model, "-p", platform, "--plan", twin, "--stream", "4"}, 300000);
+  QVERIFY2(txt.code == 0, txt.err.constData());
+  QVERIFY2(txt.out.contains("Replicas     2"), txt.out.constData());
+  QVERIFY2(txt.out.contains("replica"), txt.out.constData());
+  // Bad input: one line, exit 2.
+  auto odd = test::runCli({"execute", model, "-p", platform, "--plan", twin, "--stream", "4", "--in-flight", "3"}, 60000);
+  QCOMPARE(odd.code, 2);
+  QVERIFY2(QString::fromUtf8(odd.err).contains("--in-flight 3 must be a multiple of the 2 replicas"), odd.err.constData());
+  QVERIFY(!QString::fromUtf8(odd.err).trimmed().contains('\n'));
+  const QString gpu = withReplicas({QJsonObject{{"core0", "gpu"}}}, "gpu.plan.json");
+  auto bad = test::runCli({"execute", model, "-p", platform, "--plan", gpu, "--stream", "4"}, 60000);
+  QCOMPARE(bad.code, 2);
+  QVERIFY2(QString::fromUtf8(bad.err).contains("replicas[0]: unknown device 'gpu'"), bad.err.constData());
+  QVERIFY(!QString::fromUtf8(bad.err).trimmed().contains('\n'));
+  // compare under the throughput objective lists each plan's replicas; best's period is never above the
+  // pipeline's.
+  auto cmp = test::runCli({"compare", model, "-p", platform, "--algos", "pipeline,best", "--objective", "throughput",
+                           "--time-limit", "2", "--json"},
+                          300000);
+  QVERIFY2(cmp.code == 0, cmp.err.constData());
+  const QJsonArray rows = QJsonDocument::fromJson(cmp.out).array();
+  QCOMPARE(rows.size(), 2);
+  const QJsonObject pipe = rows[0].toObject(), best = rows[1].toObject();
+  QCOMPARE(pipe["replicas"].toInt(), 1);
+  QVERIFY(best["replicas"].toInt() >= 1);
+  QVERIFY2(best["period_us"].toDouble() <= pipe["period_us"].toDouble() + 1e-6,
+           qPrintable(QString("best %1 us, pipeline %2 us").arg(best["period_us"].toDouble()).arg(pipe["period_us"].toDouble())));
 }
 
 QTEST_GUILESS_MAIN(TestExecuteStream)

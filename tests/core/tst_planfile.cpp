@@ -58,6 +58,8 @@ class TestPlanFile : public QObject {
   void saveIntoMissingDirectoryFails();
   void simulatedPlanRoundTrips();
   void fusedKernelsAreReadAndIgnored();
+  void replicasRoundTrip();
+  void replicasFuzzed();
 };
 
 void TestPlanFile::fusedKernelsAreReadAndIgnored() {
@@ -74,6 +76,69 @@ void TestPlanFile::fusedKernelsAreReadAndIgnored() {
   }
   // A task graph's plan (no model graph) has no field.
   QVERIFY(!goodPlanObject().contains("fused_kernels"));
+}
+
+// Replicas (sim/plan.h): written as one object per replica naming the devices it renames; read back
+// to the same maps; a plan without them has no field and reads as one replica.
+void TestPlanFile::replicasRoundTrip() {
+  const auto t = test::tinyTable();
+  Plan p = test::tinyPlan();
+  QVERIFY(!goodPlanObject().contains("replicas"));
+  QCOMPARE(replicaCount(p), 1);
+  // Replica 1 swaps the cpu's and the gpu's operators (relu1 and concat on the gpu, branch_b on the cpu);
+  // replica 2 is the plan again (the identity: an empty object).
+  p.replicas = {{1, 0, 2}, {0, 1, 2}};
+  QVERIFY2(checkPlanShape(t, p).isOk(), checkPlanShape(t, p).message().c_str());
+  const std::string text = planToJson(t, p, test::tinyTimeline(), test::tinyIdentity());
+  const QJsonObject o = QJsonDocument::fromJson(QByteArray::fromStdString(text)).object();
+  const QJsonArray reps = o["replicas"].toArray();
+  QCOMPARE(reps.size(), 2);
+  QCOMPARE(reps[0].toObject(), (QJsonObject{{"cpu", "gpu"}, {"gpu", "cpu"}}));
+  QCOMPARE(reps[1].toObject(), QJsonObject{});
+  auto back = readPlan(text, "plan.json", t, test::tinyIdentity());
+  QVERIFY2(back.isOk(), back.message().c_str());
+  QCOMPARE(back->replicas, p.replicas);
+  QCOMPARE(back->device, p.device);
+  QCOMPARE(replicaCount(*back), 3);
+  // Replica 1 as a plan of its own: relu1 and concat on the gpu in the cpu's order, branch_b on the cpu.
+  const Plan r1 = replicaPlan(*back, 1);
+  QCOMPARE(r1.device, (std::vector<DeviceId>{2, 1, 2, 0, 1}));
+  QCOMPARE(r1.order, (std::vector<std::vector<TaskId>>{{3}, {1, 4}, {0, 2}}));
+  QVERIFY(r1.replicas.empty());
+  // A field of null is no replicas.
+  const QString nullReps = mutated([](QJsonObject& x) { x["replicas"] = QJsonValue::Null; });
+  auto none = readPlan(nullReps.toStdString(), "plan.json", t, test::tinyIdentity());
+  QVERIFY2(none.isOk(), none.message().c_str());
+  QVERIFY(none->replicas.empty());
+}
+
+// A plan with replicas, truncated at every length and with bytes of its replicas replaced: read or
+// refused with one line naming the file, never a crash.
+void TestPlanFile::replicasFuzzed() {
+  const auto t = test::tinyTable();
+  Plan p = test::tinyPlan();
+  p.replicas = {{1, 0, 2}, {0, 1, 2}};
+  const std::string text = planToJson(t, p, Timeline{}, test::tinyIdentity());
+  const size_t at = text.find("\"replicas\"");
+  QVERIFY(at != std::string::npos);
+  auto check = [&](const std::string& s) {
+    auto r = readPlan(s, "fuzz.json", t, test::tinyIdentity());
+    if (r.isOk()) return;
+    const QString msg = QString::fromStdString(r.message());
+    QVERIFY2(msg.startsWith("fuzz.json: ") && !msg.contains('\n'), qPrintable(msg));
+  };
+  int refused = 0;
+  for (size_t n = at; n < text.size(); ++n) {
+    check(text.substr(0, n));
+    if (!readPlan(text.substr(0, n), "fuzz.json", t, test::tinyIdentity()).isOk()) ++refused;
+  }
+  QVERIFY(refused > 0);
+  for (size_t i = at; i < std::min(text.size(), at + 120); ++i)
+    for (char c : {'"', '{', '}', '[', ']', ':', ',', '0', 'x', '\\', ' '}) {
+      std::string s = text;
+      s[i] = c;
+      check(s);
+    }
 }
 
 void TestPlanFile::writesGoldenJson() {
@@ -244,6 +309,29 @@ void TestPlanFile::malformedPlansAreRefused_data() {
   QTest::newRow("fused kernel the placement contradicts")
       << kernels({QJsonObject{{"device", "cpu"}, {"ops", QJsonArray{"relu1", "branch_b"}}}})
       << "bad-plan.json: fused_kernels[0]: operator 'branch_b' is on 'gpu' in the plan, not on 'cpu'";
+
+  // replicas: one object per replica, from devices of the plan to the devices that replica runs them on.
+  auto replicas = [](QJsonArray rs) { return mutated([rs](QJsonObject& o) { o["replicas"] = rs; }); };
+  QTest::newRow("replicas not an array") << mutated([](QJsonObject& o) { o["replicas"] = 5; })
+                                         << "bad-plan.json: field 'replicas' must be an array of objects";
+  QTest::newRow("replica not an object") << replicas({7}) << "bad-plan.json: replicas[0] must be an object";
+  QTest::newRow("replica of an unknown device")
+      << replicas({QJsonObject{}, QJsonObject{{"tpu", "cpu"}}}) << "bad-plan.json: replicas[1]: unknown device 'tpu'";
+  QTest::newRow("replica onto an unknown device")
+      << replicas({QJsonObject{{"cpu", "tpu"}}}) << "bad-plan.json: replicas[0]: unknown device 'tpu'";
+  QTest::newRow("replica device not a string")
+      << replicas({QJsonObject{{"cpu", 1}}})
+      << "bad-plan.json: replicas[0]: device 'cpu' must map to a device name (a string), not a number";
+  QTest::newRow("replica puts two devices on one")
+      << replicas({QJsonObject{{"cpu", "gpu"}}})
+      << "bad-plan.json: replicas[0] runs the operators of both 'cpu' and 'gpu' on 'gpu'";
+  QTest::newRow("replica device cannot run an operator")
+      << replicas({QJsonObject{{"cpu", "npu"}, {"npu", "cpu"}}})
+      << "bad-plan.json: replicas[0]: operator 'relu1' (Relu) cannot run on 'npu'";
+  QJsonArray many;
+  for (int i = 0; i < kMaxReplicas; ++i) many.append(QJsonObject{});
+  QTest::newRow("too many replicas") << replicas(many)
+                                     << "bad-plan.json: field 'replicas' lists 64 replicas besides the plan, at most 63";
 }
 
 void TestPlanFile::malformedPlansAreRefused() {

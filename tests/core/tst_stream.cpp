@@ -3,6 +3,7 @@
 // objective against every single device and the pipeline, and within a latency bound.
 #include <QtTest>
 
+#include <cmath>
 #include <string>
 
 #include "cost/costtable.h"
@@ -156,14 +157,166 @@ class TestStream : public QObject {
     auto pp = makePipeline()->schedule(t, {}, {});
     QVERIFY(pp);
     QVERIFY(best <= streamPeriod(t, *pp));
-    // Bound 42 us: the split's 45 us latency is out; one device (40 us latency, 40 us period) is in.
+    // Bound 42 us: the split's 45 us latency is out; one device has 40 us of latency, and with its twin
+    // on the other device (replicas, every other inference each) a period of 20 us.
     o.latencyBoundUs = 42;
     p = findScheduler("best")->schedule(t, {}, o);
     QVERIFY(p);
     auto s = simulateStream(t, *p);
     QVERIFY(s);
     QVERIFY2(s->latencyUs <= 42.0, std::to_string(s->latencyUs).c_str());
+    QCOMPARE(s->periodUs, 20.0);
+    QCOMPARE(replicaCount(*p), 2);
+  }
+
+  // Two replicas on two equal devices (the whole chain on P0, its twin on P1), no transfers: each device
+  // takes every other inference, whole: one ends every 20 us, half the 40 us of one inference, each
+  // inference still 40 us long. In flight: 2 devices + 1 = 3, rounded up to 4 (a multiple of 2).
+  void replicasHandCount() {
+    const CostTable t = chain(10, 0);
+    Plan p = planOf(t, {0, 0, 0, 0});
+    p.replicas = {{1, 1}};  // P0's operators on P1 (P1 runs nothing in the plan itself)
+    QVERIFY2(checkPlanShape(t, p).isOk(), checkPlanShape(t, p).message().c_str());
+    QCOMPARE(devicesUsed(t, p), 2);
+    QCOMPARE(defaultInFlight(t, p), 4);
+    auto s = simulateStream(t, p);
+    QVERIFY2(s, s ? "" : s.message().c_str());
+    QCOMPARE(s->replicas, 2);
+    QCOMPARE(s->inFlight, 4);
+    QCOMPARE(s->inferences % 4, 0);  // whole rounds of the two replicas in each half
+    QCOMPARE(s->singleLatencyUs, 40.0);
+    QCOMPARE(s->periodUs, 20.0);
+    QCOMPARE(s->latencyUs, 40.0);
+    QCOMPARE(s->busyPerInference[0], 20.0);  // 40 us every other inference
+    QCOMPARE(s->busyPerInference[1], 20.0);
+    QCOMPARE(s->replicaBusy[0][0], 40.0);
+    QCOMPARE(s->replicaBusy[1][1], 40.0);
+    QCOMPARE(s->replicaBusy[1][0], 0.0);
+    // Inferences 2k (P0) and 2k + 1 (P1) both run [40 k, 40 k + 40].
+    for (int i = 0; i < s->inferences; ++i) {
+      QCOMPARE(s->start[static_cast<size_t>(i)], 40.0 * (i / 2));
+      QCOMPARE(s->end[static_cast<size_t>(i)], 40.0 * (i / 2) + 40.0);
+    }
+    // Two in flight are enough here (inference t + 2 enters its device as t leaves it); one is not.
+    StreamOptions o;
+    o.inFlight = 2;
+    s = simulateStream(t, p, o);
+    QVERIFY(s);
+    QCOMPARE(s->periodUs, 20.0);
+    o.inFlight = 1;
+    s = simulateStream(t, p, o);
+    QVERIFY(s);
     QCOMPARE(s->periodUs, 40.0);
+    // The unrolled plan: copy 1 on P1, copies 0 and 2 on P0, in copy order on each device.
+    const Plan u = unrollPlan(t, p, 3);
+    QCOMPARE(u.device, (std::vector<DeviceId>{0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0}));
+    QCOMPARE(u.order[0], (std::vector<TaskId>{0, 1, 2, 3, 8, 9, 10, 11}));
+    QCOMPARE(u.order[1], (std::vector<TaskId>{4, 5, 6, 7}));
+  }
+
+  // Replicas that cannot be: two devices of the plan onto one, an unknown device, a map of the wrong
+  // size, an operator its replica's device cannot run, a pin that a replica moves.
+  void replicasRefused() {
+    const CostTable t = chain(10, 0);
+    Plan p = planOf(t, {0, 0, 1, 1});
+    p.replicas = {{1, 1}};
+    auto st = checkPlanShape(t, p);
+    QVERIFY(!st.isOk());
+    QVERIFY2(QString::fromStdString(st.message()).contains("replicas[0] runs the operators of both 'P0' and 'P1' on 'P1'"),
+             st.message().c_str());
+    QVERIFY(!simulateStream(t, p));
+    p.replicas = {{1, 0}, {0, 7}};
+    st = checkPlanShape(t, p);
+    QVERIFY2(QString::fromStdString(st.message()).contains("replicas[1] renames 'P1' to an unknown device"), st.message().c_str());
+    p.replicas = {{1}};
+    st = checkPlanShape(t, p);
+    QVERIFY2(QString::fromStdString(st.message()).contains("replicas[0] renames 1 devices, the platform has 2"),
+             st.message().c_str());
+    CostTable x = chain(10, 0);
+    x.cost[1 * 2 + 1] = kInf;  // T1 cannot run on P1
+    Plan q = planOf(x, {0, 0, 0, 0});
+    q.replicas = {{1, 1}};
+    st = checkPlanShape(x, q);
+    QVERIFY2(QString::fromStdString(st.message()).contains("replicas[0]: operator 'T1' cannot run on 'P1'"),
+             st.message().c_str());
+    // The swap is a valid pair of replicas; a pin of T0 on P0 forbids it (replica 1 would run T0 on P1).
+    p.replicas = {{1, 0}};
+    QVERIFY(checkPlanShape(t, p).isOk());
+    Constraints c;
+    c.pinned[0] = 0;
+    QVERIFY(!respectsConstraints(t, c, p));
+    p.replicas.clear();
+    QVERIFY(respectsConstraints(t, c, p));
+  }
+
+  // A hand move keeps the replicas while they still mirror the plan and drops them (as broken blocks)
+  // when it breaks them.
+  void handMovesAndReplicas() {
+    const CostTable t = chain(10, 0);
+    Plan swap = planOf(t, {0, 0, 1, 1});
+    swap.replicas = {{1, 0}};  // replica 1: the stages' devices swapped
+    Simulator sim(t);
+    auto tl = sim.move(swap, 1, 1);  // T1 to P1: both devices still used, the swap still valid
+    QVERIFY2(tl, tl ? "" : tl.message().c_str());
+    QCOMPARE(swap.replicas, (std::vector<std::vector<DeviceId>>{{1, 0}}));
+    Plan twin = planOf(t, {0, 0, 0, 0});
+    twin.replicas = {{1, 1}};
+    tl = sim.move(twin, 3, 1);  // T3 to P1: P0 and P1 would both run on P1 in replica 1
+    QVERIFY2(tl, tl ? "" : tl.message().c_str());
+    QVERIFY(twin.replicas.empty());
+    QVERIFY(checkPlanShape(t, twin).isOk());
+  }
+
+  // best under the throughput objective keeps a replicated plan where it beats every pipeline: three
+  // tasks of 10 us on two equal devices split at best 20 / 10 (period 20); the whole chain on each
+  // device, every other inference, gives one every 15 us.
+  void bestKeepsReplicas() {
+    auto t = parseTaskGraph(R"({"devices": ["P0","P1"], "tasks": {"T0": [10,10], "T1": [10,10], "T2": [10,10]},
+                               "edges": [["T0","T1",0],["T1","T2",0]]})",
+                            "three.json");
+    QVERIFY2(t, t ? "" : t.message().c_str());
+    auto pp = makePipeline()->schedule(*t, {}, {});
+    QVERIFY(pp);
+    QCOMPARE(streamPeriod(*t, *pp), 20.0);
+    SchedOptions o;
+    o.objective = Objective::Throughput;
+    o.timeLimitSec = 2;
+    auto p = findScheduler("best")->schedule(*t, {}, o);
+    QVERIFY2(p, p ? "" : p.message().c_str());
+    QCOMPARE(replicaCount(*p), 2);
+    QCOMPARE(streamPeriod(*t, *p), 15.0);
+    // A pin on P0 holds for every replica: no twin on P1, back to the best pipeline.
+    Constraints c;
+    c.pinned[1] = 0;
+    p = findScheduler("best")->schedule(*t, c, o);
+    QVERIFY(p);
+    QCOMPARE(replicaCount(*p), 1);
+    QCOMPARE(streamPeriod(*t, *p), 20.0);
+  }
+
+  // Weighted replicas: P1 takes twice P0's time (whole chain 40 and 80 us). Plain replicas alternate
+  // (P1 sets the pace: two inferences per 80 us, 40 us); the best pipeline is 30 / 20 (30 us); P0
+  // taking two of every three inferences ends three per 80 us: 26.67 us, which best keeps.
+  void weightedReplicas() {
+    auto t = parseTaskGraph(R"({"devices": ["P0","P1"], "tasks": {"T0": [10,20], "T1": [10,20], "T2": [10,20],
+                               "T3": [10,20]}, "edges": [["T0","T1",0],["T1","T2",0],["T2","T3",0]]})",
+                            "weighted.json");
+    QVERIFY2(t, t ? "" : t.message().c_str());
+    Plan plain = planOf(*t, {0, 0, 0, 0});
+    plain.replicas = {{1, 1}};
+    QCOMPARE(streamPeriod(*t, plain), 40.0);
+    Plan weighted = planOf(*t, {0, 0, 0, 0});
+    weighted.replicas = {{1, 1}, {0, 1}};  // P0, P1, P0, P0, P1, P0, ...
+    auto s = simulateStream(*t, weighted);
+    QVERIFY(s);
+    QCOMPARE(s->inFlight, 3);
+    QVERIFY2(std::fabs(s->periodUs - 80.0 / 3.0) < 1e-9, std::to_string(s->periodUs).c_str());
+    SchedOptions o;
+    o.objective = Objective::Throughput;
+    o.timeLimitSec = 2;
+    auto p = findScheduler("best")->schedule(*t, {}, o);
+    QVERIFY2(p, p ? "" : p.message().c_str());
+    QVERIFY2(streamPeriod(*t, *p) <= 80.0 / 3.0 + 1e-9, std::to_string(streamPeriod(*t, *p)).c_str());
   }
 
   // Pins hold: a task pinned to P1 in the first stage's place moves the split.
