@@ -28,34 +28,46 @@ constexpr int64_t kMaxBrgconvWidth = 1024;
 /// (FusedConvKernel::directRun) instead of a oneDNN primitive, whose execution costs a few microseconds
 /// of set-up whatever its size (memory objects, stream, argument maps, scratchpad): the whole time of
 /// Silero VAD's convolutions over nine frames.
-constexpr int64_t kDirectConvMaxMacs = int64_t{1} << 15;
+constexpr int64_t kDirectConvMaxMacs = int64_t{1} << 14;
 
-/// One group of a direct convolution: y[m, t] = sum_j w[m, j] * col(j, t) for m < Mg, t < P, where col
-/// holds the group's input patches (j = channel * taps + tap). `dot`: col is [P][J] and each output a dot
-/// product over j (long patches); else col is [J][P] and each output row is accumulated tap by tap
-/// over the positions (short patches: a depthwise filter of 5 taps).
+/// One group of a direct convolution: y[m, t] = bias[m] + sum_j w[m, j] * col[j, t] for m < Mg, t < P,
+/// where col holds the group's input patches as rows (j = channel * taps + tap, t the output position).
+/// Four output rows at a time, each row of col read once for the four and accumulated over the
+/// positions (vectorised along t).
 [[gnu::target_clones("avx512f", "avx2", "default")]] void directConvGroup(const float* w, const float* bias,
-                                                                          const float* col, float* y, int64_t yStride,
-                                                                          int64_t Mg, int64_t J, int64_t P, bool dot) {
-  for (int64_t m = 0; m < Mg; ++m) {
-    const float* wr = w + m * J;
-    float* yr = y + m * yStride;
-    if (dot) {
-      for (int64_t t = 0; t < P; ++t) {
-        const float* c = col + t * J;
-        float acc = 0.0f;
-#pragma omp simd reduction(+ : acc)
-        for (int64_t j = 0; j < J; ++j) acc += wr[j] * c[j];
-        yr[t] = acc + bias[m];
-      }
-      continue;
+                                                                          const float* col, float* y, int64_t Mg,
+                                                                          int64_t J, int64_t P) {
+  int64_t m = 0;
+  for (; m + 4 <= Mg; m += 4) {
+    float *y0 = y + m * P, *y1 = y0 + P, *y2 = y1 + P, *y3 = y2 + P;
+    const float *w0 = w + m * J, *w1 = w0 + J, *w2 = w1 + J, *w3 = w2 + J;
+    for (int64_t t = 0; t < P; ++t) {
+      y0[t] = bias[m];
+      y1[t] = bias[m + 1];
+      y2[t] = bias[m + 2];
+      y3[t] = bias[m + 3];
     }
+    for (int64_t j = 0; j < J; ++j) {
+      const float* c = col + j * P;
+      const float a0 = w0[j], a1 = w1[j], a2 = w2[j], a3 = w3[j];
+#pragma omp simd
+      for (int64_t t = 0; t < P; ++t) {
+        y0[t] += a0 * c[t];
+        y1[t] += a1 * c[t];
+        y2[t] += a2 * c[t];
+        y3[t] += a3 * c[t];
+      }
+    }
+  }
+  for (; m < Mg; ++m) {
+    float* yr = y + m * P;
+    const float* wr = w + m * J;
     for (int64_t t = 0; t < P; ++t) yr[t] = bias[m];
     for (int64_t j = 0; j < J; ++j) {
-      const float wj = wr[j];
+      const float a = wr[j];
       const float* c = col + j * P;
 #pragma omp simd
-      for (int64_t t = 0; t < P; ++t) yr[t] += wj * c[t];
+      for (int64_t t = 0; t < P; ++t) yr[t] += a * c[t];
     }
   }
 }
@@ -365,7 +377,9 @@ class FusedConvKernel final : public OpKernel {
       int64_t macs = x.dim(0) * M * (C / group);
       for (size_t i = 2; i < ws.size(); ++i) macs *= ws[i];
       for (int64_t o : win.out) macs *= o;
-      bool direct = (r == 3 || r == 4) && macs <= kDirectConvMaxMacs;
+      // 2-D only with four or more output channels per group: a depthwise 2-D filter would gather as
+      // many patch values as it multiplies, row by short row (slower than oneDNN's).
+      bool direct = (r == 3 || (r == 4 && M / group >= 4)) && macs <= kDirectConvMaxMacs;
       for (const Step& st : steps_)
         direct = direct && (isFold(st) || st.kind == Step::Sum || (st.kind == Step::Elt && plainElt(st)));
       if (direct) {
@@ -505,7 +519,6 @@ class FusedConvKernel final : public OpKernel {
     const int64_t dh = twoD ? win_.dil[0] + 1 : 1, dw = win_.dil.back() + 1;  // oneDNN's dilation is d - 1
     const int64_t ph = twoD ? win_.padL[0] : 0, pw = win_.padL.back();
     const int64_t P = OH * OW, Cg = C / group, Mg = M / group, taps = kh * kw, J = Cg * taps;
-    const bool dot = J >= 16;
     const float* px = static_cast<const float*>(x.raw());
     const bool xNhwc = x.nhwc();
     float* py = static_cast<float*>(out[0].raw());
@@ -513,26 +526,42 @@ class FusedConvKernel final : public OpKernel {
     col.resize(static_cast<size_t>(J * P));
     for (int64_t n = 0; n < N; ++n)
       for (int64_t g = 0; g < group; ++g) {
+        // im2col: row j = (c, ky, kx) of the group holds x at every output position, zeros in the padding;
+        // per output row, the positions whose input column lies inside the image form one range.
         for (int64_t c = 0; c < Cg; ++c) {
           const int64_t ch = g * Cg + c;
           for (int64_t ky = 0; ky < kh; ++ky)
             for (int64_t kx = 0; kx < kw; ++kx) {
-              const int64_t j = (c * kh + ky) * kw + kx;
+              float* row = col.data() + ((c * kh + ky) * kw + kx) * P;
+              const int64_t off = kx * dw - pw;  // input column of output column ox: ox * sw + off
+              int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
+              int64_t hi = W - 1 - off < 0 ? 0 : (W - 1 - off) / sw + 1;
+              lo = std::min(lo, OW);
+              hi = std::min(std::max(hi, lo), OW);
               for (int64_t oy = 0; oy < OH; ++oy) {
+                float* dst = row + oy * OW;
                 const int64_t iy = oy * sh - ph + ky * dh;
-                for (int64_t ox = 0; ox < OW; ++ox) {
-                  const int64_t ix = ox * sw - pw + kx * dw;
-                  float v = 0.0f;
-                  if (iy >= 0 && iy < H && ix >= 0 && ix < W)
-                    v = xNhwc ? px[((n * H + iy) * W + ix) * C + ch] : px[((n * C + ch) * H + iy) * W + ix];
-                  const int64_t t = oy * OW + ox;
-                  col[static_cast<size_t>(dot ? t * J + j : j * P + t)] = v;
+                if (iy < 0 || iy >= H) {
+                  std::fill(dst, dst + OW, 0.0f);
+                  continue;
+                }
+                std::fill(dst, dst + lo, 0.0f);
+                std::fill(dst + hi, dst + OW, 0.0f);
+                if (xNhwc) {
+                  const float* src = px + (n * H + iy) * W * C + ch;
+                  for (int64_t ox = lo; ox < hi; ++ox) dst[ox] = src[(ox * sw + off) * C];
+                } else {
+                  const float* src = px + ((n * C + ch) * H + iy) * W;
+                  if (sw == 1)
+                    std::copy(src + lo + off, src + hi + off, dst + lo);
+                  else
+                    for (int64_t ox = lo; ox < hi; ++ox) dst[ox] = src[ox * sw + off];
                 }
               }
             }
         }
         float* yg = py + (n * M + g * Mg) * P;
-        directConvGroup(wDir_.data() + g * Mg * J, biasDir_.data() + g * Mg, col.data(), yg, P, Mg, J, P, dot);
+        directConvGroup(wDir_.data() + g * Mg * J, biasDir_.data() + g * Mg, col.data(), yg, Mg, J, P);
         for (int64_t m = 0; m < Mg; ++m) {
           const int64_t mm = g * Mg + m;
           float* row = yg + m * P;

@@ -363,7 +363,8 @@ class TestCpuKernels : public QObject {
     QTest::newRow("1-D pointwise stride 2") << V{1, 16, 9} << V{32, 16, 1} << int64_t{1} << V{2} << V{1} << V{0, 0};
     QTest::newRow("1-D 2 groups k3 dilation 2 stride 2") << V{2, 6, 11} << V{4, 3, 3} << int64_t{2} << V{2} << V{2} << V{1, 2};
     QTest::newRow("2-D 3x3 stride 2 asymmetric pads") << V{1, 3, 7, 5} << V{4, 3, 3, 3} << int64_t{1} << V{2, 2} << V{1, 1} << V{1, 0, 1, 2};
-    QTest::newRow("2-D depthwise 3x3") << V{1, 8, 6, 6} << V{8, 1, 3, 3} << int64_t{8} << V{1, 1} << V{1, 1} << V{1, 1, 1, 1};
+    QTest::newRow("2-D depthwise 3x3 (oneDNN: one channel per group)") << V{1, 8, 6, 6} << V{8, 1, 3, 3} << int64_t{8} << V{1, 1} << V{1, 1} << V{1, 1, 1, 1};
+    QTest::newRow("2-D 2 groups of 4 channels, 3x3") << V{1, 8, 6, 6} << V{8, 4, 3, 3} << int64_t{2} << V{1, 1} << V{1, 1} << V{1, 1, 1, 1};
     QTest::newRow("1-D above the threshold (oneDNN)") << V{1, 64, 64} << V{64, 64, 3} << int64_t{1} << V{1} << V{1} << V{1, 1};
   }
   void smallConvolutions() {
