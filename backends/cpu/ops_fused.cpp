@@ -377,9 +377,10 @@ class FusedConvKernel final : public OpKernel {
       int64_t macs = x.dim(0) * M * (C / group);
       for (size_t i = 2; i < ws.size(); ++i) macs *= ws[i];
       for (int64_t o : win.out) macs *= o;
-      // 2-D only with four or more output channels per group: a depthwise 2-D filter would gather as
-      // many patch values as it multiplies, row by short row (slower than oneDNN's).
-      bool direct = (r == 3 || (r == 4 && M / group >= 4)) && macs <= kDirectConvMaxMacs;
+      // 2-D with one group, or four or more output channels per group: a depthwise 2-D filter over
+      // many groups would gather as many patch values as it multiplies, row by short row (slower than
+      // oneDNN's). The ONNX conformance Conv cases (one group) take this path.
+      bool direct = (r == 3 || (r == 4 && (group == 1 || M / group >= 4))) && macs <= kDirectConvMaxMacs;
       for (const Step& st : steps_)
         direct = direct && (isFold(st) || st.kind == Step::Sum || (st.kind == Step::Elt && plainElt(st)));
       if (direct) {
