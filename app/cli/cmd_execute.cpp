@@ -451,6 +451,7 @@ int runExecute(const ExecuteArgs& a) {
                         {"peak_rss_bytes", peakRss},
                         {"param_bytes", totals.paramBytes},
                         {"peak_activation_bytes", totals.peakActivationBytes},
+                        {"planned_activation_bytes", r->plannedActivationBytes},
                         {"notes", r->notes},
                         {"ops", ops},
                         {"fused_kernels", kernels}};

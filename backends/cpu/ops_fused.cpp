@@ -24,6 +24,54 @@ namespace {
 /// Output rows wider than this (columns of the innermost spatial dim) do not take brgconv (FusedConvKernel).
 constexpr int64_t kMaxBrgconvWidth = 1024;
 
+/// Convolutions of at most this many multiply-adds (1-D and 2-D) run as the backend's own loop
+/// (FusedConvKernel::directRun) instead of a oneDNN primitive, whose execution costs a few microseconds
+/// of set-up whatever its size (memory objects, stream, argument maps, scratchpad): the whole time of
+/// Silero VAD's convolutions over nine frames.
+constexpr int64_t kDirectConvMaxMacs = int64_t{1} << 14;
+
+/// One group of a direct convolution: y[m, t] = bias[m] + sum_j w[m, j] * col[j, t] for m < Mg, t < P,
+/// where col holds the group's input patches as rows (j = channel * taps + tap, t the output position).
+/// Four output rows at a time, each row of col read once for the four and accumulated over the
+/// positions (vectorised along t).
+[[gnu::target_clones("avx512f", "avx2", "default")]] void directConvGroup(const float* w, const float* bias,
+                                                                          const float* col, float* y, int64_t Mg,
+                                                                          int64_t J, int64_t P) {
+  int64_t m = 0;
+  for (; m + 4 <= Mg; m += 4) {
+    float *y0 = y + m * P, *y1 = y0 + P, *y2 = y1 + P, *y3 = y2 + P;
+    const float *w0 = w + m * J, *w1 = w0 + J, *w2 = w1 + J, *w3 = w2 + J;
+    for (int64_t t = 0; t < P; ++t) {
+      y0[t] = bias[m];
+      y1[t] = bias[m + 1];
+      y2[t] = bias[m + 2];
+      y3[t] = bias[m + 3];
+    }
+    for (int64_t j = 0; j < J; ++j) {
+      const float* c = col + j * P;
+      const float a0 = w0[j], a1 = w1[j], a2 = w2[j], a3 = w3[j];
+#pragma omp simd
+      for (int64_t t = 0; t < P; ++t) {
+        y0[t] += a0 * c[t];
+        y1[t] += a1 * c[t];
+        y2[t] += a2 * c[t];
+        y3[t] += a3 * c[t];
+      }
+    }
+  }
+  for (; m < Mg; ++m) {
+    float* yr = y + m * P;
+    const float* wr = w + m * J;
+    for (int64_t t = 0; t < P; ++t) yr[t] = bias[m];
+    for (int64_t j = 0; j < J; ++j) {
+      const float a = wr[j];
+      const float* c = col + j * P;
+#pragma omp simd
+      for (int64_t t = 0; t < P; ++t) yr[t] += a * c[t];
+    }
+  }
+}
+
 bool startsWith(const char* s, const char* prefix) {
   return std::strncmp(s, prefix, std::strlen(prefix)) == 0;
 }
@@ -278,6 +326,9 @@ void loadResidual(dnnl::stream& s, const Tensor& r, memory& dst, Reorder& reo) {
 
 // ---------------------------------------------------------------------------------------------------------
 
+bool plainElt(const Step& st);
+void applyElt(const Step& st, float a, float b, float* y, int64_t n);
+
 class FusedConvKernel final : public OpKernel {
  public:
   FusedConvKernel(const Node& anchor, std::vector<Step> steps)
@@ -287,12 +338,12 @@ class FusedConvKernel final : public OpKernel {
 
   Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
     if (auto e = expectInput(in, 0, "X"); !e.empty()) return Error{e};
-    if (auto e = expectInput(in, 1, "W"); !e.empty() && !(weights_ && in.size() > 1 && in[1])) return Error{e};
+    if (auto e = expectInput(in, 1, "W"); !e.empty() && !((weights_ || direct_) && in.size() > 1 && in[1])) return Error{e};
     const Tensor& x = *in[0];
     const Tensor& w = *in[1];
     // The caller may give up the weights once this kernel keeps its own folded copy (keepsCopy): the
     // kernel then runs on that copy and W's shape as it was.
-    const bool released = w.empty() && weights_;
+    const bool released = w.empty() && (weights_ || direct_);
     const std::vector<int64_t>& ws = released ? wShape_ : w.shape();
     const Tensor* b = anchorIn_ > 2 && in.size() > 2 && in[2] && !in[2]->empty() ? in[2] : nullptr;
     if (x.dtype() != DType::Float32 || (!released && w.dtype() != DType::Float32) || (b && b->dtype() != DType::Float32))
@@ -312,13 +363,51 @@ class FusedConvKernel final : public OpKernel {
     if (!po) return Error{po.message()};
     std::vector<int64_t> key = x.shape();
     key.insert(key.end(), ws.begin(), ws.end());
-    if (key != key_ || opsKey != opsKey_ || !prim_) {
+    if (key != key_ || opsKey != opsKey_ || (!prim_ && !direct_)) {
       std::vector<int64_t> spatial(x.shape().begin() + 2, x.shape().end());
       std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
       if (node_.hasAttr("kernel_shape") && node_.attrInts("kernel_shape") != kernel)
         return makeError("Conv: kernel_shape does not match W ", shapeString(ws));
       Window win;
       if (auto e = windowGeometry(node_, spatial, kernel, false, win); !e.empty()) return makeError("Conv: ", e);
+      outShape_ = {x.dim(0), M};
+      outShape_.insert(outShape_.end(), win.out.begin(), win.out.end());
+      // A small convolution runs as the backend's own loop (no primitive): its multiply-adds, and every
+      // step after it one the loop applies itself (the folded affine ones, sums, plainElt's activations).
+      int64_t macs = x.dim(0) * M * (C / group);
+      for (size_t i = 2; i < ws.size(); ++i) macs *= ws[i];
+      for (int64_t o : win.out) macs *= o;
+      // 2-D with one group, or four or more output channels per group: a depthwise 2-D filter over
+      // many groups would gather as many patch values as it multiplies, row by short row (slower than
+      // oneDNN's). The ONNX conformance Conv cases (one group) take this path.
+      bool direct = (r == 3 || (r == 4 && (group == 1 || M / group >= 4))) && macs <= kDirectConvMaxMacs;
+      for (const Step& st : steps_)
+        direct = direct && (isFold(st) || st.kind == Step::Sum || (st.kind == Step::Elt && plainElt(st)));
+      if (direct) {
+        if (released && !direct_) return makeError("Conv: the weights were given up but the input shape changed");
+        if (!direct_) wDir_.clear();
+        direct_ = true;
+        win_ = win;
+        prim_ = dnnl::convolution_forward();
+        weights_ = memory();
+        key_ = key;
+        opsKey_ = opsKey;
+        sumIn_ = sumIn;
+      }
+    }
+    if (direct_ && key == key_ && opsKey == opsKey_) {
+      if (!released)
+        if (auto st = prepareDirectWeights(in, w, b, M); !st) return st;
+      return directRun(in, x, M, group, out);
+    }
+    if (key != key_ || opsKey != opsKey_ || !prim_) {
+      std::vector<int64_t> spatial(x.shape().begin() + 2, x.shape().end());
+      std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
+      Window win;
+      if (auto e = windowGeometry(node_, spatial, kernel, false, win); !e.empty()) return makeError("Conv: ", e);
+      if (released && direct_) return makeError("Conv: the weights were given up but the input shape changed");
+      direct_ = false;
+      wDir_.clear();
       outShape_ = {x.dim(0), M};
       outShape_.insert(outShape_.end(), win.out.begin(), win.out.end());
       memory::dims wd = toDims(ws);
@@ -382,6 +471,115 @@ class FusedConvKernel final : public OpKernel {
   }
 
  private:
+  /// The direct path's weights: W with the folded affine steps' scale per output channel (rows of
+  /// C/group * taps, ONNX's own layout), and the bias with their shift; again when W changes.
+  Status prepareDirectWeights(const std::vector<const Tensor*>& in, const Tensor& w, const Tensor* b, int64_t M) {
+    const uint64_t h = sampleHash(w);
+    if (!wDir_.empty() && wPtr_ == w.raw() && wHash_ == h) return Status::ok();
+    std::vector<float> scale(static_cast<size_t>(M), 1.0f), shift(static_cast<size_t>(M), 0.0f);
+    if (b) std::memcpy(shift.data(), b->raw(), static_cast<size_t>(M) * sizeof(float));
+    if (auto st = foldAffine(steps_, in, M, scale, shift); !st) return st;
+    const int64_t row = w.numElements() / M;
+    wDir_.resize(static_cast<size_t>(w.numElements()));
+    const float* pw = static_cast<const float*>(w.raw());
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t k = 0; k < row; ++k)
+        wDir_[static_cast<size_t>(m * row + k)] = pw[m * row + k] * scale[static_cast<size_t>(m)];
+    biasDir_ = std::move(shift);
+    wPtr_ = w.raw();
+    wHash_ = h;
+    wShape_ = w.shape();
+    return Status::ok();
+  }
+
+  /// A small convolution without oneDNN: per batch and group, the input patches gathered once
+  /// (im2col; zeros in the padding), the products over them (directConvGroup), then each output row's
+  /// steps in order. Row-major output; the input and the residual may be channels-last.
+  Status directRun(const std::vector<const Tensor*>& in, const Tensor& x, int64_t M, int64_t group,
+                   std::vector<Tensor>& out) {
+    out.resize(1);
+    if (auto st = out[0].ensure(DType::Float32, outShape_); !st) return st;
+    const float* res = nullptr;
+    bool resNhwc = false;
+    if (sumIn_ >= 0) {
+      const Tensor* rt = static_cast<size_t>(sumIn_) < in.size() ? in[static_cast<size_t>(sumIn_)] : nullptr;
+      if (!rt || rt->dtype() != DType::Float32 || rt->shape() != outShape_)
+        return makeError("the residual operand must be float32 ", shapeString(outShape_));
+      res = static_cast<const float*>(rt->raw());
+      resNhwc = rt->nhwc();
+    }
+    std::vector<std::pair<float, float>> params(steps_.size());
+    for (size_t i = 0; i < steps_.size(); ++i)
+      if (steps_[i].kind == Step::Elt)
+        if (auto e = eltParams(steps_[i], in, params[i].first, params[i].second); !e) return e;
+    const bool twoD = x.rank() == 4;
+    const int64_t N = x.dim(0), C = x.dim(1), H = twoD ? x.dim(2) : 1, W = x.shape().back();
+    const int64_t OH = twoD ? outShape_[2] : 1, OW = outShape_.back();
+    const int64_t kh = twoD ? wShape_[2] : 1, kw = wShape_.back();
+    const int64_t sh = twoD ? win_.strides[0] : 1, sw = win_.strides.back();
+    const int64_t dh = twoD ? win_.dil[0] + 1 : 1, dw = win_.dil.back() + 1;  // oneDNN's dilation is d - 1
+    const int64_t ph = twoD ? win_.padL[0] : 0, pw = win_.padL.back();
+    const int64_t P = OH * OW, Cg = C / group, Mg = M / group, taps = kh * kw, J = Cg * taps;
+    const float* px = static_cast<const float*>(x.raw());
+    const bool xNhwc = x.nhwc();
+    float* py = static_cast<float*>(out[0].raw());
+    thread_local std::vector<float> col;
+    col.resize(static_cast<size_t>(J * P));
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t g = 0; g < group; ++g) {
+        // im2col: row j = (c, ky, kx) of the group holds x at every output position, zeros in the padding;
+        // per output row, the positions whose input column lies inside the image form one range.
+        for (int64_t c = 0; c < Cg; ++c) {
+          const int64_t ch = g * Cg + c;
+          for (int64_t ky = 0; ky < kh; ++ky)
+            for (int64_t kx = 0; kx < kw; ++kx) {
+              float* row = col.data() + ((c * kh + ky) * kw + kx) * P;
+              const int64_t off = kx * dw - pw;  // input column of output column ox: ox * sw + off
+              int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
+              int64_t hi = W - 1 - off < 0 ? 0 : (W - 1 - off) / sw + 1;
+              lo = std::min(lo, OW);
+              hi = std::min(std::max(hi, lo), OW);
+              for (int64_t oy = 0; oy < OH; ++oy) {
+                float* dst = row + oy * OW;
+                const int64_t iy = oy * sh - ph + ky * dh;
+                if (iy < 0 || iy >= H) {
+                  std::fill(dst, dst + OW, 0.0f);
+                  continue;
+                }
+                std::fill(dst, dst + lo, 0.0f);
+                std::fill(dst + hi, dst + OW, 0.0f);
+                if (xNhwc) {
+                  const float* src = px + (n * H + iy) * W * C + ch;
+                  for (int64_t ox = lo; ox < hi; ++ox) dst[ox] = src[(ox * sw + off) * C];
+                } else {
+                  const float* src = px + ((n * C + ch) * H + iy) * W;
+                  if (sw == 1)
+                    std::copy(src + lo + off, src + hi + off, dst + lo);
+                  else
+                    for (int64_t ox = lo; ox < hi; ++ox) dst[ox] = src[ox * sw + off];
+                }
+              }
+            }
+        }
+        float* yg = py + (n * M + g * Mg) * P;
+        directConvGroup(wDir_.data() + g * Mg * J, biasDir_.data() + g * Mg, col.data(), yg, Mg, J, P);
+        for (int64_t m = 0; m < Mg; ++m) {
+          const int64_t mm = g * Mg + m;
+          float* row = yg + m * P;
+          for (size_t i = 0; i < steps_.size(); ++i) {
+            const Step& st = steps_[i];
+            if (isFold(st)) continue;
+            if (st.kind == Step::Sum) {
+              for (int64_t t = 0; t < P; ++t) row[t] += resNhwc ? res[(n * P + t) * M + mm] : res[(n * M + mm) * P + t];
+              continue;
+            }
+            applyElt(st, params[i].first, params[i].second, row, P);
+          }
+        }
+      }
+    return Status::ok();
+  }
+
   /// Folds and reorders the weights once, again when their storage or contents change.
   Status prepareWeights(dnnl::stream& s, const std::vector<const Tensor*>& in, const Tensor& w, const Tensor* b,
                         int64_t M) {
@@ -418,7 +616,7 @@ class FusedConvKernel final : public OpKernel {
  public:
   /// Input i is folded into the kernel's own weights or bias (W, B, and the folded steps' parameters).
   bool keepsCopy(size_t i) const override {
-    if (!weights_) return false;
+    if (!weights_ && !(direct_ && !wDir_.empty())) return false;
     if (i == 1 || (i == 2 && anchorIn_ > 2)) return true;
     for (const Step& st : steps_) {
       if (!isFold(st)) break;
@@ -431,6 +629,8 @@ class FusedConvKernel final : public OpKernel {
     weights_ = memory();
     bias_ = memory();
     prim_ = dnnl::convolution_forward();
+    wDir_ = {};
+    biasDir_ = {};
   }
 
  private:
@@ -449,6 +649,9 @@ class FusedConvKernel final : public OpKernel {
   uint64_t wHash_ = 0;
   std::vector<int64_t> wShape_;
   Reorder srcReorder_, dstReorder_, resReorder_;
+  bool direct_ = false;            ///< The current shapes run directRun, not the primitive.
+  Window win_;                     ///< Their window geometry.
+  std::vector<float> wDir_, biasDir_;  ///< Their folded weights and bias (prepareDirectWeights).
 };
 
 /// Whether applyElt computes this activation (the fused chain of a few-row product runs it itself).

@@ -58,6 +58,7 @@ void Tensor::AlignedFree::operator()(std::byte* p) const noexcept {
 }
 
 bool Tensor::allocate(int64_t bytes) {
+  placed_ = false;
   const size_t alloc = (static_cast<size_t>(bytes) + kAlignment - 1) / kAlignment * kAlignment;
   data_ = std::unique_ptr<std::byte[], AlignedFree>(static_cast<std::byte*>(std::aligned_alloc(kAlignment, alloc)),
                                                     AlignedFree{true});
@@ -75,6 +76,12 @@ Status Tensor::borrow(DType dtype, std::vector<int64_t> shape, void* data, int64
   dtype_ = dtype;
   shape_ = std::move(shape);
   numel_ = n;
+  return Status::ok();
+}
+
+Status Tensor::place(DType dtype, std::vector<int64_t> shape, void* data, int64_t bytes) {
+  if (auto s = borrow(dtype, std::move(shape), data, bytes); !s) return s;
+  placed_ = true;
   return Status::ok();
 }
 
@@ -141,6 +148,7 @@ void Tensor::detach() {
   sharedBytes_ = nullptr;
   capacity_ = 0;
   data_.reset();
+  placed_ = false;
   if (n <= 0 || !src) return;
   if (!allocate(n)) return;
   std::memcpy(data_.get(), src, static_cast<size_t>(n));
@@ -179,7 +187,9 @@ Status Tensor::ensure(DType dtype, const std::vector<int64_t>& shape, int64_t ma
 Status Tensor::ensureNhwc(const std::vector<int64_t>& shape, int64_t maxBytes) {
   if (shape.size() < 3 || shape.size() > 5)
     return makeError("tensor: no channels-last layout for rank ", std::to_string(shape.size()));
-  if (borrowed()) *this = Tensor();  // a view is a plain slice: channels-last data goes elsewhere
+  // A borrowed view is a plain slice of another tensor: channels-last data goes elsewhere. A placed one
+  // is the value's own region: any layout.
+  if (borrowed() && !placed_) *this = Tensor();
   if (auto s = ensure(DType::Float32, shape, maxBytes); !s) return s;
   layout_ = Layout::Nhwc;
   return Status::ok();

@@ -119,7 +119,11 @@ class Tensor {
   /// the shape fits; growing, ensureNhwc() or assigning another tensor takes storage of its own. The
   /// owner of `data` must outlive the view. Copies of a view own their storage.
   Status borrow(DType dtype, std::vector<int64_t> shape, void* data, int64_t bytes);
-  /// True while this tensor is a view made by borrow().
+  /// Like borrow(), but storage that belongs to this tensor's value alone (its region of an executor's
+  /// activation arena): ensure() and ensureNhwc() keep writing there, in either layout, while the size
+  /// fits. The owner of `data` must outlive the view.
+  Status place(DType dtype, std::vector<int64_t> shape, void* data, int64_t bytes);
+  /// True while this tensor is a view made by borrow() or place().
   bool borrowed() const { return data_ && !data_.get_deleter().owned; }
   /// Bytes of storage (the same in every layout).
   int64_t storageBytes() const { return bytes(); }
@@ -185,6 +189,7 @@ class Tensor {
   int64_t numel_ = 0;
   int64_t capacity_ = 0;  ///< Allocated bytes.
   Layout layout_ = Layout::Plain;
+  bool placed_ = false;  ///< data_ is a view made by place() (not by borrow()).
   std::unique_ptr<std::byte[], AlignedFree> data_;
   std::shared_ptr<const TensorData> shared_;  ///< Set for an alias (then data_ is null).
   const std::byte* sharedBytes_ = nullptr;    ///< shared_->data(), resolved once.

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <ctime>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -257,13 +258,13 @@ class Prepared {
   /// Shares activation storage between values whose lifetimes cannot overlap in any run of `seqs` (per
   /// lane, the operators in order; `preds` the data dependencies), as a runtime's memory planner does:
   /// value B may take value A's storage when A's producer and every operator that reads A happen before
-  /// B's producer starts, through the lane orders and the dependencies. Before an operator runs it takes
-  /// its outputs' storage from the previous value of their slot (the slot's last value in the previous
-  /// run for its first value). Model outputs keep their own storage. Peak activation memory then
-  /// follows the plan's live tensors rather than the sum of all of them.
+  /// B's producer starts, through the lane orders and the dependencies. Each value gets a region of one
+  /// arena (Tensor::place), the same in every run, regions overlapping only between values that are
+  /// never alive together. Model outputs, Concat's pre-placed inputs and values of unknown size keep
+  /// storage of their own. Peak activation memory then follows the plan's live tensors rather than the
+  /// sum of all of them.
   void planMemory(const std::vector<std::vector<TaskId>>& seqs, const std::vector<std::vector<OpId>>& preds) {
     const size_t n = g_.nodes.size();
-    steal_.assign(n, {});
     // Happens-before as bitsets over the DAG of dependencies and lane orders.
     std::vector<std::vector<OpId>> before(n);
     for (size_t v = 0; v < n; ++v) before[v] = preds[v];
@@ -297,19 +298,19 @@ class Prepared {
     auto happensBefore = [&](OpId a, OpId b) {
       return (hb[static_cast<size_t>(b) * words + static_cast<size_t>(a) / 64] >> (static_cast<size_t>(a) % 64)) & 1;
     };
-    // Greedy by size, as TensorFlow Lite's planner: the largest values first, each into the smallest
-    // slot holding values whose lifetimes all come entirely before or after its own, else a new slot
-    // of its size. Slots never grow, so their sum stays near the peak of live bytes (first fit in run
-    // order grew slots to fit later, larger values: the PP-OCRv4 detector planned 59 MB for 38 MB).
+    // Offsets in one arena, as TensorFlow Lite's arena does (tensorflow/lite/simple_memory_arena.cc,
+    // SimpleMemoryArena::Allocate): the largest values first, each at the smallest gap between the
+    // values already placed whose lifetimes meet its own (sorted by offset) that fits it, else after
+    // the last of them. Two smaller values alive together can then share the place of a larger one
+    // that died before them, which storage passed along per slot could not (the PP-OCRv5 detector's
+    // slots summed to 46.0 MiB, its arena takes 40.6).
     struct Item {
       OpId op;
       size_t k;
       ValueId v;
-      int64_t bytes;
+      int64_t bytes;  ///< Rounded up to Tensor::kAlignment.
     };
     std::vector<Item> items;
-    std::vector<size_t> pos(n, 0);
-    for (size_t i = 0; i < order.size(); ++i) pos[static_cast<size_t>(order[i])] = i;
     for (OpId x : order) {
       const auto xi = static_cast<size_t>(x);
       if (!kernels_[xi]) continue;
@@ -317,8 +318,11 @@ class Prepared {
       for (size_t k = 0; k < node.outputs.size(); ++k) {
         const ValueId v = node.outputs[k];
         if (v < 0 || g_.values[static_cast<size_t>(v)].isGraphOutput || pinned_[static_cast<size_t>(v)]) continue;
-        const int64_t bytes = g_.values[static_cast<size_t>(v)].bytes();
-        if (bytes > 0) items.push_back({x, k, v, bytes});
+        const Value& val = g_.values[static_cast<size_t>(v)];
+        if (!val.shapeKnown || !tensorDTypeSupported(val.dtype)) continue;
+        const int64_t bytes = val.bytes();
+        constexpr auto kAlign = static_cast<int64_t>(Tensor::kAlignment);
+        if (bytes > 0) items.push_back({x, k, v, (bytes + kAlign - 1) / kAlign * kAlign});
       }
     }
     // a ends before b starts: a's producer and every reader of a happen before b's producer.
@@ -331,52 +335,43 @@ class Prepared {
     std::vector<size_t> bySize(items.size());
     for (size_t i = 0; i < items.size(); ++i) bySize[i] = i;
     std::stable_sort(bySize.begin(), bySize.end(), [&](size_t a, size_t b) { return items[a].bytes > items[b].bytes; });
-    struct Slot {
-      int64_t bytes = 0;
-      std::vector<size_t> members;
-    };
-    std::vector<Slot> slots;
+    std::vector<int64_t> offset(items.size(), -1);
+    std::vector<size_t> placed;  // by offset
+    int64_t total = 0;
     for (size_t i : bySize) {
-      int best = -1;
-      for (size_t si = 0; si < slots.size(); ++si) {
-        const Slot& sl = slots[si];
-        if (best >= 0 && sl.bytes >= slots[static_cast<size_t>(best)].bytes) continue;
-        bool free = true;
-        for (size_t m : sl.members)
-          if (!endsBefore(items[m], items[i]) && !endsBefore(items[i], items[m])) {
-            free = false;
-            break;
-          }
-        if (free) best = static_cast<int>(si);
+      int64_t best = -1, bestGap = std::numeric_limits<int64_t>::max(), at = 0;
+      for (size_t j : placed) {
+        if (endsBefore(items[j], items[i]) || endsBefore(items[i], items[j])) continue;
+        const int64_t gap = offset[j] - at;
+        if (gap >= items[i].bytes && gap < bestGap) {
+          best = at;
+          bestGap = gap;
+        }
+        at = std::max(at, offset[j] + items[j].bytes);
       }
-      if (best < 0) {
-        slots.push_back({items[i].bytes, {i}});
-        continue;
-      }
-      slots[static_cast<size_t>(best)].members.push_back(i);
+      offset[i] = best >= 0 ? best : at;
+      total = std::max(total, offset[i] + items[i].bytes);
+      placed.insert(std::upper_bound(placed.begin(), placed.end(), i,
+                                     [&](size_t a, size_t b) { return offset[a] < offset[b]; }),
+                    i);
     }
-    // Within a slot the values are ordered by happens-before (so by the topological order): each takes
-    // the storage from the one before, the first from the last one of the previous run.
-    for (Slot& sl : slots) {
-      std::sort(sl.members.begin(), sl.members.end(),
-                [&](size_t a, size_t b) { return pos[static_cast<size_t>(items[a].op)] < pos[static_cast<size_t>(items[b].op)]; });
-      for (size_t j = 1; j < sl.members.size(); ++j) {
-        const Item& cur = items[sl.members[j]];
-        const Item& prev = items[sl.members[j - 1]];
-        steal_[static_cast<size_t>(cur.op)].push_back({cur.k, prev.op, prev.k});
-      }
-      if (sl.members.size() > 1) {
-        const Item& first = items[sl.members.front()];
-        const Item& last = items[sl.members.back()];
-        steal_[static_cast<size_t>(first.op)].push_back({first.k, last.op, last.k});
-      }
+    arena_.reset(total > 0 ? static_cast<std::byte*>(std::aligned_alloc(Tensor::kAlignment, static_cast<size_t>(total)))
+                           : nullptr);
+    plannedBytes_ = arena_ ? total : 0;
+    if (!arena_) return;  // out of memory (or nothing to plan): every value takes storage of its own
+    for (size_t i = 0; i < items.size(); ++i) {
+      const Item& it = items[i];
+      const Value& val = g_.values[static_cast<size_t>(it.v)];
+      // Failure leaves the tensor empty: its kernel then allocates, as without a plan.
+      (void)outs_[static_cast<size_t>(it.op)][it.k].place(val.dtype, val.shape, arena_.get() + offset[i], it.bytes);
     }
   }
 
+  /// Bytes of the activation arena planMemory made (0 before, or when it could not allocate it).
+  int64_t plannedBytes() const { return plannedBytes_; }
+
   Status runOne(size_t op) {
     if (!kernels_[op]) return Status::ok();  // an operator fused into a later one's kernel
-    for (const Steal& s : steal_.empty() ? kNoSteals : steal_[op])
-      outs_[op][s.k] = std::move(outs_[static_cast<size_t>(s.fromOp)][s.fromK]);
     auto st = kernels_[op]->run(ins_[op], outs_[op]);
     if (!st) {
       const Node& node = g_.nodes[op];
@@ -454,6 +449,22 @@ class Prepared {
   const std::vector<OpId>& fusedInto() const { return fusedInto_; }
   const std::vector<FusedGroup>& groups() const { return groups_; }
   const Tensor* value(ValueId v) const { return valuePtr_[static_cast<size_t>(v)]; }
+  /// Takes the row-major result of a model output out of the run (no copy), when a kernel of this
+  /// program wrote it into storage of its own; false otherwise (a leaf, channels-last, a view, absent:
+  /// the caller copies value(v)). The program must not run again afterwards.
+  bool takeOutput(ValueId v, Tensor& to) {
+    const OpId p = g_.values[static_cast<size_t>(v)].producer;
+    if (p < 0) return false;
+    const Node& prod = g_.nodes[static_cast<size_t>(p)];
+    for (size_t k = 0; k < prod.outputs.size(); ++k) {
+      if (prod.outputs[k] != v) continue;
+      Tensor& t = outs_[static_cast<size_t>(p)][k];
+      if (valuePtr_[static_cast<size_t>(v)] != &t || t.empty() || t.nhwc() || t.borrowed()) return false;
+      to = std::move(t);
+      return true;
+    }
+    return false;
+  }
 
  private:
   const Graph& g_;
@@ -464,12 +475,12 @@ class Prepared {
   std::vector<std::vector<const Tensor*>> ins_;
   std::vector<OpId> fusedInto_;  ///< Per operator: the last operator of its fused group, -1 when alone.
   std::vector<FusedGroup> groups_;
-  struct Steal {
-    size_t k;       ///< Output of this operator...
-    OpId fromOp;    ///< ...that takes the storage of this operator's output fromK.
-    size_t fromK;
+  /// The activation arena (planMemory): every planned value's tensor is a view of its region.
+  struct FreeBytes {
+    void operator()(std::byte* p) const noexcept { std::free(p); }
   };
-  std::vector<std::vector<Steal>> steal_;  ///< Per operator; empty when no memory plan was made.
+  std::unique_ptr<std::byte[], FreeBytes> arena_;
+  int64_t plannedBytes_ = 0;
   std::vector<bool> pinned_;  ///< Per value: outside the memory plan (a Concat's pre-placed slices and output).
   /// The group (index into groups_) whose kernel runs in this operator's slot; -1 when none.
   int groupIndexOf(OpId op) const {
@@ -481,7 +492,6 @@ class Prepared {
   std::vector<bool> releasing_, ranOnce_;
   std::unique_ptr<std::atomic<int>[]> releasable_;
   std::vector<std::vector<ValueId>> insValue_;
-  inline static const std::vector<Steal> kNoSteals{};
 };
 
 struct RunTimes {
@@ -960,6 +970,25 @@ Result<RunInputs> makeRunInputs(const Graph& g, uint64_t seed, std::map<ValueId,
   return in;
 }
 
+/// The model outputs of a finished program, row-major: moved out of its storage where a kernel wrote
+/// them there (the program is not run again), copied otherwise. A large output (a segmentation map at
+/// full resolution) is then held once more, not twice more, beside the run's buffers.
+Result<std::vector<Tensor>> takeOutputs(const Graph& g, Prepared& prep) {
+  std::vector<Tensor> out(g.outputs.size());
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    const ValueId v = g.outputs[i];
+    const auto first = static_cast<size_t>(std::find(g.outputs.begin(), g.outputs.end(), v) - g.outputs.begin());
+    if (first < i) {  // the same value listed again: the first one's copy
+      out[i] = out[first];
+      continue;
+    }
+    if (prep.takeOutput(v, out[i])) continue;
+    if (const Tensor* t = prep.value(v); t && !t->empty())
+      if (auto st = t->toPlain(out[i]); !st) return Error{st.message()};
+  }
+  return out;
+}
+
 /// The single-device reference run: every operator on `refId`, in topological order, one kernel per
 /// operator (so that fused kernels are checked against the operators they replace), each kernel's
 /// caches freed after it ran; only the model outputs are kept (row-major). `bind` makes model inputs
@@ -991,11 +1020,7 @@ Result<std::vector<Tensor>> referenceRun(const Graph& g, const Backend& backend,
     if (cancel && cancel->load(std::memory_order_relaxed)) return makeError("cancelled");
     return makeError("reference run: ", refTimes.message());
   }
-  std::vector<Tensor> out(g.outputs.size());
-  for (size_t i = 0; i < g.outputs.size(); ++i)
-    if (const Tensor* v = refPrep.value(g.outputs[i]); v && !v->empty())
-      if (auto st = v->toPlain(out[i]); !st) return Error{st.message()};
-  return out;
+  return takeOutputs(g, refPrep);
 }
 
 /// The warm-up and timed runs of one lane program (prepared in `prep`), with disturbed runs discarded
@@ -1205,6 +1230,7 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
   if (auto st = prep->prepare(backend, plan.device, t.deviceIds, o.fuse); !st) return Error{st.message()};
   prep->planMemory(program->seq, in->preds);
   prep->releaseWeightsAsTaken();
+  const int64_t planned = prep->plannedBytes();
   ExecResult r;
   r.fusedInto = prep->fusedInto();
   r.modeSwitchesPerRun = program->modeSwitches;
@@ -1212,26 +1238,32 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
   noteWaitPolicy(layout, plan.device, r);
   if (auto st = timedRuns(team, *prep, plan.device, layout, *program, *in, o, step, r); !st) return Error{st.message()};
   r.concatInputsInPlace = prep->concatInputsInPlace();
-  if (o.keepOutputs) {  // row-major copies of the plan run's outputs
-    r.outputs.resize(g.outputs.size());
-    for (size_t i = 0; i < g.outputs.size(); ++i)
-      if (const Tensor* v = prep->value(g.outputs[i]); v && !v->empty())
-        if (auto st = v->toPlain(r.outputs[i]); !st) return Error{st.message()};
-  }
-  if (!o.checkOutputs) return r;
-  r.outputsChecked = true;
-  r.outputsMatch = true;
-  for (size_t i = 0; i < g.outputs.size(); ++i) {
-    const ValueId out = g.outputs[i];
-    const Tensor* got = prep->value(out);
-    if (!got || got->empty() || refOut[i].empty()) continue;
-    Tensor b;
-    if (auto st = got->toPlain(b); !st) return Error{st.message()};
-    std::string why;
-    if (!tensorsClose(refOut[i], b, o.rtol, r.maxAbsDiff, r.maxRelDiff, &why) && r.outputsMatch) {
-      r.outputsMatch = false;
-      r.mismatch = "output '" + g.values[static_cast<size_t>(out)].name + "': " + why;
+  r.plannedActivationBytes = planned;
+  if (o.checkOutputs) {
+    r.outputsChecked = true;
+    r.outputsMatch = true;
+    for (size_t i = 0; i < g.outputs.size(); ++i) {
+      const ValueId out = g.outputs[i];
+      const Tensor* got = prep->value(out);
+      if (!got || got->empty() || refOut[i].empty()) continue;
+      // Compared where it lies when row-major (model outputs are: nhwcOutputOk), not copied first.
+      Tensor b;
+      if (got->nhwc()) {
+        if (auto st = got->toPlain(b); !st) return Error{st.message()};
+        got = &b;
+      }
+      std::string why;
+      if (!tensorsClose(refOut[i], *got, o.rtol, r.maxAbsDiff, r.maxRelDiff, &why) && r.outputsMatch) {
+        r.outputsMatch = false;
+        r.mismatch = "output '" + g.values[static_cast<size_t>(out)].name + "': " + why;
+      }
     }
+  }
+  refOut.clear();
+  if (o.keepOutputs) {  // the plan run's outputs, row-major (the program is not run again)
+    auto outs = takeOutputs(g, *prep);
+    if (!outs) return Error{outs.message()};
+    r.outputs = std::move(outs).value();
   }
   return r;
 }

@@ -96,6 +96,9 @@ struct ExecResult {
   /// Concat inputs their producers wrote straight into the Concat's output (a pre-placed slice, where
   /// the slices are contiguous), so that the Concat copied nothing for them.
   int concatInputsInPlace = 0;
+  /// Bytes of the plan run's activation arena: its intermediate tensors, each at its own offset, shared
+  /// between tensors never alive together (model outputs and Concat's pre-placed inputs apart).
+  int64_t plannedActivationBytes = 0;
   bool outputsChecked = false;
   bool outputsMatch = false;
   double maxAbsDiff = 0;

@@ -43,6 +43,39 @@ Tensor filled(DType dt, std::vector<int64_t> shape, uint64_t seed) {
   return std::move(*t);
 }
 
+/// A convolution of x [N, C, spatial...] (rank 3 or 4) by W [M, C/group, taps...] with bias B, in
+/// double: the independent reference of the small-convolution tests. Pads are ONNX's (begins, then ends).
+std::vector<double> refConv(const Tensor& x, const Tensor& w, const Tensor& b, int64_t group,
+                            const std::vector<int64_t>& strides, const std::vector<int64_t>& dil,
+                            const std::vector<int64_t>& pads, std::vector<int64_t>& outShape) {
+  const bool twoD = x.rank() == 4;
+  const int64_t N = x.dim(0), C = x.dim(1), H = twoD ? x.dim(2) : 1, W = x.shape().back();
+  const int64_t M = w.dim(0), Cg = C / group, Mg = M / group, kh = twoD ? w.dim(2) : 1, kw = w.shape().back();
+  const int64_t sh = twoD ? strides[0] : 1, sw = strides.back(), dh = twoD ? dil[0] : 1, dw = dil.back();
+  const int64_t ph = twoD ? pads[0] : 0, pw = twoD ? pads[1] : pads[0];
+  const int64_t phEnd = twoD ? pads[2] : 0, pwEnd = twoD ? pads[3] : pads[1];
+  const int64_t OH = (H + ph + phEnd - (kh - 1) * dh - 1) / sh + 1, OW = (W + pw + pwEnd - (kw - 1) * dw - 1) / sw + 1;
+  outShape = twoD ? std::vector<int64_t>{N, M, OH, OW} : std::vector<int64_t>{N, M, OW};
+  std::vector<double> y(static_cast<size_t>(N * M * OH * OW));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t oy = 0; oy < OH; ++oy)
+        for (int64_t ox = 0; ox < OW; ++ox) {
+          double acc = b.data<float>()[m];
+          for (int64_t c = 0; c < Cg; ++c)
+            for (int64_t ky = 0; ky < kh; ++ky)
+              for (int64_t kx = 0; kx < kw; ++kx) {
+                const int64_t iy = oy * sh - ph + ky * dh, ix = ox * sw - pw + kx * dw;
+                if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                const int64_t ch = (m / Mg) * Cg + c;
+                acc += double(x.data<float>()[((n * C + ch) * H + iy) * W + ix]) *
+                       double(w.data<float>()[((m * Cg + c) * kh + ky) * kw + kx]);
+              }
+          y[static_cast<size_t>(((n * M + m) * OH + oy) * OW + ox)] = acc;
+        }
+  return y;
+}
+
 /// Naive C = A * B for row-major float matrices: the independent reference.
 std::vector<float> refMatMul(const Tensor& a, const Tensor& b) {
   const int64_t M = a.dim(0), K = a.dim(1), N = b.dim(1);
@@ -312,6 +345,130 @@ class TestCpuKernels : public QObject {
             std::max(worst, std::abs(double(plain.data<float>()[c * cols + o]) - acc) / std::max(1.0, std::abs(acc)));
       }
     QVERIFY2(worst < 1e-4, std::to_string(worst).c_str());
+  }
+
+  /// Convolutions small enough for the backend's own loop (no oneDNN primitive: Silero VAD's 1-D
+  /// convolutions over nine frames), and one just above the threshold, against refConv: grouped,
+  /// depthwise, pointwise, strided, dilated, asymmetric pads, 1-D and 2-D.
+  void smallConvolutions_data() {
+    QTest::addColumn<std::vector<int64_t>>("xShape");
+    QTest::addColumn<std::vector<int64_t>>("wShape");
+    QTest::addColumn<int64_t>("group");
+    QTest::addColumn<std::vector<int64_t>>("strides");
+    QTest::addColumn<std::vector<int64_t>>("dil");
+    QTest::addColumn<std::vector<int64_t>>("pads");
+    using V = std::vector<int64_t>;
+    QTest::newRow("1-D depthwise k5 pad 2 (Silero)") << V{1, 16, 9} << V{16, 1, 5} << int64_t{16} << V{1} << V{1} << V{2, 2};
+    QTest::newRow("1-D pointwise 64 to 16") << V{1, 64, 9} << V{16, 64, 1} << int64_t{1} << V{1} << V{1} << V{0, 0};
+    QTest::newRow("1-D pointwise stride 2") << V{1, 16, 9} << V{32, 16, 1} << int64_t{1} << V{2} << V{1} << V{0, 0};
+    QTest::newRow("1-D 2 groups k3 dilation 2 stride 2") << V{2, 6, 11} << V{4, 3, 3} << int64_t{2} << V{2} << V{2} << V{1, 2};
+    QTest::newRow("2-D 3x3 stride 2 asymmetric pads") << V{1, 3, 7, 5} << V{4, 3, 3, 3} << int64_t{1} << V{2, 2} << V{1, 1} << V{1, 0, 1, 2};
+    QTest::newRow("2-D depthwise 3x3 (oneDNN: one channel per group)") << V{1, 8, 6, 6} << V{8, 1, 3, 3} << int64_t{8} << V{1, 1} << V{1, 1} << V{1, 1, 1, 1};
+    QTest::newRow("2-D 2 groups of 4 channels, 3x3") << V{1, 8, 6, 6} << V{8, 4, 3, 3} << int64_t{2} << V{1, 1} << V{1, 1} << V{1, 1, 1, 1};
+    QTest::newRow("1-D above the threshold (oneDNN)") << V{1, 64, 64} << V{64, 64, 3} << int64_t{1} << V{1} << V{1} << V{1, 1};
+  }
+  void smallConvolutions() {
+    QFETCH(std::vector<int64_t>, xShape);
+    QFETCH(std::vector<int64_t>, wShape);
+    QFETCH(int64_t, group);
+    QFETCH(std::vector<int64_t>, strides);
+    QFETCH(std::vector<int64_t>, dil);
+    QFETCH(std::vector<int64_t>, pads);
+    auto cpu = makeCpuBackend();
+    Graph g = oneNode("Conv", {{DType::Float32, xShape}, {DType::Float32, wShape}, {DType::Float32, {wShape[0]}}}, 1,
+                      {{"group", intAttr(group)},
+                       {"strides", Attribute{strides}},
+                       {"dilations", Attribute{dil}},
+                       {"pads", Attribute{pads}}});
+    const Tensor x = filled(DType::Float32, xShape, 11), w = filled(DType::Float32, wShape, 12),
+                 b = filled(DType::Float32, {wShape[0]}, 13);
+    std::vector<int64_t> outShape;
+    const std::vector<double> want = refConv(x, w, b, group, strides, dil, pads, outShape);
+    auto k = cpu->prepare(g, 0, "core0");
+    QVERIFY2(k.isOk(), k.message().c_str());
+    for (int run = 0; run < 2; ++run) {  // the second run on the weights it prepared in the first
+      std::vector<Tensor> outs;
+      Status st = (*k)->run({&x, &w, &b}, outs);
+      QVERIFY2(st.isOk(), st.message().c_str());
+      QCOMPARE(outs.at(0).shape(), outShape);
+      Tensor plain;
+      QVERIFY(outs[0].toPlain(plain).isOk());
+      double worst = 0;
+      for (size_t i = 0; i < want.size(); ++i)
+        worst = std::max(worst, std::abs(double(plain.data<float>()[i]) - want[i]) / std::max(1.0, std::abs(want[i])));
+      QVERIFY2(worst < 1e-5, std::to_string(worst).c_str());
+    }
+  }
+
+  /// A small Conv with the steps fused into it (BatchNormalization folded, Relu, a residual Add, then a
+  /// Clip), as the executor runs the group, against refConv and the steps computed here.
+  void smallConvolutionChain() {
+    auto cpu = makeCpuBackend();
+    Graph g;
+    g.opsetVersion = 17;
+    auto value = [&](const std::string& name, std::vector<int64_t> shape, bool input, bool weight) {
+      Value v;
+      v.name = name;
+      v.dtype = DType::Float32;
+      v.shape = std::move(shape);
+      v.shapeKnown = true;
+      v.isGraphInput = input;
+      v.isWeight = weight;
+      const ValueId id = g.addValue(v);
+      if (input) g.inputs.push_back(id);
+      return id;
+    };
+    const int64_t C = 8, M = 8, T = 9;
+    const ValueId x = value("x", {1, C, T}, true, false), r = value("r", {1, M, T}, true, false);
+    const ValueId w = value("w", {M, C, 3}, false, true), bias = value("b", {M}, false, true);
+    const ValueId sc = value("scale", {M}, false, true), sh = value("shift", {M}, false, true),
+                  mean = value("mean", {M}, false, true), var = value("var", {M}, false, true);
+    const ValueId y0 = value("y0", {1, M, T}, false, false), y1 = value("y1", {1, M, T}, false, false),
+                  y2 = value("y2", {1, M, T}, false, false), y3 = value("y3", {1, M, T}, false, false),
+                  y4 = value("y4", {1, M, T}, false, false);
+    auto node = [&](const std::string& type, std::vector<ValueId> ins, ValueId out, std::map<std::string, Attribute> a = {}) {
+      Node n;
+      n.name = type;
+      n.opType = type;
+      n.inputs = std::move(ins);
+      n.outputs = {out};
+      n.attrs = std::move(a);
+      g.addNode(n);
+    };
+    node("Conv", {x, w, bias}, y0, {{"pads", Attribute{std::vector<int64_t>{1, 1}}}});
+    node("BatchNormalization", {y0, sc, sh, mean, var}, y1);
+    node("Relu", {y1}, y2);
+    node("Add", {y2, r}, y3);
+    Attribute lo{-0.25}, hi{0.75};
+    node("Clip", {y3}, y4, {{"min", lo}, {"max", hi}});
+    g.values[static_cast<size_t>(y4)].isGraphOutput = true;
+    g.outputs.push_back(y4);
+    g.rebuildIndex();
+    std::map<ValueId, Tensor> values;
+    values[x] = filled(DType::Float32, {1, C, T}, 21);
+    values[r] = filled(DType::Float32, {1, M, T}, 22);
+    values[w] = filled(DType::Float32, {M, C, 3}, 23);
+    values[bias] = filled(DType::Float32, {M}, 24);
+    values[sc] = filled(DType::Float32, {M}, 25);
+    values[sh] = filled(DType::Float32, {M}, 26);
+    values[mean] = filled(DType::Float32, {M}, 27);
+    values[var] = filled(DType::Float32, {M}, 28);
+    for (int64_t m = 0; m < M; ++m) values[var].data<float>()[m] = std::abs(values[var].data<float>()[m]) + 0.5f;
+    std::vector<int64_t> outShape;
+    const std::vector<double> conv = refConv(values[x], values[w], values[bias], 1, {1}, {1}, {1, 1}, outShape);
+    auto fused = test::runGraphFused(g, *cpu, "core0", values);
+    QVERIFY2(fused.isOk(), fused.message().c_str());
+    QCOMPARE(*fused, 1);  // the five operators ran as one kernel
+    double worst = 0;
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t t = 0; t < T; ++t) {
+        const auto f = [&](ValueId v) { return double(values[v].data<float>()[m]); };
+        double v = (conv[static_cast<size_t>(m * T + t)] - f(mean)) / std::sqrt(f(var) + 1e-5) * f(sc) + f(sh);
+        v = std::max(v, 0.0) + double(values[r].data<float>()[m * T + t]);
+        v = std::min(0.75, std::max(-0.25, v));
+        worst = std::max(worst, std::abs(double(values[y4].data<float>()[m * T + t]) - v));
+      }
+    QVERIFY2(worst < 1e-5, std::to_string(worst).c_str());
   }
 
   void sameResultOnEveryDevice() {
