@@ -85,6 +85,33 @@ void GanttChart::setWorkload(const WorkloadMarks& w) {
   for (const auto& r : workload_.requests) ok = ok && r.model >= 0 && r.model < models;
   for (int r : workload_.requestOfTask) ok = ok && r < static_cast<int>(workload_.requests.size());
   if (!ok) workload_ = {};  // marks of another workload: not trusted
+  // Requests of one model that overlap in time (several per release, or one still running at the next
+  // release) go to separate lanes of its row, the first free one by release time, at most four.
+  requestLane_.assign(workload_.requests.size(), 0);
+  modelLanes_.assign(workload_.models.size(), 1);
+  std::vector<size_t> order(workload_.requests.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [this](size_t a, size_t b) {
+    return workload_.requests[a].releaseUs < workload_.requests[b].releaseUs;
+  });
+  std::vector<std::vector<double>> laneEnd(workload_.models.size());
+  for (size_t i : order) {
+    const auto& q = workload_.requests[i];
+    const double end = q.dropped ? q.deadlineUs : std::max(q.endUs, q.releaseUs);
+    auto& ends = laneEnd[static_cast<size_t>(q.model)];
+    size_t lane = 0;
+    while (lane < ends.size() && ends[lane] > q.releaseUs) ++lane;
+    if (lane == ends.size()) {
+      if (ends.size() < 4) {
+        ends.push_back(end);
+      } else {
+        lane = static_cast<size_t>(std::min_element(ends.begin(), ends.end()) - ends.begin());
+      }
+    }
+    ends[lane] = std::max(ends[lane], end);
+    requestLane_[i] = static_cast<int>(lane);
+    modelLanes_[static_cast<size_t>(q.model)] = std::max(modelLanes_[static_cast<size_t>(q.model)], static_cast<int>(lane) + 1);
+  }
   relayout();
 }
 
@@ -634,33 +661,40 @@ void GanttChart::paint(QPainter& p, const Frame& f, const TimeScale& sc, const Q
 void GanttChart::paintRequests(QPainter& p, const Frame& f, const TimeScale& sc, int row) {
   const int model = rows_[static_cast<size_t>(row)].device;
   const double rowTop = f.rowsTop + row * f.rowHeight;
-  const double top = rowTop + std::max(3.0, f.rowHeight * 0.22);
-  const double h = f.rowHeight - 2 * std::max(3.0, f.rowHeight * 0.22);
+  // Each request in its lane (overlapping requests of the model stack); dropped ones first.
+  const int lanes = model >= 0 && static_cast<size_t>(model) < modelLanes_.size() ? modelLanes_[static_cast<size_t>(model)] : 1;
+  const double margin = lanes > 1 ? std::max(2.0, f.rowHeight * 0.12) : std::max(3.0, f.rowHeight * 0.22);
+  const double laneH = (f.rowHeight - 2 * margin) / lanes;
   const double left = f.plotLeft, right = f.plotLeft + f.plotWidth;
   const QColor base = modelBaseColor(model), red(0xC0, 0x39, 0x2B);
   auto x = [&](double us) { return std::clamp(left + sc.xAt(us), left - 1, right + 1); };
-  for (const auto& q : workload_.requests) {
-    if (q.model != model) continue;
-    const double end = q.dropped ? q.deadlineUs : q.endUs;
-    const double x0 = x(q.releaseUs), x1 = std::max(x0 + 1, x(end)), xd = x(q.deadlineUs);
-    if (x1 < left || x0 > right) continue;
-    if (q.dropped) {
-      // Dropped: never ran to its end; hatched red up to its deadline.
-      p.fillRect(QRectF(x0, top, x1 - x0, h), QBrush(red, Qt::BDiagPattern));
-      p.setPen(QPen(red, 1));
-      p.setBrush(Qt::NoBrush);
-      p.drawRect(QRectF(x0, top, x1 - x0, h).adjusted(0.5, 0.5, -0.5, -0.5));
-    } else if (q.missed()) {
-      p.fillRect(QRectF(x0, top, std::max(0.0, xd - x0), h), base);
-      p.fillRect(QRectF(xd, top, std::max(1.0, x1 - xd), h), red);  // the part past the deadline
-    } else {
-      p.fillRect(QRectF(x0, top, x1 - x0, h), base);
-    }
-    ++lastMarks_;
-    // The deadline: a tick across the row, red when missed.
-    if (xd >= left && xd <= right) {
-      p.setPen(QPen(q.missed() ? red : QColor(0x22, 0x22, 0x22), 1.5));
-      p.drawLine(QPointF(xd, rowTop + 2), QPointF(xd, rowTop + f.rowHeight - 2));
+  for (const bool droppedPass : {true, false}) {
+    for (size_t qi = 0; qi < workload_.requests.size(); ++qi) {
+      const auto& q = workload_.requests[qi];
+      if (q.model != model || q.dropped != droppedPass) continue;
+      const double end = q.dropped ? q.deadlineUs : q.endUs;
+      const double x0 = x(q.releaseUs), x1 = std::max(x0 + 1, x(end)), xd = x(q.deadlineUs);
+      if (x1 < left || x0 > right) continue;
+      const double top = rowTop + margin + laneH * (qi < requestLane_.size() ? requestLane_[qi] : 0);
+      const double h = std::max(1.0, laneH - (lanes > 1 ? 1 : 0));
+      if (q.dropped) {
+        // Dropped: never ran to its end; hatched red up to its deadline.
+        p.fillRect(QRectF(x0, top, x1 - x0, h), QBrush(red, Qt::BDiagPattern));
+        p.setPen(QPen(red, 1));
+        p.setBrush(Qt::NoBrush);
+        p.drawRect(QRectF(x0, top, x1 - x0, h).adjusted(0.5, 0.5, -0.5, -0.5));
+      } else if (q.missed()) {
+        p.fillRect(QRectF(x0, top, std::max(0.0, xd - x0), h), base);
+        p.fillRect(QRectF(xd, top, std::max(1.0, x1 - xd), h), red);  // the part past the deadline
+      } else {
+        p.fillRect(QRectF(x0, top, x1 - x0, h), base);
+      }
+      ++lastMarks_;
+      // The deadline: a tick across the row, red when missed.
+      if (xd >= left && xd <= right) {
+        p.setPen(QPen(q.missed() ? red : QColor(0x22, 0x22, 0x22), 1.5));
+        p.drawLine(QPointF(xd, rowTop + 2), QPointF(xd, rowTop + f.rowHeight - 2));
+      }
     }
   }
 }

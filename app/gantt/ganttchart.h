@@ -186,6 +186,8 @@ class GanttChart {
   std::vector<QColor> colors_;
   StreamMarks stream_;
   WorkloadMarks workload_;
+  std::vector<int> requestLane_;  ///< Per request: its lane in its model's row (requests that overlap in time stack).
+  std::vector<int> modelLanes_;   ///< Per model: the lanes its row is split into.
   QStringList drawnLegend_;
   std::vector<GanttRow> rows_;
   GanttBars bars_;
