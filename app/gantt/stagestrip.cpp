@@ -117,8 +117,8 @@ void StageStrip::paintEvent(QPaintEvent*) {
                          : deviceColor(s.device);
     const QRectF r(x0, top, std::max(1.0, x1 - x0), h);
     p.fillRect(r, c);
-    if (s.device == bottleneck_) {
-      p.setPen(QPen(QColor(0xC0, 0x39, 0x2B), 2));
+    if (s.device == bottleneck_) {  // ink, not red: a device's own colour may be red
+      p.setPen(QPen(QColor(0x22, 0x22, 0x22), 2));
       p.setBrush(Qt::NoBrush);
       p.drawRect(r.adjusted(1, 1, -1, -1));
     }
@@ -129,7 +129,8 @@ void StageStrip::paintEvent(QPaintEvent*) {
       const QString name = s.device >= 0 && static_cast<size_t>(s.device) < deviceNames_.size()
                                ? deviceNames_[static_cast<size_t>(s.device)]
                                : QStringLiteral("?");
-      const QString text = tr("%1: %2 ops, %3").arg(name).arg(s.size()).arg(TimeScale::formatDuration(busy));
+      QString text = tr("%1: %2 ops, %3").arg(name).arg(s.size()).arg(TimeScale::formatDuration(busy));
+      if (s.device == bottleneck_) text += tr(" (bottleneck)");
       p.setPen(textColorOn(c));
       p.drawText(r.adjusted(3, 0, -3, 0), Qt::AlignLeft | Qt::AlignVCenter,
                  fm.elidedText(text, Qt::ElideRight, static_cast<int>(x1 - x0) - 6));
