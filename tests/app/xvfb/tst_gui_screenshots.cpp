@@ -4,7 +4,8 @@
 // PARTEX_SCREENSHOT_DIR/main-WxH.png; at 1600x1000 the graph canvas must take at least 45 % of the
 // window, a comparison of ten algorithms must show all ten rows and every column without a scroll bar,
 // and a generated Llama-2-7B decode step on desktop-rtx4070, planned by best, must open as 32 layer
-// blocks plus the embedding and the head (docs/images holds the pictures of the last run).
+// blocks plus the embedding and the head; a workload of two generated models sharing mobile-soc opens
+// with its joint schedule (workload-1600x1000.png) (docs/images holds the pictures of the last run).
 #include <QtTest>
 
 #include <fstream>
