@@ -2,7 +2,6 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -65,19 +64,10 @@ int runWorkload(const WorkloadArgs& a) {
     for (const auto& k : workloadAlgorithms()) known = known || k == al;
     if (!known) return fail("--algo: unknown workload scheduler '" + al + "' (band, partex)");
   }
-  // The models, each on the platform; relative paths from the workload file's folder.
-  const std::filesystem::path dir = std::filesystem::path(a.file).parent_path();
-  std::vector<Problem> problems;
-  problems.reserve(w->models.size());
-  for (const auto& m : w->models) {
-    std::string path = m.model;
-    if (!isGeneratorRef(path) && std::filesystem::path(path).is_relative() && !dir.empty()) path = (dir / path).string();
-    auto p = partex::loadProblem(path, a.platform, {});  // core's: its notes (a task graph's ignored platform) are not for a workload
-    if (!p) return fail(a.file + ": model \"" + m.name + "\": " + p.message());
-    if (!p->platform)
-      return fail(a.file + ": model \"" + m.name + "\": a task graph carries its own devices; a workload needs models (ONNX files or gen: references) on one platform");
-    problems.push_back(std::move(*p));
-  }
+  // The models, each on the platform (core's loader, the GUI's too).
+  auto loaded = loadWorkloadProblems(*w, a.file, a.platform);
+  if (!loaded) return fail(loaded.message());
+  const std::vector<Problem>& problems = *loaded;
   std::vector<const CostTable*> tables;
   for (const auto& p : problems) tables.push_back(&p.table);
   std::vector<WorkloadResult> results;

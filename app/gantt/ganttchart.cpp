@@ -67,6 +67,7 @@ void GanttChart::setTimeline(const partex::CostTable* t, const partex::Timeline&
   }
   colors_ = deviceColors;
   stream_ = {};
+  workload_ = {};
   relayout();
   setSelectedTasks({});  // the tasks of another timeline: the caller selects again
 }
@@ -75,6 +76,87 @@ void GanttChart::setStream(const StreamMarks& s) {
   stream_ = s;
   if (stream_.tasksPerInference < 0 || !std::isfinite(stream_.periodUs) || !std::isfinite(stream_.periodStartUs)) stream_ = {};
   relayout();  // the bottleneck's row label is wider
+}
+
+void GanttChart::setWorkload(const WorkloadMarks& w) {
+  workload_ = w;
+  const int models = static_cast<int>(workload_.models.size());
+  bool ok = true;
+  for (const auto& r : workload_.requests) ok = ok && r.model >= 0 && r.model < models;
+  for (int r : workload_.requestOfTask) ok = ok && r < static_cast<int>(workload_.requests.size());
+  if (!ok) workload_ = {};  // marks of another workload: not trusted
+  // Requests of one model that overlap in time (several per release, or one still running at the next
+  // release) go to separate lanes of its row, the first free one by release time, at most four.
+  requestLane_.assign(workload_.requests.size(), 0);
+  modelLanes_.assign(workload_.models.size(), 1);
+  std::vector<size_t> order(workload_.requests.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [this](size_t a, size_t b) {
+    return workload_.requests[a].releaseUs < workload_.requests[b].releaseUs;
+  });
+  std::vector<std::vector<double>> laneEnd(workload_.models.size());
+  for (size_t i : order) {
+    const auto& q = workload_.requests[i];
+    const double end = q.dropped ? q.deadlineUs : std::max(q.endUs, q.releaseUs);
+    auto& ends = laneEnd[static_cast<size_t>(q.model)];
+    size_t lane = 0;
+    while (lane < ends.size() && ends[lane] > q.releaseUs) ++lane;
+    if (lane == ends.size()) {
+      if (ends.size() < 4) {
+        ends.push_back(end);
+      } else {
+        lane = static_cast<size_t>(std::min_element(ends.begin(), ends.end()) - ends.begin());
+      }
+    }
+    ends[lane] = std::max(ends[lane], end);
+    requestLane_[i] = static_cast<int>(lane);
+    modelLanes_[static_cast<size_t>(q.model)] = std::max(modelLanes_[static_cast<size_t>(q.model)], static_cast<int>(lane) + 1);
+  }
+  relayout();
+}
+
+int GanttChart::modelOfTask(int task) const {
+  if (workload_.models.empty() || task < 0 || static_cast<size_t>(task) >= workload_.requestOfTask.size()) return -1;
+  const int r = workload_.requestOfTask[static_cast<size_t>(task)];
+  return r < 0 ? -1 : workload_.requests[static_cast<size_t>(r)].model;
+}
+
+namespace {
+
+/// One hue per model, far apart on the colour wheel (blue, orange, green, purple, red, teal, yellow,
+/// indigo); a ninth model and later ones step round the wheel.
+constexpr int kModelHues[] = {210, 28, 130, 285, 350, 175, 55, 250};
+
+int modelHue(int model) {
+  const int n = static_cast<int>(sizeof kModelHues / sizeof kModelHues[0]);
+  return model >= 0 && model < n ? kModelHues[model] : (model * 47) % 360;
+}
+
+/// A model's own colour (its request row, its legend swatch): the hue at a middle shade.
+QColor modelBaseColor(int model) {
+  return QColor::fromHsl(modelHue(model), 170, 128);
+}
+
+}  // namespace
+
+QColor GanttChart::modelColor(int model, int device, int devices) {
+  const int span = std::max(1, devices - 1);
+  const int l = 80 + std::clamp(device, 0, span) * 110 / span;  // darkest on device 0, lightest on the last
+  return QColor::fromHsl(modelHue(model), 170, l);
+}
+
+QColor GanttChart::taskColor(int task) const {
+  const int d = task >= 0 && static_cast<size_t>(task) < tl_.tasks.size() ? tl_.tasks[static_cast<size_t>(task)].device : -1;
+  const int model = modelOfTask(task);
+  if (model < 0) return deviceColorOf(d);
+  const int devices = table_ ? table_->numDevices() - (workload_.hiddenDevice >= 0 ? 1 : 0) : 1;
+  return modelColor(model, d, devices);
+}
+
+std::pair<int, int> GanttChart::deadlinesMet() const {
+  int met = 0;
+  for (const auto& r : workload_.requests) met += r.missed() ? 0 : 1;
+  return {met, static_cast<int>(workload_.requests.size())};
 }
 
 void GanttChart::setPreview(const partex::Timeline* tl, const std::vector<partex::FusedKernel>& fused) {
@@ -117,6 +199,24 @@ void GanttChart::relayout() {
   previewBars_ = {};
   if (table_) {
     rows_ = ganttRows(*table_, {&tl_, preview_ ? &*preview_ : nullptr});
+    if (!workload_.models.empty()) {
+      // The clock's row goes (its tasks are the gaps between releases); a row per model comes last.
+      const int hidden = workload_.hiddenDevice;
+      rows_.erase(std::remove_if(rows_.begin(), rows_.end(),
+                                 [hidden](const GanttRow& r) {
+                                   return hidden >= 0 && ((r.kind == GanttRowKind::Device && r.device == hidden) ||
+                                                          (r.kind == GanttRowKind::Link && r.link < 0 &&
+                                                           (r.from == hidden || r.to == hidden)));
+                                 }),
+                  rows_.end());
+      for (size_t m = 0; m < workload_.models.size(); ++m) {
+        GanttRow r;
+        r.kind = GanttRowKind::Requests;
+        r.device = static_cast<int>(m);
+        r.label = workload_.models[m];
+        rows_.push_back(r);
+      }
+    }
     bars_ = ganttBars(*table_, rows_, tl_, fused_);
     if (preview_) previewBars_ = ganttBars(*table_, rows_, *preview_, previewFused_);
   }
@@ -164,6 +264,13 @@ QString GanttChart::makespanText() const {
              .arg(TimeScale::formatDuration(stream_.periodUs))
              .arg(stream_.periodUs > 0 ? 1e6 / stream_.periodUs : 0.0, 0, 'f', 1)
              .arg(TimeScale::formatDuration(stream_.latencyUs));
+    return s;
+  }
+  if (!workload_.models.empty() && !preview_) {
+    const auto [met, all] = deadlinesMet();
+    s += tr("%1 of %2 deadlines met").arg(met).arg(all);
+    if (met < all) s += tr(" (%1 missed)").arg(all - met);
+    s += tr(", makespan ") + TimeScale::formatDuration(m);
     return s;
   }
   s += (preview_ ? tr("preview makespan ") : tr("makespan ")) + TimeScale::formatDuration(m);
@@ -260,6 +367,28 @@ QRectF GanttChart::taskRect(const Frame& f, const TimeScale& sc, int task) const
 }
 
 QString GanttChart::toolTipAt(const Frame& f, const TimeScale& sc, const QPointF& pos) const {
+  if (const int row = rowAtY(f, pos.y());
+      row >= 0 && rows_[static_cast<size_t>(row)].kind == GanttRowKind::Requests && pos.x() >= f.plotLeft) {
+    // A request's span (release to end, or to its deadline when dropped), within 2 px.
+    const double t = sc.timeAt(pos.x() - f.plotLeft), tol = 2 * sc.usPerPixel;
+    const int model = rows_[static_cast<size_t>(row)].device;
+    int index = 0;
+    for (const auto& q : workload_.requests) {
+      if (q.model != model) continue;
+      const double end = q.dropped ? q.deadlineUs : q.endUs;
+      if (t >= q.releaseUs - tol && t <= end + tol) {
+        const QString what = q.dropped ? tr("dropped") : (q.missed() ? tr("deadline missed by %1").arg(TimeScale::formatDuration(q.endUs - q.deadlineUs)) : tr("deadline met"));
+        return tr("<b>%1 #%2</b><br>released %3<br>%4<br>deadline %5<br>%6")
+            .arg(workload_.models[static_cast<size_t>(model)].toHtmlEscaped())
+            .arg(index)
+            .arg(TimeScale::formatDuration(q.releaseUs),
+                 q.dropped ? tr("never ran to its end") : tr("ended %1, latency %2").arg(TimeScale::formatDuration(q.endUs), TimeScale::formatDuration(q.endUs - q.releaseUs)),
+                 TimeScale::formatDuration(q.deadlineUs), what);
+      }
+      ++index;
+    }
+    return {};
+  }
   auto [r, i] = barAt(f, sc, pos);
   if (r < 0) return {};
   const auto& t = *table_;
@@ -326,7 +455,7 @@ void GanttChart::paintRowBars(QPainter& p, const Frame& f, const TimeScale& sc, 
   };
   auto colorOf = [&](const GanttBar& b) {
     QColor c = b.kind == GanttBarKind::Task
-                   ? rowColor
+                   ? (workload_.models.empty() ? rowColor : taskColor(b.index))
                    : deviceColorOf(tl.transfers[static_cast<size_t>(b.index)].from).lighter(125);
     if (oddInference(b)) c = c.lighter(145);
     c.setAlpha(alpha);
@@ -360,7 +489,13 @@ void GanttChart::paintRowBars(QPainter& p, const Frame& f, const TimeScale& sc, 
       ++lastMarks_;
       if (oddInference(b) && !ghost) p.fillRect(rect, QBrush(c.darker(130), Qt::BDiagPattern));
       if (ghost || x1 - x0 < 6) continue;
-      p.setPen(QPen(c.darker(160), 0));
+      // A workload's request that missed its deadline: its operators outlined in red.
+      const int req = b.kind == GanttBarKind::Task && !workload_.models.empty() &&
+                              static_cast<size_t>(b.index) < workload_.requestOfTask.size()
+                          ? workload_.requestOfTask[static_cast<size_t>(b.index)]
+                          : -1;
+      const bool missed = req >= 0 && workload_.requests[static_cast<size_t>(req)].missed();
+      p.setPen(missed ? QPen(QColor(0xC0, 0x39, 0x2B), 1.5) : QPen(c.darker(160), 0));
       p.setBrush(Qt::NoBrush);
       p.drawRect(rect.adjusted(0.5, 0.5, -0.5, -0.5));
       if (b.kernel >= 0) {
@@ -402,9 +537,13 @@ void GanttChart::paint(QPainter& p, const Frame& f, const TimeScale& sc, const Q
   // Header: the makespan, large.
   p.setPen(ink);
   p.setFont(pixelFont(font_, kHeaderFontPx, true));
-  p.drawText(QRectF(a.left() + 10, a.top(), a.width() - 20, kHeaderH), Qt::AlignLeft | Qt::AlignVCenter,
-             makespanText());
+  const QString header = makespanText();
+  p.drawText(QRectF(a.left() + 10, a.top(), a.width() - 20, kHeaderH), Qt::AlignLeft | Qt::AlignVCenter, header);
+  drawnLegend_.clear();
   if (!table_) return;
+  if (!workload_.models.empty())
+    paintLegend(p, QRectF(a.left(), a.top(), a.width(), kHeaderH),
+                a.left() + 10 + QFontMetrics(p.font()).horizontalAdvance(header));
 
   const double rowsBottom = f.rowsTop + f.rowHeight * static_cast<double>(rows_.size());
   const double right = f.plotLeft + f.plotWidth;
@@ -418,7 +557,13 @@ void GanttChart::paint(QPainter& p, const Frame& f, const TimeScale& sc, const Q
     if (i % 2) p.fillRect(QRectF(a.left(), rowRect.top(), right - a.left(), f.rowHeight), QColor(0xF6, 0xF6, 0xF6));
     const auto& r = rows_[i];
     double textLeft = a.left() + 8;
-    if (r.kind == GanttRowKind::Device) {
+    if (r.kind == GanttRowKind::Requests) {
+      const double sw = std::min(12.0, f.rowHeight - 4);
+      p.fillRect(QRectF(textLeft, rowRect.center().y() - sw / 2, sw, sw), modelBaseColor(r.device));
+      textLeft += sw + 6;
+      p.setFont(labelFont);
+      p.setPen(ink);
+    } else if (r.kind == GanttRowKind::Device) {
       const double sw = std::min(12.0, f.rowHeight - 4);
       p.fillRect(QRectF(textLeft, rowRect.center().y() - sw / 2, sw, sw), deviceColorOf(r.device));
       textLeft += sw + 6;
@@ -451,6 +596,10 @@ void GanttChart::paint(QPainter& p, const Frame& f, const TimeScale& sc, const Q
   for (size_t i = 0; i < rows_.size(); ++i) {
     const QRectF rowRect(a.left(), f.rowsTop + static_cast<double>(i) * f.rowHeight, a.width(), f.rowHeight);
     if (!rowRect.intersects(dirty)) continue;
+    if (rows_[i].kind == GanttRowKind::Requests) {
+      paintRequests(p, f, sc, static_cast<int>(i));
+      continue;
+    }
     paintRowBars(p, f, sc, static_cast<int>(i), bars_, tl_, preview_.has_value());
     if (preview_) paintRowBars(p, f, sc, static_cast<int>(i), previewBars_, *preview_, false);
   }
@@ -503,9 +652,77 @@ void GanttChart::paint(QPainter& p, const Frame& f, const TimeScale& sc, const Q
     }
     return;  // a stream has no single makespan to mark
   }
+  if (!workload_.models.empty() && !preview_) return;  // the requests' rows mark what counts: their deadlines
   if (referenceUs_ > 0) marker(referenceUs_, muted, Qt::DotLine);
   if (preview_) marker(tl_.makespan, muted, Qt::DashLine);
   marker(shownMakespan(), QColor(0xC0, 0x39, 0x2B), Qt::SolidLine);
+}
+
+void GanttChart::paintRequests(QPainter& p, const Frame& f, const TimeScale& sc, int row) {
+  const int model = rows_[static_cast<size_t>(row)].device;
+  const double rowTop = f.rowsTop + row * f.rowHeight;
+  // Each request in its lane (overlapping requests of the model stack); dropped ones first.
+  const int lanes = model >= 0 && static_cast<size_t>(model) < modelLanes_.size() ? modelLanes_[static_cast<size_t>(model)] : 1;
+  const double margin = lanes > 1 ? std::max(2.0, f.rowHeight * 0.12) : std::max(3.0, f.rowHeight * 0.22);
+  const double laneH = (f.rowHeight - 2 * margin) / lanes;
+  const double left = f.plotLeft, right = f.plotLeft + f.plotWidth;
+  const QColor base = modelBaseColor(model), red(0xC0, 0x39, 0x2B);
+  auto x = [&](double us) { return std::clamp(left + sc.xAt(us), left - 1, right + 1); };
+  for (const bool droppedPass : {true, false}) {
+    for (size_t qi = 0; qi < workload_.requests.size(); ++qi) {
+      const auto& q = workload_.requests[qi];
+      if (q.model != model || q.dropped != droppedPass) continue;
+      const double end = q.dropped ? q.deadlineUs : q.endUs;
+      const double x0 = x(q.releaseUs), x1 = std::max(x0 + 1, x(end)), xd = x(q.deadlineUs);
+      if (x1 < left || x0 > right) continue;
+      const double top = rowTop + margin + laneH * (qi < requestLane_.size() ? requestLane_[qi] : 0);
+      const double h = std::max(1.0, laneH - (lanes > 1 ? 1 : 0));
+      if (q.dropped) {
+        // Dropped: never ran to its end; hatched red up to its deadline.
+        p.fillRect(QRectF(x0, top, x1 - x0, h), QBrush(red, Qt::BDiagPattern));
+        p.setPen(QPen(red, 1));
+        p.setBrush(Qt::NoBrush);
+        p.drawRect(QRectF(x0, top, x1 - x0, h).adjusted(0.5, 0.5, -0.5, -0.5));
+      } else if (q.missed()) {
+        p.fillRect(QRectF(x0, top, std::max(0.0, xd - x0), h), base);
+        p.fillRect(QRectF(xd, top, std::max(1.0, x1 - xd), h), red);  // the part past the deadline
+      } else {
+        p.fillRect(QRectF(x0, top, x1 - x0, h), base);
+      }
+      ++lastMarks_;
+      // The deadline: a tick across the row, red when missed.
+      if (xd >= left && xd <= right) {
+        p.setPen(QPen(q.missed() ? red : QColor(0x22, 0x22, 0x22), 1.5));
+        p.drawLine(QPointF(xd, rowTop + 2), QPointF(xd, rowTop + f.rowHeight - 2));
+      }
+    }
+  }
+}
+
+void GanttChart::paintLegend(QPainter& p, const QRectF& header, double textRight) {
+  // Right-aligned in the header: a swatch and the name of each model, then the missed mark.
+  const QFont font = pixelFont(font_, kLabelFontPx, true);
+  const QFontMetrics fm(font);
+  const double sw = 12, gap = 14;
+  std::vector<std::pair<QString, QColor>> entries;
+  for (size_t m = 0; m < workload_.models.size(); ++m)
+    entries.emplace_back(workload_.models[m], modelBaseColor(static_cast<int>(m)));
+  entries.emplace_back(tr("deadline missed"), QColor(0xC0, 0x39, 0x2B));
+  double width = 0;
+  for (const auto& e : entries) width += sw + 5 + fm.horizontalAdvance(e.first) + gap;
+  const double start = header.right() - 10 - width;
+  if (start < textRight + 24) return;  // no room beside the header text: the rows' labels still name the models
+  p.setFont(font);
+  double xl = start;
+  for (const auto& e : entries) {
+    p.fillRect(QRectF(xl, header.center().y() - sw / 2, sw, sw), e.second);
+    xl += sw + 5;
+    p.setPen(QColor(0x22, 0x22, 0x22));
+    const double w = fm.horizontalAdvance(e.first);
+    p.drawText(QRectF(xl, header.top(), w + 2, header.height()), Qt::AlignLeft | Qt::AlignVCenter, e.first);
+    xl += w + gap;
+  }
+  for (const auto& m : workload_.models) drawnLegend_ << m;
 }
 
 // ---- Export -------------------------------------------------------------------------------------

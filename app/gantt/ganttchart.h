@@ -12,6 +12,7 @@
 #include <QRectF>
 #include <QSize>
 #include <QString>
+#include <QStringList>
 
 #include <optional>
 #include <utility>
@@ -71,6 +72,41 @@ class GanttChart {
   int inferenceOf(int task) const {
     return stream_.tasksPerInference > 0 && task >= 0 ? task / stream_.tasksPerInference : 0;
   }
+  /// A workload of several models (core's scheduleWorkload with keepTimeline), shown after setTimeline()
+  /// of its joint table and timeline.
+  struct WorkloadRequestMark {
+    int model = 0;
+    double releaseUs = 0;
+    double endUs = -1;      ///< -1 when dropped.
+    double deadlineUs = 0;  ///< Absolute: release + the model's deadline.
+    bool dropped = false;
+    bool missed() const { return dropped || endUs > deadlineUs + 1e-6; }
+  };
+  struct WorkloadMarks {
+    std::vector<QString> models;        ///< Model names; empty: no workload (what setTimeline() resets to).
+    std::vector<int> requestOfTask;     ///< Per task: index into requests, -1 for none (the clock's).
+    std::vector<WorkloadRequestMark> requests;
+    int hiddenDevice = -1;              ///< A pseudo-device whose row is left out (the workload's clock).
+    QString algorithm;                  ///< The scheduler that dispatched it ("partex", "band").
+  };
+  /// Shows the timeline as a workload: each model's operators in its own hue (kModelHues), shaded per
+  /// device; one row per model under the devices with every request from its release to its end and its
+  /// deadline ticked, missed and dropped requests in red (and their operators outlined in red); a legend
+  /// of the models in the header, which gives the deadlines met.
+  void setWorkload(const WorkloadMarks& w);
+  const WorkloadMarks& workload() const { return workload_; }
+  /// The model of a task of the shown timeline (-1 when none or no workload is shown).
+  int modelOfTask(int task) const;
+  /// The fill of a task's bar: its device's colour, or in a workload its model's hue in its device's shade.
+  QColor taskColor(int task) const;
+  /// Model `model`'s colour on device `device` of `devices`: one hue per model, lighter on later devices.
+  static QColor modelColor(int model, int device, int devices);
+  /// The legend entries the last paint drew (model names), empty when none was drawn (no workload, or
+  /// no room in the header).
+  const QStringList& drawnLegend() const { return drawnLegend_; }
+  /// Requests whose deadline was met / all of them (0/0 without a workload).
+  std::pair<int, int> deadlinesMet() const;
+
   /// While set, `tl` is drawn solid over ghosts of the current timeline; nullptr clears. Copied.
   void setPreview(const partex::Timeline* tl, const std::vector<partex::FusedKernel>& fused = {});
   void setReferenceMakespan(double us);
@@ -138,6 +174,8 @@ class GanttChart {
   QColor deviceColorOf(int device) const;
   void paintRowBars(QPainter& p, const Frame& f, const TimeScale& sc, int row, const GanttBars& bars,
                     const partex::Timeline& tl, bool ghost);
+  void paintRequests(QPainter& p, const Frame& f, const TimeScale& sc, int row);
+  void paintLegend(QPainter& p, const QRectF& header, double textRight);
 
   QFont font_;
   const partex::CostTable* table_ = nullptr;
@@ -147,6 +185,10 @@ class GanttChart {
   std::vector<partex::FusedKernel> previewFused_;
   std::vector<QColor> colors_;
   StreamMarks stream_;
+  WorkloadMarks workload_;
+  std::vector<int> requestLane_;  ///< Per request: its lane in its model's row (requests that overlap in time stack).
+  std::vector<int> modelLanes_;   ///< Per model: the lanes its row is split into.
+  QStringList drawnLegend_;
   std::vector<GanttRow> rows_;
   GanttBars bars_;
   GanttBars previewBars_;

@@ -15,8 +15,9 @@
 
 namespace partex::gui {
 
-/// What a Gantt row shows.
-enum class GanttRowKind { Device, Link };
+/// What a Gantt row shows. Requests: a workload's model, one span per request from its release to its
+/// end (GanttChart::setWorkload); its `device` field holds the model's index, and it has no bars.
+enum class GanttRowKind { Device, Link, Requests };
 /// What a bar is.
 enum class GanttBarKind { Task, Transfer };
 

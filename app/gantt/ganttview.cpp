@@ -46,6 +46,13 @@ void GanttView::setStream(const GanttChart::StreamMarks& s) {
   update();
 }
 
+void GanttView::setWorkload(const GanttChart::WorkloadMarks& w) {
+  chart_.setWorkload(w);
+  chartChanged();
+  if (autoFit_) fit();  // the joint timeline's span, not the model's
+  update();
+}
+
 void GanttView::setReferenceMakespan(double us) {
   chart_.setReferenceMakespan(us);
   update();
@@ -94,7 +101,8 @@ GanttChart::Frame GanttView::widgetFrame() const {
 
 int GanttView::deviceAt(const QPoint& globalPos) const {
   const QPoint pos = mapFromGlobal(globalPos);
-  if (!rect().contains(pos)) return -1;
+  // A workload's rows are its joint schedule's devices, not the opened model's: no drop target.
+  if (!rect().contains(pos) || !chart_.workload().models.empty()) return -1;
   const int r = chart_.rowAtY(widgetFrame(), pos.y());
   if (r < 0) return -1;
   const auto& row = chart_.rows()[static_cast<size_t>(r)];

@@ -40,6 +40,8 @@ class GanttView : public QWidget {
   void setPreview(const partex::Timeline* tl, const std::vector<partex::FusedKernel>& fused = {});
   /// Marks the timeline shown (set just before) as a stream of inferences (GanttChart::setStream).
   void setStream(const GanttChart::StreamMarks& s);
+  /// Marks the timeline shown (set just before) as a workload of several models (GanttChart::setWorkload).
+  void setWorkload(const GanttChart::WorkloadMarks& w);
   /// A makespan to compare against, e.g. the HEFT plan's (<= 0: none).
   void setReferenceMakespan(double us);
   /// What the reference is, as in "-12.3% vs HEFT plan" (default "reference").
@@ -50,8 +52,8 @@ class GanttView : public QWidget {
   /// Highlights these tasks with an outline (ids out of range are ignored).
   void setSelectedTasks(const QList<int>& tasks);
 
-  /// The device row under a global position, -1 if none (link rows, axis, outside): the drop
-  /// target of the drag controller.
+  /// The device row under a global position, -1 if none (link rows, axis, outside, a workload shown):
+  /// the drop target of the drag controller.
   int deviceAt(const QPoint& globalPos) const;
   /// The task bar under a widget position, -1 if none.
   int taskAt(const QPoint& pos) const;

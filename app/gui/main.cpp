@@ -76,7 +76,8 @@ Options addOptions(QCommandLineParser& parser) {
   parser.addOption(algoOpt);
   parser.addPositionalArgument(
       QStringLiteral("model"),
-      QStringLiteral("ONNX model, project (.partex) or task graph (Partex, SAGA or WfCommons JSON) to open"));
+      QStringLiteral("ONNX model, project (.partex), task graph (Partex, SAGA or WfCommons JSON) or workload of "
+                     "several models (JSON, as partex-cli workload) to open"));
   return {dimOpt, shotOpt, platOpt, algoOpt, selectOpt, profileOpt, criticalOpt, compareOpt, streamOpt};
 }
 

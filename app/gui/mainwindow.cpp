@@ -38,6 +38,7 @@
 #include "backend/backend.h"
 #include "gantt/ganttview.h"
 #include "gantt/memoryview.h"
+#include "gantt/stagestrip.h"
 #include "graph/devicepalette.h"
 #include "graph/graphview.h"
 #include "gui/comparemodel.h"
@@ -161,6 +162,16 @@ void MainWindow::openModel(const QString& path, const QStringList& dims) {
     (void)openProject(path);
     return;
   }
+  // A workload is JSON too: told from a task graph by content (core's rule) before the session's readers.
+  if (isWorkloadFile(path.toStdString())) {
+    openWorkload(path);
+    return;
+  }
+  clearWorkload();
+  openModelFile(path, dims);
+}
+
+void MainWindow::openModelFile(const QString& path, const QStringList& dims) {
   loadingProject_ = false;
   recovering_ = false;
   pendingView_.clear();
@@ -174,6 +185,8 @@ void MainWindow::setPlatform(const QString& nameOrPath) {
   if (platformBox_->findText(nameOrPath) < 0) platformBox_->addItem(nameOrPath);
   platformBox_->setCurrentText(nameOrPath);
   session_->setPlatform(nameOrPath);
+  // A workload shown is scheduled again on the new platform (its models share it).
+  if (workload_ && workload_->platform != nameOrPath) openWorkload(workload_->path);
 }
 
 void MainWindow::setShowCriticalPath(bool on) {
@@ -189,7 +202,8 @@ void MainWindow::runScheduler(const QString& algorithm, bool respectPins) {
 }
 
 bool MainWindow::busy() const {
-  return session_->loading() || session_->schedulerRunning() || graph_->layoutRunning() || profileJobs_.isRunning();
+  return session_->loading() || session_->schedulerRunning() || graph_->layoutRunning() || profileJobs_.isRunning() ||
+         workloadJobs_.isRunning();
 }
 
 void MainWindow::onLoadFailed(const QString& message) {
@@ -325,7 +339,10 @@ void MainWindow::adoptCostTable() {
   if (gantt_)
     gantt_->setTimeline(session_->table(), session_->timeline(), session_->deviceColors(), session_->fusedKernels());
   streamTable_.reset();  // the view points at the session's table again
-  if (streamToggle_ && streamToggle_->isChecked() && session_->hasModel()) showStream();
+  if (showingWorkload())
+    showWorkloadGantt();
+  else if (streamToggle_ && streamToggle_->isChecked() && session_->hasModel())
+    showStream();
   updateMemory();
   // Compare rows and the side-by-side plans belong to the previous cost table.
   compare_->setRows({});
@@ -387,7 +404,7 @@ void MainWindow::onPlanChanged() {
 
 void MainWindow::onSelectionChanged() {
   updateInspector();
-  if (gantt_) gantt_->setSelectedTasks(session_->selection());
+  if (gantt_) gantt_->setSelectedTasks(showingWorkload() ? workloadSelectedTasks() : session_->selection());
 }
 
 void MainWindow::updateMakespan() {
@@ -425,6 +442,10 @@ void MainWindow::updateGantt() {
   if (!session_->hasModel()) return;
   const auto& st = session_->state();
   const QString algo = shortTitle(st.algorithm);
+  if (showingWorkload()) {
+    showWorkloadGantt();
+    return;
+  }
   if (streamToggle_ && streamToggle_->isChecked() && showStream()) {
     gantt_->setTitle(planTitle());
     gantt_->setSelectedTasks(session_->selection());
@@ -433,6 +454,7 @@ void MainWindow::updateGantt() {
   }
   gantt_->setTimeline(session_->table(), session_->timeline(), session_->deviceColors(), session_->fusedKernels());
   streamTable_.reset();
+  if (stageStrip_) stageStrip_->hide();
   gantt_->setReferenceMakespan(st.schedulerMakespan);
   gantt_->setReferenceLabel(tr("%1 plan").arg(algo));
   gantt_->setTitle(planTitle());
@@ -448,7 +470,13 @@ bool MainWindow::showStream() {
   auto r = simulateStream(*t, session_->plan(), so);
   if (!r) {
     statusBar()->showMessage(tr("Stream of inferences: %1").arg(QString::fromStdString(r.message())), 8000);
+    if (stageStrip_) stageStrip_->hide();
     return false;
+  }
+  // The stages of the plan, whose boundaries drag (the bottleneck's stages outlined).
+  if (stageStrip_) {
+    stageStrip_->setPlan(t, session_->plan(), session_->deviceColors(), r->bottleneck);
+    stageStrip_->show();
   }
   // The view moves to the new unrolled table before the old one is freed.
   auto unrolled = std::make_shared<const CostTable>(unrollStream(*t, r->inferences, r->inFlight));
@@ -467,6 +495,27 @@ bool MainWindow::showStream() {
   }
   gantt_->setStream(m);
   return true;
+}
+
+void MainWindow::previewStageMove(const QList<int>& ops, int device) {
+  const CostTable* t = session_->table();
+  if (!stageStrip_ || !t || ops.isEmpty()) return;
+  Simulator sim(*t);
+  const std::vector<TaskId> moving(ops.begin(), ops.end());
+  auto moved = applyMove(sim, *t, session_->plan(), session_->timeline(), moving, device);
+  if (!moved) {
+    stageStrip_->setPreviewText(tr("refused (%1)").arg(QString::fromStdString(moved.message())));
+    return;
+  }
+  auto r = simulateStream(*t, moved->plan);
+  if (!r) {
+    stageStrip_->setPreviewText(QString::fromStdString(r.message()));
+    return;
+  }
+  const double now = gantt_ ? gantt_->chart().stream().periodUs : 0;
+  QString text = tr("period %1 \u2192 %2").arg(TimeScale::formatDuration(now), TimeScale::formatDuration(r->periodUs));
+  if (r->bottleneck >= 0) text += tr(", bottleneck %1").arg(session_->deviceLabel(r->bottleneck));
+  stageStrip_->setPreviewText(text);
 }
 
 void MainWindow::updateMemory() {
@@ -490,10 +539,11 @@ void MainWindow::updateMemory() {
 void MainWindow::chooseFile() {
   // Task graphs and scheduling instances are JSON; the session tells them from models by content.
   QString path = QFileDialog::getOpenFileName(
-      this, tr("Open ONNX model, task graph or project"), QString(),
-      tr("Models, task graphs and projects (*.onnx *.gguf *.json *.partex);;ONNX models (*.onnx);;"
+      this, tr("Open ONNX model, task graph, workload or project"), QString(),
+      tr("Models, task graphs, workloads and projects (*.onnx *.gguf *.json *.partex);;ONNX models (*.onnx);;"
          "llama.cpp models, header only (*.gguf);;"
-         "Task graphs: Partex, SAGA, WfCommons (*.json);;Partex projects (*.partex);;All files (*)"));
+         "Task graphs: Partex, SAGA, WfCommons (*.json);;Workloads of several models (*.json);;"
+         "Partex projects (*.partex);;All files (*)"));
   if (!path.isEmpty()) openModel(path);
 }
 

@@ -20,6 +20,7 @@
 #include <memory>
 
 #include "gui/operatortablemodel.h"
+#include "sched/workload.h"
 #include "session/jobtracker.h"
 #include "session/session.h"
 
@@ -55,6 +56,7 @@ class PlatformEditor;
 class TeachPanel;
 class AlgorithmChooser;
 class LlmPanel;
+class StageStrip;
 
 /// See the file comment.
 class MainWindow : public QMainWindow {
@@ -66,8 +68,37 @@ class MainWindow : public QMainWindow {
   /// Starts loading a model in the background; `dims` are "NAME=VALUE" or "INPUT:AXIS=VALUE". A
   /// `.partex` file opens as a project (so the command line, drops and recent files take them); a
   /// scheduling instance (a task graph, SAGA or WfCommons JSON, told by content) opens with its own
-  /// devices and costs.
+  /// devices and costs; a workload file (core's isWorkloadFile) opens as openWorkload() does.
   void openModel(const QString& path, const QStringList& dims = {});
+
+  // --- Workloads of several models (issue 29; core/sched/workload.h) -----------------------------
+  /// What a workload shown is: the file, the platform it was scheduled on, the workload and the
+  /// scheduler's result with its joint table and timeline, each model's file (as loaded) and its
+  /// operators' names (to find a bar's operator in the model the graph shows).
+  struct ShownWorkload {
+    QString path;
+    QString platform;
+    Workload workload;
+    WorkloadResult result;
+    std::vector<std::string> modelPaths;
+    std::vector<std::vector<std::string>> operatorNames;
+  };
+  /// Schedules a workload file on the chosen platform in the background, by the calls of `partex-cli
+  /// workload` (core's loadWorkloadFile, loadWorkloadProblems, scheduleWorkload), then shows the joint
+  /// schedule in the Gantt chart and the workload's first model in the graph; modelLoaded() reports
+  /// the end. A bad file: modelLoaded(false) and its one-line error (naming the file) in a dialog.
+  void openWorkload(const QString& path);
+  /// The workload scheduler and its search limit (partex-cli workload's --algo and --search-sec) for
+  /// the next workload opened; a workload shown is scheduled again.
+  void setWorkloadScheduler(const QString& algo, double searchSec = 1.0);
+  /// The workload shown (null when none).
+  const ShownWorkload* workload() const { return workload_.get(); }
+  /// Opens model `index` of the workload in the graph view (the Gantt chart keeps the workload).
+  void showWorkloadModel(int index);
+  /// The model of the workload the graph shows (-1 without a workload).
+  int workloadModelShown() const { return workload_ ? workloadModel_ : -1; }
+  /// The strip of a pipelined plan's stages over the stream view (shown with the stream).
+  StageStrip* stageStrip() const { return stageStrip_; }
 
   // --- Projects (docs/project-format.md) ---------------------------------------------------------
   /// Reads a project file and restores it in the background as one fresh session (undo history
@@ -267,6 +298,21 @@ class MainWindow : public QMainWindow {
   /// simulated (sim/stream.h) and shown unrolled, inferences told apart, the period and the bottleneck
   /// marked. False, with the reason in the status bar, when the stream cannot be simulated.
   bool showStream();
+  /// While a stage boundary is dragged: the stream's period and bottleneck if `ops` went to `device`
+  /// (core's applyMove and simulateStream on a copy of the plan), shown in the stage strip.
+  void previewStageMove(const QList<int>& ops, int device);
+  /// True while the Gantt chart shows the workload (one is loaded and its toggle is on).
+  bool showingWorkload() const;
+  /// The Gantt chart as the workload's joint schedule (models in colour families, deadlines marked).
+  void showWorkloadGantt();
+  void onWorkloadScheduled(const QString& path, Result<std::shared_ptr<ShownWorkload>> r);
+  void onWorkloadBarClicked(int task);
+  /// The joint schedule's tasks that copy the selected operators of the model the graph shows.
+  QList<int> workloadSelectedTasks() const;
+  /// Forgets the workload shown (another file was opened).
+  void clearWorkload();
+  /// openModel() without the workload check.
+  void openModelFile(const QString& path, const QStringList& dims);
   /// The memory view and the over-capacity warning, from the session's memory of the current plan.
   void updateMemory();
   Result<Project> buildProject(const QString& path, bool sidecarPlatform);
@@ -308,6 +354,17 @@ class MainWindow : public QMainWindow {
   QToolButton* streamToggle_ = nullptr;  ///< Shows the Gantt chart as a stream of inferences.
   /// The unrolled table of the stream shown (the Gantt view points into it while it shows it).
   std::shared_ptr<const CostTable> streamTable_;
+  StageStrip* stageStrip_ = nullptr;
+  /// The workload shown; the Gantt view points into its joint table while it shows it.
+  std::shared_ptr<const ShownWorkload> workload_;
+  int workloadModel_ = 0;  ///< The workload's model the graph shows.
+  QString workloadAlgo_ = QStringLiteral("partex");
+  double workloadSearchSec_ = 1.0;
+  QWidget* workloadBar_ = nullptr;  ///< The Gantt dock's workload controls (hidden without a workload).
+  QToolButton* workloadToggle_ = nullptr;
+  QComboBox* workloadModelBox_ = nullptr;
+  QComboBox* workloadAlgoBox_ = nullptr;
+  JobTracker workloadJobs_{this};  ///< Scheduling a workload: the newest wins.
   bool layoutRestored_ = false;  ///< The user's saved layout was restored: the first show keeps it.
   bool shown_ = false;
   QDockWidget* platDock_ = nullptr;

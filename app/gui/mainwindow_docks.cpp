@@ -35,6 +35,7 @@
 #include "gantt/compareview.h"
 #include "gantt/ganttview.h"
 #include "gantt/memoryview.h"
+#include "gantt/stagestrip.h"
 #include "graph/devicepalette.h"
 #include "graph/graphview.h"
 #include "gui/algorithmchooser.h"
@@ -360,12 +361,60 @@ void MainWindow::buildDocks() {
                                "t still runs on a later one. Successive inferences are told apart (every other one "
                                "lighter and hatched); the steady-state period and the bottleneck device are marked. "
                                "Moving operators re-simulates the stream."));
+  // A workload of several models (issue 29): its joint schedule in place of the model's plan, the
+  // model the graph shows, and the scheduler that dispatches it (partex-cli workload's --algo).
+  workloadBar_ = new QWidget(ganttSplit);
+  auto* wl = new QHBoxLayout(workloadBar_);
+  wl->setContentsMargins(0, 0, 0, 0);
+  workloadToggle_ = new QToolButton(workloadBar_);
+  workloadToggle_->setObjectName(QStringLiteral("workloadToggle"));
+  workloadToggle_->setCheckable(true);
+  workloadToggle_->setChecked(true);
+  workloadToggle_->setAutoRaise(true);
+  workloadToggle_->setText(tr("Workload"));
+  workloadToggle_->setToolTip(tr("Show the workload's joint schedule: every request of every model on the shared "
+                                 "devices, each model in its own colour (shaded per device), a row per model with "
+                                 "each request from its release to its end, deadlines ticked, missed ones in red. "
+                                 "Off: the plan of the model the graph shows."));
+  workloadModelBox_ = new QComboBox(workloadBar_);
+  workloadModelBox_->setObjectName(QStringLiteral("workloadModelBox"));
+  workloadModelBox_->setToolTip(tr("The workload's model that the graph shows"));
+  workloadAlgoBox_ = new QComboBox(workloadBar_);
+  workloadAlgoBox_->setObjectName(QStringLiteral("workloadAlgoBox"));
+  for (const auto& a : workloadAlgorithms()) workloadAlgoBox_->addItem(QString::fromStdString(a));
+  workloadAlgoBox_->setCurrentText(workloadAlgo_);
+  workloadAlgoBox_->setToolTip(tr("The workload scheduler: partex (least slack first over Partex's plans' units) or "
+                                  "band (Band's, reconstructed), as partex-cli workload --algo"));
+  wl->addWidget(workloadToggle_);
+  wl->addWidget(new QLabel(tr("Graph:"), workloadBar_));
+  wl->addWidget(workloadModelBox_);
+  wl->addWidget(new QLabel(tr("Scheduler:"), workloadBar_));
+  wl->addWidget(workloadAlgoBox_);
+  workloadBar_->hide();
   auto* ganttBar = new QHBoxLayout;
   ganttBar->setContentsMargins(4, 0, 4, 0);
   ganttBar->addWidget(streamToggle_);
+  ganttBar->addWidget(workloadBar_);
   ganttBar->addStretch(1);
   gl->addLayout(ganttBar);
   connect(streamToggle_, &QToolButton::toggled, this, [this](bool) { updateGantt(); });
+  connect(workloadToggle_, &QToolButton::toggled, this, [this](bool on) {
+    streamToggle_->setEnabled(!on);
+    updateGantt();
+  });
+  connect(workloadModelBox_, qOverload<int>(&QComboBox::activated), this, [this](int i) { showWorkloadModel(i); });
+  connect(workloadAlgoBox_, qOverload<int>(&QComboBox::activated), this,
+          [this](int) { setWorkloadScheduler(workloadAlgoBox_->currentText(), workloadSearchSec_); });
+  // The stages of a pipelined plan over the stream view: drag a boundary to move operators.
+  stageStrip_ = new StageStrip(ganttSplit);
+  stageStrip_->setObjectName(QStringLiteral("stageStrip"));
+  stageStrip_->hide();
+  gl->addWidget(stageStrip_);
+  connect(stageStrip_, &StageStrip::boundaryDragged, this, [this](const QList<int>& ops, int device) {
+    if (auto st = session_->moveOps(ops, device); !st)
+      statusBar()->showMessage(tr("Stage boundary: %1").arg(QString::fromStdString(st.message())), 8000);
+  });
+  connect(stageStrip_, &StageStrip::boundaryPreviewed, this, &MainWindow::previewStageMove);
   gl->addWidget(gantt_, 3);
   gl->addWidget(memoryToggle_);
   gl->addWidget(memory_, 2);
@@ -376,6 +425,10 @@ void MainWindow::buildDocks() {
   setMemoryFolded(QSettings().value(QStringLiteral("layout/memoryFolded"), true).toBool());
   ganttDock_->setWidget(ganttSplit);
   connect(gantt_, &GanttView::taskClicked, this, [this](int task, Qt::KeyboardModifiers mods) {
+    if (showingWorkload()) {
+      onWorkloadBarClicked(task);
+      return;
+    }
     // A stream's bar of inference i is task v + i * n: the operator is v.
     if (session_->numOps() > 0) task %= session_->numOps();
     QList<int> sel = session_->selection();

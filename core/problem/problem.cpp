@@ -210,4 +210,25 @@ Result<Problem> loadProblem(const std::string& model, const std::string& platfor
                           isGeneratorRef(model) ? model : baseName(model), scale);
 }
 
+std::string workloadModelPath(const std::string& model, const std::string& workloadFile) {
+  const std::filesystem::path dir = std::filesystem::path(workloadFile).parent_path();
+  if (isGeneratorRef(model) || !std::filesystem::path(model).is_relative() || dir.empty()) return model;
+  return (dir / model).string();
+}
+
+Result<std::vector<Problem>> loadWorkloadProblems(const Workload& w, const std::string& workloadFile,
+                                                  const std::string& platform) {
+  std::vector<Problem> problems;
+  problems.reserve(w.models.size());
+  for (const auto& m : w.models) {
+    auto p = loadProblem(workloadModelPath(m.model, workloadFile), platform, {});  // its notes (a task graph's ignored platform) are not for a workload
+    if (!p) return makeError(workloadFile, ": model \"", m.name, "\": ", p.message());
+    if (!p->platform)
+      return makeError(workloadFile, ": model \"", m.name,
+                       "\": a task graph carries its own devices; a workload needs models (ONNX files or gen: references) on one platform");
+    problems.push_back(std::move(p).value());
+  }
+  return problems;
+}
+
 }  // namespace partex

@@ -14,6 +14,7 @@
 #include "ir/graph.h"
 #include "plan/planfile.h"
 #include "platform/platform.h"
+#include "sched/workload.h"
 #include "support/result.h"
 
 namespace partex {
@@ -66,5 +67,16 @@ Result<Problem> problemFromGraph(Graph g, Platform platform, const std::string& 
 /// builds the cost table.
 Result<Problem> loadProblem(const std::string& model, const std::string& platform, const std::vector<std::string>& dims,
                             LinkScale scale = {}, const InstanceOptions& instance = {});
+
+/// Where a workload's model is: `model` as the workload file writes it, relative to the file's folder
+/// unless it is absolute or a "gen:" reference.
+std::string workloadModelPath(const std::string& model, const std::string& workloadFile);
+
+/// The models of workload `w` (read from `workloadFile`) on one platform, in the workload's order, each
+/// loaded by loadProblem from workloadModelPath(). The one loader of `partex-cli workload` and of the
+/// GUI's workloads. Errors (one line naming the file and the model): every error of loading it, and a
+/// task graph, which carries its own devices where a workload's models share one platform.
+Result<std::vector<Problem>> loadWorkloadProblems(const Workload& w, const std::string& workloadFile,
+                                                  const std::string& platform);
 
 }  // namespace partex

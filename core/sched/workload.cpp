@@ -1,7 +1,10 @@
 #include "sched/workload.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <set>
@@ -233,6 +236,32 @@ std::vector<WorkloadRequest> expandRequests(const Workload& w) {
     }
   }
   return out;
+}
+
+bool looksLikeWorkload(const std::string& text) {
+  json j;
+  try {
+    j = json::parse(text, nullptr, false);
+  } catch (const json::exception&) {  // never expected without exceptions; a workload reader must not throw
+    return false;
+  }
+  if (j.is_discarded() || !j.is_object()) return false;
+  if (j.contains("format")) return j["format"].is_string() && j["format"].get<std::string>() == "partex-workload";
+  return j.contains("models") && !j.contains("tasks") && !j.contains("task_graph") && !j.contains("workflow");
+}
+
+bool isWorkloadFile(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec || size > (16u << 20)) return false;
+  std::ifstream in(path, std::ios::binary);
+  char c = 0;
+  while (in.get(c) && std::isspace(static_cast<unsigned char>(c))) {
+  }
+  if (!in || c != '{') return false;
+  auto bytes = readFile(path);
+  return bytes && looksLikeWorkload(*bytes);
 }
 
 std::vector<std::string> workloadAlgorithms() { return {"band", "partex"}; }
@@ -692,6 +721,7 @@ Result<WorkloadResult> scheduleWorkload(const Workload& w, const std::vector<con
     for (const Dispatched& x : dl) ranOps[static_cast<size_t>(x.req)].insert(ranOps[static_cast<size_t>(x.req)].end(), x.ops.begin(), x.ops.end());
   std::vector<std::vector<TaskId>> globalOf(reqs.size());  // local -> joint (-1: did not run)
   std::vector<int> reqOfTask(u.taskNames.size(), -1);
+  std::vector<TaskId> opOfTask(u.taskNames.size(), -1);
   int32_t itemBase = 0;
   for (size_t r = 0; r < reqs.size(); ++r) {
     if (dis.opsRun[r] == 0) continue;
@@ -706,6 +736,7 @@ Result<WorkloadResult> scheduleWorkload(const Workload& w, const std::vector<con
       if (!ran[static_cast<size_t>(x)]) continue;
       const TaskId g = addTask(prefix + t.taskNames[static_cast<size_t>(x)], t.taskTypes.empty() ? "" : t.taskTypes[static_cast<size_t>(x)]);
       reqOfTask.push_back(static_cast<int>(r));
+      opOfTask.push_back(x);
       globalOf[r][static_cast<size_t>(x)] = g;
       for (DeviceId d = 0; d < m; ++d) {
         u.cost[static_cast<size_t>(g) * static_cast<size_t>(mj) + static_cast<size_t>(d)] = t.w(x, d);
@@ -753,6 +784,7 @@ Result<WorkloadResult> scheduleWorkload(const Workload& w, const std::vector<con
     return s;
   };
   reqOfTask.resize(u.taskNames.size(), -1);
+  opOfTask.resize(u.taskNames.size(), -1);
   // The plan: each device's operators in dispatch order.
   plan.device.resize(u.taskNames.size(), 0);
   for (DeviceId d = 0; d < m; ++d)
@@ -810,6 +842,20 @@ Result<WorkloadResult> scheduleWorkload(const Workload& w, const std::vector<con
   res.utilisation.assign(static_cast<size_t>(m), 0.0);
   for (DeviceId d = 0; d < m; ++d)
     res.utilisation[static_cast<size_t>(d)] = res.makespanUs > 0 ? tl->busy[static_cast<size_t>(d)] / res.makespanUs : 0.0;
+  res.requestList = reqs;
+  if (o.keepTimeline) {
+    auto joint = std::make_shared<CostTable>(std::move(u));
+    joint->groupCost = [tab = joint.get()](const std::vector<TaskId>& ts, DeviceId d) {  // it pointed at `u`
+      double s = 0;
+      for (TaskId x : ts) s += tab->w(x, d);
+      return s;
+    };
+    res.joint.table = std::move(joint);
+    res.joint.plan = std::move(plan);
+    res.joint.timeline = std::move(tl).value();
+    res.joint.requestOfTask = std::move(reqOfTask);
+    res.joint.operatorOfTask = std::move(opOfTask);
+  }
   return res;
 }
 

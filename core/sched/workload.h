@@ -21,6 +21,7 @@
 ///    fewer than one per device run.
 /// docs/design-decisions.md ("Workloads of several models") says what was followed and guessed.
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,14 @@ Result<Workload> parseWorkload(const std::string& text, const std::string& origi
 double workloadRequestCount(const Workload& w);
 /// Reads and parses a workload file.
 Result<Workload> loadWorkloadFile(const std::string& path);
+/// True when `text` is a JSON object that is a workload and not a task graph: its "format" is
+/// "partex-workload", or it has "models" and none of the task-graph formats' keys ("tasks",
+/// "task_graph", "workflow"; cost/instances.h). Front ends that open any file (the GUI) ask this
+/// before the task-graph readers, which would refuse a workload as a task graph without tasks.
+bool looksLikeWorkload(const std::string& text);
+/// looksLikeWorkload() on a file's content; false for a missing or unreadable file, one that does not
+/// start with '{', or one above 16 MiB (no workload is that long; a large task graph is not read twice).
+bool isWorkloadFile(const std::string& path);
 
 /// One inference of one model.
 struct WorkloadRequest {
@@ -75,6 +84,8 @@ struct WorkloadOptions {
   std::string algo = "partex";  ///< "band" or "partex".
   double searchSec = 1.0;       ///< partex: time limit of each plan search per model.
   SimOptions sim;
+  /// Keep the joint table, plan and timeline in the result (WorkloadResult::joint), for a Gantt chart.
+  bool keepTimeline = false;
 };
 
 struct WorkloadModelStats {
@@ -98,6 +109,20 @@ struct WorkloadResult {
   /// Per request (expandRequests' order): release and end in the simulation (end -1 when dropped).
   std::vector<double> release, end;
   std::vector<char> dropped;
+  /// The requests (expandRequests' order): model, parent and relative deadline of each.
+  std::vector<WorkloadRequest> requestList;
+
+  /// With WorkloadOptions::keepTimeline: what the simulator judged. The table's devices are the
+  /// platform's, then the "clock" pseudo-device (index deviceIds.size()) whose tasks end at the
+  /// releases; every other task is an operator of a request.
+  struct Joint {
+    std::shared_ptr<const CostTable> table;
+    Plan plan;
+    Timeline timeline;
+    std::vector<int> requestOfTask;      ///< Per task: its request (index into requestList), -1 for a clock task.
+    std::vector<TaskId> operatorOfTask;  ///< Per task: the operator of its model's table it copies, -1 for a clock task.
+  };
+  Joint joint;
 };
 
 /// Schedules the workload's requests with o.algo and simulates them. `tables[i]` is model i's cost

@@ -255,4 +255,37 @@ Result<StreamResult> StreamJudge::run(const Plan& plan) {
   return r;
 }
 
+std::vector<PlanStage> planStages(const Plan& plan, const std::vector<TaskId>& topo) {
+  std::vector<PlanStage> out;
+  for (size_t i = 0; i < topo.size(); ++i) {
+    const size_t v = static_cast<size_t>(topo[i]);
+    const DeviceId d = v < plan.device.size() ? plan.device[v] : -1;
+    if (out.empty() || out.back().device != d) out.push_back({d, static_cast<int>(i), static_cast<int>(i)});
+    out.back().end = static_cast<int>(i) + 1;
+  }
+  return out;
+}
+
+StageBoundaryMove stageBoundaryMove(const std::vector<PlanStage>& stages, const std::vector<TaskId>& topo, int k, int shift) {
+  StageBoundaryMove m;
+  if (k < 0 || static_cast<size_t>(k) + 1 >= stages.size() || shift == 0) return m;
+  const PlanStage& a = stages[static_cast<size_t>(k)];
+  const PlanStage& b = stages[static_cast<size_t>(k) + 1];
+  int from = 0, to = 0;
+  if (shift < 0) {
+    const int n = std::min(-shift, a.size() - 1);
+    from = a.end - n;
+    to = a.end;
+    m.device = b.device;
+  } else {
+    const int n = std::min(shift, b.size() - 1);
+    from = b.begin;
+    to = b.begin + n;
+    m.device = a.device;
+  }
+  for (int i = from; i < to && static_cast<size_t>(i) < topo.size(); ++i) m.ops.push_back(topo[static_cast<size_t>(i)]);
+  if (m.ops.empty()) m.device = -1;
+  return m;
+}
+
 }  // namespace partex

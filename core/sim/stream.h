@@ -100,4 +100,26 @@ int devicesUsed(const CostTable& t, const Plan& plan);
 /// that the executor's context t mod K always runs the same replica (t mod R).
 int defaultInFlight(const CostTable& t, const Plan& plan);
 
+/// A stage of a pipelined plan: a maximal run of operators on one device along t.topoOrder(), the order
+/// in which the pipeline programme (sched/pipeline.cpp) and best's throughput search cut a model into
+/// stages. Positions [begin, end) index that order.
+struct PlanStage {
+  DeviceId device = -1;
+  int begin = 0;
+  int end = 0;
+  int size() const { return end - begin; }
+};
+/// The stages of `plan` along `topo` (t.topoOrder()), in order; empty for an empty table.
+std::vector<PlanStage> planStages(const Plan& plan, const std::vector<TaskId>& topo);
+
+/// What dragging the boundary between stages k and k+1 by `shift` operators moves: shift < 0 takes the
+/// last -shift operators of stage k to stage k+1's device, shift > 0 the first `shift` operators of
+/// stage k+1 to stage k's device, each stage keeping at least one (the shift is clamped). The operators
+/// come in topological order; empty (device -1) when k is not a boundary or the clamped shift is 0.
+struct StageBoundaryMove {
+  std::vector<TaskId> ops;
+  DeviceId device = -1;
+};
+StageBoundaryMove stageBoundaryMove(const std::vector<PlanStage>& stages, const std::vector<TaskId>& topo, int k, int shift);
+
 }  // namespace partex

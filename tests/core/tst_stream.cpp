@@ -345,6 +345,44 @@ class TestStream : public QObject {
     // i+1's T0, so nothing overlaps: the period is a whole inference, 40 us, as on one device.
     QCOMPARE(streamPeriod(t, *p), 40.0);
   }
+
+  // Stages of a chain T0..T3 on P0, P0, P1, P01: three runs; the boundary moves of the GUI's stage strip.
+  void stagesAndBoundaryMoves() {
+    const CostTable t = chain(10, 0, 5);
+    const std::vector<TaskId> topo = t.topoOrder();
+    QCOMPARE(topo, (std::vector<TaskId>{0, 1, 2, 3}));
+    const auto st = planStages(planOf(t, {0, 0, 1, 2}), topo);
+    QCOMPARE(st.size(), size_t{3});
+    QCOMPARE(st[0].device, 0);
+    QCOMPARE(st[0].begin, 0);
+    QCOMPARE(st[0].end, 2);
+    QCOMPARE(st[1].device, 1);
+    QCOMPARE(st[1].size(), 1);
+    QCOMPARE(st[2].device, 2);
+    QCOMPARE(st[2].end, 4);
+    // Left by one: T1 goes to stage 1's device.
+    auto m = stageBoundaryMove(st, topo, 0, -1);
+    QCOMPARE(m.ops, std::vector<TaskId>{1});
+    QCOMPARE(m.device, 1);
+    // Left by five: clamped, stage 0 keeps T0.
+    m = stageBoundaryMove(st, topo, 0, -5);
+    QCOMPARE(m.ops, std::vector<TaskId>{1});
+    // Right from boundary 0: stage 1 has one operator to give, and keeps it.
+    QVERIFY(stageBoundaryMove(st, topo, 0, 1).ops.empty());
+    QCOMPARE(stageBoundaryMove(st, topo, 0, 1).device, -1);
+    // Boundary 1, left by one: T2 to P01. No boundary 2, no shift 0.
+    m = stageBoundaryMove(st, topo, 1, -1);
+    QVERIFY(m.ops.empty());  // stage 1 keeps its only operator
+    QVERIFY(stageBoundaryMove(st, topo, 2, -1).ops.empty());
+    QVERIFY(stageBoundaryMove(st, topo, 0, 0).ops.empty());
+    // One stage per run: a plan that returns to a device has four.
+    QCOMPARE(planStages(planOf(t, {0, 1, 0, 1}), topo).size(), size_t{4});
+    QVERIFY(planStages(Plan{}, {}).empty());
+    // Right from a longer stage: {0, 1, 1, 1} boundary 0 by +2 gives T1, T2 to P0.
+    m = stageBoundaryMove(planStages(planOf(t, {0, 1, 1, 1}), topo), topo, 0, 2);
+    QCOMPARE(m.ops, (std::vector<TaskId>{1, 2}));
+    QCOMPARE(m.device, 0);
+  }
 };
 
 QTEST_GUILESS_MAIN(TestStream)

@@ -326,6 +326,70 @@ class TestWorkload : public QObject {
     auto r3 = scheduleWorkload(*w, {&a}, o);
     QVERIFY(!r3.isOk());
   }
+
+  /// keepTimeline hands back what the simulator judged: 5 clock tasks, then det's two operators and
+  /// rec's one per request (all ran): 5 + 5 x 2 + 10 = 25 tasks; det 0's first rec ends at 9 us.
+  void jointTimelineKept() {
+    auto w = parseWorkload(detRec(0.009), "w.json");
+    QVERIFY(w.isOk());
+    const CostTable a = det(), b = rec();
+    WorkloadOptions o;
+    o.algo = "band";
+    QVERIFY(!scheduleWorkload(*w, {&a, &b}, o)->joint.table);  // not kept unless asked
+    o.keepTimeline = true;
+    auto r = scheduleWorkload(*w, {&a, &b}, o);
+    QVERIFY2(r.isOk(), r.message().c_str());
+    const auto& j = r->joint;
+    QVERIFY(j.table);
+    QCOMPARE(j.table->numTasks(), 25);
+    QCOMPARE(j.table->numDevices(), 3);  // P0, P1, clock
+    QCOMPARE(j.requestOfTask.size(), size_t{25});
+    QCOMPARE(j.operatorOfTask.size(), size_t{25});
+    QCOMPARE(r->requestList.size(), size_t{15});
+    int clock = 0, recOps = 0;
+    for (size_t t = 0; t < 25; ++t) {
+      const int q = j.requestOfTask[t];
+      if (q < 0) {
+        ++clock;
+        QCOMPARE(j.operatorOfTask[t], -1);
+        QCOMPARE(j.timeline.tasks[t].device, 2);
+        continue;
+      }
+      const int model = r->requestList[static_cast<size_t>(q)].model;
+      QCOMPARE(j.table->taskNames[t], w->models[static_cast<size_t>(model)].name + "#" +
+                                          std::to_string(r->requestList[static_cast<size_t>(q)].index) + "/" +
+                                          (model == 0 ? a : b).taskNames[static_cast<size_t>(j.operatorOfTask[t])]);
+      if (model == 1) {
+        ++recOps;
+        if (q == 5) QCOMPARE(j.timeline.tasks[t].end, 9.0);
+      }
+    }
+    QCOMPARE(clock, 5);
+    QCOMPARE(recOps, 10);
+    // The group cost still works on the kept table (it pointed at a local before).
+    QCOMPARE(j.table->groupCost({5, 6}, 0), j.table->w(5, 0) + j.table->w(6, 0));
+  }
+
+  void tellsWorkloadsFromTaskGraphs() {
+    QVERIFY(looksLikeWorkload(detRec(0.009)));
+    QVERIFY(looksLikeWorkload(R"({"models": [{"model": "m", "rate": 1, "deadline_ms": 1}]})"));
+    QVERIFY(looksLikeWorkload(R"({"models": 3})"));  // a workload, wrong: parseWorkload says why
+    QVERIFY(!looksLikeWorkload(R"({"format": "other", "models": []})"));
+    QVERIFY(!looksLikeWorkload(R"({"devices": ["P0"], "tasks": {"a": [1]}, "edges": []})"));
+    QVERIFY(!looksLikeWorkload(R"({"tasks": {}, "models": []})"));
+    QVERIFY(!looksLikeWorkload(R"({"workflow": {}, "models": []})"));
+    QVERIFY(!looksLikeWorkload("[1, 2]"));
+    QVERIFY(!looksLikeWorkload("{\"models\": [1e400]}"));
+    QVERIFY(!looksLikeWorkload(""));
+    const std::string good = test::tempDir() + "/is-workload.json";
+    std::ofstream(good) << "  \n" << detRec(0.009);
+    QVERIFY(isWorkloadFile(good));
+    const std::string graph = test::tempDir() + "/is-graph.json";
+    std::ofstream(graph) << R"({"devices": ["P0"], "tasks": {"a": [1]}, "edges": []})";
+    QVERIFY(!isWorkloadFile(graph));
+    QVERIFY(!isWorkloadFile(test::tempDir() + "/no-such-file.json"));
+    QVERIFY(!isWorkloadFile(test::tempDir()));  // a folder
+  }
 };
 
 QTEST_GUILESS_MAIN(TestWorkload)

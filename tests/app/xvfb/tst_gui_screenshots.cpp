@@ -4,8 +4,11 @@
 // PARTEX_SCREENSHOT_DIR/main-WxH.png; at 1600x1000 the graph canvas must take at least 45 % of the
 // window, a comparison of ten algorithms must show all ten rows and every column without a scroll bar,
 // and a generated Llama-2-7B decode step on desktop-rtx4070, planned by best, must open as 32 layer
-// blocks plus the embedding and the head (docs/images holds the pictures of the last run).
+// blocks plus the embedding and the head; a workload of two generated models sharing mobile-soc opens
+// with its joint schedule (workload-1600x1000.png) (docs/images holds the pictures of the last run).
 #include <QtTest>
+
+#include <fstream>
 
 #include <QComboBox>
 #include <QDir>
@@ -179,6 +182,21 @@ class TestScreenshots : public QObject {
     QVERIFY(w.llmPanel()->argsEdit()->text().startsWith("-ngl "));
     QTest::qWait(300);
     save(w, "llm-1600x1000.png");
+  }
+
+  /// A workload of two models sharing mobile-soc (issue 29): a detector at 30 frames per second and a
+  /// recogniser twice per detection, whose tight deadline some requests miss.
+  void workload() {
+    const std::string file = test::tempDir() + "/camera-workload.json";
+    std::ofstream(file) << R"({"format": "partex-workload", "version": 1, "name": "camera", "horizon_ms": 200,
+      "models": [{"name": "det", "model": "gen:mobilenetv2", "rate": 30, "deadline_ms": 33},
+                 {"name": "rec", "model": "gen:resnet18", "trigger": {"model": "det", "per_inference": 2}, "deadline_ms": 7}]})";
+    MainWindow w;
+    QVERIFY(open(w, QString::fromStdString(file), "mobile-soc", 1600, 1000));
+    QVERIFY(w.workload());
+    QVERIFY(w.ganttView()->isVisible());
+    qInfo("%s", qPrintable(w.ganttView()->makespanText()));
+    save(w, "workload-1600x1000.png");
   }
 };
 
