@@ -357,34 +357,22 @@ class NdKernel final : public OpKernel {
   std::string red_;
 };
 
+/// n elements of type T at `dst`, each the bytes at `value`.
+template <class T>
+void fillAs(std::byte* dst, const std::byte* value, int64_t n) {
+  T v;
+  std::memcpy(&v, value, sizeof v);
+  std::fill_n(reinterpret_cast<T*>(dst), n, v);
+}
+
 /// n elements at `dst`, each a copy of the es bytes at `value`.
 void fillElems(std::byte* dst, const std::byte* value, int64_t es, int64_t n) {
   if (n <= 0) return;
-  switch (es) {
-    case 1:
-      std::memset(dst, static_cast<int>(value[0]), static_cast<size_t>(n));
-      return;
-    case 2: {
-      uint16_t v;
-      std::memcpy(&v, value, 2);
-      std::fill_n(reinterpret_cast<uint16_t*>(dst), n, v);
-      return;
-    }
-    case 4: {
-      uint32_t v;
-      std::memcpy(&v, value, 4);
-      std::fill_n(reinterpret_cast<uint32_t*>(dst), n, v);
-      return;
-    }
-    case 8: {
-      uint64_t v;
-      std::memcpy(&v, value, 8);
-      std::fill_n(reinterpret_cast<uint64_t*>(dst), n, v);
-      return;
-    }
-    default:
-      for (int64_t k = 0; k < n; ++k) std::memcpy(dst + k * es, value, static_cast<size_t>(es));
-  }
+  if (es == 1) return fillAs<uint8_t>(dst, value, n);
+  if (es == 2) return fillAs<uint16_t>(dst, value, n);
+  if (es == 4) return fillAs<uint32_t>(dst, value, n);
+  if (es == 8) return fillAs<uint64_t>(dst, value, n);
+  for (int64_t k = 0; k < n; ++k) std::memcpy(dst + k * es, value, static_cast<size_t>(es));
 }
 
 class OneHotKernel final : public OpKernel {
