@@ -4,6 +4,7 @@
 #include <cstring>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
 #define PARTEX_SHA_NI 1
 #endif
@@ -67,8 +68,15 @@ __attribute__((target("sha,sse4.1"))) void shaNiBlocks(uint32_t state[8], const 
   _mm_storeu_si128(reinterpret_cast<__m128i*>(&state[4]), s1);
 }
 
+/// CPUID: leaf 7 EBX bit 29 (SHA), leaf 1 ECX bit 19 (SSE4.1). Read directly: clang's
+/// __builtin_cpu_supports does not know "sha".
 bool haveShaNi() {
-  static const bool yes = __builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1");
+  static const bool yes = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 19))) return false;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+    return (b & (1u << 29)) != 0;
+  }();
   return yes;
 }
 #endif
