@@ -12,4 +12,12 @@ bool Constraints::allowed(const CostTable& t, TaskId v, DeviceId d) const {
   return it == pinned.end() || it->second == d;
 }
 
+DeviceId Constraints::fallback(const CostTable& t, TaskId v) const {
+  if (auto it = pinned.find(v); it != pinned.end()) return it->second;
+  DeviceId best = -1;
+  for (DeviceId e = 0; e < t.numDevices(); ++e)
+    if (allowed(t, v, e) && (best < 0 || t.w(v, e) < t.w(v, best))) best = e;
+  return best;
+}
+
 }  // namespace partex

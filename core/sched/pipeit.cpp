@@ -67,17 +67,10 @@ class PipeIt final : public Scheduler {
 
     // Where each task runs when its stage is on d, and the time that counts for the stage: d itself
     // where allowed, else its pinned device, else its fastest allowed one.
-    auto elsewhere = [&](TaskId v) {
-      if (auto it = c.pinned.find(v); it != c.pinned.end()) return it->second;
-      DeviceId bd = -1;
-      for (DeviceId e = 0; e < m; ++e)
-        if (c.allowed(t, v, e) && (bd < 0 || t.w(v, e) < t.w(v, bd))) bd = e;
-      return bd;
-    };
     std::vector<DeviceId> fallback(static_cast<size_t>(n));
     std::vector<double> bestW(static_cast<size_t>(n));
     for (TaskId v = 0; v < n; ++v) {
-      fallback[static_cast<size_t>(v)] = elsewhere(v);
+      fallback[static_cast<size_t>(v)] = c.fallback(t, v);
       if (fallback[static_cast<size_t>(v)] < 0)
         return makeError("pipeit: task '", t.taskNames[static_cast<size_t>(v)], "' can run on no allowed device");
       bestW[static_cast<size_t>(v)] = t.w(v, fallback[static_cast<size_t>(v)]);

@@ -94,14 +94,7 @@ class Pipeline final : public Scheduler {
     auto consider = [&](std::vector<DeviceId> dev, const std::string& what) -> Status {
       for (TaskId v = 0; v < n; ++v) {
         DeviceId& d = dev[static_cast<size_t>(v)];
-        if (auto it = c.pinned.find(v); it != c.pinned.end()) {
-          d = it->second;
-        } else if (!c.allowed(t, v, d)) {
-          DeviceId bd = -1;
-          for (DeviceId e = 0; e < m; ++e)
-            if (c.allowed(t, v, e) && (bd < 0 || t.w(v, e) < t.w(v, bd))) bd = e;
-          d = bd;
-        }
+        if (c.pinned.count(v) || !c.allowed(t, v, d)) d = c.fallback(t, v);
       }
       Plan plan;
       plan.device = dev;

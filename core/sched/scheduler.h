@@ -28,6 +28,9 @@ struct Constraints {
   std::vector<DeviceId> forbidden;    ///< Devices no task may use.
   /// True when v may run on d under these constraints (and the cost table).
   bool allowed(const CostTable& t, TaskId v, DeviceId d) const;
+  /// Where v runs when its stage's device may not take it: its pinned device, else its fastest allowed
+  /// one (-1 when none is allowed).
+  DeviceId fallback(const CostTable& t, TaskId v) const;
 };
 
 /// One decision of a scheduler, recorded for the GUI's teaching mode (step through an algorithm one
