@@ -13,7 +13,11 @@ namespace partex::gui {
 class CompareModel : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Column { Algorithm, Makespan, Speedup, Ratio, SchedMs, ColumnCount };
+  /// Period: the stream's steady-state period, a column only while the rows have one (a comparison
+  /// under the throughput objective); without it the later columns move one to the left.
+  enum Column { Algorithm, Makespan, Period, Speedup, Ratio, SchedMs, ColumnCount };
+  /// Whether the rows have stream periods (the comparison ran under the throughput objective).
+  bool hasPeriods() const { return periods_; }
   explicit CompareModel(QObject* parent = nullptr);
   void setRows(const QList<CompareRow>& rows);
   const QList<CompareRow>& rows() const { return rows_; }
@@ -23,7 +27,10 @@ class CompareModel : public QAbstractTableModel {
   QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
  private:
+  /// The Column shown at view column `section`.
+  int column(int section) const { return !periods_ && section >= Period ? section + 1 : section; }
   QList<CompareRow> rows_;
+  bool periods_ = false;
 };
 
 }  // namespace partex::gui

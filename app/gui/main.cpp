@@ -22,6 +22,7 @@
 #include "gen/generator.h"
 #include "profile/calibration.h"
 #include "session/session.h"
+#include "sim/stream.h"
 
 namespace {
 
@@ -33,7 +34,7 @@ void setIdentity() {
 
 /// The command line's options, also built for --help without a display.
 struct Options {
-  QCommandLineOption dim, shot, platform, algo, select, profile, critical, compare, stream;
+  QCommandLineOption dim, shot, platform, algo, select, profile, critical, compare, stream, objective;
 };
 
 Options addOptions(QCommandLineParser& parser) {
@@ -70,6 +71,12 @@ Options addOptions(QCommandLineParser& parser) {
   const QCommandLineOption streamOpt(QStringLiteral("stream"),
                                      QStringLiteral("Show the Gantt chart as a stream of inferences through the plan."));
   parser.addOption(streamOpt);
+  const QCommandLineOption objectiveOpt(
+      QStringLiteral("objective"),
+      QStringLiteral("What --algo, --compare and the Scheduler dock optimise: latency (default) or throughput (a "
+                     "stream of inferences; shows the stream view), as partex-cli --objective."),
+      QStringLiteral("objective"));
+  parser.addOption(objectiveOpt);
   parser.addOption(dimOpt);
   parser.addOption(shotOpt);
   parser.addOption(platOpt);
@@ -78,7 +85,7 @@ Options addOptions(QCommandLineParser& parser) {
       QStringLiteral("model"),
       QStringLiteral("ONNX model, project (.partex), task graph (Partex, SAGA or WfCommons JSON) or workload of "
                      "several models (JSON, as partex-cli workload) to open"));
-  return {dimOpt, shotOpt, platOpt, algoOpt, selectOpt, profileOpt, criticalOpt, compareOpt, streamOpt};
+  return {dimOpt, shotOpt, platOpt, algoOpt, selectOpt, profileOpt, criticalOpt, compareOpt, streamOpt, objectiveOpt};
 }
 
 bool wantsHelpOrVersion(const std::vector<char*>& args) {
@@ -168,8 +175,15 @@ int main(int argc, char** argv) {
     }
   }
 
+  partex::Objective objective = partex::Objective::Latency;
+  if (parser.isSet(o.objective) && !partex::parseObjective(parser.value(o.objective).toStdString(), objective)) {
+    std::fprintf(stderr, "partex: --objective %s: expected latency or throughput\n",
+                 qPrintable(parser.value(o.objective)));
+    return 2;
+  }
   partex::gui::MainWindow w;
   if (!devicePlatform.isEmpty()) w.setPlatform(devicePlatform);
+  if (objective != partex::Objective::Latency) w.setObjective(objective);
   if (parser.isSet(criticalOpt)) w.setShowCriticalPath(true);
   if (parser.isSet(o.stream)) w.setShowStream(true);
   const QString shot = parser.value(shotOpt);

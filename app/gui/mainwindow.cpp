@@ -5,6 +5,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QFileDialog>
@@ -197,6 +198,12 @@ void MainWindow::setShowStream(bool on) {
   if (streamToggle_) streamToggle_->setChecked(on);
 }
 
+void MainWindow::setObjective(Objective objective, double latencyBoundUs) {
+  // The dock's widgets apply it (Session::setObjective), so that they always show what runs.
+  latencyBoundBox_->setValue(std::max(0.0, latencyBoundUs) / 1000.0);
+  objectiveBox_->setCurrentIndex(std::max(0, objectiveBox_->findData(static_cast<int>(objective))));
+}
+
 void MainWindow::runScheduler(const QString& algorithm, bool respectPins) {
   session_->runScheduler(algorithm, respectPins);
 }
@@ -379,9 +386,12 @@ QString MainWindow::planTitle() const {
   const QString algo = st.algorithm.empty() ? tr("Manual") : shortTitle(st.algorithm);
   int moved = 0;
   for (uint8_t m : st.manual) moved += m ? 1 : 0;
-  if (moved == 0) return algo;
-  return moved == 1 ? tr("%1, 1 operator moved by hand").arg(algo)
-                    : tr("%1, %2 operators moved by hand").arg(algo).arg(moved);
+  // A replicated stream plan (inference t on replica t mod R) says so: the graph colours replica 0.
+  const int replicas = replicaCount(session_->plan());
+  const QString base = replicas > 1 ? tr("%1, %2 replicas").arg(algo).arg(replicas) : algo;
+  if (moved == 0) return base;
+  return moved == 1 ? tr("%1, 1 operator moved by hand").arg(base)
+                    : tr("%1, %2 operators moved by hand").arg(base).arg(moved);
 }
 
 void MainWindow::updatePlanTitle() {

@@ -23,6 +23,7 @@
 #include "sched/workload.h"
 #include "session/jobtracker.h"
 #include "session/session.h"
+#include "sim/stream.h"
 
 class QLabel;
 class QTableView;
@@ -38,6 +39,7 @@ class QDockWidget;
 class QAction;
 class QProgressDialog;
 class QToolButton;
+class QDoubleSpinBox;
 
 namespace partex {
 class BackendRegistry;
@@ -169,6 +171,12 @@ class MainWindow : public QMainWindow {
   void setPlatform(const QString& nameOrPath);
   /// Runs a scheduler in the background (as the Run button does).
   void runScheduler(const QString& algorithm, bool respectPins = false);
+  /// The Scheduler dock's objective (as its Objective box sets it): what Run and Compare optimise, the
+  /// latency of one inference or the period of a stream (each inference within `latencyBoundUs` when
+  /// positive). Choosing throughput shows the Gantt chart as a stream of inferences.
+  void setObjective(Objective objective, double latencyBoundUs = 0);
+  /// The Scheduler dock's objective chooser (latency, throughput).
+  QComboBox* objectiveBox() const { return objectiveBox_; }
   /// The model shown now (null before the first load).
   std::shared_ptr<const LoadedModel> model() const { return session_->modelPtr(); }
   Session* session() const { return session_; }
@@ -342,6 +350,8 @@ class MainWindow : public QMainWindow {
   QString
       platformAsked_;  ///< The platform last named by setPlatform(), until a load has used it or said it is ignored.
   QComboBox* algoBox_ = nullptr;
+  QComboBox* objectiveBox_ = nullptr;         ///< Latency or throughput (Session::setObjective).
+  QDoubleSpinBox* latencyBoundBox_ = nullptr; ///< Under throughput: each inference's bound, ms (0: none).
   QPushButton* runButton_ = nullptr;
   QPushButton* reoptButton_ = nullptr;
   QPushButton* cancelButton_ = nullptr;

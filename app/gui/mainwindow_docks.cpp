@@ -7,6 +7,7 @@
 #include <QAbstractItemView>
 #include <QComboBox>
 #include <QDockWidget>
+#include <QDoubleSpinBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QKeySequence>
@@ -122,6 +123,45 @@ void MainWindow::buildDocks() {
   algoBox_->setMinimumContentsLength(18);
   algoBox_->view()->setMinimumWidth(algoBox_->view()->sizeHintForColumn(0) + 24);
   sl->addWidget(algoBox_);
+  // What Run and Compare optimise (issue 29): one inference's latency, or the period of a stream of
+  // them (best then considers pipelines and replicas), as partex-cli's --objective and --latency-bound.
+  auto* objectiveRow = new QHBoxLayout;
+  objectiveRow->setContentsMargins(0, 0, 0, 0);
+  objectiveBox_ = new QComboBox(sw);
+  objectiveBox_->setObjectName(QStringLiteral("objectiveBox"));
+  objectiveBox_->addItem(tr("Latency"), static_cast<int>(Objective::Latency));
+  objectiveBox_->addItem(tr("Throughput"), static_cast<int>(Objective::Throughput));
+  objectiveBox_->setItemData(0, tr("The time of one inference (the plan's makespan)"), Qt::ToolTipRole);
+  objectiveBox_->setItemData(1,
+                             tr("The steady-state period of a stream of inferences: inference t+1 starts while t "
+                                "still runs elsewhere; Best then also tries pipelines and replicas (a whole "
+                                "inference per device, taken in turn)"),
+                             Qt::ToolTipRole);
+  objectiveBox_->setToolTip(tr("What Run and Compare optimise (partex-cli --objective)"));
+  latencyBoundBox_ = new QDoubleSpinBox(sw);
+  latencyBoundBox_->setObjectName(QStringLiteral("latencyBoundBox"));
+  latencyBoundBox_->setRange(0, 1e6);
+  latencyBoundBox_->setDecimals(2);
+  latencyBoundBox_->setSuffix(tr(" ms"));
+  latencyBoundBox_->setSpecialValueText(tr("none"));
+  latencyBoundBox_->setToolTip(tr("Throughput objective: each inference's latency in the stream at most this "
+                                  "(partex-cli --latency-bound; none: no bound)"));
+  latencyBoundBox_->setEnabled(false);
+  // One row (the dock is short): "Objective [Throughput] latency <= [none]".
+  objectiveRow->addWidget(new QLabel(tr("Objective"), sw));
+  objectiveRow->addWidget(objectiveBox_, 1);
+  objectiveRow->addWidget(new QLabel(tr("latency \u2264"), sw));
+  objectiveRow->addWidget(latencyBoundBox_, 1);
+  sl->addLayout(objectiveRow);
+  auto applyObjective = [this] {
+    const auto o = static_cast<Objective>(objectiveBox_->currentData().toInt());
+    latencyBoundBox_->setEnabled(o == Objective::Throughput);
+    session_->setObjective(o, latencyBoundBox_->value() * 1000.0);
+    // The objective's own view: a stream is judged by its period, which the stream view marks.
+    if (o == Objective::Throughput && streamToggle_ && streamToggle_->isEnabled()) streamToggle_->setChecked(true);
+  };
+  connect(objectiveBox_, qOverload<int>(&QComboBox::currentIndexChanged), this, applyObjective);
+  connect(latencyBoundBox_, qOverload<double>(&QDoubleSpinBox::valueChanged), this, applyObjective);
   auto* buttons = new QHBoxLayout;
   runButton_ = new QPushButton(tr("Run"), sw);
   runButton_->setToolTip(tr("Schedule every operator with this algorithm (pins are dropped)"));
@@ -229,6 +269,8 @@ void MainWindow::buildDocks() {
   });
   connect(session_, &Session::compareFinished, this, [this](const QList<CompareRow>& rows) {
     compare_->setRows(rows);
+    // Under the throughput objective the rows have a period column (CompareModel): sorted by it.
+    if (compare_->hasPeriods()) compareView_->sortByColumn(CompareModel::Period, Qt::AscendingOrder);
     compareView_->resizeColumnsToContents();
     updateSideBySide();
     if (!rows.isEmpty()) {

@@ -14,7 +14,9 @@
 namespace partex::gui {
 
 bool PlanState::operator==(const PlanState& o) const {
-  return plan.device == o.plan.device && plan.order == o.plan.order && pinned == o.pinned && manual == o.manual &&
+  // Replicas too: a throughput plan may differ from the current one only in them.
+  return plan.device == o.plan.device && plan.order == o.plan.order && plan.replicas == o.plan.replicas &&
+         pinned == o.pinned && manual == o.manual &&
          handMoves == o.handMoves && algorithm == o.algorithm && schedulerMakespan == o.schedulerMakespan;
 }
 

@@ -54,6 +54,8 @@ struct CompareRow {
   double schedMs = 0;       ///< Wall time of the scheduler.
   bool timeLimited = false; ///< It stopped at the time limit: its best plan so far, not proven optimal.
   QString error;            ///< Non-empty when the scheduler failed.
+  double periodUs = 0;      ///< Under the throughput objective: the stream's steady-state period (else 0).
+  double streamLatencyUs = 0;  ///< Under the throughput objective: each inference's latency in the stream.
   Plan plan;                ///< Its plan and timeline (when it succeeded), for the side-by-side view.
   Timeline timeline;
 };
@@ -216,6 +218,13 @@ class Session : public QObject {
   /// limit is per scheduler (the whole comparison takes at most about algorithms x limit); Cancel
   /// stops the running one within 100 ms and skips the rest.
   void runCompare(const QStringList& algorithms, double timeLimitSec = 5.0);
+  /// What the next runScheduler and runCompare optimise (SchedOptions::objective): the latency of one
+  /// inference, or the steady-state period of a stream of them, each inference within `latencyBoundUs`
+  /// where it is positive (as `partex-cli schedule --objective throughput --latency-bound`). Kept across
+  /// models and platforms.
+  void setObjective(Objective objective, double latencyBoundUs = 0);
+  Objective objective() const { return objective_; }
+  double latencyBoundUs() const { return latencyBoundUs_; }
 
  signals:
   void modelChanged();
@@ -273,6 +282,8 @@ class Session : public QObject {
   std::vector<FusedKernel> fused_;  ///< Of the current plan, with timeline_'s times.
   std::vector<int> fusedOf_;        ///< Per operator: index into fused_, or -1.
   double lowerBound_ = 0;
+  Objective objective_ = Objective::Latency;
+  double latencyBoundUs_ = 0;
   std::vector<DeviceMemory> memory_;  ///< Of the current plan and timeline.
   QString capacityProblem_;
   QList<int> selection_;

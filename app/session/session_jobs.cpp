@@ -7,6 +7,7 @@
 #include <QUndoStack>
 
 #include <chrono>
+#include <cmath>
 #include <functional>
 
 #include "cost/instances.h"
@@ -163,6 +164,8 @@ void Session::runScheduler(const QString& algorithm, bool respectPins, double ti
   if (respectPins) c = constraints();
   SchedOptions o;
   o.timeLimitSec = timeLimitSec;
+  o.objective = objective_;
+  o.latencyBoundUs = objective_ == Objective::Throughput ? latencyBoundUs_ : 0;
   o.progress = throttledProgress(QPointer<Session>(this));
   emit schedulerStarted(QString::fromStdString(sched->title()));
   // The newest run wins: starting one asks the running one to stop and drops its plan.
@@ -182,6 +185,11 @@ void Session::runScheduler(const QString& algorithm, bool respectPins, double ti
         return out;
       },
       [this](SchedOutcome out) { onScheduled(std::move(out)); });
+}
+
+void Session::setObjective(Objective objective, double latencyBoundUs) {
+  objective_ = objective;
+  latencyBoundUs_ = std::isfinite(latencyBoundUs) && latencyBoundUs > 0 ? latencyBoundUs : 0;
 }
 
 void Session::cancelScheduler() {
@@ -244,6 +252,8 @@ void Session::runCompare(const QStringList& algorithms, double timeLimitSec) {
   for (const auto& a : algorithms) algos.push_back(a.toStdString());
   SchedOptions o;
   o.timeLimitSec = timeLimitSec;
+  o.objective = objective_;
+  o.latencyBoundUs = objective_ == Objective::Throughput ? latencyBoundUs_ : 0;
   emit schedulerStarted(tr("Comparing %1 algorithms").arg(algorithms.size()));
   QPointer<Session> self(this);
   const std::weak_ptr<const CostTable> onTable = table_;
@@ -276,6 +286,8 @@ void Session::runCompare(const QStringList& algorithms, double timeLimitSec) {
             row.makespanUs = r.makespanUs;
             row.speedup = r.speedup;
             row.ratioToBound = r.ratioToBound;
+            row.periodUs = r.periodUs;
+            row.streamLatencyUs = r.streamLatencyUs;
             row.plan = r.plan;
             row.timeline = r.timeline;
           }

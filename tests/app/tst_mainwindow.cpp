@@ -9,6 +9,7 @@
 #include <QAbstractItemModelTester>
 #include <QComboBox>
 #include <QDockWidget>
+#include <QDoubleSpinBox>
 #include <QFile>
 #include <QLabel>
 #include <QLineEdit>
@@ -32,6 +33,7 @@
 #include "graph/graphview.h"
 #include "graph/minimap.h"
 #include "gui/algorithmchooser.h"
+#include "gui/comparemodel.h"
 #include "gui/mainwindow.h"
 #include "gui/platformeditor.h"
 #include "gui/teachpanel.h"
@@ -169,6 +171,98 @@ class TestMainWindow : public QObject {
     toggle->click();
     QCOMPARE(w.ganttView()->chart().stream().tasksPerInference, 0);
     QCOMPARE(w.ganttView()->chart().table(), s->table());
+  }
+
+  /// The Scheduler dock's objective (issue 29): under throughput, Compare and Run optimise a stream's
+  /// period (core's bestForThroughput, as partex-cli --objective throughput), the compare table gets a
+  /// period column and the Gantt chart shows the stream; a replicated plan says so in its title.
+  void throughputObjectiveSchedulesAStream() {
+    MainWindow w;
+    QVERIFY(showGenerated(w, "resnet18", "r18t.onnx"));
+    Session* s = w.session();
+    auto* toggle = w.findChild<QToolButton*>(QStringLiteral("streamToggle"));
+    auto* bound = w.findChild<QDoubleSpinBox*>(QStringLiteral("latencyBoundBox"));
+    QVERIFY(toggle && bound);
+    QVERIFY(!toggle->isChecked());
+    QVERIFY(!bound->isEnabled());
+    QCOMPARE(s->objective(), Objective::Latency);
+    w.setObjective(Objective::Throughput, 12500);
+    QCOMPARE(w.objectiveBox()->currentText(), QString("Throughput"));
+    QCOMPARE(s->objective(), Objective::Throughput);
+    QCOMPARE(s->latencyBoundUs(), 12500.0);
+    QVERIFY(bound->isEnabled());
+    QVERIFY(toggle->isChecked());  // the objective's own view
+    w.setObjective(Objective::Throughput, 0);
+    QCOMPARE(s->latencyBoundUs(), 0.0);
+
+    // Compare: each row's period is the simulator's for that row's plan; best's is no longer than the
+    // single device's (every single device is one of its candidates).
+    QSignalSpy done(s, &Session::compareFinished);
+    s->runCompare({"single", "heft", "best"}, 3.0);
+    QVERIFY(done.wait(120000));
+    auto rows = done.first().first().value<QList<CompareRow>>();
+    QCOMPARE(rows.size(), 3);
+    double single = 0, best = 0;
+    for (const auto& r : rows) {
+      QVERIFY2(r.error.isEmpty(), qPrintable(r.error));
+      auto st = simulateStream(*s->table(), r.plan);
+      QVERIFY2(st.isOk(), st.message().c_str());
+      QVERIFY(r.periodUs > 0);
+      QCOMPARE(r.periodUs, st->periodUs);
+      if (r.algorithm == "single") single = r.periodUs;
+      if (r.algorithm == "best") best = r.periodUs;
+    }
+    QVERIFY(single > 0 && best > 0);
+    QVERIFY2(best <= single * (1 + 1e-9), qPrintable(QString("best %1 single %2").arg(best).arg(single)));
+    QTRY_COMPARE(w.compareView()->model()->columnCount(), static_cast<int>(CompareModel::ColumnCount));
+    QCOMPARE(w.compareView()->model()->headerData(CompareModel::Period, Qt::Horizontal).toString(), QString("Period"));
+
+    // Run: best under throughput; the stream view shows its plan's period.
+    QSignalSpy finished(s, &Session::schedulerFinished);
+    s->runScheduler("best", false, 3.0);
+    QVERIFY(finished.wait(120000));
+    QVERIFY2(finished.first().first().toBool(), qPrintable(finished.first().last().toString()));
+    auto st = simulateStream(*s->table(), s->plan());
+    QVERIFY2(st.isOk(), st.message().c_str());
+    QVERIFY(st->periodUs <= single * (1 + 1e-9));
+    QCOMPARE(w.ganttView()->chart().stream().periodUs, st->periodUs);
+
+    // A replicated plan (everything on one CPU cluster, replica 1 on the other): the title says so and
+    // the stream view simulates both replicas.
+    std::vector<DeviceId> whole;
+    for (DeviceId d = 0; d < s->table()->numDevices(); ++d) {
+      bool all = true;
+      for (TaskId v = 0; v < s->table()->numTasks() && all; ++v) all = s->table()->canRun(v, d);
+      if (all) whole.push_back(d);
+    }
+    QVERIFY(whole.size() >= 2);  // mobile-soc's two CPU clusters
+    Plan rep;
+    rep.device.assign(static_cast<size_t>(s->numOps()), whole[0]);
+    orderByUpwardRank(*s->table(), rep);
+    std::vector<DeviceId> image(static_cast<size_t>(s->table()->numDevices()));
+    for (DeviceId d = 0; d < s->table()->numDevices(); ++d) image[static_cast<size_t>(d)] = d;
+    std::swap(image[static_cast<size_t>(whole[0])], image[static_cast<size_t>(whole[1])]);
+    rep.replicas = {image};
+    QVERIFY(s->applyPlan(rep, "manual", "replicas").isOk());
+    QCOMPARE(replicaCount(s->plan()), 2);
+    QVERIFY2(w.planTitle().contains("2 replicas"), qPrintable(w.planTitle()));
+    auto rs = simulateStream(*s->table(), s->plan());
+    QVERIFY2(rs.isOk(), rs.message().c_str());
+    QCOMPARE(rs->replicas, 2);
+    QCOMPARE(w.ganttView()->chart().stream().periodUs, rs->periodUs);
+    s->undoStack()->undo();  // the replicas alone are an undoable change
+    QCOMPARE(replicaCount(s->plan()), 1);
+
+    // Back to latency: the next comparison has no periods, and the column goes.
+    w.setObjective(Objective::Latency);
+    QVERIFY(!bound->isEnabled());
+    done.clear();
+    s->runCompare({"single", "heft"}, 3.0);
+    QVERIFY(done.wait(120000));
+    rows = done.first().first().value<QList<CompareRow>>();
+    for (const auto& r : rows) QCOMPARE(r.periodUs, 0.0);
+    QTRY_COMPARE(w.compareView()->model()->columnCount(), static_cast<int>(CompareModel::ColumnCount) - 1);
+    QCOMPARE(w.compareView()->model()->headerData(CompareModel::Period, Qt::Horizontal).toString(), QString("Speed-up"));
   }
 
   void dragOfSharedModel() {
