@@ -34,10 +34,14 @@
 #include <vector>
 
 #include "../suitemanifest.h"
+#include "../benchutil.h"
 
 namespace fs = std::filesystem;
 
 namespace {
+using partex::bench::loadAverage;
+using partex::bench::cpuModel;
+using partex::bench::median;
 
 /// The shared models with the input bindings a user must give (the PP-OCR ones have symbolic sizes).
 struct ModelCase {
@@ -90,28 +94,6 @@ int run(const std::string& cmd, std::string& out) {
   while ((k = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), k);
   const int st = pclose(p);
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-double loadAverage() {
-  std::ifstream in("/proc/loadavg");
-  double v = -1;
-  in >> v;
-  return v;
-}
-
-std::string cpuModel() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown CPU";
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 std::vector<std::string> split(const std::string& s) {

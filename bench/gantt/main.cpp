@@ -25,18 +25,15 @@
 #include "session/palette.h"
 #include "sim/simulator.h"
 #include "support/strings.h"
+#include "../benchutil.h"
 
 using namespace partex;
 
 namespace {
+using partex::bench::median;
 
 double msSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
 }
 
 }  // namespace

@@ -33,18 +33,14 @@
 #include "profile/executor.h"
 #include "support/files.h"
 #include "support/strings.h"
+#include "../benchutil.h"
 
 using namespace partex;
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using partex::bench::median;
 
 struct Args {
   std::string models;

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "../suitemanifest.h"
+#include "../benchutil.h"
 
 #ifndef PARTEX_ORT_RUN_PY
 #define PARTEX_ORT_RUN_PY "scripts/ort/run.py"
@@ -51,6 +52,10 @@
 namespace fs = std::filesystem;
 
 namespace {
+using partex::bench::loadAverage;
+using partex::bench::cpuModel;
+using partex::bench::median;
+using partex::bench::geomean;
 
 constexpr int kReps = 9;
 constexpr int kWarmup = 2;
@@ -158,34 +163,6 @@ std::string failure(const std::string& step, const Proc& p) {
   std::string msg = firstLine(p.err);
   if (msg.empty()) msg = firstLine(p.out);
   return step + " failed (exit " + std::to_string(p.rc) + ")" + (msg.empty() ? "" : ": " + msg);
-}
-
-double loadAverage() {
-  std::ifstream in("/proc/loadavg");
-  double v = -1;
-  in >> v;
-  return v;
-}
-
-std::string cpuModel() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown CPU";
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-double geomean(const std::vector<double>& v) {
-  double s = 0;
-  for (double x : v) s += std::log(x);
-  return v.empty() ? 0 : std::exp(s / static_cast<double>(v.size()));
 }
 
 std::vector<std::string> split(const std::string& s) {

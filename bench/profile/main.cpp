@@ -26,17 +26,12 @@
 #include "sched/scheduler.h"
 #include "sim/simulator.h"
 #include "support/strings.h"
+#include "../benchutil.h"
 
 using namespace partex;
 
 namespace {
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using partex::bench::median;
 
 
 /// "" when the backend runs every operator, otherwise the first reason.

@@ -23,10 +23,12 @@
 #include <filesystem>
 #include <string>
 #include <vector>
+#include "../benchutil.h"
 
 extern char** environ;
 
 namespace {
+using partex::bench::loadAverage;
 
 using Clock = std::chrono::steady_clock;
 
@@ -55,11 +57,6 @@ double runOnce(const std::vector<std::string>& args, const std::vector<std::stri
   if (waitpid(pid, &status, 0) < 0) return -1;
   const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? ms : -1;
-}
-
-double loadAverage() {
-  double l[1] = {-1};
-  return getloadavg(l, 1) == 1 ? l[0] : -1;
 }
 
 }  // namespace
