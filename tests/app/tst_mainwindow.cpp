@@ -65,16 +65,25 @@ bool openAndLayOut(MainWindow& w, const QString& path, const QString& platform) 
 
 /// Shows `w` and opens a generated model of `kind` (written to the temporary folder as `file`) on
 /// mobile-soc; with a `size`, the window takes it and the default layout first.
-bool showGenerated(MainWindow& w, const std::string& kind, const std::string& file, QSize size = {}) {
+/// Generates `spec` into the test folder as `file` and opens it on `platform`, waiting for the layout;
+/// with `show`, the window is shown first (at `size` when valid, its docks reset to that size).
+bool openGenerated(MainWindow& w, const GenSpec& spec, const std::string& file, const std::string& platform, bool show,
+                   QSize size = {}) {
   const std::string path = test::tempDir() + "/" + file;
+  if (!generateModelFile(spec, path).isOk()) return false;
+  if (show) {
+    if (size.isValid()) w.resize(size);
+    w.show();
+    if (!QTest::qWaitForWindowExposed(&w)) return false;
+    if (size.isValid()) w.resetLayout();
+  }
+  return openAndLayOut(w, QString::fromStdString(path), QString::fromStdString(platform));
+}
+
+bool showGenerated(MainWindow& w, const std::string& kind, const std::string& file, QSize size = {}) {
   GenSpec spec;
   spec.kind = kind;
-  if (!generateModelFile(spec, path).isOk()) return false;
-  if (size.isValid()) w.resize(size);
-  w.show();
-  if (!QTest::qWaitForWindowExposed(&w)) return false;
-  if (size.isValid()) w.resetLayout();
-  return openAndLayOut(w, QString::fromStdString(path), "mobile-soc");
+  return openGenerated(w, spec, file, "mobile-soc", true, size);
 }
 
 /// Drags an effective move in `w` and checks the plan and makespan change and undo restores them.
@@ -279,7 +288,6 @@ class TestMainWindow : public QObject {
 
   void dragOntoIncapableDeviceIsRefused() {
     // A small BERT: its Softmax cannot run on cpu-npu's NPU (Conv and Relu only).
-    const std::string path = test::tempDir() + "/bert-small.onnx";
     GenSpec spec;
     spec.kind = "bert";
     spec.layers = 1;
@@ -287,11 +295,8 @@ class TestMainWindow : public QObject {
     spec.hidden = 64;
     spec.heads = 2;
     spec.vocab = 100;
-    QVERIFY(generateModelFile(spec, path).isOk());
     MainWindow w;
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
-    QVERIFY(openAndLayOut(w, QString::fromStdString(path), "cpu-npu"));
+    QVERIFY(openGenerated(w, spec, "bert-small.onnx", "cpu-npu", true));
     Session* s = w.session();
     int softmax = -1;
     for (int v = 0; v < s->numOps(); ++v)
@@ -311,14 +316,10 @@ class TestMainWindow : public QObject {
   }
 
   void keysMoveAndPinTheSelection() {
-    const std::string path = test::tempDir() + "/r18k.onnx";
     GenSpec spec;
     spec.kind = "resnet18";
-    QVERIFY(generateModelFile(spec, path).isOk());
     MainWindow w;
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
-    QVERIFY(openAndLayOut(w, QString::fromStdString(path), "mobile-soc"));
+    QVERIFY(openGenerated(w, spec, "r18k.onnx", "mobile-soc", true));
     QApplication::setActiveWindow(&w);
     Session* s = w.session();
     const int op = 4;
@@ -341,14 +342,10 @@ class TestMainWindow : public QObject {
   }
 
   void hoverPreviewsAndGanttRowIsADropTarget() {
-    const std::string path = test::tempDir() + "/r18p.onnx";
     GenSpec spec;
     spec.kind = "resnet18";
-    QVERIFY(generateModelFile(spec, path).isOk());
     MainWindow w;
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
-    QVERIFY(openAndLayOut(w, QString::fromStdString(path), "mobile-soc"));
+    QVERIFY(openGenerated(w, spec, "r18p.onnx", "mobile-soc", true));
     Session* s = w.session();
     GanttView* gantt = w.ganttView();
     QVERIFY(gantt);
@@ -390,12 +387,10 @@ class TestMainWindow : public QObject {
   }
 
   void platformSwitchRebuildsEverything() {
-    const std::string path = test::tempDir() + "/r18s.onnx";
     GenSpec spec;
     spec.kind = "resnet18";
-    QVERIFY(generateModelFile(spec, path).isOk());
     MainWindow w;
-    QVERIFY(openAndLayOut(w, QString::fromStdString(path), "mobile-soc"));
+    QVERIFY(openGenerated(w, spec, "r18s.onnx", "mobile-soc", false));
     QVERIFY(w.session()->moveOps({3}, w.session()->deviceOf(3) == 0 ? 1 : 0).isOk());
     QSignalSpy changed(w.session(), &Session::modelChanged);
     w.setPlatform("cpu-npu");
@@ -413,12 +408,10 @@ class TestMainWindow : public QObject {
   }
 
   void platformEditsAndTeachingReachTheSession() {
-    const std::string path = test::tempDir() + "/r18e.onnx";
     GenSpec spec;
     spec.kind = "resnet18";
-    QVERIFY(generateModelFile(spec, path).isOk());
     MainWindow w;
-    QVERIFY(openAndLayOut(w, QString::fromStdString(path), "cpu-npu"));
+    QVERIFY(openGenerated(w, spec, "r18e.onnx", "cpu-npu", false));
     Session* s = w.session();
     const double before = s->timeline().makespan;
     // An edit in the platform editor: a twice as fast CPU re-builds the table and the plan.
@@ -448,13 +441,11 @@ class TestMainWindow : public QObject {
   }
 
   void bigModelOpensCollapsedAndExpands() {
-    const std::string path = test::tempDir() + "/random3000.onnx";
     GenSpec spec;
     spec.kind = "random";
     spec.nodes = 3000;
-    QVERIFY(generateModelFile(spec, path).isOk());
     MainWindow w;
-    QVERIFY(openAndLayOut(w, QString::fromStdString(path), "mobile-soc"));
+    QVERIFY(openGenerated(w, spec, "random3000.onnx", "mobile-soc", false));
     GraphScene* sc = w.graphView()->graphScene();
     QVERIFY(sc->grouped());
     const size_t groups = sc->display().nodes.size();
@@ -536,12 +527,10 @@ class TestMainWindow : public QObject {
   void schedulerBoxNamesThePlanShown() {
     // `partex --algo best` runs best once the model is loaded; the scheduler box, the Gantt title and
     // the status bar then name best, not the HEFT of the first plan; undo names HEFT again.
-    const std::string path = test::tempDir() + "/r18b.onnx";
     GenSpec spec;
     spec.kind = "resnet18";
-    QVERIFY(generateModelFile(spec, path).isOk());
     MainWindow w;
-    QVERIFY(openAndLayOut(w, QString::fromStdString(path), "mobile-soc"));
+    QVERIFY(openGenerated(w, spec, "r18b.onnx", "mobile-soc", false));
     Session* s = w.session();
     QCOMPARE(w.algorithmBox()->currentData().toString(), QString("heft"));
     QCOMPARE(w.planLabel()->text(), QString("Plan: HEFT"));
@@ -561,14 +550,10 @@ class TestMainWindow : public QObject {
   }
 
   void movedByHandSaysWhatTheMoveChanged() {
-    const std::string path = test::tempDir() + "/r18h.onnx";
     GenSpec spec;
     spec.kind = "resnet18";
-    QVERIFY(generateModelFile(spec, path).isOk());
     MainWindow w;
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
-    QVERIFY(openAndLayOut(w, QString::fromStdString(path), "mobile-soc"));
+    QVERIFY(openGenerated(w, spec, "r18h.onnx", "mobile-soc", true));
     Session* s = w.session();
     int op = -1, dev = -1;
     QVERIFY(findEffectiveMove(*s, &op, &dev));
@@ -747,7 +732,6 @@ class TestMainWindow : public QObject {
 
   void languageModelOpensByLayerAndBlocksDragWhole() {
     // A small Llama decode step: embedding, 4 layer blocks and the head, each one box.
-    const std::string path = test::tempDir() + "/llama4.onnx";
     GenSpec spec;
     spec.kind = "llama";
     spec.phase = "decode";
@@ -756,11 +740,8 @@ class TestMainWindow : public QObject {
     spec.heads = 4;
     spec.vocab = 100;
     spec.seqLen = 16;
-    QVERIFY(generateModelFile(spec, path).isOk());
     MainWindow w;
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
-    QVERIFY(openAndLayOut(w, QString::fromStdString(path), "mobile-soc"));
+    QVERIFY(openGenerated(w, spec, "llama4.onnx", "mobile-soc", true));
     GraphScene* sc = w.graphView()->graphScene();
     QVERIFY(sc->grouped());
     QCOMPARE(sc->grouping().names,
