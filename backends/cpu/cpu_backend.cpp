@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <exception>
+#include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "cpu/device.h"
@@ -234,13 +235,6 @@ class CpuBackend final : public Backend {
       devices_.push_back({"core" + std::to_string(i),
                           "CPU " + std::to_string(cpus[static_cast<size_t>(i)]) + ", 1 pinned thread", 1,
                           cpus[static_cast<size_t>(i)], {}});
-    // Start the OpenMP runtime with a full team on the thread that creates the backend (the thread that
-    // then prepares the kernels, i.e. creates the oneDNN primitives). Without it, a process whose first
-    // parallel region ran on an executor lane ran cpu-parallel's kernels up to ten times slower than
-    // one that had run a parallel region on this thread first (measured on AlexNet: 165 ms against
-    // 17 ms), as every process that had measured the this-machine platform had.
-#pragma omp parallel num_threads(n)
-    { gSinkThreads.fetch_add(1, std::memory_order_relaxed); }
     const dnnl_version_t* v = dnnl_version();
     version_ = "partex-cpu 3; oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
                std::to_string(v->patch) + " (" + std::string(v->hash) + "); OpenMP " + std::to_string(_OPENMP) +
@@ -253,6 +247,7 @@ class CpuBackend final : public Backend {
 
   Result<std::unique_ptr<Kernel>> prepareGroup(const Graph& g, const FusedGroup& grp,
                                                const std::string& deviceId) const override {
+    startTeam();
     if (grp.ops.size() < 2) return makeError("cpu backend: a fused group has at least two operators");
     for (OpId op : grp.ops)
       if (std::string why = check(g, op); !why.empty()) return makeError("cpu backend: ", why);
@@ -279,6 +274,7 @@ class CpuBackend final : public Backend {
   }
 
   Result<std::unique_ptr<Kernel>> prepare(const Graph& g, OpId op, const std::string& deviceId) const override {
+    startTeam();
     std::string why = check(g, op);
     const std::string name =
         op >= 0 && op < static_cast<OpId>(g.nodes.size()) ? g.nodes[static_cast<size_t>(op)].name : std::to_string(op);
@@ -300,6 +296,20 @@ class CpuBackend final : public Backend {
   }
 
  private:
+  /// Starts the OpenMP runtime with a full team on the thread that prepares the first kernel (the thread
+  /// that creates the oneDNN primitives and then runs cpu-parallel's kernels or hands them to a lane).
+  /// Without it, a process whose first parallel region ran on an executor lane ran cpu-parallel's
+  /// kernels up to ten times slower than one that had run a parallel region on this thread first
+  /// (measured on AlexNet: 165 ms against 17 ms). At the first kernel, not at construction: commands
+  /// that only read the backend's devices (schedule, platforms on a cached calibration) then start no
+  /// threads, whose spinning took the other core for milliseconds after every such command.
+  void startTeam() const {
+    std::call_once(teamStarted_, [n = static_cast<int>(allowedCpus().size())] {
+#pragma omp parallel num_threads(n)
+      { gSinkThreads.fetch_add(1, std::memory_order_relaxed); }
+    });
+  }
+
   std::string check(const Graph& g, OpId op) const {
     if (op < 0 || op >= static_cast<OpId>(g.nodes.size())) return "no such operator";
     const Node& n = g.nodes[static_cast<size_t>(op)];
@@ -315,6 +325,7 @@ class CpuBackend final : public Backend {
 
   std::vector<BackendDevice> devices_;
   std::string version_;
+  mutable std::once_flag teamStarted_;
 };
 
 }  // namespace
