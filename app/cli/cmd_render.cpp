@@ -1,34 +1,25 @@
 // partex-cli render: the Gantt chart (GanttChart, the painting the GUI's GanttView shows) and the
 // graph coloured by device (Graphviz on planToDot, recoloured with the GUI palette) as SVG or PNG,
-// without a display. Qt GUI (not Widgets) is started with the offscreen platform only inside this
-// command.
-#include <cctype>
+// without a display. The command computes the plan and what core gives (timeline, DOT text, fused
+// kernels); the painting is in a module loaded only here (render_images.h), so that no other command
+// of partex-cli loads Qt GUI or Graphviz.
+#include <dlfcn.h>
+
 #include <cstdio>
-#include <cstdlib>
-#include <iostream>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "cli/render_images.h"
 #include "commands.h"
-#include "support/files.h"
-
-#ifdef PARTEX_HAVE_GUI
-#include <QGuiApplication>
-#include <QByteArray>
-#include <QFile>
-
-#include <graphviz/gvc.h>
-
-#include "gantt/ganttchart.h"
 #include "plan/exports.h"
 #include "plan/fusedkernels.h"
 #include "plan/planfile.h"
 #include "sched/scheduler.h"
-#include "session/palette.h"
 #include "sim/simulator.h"
+#include "support/files.h"
 #include "support/strings.h"
-#endif
 
 namespace partex::cli {
 
@@ -47,98 +38,38 @@ struct RenderArgs {
   int width = 1600;
 };
 
-#ifdef PARTEX_HAVE_GUI
-
-/// "svg" or "png" from a path, or "" for anything else.
-std::string imageType(const std::string& path) {
-  auto dot = path.rfind('.');
-  if (dot == std::string::npos) return "";
-  std::string ext = path.substr(dot + 1);
-  for (auto& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return ext == "svg" || ext == "png" ? ext : "";
-}
-
-/// Graphviz error messages of the current call, joined into one line.
-std::string& graphvizErrors() {
-  static std::string s;
-  return s;
-}
-
-int collectGraphvizError(char* msg) {
-  std::string m = msg ? msg : "";
-  while (!m.empty() && (m.back() == '\n' || m.back() == '\r')) m.pop_back();
-  if (!m.empty()) graphvizErrors() += (graphvizErrors().empty() ? "" : "; ") + m;
-  return 0;
-}
-
-/// Owns a Graphviz context and graph; frees the layout, graph and context in order.
-class GraphvizJob {
- public:
-  GraphvizJob() : gvc_(gvContext()) {}
-  ~GraphvizJob() {
-    if (g_ && laidOut_) gvFreeLayout(gvc_, g_);
-    if (g_) agclose(g_);
-    if (gvc_) gvFreeContext(gvc_);
-  }
-  GraphvizJob(const GraphvizJob&) = delete;
-  GraphvizJob& operator=(const GraphvizJob&) = delete;
-
-  /// Parses DOT text, recolours nodes n<task> and legend_<device> and renders it as `format`.
-  Result<std::string> render(const std::string& dot, const std::vector<int>& taskDevice,
-                             const std::vector<QColor>& colors, const std::string& format) {
-    graphvizErrors().clear();
-    agseterr(AGERR);
-    agseterrf(&collectGraphvizError);
-    if (!gvc_) return Error{"cannot start Graphviz"};
-    g_ = agmemread(dot.c_str());
-    if (!g_) return Error{"Graphviz cannot read the graph: " + graphvizErrors()};
-    for (Agnode_t* n = agfstnode(g_); n; n = agnxtnode(g_, n)) {
-      const std::string name = agnameof(n);
-      int device = -1;
-      if (name.rfind("legend_", 0) == 0) {
-        device = std::atoi(name.c_str() + 7);
-      } else if (name.size() > 1 && name[0] == 'n') {
-        const int v = std::atoi(name.c_str() + 1);
-        if (v >= 0 && v < static_cast<int>(taskDevice.size())) device = taskDevice[static_cast<size_t>(v)];
-      }
-      if (device < 0 || device >= static_cast<int>(colors.size())) continue;
-      const QColor c = colors[static_cast<size_t>(device)];
-      std::string fill = c.name().toStdString(), text = gui::textColorOn(c).name().toStdString();
-      std::string empty;
-      agsafeset(n, const_cast<char*>("fillcolor"), fill.data(), empty.data());
-      agsafeset(n, const_cast<char*>("fontcolor"), text.data(), empty.data());
-    }
-    if (gvLayout(gvc_, g_, "dot") != 0) return Error{"Graphviz layout failed: " + graphvizErrors()};
-    laidOut_ = true;
-    char* data = nullptr;
-    unsigned int len = 0;
-    if (gvRenderData(gvc_, g_, format.c_str(), &data, &len) != 0 || !data) {
-      if (data) gvFreeRenderData(data);
-      return Error{"Graphviz cannot render " + format + ": " + graphvizErrors()};
-    }
-    std::string out(data, len);
-    gvFreeRenderData(data);
-    return out;
-  }
-
- private:
-  GVC_t* gvc_ = nullptr;
-  Agraph_t* g_ = nullptr;
-  bool laidOut_ = false;
-};
-
-/// Device colours: the platform's own where it sets one, the palette otherwise.
-std::vector<QColor> deviceColors(const Problem& p) {
-  std::vector<QColor> colors;
+/// The platform's own colour of each device ("" where it sets none: the palette's).
+std::vector<std::string> platformColors(const Problem& p) {
+  std::vector<std::string> colors;
   for (int d = 0; d < p.table.numDevices(); ++d) {
     std::string own;
     if (p.platform) {
       const DeviceId pd = p.platform->findDevice(p.table.deviceIds[static_cast<size_t>(d)]);
       if (pd >= 0) own = p.platform->devices[static_cast<size_t>(pd)].color;
     }
-    colors.push_back(gui::deviceColor(d, own));
+    colors.push_back(own);
   }
   return colors;
+}
+
+/// The drawing module (render_images.h), beside the program or in ../lib/partex; the reason when absent.
+Result<RenderImagesFn> loadRenderModule() {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  for (const auto& dir : {exe.parent_path(), exe.parent_path() / ".." / "lib" / "partex"}) {
+    const auto path = dir / kRenderImagesModule;
+    if (!std::filesystem::exists(path, ec)) continue;
+    void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);  // stays loaded: Qt's state lives in it
+    if (!lib) {
+      const char* e = dlerror();
+      return makeError("render: cannot load ", path.string(), ": ", e ? e : "unknown error");
+    }
+    auto fn = reinterpret_cast<RenderImagesFn>(dlsym(lib, kRenderImagesSymbol));
+    if (!fn) return makeError("render: ", path.string(), " has no entry point ", kRenderImagesSymbol);
+    return fn;
+  }
+  return makeError("render: this build has no rendering (", kRenderImagesModule,
+                   " is not beside partex-cli; configure with -DPARTEX_BUILD_GUI=ON)");
 }
 
 /// Schedules with `algo` and simulates; errors name the model and the algorithm.
@@ -156,20 +87,14 @@ Result<std::pair<Plan, Timeline>> scheduleWith(const Problem& p, const std::stri
   return std::make_pair(std::move(plan).value(), std::move(tl).value());
 }
 
-/// Removes the files this run wrote when a later step fails, so that a failed render leaves nothing.
-struct Written {
-  std::vector<std::string> paths;
-  void rollback() const {
-    for (const auto& p : paths) std::remove(p.c_str());
-  }
-};
-
 int runRender(const RenderArgs& a) {
   if (a.graph.empty() && a.gantt.empty()) return fail("render: nothing to draw: give --graph FILE and/or --gantt FILE");
   for (const auto* out : {&a.graph, &a.gantt})
     if (!out->empty() && imageType(*out).empty())
       return fail(*out + ": unsupported image type (use a .svg or .png file name)");
   if (!a.plan.empty() && !a.algo.empty()) return fail("render: give --plan or --algo, not both");
+  auto draw = loadRenderModule();
+  if (!draw) return fail(draw.message());
 
   auto p = loadProblem(a.model, a.platform, a.dims);
   if (!p) return fail(p.message());
@@ -188,71 +113,38 @@ int runRender(const RenderArgs& a) {
     plan = std::move(r->first);
     tl = std::move(r->second);
   }
-  double referenceUs = 0;
+  RenderImagesJob job;
+  job.table = &p->table;
+  job.timeline = &tl;
+  job.deviceColors = platformColors(*p);
+  job.graphPath = a.graph;
+  job.ganttPath = a.gantt;
+  job.width = a.width;
   if (!a.reference.empty()) {
     auto r = scheduleWith(*p, a.model, a.reference);
     if (!r) return fail(r.message());
-    referenceUs = r->second.makespan;
+    job.referenceUs = r->second.makespan;
+    const Scheduler* rs = findScheduler(a.reference);
+    // "HEFT (Topcuoglu et al. 2002)" -> "HEFT plan": the citation is in the title already.
+    std::string shortTitle = rs ? rs->title() : a.reference;
+    if (auto paren = shortTitle.find(" ("); paren != std::string::npos) shortTitle.resize(paren);
+    job.referenceLabel = shortTitle + " plan";
   }
-
-  // Qt only from here on, headless. Qt's own chatter (e.g. "XDG_RUNTIME_DIR not set") would break
-  // the one-line error contract on stderr: only critical messages get through, as one line each.
-  qputenv("QT_QPA_PLATFORM", "offscreen");
-  qInstallMessageHandler([](QtMsgType type, const QMessageLogContext&, const QString& msg) {
-    if (type == QtCriticalMsg || type == QtFatalMsg)
-      std::cerr << "partex-cli: Qt: " << msg.simplified().toStdString() << "\n";
-  });
-  static int argc = 1;
-  static char arg0[] = "partex-cli";
-  static char* argv[] = {arg0, nullptr};
-  QGuiApplication qapp(argc, argv);
-  const std::vector<QColor> colors = deviceColors(*p);
-  Written written;
-
   if (!a.graph.empty()) {
-    std::vector<int> taskDevice(plan.device.begin(), plan.device.end());
-    GraphvizJob job;
-    auto image = job.render(planToDot(p->table, plan, &tl), taskDevice, colors, imageType(a.graph));
-    if (!image) return fail(a.graph + ": " + image.message());
-    Status st = writeFileAtomic(a.graph, *image);
-    if (!st) return fail(st.message());
-    written.paths.push_back(a.graph);
+    job.taskDevice.assign(plan.device.begin(), plan.device.end());
+    job.dot = planToDot(p->table, plan, &tl);
   }
   if (!a.gantt.empty()) {
-    gui::GanttChart view;
-    view.setTimeline(&p->table, tl, colors,
-                     p->graph ? fusedKernels(*p->graph, p->table, plan.device, &tl) : std::vector<FusedKernel>{});
+    if (p->graph) job.fused = fusedKernels(*p->graph, p->table, plan.device, &tl);
     const Scheduler* s = findScheduler(plan.algorithm);
-    view.setTitle(QString::fromStdString(s                        ? s->title()
-                                         : plan.algorithm.empty() ? std::string("plan")
-                                                                  : plan.algorithm));
-    if (referenceUs > 0) {
-      const Scheduler* rs = findScheduler(a.reference);
-      // "HEFT (Topcuoglu et al. 2002)" -> "HEFT plan": the citation is in the title already.
-      std::string shortTitle = rs ? rs->title() : a.reference;
-      if (auto paren = shortTitle.find(" ("); paren != std::string::npos) shortTitle.resize(paren);
-      view.setReferenceLabel(QString::fromStdString(shortTitle + " plan"));
-      view.setReferenceMakespan(referenceUs);
-    }
-    view.setExportWidth(a.width);
-    Status st = view.saveImage(QString::fromStdString(a.gantt));
-    if (!st) {
-      written.rollback();
-      return fail(st.message());
-    }
-    written.paths.push_back(a.gantt);
+    job.title = s ? s->title() : plan.algorithm.empty() ? std::string("plan") : plan.algorithm;
   }
-  for (const auto& w : written.paths) std::printf("Wrote %s\n", w.c_str());
+  std::string error;
+  std::vector<std::string> written;
+  if ((*draw)(&job, &error, &written) != 0) return fail(error);
+  for (const auto& w : written) std::printf("Wrote %s\n", w.c_str());
   return 0;
 }
-
-#else
-
-int runRender(const RenderArgs&) {
-  return fail("render: this build has no rendering (configure with -DPARTEX_BUILD_GUI=ON)");
-}
-
-#endif
 
 }  // namespace
 
