@@ -641,8 +641,9 @@ Result<LlmBestResult> bestLlmJob(const LlmJob& job, const std::vector<LlmRuleRes
 
 std::vector<int64_t> llmUbatchCandidates(int64_t prompt) {
   std::vector<int64_t> out = {512};
-  for (int64_t u = 1024; u < prompt; u *= 2) out.push_back(u);
-  if (prompt > 512 && out.back() != prompt) out.push_back(prompt);
+  const int64_t top = std::min<int64_t>(prompt, kLlmMaxUbatch);
+  for (int64_t u = 1024; u < top; u *= 2) out.push_back(u);
+  if (top > 512) out.push_back(top);
   return out;
 }
 

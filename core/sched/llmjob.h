@@ -36,8 +36,8 @@ struct LlmJobTables {
   std::vector<double> decodeWeight;  ///< Their trapezoid weights (they sum to G).
   std::vector<CostTable> decode;     ///< One decode step at each sampled length.
   /// The graphs llama.cpp reserves its compute buffer for, by -ub N below P: the prefill at N tokens,
-  /// every position's output (src/llama-context.cpp, sched_reserve: graph_reserve(n_tokens, n_seqs,
-  /// n_tokens) with n_tokens = min(n_ctx, n_ubatch)). A job at -ub N < P checks the prefill's memory on
+  /// every position's output (src/llama-context.cpp, the llama_context constructor at 4c7103b96d72:
+  /// graph_reserve(n_tokens, n_seqs, n_tokens) with n_tokens = min(n_ctx, n_ubatch)). A job at -ub N < P checks the prefill's memory on
   /// this table and times it on `prefill`; at N >= P `prefill` is both.
   std::map<int64_t, CostTable> prefillReserve;
 };
@@ -165,8 +165,12 @@ struct LlmBestResult {
 };
 Result<LlmBestResult> bestLlmJob(const LlmJob& job, const std::vector<LlmRuleResult>& rules, const Deadline& deadline);
 
+/// The largest micro-batch best tries: each one costs a job (its rules and a share of the search) and a
+/// prefill graph of that many tokens, and the gain of one fewer copy per micro-batch shrinks with -ub.
+constexpr int64_t kLlmMaxUbatch = 8192;
+
 /// The micro-batches best tries for a prompt of P tokens: llama.cpp's default 512, then every power of
-/// two above it below P, then P itself (one micro-batch). Never below 512: a smaller micro-batch re-reads
+/// two above it below min(P, kLlmMaxUbatch), then that bound itself (P: one micro-batch). Never below 512: a smaller micro-batch re-reads
 /// the GPU's weights more often and runs smaller matrix products, which the cost model's prefill (one
 /// P-token graph) does not charge, so a gain there would be the model's, not llama.cpp's.
 std::vector<int64_t> llmUbatchCandidates(int64_t prompt);

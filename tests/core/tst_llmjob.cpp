@@ -311,6 +311,16 @@ class TstLlmJob : public QObject {
     QVERIFY(uj.value("rules").toArray()[0].toObject().value("args").toString().endsWith(" -b 4096 -ub 4096"));
   }
 
+  /// The micro-batches best tries: 512, the powers of two above it below the prompt, the prompt itself,
+  /// at most 8192.
+  void ubatchCandidates() {
+    QCOMPARE(llmUbatchCandidates(64), (std::vector<int64_t>{512}));
+    QCOMPARE(llmUbatchCandidates(512), (std::vector<int64_t>{512}));
+    QCOMPARE(llmUbatchCandidates(2048), (std::vector<int64_t>{512, 1024, 2048}));
+    QCOMPARE(llmUbatchCandidates(3000), (std::vector<int64_t>{512, 1024, 2048, 3000}));
+    QCOMPARE(llmUbatchCandidates(100000), (std::vector<int64_t>{512, 1024, 2048, 4096, 8192}));
+  }
+
   /// best searches -ub with the placement (prompt 2048: -ub 512, 1024, 2048), the rules stay at 512, and
   /// the JSON gives the best rule at best's -ub; every printed string reads back to its placement with
   /// the -ub it prints (argWords in roundTrip).
