@@ -80,9 +80,10 @@ ArgWords argWords(const QString& text) {
 /// Runs `partex-cli llm REF --json` (prompt 64, generate 16, the GPU at `gib` GiB) and checks that each
 /// placement's -ngl and -ot, read back with the -ot importer on the model's last decode step (cache 79),
 /// give the tensor -> device map it reports, every tensor covered. Returns the JSON.
-QJsonObject roundTrip(const QString& ref, double gib, bool requireMixed, int prompt = 64) {
-  auto r = test::runCli({"llm", ref, "--platform", "desktop-rtx4070", "--prompt", QString::number(prompt), "--generate", "16",
-                         "--gpu-memory", QString::number(gib), "--time-limit", "5", "--json"});
+QJsonObject roundTrip(const QString& ref, double gib, bool requireMixed, int prompt = 64, const QStringList& extra = {}) {
+  auto r = test::runCli(QStringList{"llm", ref, "--platform", "desktop-rtx4070", "--prompt", QString::number(prompt), "--generate", "16",
+                                    "--gpu-memory", QString::number(gib), "--time-limit", "5", "--json"} +
+                        extra);
   if (r.code != 0) {
     QTest::qFail(r.err.constData(), __FILE__, __LINE__);
     return {};
@@ -345,6 +346,14 @@ class TstLlmJob : public QObject {
     const QJsonObject at = j.value("best_rule_at_best_ubatch").toObject();
     QVERIFY(at.value("best_speedup").toDouble() >= 1 - 1e-9);
     QCOMPARE(at.value("args").toString().contains(" -ub "), ub != 512);
+    // --ubatch 1024 fixes it for both: every printed string says -ub 1024 and reads back (roundTrip).
+    const QJsonObject f = roundTrip(ref, 0.06, true, 2048, {"--ubatch", "1024"});
+    if (QTest::currentTestFailed()) return;
+    QCOMPARE(f.value("ubatch").toInt(), 1024);
+    QCOMPARE(f.value("rules_ubatch").toInt(), 1024);
+    QVERIFY(f.value("best").toObject().value("llama_cpp_args").toString().endsWith(" -ub 1024"));
+    for (const auto& x : f.value("rules").toArray())
+      if (x.toObject().value("ok").toBool()) QVERIFY(x.toObject().value("args").toString().endsWith(" -ub 1024"));
   }
 
   /// llama.cpp's compute buffer grows with -ub (src/llama-context.cpp, sched_reserve: the graph of
