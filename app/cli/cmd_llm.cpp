@@ -22,10 +22,11 @@ struct LlmArgs {
   int64_t prompt = 2048;
   int64_t generate = 256;
   int samples = 3;
-  int64_t ubatch = 512;  ///< llama.cpp's -ub.
+  int64_t ubatch = 0;  ///< llama.cpp's -ub for the rules and best alike; 0: best searches it, the rules keep 512.
   double gpuGiB = 0;  ///< > 0: the GPU's memory, GiB.
   double timeLimit = 10.0;
   bool json = false;
+  bool ubatchGiven = false;
 };
 
 std::string fmtMs(double us) {
@@ -73,7 +74,7 @@ nlohmann::json placementJson(const LlmJob& job, const LlmPlacement& p, const Llm
 
 int runLlm(const LlmArgs& a) {
   if (a.platform.empty()) return fail("llm: --platform is required (see partex-cli platforms)");
-  if (a.ubatch < 1) return fail("--ubatch " + std::to_string(a.ubatch) + ": must be at least 1 token");
+  if (a.ubatchGiven && a.ubatch < 1) return fail("--ubatch " + std::to_string(a.ubatch) + ": must be at least 1 token");
   if (!(a.timeLimit > 0)) return fail("--time-limit " + fmt("%g", a.timeLimit) + ": must be above 0 seconds");
   if (a.gpuGiB < 0 || !std::isfinite(a.gpuGiB)) return fail("--gpu-memory " + fmt("%g", a.gpuGiB) + ": must be a size in GiB above 0");
   auto plat = loadPlatform(a.platform);
@@ -90,13 +91,23 @@ int runLlm(const LlmArgs& a) {
   spec.prompt = a.prompt;
   spec.generate = a.generate;
   spec.samples = a.samples;
+  // -ub: given, for the rules and best alike; otherwise best searches it and the rules keep llama.cpp's 512.
+  const int64_t ruleUbatch = a.ubatchGiven ? a.ubatch : 512;
+  spec.ubatches = a.ubatchGiven ? std::vector<int64_t>{a.ubatch} : llmUbatchCandidates(a.prompt);
   auto tables = loadLlmJobTables(spec, *plat);
   if (!tables) return fail(tables.message());
-  auto job = LlmJob::make(std::move(tables).value(), a.ubatch);
-  if (!job) return fail(a.model + ": " + job.message());
-  const std::vector<LlmRuleResult> rules = evaluateLlmRules(*job);
-  auto best = bestLlmJob(*job, rules, Deadline::in(a.timeLimit));
-  if (!best) return fail(a.model + ": " + best.message());
+  auto search = bestLlmJobOverUbatch(*tables, spec.ubatches, ruleUbatch, a.timeLimit);
+  if (!search) return fail(a.model + ": " + search.message());
+  const LlmJob* job = &search->jobs[search->bestJob];
+  const LlmBestResult* best = &search->best[search->bestJob];
+  const std::vector<LlmRuleResult>& rules = search->rules[search->defaultJob];
+  const std::vector<LlmRuleResult>& rulesAtBest = search->rules[search->bestJob];
+  const bool otherUbatch = search->bestJob != search->defaultJob;
+  const LlmRuleResult* topAtBest = nullptr;
+  for (const auto& r : rulesAtBest)
+    if (r.ok && (!topAtBest || r.time.jobUs < topAtBest->time.jobUs)) topAtBest = &r;
+  std::vector<int64_t> searched;
+  for (const auto& x : search->jobs) searched.push_back(x.ubatch());
   const LlmJobTables& jt = job->tables();
   const int64_t P = jt.prompt, G = jt.generate;
   const CostTable& t = job->argTable();
@@ -118,6 +129,11 @@ int runLlm(const LlmArgs& a) {
     j["prompt"] = P;
     j["generate"] = G;
     j["ubatch"] = job->ubatch();
+    j["rules_ubatch"] = ruleUbatch;
+    j["ubatches_searched"] = searched;
+    if (topAtBest)
+      j["best_rule_at_best_ubatch"] = {{"rule", topAtBest->rule}, {"args", topAtBest->args}, {"job_s", topAtBest->time.jobUs / 1e6},
+                                       {"best_speedup", topAtBest->time.jobUs / best->singleTime.jobUs}};
     j["layers"] = job->tensors().layers;
     j["decode_integration"] = integration;
     nlohmann::json samples = nlohmann::json::array();
@@ -200,6 +216,13 @@ int runLlm(const LlmArgs& a) {
                 fmt("%.2f", r.time.decodeTokensPerS(G)).c_str(), fmt("%.3f", r.time.jobUs / 1e6).c_str(),
                 fmt("%.3f", r.time.jobUs / bt.jobUs).c_str(), r.args.c_str());
   }
+  if (otherUbatch && topAtBest)
+    std::printf("  at best's -ub %lld: %s %s s (best is %sx), %s\n", static_cast<long long>(job->ubatch()), topAtBest->rule.c_str(),
+                fmt("%.3f", topAtBest->time.jobUs / 1e6).c_str(), fmt("%.3f", topAtBest->time.jobUs / bt.jobUs).c_str(), topAtBest->args.c_str());
+  std::vector<std::string> searchedText;
+  for (int64_t u : searched) searchedText.push_back(std::to_string(u));
+  std::printf("Note         -ub searched: %s; the rules at -ub %lld (%s)\n", join(searchedText, ", ").c_str(), static_cast<long long>(ruleUbatch),
+              a.ubatchGiven ? "--ubatch" : "llama.cpp's default");
   for (const auto& n : best->notes) std::printf("Note         %s\n", n.c_str());
   return 0;
 }
@@ -216,10 +239,11 @@ void addLlm(CLI::App& app, int& exitCode) {
   cmd->add_option("--samples", a->samples, "Decode steps simulated (trapezoid over the generated tokens)")->capture_default_str();
   cmd->add_option("--gpu-memory", a->gpuGiB, "The GPU's memory in GiB (default: the platform's)");
   cmd->add_option("--ubatch", a->ubatch,
-                  "llama.cpp's -ub: the prefill's micro-batch, each of which copies the host weights the GPU multiplies "
-                  "(op offload), for the rules and best alike")
-      ->capture_default_str();
-  cmd->add_option("--time-limit", a->timeLimit, "Seconds best's search may take")->capture_default_str();
+                  "llama.cpp's -ub for the rules and best alike: the prefill's micro-batch, each of which copies the host "
+                  "weights the GPU multiplies (op offload) and whose graph sizes the compute buffer (default: best searches "
+                  "512, 1024, ... up to the prompt; the rules keep llama.cpp's 512)")
+      ->each([a](const std::string&) { a->ubatchGiven = true; });
+  cmd->add_option("--time-limit", a->timeLimit, "Seconds best's search may take, shared equally by the -ub it tries (the rules not counted)")->capture_default_str();
   cmd->add_flag("--json", a->json, "Print JSON");
   cmd->callback([a, &exitCode] { exitCode = runLlm(*a); });
 }

@@ -18,7 +18,7 @@
 //            (Mixtral-8x7B and Qwen3-30B-A3B in Q4_K, gpt-oss-20b and -120b in MXFP4; float16 activations)
 //            on desktop-rtx3090 with its GPU at 8, 12, 16 and 24 GiB: every llama.cpp rule at its best N
 //            against best, one placement for both phases and one per phase (--llm-time-limit S, default 10;
-//            --llm-models a,b to pick presets; --llm-gib 8,24 to pick sizes; --llm-ubatch N for -ub N)
+//            --llm-models a,b to pick presets; --llm-gib 8,24 to pick sizes; --llm-ubatch N for -ub N for rules and best alike; by default best searches -ub, the rules keep 512)
 // Each algorithm run is cancelled after --max-ms (default 60000) through its cancel token.
 #include <algorithm>
 #include <atomic>
@@ -594,20 +594,42 @@ void offload() {
   std::printf("```\n");
 }
 
-double gLlmTimeLimit = 10;
+double gLlmTimeLimit = 30;  ///< best's search, shared by the -ub it tries (10 s each of 512, 1024, 2048).
 std::vector<std::string> gLlmModels = {"mixtral-8x7b", "qwen3-30b-a3b", "gpt-oss-20b", "gpt-oss-120b"};
 std::vector<int> gLlmGiB = {8, 12, 16, 24};
-int64_t gLlmUbatch = 512;  ///< -ub for the prefill op offload's copies, rules and best alike (llama.cpp's default 512).
+int64_t gLlmUbatch = 0;  ///< --llm-ubatch N: -ub N for rules and best alike; 0: best searches -ub, the rules keep llama.cpp's 512.
+
+/// A rule's arguments, --fit's long -ot list shown by its length.
+std::string shortArgs(const LlmRuleResult* r) {
+  std::string a = r ? r->args : "-";
+  if (const size_t ot = a.find(" -ot \""); ot != std::string::npos && a.size() > 80) {
+    const size_t end = a.find('"', ot + 6);
+    a = a.substr(0, ot) + " -ot (" + std::to_string(std::count(a.begin(), a.end(), '=')) + " patterns)" + (end == std::string::npos ? "" : a.substr(end + 1));
+  }
+  return a;
+}
+
+const LlmRuleResult* fastestRule(const std::vector<LlmRuleResult>& rules) {
+  const LlmRuleResult* top = nullptr;
+  for (const auto& r : rules)
+    if (r.ok && (!top || r.time.jobUs < top->time.jobUs)) top = &r;
+  return top;
+}
 
 void llm() {
   std::printf("\n## (i) LLM job: best against llama.cpp's rules in end-to-end job time (modelled)\n\n");
   std::printf("Prompt 2048 tokens, generate 256; desktop-rtx3090 (RTX 3090, DDR4-3200 dual channel, PCIe 4.0 x16) with the GPU's "
               "memory set; decode integrated by the trapezoid rule over 3 cache lengths (2048, 2175, 2303); every rule at its "
-              "fastest N and op-offload setting within memory; -ub %lld; best's search limit %.0f s.\n\n",
-              static_cast<long long>(gLlmUbatch), gLlmTimeLimit);
-  std::printf("| model | GPU | best rule (args) | rule job s | best job s | best vs rule | two phases job s | two phases vs rule | "
-              "best's args | evals | tables s | rules s | best s | within memory |\n"
-              "|---|---:|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|\n");
+              "fastest N and op-offload setting within memory; ");
+  if (gLlmUbatch > 0)
+    std::printf("-ub %lld for the rules and best alike; ", static_cast<long long>(gLlmUbatch));
+  else
+    std::printf("the rules at llama.cpp's default -ub 512, best searching -ub 512, 1024, 2048 with the placement (the prefill's "
+                "memory checked on the graph of one micro-batch, llama.cpp's compute buffer); ");
+  std::printf("best's search limit %.0f s shared by the -ub it tries (the rules not counted).\n\n", gLlmTimeLimit);
+  std::printf("| model | GPU | best rule at -ub 512 (args) | rule job s | best's -ub | best rule at best's -ub (args) | its job s | best job s | "
+              "best vs rule | from -ub | from placement | goal 1.15x | two phases vs rule | best's args | evals | tables s | search s | within memory |\n"
+              "|---|---:|---|---:|---:|---|---:|---:|---:|---:|---:|---|---:|---|---:|---:|---:|---|\n");
   for (const auto& preset : gLlmModels) {
     const std::string quant = preset.rfind("gpt-oss", 0) == 0 ? "mxfp4" : "q4_k";
     for (int gib : gLlmGiB) {
@@ -622,6 +644,8 @@ void llm() {
       spec.model = "gen:moe?preset=" + preset + "&quant=" + quant + "&dtype=float16";
       spec.prompt = 2048;
       spec.generate = 256;
+      spec.ubatches = gLlmUbatch > 0 ? std::vector<int64_t>{gLlmUbatch} : llmUbatchCandidates(spec.prompt);
+      const int64_t ruleUbatch = gLlmUbatch > 0 ? gLlmUbatch : 512;
       const auto t0 = std::chrono::steady_clock::now();
       auto tables = loadLlmJobTables(spec, *plat);
       const auto t1 = std::chrono::steady_clock::now();
@@ -629,37 +653,32 @@ void llm() {
         std::printf("| %s | %d GiB | %s |\n", preset.c_str(), gib, tables.message().c_str());
         continue;
       }
-      auto job = LlmJob::make(std::move(tables).value(), gLlmUbatch);
-      if (!job) {
-        std::printf("| %s | %d GiB | %s |\n", preset.c_str(), gib, job.message().c_str());
-        continue;
-      }
-      const auto rules = evaluateLlmRules(*job);
+      auto search = bestLlmJobOverUbatch(*tables, spec.ubatches, ruleUbatch, gLlmTimeLimit);
       const auto t2 = std::chrono::steady_clock::now();
-      auto best = bestLlmJob(*job, rules, Deadline::in(gLlmTimeLimit));
-      const auto t3 = std::chrono::steady_clock::now();
-      if (!best) {
-        std::printf("| %s | %d GiB | %s |\n", preset.c_str(), gib, best.message().c_str());
+      if (!search) {
+        std::printf("| %s | %d GiB | %s |\n", preset.c_str(), gib, search.message().c_str());
         continue;
       }
-      const LlmRuleResult* top = nullptr;
-      bool within = best->singleTime.fits && (!best->twoPhase || best->twoPhaseTime.fits);
-      for (const auto& r : rules) {
-        if (!r.ok) continue;
-        within = within && r.time.fits;
-        if (!top || r.time.jobUs < top->time.jobUs) top = &r;
+      const LlmJob& job = search->jobs[search->bestJob];
+      const LlmBestResult& best = search->best[search->bestJob];
+      const LlmRuleResult* top = fastestRule(search->rules[search->defaultJob]);
+      const LlmRuleResult* topAt = fastestRule(search->rules[search->bestJob]);
+      bool within = best.singleTime.fits && (!best.twoPhase || best.twoPhaseTime.fits);
+      int evals = 0;
+      for (size_t k = 0; k < search->jobs.size(); ++k) {
+        evals += search->best[k].evaluations;
+        for (const auto& r : search->rules[k])
+          if (r.ok) within = within && r.time.fits;
       }
       auto sec = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
-      // --fit's own -ot list is one pattern per layer: shown by its length.
-      std::string ruleArgs = top ? top->args : "-";
-      if (const size_t ot = ruleArgs.find(" -ot \""); ot != std::string::npos && ruleArgs.size() > 80)
-        ruleArgs = ruleArgs.substr(0, ot) + " -ot (" + std::to_string(std::count(ruleArgs.begin(), ruleArgs.end(), '=')) + " patterns)";
-      const double ruleS = top ? top->time.jobUs / 1e6 : 0, bestS = best->singleTime.jobUs / 1e6;
-      const double twoS = best->twoPhase ? best->twoPhaseTime.jobUs / 1e6 : bestS;
-      std::printf("| %s %s | %d GiB | %s (%s) | %.2f | %.2f | %.3fx | %.2f | %.3fx | `%s` | %d | %.1f | %.1f | %.1f | %s |\n", preset.c_str(),
-                  quant.c_str(), gib, top ? top->rule.c_str() : "-", ruleArgs.c_str(), ruleS, bestS,
-                  bestS > 0 ? ruleS / bestS : 0.0, twoS, twoS > 0 ? ruleS / twoS : 0.0, job->args(best->single).text.c_str(),
-                  best->evaluations, sec(t0, t1), sec(t1, t2), sec(t2, t3), within ? "yes" : "NO");
+      const double ruleS = top ? top->time.jobUs / 1e6 : 0, atS = topAt ? topAt->time.jobUs / 1e6 : 0, bestS = best.singleTime.jobUs / 1e6;
+      const double twoS = best.twoPhase ? best.twoPhaseTime.jobUs / 1e6 : bestS;
+      const double ratio = bestS > 0 ? ruleS / bestS : 0.0;
+      std::printf("| %s %s | %d GiB | %s (%s) | %.2f | %lld | %s (%s) | %.2f | %.2f | %.3fx | %.3fx | %.3fx | %s | %.3fx | `%s` | %d | %.1f | %.1f | %s |\n",
+                  preset.c_str(), quant.c_str(), gib, top ? top->rule.c_str() : "-", shortArgs(top).c_str(), ruleS,
+                  static_cast<long long>(job.ubatch()), topAt ? topAt->rule.c_str() : "-", shortArgs(topAt).c_str(), atS, bestS, ratio,
+                  atS > 0 ? ruleS / atS : 0.0, bestS > 0 ? atS / bestS : 0.0, ratio >= 1.15 ? "met" : "not met",
+                  twoS > 0 ? ruleS / twoS : 0.0, job.args(best.single).text.c_str(), evals, sec(t0, t1), sec(t1, t2), within ? "yes" : "NO");
       std::fflush(stdout);
     }
   }

@@ -53,6 +53,13 @@ Result<LlmJobTables> loadLlmJobTables(const LlmJobSpec& spec, const Platform& pl
   auto pre = build("prefill", spec.prompt);
   if (!pre) return Error{pre.message()};
   t.prefill = std::move(pre).value();
+  for (int64_t ub : spec.ubatches) {
+    if (ub < 1) return makeError("--ubatch ", std::to_string(ub), ": must be at least 1 token");
+    if (ub >= spec.prompt || t.prefillReserve.count(ub)) continue;
+    auto r = build("prefill", ub);
+    if (!r) return Error{r.message()};
+    t.prefillReserve.emplace(ub, std::move(r).value());
+  }
   for (int64_t L : t.decodeCache) {
     auto d = build("decode", L);
     if (!d) return Error{d.message()};

@@ -58,7 +58,10 @@ struct PhaseEval {
   std::string why;
 };
 
-PhaseEval evalTable(const CostTable& t, const LlamaTensors& m, const LlmPlacement& p, DeviceId accel) {
+/// One table under a placement: its weights within memory, its simulated time, and (`memory`) every
+/// device's resident peak within capacity. Without `memory` the table is timed only (`fits` when its
+/// weights fit): the prefill at -ub below P has its memory checked on the reserve table.
+PhaseEval evalTable(const CostTable& t, const LlamaTensors& m, const LlmPlacement& p, DeviceId accel, bool memory = true) {
   PhaseEval e;
   const Plan plan = llmPhasePlan(t, m, p, accel);
   WeightLoad load(t);
@@ -75,6 +78,10 @@ PhaseEval evalTable(const CostTable& t, const LlamaTensors& m, const LlmPlacemen
     return e;
   }
   e.us = tl->makespan;
+  if (!memory) {
+    e.fits = true;
+    return e;
+  }
   const Status st = checkCapacity(t, plan, &*tl);
   e.fits = st.isOk();
   if (!e.fits) e.why = st.message();
@@ -103,6 +110,16 @@ Result<LlmJob> LlmJob::make(LlmJobTables tables, int64_t ubatch) {
   if (j.prefillM_.layers == 0 || j.decodeM_.back().layers == 0)
     return makeError("llm: '", tables.prefill.name, "' has no layer names (a language model's tensors, blk.<L>.*)");
   j.ubatch_ = ubatch;
+  if (ubatch < tables.prompt) {
+    auto it = tables.prefillReserve.find(ubatch);
+    if (it == tables.prefillReserve.end())
+      return makeError("llm: no prefill graph at ", std::to_string(ubatch), " tokens for -ub ", std::to_string(ubatch));
+    if (it->second.deviceIds != tables.prefill.deviceIds) return makeError("llm: the prefill and reserve tables have different devices");
+    j.reserveIsPrefill_ = false;
+    j.reserve_ = it->second;
+    j.reserveM_ = llamaTensors(j.reserve_);
+  }
+  tables.prefillReserve.clear();  // the job keeps its own
   OpOffloadOptions oo;
   oo.tokens = tokensOf(tables.prefill, j.prefillM_);
   oo.ubatch = ubatch;
@@ -169,14 +186,26 @@ LlmJobTime LlmJob::evaluate(const LlmPlacement& p, Phases phases) const {
     }
   }
   if (phases != Phases::Decode) {
-    const PhaseEval e = evalTable(p.opOffload ? prefillOffload_ : tables_.prefill, prefillM_, p, accel_);
+    // Timed on the P-token prefill; its memory is llama.cpp's compute buffer at this -ub (the reserve
+    // table's activations) beside the weights and the cache, or the prefill's own when -ub >= P.
+    const PhaseEval e = evalTable(p.opOffload ? prefillOffload_ : tables_.prefill, prefillM_, p, accel_, reserveIsPrefill_);
     if (!e.fits) {
       r.fits = false;
       r.why = "prefill of " + std::to_string(tables_.prompt) + " tokens: " + e.why;
       return r;
     }
     r.prefillUs = e.us;
-    r.accelPeakBytes = std::max(r.accelPeakBytes, e.accelPeak);
+    int64_t peak = e.accelPeak;
+    if (!reserveIsPrefill_) {
+      const PhaseEval mem = evalTable(reserve_, reserveM_, p, accel_);
+      if (!mem.fits) {
+        r.fits = false;
+        r.why = "prefill at -ub " + std::to_string(ubatch_) + ": " + mem.why;
+        return r;
+      }
+      peak = mem.accelPeak;
+    }
+    r.accelPeakBytes = std::max(r.accelPeakBytes, peak);
   }
   r.jobUs = r.prefillUs + r.decodeTotalUs;
   return r;
@@ -286,12 +315,12 @@ std::vector<LlmRuleResult> evaluateLlmRules(const LlmJob& job) {
   else
     out.push_back({"--n-cpu-ffn", false, "the model has no dense FFN tensors", -1, 0, "", {}, {}});
   // --fit: memory only, its default margin, sized on the table of the last decode step (the largest
-  // cache); when that split does not leave room for the prefill's activations, sized on the prefill
-  // (llama.cpp's --fit measures its compute buffers, which the prefill's micro-batch sizes).
+  // cache); when that split does not leave room for the prefill's activations, sized on the graph of
+  // one micro-batch (llama.cpp's --fit measures its compute buffers, which -ub sizes).
   LlmRuleResult fit;
   fit.rule = "--fit";
   if (const Scheduler* s = findScheduler("fit")) {
-    for (const CostTable* t : {&job.argTable(), &job.tables().prefill}) {
+    for (const CostTable* t : {&job.argTable(), &job.prefillMemoryTable()}) {
       SchedInfo info;
       auto plan = s->schedule(*t, {}, SchedOptions{}, &info);
       if (!plan) {
@@ -607,6 +636,47 @@ Result<LlmBestResult> bestLlmJob(const LlmJob& job, const std::vector<LlmRuleRes
   r.evaluations = s.evaluations;
   r.timeLimitReached = limit;
   if (limit) r.notes.push_back("time limit reached: the search returned its best placement so far");
+  return r;
+}
+
+std::vector<int64_t> llmUbatchCandidates(int64_t prompt) {
+  std::vector<int64_t> out = {512};
+  const int64_t top = std::min<int64_t>(prompt, kLlmMaxUbatch);
+  for (int64_t u = 1024; u < top; u *= 2) out.push_back(u);
+  if (top > 512) out.push_back(top);
+  return out;
+}
+
+Result<LlmUbatchSearch> bestLlmJobOverUbatch(const LlmJobTables& tables, const std::vector<int64_t>& ubatches, int64_t ruleUbatch,
+                                             double timeLimitSec) {
+  LlmUbatchSearch r;
+  if (std::find(ubatches.begin(), ubatches.end(), ruleUbatch) == ubatches.end())
+    return makeError("llm: the micro-batches searched do not include the rules' -ub ", std::to_string(ruleUbatch));
+  for (int64_t ub : ubatches) {
+    auto job = LlmJob::make(tables, ub);
+    if (!job) return Error{job.message()};
+    r.jobs.push_back(std::move(job).value());
+  }
+  std::string lastError;
+  bool any = false;
+  for (size_t k = 0; k < r.jobs.size(); ++k) {
+    if (r.jobs[k].ubatch() == ruleUbatch) r.defaultJob = k;
+    r.rules.push_back(evaluateLlmRules(r.jobs[k]));
+    // An equal share of the search's time, from now (the rules are not counted).
+    auto b = bestLlmJob(r.jobs[k], r.rules.back(), Deadline::in(timeLimitSec / static_cast<double>(r.jobs.size())));
+    if (!b) {
+      lastError = b.message();
+      r.failed.push_back(b.message());
+      r.best.emplace_back();
+      continue;
+    }
+    r.failed.emplace_back();
+    r.best.push_back(std::move(b).value());
+    // Ties keep the earlier (smaller, llama.cpp's default first) micro-batch.
+    if (!any || r.best.back().singleTime.jobUs < r.best[r.bestJob].singleTime.jobUs * (1 - 1e-9)) r.bestJob = k;
+    any = true;
+  }
+  if (!any) return Error{lastError};
   return r;
 }
 

@@ -35,6 +35,11 @@ struct LlmJobTables {
   std::vector<int64_t> decodeCache;  ///< The sampled cache lengths, increasing: P .. P + G - 1.
   std::vector<double> decodeWeight;  ///< Their trapezoid weights (they sum to G).
   std::vector<CostTable> decode;     ///< One decode step at each sampled length.
+  /// The graphs llama.cpp reserves its compute buffer for, by -ub N below P: the prefill at N tokens,
+  /// every position's output (src/llama-context.cpp, the llama_context constructor at 4c7103b96d72:
+  /// graph_reserve(n_tokens, n_seqs, n_tokens) with n_tokens = min(n_ctx, n_ubatch)). A job at -ub N < P checks the prefill's memory on
+  /// this table and times it on `prefill`; at N >= P `prefill` is both.
+  std::map<int64_t, CostTable> prefillReserve;
 };
 
 /// The composite trapezoid rule over the G decode steps: `samples` step indices spread evenly over
@@ -74,7 +79,9 @@ class LlmJob {
  public:
   /// Errors: no layer names, a platform without a GPU beside the host, tables that disagree (devices).
   /// `ubatch`: llama.cpp's -ub, the micro-batch whose every run copies the host weights of the prefill op
-  /// offload (512 by default); the arguments then carry it (" -ub N", with -b N above -b's default 2048).
+  /// offload (512 by default) and whose graph sizes the compute buffer (the prefill's memory: the table
+  /// tables.prefillReserve[ubatch] when ubatch < P, an error when it is missing); the arguments then
+  /// carry it (" -ub N", with -b N above -b's default 2048).
   static Result<LlmJob> make(LlmJobTables tables, int64_t ubatch = 512);
 
   const LlmJobTables& tables() const { return tables_; }
@@ -89,6 +96,9 @@ class LlmJob {
   const CostTable& argTable() const { return tables_.decode.back(); }
   const CostTable& prefillOffloadTable() const { return prefillOffload_; }  ///< The prefill with op offload.
   const LlamaTensors& prefillTensors() const { return prefillM_; }
+  /// The prefill graph whose simulated memory stands for llama.cpp's compute buffer at this -ub: the
+  /// reserve table at min(ubatch, P) tokens (the prefill itself when ubatch >= P).
+  const CostTable& prefillMemoryTable() const { return reserveIsPrefill_ ? tables_.prefill : reserve_; }
   const LlamaTensors& decodeTensors(size_t k) const { return decodeM_[k]; }
 
   /// A placement from -ngl N and overrides (read on the largest decode table; op offload as given).
@@ -115,6 +125,9 @@ class LlmJob {
   std::vector<LlamaTensors> decodeM_;
   DeviceId accel_ = -1;
   int64_t ubatch_ = 512;
+  bool reserveIsPrefill_ = true;  ///< ubatch >= P: the prefill's own graph sizes its memory.
+  CostTable reserve_;             ///< Otherwise the reserve table at ubatch tokens,
+  LlamaTensors reserveM_;         ///< and its tensors.
 };
 
 /// One llama.cpp rule at its best N on the job.
@@ -151,5 +164,33 @@ struct LlmBestResult {
   std::vector<std::string> notes;
 };
 Result<LlmBestResult> bestLlmJob(const LlmJob& job, const std::vector<LlmRuleResult>& rules, const Deadline& deadline);
+
+/// The largest micro-batch best tries: each one costs a job (its rules and a share of the search) and a
+/// prefill graph of that many tokens, and the gain of one fewer copy per micro-batch shrinks with -ub.
+constexpr int64_t kLlmMaxUbatch = 8192;
+
+/// The micro-batches best tries for a prompt of P tokens: llama.cpp's default 512, then every power of
+/// two above it below min(P, kLlmMaxUbatch), then that bound itself (P: one micro-batch). Never below 512: a smaller micro-batch re-reads
+/// the GPU's weights more often and runs smaller matrix products, which the cost model's prefill (one
+/// P-token graph) does not charge, so a gain there would be the model's, not llama.cpp's.
+std::vector<int64_t> llmUbatchCandidates(int64_t prompt);
+
+/// best over the micro-batch as well as the placement (-ub is a result-neutral argument, as -ngl and -ot
+/// are): one job per -ub, llama.cpp's rules on each (every rule seeds that -ub's search), then best on
+/// each for an equal share of `timeLimitSec` (started after that job's rules; infinite: no limit); the
+/// fastest single placement wins. The rules a user gets are
+/// those at -ub 512 (`defaultJob`); `bestJob`'s rules are the best rule at best's -ub, so the gain splits
+/// into what the micro-batch gives (rule at 512 -> rule at best's -ub) and what the placement gives.
+struct LlmUbatchSearch {
+  std::vector<LlmJob> jobs;                       ///< One per micro-batch tried.
+  std::vector<std::vector<LlmRuleResult>> rules;  ///< The rules on each.
+  std::vector<LlmBestResult> best;                ///< best on each (empty `single` where it failed).
+  std::vector<std::string> failed;                ///< Per job: why best failed ("" when it did not).
+  size_t defaultJob = 0;                          ///< The job at `ruleUbatch`.
+  size_t bestJob = 0;                             ///< The job of the fastest single placement.
+};
+/// Errors: a micro-batch list without `ruleUbatch`, a job that cannot be made, no job where best succeeds.
+Result<LlmUbatchSearch> bestLlmJobOverUbatch(const LlmJobTables& tables, const std::vector<int64_t>& ubatches, int64_t ruleUbatch,
+                                             double timeLimitSec);
 
 }  // namespace partex

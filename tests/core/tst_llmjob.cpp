@@ -5,7 +5,9 @@
 //    decode's heavy layers 2-3 on a GPU that holds two layers) against the one placement for both;
 //  - the move between phases: the bytes of the tensors and caches that change device over the link;
 //  - `partex-cli llm --json`: its -ot string read back with the -ot importer gives its placement, every
-//    tensor covered; bad arguments are one line and exit 2.
+//    tensor covered, and its printed arguments carry that -ot, -ngl and -ub; bad arguments are one line
+//    and exit 2;
+//  - the compute buffer's growth with -ub: the prefill's memory on the graph of one micro-batch, by hand.
 #include <QtTest>
 
 #include <QJsonArray>
@@ -22,6 +24,8 @@
 #include "problem/problem.h"
 #include "sched/llamarules.h"
 #include "sched/llmjob.h"
+#include "sim/memory.h"
+#include "sim/simulator.h"
 #include "llmtest.h"
 #include "testutil.h"
 
@@ -50,34 +54,66 @@ CostTable handTable(int64_t gpuBytes, double host, double gpu, std::vector<int> 
   return std::move(t).value();
 }
 
+/// The words of a printed llama.cpp argument string, with llama.cpp's defaults (-ub 512, -b 2048).
+struct ArgWords {
+  int ngl = -1;
+  QString ot;
+  int ubatch = 512;
+  int batch = 2048;
+};
+ArgWords argWords(const QString& text) {
+  ArgWords w;
+  const QStringList words = text.split(' ', Qt::SkipEmptyParts);
+  for (int i = 0; i + 1 < words.size(); ++i) {
+    if (words[i] == "-ngl") w.ngl = words[i + 1].toInt();
+    else if (words[i] == "-ub") w.ubatch = words[i + 1].toInt();
+    else if (words[i] == "-b") w.batch = words[i + 1].toInt();
+    else if (words[i] == "-ot") {
+      QString v = words[i + 1];
+      if (v.startsWith('"') && v.endsWith('"') && v.size() >= 2) v = v.mid(1, v.size() - 2);
+      w.ot = v;
+    }
+  }
+  return w;
+}
+
 /// Runs `partex-cli llm REF --json` (prompt 64, generate 16, the GPU at `gib` GiB) and checks that each
 /// placement's -ngl and -ot, read back with the -ot importer on the model's last decode step (cache 79),
 /// give the tensor -> device map it reports, every tensor covered. Returns the JSON.
-QJsonObject roundTrip(const QString& ref, double gib, bool requireMixed) {
-  auto r = test::runCli({"llm", ref, "--platform", "desktop-rtx4070", "--prompt", "64", "--generate", "16", "--gpu-memory",
-                         QString::number(gib), "--time-limit", "5", "--json"});
+QJsonObject roundTrip(const QString& ref, double gib, bool requireMixed, int prompt = 64, const QStringList& extra = {}) {
+  auto r = test::runCli(QStringList{"llm", ref, "--platform", "desktop-rtx4070", "--prompt", QString::number(prompt), "--generate", "16",
+                                    "--gpu-memory", QString::number(gib), "--time-limit", "5", "--json"} +
+                        extra);
   if (r.code != 0) {
     QTest::qFail(r.err.constData(), __FILE__, __LINE__);
     return {};
   }
   const QJsonObject j = QJsonDocument::fromJson(r.out).object();
   [&] {
-    QCOMPARE(j.value("prompt").toInt(), 64);
+    QCOMPARE(j.value("prompt").toInt(), prompt);
     QCOMPARE(j.value("generate").toInt(), 16);
     auto plat = loadPlatform("desktop-rtx4070");
     QVERIFY(plat);
     for (auto& d : plat->devices)
       if (d.id == "gpu") d.memCapacityBytes = static_cast<int64_t>(gib * static_cast<double>(int64_t{1} << 30));
     const std::string model = ref.toStdString();
-    auto g = loadModel(model + (model.find('?') == std::string::npos ? "?" : "&") + "phase=decode&seq=79", {});
+    auto g = loadModel(model + (model.find('?') == std::string::npos ? "?" : "&") + "phase=decode&seq=" + std::to_string(prompt + 15), {});
     QVERIFY2(g, g.message().c_str());
     auto p = problemFromGraph(std::move(g).value(), *plat, "m");
     QVERIFY2(p, p.message().c_str());
     const CostTable& t = p->table;
     const LlamaTensors m = llamaTensors(t);
     int mixed = 0;
+    const int ubatch = j.value("ubatch").toInt();
     auto check = [&](const QJsonObject& pl) {
       const QJsonObject tensors = pl.value("tensors").toObject();
+      // The printed string, read as llama.cpp reads it: -ngl, the -ot string, -ub (with -b above 2048).
+      const ArgWords w = argWords(pl.value("llama_cpp_args").toString());
+      QCOMPARE(w.ngl, pl.value("ngl").toInt());
+      QCOMPARE(w.ot, pl.value("ot").toString());
+      QCOMPARE(w.ubatch, ubatch);
+      QCOMPARE(w.batch, ubatch > 2048 ? ubatch : 2048);
+      QVERIFY2(w.ubatch <= w.batch, "llama.cpp takes min(-b, -ub)");
       TensorPlacement back = nglPlacement(m, pl.value("ngl").toInt(), defaultAccelerator(t), t.host);
       const std::string ot = pl.value("ot").toString().toStdString();
       if (!ot.empty()) {
@@ -274,6 +310,102 @@ class TstLlmJob : public QObject {
     QCOMPARE(uj.value("ubatch").toInt(), 4096);
     QVERIFY(uj.value("best").toObject().value("llama_cpp_args").toString().endsWith(" -b 4096 -ub 4096"));
     QVERIFY(uj.value("rules").toArray()[0].toObject().value("args").toString().endsWith(" -b 4096 -ub 4096"));
+  }
+
+  /// The micro-batches best tries: 512, the powers of two above it below the prompt, the prompt itself,
+  /// at most 8192.
+  void ubatchCandidates() {
+    QCOMPARE(llmUbatchCandidates(64), (std::vector<int64_t>{512}));
+    QCOMPARE(llmUbatchCandidates(512), (std::vector<int64_t>{512}));
+    QCOMPARE(llmUbatchCandidates(2048), (std::vector<int64_t>{512, 1024, 2048}));
+    QCOMPARE(llmUbatchCandidates(3000), (std::vector<int64_t>{512, 1024, 2048, 3000}));
+    QCOMPARE(llmUbatchCandidates(100000), (std::vector<int64_t>{512, 1024, 2048, 4096, 8192}));
+  }
+
+  /// best searches -ub with the placement (prompt 2048: -ub 512, 1024, 2048), the rules stay at 512, and
+  /// the JSON gives the best rule at best's -ub; every printed string reads back to its placement with
+  /// the -ub it prints (argWords in roundTrip).
+  void cliUbatchSearch() {
+    const QString ref = "gen:moe?layers=4&hidden=512&heads=8&kv-heads=2&experts=4&experts-used=2&expert-ffn=1024&vocab=1000";
+    const QJsonObject j = roundTrip(ref, 0.06, true, 2048);
+    if (QTest::currentTestFailed()) return;
+    QCOMPARE(j.value("rules_ubatch").toInt(), 512);
+    const QJsonArray searched = j.value("ubatches_searched").toArray();
+    QCOMPARE(searched.size(), 3);
+    QCOMPARE(searched[0].toInt(), 512);
+    QCOMPARE(searched[1].toInt(), 1024);
+    QCOMPARE(searched[2].toInt(), 2048);
+    const int ub = j.value("ubatch").toInt();
+    QVERIFY(ub == 512 || ub == 1024 || ub == 2048);
+    for (const auto& x : j.value("rules").toArray()) {
+      const QJsonObject r = x.toObject();
+      if (!r.value("ok").toBool()) continue;
+      QVERIFY2(!r.value("args").toString().contains("-ub"), qPrintable(r.value("args").toString()));  // llama.cpp's default
+      QVERIFY(r.value("best_speedup").toDouble() >= 1 - 1e-9);
+    }
+    const QJsonObject at = j.value("best_rule_at_best_ubatch").toObject();
+    QVERIFY(at.value("best_speedup").toDouble() >= 1 - 1e-9);
+    QCOMPARE(at.value("args").toString().contains(" -ub "), ub != 512);
+    // --ubatch 1024 fixes it for both: every printed string says -ub 1024 and reads back (roundTrip).
+    const QJsonObject f = roundTrip(ref, 0.06, true, 2048, {"--ubatch", "1024"});
+    if (QTest::currentTestFailed()) return;
+    QCOMPARE(f.value("ubatch").toInt(), 1024);
+    QCOMPARE(f.value("rules_ubatch").toInt(), 1024);
+    QVERIFY(f.value("best").toObject().value("llama_cpp_args").toString().endsWith(" -ub 1024"));
+    for (const auto& x : f.value("rules").toArray())
+      if (x.toObject().value("ok").toBool()) QVERIFY(x.toObject().value("args").toString().endsWith(" -ub 1024"));
+  }
+
+  /// llama.cpp's compute buffer grows with -ub (src/llama-context.cpp, sched_reserve: the graph of
+  /// n_tokens = min(n_ctx, n_ubatch) tokens with n_outputs = n_tokens, so the logits are F32
+  /// n_vocab x n_ubatch). A one-layer generated Llama (hidden 64, 2 heads of 64, float32, vocabulary
+  /// 32,000) all on the GPU: the prefill's memory is checked on the graph of one micro-batch, whose
+  /// activation peak is at the output head, with N tokens: the logits N x 32,000 x 4, the head's input
+  /// (the final norm) N x 64 x 4 and the layer's K and V written (graph outputs) 2 x N x 64 x 4:
+  /// 65,929,216 bytes at -ub 512, 263,716,864 at -ub 2048 (the attention scores, 2 x N x N x 4, are
+  /// freed before). A GPU between the two holds the job at -ub 512 and not at -ub 2048.
+  void computeBufferByUbatch() {
+    auto plat = loadPreset("desktop-rtx4070");
+    QVERIFY(plat);
+    LlmJobSpec spec;
+    spec.model = "gen:llama?layers=1&hidden=64&heads=2&kv-heads=2&intermediate=128&vocab=32000";
+    spec.prompt = 4096;
+    spec.generate = 1;
+    spec.ubatches = {512, 2048};
+    auto tables = loadLlmJobTables(spec, *plat);
+    QVERIFY2(tables, tables.message().c_str());
+    QCOMPARE(tables->prefillReserve.size(), size_t{2});
+    auto activations = [](const LlmJob& job) {
+      const CostTable& t = job.prefillMemoryTable();
+      const Plan plan = llmPhasePlan(t, llamaTensors(t), job.fromArgs(2, {}, true), job.accel());
+      auto tl = simulate(t, plan);
+      if (!tl) qFatal("simulate: %s", tl.message().c_str());
+      return deviceMemory(t, plan, *tl)[static_cast<size_t>(job.accel())].activations;
+    };
+    auto hand = [](int64_t n) { return n * (32000 + 64 + 2 * 64) * 4; };
+    QCOMPARE(hand(512), int64_t{65929216});
+    QCOMPARE(hand(2048), int64_t{263716864});
+    auto j512 = LlmJob::make(*tables, 512), j2048 = LlmJob::make(*tables, 2048);
+    QVERIFY2(j512 && j2048, "make");
+    QCOMPARE(activations(*j512), hand(512));
+    QCOMPARE(activations(*j2048), hand(2048));
+    // -ngl 2 (everything but the embedding on the GPU) at each -ub: the GPU's peak is the prefill's.
+    const LlmJobTime t512 = j512->evaluate(j512->fromArgs(2, {}, true)), t2048 = j2048->evaluate(j2048->fromArgs(2, {}, true));
+    QVERIFY2(t512.fits && t2048.fits, (t512.why + t2048.why).c_str());
+    QVERIFY(t2048.accelPeakBytes - t512.accelPeakBytes >= hand(2048) - hand(512));
+    // A GPU halfway between: -ub 512 fits, -ub 2048 does not, naming the micro-batch.
+    LlmJobTables small = *tables;
+    const int64_t cap = (t512.accelPeakBytes + t2048.accelPeakBytes) / 2;
+    for (CostTable* t : {&small.prefill, &small.decode[0], &small.prefillReserve.at(512), &small.prefillReserve.at(2048)})
+      t->memCapacity[static_cast<size_t>(j512->accel())] = cap;
+    auto s512 = LlmJob::make(small, 512), s2048 = LlmJob::make(small, 2048);
+    QVERIFY2(s512 && s2048, "make");
+    QVERIFY2(s512->evaluate(s512->fromArgs(2, {}, true)).fits, "-ub 512 should fit");
+    const LlmJobTime over = s2048->evaluate(s2048->fromArgs(2, {}, true));
+    QVERIFY(!over.fits);
+    QVERIFY2(QString::fromStdString(over.why).startsWith("prefill at -ub 2048: "), over.why.c_str());
+    // A -ub without its table is an error, not a silent fallback to the prefill's memory.
+    QVERIFY(!LlmJob::make(small, 1024));
   }
 
   /// The same on a GGUF file (qwen3moe, Q4_K, written by the project's writer): the arguments name the
