@@ -40,37 +40,46 @@ std::string llmModelRef(const std::string& path) {
 
 Result<LlmReport> analyseLlm(const std::string& model, const Platform& platform, int64_t prompt, int64_t generate,
                              double timeLimitSec) {
-  // The calls of `partex-cli llm` (app/cli/cmd_llm.cpp), in its order.
+  // The calls of `partex-cli llm` (app/cli/cmd_llm.cpp) without --ubatch, in its order: best searches
+  // llama.cpp's micro-batch with the placement, the rules keep llama.cpp's -ub 512.
+  constexpr int64_t kRuleUbatch = 512;
   LlmJobSpec spec;
   spec.model = model;
   spec.prompt = prompt;
   spec.generate = generate;
+  spec.ubatches = llmUbatchCandidates(prompt);
   auto tables = loadLlmJobTables(spec, platform);
   if (!tables) return Error{tables.message()};
-  auto job = LlmJob::make(std::move(tables).value());
-  if (!job) return makeError(model, ": ", job.message());
-  std::vector<LlmRuleResult> rules = evaluateLlmRules(*job);
-  auto best = bestLlmJob(*job, rules, Deadline::in(timeLimitSec));
-  if (!best) return makeError(model, ": ", best.message());
+  auto search = bestLlmJobOverUbatch(*tables, spec.ubatches, kRuleUbatch, timeLimitSec);
+  if (!search) return makeError(model, ": ", search.message());
+  const LlmJob& job = search->jobs[search->bestJob];
   LlmReport r;
   r.model = model;
-  r.prompt = job->tables().prompt;
-  r.generate = job->tables().generate;
-  r.layers = job->tensors().layers;
-  r.experts = job->tensors().experts;
-  const CostTable& t = job->argTable();
-  r.accel = job->accel();
+  r.prompt = job.tables().prompt;
+  r.generate = job.tables().generate;
+  r.layers = job.tensors().layers;
+  r.experts = job.tensors().experts;
+  r.ubatch = job.ubatch();
+  const CostTable& t = job.argTable();
+  r.accel = job.accel();
   r.gpu = t.deviceIds[static_cast<size_t>(r.accel)];
   r.gpuCapacity = t.memCapacity.empty() ? 0 : t.memCapacity[static_cast<size_t>(r.accel)];
-  r.args = job->args(best->single).text;
-  if (best->twoPhase) {
-    r.prefillArgs = job->args(best->prefill).text;
-    r.decodeArgs = job->args(best->decode).text;
+  LlmBestResult& best = search->best[search->bestJob];
+  r.args = job.args(best.single).text;
+  if (best.twoPhase) {
+    r.prefillArgs = job.args(best.prefill).text;
+    r.decodeArgs = job.args(best.decode).text;
   }
-  for (const auto& x : rules)
-    if (x.ok && (r.bestRuleUs == 0 || x.time.jobUs < r.bestRuleUs)) r.bestRuleUs = x.time.jobUs;
-  r.best = std::move(best).value();
-  r.rules = std::move(rules);
+  auto fastest = [](const std::vector<LlmRuleResult>& rules) {
+    double us = 0;
+    for (const auto& x : rules)
+      if (x.ok && (us == 0 || x.time.jobUs < us)) us = x.time.jobUs;
+    return us;
+  };
+  r.rules = std::move(search->rules[search->defaultJob]);
+  r.bestRuleUs = fastest(r.rules);
+  if (search->bestJob != search->defaultJob) r.bestRuleAtUbatchUs = fastest(search->rules[search->bestJob]);
+  r.best = std::move(best);
   return r;
 }
 
@@ -227,6 +236,11 @@ void LlmPanel::showReport(const LlmReport& r) {
                   .arg(num("%.1f", bt.prefillUs / 1000), num("%.2f", bt.decodeTokensPerS(G)), num("%.3f", bt.jobUs / 1e6),
                        gib(bt.accelPeakBytes), r.gpuCapacity > 0 ? gib(r.gpuCapacity) : tr("unlimited"));
   if (r.bestRuleUs > 0) s += tr(" &nbsp; <b>%1x</b> the fastest llama.cpp rule").arg(num("%.3f", r.bestRuleUs / bt.jobUs));
+  // What the micro-batch gives apart from the placement: the fastest rule at best's -ub.
+  if (r.bestRuleAtUbatchUs > 0)
+    s += tr(" (at -ub %1, which best chose, the fastest rule: %2x)")
+             .arg(r.ubatch)
+             .arg(num("%.3f", r.bestRuleAtUbatchUs / bt.jobUs));
   if (r.best.timeLimitReached) s += tr("<br>The search stopped at its time limit: its best so far.");
   summary_->setText(s);
   args_->setText(QString::fromStdString(r.args));

@@ -41,8 +41,10 @@ struct LlmReport {
   LlmBestResult best;
   std::string args;           ///< llama.cpp's arguments for best.single (LlmJob::args).
   std::string prefillArgs, decodeArgs;  ///< For the per-phase pair, when best.twoPhase.
-  std::vector<LlmRuleResult> rules;
+  std::vector<LlmRuleResult> rules;  ///< llama.cpp's rules at its default -ub 512.
   double bestRuleUs = 0;      ///< The fastest rule's job time (0 when no rule fits).
+  int64_t ubatch = 512;       ///< best's -ub (searched with the placement; `args` carries it).
+  double bestRuleAtUbatchUs = 0;  ///< The fastest rule at best's -ub when that is not 512 (else 0).
 };
 
 /// The reference `partex-cli llm` takes for the model a session opened: a GGUF file without its
@@ -50,7 +52,8 @@ struct LlmReport {
 /// them); "" for anything else (an ONNX file, another generator, a task graph).
 std::string llmModelRef(const std::string& path);
 
-/// The job on `platform` by core's calls, as `partex-cli llm` computes it (runs on a worker thread).
+/// The job on `platform` by core's calls, as `partex-cli llm` computes it without --ubatch (best searches
+/// the micro-batch too; runs on a worker thread).
 /// Errors are core's one-line messages (no GPU, no layer names, ...).
 Result<LlmReport> analyseLlm(const std::string& model, const Platform& platform, int64_t prompt, int64_t generate,
                              double timeLimitSec);
