@@ -53,7 +53,11 @@ std::vector<std::string> platformColors(const Problem& p) {
 }
 
 /// The drawing module (render_images.h), beside the program or in ../lib/partex; the reason when absent.
+/// Sanitizer builds link its code in instead (app/CMakeLists.txt).
 Result<RenderImagesFn> loadRenderModule() {
+#ifdef PARTEX_RENDER_LINKED
+  return &partex_render_images;
+#endif
   std::error_code ec;
   const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   for (const auto& dir : {exe.parent_path(), exe.parent_path() / ".." / "lib" / "partex"}) {

@@ -48,3 +48,8 @@ inline constexpr const char* kRenderImagesSymbol = "partex_render_images";
 inline constexpr const char* kRenderImagesModule = "libpartex_render_images.so";
 
 }  // namespace partex::cli
+
+#ifdef PARTEX_RENDER_LINKED
+extern "C" int partex_render_images(const partex::cli::RenderImagesJob* job, std::string* error,
+                                    std::vector<std::string>* written);
+#endif
