@@ -16,7 +16,7 @@ Matching: ONNX Runtime's optimised graph (saved through optimized_model_filepath
 rewrites. Each of its nodes is matched to the Partex kernel that produces the same tensor: one of the
 node's outputs by name, or, for the NCHWc nodes, the node's name without "_nchwc" (the NCHWc transformer
 names a node after the output it replaces), or else a Partex operator of the node's name (a node kept
-whose output was renamed). ONNX Runtime nodes that produce no tensor of the model
+whose output was renamed) or of its name's first part before "/" (a fusion, "Mul_43/QuickGeluFusion/"). ONNX Runtime nodes that produce no tensor of the model
 (ReorderInput/ReorderOutput of the NCHWc layout) are listed apart, as are Partex kernels with no ONNX
 Runtime counterpart (an operator ONNX Runtime removed, e.g. Dropout).
 
@@ -152,8 +152,11 @@ def main():
         if node.name.endswith("_nchwc"):
             cands.insert(0, node.name[: -len("_nchwc")])
         hit = next((producer[c] for c in cands if c in producer), None)
-        if hit is None and node.name in by_name:  # a node ONNX Runtime kept, its output renamed (NCHWc)
-            hit = by_name[node.name]
+        # A node ONNX Runtime kept, its output renamed (NCHWc), or a fusion named after its first node
+        # ("Mul_43/QuickGeluFusion/": x * Sigmoid(x)).
+        for name in (node.name, node.name.split("/")[0]):
+            if hit is None and name in by_name:
+                hit = by_name[name]
         label = f"{node.name}({node.op_type})"
         if hit is None:
             unmatched.append((label, us))
