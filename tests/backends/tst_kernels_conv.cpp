@@ -1,7 +1,8 @@
 // The small CNNs' kernels on one core (issues 24 and 29): MaxPool and channel Concat over channels-last
-// tensors (the backend's own loops), checked against plain reference loops in this file on row-major
-// copies of the same values, in both output layouts; and Identity/Dropout run as aliases of their input
-// by the executor, whose memory plan must keep the input's region alive for the alias's readers.
+// tensors (the backend's own loops) and a grouped pointwise convolution, checked against plain reference
+// loops in this file on row-major copies of the same values, in both layouts; and Identity/Dropout run as
+// aliases of their input by the executor, whose memory plan must keep the input's region alive for the
+// alias's readers.
 
 #include <QtTest>
 
@@ -120,6 +121,8 @@ class TestKernelsConv : public QObject {
   void maxPoolChannelsLast_data();
   void maxPoolChannelsLast();
   void concatChannelsLast();
+  void groupedPointwise_data();
+  void groupedPointwise();
   void identityAndDropoutAreAliases();
 };
 
@@ -215,6 +218,72 @@ void TestKernelsConv::concatChannelsLast() {
         for (int64_t p = 0; p < 35; ++p)
           QCOMPARE(y.data<float>()[(n * 83 + c) * 35 + p],
                    plain[static_cast<size_t>(at)].data<float>()[(n * cs[static_cast<size_t>(at)] + k) * 35 + p]);
+}
+
+void TestKernelsConv::groupedPointwise_data() {
+  QTest::addColumn<bool>("nhwcIn");
+  QTest::addColumn<bool>("nhwcOut");  // a Conv reads the output: it may stay channels-last
+  QTest::newRow("channels-last in, row-major out") << true << false;
+  QTest::newRow("row-major in, channels-last out") << false << true;
+  QTest::newRow("channels-last in and out") << true << true;
+}
+
+void TestKernelsConv::groupedPointwise() {
+  // ShuffleNet's first grouped 1x1 convolution, 24 -> 112 channels in 4 groups of 6, with its bias and
+  // a Relu, over 9x7 pixels, batch 2: y[n, m, p] = max(0, b[m] + sum over the group's c of W[m, c] x[n, c, p]),
+  // from either input layout into either output layout (oneDNN 2.6 runs it through its gemm code on
+  // row-major tensors, with reorders around it).
+  QFETCH(bool, nhwcIn);
+  QFETCH(bool, nhwcOut);
+  const int64_t N = 2, C = 24, M = 112, G = 4, P = 63;
+  const Tensor x = random({N, C, 9, 7}, 21), w = random({M, C / G, 1, 1}, 22), b = random({M}, 23);
+  Graph g;
+  g.opsetVersion = 17;
+  const ValueId xi = addValue(g, "x", {N, C, 9, 7}, true);
+  const ValueId wi = addValue(g, "w", {M, C / G, 1, 1}), bi = addValue(g, "b", {M});
+  g.values[static_cast<size_t>(wi)].isWeight = true;
+  g.values[static_cast<size_t>(bi)].isWeight = true;
+  const ValueId c = addValue(g, "c", {N, M, 9, 7}), y = addValue(g, "y", {N, M, 9, 7});
+  addNode(g, "conv", "Conv", {xi, wi, bi}, {c}, {{"group", Attribute{G}}, {"kernel_shape", Attribute{std::vector<int64_t>{1, 1}}}});
+  addNode(g, "relu", "Relu", {c}, {y});
+  if (nhwcOut) {
+    const ValueId w2 = addValue(g, "w2", {4, M, 1, 1});
+    g.values[static_cast<size_t>(w2)].isWeight = true;
+    const ValueId z = addValue(g, "z", {N, 4, 9, 7});
+    addNode(g, "conv2", "Conv", {y, w2}, {z});
+    g.outputs.push_back(z);
+  } else {
+    g.outputs.push_back(y);
+  }
+  g.rebuildIndex();
+  const auto groups = fusedGroups(g);
+  QVERIFY(!groups.empty());
+  QCOMPARE(groups[0].ops.size(), size_t{2});  // conv + relu
+  auto cpu = makeCpuBackend();
+  auto k = cpu->prepareGroup(g, groups[0], "core0");
+  QVERIFY2(k.isOk(), k.message().c_str());
+  const Tensor xn = nhwcIn ? toNhwc(x) : x;
+  std::vector<const Tensor*> ins;
+  for (ValueId v : groups[0].inputs) ins.push_back(v == xi ? &xn : v == wi ? &w : &b);
+  std::vector<Tensor> outs;
+  auto st = (*k)->run(ins, outs);
+  QVERIFY2(st.isOk(), st.message().c_str());
+  // (The output layout is the kernel's choice: channels-last is allowed here, not required.)
+  Tensor out;
+  QVERIFY(outs[0].toPlain(out).isOk());
+  QCOMPARE(out.shape(), (std::vector<int64_t>{N, M, 9, 7}));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t p = 0; p < P; ++p) {
+        double acc = b.data<float>()[m];
+        const int64_t g0 = m / (M / G) * (C / G);
+        for (int64_t ci = 0; ci < C / G; ++ci)
+          acc += double(w.data<float>()[m * (C / G) + ci]) * double(x.data<float>()[(n * C + g0 + ci) * P + p]);
+        const double want = std::max(acc, 0.0);
+        const float got = out.data<float>()[(n * M + m) * P + p];
+        QVERIFY2(std::abs(got - want) <= 1e-5 * (1 + std::abs(want)),
+                 qPrintable(QString("n %1 m %2 p %3: %4, want %5").arg(n).arg(m).arg(p).arg(double(got)).arg(want)));
+      }
 }
 
 void TestKernelsConv::identityAndDropoutAreAliases() {
