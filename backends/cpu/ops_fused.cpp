@@ -24,6 +24,10 @@ namespace {
 /// Output rows wider than this (columns of the innermost spatial dim) do not take brgconv (FusedConvKernel).
 constexpr int64_t kMaxBrgconvWidth = 1024;
 
+/// A grouped 1x1 convolution of at most this many groups may run as a dense one (FusedConvKernel): its
+/// multiply-adds grow by the group count.
+constexpr int64_t kMaxDensifyGroups = 8;
+
 /// Convolutions of at most this many multiply-adds (1-D and 2-D) run as the backend's own loop
 /// (FusedConvKernel::directRun) instead of a oneDNN primitive, whose execution costs a few microseconds
 /// of set-up whatever its size (memory objects, stream, argument maps, scratchpad): the whole time of
@@ -436,6 +440,26 @@ class FusedConvKernel final : public OpKernel {
           other = !startsWith(pd_.impl_info_str(), "brgconv") && !startsWith(pd_.impl_info_str(), "ref");
         if (!other) pd_ = dnnl::convolution_forward::primitive_desc(d, attr, engine());
       }
+      // A grouped 1x1 convolution that oneDNN 2.6 runs through its gemm or reference code (few channels
+      // per group: ShuffleNet's 24 -> 112 in 4 groups of 6, row-major with reorders on both sides) runs
+      // as one dense 1x1 convolution whose weights are zero off each group's block (prepareWeights): at
+      // most kMaxDensifyGroups times the multiply-adds, through the channels-last brgconv the
+      // neighbouring convolutions use, so no reorder on either side.
+      dense_ = false;
+      if (group > 1 && group <= kMaxDensifyGroups && r == 4 && ws[2] == 1 && ws[3] == 1 &&
+          (startsWith(pd_.impl_info_str(), "x64:gemm") || startsWith(pd_.impl_info_str(), "ref"))) {
+        const memory::dims dwd{M, C, 1, 1};
+        auto dd = dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                  dnnl::algorithm::convolution_direct, anyX,
+                                                  memory::desc(dwd, dt::f32, tag::any), bd, anyY, win.strides,
+                                                  win.dil, win.padL, win.padR);
+        auto dpd = dnnl::convolution_forward::primitive_desc(dd, attr, engine());
+        if (startsWith(dpd.impl_info_str(), "brgconv")) {
+          pd_ = dpd;
+          userW_ = memory::desc(dwd, dt::f32, tag::abcd);
+          dense_ = true;
+        }
+      }
       prim_ = dnnl::convolution_forward(pd_);
       if (released) return makeError("Conv: the weights were given up but the input shape changed");
       weights_ = memory();
@@ -591,7 +615,18 @@ class FusedConvKernel final : public OpKernel {
     bool unit = true;
     for (float v : scale) unit = unit && v == 1.0f;
     weights_ = memory(pd_.weights_desc(), engine());
-    if (unit) {
+    if (dense_) {
+      // [M, C/group, 1, 1] -> [M, C, 1, 1]: output channel m reads its group's input channels only.
+      const int64_t group = node_.attrInt("group", 1), Cg = w.numElements() / M, Mg = M / group;
+      std::vector<float> dense(static_cast<size_t>(M * Cg * group), 0.0f);
+      const float* pw = static_cast<const float*>(w.raw());
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t c = 0; c < Cg; ++c)
+          dense[static_cast<size_t>(m * Cg * group + (m / Mg) * Cg + c)] = pw[m * Cg + c] * scale[static_cast<size_t>(m)];
+      memory wu(userW_, engine(), dense.data());
+      dnnl::reorder(wu, weights_).execute(s, wu, weights_);
+      s.wait();
+    } else if (unit) {
       memory wu(userW_, engine(), const_cast<void*>(w.raw()));
       dnnl::reorder(wu, weights_).execute(s, wu, weights_);
     } else {
@@ -649,6 +684,7 @@ class FusedConvKernel final : public OpKernel {
   uint64_t wHash_ = 0;
   std::vector<int64_t> wShape_;
   Reorder srcReorder_, dstReorder_, resReorder_;
+  bool dense_ = false;             ///< A grouped 1x1 convolution run as a dense one (zeros off the groups).
   bool direct_ = false;            ///< The current shapes run directRun, not the primitive.
   Window win_;                     ///< Their window geometry.
   std::vector<float> wDir_, biasDir_;  ///< Their folded weights and bias (prepareDirectWeights).
