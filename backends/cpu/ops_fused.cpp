@@ -7,6 +7,8 @@
 // reorder happens.
 // A Conv alone is the group of one: the same kernel.
 
+#include <immintrin.h>
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -1016,6 +1018,41 @@ class ChannelAffineKernel final : public OpKernel {
 
 /// A channel shuffle with g groups (ir/fusion.h): output channel j*g + i is input channel i*(C/g) + j.
 /// Channels-last: a permutation within each pixel; row-major: one plane copy per channel.
+/// y[p * C + o] = x[p * C + idx[o]] for `pixels` pixels of C channels: a channel permutation of
+/// channels-last pixels. Cloned for AVX2 (GCC emulates its gathers 4 wide) and baseline x86-64.
+[[gnu::target_clones("avx2", "default")]] void permutePixelsLoop(const float* x, float* y, int64_t pixels, int64_t C,
+                                                                 const int32_t* idx) {
+  for (int64_t p = 0; p < pixels; ++p) {
+    const float* xi = x + p * C;
+    float* yi = y + p * C;
+#pragma omp simd
+    for (int64_t o = 0; o < C; ++o) yi[o] = xi[idx[o]];
+  }
+}
+
+/// permutePixelsLoop with AVX-512 gathers, 16 channels per instruction (GCC's cost model would not
+/// emit them for the loop: one element at a time was 1.6-2.4x ONNX Runtime's channel shuffle).
+__attribute__((target("avx512f"))) void permutePixelsAvx512(const float* x, float* y, int64_t pixels, int64_t C,
+                                                            const int32_t* idx) {
+  for (int64_t p = 0; p < pixels; ++p) {
+    const float* xi = x + p * C;
+    float* yi = y + p * C;
+    int64_t o = 0;
+    for (; o + 16 <= C; o += 16)
+      // (The masked form with a zero source: the plain one trips GCC 12's -Wmaybe-uninitialized.)
+      _mm512_storeu_ps(yi + o, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), 0xFFFF, _mm512_loadu_si512(idx + o), xi, 4));
+    for (; o < C; ++o) yi[o] = xi[idx[o]];
+  }
+}
+
+void permutePixels(const float* x, float* y, int64_t pixels, int64_t C, const int32_t* idx) {
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  if (avx512)
+    permutePixelsAvx512(x, y, pixels, C, idx);
+  else
+    permutePixelsLoop(x, y, pixels, C, idx);
+}
+
 class ChannelShuffleKernel final : public OpKernel {
  public:
   explicit ChannelShuffleKernel(int64_t groups) : groups_(groups) {}
@@ -1033,13 +1070,14 @@ class ChannelShuffleKernel final : public OpKernel {
     const float* px = static_cast<const float*>(x.raw());
     float* py = static_cast<float*>(out[0].raw());
     if (x.nhwc()) {
+      // Output channel j * g + i is input channel i * per + j.
+      if (static_cast<int64_t>(idx_.size()) != C) {
+        idx_.resize(static_cast<size_t>(C));
+        for (int64_t j = 0; j < per; ++j)
+          for (int64_t i = 0; i < g; ++i) idx_[static_cast<size_t>(j * g + i)] = static_cast<int32_t>(i * per + j);
+      }
       parallelChunks(ctx, N * S, [&](int64_t b, int64_t e) {
-        for (int64_t p = b; p < e; ++p) {
-          const float* xi = px + p * C;
-          float* yi = py + p * C;
-          for (int64_t j = 0; j < per; ++j)
-            for (int64_t i = 0; i < g; ++i) yi[j * g + i] = xi[i * per + j];
-        }
+        permutePixels(px + b * C, py + b * C, e - b, C, idx_.data());
       }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, C)));
     } else {
       parallelChunks(ctx, N * C, [&](int64_t b, int64_t e) {
@@ -1054,6 +1092,7 @@ class ChannelShuffleKernel final : public OpKernel {
 
  private:
   int64_t groups_;
+  std::vector<int32_t> idx_;  ///< Per output channel, its input channel (channels-last path).
 };
 
 }  // namespace
