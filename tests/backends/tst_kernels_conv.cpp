@@ -121,6 +121,8 @@ class TestKernelsConv : public QObject {
   void maxPoolChannelsLast_data();
   void maxPoolChannelsLast();
   void concatChannelsLast();
+  void channelShuffleChannelsLast_data();
+  void channelShuffleChannelsLast();
   void groupedPointwise_data();
   void groupedPointwise();
   void identityAndDropoutAreAliases();
@@ -218,6 +220,77 @@ void TestKernelsConv::concatChannelsLast() {
         for (int64_t p = 0; p < 35; ++p)
           QCOMPARE(y.data<float>()[(n * 83 + c) * 35 + p],
                    plain[static_cast<size_t>(at)].data<float>()[(n * cs[static_cast<size_t>(at)] + k) * 35 + p]);
+}
+
+void TestKernelsConv::channelShuffleChannelsLast_data() {
+  QTest::addColumn<int>("channels");
+  QTest::addColumn<int>("groups");
+  QTest::newRow("ShuffleNet 112 in 4") << 112 << 4;
+  QTest::newRow("24 in 3 (a partial vector)") << 24 << 3;
+  QTest::newRow("10 in 5 (less than a vector)") << 10 << 5;
+}
+
+void TestKernelsConv::channelShuffleChannelsLast() {
+  // Reshape [N, g, C/g, H, W] -> Transpose (0, 2, 1, 3, 4) -> Reshape [N, C, H, W] on a channels-last
+  // input read by a Conv: output channel j * g + i is input channel i * C/g + j, at every pixel.
+  QFETCH(int, channels);
+  QFETCH(int, groups);
+  const int64_t N = 2, C = channels, G = groups, H = 5, W = 6;
+  Graph g;
+  g.opsetVersion = 17;
+  const ValueId x = addValue(g, "x", {N, C, H, W}, true);
+  auto intValue = [&](const std::string& name, int64_t n) {
+    Value v;
+    v.name = name;
+    v.dtype = DType::Int64;
+    v.shape = {n};
+    v.shapeKnown = true;
+    v.isWeight = true;
+    return g.addValue(v);
+  };
+  const ValueId s1 = intValue("s1", 5), s2 = intValue("s2", 4);
+  const ValueId r1 = addValue(g, "r1", {N, G, C / G, H, W}), t = addValue(g, "t", {N, C / G, G, H, W});
+  const ValueId r2 = addValue(g, "r2", {N, C, H, W});
+  addNode(g, "reshape1", "Reshape", {x, s1}, {r1});
+  addNode(g, "transpose", "Transpose", {r1}, {t}, {{"perm", Attribute{std::vector<int64_t>{0, 2, 1, 3, 4}}}});
+  addNode(g, "reshape2", "Reshape", {t, s2}, {r2});
+  const ValueId w = addValue(g, "w", {4, C, 1, 1});
+  g.values[static_cast<size_t>(w)].isWeight = true;
+  const ValueId z = addValue(g, "z", {N, 4, H, W});
+  addNode(g, "conv", "Conv", {r2, w}, {z});
+  g.outputs.push_back(z);
+  g.rebuildIndex();
+  const auto groupsOf = fusedGroups(g);
+  const FusedGroup* shuffle = nullptr;
+  for (const FusedGroup& grp : groupsOf)
+    if (grp.ops.front() == 0) shuffle = &grp;
+  QVERIFY(shuffle);
+  QCOMPARE(shuffle->ops.size(), size_t{3});
+  auto cpu = makeCpuBackend();
+  auto k = cpu->prepareGroup(g, *shuffle, "core0");
+  QVERIFY2(k.isOk(), k.message().c_str());
+  const Tensor xs = random({N, C, H, W}, 31);
+  const Tensor xn = toNhwc(xs);
+  Tensor shape1, shape2;
+  QVERIFY(shape1.ensure(DType::Int64, {5}).isOk() && shape2.ensure(DType::Int64, {4}).isOk());
+  const int64_t d1[5] = {N, G, C / G, H, W}, d2[4] = {N, C, H, W};
+  std::copy(d1, d1 + 5, shape1.data<int64_t>());
+  std::copy(d2, d2 + 4, shape2.data<int64_t>());
+  std::vector<const Tensor*> ins;
+  for (ValueId v : shuffle->inputs) ins.push_back(v == x ? &xn : v == s1 ? &shape1 : &shape2);
+  std::vector<Tensor> outs;
+  auto st = (*k)->run(ins, outs);
+  QVERIFY2(st.isOk(), st.message().c_str());
+  QVERIFY(outs[0].nhwc());
+  Tensor y;
+  QVERIFY(outs[0].toPlain(y).isOk());
+  QCOMPARE(y.shape(), (std::vector<int64_t>{N, C, H, W}));
+  const int64_t per = C / G, P = H * W;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t j = 0; j < per; ++j)
+      for (int64_t i = 0; i < G; ++i)
+        for (int64_t p = 0; p < P; ++p)
+          QCOMPARE(y.data<float>()[(n * C + j * G + i) * P + p], xs.data<float>()[(n * C + i * per + j) * P + p]);
 }
 
 void TestKernelsConv::groupedPointwise_data() {
