@@ -404,8 +404,11 @@ int runExecute(const ExecuteArgs& a) {
     nlohmann::json ops = nlohmann::json::array();
     for (size_t v = 0; v < n; ++v) {
       const auto& s = predicted->tasks[v];
+      nlohmann::json outs = nlohmann::json::array();
+      for (ValueId o : g->nodes[v].outputs) outs.push_back(o >= 0 ? g->values[static_cast<size_t>(o)].name : "");
       ops.push_back({{"name", g->nodes[v].name},
                      {"op_type", g->nodes[v].opType},
+                     {"outputs", outs},
                      {"device", t->deviceIds[static_cast<size_t>(plan->device[v])]},
                      {"measured_us", r->opUs[v]},
                      {"predicted_us", s.end - s.start},

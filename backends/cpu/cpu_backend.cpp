@@ -10,6 +10,7 @@
 
 #include "cpu/device.h"
 #include "cpu/cpu_ops.h"
+#include "ir/fusion.h"
 
 namespace partex {
 namespace cpu {
@@ -54,6 +55,12 @@ bool nhwcOk(const Graph& g, ValueId v, std::vector<int8_t>& memo) {
     for (size_t i = 0; i < n.inputs.size() && ok; ++i) {
       if (n.inputs[i] != v) continue;
       if (isOp(n, {"Conv", "ConvTranspose"}) && i == 0) continue;
+      // An Identity or inference Dropout the executor runs as an alias (runsAsAlias): its readers read
+      // this very tensor.
+      if (i == 0 && runsAsAlias(g, c)) {
+        if (nhwcOk(g, n.outputs[0], memo)) continue;
+        return false;
+      }
       OpId shuffleEnd = kNone;
       if (i == 0 && channelShuffle(g, c, &shuffleEnd) > 0) {
         const Node& last = g.nodes[static_cast<size_t>(shuffleEnd)];

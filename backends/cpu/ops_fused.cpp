@@ -7,6 +7,8 @@
 // reorder happens.
 // A Conv alone is the group of one: the same kernel.
 
+#include <immintrin.h>
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -23,6 +25,10 @@ namespace {
 
 /// Output rows wider than this (columns of the innermost spatial dim) do not take brgconv (FusedConvKernel).
 constexpr int64_t kMaxBrgconvWidth = 1024;
+
+/// A grouped 1x1 convolution of at most this many groups may run as a dense one (FusedConvKernel): its
+/// multiply-adds grow by the group count.
+constexpr int64_t kMaxDensifyGroups = 8;
 
 /// Convolutions of at most this many multiply-adds (1-D and 2-D) run as the backend's own loop
 /// (FusedConvKernel::directRun) instead of a oneDNN primitive, whose execution costs a few microseconds
@@ -436,6 +442,26 @@ class FusedConvKernel final : public OpKernel {
           other = !startsWith(pd_.impl_info_str(), "brgconv") && !startsWith(pd_.impl_info_str(), "ref");
         if (!other) pd_ = dnnl::convolution_forward::primitive_desc(d, attr, engine());
       }
+      // A grouped 1x1 convolution that oneDNN 2.6 runs through its gemm or reference code (few channels
+      // per group: ShuffleNet's 24 -> 112 in 4 groups of 6, row-major with reorders on both sides) runs
+      // as one dense 1x1 convolution whose weights are zero off each group's block (prepareWeights): at
+      // most kMaxDensifyGroups times the multiply-adds, through the channels-last brgconv the
+      // neighbouring convolutions use, so no reorder on either side.
+      dense_ = false;
+      if (group > 1 && group <= kMaxDensifyGroups && r == 4 && ws[2] == 1 && ws[3] == 1 &&
+          (startsWith(pd_.impl_info_str(), "x64:gemm") || startsWith(pd_.impl_info_str(), "ref"))) {
+        const memory::dims dwd{M, C, 1, 1};
+        auto dd = dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                  dnnl::algorithm::convolution_direct, anyX,
+                                                  memory::desc(dwd, dt::f32, tag::any), bd, anyY, win.strides,
+                                                  win.dil, win.padL, win.padR);
+        auto dpd = dnnl::convolution_forward::primitive_desc(dd, attr, engine());
+        if (startsWith(dpd.impl_info_str(), "brgconv")) {
+          pd_ = dpd;
+          userW_ = memory::desc(dwd, dt::f32, tag::abcd);
+          dense_ = true;
+        }
+      }
       prim_ = dnnl::convolution_forward(pd_);
       if (released) return makeError("Conv: the weights were given up but the input shape changed");
       weights_ = memory();
@@ -591,7 +617,18 @@ class FusedConvKernel final : public OpKernel {
     bool unit = true;
     for (float v : scale) unit = unit && v == 1.0f;
     weights_ = memory(pd_.weights_desc(), engine());
-    if (unit) {
+    if (dense_) {
+      // [M, C/group, 1, 1] -> [M, C, 1, 1]: output channel m reads its group's input channels only.
+      const int64_t group = node_.attrInt("group", 1), Cg = w.numElements() / M, Mg = M / group;
+      std::vector<float> dense(static_cast<size_t>(M * Cg * group), 0.0f);
+      const float* pw = static_cast<const float*>(w.raw());
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t c = 0; c < Cg; ++c)
+          dense[static_cast<size_t>(m * Cg * group + (m / Mg) * Cg + c)] = pw[m * Cg + c] * scale[static_cast<size_t>(m)];
+      memory wu(userW_, engine(), dense.data());
+      dnnl::reorder(wu, weights_).execute(s, wu, weights_);
+      s.wait();
+    } else if (unit) {
       memory wu(userW_, engine(), const_cast<void*>(w.raw()));
       dnnl::reorder(wu, weights_).execute(s, wu, weights_);
     } else {
@@ -649,6 +686,7 @@ class FusedConvKernel final : public OpKernel {
   uint64_t wHash_ = 0;
   std::vector<int64_t> wShape_;
   Reorder srcReorder_, dstReorder_, resReorder_;
+  bool dense_ = false;             ///< A grouped 1x1 convolution run as a dense one (zeros off the groups).
   bool direct_ = false;            ///< The current shapes run directRun, not the primitive.
   Window win_;                     ///< Their window geometry.
   std::vector<float> wDir_, biasDir_;  ///< Their folded weights and bias (prepareDirectWeights).
@@ -980,6 +1018,41 @@ class ChannelAffineKernel final : public OpKernel {
 
 /// A channel shuffle with g groups (ir/fusion.h): output channel j*g + i is input channel i*(C/g) + j.
 /// Channels-last: a permutation within each pixel; row-major: one plane copy per channel.
+/// y[p * C + o] = x[p * C + idx[o]] for `pixels` pixels of C channels: a channel permutation of
+/// channels-last pixels. Cloned for AVX2 (GCC emulates its gathers 4 wide) and baseline x86-64.
+[[gnu::target_clones("avx2", "default")]] void permutePixelsLoop(const float* x, float* y, int64_t pixels, int64_t C,
+                                                                 const int32_t* idx) {
+  for (int64_t p = 0; p < pixels; ++p) {
+    const float* xi = x + p * C;
+    float* yi = y + p * C;
+#pragma omp simd
+    for (int64_t o = 0; o < C; ++o) yi[o] = xi[idx[o]];
+  }
+}
+
+/// permutePixelsLoop with AVX-512 gathers, 16 channels per instruction (GCC's cost model would not
+/// emit them for the loop: one element at a time was 1.6-2.4x ONNX Runtime's channel shuffle).
+__attribute__((target("avx512f"))) void permutePixelsAvx512(const float* x, float* y, int64_t pixels, int64_t C,
+                                                            const int32_t* idx) {
+  for (int64_t p = 0; p < pixels; ++p) {
+    const float* xi = x + p * C;
+    float* yi = y + p * C;
+    int64_t o = 0;
+    for (; o + 16 <= C; o += 16)
+      // (The masked form with a zero source: the plain one trips GCC 12's -Wmaybe-uninitialized.)
+      _mm512_storeu_ps(yi + o, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), 0xFFFF, _mm512_loadu_si512(idx + o), xi, 4));
+    for (; o < C; ++o) yi[o] = xi[idx[o]];
+  }
+}
+
+void permutePixels(const float* x, float* y, int64_t pixels, int64_t C, const int32_t* idx) {
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  if (avx512)
+    permutePixelsAvx512(x, y, pixels, C, idx);
+  else
+    permutePixelsLoop(x, y, pixels, C, idx);
+}
+
 class ChannelShuffleKernel final : public OpKernel {
  public:
   explicit ChannelShuffleKernel(int64_t groups) : groups_(groups) {}
@@ -997,13 +1070,14 @@ class ChannelShuffleKernel final : public OpKernel {
     const float* px = static_cast<const float*>(x.raw());
     float* py = static_cast<float*>(out[0].raw());
     if (x.nhwc()) {
+      // Output channel j * g + i is input channel i * per + j.
+      if (static_cast<int64_t>(idx_.size()) != C) {
+        idx_.resize(static_cast<size_t>(C));
+        for (int64_t j = 0; j < per; ++j)
+          for (int64_t i = 0; i < g; ++i) idx_[static_cast<size_t>(j * g + i)] = static_cast<int32_t>(i * per + j);
+      }
       parallelChunks(ctx, N * S, [&](int64_t b, int64_t e) {
-        for (int64_t p = b; p < e; ++p) {
-          const float* xi = px + p * C;
-          float* yi = py + p * C;
-          for (int64_t j = 0; j < per; ++j)
-            for (int64_t i = 0; i < g; ++i) yi[j * g + i] = xi[i * per + j];
-        }
+        permutePixels(px + b * C, py + b * C, e - b, C, idx_.data());
       }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, C)));
     } else {
       parallelChunks(ctx, N * C, [&](int64_t b, int64_t e) {
@@ -1018,6 +1092,7 @@ class ChannelShuffleKernel final : public OpKernel {
 
  private:
   int64_t groups_;
+  std::vector<int32_t> idx_;  ///< Per output channel, its input channel (channels-last path).
 };
 
 }  // namespace

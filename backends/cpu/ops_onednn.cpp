@@ -677,16 +677,36 @@ class GemmKernel final : public OpKernel {
 // ---------------------------------------------------------------------------------------------------------
 // Pooling
 
+void maxPoolNhwc(const ExecContext& ctx, const Tensor& x, const Window& w, Tensor& y);
+
 class PoolKernel final : public OpKernel {
  public:
   PoolKernel(const Node& n, dnnl::algorithm alg, bool global) : node_(n), alg_(alg), global_(global) {}
   bool takesNhwc(const std::vector<const Tensor*>&) const override { return true; }
 
-  Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+  Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
     if (auto e = expectInput(in, 0, "X"); !e.empty()) return Error{e};
     const Tensor& x = *in[0];
     if (x.dtype() != DType::Float32) return makeError("float32 only");
     if (x.rank() < 3 || x.rank() > 5) return makeError("input ", x.describe(), " (1-3 spatial dims supported)");
+    // A 2-D MaxPool over a channels-last input: the backend's own loop (maxPoolNhwc).
+    if (alg_ == dnnl::algorithm::pooling_max && !global_ && x.nhwc() && x.rank() == 4) {
+      if (x.shape() != ownKey_) {
+        std::vector<int64_t> spatial(x.shape().begin() + 2, x.shape().end());
+        auto kernel = node_.attrInts("kernel_shape");
+        if (kernel.size() != spatial.size()) return makeError("kernel_shape does not match the input rank");
+        if (auto e = windowGeometry(node_, spatial, kernel, node_.attrInt("ceil_mode", 0) != 0, ownWin_); !e.empty())
+          return Error{e};
+        ownKey_ = x.shape();
+      }
+      if (ownWin_.dil[0] == 0 && ownWin_.dil[1] == 0) {
+        const std::vector<int64_t> shape{x.dim(0), x.dim(1), ownWin_.out[0], ownWin_.out[1]};
+        out.resize(1);
+        if (auto s = nhwcOut ? out[0].ensureNhwc(shape) : out[0].ensure(DType::Float32, shape); !s) return s;
+        maxPoolNhwc(ctx, x, ownWin_, out[0]);
+        return Status::ok();
+      }
+    }
     if (x.shape() != key_ || x.nhwc() != blk_ || !prim_) {
       std::vector<int64_t> spatial(x.shape().begin() + 2, x.shape().end());
       Window win;
@@ -744,7 +764,61 @@ class PoolKernel final : public OpKernel {
   Reorder srcReorder_, dstReorder_;
   dnnl::pooling_v2_forward::primitive_desc pd_;
   dnnl::pooling_v2_forward prim_;
+  std::vector<int64_t> ownKey_;  ///< Input shape ownWin_ was computed for (maxPoolNhwc).
+  Window ownWin_;
 };
+
+/// Output rows [b, e) (row r: image r / OH, output row r % OH) of maxPoolNhwc. Cloned for AVX-512 and
+/// AVX2 (chosen at load time; the build targets baseline x86-64, whose 4-wide SSE loop ran at half the
+/// speed): per output pixel the window's pixels, C channels at once.
+[[gnu::target_clones("avx512f", "avx2", "default")]] void maxPoolRowsNhwc(const float* px, float* py, bool yNhwc,
+                                                                          const int64_t* dims, int64_t b, int64_t e,
+                                                                          float* acc) {
+  const int64_t C = dims[0], H = dims[1], W = dims[2], OH = dims[3], OW = dims[4];
+  const int64_t kh = dims[5], kw = dims[6], sh = dims[7], sw = dims[8], ph = dims[9], pw = dims[10];
+  for (int64_t r = b; r < e; ++r) {
+    const int64_t n = r / OH, oy = r % OH;
+    const int64_t y0 = std::max<int64_t>(0, oy * sh - ph), y1 = std::min<int64_t>(H, oy * sh - ph + kh);
+    for (int64_t ox = 0; ox < OW; ++ox) {
+      const int64_t x0 = std::max<int64_t>(0, ox * sw - pw), x1 = std::min<int64_t>(W, ox * sw - pw + kw);
+      float* d = yNhwc ? py + ((n * OH + oy) * OW + ox) * C : acc;
+      if (y0 >= y1 || x0 >= x1) {  // a window inside the padding alone (pads >= kernel)
+        std::fill(d, d + C, -std::numeric_limits<float>::infinity());
+      } else {
+        const float* first = px + ((n * H + y0) * W + x0) * C;
+        std::copy(first, first + C, d);
+        for (int64_t iy = y0; iy < y1; ++iy)
+          for (int64_t ix = (iy == y0 ? x0 + 1 : x0); ix < x1; ++ix) {
+            const float* src = px + ((n * H + iy) * W + ix) * C;
+#pragma omp simd
+            for (int64_t c = 0; c < C; ++c) d[c] = src[c] > d[c] ? src[c] : d[c];
+          }
+      }
+      if (!yNhwc)
+        for (int64_t c = 0; c < C; ++c) py[((n * C + c) * OH + oy) * OW + ox] = d[c];
+    }
+  }
+}
+
+/// MaxPool without Indices, 2-D, undilated, over a channels-last float32 input [N, C, H, W] into `y`
+/// (channels-last or row-major, as allocated): per output pixel, the maximum over the window's pixels
+/// inside the image (padding never wins, as in ONNX), all C channels at once as one vector row.
+/// **Why not oneDNN**: oneDNN 2.6's jit pooling over acdb took 3x ONNX Runtime's NCHWc MaxPool on
+/// SqueezeNet's 3x3/2 over 64x111x111 (docs/benchmarks.md).
+void maxPoolNhwc(const ExecContext& ctx, const Tensor& x, const Window& w, Tensor& y) {
+  const int64_t dims[11] = {x.dim(1),     x.dim(2),     x.dim(3),      w.out[0],      w.out[1],    w.kernel[0],
+                            w.kernel[1], w.strides[0], w.strides[1], w.padL[0], w.padL[1]};
+  const float* px = static_cast<const float*>(x.raw());
+  float* py = static_cast<float*>(y.raw());
+  const bool yNhwc = y.nhwc();
+  parallelChunks(
+      ctx, x.dim(0) * w.out[0],
+      [&](int64_t b, int64_t e) {
+        std::vector<float> acc(yNhwc ? 0 : static_cast<size_t>(x.dim(1)));
+        maxPoolRowsNhwc(px, py, yNhwc, dims, b, e, acc.data());
+      },
+      1);
+}
 
 /// MaxPool with its Indices output (flattened input offsets, row-major): plain loops, since oneDNN's
 /// workspace is not ONNX's index layout.

@@ -464,4 +464,27 @@ std::vector<int> groupOfOps(const Graph& g, const std::vector<FusedGroup>& group
   return of;
 }
 
+bool runsAsAlias(const Graph& g, OpId op) {
+  if (op < 0 || static_cast<size_t>(op) >= g.nodes.size()) return false;
+  const Node& n = g.nodes[static_cast<size_t>(op)];
+  if (!n.domain.empty() && n.domain != "ai.onnx") return false;
+  if (n.opType != "Identity" && n.opType != "Dropout") return false;
+  if (n.inputs.empty() || n.inputs[0] < 0 || n.outputs.empty() || n.outputs[0] < 0) return false;
+  // Dropout: training_mode given (even false: a run-time input) or a mask somebody reads keeps the kernel.
+  if (n.opType == "Dropout") {
+    if (n.inputs.size() > 2 && n.inputs[2] >= 0) return false;
+    if (n.attrInt("is_test", 1) == 0 && g.opsetVersion < 7) return false;
+    for (size_t k = 1; k < n.outputs.size(); ++k) {
+      if (n.outputs[k] < 0) continue;
+      const Value& m = g.values[static_cast<size_t>(n.outputs[k])];
+      if (m.isGraphOutput || !m.consumers.empty()) return false;
+    }
+  } else if (n.outputs.size() != 1) {
+    return false;
+  }
+  const Value& in = g.values[static_cast<size_t>(n.inputs[0])];
+  const Value& out = g.values[static_cast<size_t>(n.outputs[0])];
+  return in.producer >= 0 && !out.isGraphOutput && !out.isGraphInput && in.dtype == out.dtype;
+}
+
 }  // namespace partex

@@ -59,4 +59,11 @@ int64_t channelShuffle(const Graph& g, OpId reshape, OpId* last = nullptr);
 /// Per operator: index into `groups` of the group it belongs to, or -1.
 std::vector<int> groupOfOps(const Graph& g, const std::vector<FusedGroup>& groups);
 
+/// Whether the executor runs operator `op` as an alias of its input, with no kernel and no copy: an
+/// Identity, or a Dropout in inference (no training_mode input, its mask read by nobody), of the ONNX
+/// domain, whose input an operator produces and whose output is not a model output. Its readers read
+/// the input's tensor itself (ONNX Runtime removes such nodes: EliminateDropout, EliminateIdentity).
+/// The per-operator profile counts it as 0 us for the same reason.
+bool runsAsAlias(const Graph& g, OpId op);
+
 }  // namespace partex

@@ -308,19 +308,30 @@ class ConcatKernel final : public OpKernel {
       if (auto s = out[0].ensureNhwc(shape); !s) return s;
       const int64_t pixels = shape[0] * shape[2] * shape[3], C = shape[1];
       float* po = static_cast<float*>(out[0].raw());
-      int64_t at = 0;
+      std::vector<const float*> src;
+      std::vector<int64_t> cs;
       for (const Tensor* t : in) {
-        const int64_t c = t->dim(1);
-        const float* pi = static_cast<const float*>(t->raw());
-        parallelChunks(
-            ctx, pixels,
-            [&](int64_t b, int64_t e) {
-              for (int64_t p = b; p < e; ++p)
-                std::memcpy(po + p * C + at, pi + p * c, static_cast<size_t>(c) * sizeof(float));
-            },
-            std::max<int64_t>(1, 16384 / std::max<int64_t>(1, c)));
-        at += c;
+        src.push_back(static_cast<const float*>(t->raw()));
+        cs.push_back(t->dim(1));
       }
+      // Pixel by pixel, each input's channels in turn: the output is written once, in order, and a
+      // pixel's few channels are a vector copy, not a memcpy call each (SqueezeNet's Fire modules join
+      // two runs of 64-256 channels per pixel: 3,025 pixels x 2 calls took 1.7x ONNX Runtime's concat).
+      parallelChunks(
+          ctx, pixels,
+          [&](int64_t b, int64_t e) {
+            for (int64_t p = b; p < e; ++p) {
+              float* d = po + p * C;
+              for (size_t k = 0; k < src.size(); ++k) {
+                const int64_t c = cs[k];
+                const float* sp = src[k] + p * c;
+#pragma omp simd
+                for (int64_t j = 0; j < c; ++j) d[j] = sp[j];
+                d += c;
+              }
+            }
+          },
+          std::max<int64_t>(1, 16384 / std::max<int64_t>(1, C)));
       return Status::ok();
     }
     for (size_t i = 0; i < in.size(); ++i)

@@ -78,6 +78,7 @@ class Prepared {
     fusedInto_.assign(n, -1);
     groups_.clear();
     if (fuse) groups_ = fusedGroups(g_, std::vector<int>(devOf.begin(), devOf.end()));
+    resolveAliases();
     for (const FusedGroup& grp : groups_) {
       const OpId last = grp.ops.back();
       const std::string& dev = deviceIds[static_cast<size_t>(devOf[static_cast<size_t>(last)])];
@@ -88,7 +89,7 @@ class Prepared {
       for (OpId op : grp.ops) fusedInto_[static_cast<size_t>(op)] = last;
     }
     for (size_t op = 0; op < n; ++op) {
-      if (fusedInto_[op] >= 0) continue;
+      if (fusedInto_[op] >= 0 || aliasOf_[op] >= 0) continue;
       const Node& node = g_.nodes[op];
       const std::string& dev = deviceIds[static_cast<size_t>(devOf[op])];
       std::string why;
@@ -103,6 +104,37 @@ class Prepared {
     placeConcatInputs();
     linkDeviceResident(devOf);
     return Status::ok();
+  }
+
+  /// Identity and inference Dropout (runsAsAlias) outside fused groups get no kernel: their output
+  /// value is the tensor of their input's producer (through chains of them), so readers read it in
+  /// place. Called before any kernel's inputs are bound. planMemory keeps the source alive until the
+  /// alias's last reader (readersOf).
+  void resolveAliases() {
+    const size_t n = g_.nodes.size();
+    aliasOf_.assign(n, -1);
+    std::vector<bool> grouped(n, false);
+    for (const FusedGroup& grp : groups_)
+      for (OpId op : grp.ops) grouped[static_cast<size_t>(op)] = true;
+    auto order = g_.topologicalOrder();
+    if (!order) return;
+    for (OpId op : *order) {
+      const auto oi = static_cast<size_t>(op);
+      if (grouped[oi] || !runsAsAlias(g_, op)) continue;
+      const Node& node = g_.nodes[oi];
+      const ValueId src = node.inputs[0];
+      // The source may itself be an alias's output: valuePtr_ of it is resolved already (topological order).
+      aliasOf_[oi] = src;
+      valuePtr_[static_cast<size_t>(node.outputs[0])] = valuePtr_[static_cast<size_t>(src)];
+    }
+  }
+
+  /// The operators that read value `v`'s tensor: its consumers, and the readers of an alias of it.
+  void readersOf(ValueId v, std::vector<OpId>& to) const {
+    for (OpId c : g_.values[static_cast<size_t>(v)].consumers) {
+      if (aliasOf_[static_cast<size_t>(c)] == v) readersOf(g_.nodes[static_cast<size_t>(c)].outputs[0], to);
+      else to.push_back(c);
+    }
   }
 
   /// Makes the operators that read leaf `v` (a model input) read `t` instead, without a copy: a stream
@@ -146,6 +178,9 @@ class Prepared {
     };
     std::vector<char> hostNeeded(g_.values.size(), 0);
     for (size_t v = 0; v < g_.values.size(); ++v) hostNeeded[v] = g_.values[v].isGraphOutput;
+    // An alias's readers read its source on the host.
+    for (size_t op = 0; op < n; ++op)
+      if (aliasOf_[op] >= 0) hostNeeded[static_cast<size_t>(aliasOf_[op])] = 1;
     // A kernel that would write channels-last for a reader that cannot read it as it is (an
     // accelerator's, which would transpose it on its host thread at every run) writes row-major.
     for (size_t op = 0; op < n; ++op) {
@@ -326,9 +361,14 @@ class Prepared {
       }
     }
     // a ends before b starts: a's producer and every reader of a happen before b's producer.
+    // Readers through aliases (resolveAliases): an Identity's reader reads its source's region.
+    std::vector<std::vector<OpId>> readers(items.size());
+    for (size_t i = 0; i < items.size(); ++i) readersOf(items[i].v, readers[i]);
+    std::vector<size_t> itemOf(g_.values.size(), 0);
+    for (size_t i = 0; i < items.size(); ++i) itemOf[static_cast<size_t>(items[i].v)] = i;
     auto endsBefore = [&](const Item& a, const Item& b) {
       if (!happensBefore(a.op, b.op)) return false;
-      for (OpId c : g_.values[static_cast<size_t>(a.v)].consumers)
+      for (OpId c : readers[itemOf[static_cast<size_t>(a.v)]])
         if (!happensBefore(runner(c), b.op)) return false;
       return true;
     };
@@ -474,6 +514,7 @@ class Prepared {
   std::vector<const Tensor*> valuePtr_;
   std::vector<std::vector<const Tensor*>> ins_;
   std::vector<OpId> fusedInto_;  ///< Per operator: the last operator of its fused group, -1 when alone.
+  std::vector<ValueId> aliasOf_;  ///< Per operator: the value it passes through (resolveAliases), else -1.
   std::vector<FusedGroup> groups_;
   /// The activation arena (planMemory): every planned value's tensor is a view of its region.
   struct FreeBytes {

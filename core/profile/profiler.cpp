@@ -346,6 +346,10 @@ Status profilePerOperator(Ctx& c, Profile& p) {
           c.info.skipped.push_back(node.name + "@" + d.id + ": " + why);
           continue;
         }
+        if (runsAsAlias(g, op)) {  // the executor runs it as its input's tensor: no kernel, no time
+          pd.ops.push_back(ProfileOp{node.name, node.opType, TimingStat{0, 0, 0, 0, c.o.reps}});
+          continue;
+        }
         auto k = c.b.prepare(g, op, d.id);
         if (!k) {
           c.info.skipped.push_back(node.name + "@" + d.id + ": " + k.message());

@@ -1,0 +1,417 @@
+// The small CNNs' kernels on one core (issues 24 and 29): MaxPool and channel Concat over channels-last
+// tensors (the backend's own loops) and a grouped pointwise convolution, checked against plain reference
+// loops in this file on row-major copies of the same values, in both layouts; and Identity/Dropout run as
+// aliases of their input by the executor, whose memory plan must keep the input's region alive for the
+// alias's readers.
+
+#include <QtTest>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "backend/backend.h"
+#include "cost/costtable.h"
+#include "cost/work.h"
+#include "cpu/cpu_backend.h"
+#include "graphrun.h"
+#include "ir/fusion.h"
+#include "platform/platform.h"
+#include "profile/executor.h"
+#include "sim/plan.h"
+
+using namespace partex;
+
+namespace {
+
+ValueId addValue(Graph& g, const std::string& name, std::vector<int64_t> shape, bool input = false) {
+  Value v;
+  v.name = name;
+  v.dtype = DType::Float32;
+  v.shape = std::move(shape);
+  v.shapeKnown = !v.shape.empty();
+  v.isGraphInput = input;
+  const ValueId id = g.addValue(v);
+  if (input) g.inputs.push_back(id);
+  return id;
+}
+
+void addNode(Graph& g, const std::string& name, const std::string& op, std::vector<ValueId> ins,
+             std::vector<ValueId> outs, std::map<std::string, Attribute> attrs = {}) {
+  Node n;
+  n.name = name;
+  n.opType = op;
+  n.inputs = std::move(ins);
+  n.outputs = std::move(outs);
+  n.attrs = std::move(attrs);
+  g.addNode(n);
+}
+
+/// The values of a row-major tensor [N, C, H, W] stored channels-last in a tensor of the same shape.
+Tensor toNhwc(const Tensor& plain) {
+  Tensor t;
+  if (!t.ensureNhwc(plain.shape())) qFatal("ensureNhwc");
+  const int64_t N = plain.dim(0), C = plain.dim(1), H = plain.dim(2), W = plain.dim(3);
+  const float* s = plain.data<float>();
+  float* d = static_cast<float*>(t.raw());
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t y = 0; y < H; ++y)
+        for (int64_t x = 0; x < W; ++x) d[((n * H + y) * W + x) * C + c] = s[((n * C + c) * H + y) * W + x];
+  return t;
+}
+
+Tensor random(std::vector<int64_t> shape, uint64_t seed) {
+  auto t = Tensor::make(DType::Float32, std::move(shape));
+  if (!t) qFatal("%s", t.message().c_str());
+  t->fillRandom(seed);
+  return std::move(*t);
+}
+
+/// MaxPool by the definition: per output element, the largest input element of its window inside the
+/// image; pads = {top, left, bottom, right}; ceil_mode rounds the output size up.
+std::vector<float> refMaxPool(const Tensor& x, int64_t kh, int64_t kw, int64_t sh, int64_t sw,
+                              const std::vector<int64_t>& pads, bool ceil, std::vector<int64_t>& outShape) {
+  const int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3);
+  auto outDim = [&](int64_t in, int64_t k, int64_t s, int64_t p) {
+    const int64_t span = in + p - k;
+    return (ceil ? (span + s - 1) / s : span / s) + 1;
+  };
+  int64_t OH = outDim(H, kh, sh, pads[0] + pads[2]), OW = outDim(W, kw, sw, pads[1] + pads[3]);
+  // ONNX: with ceil_mode, a last window that would start in the end padding is dropped.
+  if (ceil && (OH - 1) * sh >= H + pads[0]) --OH;
+  if (ceil && (OW - 1) * sw >= W + pads[1]) --OW;
+  outShape = {N, C, OH, OW};
+  std::vector<float> y(static_cast<size_t>(N * C * OH * OW));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t oy = 0; oy < OH; ++oy)
+        for (int64_t ox = 0; ox < OW; ++ox) {
+          float best = -std::numeric_limits<float>::infinity();
+          for (int64_t ky = 0; ky < kh; ++ky)
+            for (int64_t kx = 0; kx < kw; ++kx) {
+              const int64_t iy = oy * sh - pads[0] + ky, ix = ox * sw - pads[1] + kx;
+              if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+              best = std::max(best, x.data<float>()[((n * C + c) * H + iy) * W + ix]);
+            }
+          y[static_cast<size_t>(((n * C + c) * OH + oy) * OW + ox)] = best;
+        }
+  return y;
+}
+
+/// Runs node 0 of `g` alone on core0 with `in` (channels-last tensors as they are) and returns its
+/// first output row-major; `nhwc` says whether the kernel wrote it channels-last.
+Tensor runFirst(const Graph& g, const std::vector<const Tensor*>& in, bool& nhwc) {
+  auto cpu = makeCpuBackend();
+  auto k = cpu->prepare(g, 0, "core0");
+  if (!k) qFatal("%s", k.message().c_str());
+  std::vector<Tensor> out;
+  if (auto st = (*k)->run(in, out); !st) qFatal("%s", st.message().c_str());
+  nhwc = out[0].nhwc();
+  Tensor plain;
+  if (!out[0].toPlain(plain)) qFatal("toPlain");
+  return plain;
+}
+
+}  // namespace
+
+class TestKernelsConv : public QObject {
+  Q_OBJECT
+ private slots:
+  void maxPoolChannelsLast_data();
+  void maxPoolChannelsLast();
+  void concatChannelsLast();
+  void channelShuffleChannelsLast_data();
+  void channelShuffleChannelsLast();
+  void groupedPointwise_data();
+  void groupedPointwise();
+  void identityAndDropoutAreAliases();
+};
+
+void TestKernelsConv::maxPoolChannelsLast_data() {
+  QTest::addColumn<QVector<qint64>>("shape");  // N, C, H, W
+  QTest::addColumn<QVector<qint64>>("window");  // kh, kw, sh, sw
+  QTest::addColumn<QVector<qint64>>("pads");
+  QTest::addColumn<bool>("ceil");
+  QTest::addColumn<bool>("consumerConv");  // a Conv reads the output: it may stay channels-last
+  QTest::newRow("SqueezeNet 3x3/2, 64x111x111") << QVector<qint64>{1, 64, 111, 111} << QVector<qint64>{3, 3, 2, 2}
+                                                << QVector<qint64>{0, 0, 0, 0} << false << true;
+  QTest::newRow("same, row-major out") << QVector<qint64>{1, 64, 111, 111} << QVector<qint64>{3, 3, 2, 2}
+                                       << QVector<qint64>{0, 0, 0, 0} << false << false;
+  QTest::newRow("padded, odd C, batch 2") << QVector<qint64>{2, 19, 10, 13} << QVector<qint64>{3, 3, 2, 2}
+                                          << QVector<qint64>{1, 1, 1, 1} << false << true;
+  QTest::newRow("ceil mode 2x2/2 over 7x9") << QVector<qint64>{1, 16, 7, 9} << QVector<qint64>{2, 2, 2, 2}
+                                            << QVector<qint64>{0, 0, 0, 0} << true << false;
+  QTest::newRow("3x2 window, strides 1x2, uneven pads") << QVector<qint64>{1, 33, 6, 8} << QVector<qint64>{3, 2, 1, 2}
+                                                         << QVector<qint64>{0, 1, 1, 0} << false << true;
+}
+
+void TestKernelsConv::maxPoolChannelsLast() {
+  QFETCH(QVector<qint64>, shape);
+  QFETCH(QVector<qint64>, window);
+  QFETCH(QVector<qint64>, pads);
+  QFETCH(bool, ceil);
+  QFETCH(bool, consumerConv);
+  const std::vector<int64_t> xs(shape.begin(), shape.end()), p(pads.begin(), pads.end());
+  const Tensor x = random(xs, 7);
+  std::vector<int64_t> ys;
+  const auto want = refMaxPool(x, window[0], window[1], window[2], window[3], p, ceil, ys);
+  Graph g;
+  g.opsetVersion = 17;
+  const ValueId in = addValue(g, "x", xs, true);
+  const ValueId out = addValue(g, "y", ys);
+  addNode(g, "pool", "MaxPool", {in}, {out},
+          {{"kernel_shape", Attribute{std::vector<int64_t>{window[0], window[1]}}},
+           {"strides", Attribute{std::vector<int64_t>{window[2], window[3]}}},
+           {"pads", Attribute{p}},
+           {"ceil_mode", Attribute{int64_t{ceil ? 1 : 0}}}});
+  if (consumerConv) {
+    const ValueId w = addValue(g, "w", {4, ys[1], 1, 1});
+    g.values[static_cast<size_t>(w)].isWeight = true;
+    const ValueId z = addValue(g, "z", {ys[0], 4, ys[2], ys[3]});
+    addNode(g, "conv", "Conv", {out, w}, {z});
+    g.outputs.push_back(z);
+  } else {
+    g.outputs.push_back(out);
+    g.values[static_cast<size_t>(out)].isGraphOutput = true;
+  }
+  g.rebuildIndex();
+  const Tensor xn = toNhwc(x);
+  bool nhwc = false;
+  const Tensor y = runFirst(g, {&xn}, nhwc);
+  QCOMPARE(nhwc, consumerConv);
+  QCOMPARE(y.shape(), ys);
+  for (size_t i = 0; i < want.size(); ++i)
+    QVERIFY2(y.data<float>()[i] == want[i], qPrintable(QString("element %1: %2, want %3")
+                                                         .arg(i)
+                                                         .arg(double(y.data<float>()[i]))
+                                                         .arg(double(want[i]))));
+}
+
+void TestKernelsConv::concatChannelsLast() {
+  // Three channels-last inputs of 64, 16 and 3 channels over 5x7 pixels, batch 2, joined along the
+  // channels for a Conv: each output pixel holds the first input's channels, then the second's, then
+  // the third's.
+  const std::vector<int64_t> cs{64, 16, 3};
+  Graph g;
+  g.opsetVersion = 17;
+  std::vector<ValueId> ins;
+  std::vector<Tensor> plain, nhwc;
+  for (size_t i = 0; i < cs.size(); ++i) {
+    ins.push_back(addValue(g, "x" + std::to_string(i), {2, cs[i], 5, 7}, true));
+    plain.push_back(random({2, cs[i], 5, 7}, 11 + i));
+  }
+  for (const Tensor& t : plain) nhwc.push_back(toNhwc(t));
+  const ValueId cat = addValue(g, "cat", {2, 83, 5, 7});
+  addNode(g, "concat", "Concat", ins, {cat}, {{"axis", Attribute{int64_t{1}}}});
+  const ValueId w = addValue(g, "w", {4, 83, 1, 1});
+  g.values[static_cast<size_t>(w)].isWeight = true;
+  const ValueId z = addValue(g, "z", {2, 4, 5, 7});
+  addNode(g, "conv", "Conv", {cat, w}, {z});
+  g.outputs.push_back(z);
+  g.rebuildIndex();
+  bool isNhwc = false;
+  const Tensor y = runFirst(g, {&nhwc[0], &nhwc[1], &nhwc[2]}, isNhwc);
+  QVERIFY(isNhwc);
+  QCOMPARE(y.shape(), (std::vector<int64_t>{2, 83, 5, 7}));
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t c = 0, at = 0; at < static_cast<int64_t>(cs.size()); ++at)
+      for (int64_t k = 0; k < cs[static_cast<size_t>(at)]; ++k, ++c)
+        for (int64_t p = 0; p < 35; ++p)
+          QCOMPARE(y.data<float>()[(n * 83 + c) * 35 + p],
+                   plain[static_cast<size_t>(at)].data<float>()[(n * cs[static_cast<size_t>(at)] + k) * 35 + p]);
+}
+
+void TestKernelsConv::channelShuffleChannelsLast_data() {
+  QTest::addColumn<int>("channels");
+  QTest::addColumn<int>("groups");
+  QTest::newRow("ShuffleNet 112 in 4") << 112 << 4;
+  QTest::newRow("24 in 3 (a partial vector)") << 24 << 3;
+  QTest::newRow("10 in 5 (less than a vector)") << 10 << 5;
+}
+
+void TestKernelsConv::channelShuffleChannelsLast() {
+  // Reshape [N, g, C/g, H, W] -> Transpose (0, 2, 1, 3, 4) -> Reshape [N, C, H, W] on a channels-last
+  // input read by a Conv: output channel j * g + i is input channel i * C/g + j, at every pixel.
+  QFETCH(int, channels);
+  QFETCH(int, groups);
+  const int64_t N = 2, C = channels, G = groups, H = 5, W = 6;
+  Graph g;
+  g.opsetVersion = 17;
+  const ValueId x = addValue(g, "x", {N, C, H, W}, true);
+  auto intValue = [&](const std::string& name, int64_t n) {
+    Value v;
+    v.name = name;
+    v.dtype = DType::Int64;
+    v.shape = {n};
+    v.shapeKnown = true;
+    v.isWeight = true;
+    return g.addValue(v);
+  };
+  const ValueId s1 = intValue("s1", 5), s2 = intValue("s2", 4);
+  const ValueId r1 = addValue(g, "r1", {N, G, C / G, H, W}), t = addValue(g, "t", {N, C / G, G, H, W});
+  const ValueId r2 = addValue(g, "r2", {N, C, H, W});
+  addNode(g, "reshape1", "Reshape", {x, s1}, {r1});
+  addNode(g, "transpose", "Transpose", {r1}, {t}, {{"perm", Attribute{std::vector<int64_t>{0, 2, 1, 3, 4}}}});
+  addNode(g, "reshape2", "Reshape", {t, s2}, {r2});
+  const ValueId w = addValue(g, "w", {4, C, 1, 1});
+  g.values[static_cast<size_t>(w)].isWeight = true;
+  const ValueId z = addValue(g, "z", {N, 4, H, W});
+  addNode(g, "conv", "Conv", {r2, w}, {z});
+  g.outputs.push_back(z);
+  g.rebuildIndex();
+  const auto groupsOf = fusedGroups(g);
+  const FusedGroup* shuffle = nullptr;
+  for (const FusedGroup& grp : groupsOf)
+    if (grp.ops.front() == 0) shuffle = &grp;
+  QVERIFY(shuffle);
+  QCOMPARE(shuffle->ops.size(), size_t{3});
+  auto cpu = makeCpuBackend();
+  auto k = cpu->prepareGroup(g, *shuffle, "core0");
+  QVERIFY2(k.isOk(), k.message().c_str());
+  const Tensor xs = random({N, C, H, W}, 31);
+  const Tensor xn = toNhwc(xs);
+  Tensor shape1, shape2;
+  QVERIFY(shape1.ensure(DType::Int64, {5}).isOk() && shape2.ensure(DType::Int64, {4}).isOk());
+  const int64_t d1[5] = {N, G, C / G, H, W}, d2[4] = {N, C, H, W};
+  std::copy(d1, d1 + 5, shape1.data<int64_t>());
+  std::copy(d2, d2 + 4, shape2.data<int64_t>());
+  std::vector<const Tensor*> ins;
+  for (ValueId v : shuffle->inputs) ins.push_back(v == x ? &xn : v == s1 ? &shape1 : &shape2);
+  std::vector<Tensor> outs;
+  auto st = (*k)->run(ins, outs);
+  QVERIFY2(st.isOk(), st.message().c_str());
+  QVERIFY(outs[0].nhwc());
+  Tensor y;
+  QVERIFY(outs[0].toPlain(y).isOk());
+  QCOMPARE(y.shape(), (std::vector<int64_t>{N, C, H, W}));
+  const int64_t per = C / G, P = H * W;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t j = 0; j < per; ++j)
+      for (int64_t i = 0; i < G; ++i)
+        for (int64_t p = 0; p < P; ++p)
+          QCOMPARE(y.data<float>()[(n * C + j * G + i) * P + p], xs.data<float>()[(n * C + i * per + j) * P + p]);
+}
+
+void TestKernelsConv::groupedPointwise_data() {
+  QTest::addColumn<bool>("nhwcIn");
+  QTest::addColumn<bool>("nhwcOut");  // a Conv reads the output: it may stay channels-last
+  QTest::newRow("channels-last in, row-major out") << true << false;
+  QTest::newRow("row-major in, channels-last out") << false << true;
+  QTest::newRow("channels-last in and out") << true << true;
+}
+
+void TestKernelsConv::groupedPointwise() {
+  // ShuffleNet's first grouped 1x1 convolution, 24 -> 112 channels in 4 groups of 6, with its bias and
+  // a Relu, over 9x7 pixels, batch 2: y[n, m, p] = max(0, b[m] + sum over the group's c of W[m, c] x[n, c, p]),
+  // from either input layout into either output layout (oneDNN 2.6 runs it through its gemm code on
+  // row-major tensors, with reorders around it).
+  QFETCH(bool, nhwcIn);
+  QFETCH(bool, nhwcOut);
+  const int64_t N = 2, C = 24, M = 112, G = 4, P = 63;
+  const Tensor x = random({N, C, 9, 7}, 21), w = random({M, C / G, 1, 1}, 22), b = random({M}, 23);
+  Graph g;
+  g.opsetVersion = 17;
+  const ValueId xi = addValue(g, "x", {N, C, 9, 7}, true);
+  const ValueId wi = addValue(g, "w", {M, C / G, 1, 1}), bi = addValue(g, "b", {M});
+  g.values[static_cast<size_t>(wi)].isWeight = true;
+  g.values[static_cast<size_t>(bi)].isWeight = true;
+  const ValueId c = addValue(g, "c", {N, M, 9, 7}), y = addValue(g, "y", {N, M, 9, 7});
+  addNode(g, "conv", "Conv", {xi, wi, bi}, {c}, {{"group", Attribute{G}}, {"kernel_shape", Attribute{std::vector<int64_t>{1, 1}}}});
+  addNode(g, "relu", "Relu", {c}, {y});
+  if (nhwcOut) {
+    const ValueId w2 = addValue(g, "w2", {4, M, 1, 1});
+    g.values[static_cast<size_t>(w2)].isWeight = true;
+    const ValueId z = addValue(g, "z", {N, 4, 9, 7});
+    addNode(g, "conv2", "Conv", {y, w2}, {z});
+    g.outputs.push_back(z);
+  } else {
+    g.outputs.push_back(y);
+  }
+  g.rebuildIndex();
+  const auto groups = fusedGroups(g);
+  QVERIFY(!groups.empty());
+  QCOMPARE(groups[0].ops.size(), size_t{2});  // conv + relu
+  auto cpu = makeCpuBackend();
+  auto k = cpu->prepareGroup(g, groups[0], "core0");
+  QVERIFY2(k.isOk(), k.message().c_str());
+  const Tensor xn = nhwcIn ? toNhwc(x) : x;
+  std::vector<const Tensor*> ins;
+  for (ValueId v : groups[0].inputs) ins.push_back(v == xi ? &xn : v == wi ? &w : &b);
+  std::vector<Tensor> outs;
+  auto st = (*k)->run(ins, outs);
+  QVERIFY2(st.isOk(), st.message().c_str());
+  // (The output layout is the kernel's choice: channels-last is allowed here, not required.)
+  Tensor out;
+  QVERIFY(outs[0].toPlain(out).isOk());
+  QCOMPARE(out.shape(), (std::vector<int64_t>{N, M, 9, 7}));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t p = 0; p < P; ++p) {
+        double acc = b.data<float>()[m];
+        const int64_t g0 = m / (M / G) * (C / G);
+        for (int64_t ci = 0; ci < C / G; ++ci)
+          acc += double(w.data<float>()[m * (C / G) + ci]) * double(x.data<float>()[(n * C + g0 + ci) * P + p]);
+        const double want = std::max(acc, 0.0);
+        const float got = out.data<float>()[(n * M + m) * P + p];
+        QVERIFY2(std::abs(got - want) <= 1e-5 * (1 + std::abs(want)),
+                 qPrintable(QString("n %1 m %2 p %3: %4, want %5").arg(n).arg(m).arg(p).arg(double(got)).arg(want)));
+      }
+}
+
+void TestKernelsConv::identityAndDropoutAreAliases() {
+  // y = Identity(Dropout(Relu(x))) + Neg(x), in this order: Neg runs after the Dropout, the only direct
+  // reader of Relu's output. Relu's region must stay Neg's no-go zone until the Add (which reads it
+  // through the two aliases); had the memory plan freed it after the Dropout, Neg's output (of the same
+  // size) could take it and y would be -2x.
+  Graph g;
+  g.opsetVersion = 17;
+  const ValueId x = addValue(g, "x", {1, 4, 8, 8}, true);
+  const ValueId r = addValue(g, "r", {1, 4, 8, 8}), d = addValue(g, "d", {1, 4, 8, 8});
+  const ValueId e = addValue(g, "e", {1, 4, 8, 8}), s = addValue(g, "s", {1, 4, 8, 8});
+  const ValueId y = addValue(g, "y", {1, 4, 8, 8});
+  g.values[static_cast<size_t>(y)].isGraphOutput = true;
+  g.outputs.push_back(y);
+  addNode(g, "relu", "Relu", {x}, {r});
+  addNode(g, "drop", "Dropout", {r}, {d});
+  addNode(g, "ident", "Identity", {d}, {e});
+  addNode(g, "neg", "Neg", {x}, {s});
+  addNode(g, "add", "Add", {e, s}, {y});
+  g.rebuildIndex();
+  QVERIFY(!runsAsAlias(g, 0));
+  QVERIFY(runsAsAlias(g, 1));
+  QVERIFY(runsAsAlias(g, 2));
+  auto cpu = makeCpuBackend();
+  ExecOptions o;
+  o.warmup = 1;
+  o.reps = 2;
+  o.maxDiscarded = 0;
+  o.keepOutputs = true;
+  const Tensor xs = random({1, 4, 8, 8}, 5);
+  o.inputs[x] = xs;
+  auto t = buildCostTable(g, characteriseAll(g), measureThisMachine());
+  QVERIFY2(t.isOk(), t.message().c_str());
+  const auto core0 = static_cast<DeviceId>(std::find(t->deviceIds.begin(), t->deviceIds.end(), "core0") - t->deviceIds.begin());
+  QVERIFY(static_cast<size_t>(core0) < t->deviceIds.size());
+  Plan plan;
+  plan.algorithm = "manual";
+  plan.device.assign(g.nodes.size(), core0);
+  plan.order.assign(static_cast<size_t>(t->numDevices()), {});
+  plan.order[static_cast<size_t>(core0)] = {0, 1, 2, 3, 4};
+  auto res = executePlan(g, *cpu, *t, plan, o);
+  QVERIFY2(res.isOk(), res.message().c_str());
+  QVERIFY2(res->outputsMatch, res->mismatch.c_str());
+  QCOMPARE(res->outputs.size(), size_t{1});
+  const Tensor& out = res->outputs[0];
+  QCOMPARE(out.numElements(), int64_t{256});
+  for (int64_t i = 0; i < 256; ++i) {
+    const float v = xs.data<float>()[i];
+    QCOMPARE(out.data<float>()[i], std::max(v, 0.0f) - v);
+  }
+  // A Dropout whose output is a model output, or whose mask is read, keeps its kernel.
+  g.values[static_cast<size_t>(d)].isGraphOutput = true;
+  QVERIFY(!runsAsAlias(g, 1));
+}
+
+QTEST_GUILESS_MAIN(TestKernelsConv)
+#include "tst_kernels_conv.moc"
