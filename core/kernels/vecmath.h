@@ -66,43 +66,62 @@ template <bool max>
   return (c[0] + c[2]) + (c[1] + c[3]);
 }
 /// The maximum of n >= 1 contiguous floats: 32 lanes seeded with q[0] (a NaN there stays; later NaNs are
-/// skipped, as a scan in order with `>` does).
+/// skipped, as a scan in order with `>` does); the last partial vector re-reads the row's last 16 values
+/// (a maximum may count a value twice), so that no scalar tail is left.
 [[gnu::always_inline]] inline float rowMaxF(const float* q, int64_t n) {
-  float m = q[0];
-  int64_t j = 0;
-  if (n >= 32) {
-    V16f a0 = V16f{} + q[0], a1 = a0;
-    for (; j + 32 <= n; j += 32) {
-      V16f v0, v1;
-      __builtin_memcpy(&v0, q + j, sizeof v0);
-      __builtin_memcpy(&v1, q + j + 16, sizeof v1);
-      a0 = v0 > a0 ? v0 : a0;
-      a1 = v1 > a1 ? v1 : a1;
-    }
-    a0 = a1 > a0 ? a1 : a0;
-    m = hExtreme<true>(a0);
+  if (n < 16) {
+    float m = q[0];
+    for (int64_t j = 1; j < n; ++j) m = q[j] > m ? q[j] : m;
+    return m;
   }
-  for (; j < n; ++j) m = q[j] > m ? q[j] : m;
-  return m;
+  V16f a0 = V16f{} + q[0], a1 = a0, v0, v1;
+  int64_t j = 0;
+  for (; j + 32 <= n; j += 32) {
+    __builtin_memcpy(&v0, q + j, sizeof v0);
+    __builtin_memcpy(&v1, q + j + 16, sizeof v1);
+    a0 = v0 > a0 ? v0 : a0;
+    a1 = v1 > a1 ? v1 : a1;
+  }
+  if (j + 16 <= n) {
+    __builtin_memcpy(&v0, q + j, sizeof v0);
+    a0 = v0 > a0 ? v0 : a0;
+    j += 16;
+  }
+  if (j < n) {
+    __builtin_memcpy(&v1, q + n - 16, sizeof v1);
+    a1 = v1 > a1 ? v1 : a1;
+  }
+  a0 = a1 > a0 ? a1 : a0;
+  return hExtreme<true>(a0);
 }
 /// The sum of n contiguous floats in float, 32 lanes (a float32 softmax's denominator, oneDNN's order of
-/// magnitude of rounding).
+/// magnitude of rounding); the last partial vector is the row's last 16 values with those already
+/// added masked to zero.
 [[gnu::always_inline]] inline float rowSumF(const float* q, int64_t n) {
-  int64_t j = 0;
-  float s = 0;
-  if (n >= 32) {
-    V16f a0 = V16f{}, a1 = a0;
-    for (; j + 32 <= n; j += 32) {
-      V16f v0, v1;
-      __builtin_memcpy(&v0, q + j, sizeof v0);
-      __builtin_memcpy(&v1, q + j + 16, sizeof v1);
-      a0 += v0;
-      a1 += v1;
-    }
-    s = hSum(a0 + a1);
+  if (n < 16) {
+    float s = 0;
+    for (int64_t j = 0; j < n; ++j) s += q[j];
+    return s;
   }
-  for (; j < n; ++j) s += q[j];
-  return s;
+  V16f a0 = V16f{}, a1 = a0, v0, v1;
+  int64_t j = 0;
+  for (; j + 32 <= n; j += 32) {
+    __builtin_memcpy(&v0, q + j, sizeof v0);
+    __builtin_memcpy(&v1, q + j + 16, sizeof v1);
+    a0 += v0;
+    a1 += v1;
+  }
+  if (j + 16 <= n) {
+    __builtin_memcpy(&v0, q + j, sizeof v0);
+    a0 += v0;
+    j += 16;
+  }
+  if (j < n) {
+    const V16i lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    __builtin_memcpy(&v1, q + n - 16, sizeof v1);
+    a1 += lane >= static_cast<int32_t>(16 - (n - j)) ? v1 : V16f{};
+  }
+  return hSum(a0 + a1);
 }
 
 /// The index of the first maximum (`max`) or minimum of n >= 1 contiguous floats, or of the last one with
