@@ -412,8 +412,8 @@ template <Red R>
 }
 
 /// log(sum(exp(v - m))) + m over each of rows [b, e) of n contiguous floats, m the row's maximum (the
-/// shift that keeps exp finite). An infinite or NaN maximum is the result itself (as the generic
-/// path's arithmetic gives for +inf and NaN; -inf: every value is -inf, and the result too).
+/// shift that keeps exp finite). An infinite or NaN maximum is the result itself: log(sum(exp(v))) is
+/// +inf when a value is, -inf when every value is (the shift alone would give inf - inf = NaN).
 [[gnu::always_inline]] inline float logSumExpFinish(float m, double s) {
   if (!(m > -__builtin_inff() && m < __builtin_inff())) return m;
   return static_cast<float>(static_cast<double>(m) + __builtin_log(s));
@@ -670,6 +670,7 @@ class ReduceKernel final : public OpKernel {
         if (op == Red::LogSumExp) {
           double m = -std::numeric_limits<double>::infinity();
           for (int64_t j = 0; j < rn; ++j) m = std::max(m, static_cast<double>(q[p.roff[static_cast<size_t>(j)]]));
+          if (!std::isfinite(m)) return static_cast<T>(m);  // +inf, or every value -inf (see logSumExpFinish)
           double s = 0;
           for (int64_t j = 0; j < rn; ++j) s += std::exp(static_cast<double>(q[p.roff[static_cast<size_t>(j)]]) - m);
           return static_cast<T>(rn ? m + std::log(s) : -std::numeric_limits<double>::infinity());

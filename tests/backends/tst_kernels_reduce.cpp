@@ -285,6 +285,19 @@ class TestKernelsReduce : public QObject {
     QVERIFY(lse.size() == 1);
     QCOMPARE(lse[0].data<float>()[0], -inf);
     QCOMPARE(lse[0].data<float>()[1], inf);
+    // The generic path (axes 0 and 2 of [2,3,4] are not one block) takes the same rule.
+    auto z = floats({2, 3, 4}, 6, -1, 1);
+    for (int a = 0; a < 2; ++a)
+      for (int c = 0; c < 4; ++c) {
+        z.data<float>()[(a * 3 + 0) * 4 + c] = -inf;  // output 0: every value -inf
+        if (a == 1 && c == 2) z.data<float>()[(a * 3 + 1) * 4 + c] = inf;  // output 1: one +inf
+      }
+    auto g = runOp("ReduceLogSumExp", {z}, {{"axes", intsAttr({0, 2})}, {"keepdims", intAttr(0)}});
+    QVERIFY(g.size() == 1);
+    QCOMPARE(g[0].shape(), Shape{3});
+    QCOMPARE(g[0].data<float>()[0], -inf);
+    QCOMPARE(g[0].data<float>()[1], inf);
+    QVERIFY(std::isfinite(g[0].data<float>()[2]));
   }
 
   /// ArgMax/ArgMin along the last and a middle axis, with ties (few distinct values), select_last_index
