@@ -524,7 +524,7 @@ template <bool M, bool L>
   if (q[0] != q[0]) return 0;
   float m = q[0];
   int64_t best = 0, j = 1;
-  if (n >= 32 && n <= INT32_MAX) {
+  if (n >= 32 && n <= INT32_MAX - 16) {  // lane indices in int32, never past n + 15
     // One pass: lane l keeps the best value of elements l, l + 16, ... and its index, in order (so the
     // first such, or with L the last); then the lanes' bests are merged, equal values by index.
     V16f bv = V16f{} + q[0];
@@ -771,7 +771,7 @@ class ArgKernel final : public OpKernel {
               for (int64_t o = b; o < e; ++o)
                 argBestColsF32(px + o * dim * inner, dim, inner, max_, last_, po + o * inner, best.data());
             },
-            std::max<int64_t>(1, 16384 / (dim * inner)));
+            std::max<int64_t>(1, 16384 / std::max<int64_t>(1, dim * inner)));  // inner may be 0
       }
       return Status::ok();
     }

@@ -335,6 +335,30 @@ class TestKernelsReduce : public QObject {
           }
   }
 
+  /// Empty tensors: a kept axis of size 0 gives an empty output, not a crash (ArgMax over axis 1 of
+  /// [2,3,0]; ReduceMax over axis 1 of [0,5]; Softmax, Hardmax, CumSum and NonZero of [2,0,3]).
+  void emptyTensors() {
+    const Tensor a = floats({2, 3, 0}, 1, -1, 1);
+    auto am = runOp("ArgMax", {a}, {{"axis", intAttr(1)}, {"keepdims", intAttr(0)}}, 1, 17, {DType::Int64});
+    QVERIFY(am.size() == 1);
+    QCOMPARE(am[0].shape(), (Shape{2, 0}));
+    auto rm = runOp("ReduceMax", {floats({0, 5}, 2, -1, 1)}, {{"axes", intsAttr({1})}});
+    QVERIFY(rm.size() == 1);
+    QCOMPARE(rm[0].shape(), (Shape{0, 1}));
+    const Tensor e = floats({2, 0, 3}, 3, -1, 1);
+    for (const char* op : {"Softmax", "LogSoftmax", "Hardmax"}) {
+      auto o = runOp(op, {e}, {{"axis", intAttr(-1)}});
+      QVERIFY2(o.size() == 1, op);
+      QCOMPARE(o[0].shape(), e.shape());
+    }
+    auto cs = runOp("CumSum", {e, ints({}, {1})}, {});
+    QVERIFY(cs.size() == 1);
+    QCOMPARE(cs[0].shape(), e.shape());
+    auto nz = runOp("NonZero", {e}, {}, 1, 17, {DType::Int64});
+    QVERIFY(nz.size() == 1);
+    QCOMPARE(nz[0].shape(), (Shape{3, 0}));
+  }
+
   /// Softmax and LogSoftmax along the last axis, a middle one and the first, odd sizes, rows of one
   /// value, inputs whose exp overflows float without the shift, and opset 11's coerced 2-D form
   /// (everything from the axis on is one row), against double.
