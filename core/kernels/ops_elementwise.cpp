@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "kernels/kernels.h"
+#include "kernels/vecmath.h"
 
 namespace partex::cpu {
 
@@ -918,26 +919,6 @@ template <class T>
 #pragma GCC push_options
 #pragma GCC optimize("no-trapping-math")
 #endif
-
-/// e^x in float arithmetic a compiler vectorises (no libm call): x = n ln2 + r with n rounded to nearest
-/// (the 1.5 * 2^23 trick) and |r| <= ln2 / 2, e^r by its Taylor series to r^7 (truncation below 1e-8
-/// relative), 2^n put into the exponent bits. Inputs clamped to [-87, 88], where float stays normal.
-[[gnu::always_inline]] inline float expVec(float x) {
-  x = x < -87.0f ? -87.0f : x;  // value selects, not std::min/max's references: the loop stays vectorisable
-  x = x > 88.0f ? 88.0f : x;
-  const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;  // ln2 split in two for exactness
-  float p = 1.0f / 5040;
-  p = p * r + 1.0f / 720;
-  p = p * r + 1.0f / 120;
-  p = p * r + 1.0f / 24;
-  p = p * r + 1.0f / 6;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  return p * __builtin_bit_cast(float, bits);
-}
 
 /// erf(x) for float, vectorisable (issue 24: glibc's erff per element made the Erf of a BERT GELU
 /// [1,128,3072] take 6 ms against ONNX Runtime's 0.2 ms). |x| < 0.5: the Maclaurin series

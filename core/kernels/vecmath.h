@@ -1,0 +1,139 @@
+#pragma once
+/// \file Internal to the CPU kernels: float math that a compiler vectorises (no libm call), inlined into
+/// the AVX2/AVX-512 clones of the loops that use it (element-wise Exp/Erf, ReduceLogSumExp, Softmax),
+/// and the vectorised arg-max scans that ArgMax, ArgMin and Hardmax share.
+/// Compiled without -ftrapping-math (as the callers' regions are): with it GCC keeps the selects as
+/// branches (a trap could tell them apart) and the loop stays scalar; Partex never reads the
+/// floating-point exception flags.
+
+#include <cstdint>
+
+#if defined(__GNUC__) && !defined(__clang__)  // (clang has no per-region optimize pragma)
+#pragma GCC push_options
+#pragma GCC optimize("no-trapping-math")
+#endif
+
+namespace partex::cpu {
+
+/// e^x in float arithmetic a compiler vectorises (no libm call): x = n ln2 + r with n rounded to nearest
+/// (the 1.5 * 2^23 trick) and |r| <= ln2 / 2, e^r by its Taylor series to r^7 (truncation below 1e-8
+/// relative), 2^n put into the exponent bits. Inputs clamped to [-87, 88], where float stays normal.
+[[gnu::always_inline]] inline float expVec(float x) {
+  x = x < -87.0f ? -87.0f : x;  // value selects, not std::min/max's references: the loop stays vectorisable
+  x = x > 88.0f ? 88.0f : x;
+  const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;  // ln2 split in two for exactness
+  float p = 1.0f / 5040;
+  p = p * r + 1.0f / 720;
+  p = p * r + 1.0f / 120;
+  p = p * r + 1.0f / 24;
+  p = p * r + 1.0f / 6;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  return p * __builtin_bit_cast(float, bits);
+}
+
+// GCC vector types (element-wise arithmetic, comparisons and ?: on them; lowered to the instructions of
+// the clone that inlines them: four SSE registers in the baseline one, one AVX-512 register), for loops
+// that keep several independent accumulators in registers.
+using V16f = float __attribute__((vector_size(64)));
+using V8f = float __attribute__((vector_size(32)));
+using V4f = float __attribute__((vector_size(16)));
+using V16i = int32_t __attribute__((vector_size(64)));
+using V16d = double __attribute__((vector_size(128)));
+
+/// The maximum (`max`) or minimum of the 16 lanes, in halving steps (GCC's own reduction of an `omp simd
+/// reduction(max)` loop went through a 64-entry array in memory, one dependent scalar step per entry).
+template <bool max>
+[[gnu::always_inline]] inline float hExtreme(const V16f& v) {
+  V8f a = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7);
+  const V8f b = __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+  a = max ? (b > a ? b : a) : (b < a ? b : a);
+  V4f c = __builtin_shufflevector(a, a, 0, 1, 2, 3);
+  const V4f d = __builtin_shufflevector(a, a, 4, 5, 6, 7);
+  c = max ? (d > c ? d : c) : (d < c ? d : c);
+  float r = c[0];
+  for (int l = 1; l < 4; ++l) r = max ? (c[l] > r ? c[l] : r) : (c[l] < r ? c[l] : r);
+  return r;
+}
+/// The sum of the 16 lanes, in halving steps.
+[[gnu::always_inline]] inline float hSum(const V16f& v) {
+  const V8f a = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
+                __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+  const V4f c = __builtin_shufflevector(a, a, 0, 1, 2, 3) + __builtin_shufflevector(a, a, 4, 5, 6, 7);
+  return (c[0] + c[2]) + (c[1] + c[3]);
+}
+/// The maximum of n >= 1 contiguous floats: 32 lanes seeded with q[0] (a NaN there stays; later NaNs are
+/// skipped, as a scan in order with `>` does); the last partial vector re-reads the row's last 16 values
+/// (a maximum may count a value twice), so that no scalar tail is left.
+[[gnu::always_inline]] inline float rowMaxF(const float* q, int64_t n) {
+  if (n < 16) {
+    float m = q[0];
+    for (int64_t j = 1; j < n; ++j) m = q[j] > m ? q[j] : m;
+    return m;
+  }
+  V16f a0 = V16f{} + q[0], a1 = a0, v0, v1;
+  int64_t j = 0;
+  for (; j + 32 <= n; j += 32) {
+    __builtin_memcpy(&v0, q + j, sizeof v0);
+    __builtin_memcpy(&v1, q + j + 16, sizeof v1);
+    a0 = v0 > a0 ? v0 : a0;
+    a1 = v1 > a1 ? v1 : a1;
+  }
+  if (j + 16 <= n) {
+    __builtin_memcpy(&v0, q + j, sizeof v0);
+    a0 = v0 > a0 ? v0 : a0;
+    j += 16;
+  }
+  if (j < n) {
+    __builtin_memcpy(&v1, q + n - 16, sizeof v1);
+    a1 = v1 > a1 ? v1 : a1;
+  }
+  a0 = a1 > a0 ? a1 : a0;
+  return hExtreme<true>(a0);
+}
+/// The sum of n contiguous floats in float, 32 lanes (a float32 softmax's denominator, oneDNN's order of
+/// magnitude of rounding); the last partial vector is the row's last 16 values with those already
+/// added masked to zero.
+[[gnu::always_inline]] inline float rowSumF(const float* q, int64_t n) {
+  if (n < 16) {
+    float s = 0;
+    for (int64_t j = 0; j < n; ++j) s += q[j];
+    return s;
+  }
+  V16f a0 = V16f{}, a1 = a0, v0, v1;
+  int64_t j = 0;
+  for (; j + 32 <= n; j += 32) {
+    __builtin_memcpy(&v0, q + j, sizeof v0);
+    __builtin_memcpy(&v1, q + j + 16, sizeof v1);
+    a0 += v0;
+    a1 += v1;
+  }
+  if (j + 16 <= n) {
+    __builtin_memcpy(&v0, q + j, sizeof v0);
+    a0 += v0;
+    j += 16;
+  }
+  if (j < n) {
+    const V16i lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    __builtin_memcpy(&v1, q + n - 16, sizeof v1);
+    a1 += lane >= static_cast<int32_t>(16 - (n - j)) ? v1 : V16f{};
+  }
+  return hSum(a0 + a1);
+}
+
+/// The index of the first maximum (`max`) or minimum of n >= 1 contiguous floats, or of the last one with
+/// `last`: what a scan in order with `>` (`>=` with `last`) keeps, NaN included (a NaN first wins, a
+/// later one never does). Vectorised (a pass for the extreme value, then a search for it); ops_reduce.cpp.
+int64_t argBestRowF32(const float* q, int64_t n, bool max, bool last);
+/// The same for each of `inner` columns of [n, inner] contiguous floats, n >= 1: idx[i] is the row of
+/// column i's extreme; `best` is scratch of `inner` floats. Vectorised over the columns.
+void argBestColsF32(const float* q, int64_t n, int64_t inner, bool max, bool last, int64_t* idx, float* best);
+
+}  // namespace partex::cpu
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
