@@ -234,19 +234,25 @@ Result<StreamResult> StreamJudge::run(const Plan& plan) {
       const size_t c = static_cast<size_t>(x.src / n);
       r.end[c] = std::max(r.end[c], x.end);
     }
-  // The period over the second half: the first inferences fill the pipeline.
+  // The period over a steady window: the first half fills the pipeline; the last inFlight - 1 inferences
+  // drain it. Inference c shares its devices, links and exclusive partners with c + 1 .. c + K - 1 at most
+  // (c + K waits for it), so those after N - K run with fewer competitors than in a long stream: a stage
+  // on a device exclusive with a busier one (core0 beside cpu-parallel) then finds the gaps it never
+  // finds in the steady state, and the last inferences end within microseconds of each other. The
+  // window [a, b] ends at N - K and holds whole rounds of the replicas.
   const int half = r.inferences / 2;  // >= 6 by default
-  const int last = r.inferences - 1;
-  // Replicas of different speeds may end out of order: the latest end so far stands for each half.
-  const double firstHalfEnd = half > 0 ? *std::max_element(r.end.begin(), r.end.begin() + half) : 0.0;
-  const double allEnd = *std::max_element(r.end.begin(), r.end.end());
-  r.periodUs = (allEnd - firstHalfEnd) / static_cast<double>(last - half + 1);
+  int a = half, b = r.inferences - 1;
+  if (const int rounds = (r.inferences - r.inFlight - a + 1) / R; rounds >= 1) b = a + rounds * R - 1;
+  // Replicas of different speeds may end out of order: the latest end so far stands for each end.
+  const double beforeEnd = a > 0 ? *std::max_element(r.end.begin(), r.end.begin() + a) : 0.0;
+  const double windowEnd = *std::max_element(r.end.begin(), r.end.begin() + b + 1);
+  r.periodUs = (windowEnd - beforeEnd) / static_cast<double>(b - a + 1);
   r.throughputPerS = r.periodUs > 0 ? 1e6 / r.periodUs : 0;
   std::vector<double> lat;
   for (int c = 0; c < r.inferences; ++c) {
     const double l = r.end[static_cast<size_t>(c)] - r.start[static_cast<size_t>(c)];
     r.maxLatencyUs = std::max(r.maxLatencyUs, l);
-    if (c >= half) lat.push_back(l);
+    if (c >= a && c <= b) lat.push_back(l);
   }
   r.latencyUs = median(lat);
   r.peakBytes = tl->peakBytes;

@@ -36,7 +36,8 @@ bool parseObjective(const std::string& s, Objective& out);
 
 struct StreamOptions {
   /// Inferences simulated (0: enough for a steady state, 2 * inFlight + 8, at least 12). The period is
-  /// measured over the second half of them.
+  /// measured over the second half of them, less the last inFlight - 1 (the pipeline draining: they run
+  /// with fewer competitors than in a long stream), in whole rounds of the replicas.
   int inferences = 0;
   /// Inferences in the system at once (0: defaultInFlight, the number of devices the plan's replicas
   /// use, plus one, rounded up to a multiple of the replicas).

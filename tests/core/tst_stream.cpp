@@ -69,6 +69,29 @@ class TestStream : public QObject {
     for (int i = 0; i < s->inferences; ++i) QCOMPARE(s->end[static_cast<size_t>(i)], 40.0 + 20.0 * i);
   }
 
+  // A stage on a device exclusive with the busy one (this machine's core0 beside cpu-parallel): PAR runs
+  // T0-T2 (30 us), C0 runs T3 (1 us), never at once. PAR is busy back to back until the in-flight bound
+  // (3) stops it, so T3 of inference c runs only then: c ends at 91 + 31 c, starts at 31 c - 2 (c >= 3),
+  // latency 93 us; period 31 us = 30 + 1. The last two inferences (the drain: no inference after them
+  // keeps PAR busy) get their T3 at once, 1 us apart: a period over the last half, as before, was
+  // (434 - 277) / 7 = 22.4 us, 28% below what a long stream reaches.
+  void exclusiveStageDrain() {
+    auto t = parseTaskGraph(R"({"devices": ["PAR","C0"], "tasks": {"T0": [10,10], "T1": [10,10], "T2": [10,10],
+                               "T3": [1,1]}, "edges": [["T0","T1",0],["T1","T2",0],["T2","T3",0]]})",
+                            "exclusive.json");
+    QVERIFY2(t, t ? "" : t.message().c_str());
+    t->exclusiveWith = {{1}, {0}};
+    auto s = simulateStream(*t, planOf(*t, {0, 0, 0, 1}));
+    QVERIFY2(s, s ? "" : s.message().c_str());
+    QCOMPARE(s->inFlight, 3);
+    QCOMPARE(s->inferences, 14);
+    for (int c = 0; c <= 11; ++c) QCOMPARE(s->end[static_cast<size_t>(c)], 91.0 + 31.0 * c);
+    QCOMPARE(s->end[12], 433.0);
+    QCOMPARE(s->end[13], 434.0);
+    QCOMPARE(s->periodUs, 31.0);
+    QCOMPARE(s->latencyUs, 93.0);
+  }
+
   // Everything on one device: no overlap, the period is the makespan.
   void oneDevice() {
     const CostTable t = chain(10, 0);
