@@ -450,6 +450,17 @@ void TestExecuteStream::cliStreamReplicas() {
   QVERIFY2(txt.code == 0, txt.err.constData());
   QVERIFY2(txt.out.contains("Replicas     2"), txt.out.constData());
   QVERIFY2(txt.out.contains("replica"), txt.out.constData());
+  // Next-free dispatch on the two real cores: every inference on one replica, counted per replica.
+  auto nf = test::runCli({"execute", model, "-p", platform, "--plan", twin, "--stream", "8", "--dispatch", "next-free",
+                          "--json"},
+                         300000);
+  QVERIFY2(nf.code == 0, nf.err.constData());
+  const QJsonObject n = QJsonDocument::fromJson(nf.out).object();
+  QVERIFY(n["outputs_match"].toBool());
+  QCOMPARE(n["dispatch"].toString(), QString("next-free"));
+  QCOMPARE(o["dispatch"].toString(), QString("round-robin"));
+  QCOMPARE(n["stages"].toArray().size(), 2);
+  QVERIFY(n["predicted_period_us"].toDouble() > 0);
   // Bad input: one line, exit 2.
   auto odd = test::runCli({"execute", model, "-p", platform, "--plan", twin, "--stream", "4", "--in-flight", "3"}, 60000);
   QCOMPARE(odd.code, 2);
