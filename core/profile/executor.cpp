@@ -1350,16 +1350,28 @@ Result<StreamTimes> runStream(LaneTeam& team, std::vector<std::unique_ptr<Prepar
     admitted[static_cast<size_t>(i)].store(!nextFree, std::memory_order_relaxed);
     ctxOf[static_cast<size_t>(i)] = nextFree ? -1 : i % K;
   }
+  // A replica listed twice (the same devices) is one replica here, with the contexts of both, claimed
+  // under the first one's number (canonicalReplicas).
+  std::vector<int> canon(static_cast<size_t>(R));
+  for (int k = 0; k < R; ++k) {
+    canon[static_cast<size_t>(k)] = k;
+    for (int q = 0; q < k; ++q)
+      if (devOfReplica[static_cast<size_t>(q)] == devOfReplica[static_cast<size_t>(k)]) {
+        canon[static_cast<size_t>(k)] = q;
+        break;
+      }
+  }
   std::vector<int> entryLane(static_cast<size_t>(R), -1);
   std::vector<std::vector<int>> ctxOfReplica(static_cast<size_t>(R));
   std::vector<int> taken(static_cast<size_t>(R), 0), lastInCtx(ctx.size(), -1);
   for (int k = 0; k < R; ++k) {
+    if (canon[static_cast<size_t>(k)] != k) continue;
     for (size_t v = 0; v < n && entryLane[static_cast<size_t>(k)] < 0; ++v)
       if (in.preds[v].empty())
         entryLane[static_cast<size_t>(k)] = L.masterLane[static_cast<size_t>(devOfReplica[static_cast<size_t>(k)][v])];
-    for (size_t c = static_cast<size_t>(k); c < ctx.size(); c += static_cast<size_t>(R))
-      ctxOfReplica[static_cast<size_t>(k)].push_back(static_cast<int>(c));
   }
+  for (size_t c = 0; c < ctx.size(); ++c)
+    ctxOfReplica[static_cast<size_t>(canon[c % static_cast<size_t>(R)])].push_back(static_cast<int>(c));
   auto bind = [&](int i, int c) {
     for (const auto& [v, tensor] : sets[static_cast<size_t>(i) % sets.size()]) ctx[static_cast<size_t>(c)]->bindLeaf(v, tensor);
   };
@@ -1664,6 +1676,9 @@ Result<StreamExecResult> executeStream(const Graph& g, const Backend& backend, c
     for (int k = 0; k < R; ++k)
       for (size_t l = 0; l < laneReplica.size(); ++l) {
         if (programs[static_cast<size_t>(k)].seq[l].empty()) continue;
+        bool same = false;  // a replica listed twice: one replica under next free
+        for (int q = 0; q < k && !same; ++q) same = devOf[static_cast<size_t>(q)] == devOf[static_cast<size_t>(k)];
+        if (same) continue;
         if (laneReplica[l] >= 0)
           return makeError("executor: next-free dispatch needs replicas on disjoint CPUs; CPU ",
                            std::to_string(layout.laneCore[l]), " runs replicas ", std::to_string(laneReplica[l]), " and ",

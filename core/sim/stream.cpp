@@ -52,16 +52,38 @@ std::vector<int> nextFreeAssignment(const std::vector<double>& occupancyUs, int 
 }
 
 std::vector<int> inFlightWaits(const std::vector<int>& replicaOf, int replicas, int inFlight) {
+  if (inFlight <= 0 || replicas <= 0) return std::vector<int>(replicaOf.size(), -1);
+  return inFlightWaits(replicaOf, std::vector<int>(static_cast<size_t>(replicas), std::max(1, inFlight / replicas)));
+}
+
+std::vector<int> inFlightWaits(const std::vector<int>& replicaOf, const std::vector<int>& contextsOf) {
   std::vector<int> waits(replicaOf.size(), -1);
-  if (inFlight <= 0 || replicas <= 0) return waits;
-  const int per = std::max(1, inFlight / replicas);
-  std::vector<std::vector<int>> taken(static_cast<size_t>(replicas));
+  std::vector<std::vector<int>> taken(contextsOf.size());
   for (size_t c = 0; c < replicaOf.size(); ++c) {
-    auto& mine = taken[static_cast<size_t>(replicaOf[c])];
-    if (mine.size() >= static_cast<size_t>(per)) waits[c] = mine[mine.size() - static_cast<size_t>(per)];
+    const auto k = static_cast<size_t>(replicaOf[c]);
+    if (k >= contextsOf.size()) continue;
+    auto& mine = taken[k];
+    const auto per = static_cast<size_t>(std::max(1, contextsOf[k]));
+    if (mine.size() >= per) waits[c] = mine[mine.size() - per];
     mine.push_back(static_cast<int>(c));
   }
   return waits;
+}
+
+std::vector<int> canonicalReplicas(const Plan& plan) {
+  const int R = replicaCount(plan);
+  std::vector<std::vector<DeviceId>> dev;
+  std::vector<int> out(static_cast<size_t>(R));
+  for (int k = 0; k < R; ++k) {
+    dev.push_back(replicaPlan(plan, k).device);
+    out[static_cast<size_t>(k)] = k;
+    for (int q = 0; q < k; ++q)
+      if (dev[static_cast<size_t>(q)] == dev[static_cast<size_t>(k)]) {
+        out[static_cast<size_t>(k)] = q;
+        break;
+      }
+  }
+  return out;
 }
 
 namespace {
@@ -278,11 +300,22 @@ Result<StreamResult> StreamJudge::run(const Plan& plan) {
 
   // Which replica takes each inference, and which earlier inference's end lets it in (the in-flight
   // bound: each replica's contexts in turn).
+  // Next free: a replica listed twice is one (canonicalReplicas), with the contexts of both.
+  const std::vector<int> canon = canonicalReplicas(plan);
+  std::vector<int> contextsOf(static_cast<size_t>(R), 0);
+  for (int k = 0; k < R; ++k) contextsOf[static_cast<size_t>(canon[static_cast<size_t>(k)])] += std::max(1, r.inFlight / R);
   if (o.dispatch == ReplicaDispatch::NextFree && R > 1) {
-    std::vector<double> occupancy(static_cast<size_t>(R), 0.0);
-    for (int k = 0; k < R; ++k)
-      for (double b : r.replicaBusy[static_cast<size_t>(k)]) occupancy[static_cast<size_t>(k)] = std::max(occupancy[static_cast<size_t>(k)], b);
+    std::vector<int> group;  // the distinct replicas
+    std::vector<double> occupancy;
+    for (int k = 0; k < R; ++k) {
+      if (canon[static_cast<size_t>(k)] != k) continue;
+      group.push_back(k);
+      double occ = 0;
+      for (double b : r.replicaBusy[static_cast<size_t>(k)]) occ = std::max(occ, b);
+      occupancy.push_back(occ);
+    }
     r.replicaOf = nextFreeAssignment(occupancy, r.inferences);
+    for (int& k : r.replicaOf) k = group[static_cast<size_t>(k)];
   } else {
     r.replicaOf.resize(static_cast<size_t>(r.inferences));
     for (int c = 0; c < r.inferences; ++c) r.replicaOf[static_cast<size_t>(c)] = c % R;
@@ -291,7 +324,7 @@ Result<StreamResult> StreamJudge::run(const Plan& plan) {
   // multiple of R, as the executor requires; the simulator also takes other bounds).
   std::vector<int> waits(static_cast<size_t>(r.inferences), -1);
   if (o.dispatch == ReplicaDispatch::NextFree && R > 1)
-    waits = inFlightWaits(r.replicaOf, R, r.inFlight);
+    waits = inFlightWaits(r.replicaOf, contextsOf);
   else
     for (int c = r.inFlight; c < r.inferences; ++c) waits[static_cast<size_t>(c)] = c - r.inFlight;
   auto it = unrolled_.find(waits);

@@ -102,6 +102,12 @@ Plan unrollPlan(const CostTable& t, const Plan& p, const std::vector<int>& repli
 /// inFlight / R contexts, taken in turn: copy c waits for the copy its replica took inFlight / R
 /// turns before (-1: none). Under round robin, c - inFlight.
 std::vector<int> inFlightWaits(const std::vector<int>& replicaOf, int replicas, int inFlight);
+/// As above with each replica's own number of contexts (contextsOf[k] >= 1).
+std::vector<int> inFlightWaits(const std::vector<int>& replicaOf, const std::vector<int>& contextsOf);
+/// Per replica of `plan`: the lowest replica that puts every operator on the same device (itself when
+/// none). A plan may list a replica twice to weight round robin; under next-free dispatch the copies
+/// are one replica with their contexts together (one device cannot take two inferences at once).
+std::vector<int> canonicalReplicas(const Plan& plan);
 
 /// Simulates a stream of inferences through `plan`. Errors as simulate()'s.
 Result<StreamResult> simulateStream(const CostTable& t, const Plan& plan, const StreamOptions& o = {},

@@ -338,6 +338,22 @@ void TestExecuteStream::nextFreeReplicas() {
   }
   QCOMPARE(r->mismatchedInferences, onBad);
   QVERIFY2(onBad >= 1 && onBad <= 6, qPrintable(QString("dev-bad ran %1 of 16 (about 4 expected)").arg(onBad)));
+  // dev0 listed twice (the weighted round robin dev0, dev-bad, dev0): one replica under next free, with
+  // the contexts of both (in flight 3 rounded up to 3: dev0's two contexts and dev-bad's one).
+  std::vector<DeviceId> identity(static_cast<size_t>(t.numDevices()));
+  for (DeviceId d = 0; d < t.numDevices(); ++d) identity[static_cast<size_t>(d)] = d;
+  plan.replicas = {map, identity};
+  auto w = executeStream(g, b, t, plan, o);
+  QVERIFY2(w.isOk(), w.message().c_str());
+  QCOMPARE(w->inFlight, 3);
+  int wBad = 0;
+  for (int k : w->replicaOf) {
+    QVERIFY(k == 0 || k == 1);  // claimed under the first listing of dev0
+    wBad += k;
+  }
+  QCOMPARE(w->mismatchedInferences, wBad);
+  QVERIFY2(wBad >= 1 && wBad <= 6, qPrintable(QString("dev-bad ran %1 of 16 (about 4 expected)").arg(wBad)));
+  plan.replicas = {map};
   // Replicas sharing a lane are refused (the claims would need an order between replicas).
   test::FakeBackend one(-1000);
   one.devs = {{"dev0", "fake device 0", 1, 0, {}}, {"dev1", "fake device 1", 1, 0, {}}, {"dev-bad", "wrong", 1, 0, {}}};

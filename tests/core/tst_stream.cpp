@@ -371,6 +371,15 @@ class TestStream : public QObject {
     QCOMPARE(s->end[3], 120.0);
     QCOMPARE(s->end[4], 160.0);
     QCOMPARE(s->latencyUs, 40.0);  // the median: two of every three inferences on P0
+    // The weighted listing P0, P1, P0 is the same two replicas under next free (P0 listed twice is one
+    // replica with the contexts of both): the same assignment and period.
+    Plan weighted = planOf(*t, {0, 0, 0, 0});
+    weighted.replicas = {{1, 1}, {0, 1}};
+    QCOMPARE(canonicalReplicas(weighted), (std::vector<int>{0, 1, 0}));
+    auto w = simulateStream(*t, weighted, o);
+    QVERIFY2(w, w ? "" : w.message().c_str());
+    QVERIFY2(std::fabs(w->periodUs - 80.0 / 3.0) < 1e-9, std::to_string(w->periodUs).c_str());
+    for (int c = 0; c < 9; ++c) QCOMPARE(w->replicaOf[static_cast<size_t>(c)], (std::vector<int>{0, 1, 0, 0, 1, 0, 0, 1, 0})[static_cast<size_t>(c)]);
     // Equal replicas: next free is round robin.
     const CostTable e = chain(10, 0);
     Plan eq = planOf(e, {0, 0, 0, 0});
