@@ -151,6 +151,7 @@ int runExecuteStream(const ExecuteArgs& a, const Graph& g, const CostTable& t, c
           spans.push_back(r->stageEndUs[i][d] - r->stageStartUs[i][d]);
           busy.push_back(r->stageBusyUs[i][d]);
         }
+      if (spans.empty() && r->dispatch == ReplicaDispatch::NextFree) continue;  // a listing of another replica's devices
       const auto& predBusy = static_cast<size_t>(k) < pred->replicaBusy.size() ? pred->replicaBusy[static_cast<size_t>(k)]
                                                                                : pred->busyPerInference;
       stages.push_back({t.deviceIds[d], k, medianOf(spans), medianOf(busy), d < predBusy.size() ? predBusy[d] : 0.0});
