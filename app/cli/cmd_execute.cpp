@@ -52,6 +52,7 @@ struct ExecuteArgs {
   bool inFlightGiven = false;
   int inFlight = 0;
   bool spinGiven = false;
+  std::string dispatch;  ///< --dispatch: round-robin (default) or next-free (sim/stream.h)
 };
 
 /// The largest --stream: the run keeps each inference's start and end per device.
@@ -97,11 +98,15 @@ int runExecuteStream(const ExecuteArgs& a, const Graph& g, const CostTable& t, c
   o.referenceDevice = a.reference;
   o.inputs = std::move(inputs);
   o.spinUs = a.spinGiven ? a.spinUs : 0;
+  ReplicaDispatch dispatch = ReplicaDispatch::RoundRobin;
+  if (!a.dispatch.empty()) parseDispatch(a.dispatch, dispatch);  // checked in runExecute
+  o.dispatch = dispatch;
   auto r = executeStream(g, b, t, plan, std::move(o));
   if (!r) return fail(baseName(a.model) + ": " + baseName(a.plan) + ": " + r.message());
   const int64_t peakRss = peakResidentSet().tree();
   StreamOptions so;
   so.inFlight = r->inFlight;
+  so.dispatch = dispatch;
   auto pred = simulateStream(t, plan, so);
   if (!pred) return fail(a.plan + ": " + pred.message());
   // The prediction at the CPUs' speed during the stream (as execute without --stream does).
@@ -142,10 +147,11 @@ int runExecuteStream(const ExecuteArgs& a, const Graph& g, const CostTable& t, c
       if (q.order[d].empty()) continue;
       std::vector<double> spans, busy;
       for (size_t i = static_cast<size_t>(r->warmupCompletions); i < r->stageStartUs.size(); ++i)
-        if (static_cast<int>(i % static_cast<size_t>(R)) == k && r->stageStartUs[i][d] >= 0) {
+        if (i < r->replicaOf.size() && r->replicaOf[i] == k && r->stageStartUs[i][d] >= 0) {
           spans.push_back(r->stageEndUs[i][d] - r->stageStartUs[i][d]);
           busy.push_back(r->stageBusyUs[i][d]);
         }
+      if (spans.empty() && r->dispatch == ReplicaDispatch::NextFree) continue;  // a listing of another replica's devices
       const auto& predBusy = static_cast<size_t>(k) < pred->replicaBusy.size() ? pred->replicaBusy[static_cast<size_t>(k)]
                                                                                : pred->busyPerInference;
       stages.push_back({t.deviceIds[d], k, medianOf(spans), medianOf(busy), d < predBusy.size() ? predBusy[d] : 0.0});
@@ -172,6 +178,7 @@ int runExecuteStream(const ExecuteArgs& a, const Graph& g, const CostTable& t, c
                         {"inferences", r->inferences},
                         {"in_flight", r->inFlight},
                         {"replicas", r->replicas},
+                        {"dispatch", dispatchName(r->dispatch)},
                         {"input_sets", r->inputSets},
                         {"warmup_completions", r->warmupCompletions},
                         {"measured_period_us", r->periodUs},
@@ -211,9 +218,19 @@ int runExecuteStream(const ExecuteArgs& a, const Graph& g, const CostTable& t, c
         "Stream       %d inferences, at most %d in flight, %d input sets; the first %d completions are the "
         "warm-up\n",
         r->inferences, r->inFlight, r->inputSets, r->warmupCompletions);
-    if (r->replicas > 1)
+    if (r->replicas > 1 && r->dispatch == ReplicaDispatch::NextFree) {
+      std::vector<int> share(static_cast<size_t>(r->replicas), 0);
+      for (int k : r->replicaOf)
+        if (k >= 0 && k < r->replicas) ++share[static_cast<size_t>(k)];
+      std::string shares;
+      for (int k = 0; k < r->replicas; ++k)
+        shares += (k ? ", " : "") + std::to_string(share[static_cast<size_t>(k)]) + " on replica " + std::to_string(k);
+      std::printf("Replicas     %d, next free: each inference to the replica free first (%s)\n", r->replicas,
+                  shares.c_str());
+    } else if (r->replicas > 1) {
       std::printf("Replicas     %d: inference t runs on replica t mod %d (each context on one replica)\n", r->replicas,
                   r->replicas);
+    }
     std::printf(
         "Measured     period %.1f us (%.2f inferences/s; %.2f/s over the steady part), latency median %.1f us, "
         "p90 %.1f us\n",
@@ -272,6 +289,12 @@ int runExecute(const ExecuteArgs& a) {
   if (a.inFlightGiven && a.inFlight < 1)
     return fail("--in-flight must be at least 1, not " + std::to_string(a.inFlight));
   if (a.streamGiven && !a.outputsDir.empty()) return fail("--outputs cannot be combined with --stream");
+  if (!a.dispatch.empty()) {
+    ReplicaDispatch d;
+    if (!parseDispatch(a.dispatch, d))
+      return fail("--dispatch must be round-robin or next-free, not '" + a.dispatch + "'");
+    if (!a.streamGiven) return fail("--dispatch needs --stream N");
+  }
   auto taskGraph = isInstanceFile(a.model);
   if (!taskGraph) return fail(taskGraph.message());
   if (*taskGraph) return fail(a.model + ": a task graph has no operators to execute (an ONNX model is needed)");
@@ -573,6 +596,9 @@ void addExecute(CLI::App& app, int& exitCode) {
   auto* inFlightOpt = cmd->add_option(
       "--in-flight", a->inFlight,
       "With --stream: inferences in the system at once (default: the simulator's, the devices the plan uses + 1)");
+  cmd->add_option("--dispatch", a->dispatch,
+                  "With --stream and a plan with replicas: round-robin (inference t on replica t mod R, the "
+                  "default) or next-free (each inference to the replica free first; replicas on disjoint CPUs)");
   addCostSourceOptions(cmd, a->costs);
   cmd->add_flag("--json", a->json, "Print JSON");
   cmd->callback([a, &exitCode, streamOpt, inFlightOpt, spinOpt] {

@@ -13,7 +13,9 @@ simulator's predicted throughput and its error, latency medians, ORT's two confi
 of Partex to the better one, with geometric means; the 1-minute load average before each model.
 Run with the ORT venv's interpreter (scripts/ort/install.sh), from the repository root:
   ~/.local/share/partex/ort-venv/bin/python bench/stream/stream_vs_ort.py [--n 200] [--cli build/bin/partex-cli]
-      [--work DIR] [--timeout S] MODEL.onnx...
+      [--work DIR] [--timeout S] [--dispatch round-robin|next-free] MODEL.onnx...
+--dispatch is passed to `execute` for plans with replicas (next-free: each inference to the replica free
+first, as ONNX Runtime's two sessions take them; needs replicas on disjoint CPUs).
 """
 import json
 import math
@@ -38,11 +40,11 @@ def run(cmd, timeout):
 
 def main():
     args = sys.argv[1:]
-    n, cli, work, timeout, models = 200, "build/bin/partex-cli", None, 900, []
+    n, cli, work, timeout, dispatch, models = 200, "build/bin/partex-cli", None, 900, None, []
     i = 0
     while i < len(args):
         a = args[i]
-        if a in ("--n", "--cli", "--work", "--timeout"):
+        if a in ("--n", "--cli", "--work", "--timeout", "--dispatch"):
             v = args[i + 1]
             i += 1
             if a == "--n":
@@ -51,13 +53,15 @@ def main():
                 cli = v
             elif a == "--work":
                 work = v
+            elif a == "--dispatch":
+                dispatch = v
             else:
                 timeout = int(v)
         else:
             models.append(a)
         i += 1
     if not models:
-        sys.exit("usage: stream_vs_ort.py [--n N] [--cli PATH] [--work DIR] [--timeout S] MODEL.onnx...")
+        sys.exit("usage: stream_vs_ort.py [--n N] [--cli PATH] [--work DIR] [--timeout S] [--dispatch D] MODEL.onnx...")
     work = work or tempfile.mkdtemp(prefix="partex-stream-")
     ort_script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "ort", "stream.py")
     rows = []
@@ -73,7 +77,8 @@ def main():
             run([cli, "schedule", model, "-p", "this-machine", "--profile", prof, "--algo", "best", "--objective",
                  "throughput", "-o", plan] + dims, timeout)
             px = json.loads(run([cli, "execute", model, "-p", "this-machine", "--plan", plan, "--profile", prof,
-                                 "--stream", str(n), "--json"] + dims, timeout))
+                                 "--stream", str(n), "--json"] + dims +
+                                (["--dispatch", dispatch] if dispatch else []), timeout))
             row["partex"] = px
             for cfg in ("one2", "two1"):
                 row[cfg] = json.loads(run([sys.executable, ort_script, model, "--config", cfg, "--n", str(n)] + dims,

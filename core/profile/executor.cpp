@@ -1321,6 +1321,7 @@ struct StreamTimes {
   std::vector<double> stageBusy;             ///< [inference * devices + device]: its kernels' summed time.
   std::vector<double> opStart, opEnd;        ///< [inference * operators + operator], when kept.
   std::vector<double> probeUs;               ///< Per lane: cpuSpeedProbeUs() before the stream, when asked.
+  std::vector<int> replicaOf;                ///< Per inference: the replica that ran it.
   double cpuUs = 0, busyUs = 0;
   int sleeps = 0;
 };
@@ -1353,7 +1354,7 @@ Result<StreamTimes> runStream(LaneTeam& team, std::vector<std::unique_ptr<Prepar
                               const std::vector<LaneProgram>& programs, const RunInputs& in,
                               const std::vector<InputBinding>& sets,
                               int inferences, int inFlight, int spinUs, bool keepOpTimes, bool probe,
-                              StreamCheck* check, const std::atomic<bool>* cancel) {
+                              StreamCheck* check, const std::atomic<bool>* cancel, bool nextFree = false) {
   const size_t n = in.preds.size();
   const int N = inferences;
   const int K = inFlight;
@@ -1376,11 +1377,47 @@ Result<StreamTimes> runStream(LaneTeam& team, std::vector<std::unique_ptr<Prepar
     opsLeft[static_cast<size_t>(i)].store(static_cast<int>(n), std::memory_order_relaxed);
     finished[static_cast<size_t>(i)].store(false, std::memory_order_relaxed);
   }
-  auto bind = [&](int i) {
-    for (const auto& [v, tensor] : sets[static_cast<size_t>(i) % sets.size()])
-      ctx[static_cast<size_t>(i % K)]->bindLeaf(v, tensor);
+  // Which replica runs inference i and in which context. Round robin: replica i % R, context i % K,
+  // fixed in advance. Next free (executeStream checked that no lane serves two replicas): the first lane
+  // of each replica (its entry lane) claims the next inference not yet claimed when it gets there, takes
+  // its replica's next context in turn, waits until that context's previous inference has finished,
+  // binds the inputs and admits the inference; the replica's other lanes wait for the admission.
+  nextFree = nextFree && R > 1;
+  auto claimedBy = std::make_unique<std::atomic<int>[]>(static_cast<size_t>(N));
+  auto admitted = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(N));
+  std::vector<int> ctxOf(static_cast<size_t>(N), 0);
+  for (int i = 0; i < N; ++i) {
+    claimedBy[static_cast<size_t>(i)].store(nextFree ? -1 : i % R, std::memory_order_relaxed);
+    admitted[static_cast<size_t>(i)].store(!nextFree, std::memory_order_relaxed);
+    ctxOf[static_cast<size_t>(i)] = nextFree ? -1 : i % K;
+  }
+  // A replica listed twice (the same devices) is one replica here, with the contexts of both, claimed
+  // under the first one's number (canonicalReplicas).
+  std::vector<int> canon(static_cast<size_t>(R));
+  for (int k = 0; k < R; ++k) {
+    canon[static_cast<size_t>(k)] = k;
+    for (int q = 0; q < k; ++q)
+      if (devOfReplica[static_cast<size_t>(q)] == devOfReplica[static_cast<size_t>(k)]) {
+        canon[static_cast<size_t>(k)] = q;
+        break;
+      }
+  }
+  std::vector<int> entryLane(static_cast<size_t>(R), -1);
+  std::vector<std::vector<int>> ctxOfReplica(static_cast<size_t>(R));
+  std::vector<int> taken(static_cast<size_t>(R), 0), lastInCtx(ctx.size(), -1);
+  for (int k = 0; k < R; ++k) {
+    if (canon[static_cast<size_t>(k)] != k) continue;
+    for (size_t v = 0; v < n && entryLane[static_cast<size_t>(k)] < 0; ++v)
+      if (in.preds[v].empty())
+        entryLane[static_cast<size_t>(k)] = L.masterLane[static_cast<size_t>(devOfReplica[static_cast<size_t>(k)][v])];
+  }
+  for (size_t c = 0; c < ctx.size(); ++c)
+    ctxOfReplica[static_cast<size_t>(canon[c % static_cast<size_t>(R)])].push_back(static_cast<int>(c));
+  auto bind = [&](int i, int c) {
+    for (const auto& [v, tensor] : sets[static_cast<size_t>(i) % sets.size()]) ctx[static_cast<size_t>(c)]->bindLeaf(v, tensor);
   };
-  for (int i = 0; i < std::min(K, N); ++i) bind(i);
+  if (!nextFree)
+    for (int i = 0; i < std::min(K, N); ++i) bind(i, i % K);
 
   StreamTimes times;
   times.start.assign(static_cast<size_t>(N), 0.0);
@@ -1415,7 +1452,7 @@ Result<StreamTimes> runStream(LaneTeam& team, std::vector<std::unique_ptr<Prepar
   // input set of inference i + K, and let i + K in. Runs on the lane that ended it.
   auto complete = [&](int i, double endUs) {
     times.end[static_cast<size_t>(i)] = endUs;
-    Prepared& c = *ctx[static_cast<size_t>(i % K)];
+    Prepared& c = *ctx[static_cast<size_t>(ctxOf[static_cast<size_t>(i)])];
     if (check) {
       const auto& ref = (*check->reference)[static_cast<size_t>(i) % sets.size()];
       for (size_t k = 0; k < g.outputs.size(); ++k) {
@@ -1437,7 +1474,7 @@ Result<StreamTimes> runStream(LaneTeam& team, std::vector<std::unique_ptr<Prepar
         }
       }
     }
-    if (i + K < N) bind(i + K);
+    if (!nextFree && i + K < N) bind(i + K, (i + K) % K);
     finished[static_cast<size_t>(i)].store(true, std::memory_order_release);
   };
 
@@ -1452,10 +1489,43 @@ Result<StreamTimes> runStream(LaneTeam& team, std::vector<std::unique_ptr<Prepar
     auto waitFor = [&](auto cond) { sleptUs += waits.waitFor(cond); };
     auto now = [&] { return std::chrono::duration<double, std::micro>(Clock::now() - t0).count(); };
     for (int i = 0; i < N && !failed.load(); ++i) {
-      const size_t base = static_cast<size_t>(i % K) * n;
-      Prepared& c = *ctx[static_cast<size_t>(i % K)];
-      const auto& seq = programs[static_cast<size_t>(i % R)].seq[static_cast<size_t>(lane)];
-      const auto& devOf = devOfReplica[static_cast<size_t>(i % R)];
+      const auto ii = static_cast<size_t>(i);
+      int k = claimedBy[ii].load(std::memory_order_acquire);
+      if (k < 0) {
+        int mine = -1;
+        for (int q = 0; q < R; ++q)
+          if (entryLane[static_cast<size_t>(q)] == lane) mine = q;
+        int expected = -1;
+        if (mine >= 0 && claimedBy[ii].compare_exchange_strong(expected, mine, std::memory_order_acq_rel)) {
+          // Claimed: the replica's next context, once its previous inference has finished.
+          const auto& cs = ctxOfReplica[static_cast<size_t>(mine)];
+          const int cx = cs[static_cast<size_t>(taken[static_cast<size_t>(mine)]++) % cs.size()];
+          const int prev = lastInCtx[static_cast<size_t>(cx)];
+          if (prev >= 0) waitFor([&] { return finished[static_cast<size_t>(prev)].load(std::memory_order_acquire); });
+          if (failed.load()) break;
+          bind(i, cx);
+          lastInCtx[static_cast<size_t>(cx)] = i;
+          ctxOf[ii] = cx;
+          admitted[ii].store(true, std::memory_order_release);
+          wakeSleepers();
+          k = mine;
+        } else if (mine >= 0) {
+          k = expected;
+        } else {
+          waitFor([&] { return claimedBy[ii].load(std::memory_order_acquire) >= 0; });
+          if (failed.load()) break;
+          k = claimedBy[ii].load(std::memory_order_acquire);
+        }
+      }
+      const auto& seq = programs[static_cast<size_t>(k)].seq[static_cast<size_t>(lane)];
+      if (seq.empty()) continue;
+      if (!admitted[ii].load(std::memory_order_acquire)) {
+        waitFor([&] { return admitted[ii].load(std::memory_order_acquire); });
+        if (failed.load()) break;
+      }
+      const size_t base = static_cast<size_t>(ctxOf[ii]) * n;
+      Prepared& c = *ctx[static_cast<size_t>(ctxOf[ii])];
+      const auto& devOf = devOfReplica[static_cast<size_t>(k)];
       for (size_t at = 0; at < seq.size(); ++at) {
         const TaskId v = seq[at];
         const auto vi = static_cast<size_t>(v);
@@ -1485,7 +1555,7 @@ Result<StreamTimes> runStream(LaneTeam& team, std::vector<std::unique_ptr<Prepar
           continue;
         }
         // The bounded queue: the first operators of inference i wait for inference i - K to finish.
-        if (i >= K && in.preds[vi].empty())
+        if (!nextFree && i >= K && in.preds[vi].empty())
           waitFor([&] { return finished[static_cast<size_t>(i - K)].load(std::memory_order_acquire); });
         const int helpers = static_cast<int>(L.helperLanes[static_cast<size_t>(d)].size());
         waitFor([&] {
@@ -1541,6 +1611,8 @@ Result<StreamTimes> runStream(LaneTeam& team, std::vector<std::unique_ptr<Prepar
     times.start[static_cast<size_t>(i)] = std::max(0.0, first);
   }
   times.sleeps = sleeps.load();
+  times.replicaOf.resize(static_cast<size_t>(N));
+  for (int i = 0; i < N; ++i) times.replicaOf[static_cast<size_t>(i)] = claimedBy[static_cast<size_t>(i)].load();
   for (size_t l = 0; l < lanes; ++l) {
     times.cpuUs += cpuOf[l];
     times.busyUs += busyOf[l];
@@ -1586,6 +1658,8 @@ Result<StreamExecResult> executeStream(const Graph& g, const Backend& backend, c
                      std::to_string(R), " replicas (context t mod K runs replica t mod R)");
   const int K = r.inFlight;
   const int contexts = std::min(K, o.inferences);
+  const bool nextFree = o.dispatch == ReplicaDispatch::NextFree && R > 1;
+  r.dispatch = nextFree ? ReplicaDispatch::NextFree : ReplicaDispatch::RoundRobin;
   auto cancelled = [&] { return o.cancel && o.cancel->load(std::memory_order_relaxed); };
   if (o.checkOutputs)
     if (auto st = checkReferenceRunnable(g, backend); !st) return Error{st.message()};
@@ -1636,6 +1710,25 @@ Result<StreamExecResult> executeStream(const Graph& g, const Backend& backend, c
     programs.push_back(std::move(program).value());
     devOf.push_back(q.device);
   }
+  if (nextFree) {
+    // Each lane serves one replica at most: a replica's entry lane then only ever waits for its own
+    // replica's inferences, and the claims need no order between replicas.
+    std::vector<int> laneReplica(layout.laneCore.size(), -1);
+    for (int k = 0; k < R; ++k)
+      for (size_t l = 0; l < laneReplica.size(); ++l) {
+        if (programs[static_cast<size_t>(k)].seq[l].empty()) continue;
+        bool same = false;  // a replica listed twice: one replica under next free
+        for (int q = 0; q < k && !same; ++q) same = devOf[static_cast<size_t>(q)] == devOf[static_cast<size_t>(k)];
+        if (same) continue;
+        if (laneReplica[l] >= 0)
+          return makeError("executor: next-free dispatch needs replicas on disjoint CPUs; CPU ",
+                           std::to_string(layout.laneCore[l]), " runs replicas ", std::to_string(laneReplica[l]), " and ",
+                           std::to_string(k));
+        laneReplica[l] = k;
+      }
+    if (contexts < K)
+      return makeError("executor: next-free dispatch needs at least as many inferences as contexts (", std::to_string(K), ")");
+  }
   LaneTeam team(layout.laneCore);
 
   std::vector<std::vector<Tensor>> reference;
@@ -1675,7 +1768,7 @@ Result<StreamExecResult> executeStream(const Graph& g, const Backend& backend, c
   check.reference = &reference;
   check.rtol = o.rtol;
   auto tm = runStream(team, ctx, g, devOf, t.numDevices(), layout, programs, *in, bindings, o.inferences, K,
-                      o.spinUs, o.keepOpTimes, true, o.checkOutputs ? &check : nullptr, o.cancel);
+                      o.spinUs, o.keepOpTimes, true, o.checkOutputs ? &check : nullptr, o.cancel, nextFree);
   if (!tm) return Error{tm.message()};
 
   const int N = o.inferences;
@@ -1692,6 +1785,7 @@ Result<StreamExecResult> executeStream(const Graph& g, const Backend& backend, c
       r.stageBusyUs[i][d] = tm->stageBusy[i * m + d];
     }
   r.opStartUs = std::move(tm->opStart);
+  r.replicaOf = std::move(tm->replicaOf);
   r.opEndUs = std::move(tm->opEnd);
   // Steady state: completions after the first K (the pipeline filling), keeping at least two.
   r.warmupCompletions = std::min(K, std::max(0, N - 2));

@@ -22,6 +22,7 @@
 #include "backend/backend.h"
 #include "cost/costtable.h"
 #include "sim/plan.h"
+#include "sim/stream.h"
 #include "support/result.h"
 
 namespace partex {
@@ -159,6 +160,10 @@ struct StreamExecOptions {
   /// every period: spinning would take the core from the other programs and lanes there.
   int spinUs = 0;
   double rtol = 1e-4;
+  /// How inferences go to the plan's replicas (sim/stream.h). NextFree needs replicas on disjoint CPUs
+  /// (no lane serving two) and at least as many inferences as contexts; the input sets then no longer
+  /// alternate within a context by construction (it takes whichever inferences its replica claims).
+  ReplicaDispatch dispatch = ReplicaDispatch::RoundRobin;
   /// Keep every (inference, operator)'s start and end (StreamExecResult::opStartUs/opEndUs).
   bool keepOpTimes = false;
   std::function<void(int done, int total, const std::string& what)> progress;  ///< May be empty.
@@ -168,7 +173,9 @@ struct StreamExecOptions {
 struct StreamExecResult {
   int inferences = 0;
   int inFlight = 0;
-  int replicas = 1;   ///< replicaCount(plan): inference t ran on replica t % replicas.
+  int replicas = 1;   ///< replicaCount(plan).
+  ReplicaDispatch dispatch = ReplicaDispatch::RoundRobin;
+  std::vector<int> replicaOf;  ///< Per inference: the replica that ran it (t % replicas under round robin).
   int inputSets = 0;  ///< Distinct synthetic input sets: inference t reads set t % inputSets.
   /// Completions left out of the steady-state figures: the first inFlight (the pipeline filling), fewer
   /// when the stream is short (at least two completions stay).

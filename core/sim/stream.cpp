@@ -22,6 +22,70 @@ bool parseObjective(const std::string& s, Objective& out) {
   return false;
 }
 
+const char* dispatchName(ReplicaDispatch d) {
+  return d == ReplicaDispatch::NextFree ? "next-free" : "round-robin";
+}
+
+bool parseDispatch(const std::string& s, ReplicaDispatch& out) {
+  if (s == "round-robin") {
+    out = ReplicaDispatch::RoundRobin;
+    return true;
+  }
+  if (s == "next-free") {
+    out = ReplicaDispatch::NextFree;
+    return true;
+  }
+  return false;
+}
+
+std::vector<int> nextFreeAssignment(const std::vector<double>& occupancyUs, int inferences) {
+  std::vector<int> out;
+  if (occupancyUs.empty()) return out;
+  std::vector<double> freeAt(occupancyUs.size(), 0.0);
+  out.reserve(static_cast<size_t>(std::max(0, inferences)));
+  for (int c = 0; c < inferences; ++c) {
+    const auto k = static_cast<size_t>(std::min_element(freeAt.begin(), freeAt.end()) - freeAt.begin());
+    out.push_back(static_cast<int>(k));
+    freeAt[k] += occupancyUs[k];
+  }
+  return out;
+}
+
+std::vector<int> inFlightWaits(const std::vector<int>& replicaOf, int replicas, int inFlight) {
+  if (inFlight <= 0 || replicas <= 0) return std::vector<int>(replicaOf.size(), -1);
+  return inFlightWaits(replicaOf, std::vector<int>(static_cast<size_t>(replicas), std::max(1, inFlight / replicas)));
+}
+
+std::vector<int> inFlightWaits(const std::vector<int>& replicaOf, const std::vector<int>& contextsOf) {
+  std::vector<int> waits(replicaOf.size(), -1);
+  std::vector<std::vector<int>> taken(contextsOf.size());
+  for (size_t c = 0; c < replicaOf.size(); ++c) {
+    const auto k = static_cast<size_t>(replicaOf[c]);
+    if (k >= contextsOf.size()) continue;
+    auto& mine = taken[k];
+    const auto per = static_cast<size_t>(std::max(1, contextsOf[k]));
+    if (mine.size() >= per) waits[c] = mine[mine.size() - per];
+    mine.push_back(static_cast<int>(c));
+  }
+  return waits;
+}
+
+std::vector<int> canonicalReplicas(const Plan& plan) {
+  const int R = replicaCount(plan);
+  std::vector<std::vector<DeviceId>> dev;
+  std::vector<int> out(static_cast<size_t>(R));
+  for (int k = 0; k < R; ++k) {
+    dev.push_back(replicaPlan(plan, k).device);
+    out[static_cast<size_t>(k)] = k;
+    for (int q = 0; q < k; ++q)
+      if (dev[static_cast<size_t>(q)] == dev[static_cast<size_t>(k)]) {
+        out[static_cast<size_t>(k)] = q;
+        break;
+      }
+  }
+  return out;
+}
+
 namespace {
 
 /// Copies a per-task vector `copies` times (empty stays empty).
@@ -63,6 +127,14 @@ int defaultInFlight(const CostTable& t, const Plan& plan) {
 
 CostTable unrollStream(const CostTable& t, int copies, int inFlight) {
   copies = std::max(1, copies);
+  std::vector<int> waits(static_cast<size_t>(copies), -1);
+  if (inFlight > 0)
+    for (int c = inFlight; c < copies; ++c) waits[static_cast<size_t>(c)] = c - inFlight;
+  return unrollStream(t, waits);
+}
+
+CostTable unrollStream(const CostTable& t, const std::vector<int>& waitsFor) {
+  const int copies = std::max(1, static_cast<int>(waitsFor.size()));
   const int n = t.numTasks();
   CostTable u = t;  // devices, links, weights, capacities, group functions: shared by every copy
   u.taskNames.clear();
@@ -120,22 +192,25 @@ CostTable unrollStream(const CostTable& t, int copies, int inFlight) {
       u.edges.push_back(e);
     }
   u.numItems = t.numItems * copies;
-  if (inFlight > 0 && inFlight < copies) {
+  if (std::any_of(waitsFor.begin(), waitsFor.end(), [](int w) { return w >= 0; })) {
     std::vector<TaskId> sources, sinks;
     for (TaskId v = 0; v < n; ++v) {
       if (t.inEdges[static_cast<size_t>(v)].empty()) sources.push_back(v);
       if (t.outEdges[static_cast<size_t>(v)].empty()) sinks.push_back(v);
     }
-    for (int c = inFlight; c < copies; ++c)
+    for (int c = 0; c < static_cast<int>(waitsFor.size()); ++c) {
+      const int w = waitsFor[static_cast<size_t>(c)];
+      if (w < 0 || w >= c) continue;
       for (TaskId s : sinks)
         for (TaskId r : sources) {
           Edge e;
-          e.src = s + (c - inFlight) * n;
+          e.src = s + w * n;
           e.dst = r + c * n;
           e.bytes = 0;
           e.fixedUs = 0.0;  // a token, not data: no time on any link (indexEdges gives it an item of its own)
           u.edges.push_back(e);
         }
+    }
   }
   u.indexEdges();
   return u;
@@ -143,11 +218,19 @@ CostTable unrollStream(const CostTable& t, int copies, int inFlight) {
 
 Plan unrollPlan(const CostTable& t, const Plan& p, int copies) {
   copies = std::max(1, copies);
+  const int R = replicaCount(p);
+  std::vector<int> replicaOf(static_cast<size_t>(copies));
+  for (int c = 0; c < copies; ++c) replicaOf[static_cast<size_t>(c)] = c % R;
+  return unrollPlan(t, p, replicaOf);
+}
+
+Plan unrollPlan(const CostTable& t, const Plan& p, const std::vector<int>& replicaOf) {
+  const int copies = static_cast<int>(replicaOf.size());
   const int n = t.numTasks();
   Plan u;
   u.algorithm = p.algorithm;
   u.optionsJson = p.optionsJson;
-  // Copy c runs on replica c mod R (sim/plan.h): its tasks on that replica's devices, each device's
+  // Copy c runs on replica replicaOf[c] (sim/plan.h): its tasks on that replica's devices, each device's
   // order the copies' orders there one after another.
   const int R = replicaCount(p);
   std::vector<Plan> rep;
@@ -155,17 +238,17 @@ Plan unrollPlan(const CostTable& t, const Plan& p, int copies) {
   for (int r = 0; r < R; ++r) rep.push_back(replicaPlan(p, r));
   u.device.reserve(p.device.size() * static_cast<size_t>(copies));
   for (int c = 0; c < copies; ++c) {
-    const auto& dev = rep[static_cast<size_t>(c % R)].device;
+    const auto& dev = rep[static_cast<size_t>(replicaOf[static_cast<size_t>(c)])].device;
     u.device.insert(u.device.end(), dev.begin(), dev.end());
   }
   u.order.assign(p.order.size(), {});
   for (int c = 0; c < copies; ++c) {
-    const Plan& q = rep[static_cast<size_t>(c % R)];
+    const Plan& q = rep[static_cast<size_t>(replicaOf[static_cast<size_t>(c)])];
     for (size_t d = 0; d < q.order.size() && d < u.order.size(); ++d)
       for (TaskId v : q.order[d]) u.order[d].push_back(v + c * n);
   }
   for (int c = 0; c < copies; ++c)
-    for (PlanBlock b : rep[static_cast<size_t>(c % R)].blocks) {
+    for (PlanBlock b : rep[static_cast<size_t>(replicaOf[static_cast<size_t>(c)])].blocks) {
       for (TaskId& v : b.tasks) v += c * n;
       u.blocks.push_back(std::move(b));
     }
@@ -192,6 +275,8 @@ Result<StreamResult> StreamJudge::run(const Plan& plan) {
   r.inferences = o.inferences > 0 ? o.inferences : std::max(12, 2 * r.inFlight + 8);
   // With replicas, whole rounds of them in each half (inference t on replica t mod R): the period is
   // then measured over every replica alike.
+  // Next free: enough inferences that every replica ends several in the window.
+  if (o.inferences <= 0 && o.dispatch == ReplicaDispatch::NextFree && R > 1) r.inferences = std::max(r.inferences, 2 * r.inFlight + 8 * R);
   if (R > 1) r.inferences = (r.inferences + 2 * R - 1) / (2 * R) * (2 * R);
   r.busyPerInference.assign(static_cast<size_t>(m), 0.0);
   r.replicaBusy.assign(static_cast<size_t>(R), std::vector<double>(static_cast<size_t>(m), 0.0));
@@ -213,11 +298,39 @@ Result<StreamResult> StreamJudge::run(const Plan& plan) {
     }
   if (n == 0) return r;
 
-  auto key = std::make_pair(r.inferences, r.inFlight);
-  auto it = unrolled_.find(key);
-  if (it == unrolled_.end()) it = unrolled_.emplace(key, unrollStream(t, r.inferences, r.inFlight)).first;
+  // Which replica takes each inference, and which earlier inference's end lets it in (the in-flight
+  // bound: each replica's contexts in turn).
+  // Next free: a replica listed twice is one (canonicalReplicas), with the contexts of both.
+  const std::vector<int> canon = canonicalReplicas(plan);
+  std::vector<int> contextsOf(static_cast<size_t>(R), 0);
+  for (int k = 0; k < R; ++k) contextsOf[static_cast<size_t>(canon[static_cast<size_t>(k)])] += std::max(1, r.inFlight / R);
+  if (o.dispatch == ReplicaDispatch::NextFree && R > 1) {
+    std::vector<int> group;  // the distinct replicas
+    std::vector<double> occupancy;
+    for (int k = 0; k < R; ++k) {
+      if (canon[static_cast<size_t>(k)] != k) continue;
+      group.push_back(k);
+      double occ = 0;
+      for (double b : r.replicaBusy[static_cast<size_t>(k)]) occ = std::max(occ, b);
+      occupancy.push_back(occ);
+    }
+    r.replicaOf = nextFreeAssignment(occupancy, r.inferences);
+    for (int& k : r.replicaOf) k = group[static_cast<size_t>(k)];
+  } else {
+    r.replicaOf.resize(static_cast<size_t>(r.inferences));
+    for (int c = 0; c < r.inferences; ++c) r.replicaOf[static_cast<size_t>(c)] = c % R;
+  }
+  // Round robin: inference c waits for c - K (the same as each replica's contexts in turn when K is a
+  // multiple of R, as the executor requires; the simulator also takes other bounds).
+  std::vector<int> waits(static_cast<size_t>(r.inferences), -1);
+  if (o.dispatch == ReplicaDispatch::NextFree && R > 1)
+    waits = inFlightWaits(r.replicaOf, contextsOf);
+  else
+    for (int c = r.inFlight; c < r.inferences; ++c) waits[static_cast<size_t>(c)] = c - r.inFlight;
+  auto it = unrolled_.find(waits);
+  if (it == unrolled_.end()) it = unrolled_.emplace(waits, unrollStream(t, waits)).first;
   const CostTable& u = it->second;
-  const Plan up = unrollPlan(t, plan, r.inferences);
+  const Plan up = unrollPlan(t, plan, r.replicaOf);
   auto tl = simulate(u, up, sim);
   if (!tl) return Error{tl.message()};
   r.start.assign(static_cast<size_t>(r.inferences), kInf);
@@ -234,19 +347,47 @@ Result<StreamResult> StreamJudge::run(const Plan& plan) {
       const size_t c = static_cast<size_t>(x.src / n);
       r.end[c] = std::max(r.end[c], x.end);
     }
-  // The period over the second half: the first inferences fill the pipeline.
+  // The period over a steady window: the first half fills the pipeline; the last inFlight - 1 inferences
+  // drain it. Inference c shares its devices, links and exclusive partners with c + 1 .. c + K - 1 at most
+  // (c + K waits for it), so those after N - K run with fewer competitors than in a long stream: a stage
+  // on a device exclusive with a busier one (core0 beside cpu-parallel) then finds the gaps it never
+  // finds in the steady state, and the last inferences end within microseconds of each other. The
+  // window [a, b] ends at N - K and holds whole rounds of the replicas.
   const int half = r.inferences / 2;  // >= 6 by default
-  const int last = r.inferences - 1;
-  // Replicas of different speeds may end out of order: the latest end so far stands for each half.
-  const double firstHalfEnd = half > 0 ? *std::max_element(r.end.begin(), r.end.begin() + half) : 0.0;
-  const double allEnd = *std::max_element(r.end.begin(), r.end.end());
-  r.periodUs = (allEnd - firstHalfEnd) / static_cast<double>(last - half + 1);
+  int a = half, b = r.inferences - 1;
+  if (const int rounds = (r.inferences - r.inFlight - a + 1) / R; rounds >= 1) b = a + rounds * R - 1;
+  // Replicas of different speeds may end out of order: the latest end so far stands for each end.
+  const double beforeEnd = a > 0 ? *std::max_element(r.end.begin(), r.end.begin() + a) : 0.0;
+  const double windowEnd = *std::max_element(r.end.begin(), r.end.begin() + b + 1);
+  r.periodUs = (windowEnd - beforeEnd) / static_cast<double>(b - a + 1);
+  if (o.dispatch == ReplicaDispatch::NextFree && R > 1) {
+    // The window holds no whole rounds (the assignment follows the replicas' speeds): the stream's rate
+    // is the sum of each replica's, each measured over its own inferences in the window (from its last
+    // end before the window to its last end in it).
+    double rate = 0;
+    for (int k = 0; k < R; ++k) {
+      double before = -1, last = -1;
+      int count = 0;
+      for (int c = 0; c <= b; ++c) {
+        if (r.replicaOf[static_cast<size_t>(c)] != k) continue;
+        const double e = r.end[static_cast<size_t>(c)];
+        if (c < a) {
+          before = std::max(before, e);
+        } else {
+          last = std::max(last, e);
+          ++count;
+        }
+      }
+      if (count > 0 && before >= 0 && last > before) rate += count / (last - before);
+    }
+    if (rate > 0) r.periodUs = 1.0 / rate;
+  }
   r.throughputPerS = r.periodUs > 0 ? 1e6 / r.periodUs : 0;
   std::vector<double> lat;
   for (int c = 0; c < r.inferences; ++c) {
     const double l = r.end[static_cast<size_t>(c)] - r.start[static_cast<size_t>(c)];
     r.maxLatencyUs = std::max(r.maxLatencyUs, l);
-    if (c >= half) lat.push_back(l);
+    if (c >= a && c <= b) lat.push_back(l);
   }
   r.latencyUs = median(lat);
   r.peakBytes = tl->peakBytes;

@@ -34,15 +34,34 @@ const char* objectiveName(Objective o);
 /// Parses "latency" or "throughput"; false otherwise.
 bool parseObjective(const std::string& s, Objective& out);
 
+/// How a stream's inferences go to a plan's replicas (sim/plan.h). RoundRobin: inference t on replica
+/// t mod R (what a plan states; a replica listed twice takes twice the share). NextFree: each inference
+/// to the replica that frees first, as a runtime's shared request queue does (ONNX Runtime's sessions,
+/// OpenVINO's streams): the simulator frees replica k `occupancy_k` after it takes an inference, its
+/// busiest device's busy time per inference of that replica (nextFreeAssignment); the executor lets the
+/// replica whose first lane is free take the next inference. The same as RoundRobin for equal replicas.
+enum class ReplicaDispatch { RoundRobin, NextFree };
+/// "round-robin" / "next-free".
+const char* dispatchName(ReplicaDispatch d);
+/// Parses "round-robin" or "next-free"; false otherwise.
+bool parseDispatch(const std::string& s, ReplicaDispatch& out);
+
+/// Next-free dispatch as the simulator models it: replica k is free again `occupancyUs[k]` after taking
+/// an inference; inference c goes to the replica free first (ties: the lowest index). Per inference, its
+/// replica.
+std::vector<int> nextFreeAssignment(const std::vector<double>& occupancyUs, int inferences);
+
 struct StreamOptions {
   /// Inferences simulated (0: enough for a steady state, 2 * inFlight + 8, at least 12). The period is
-  /// measured over the second half of them.
+  /// measured over the second half of them, less the last inFlight - 1 (the pipeline draining: they run
+  /// with fewer competitors than in a long stream), in whole rounds of the replicas.
   int inferences = 0;
   /// Inferences in the system at once (0: defaultInFlight, the number of devices the plan's replicas
   /// use, plus one, rounded up to a multiple of the replicas).
   int inFlight = 0;
   /// Keep the unrolled timeline in StreamResult::timeline (for a Gantt chart of several periods).
   bool keepTimeline = false;
+  ReplicaDispatch dispatch = ReplicaDispatch::RoundRobin;
 };
 
 struct StreamResult {
@@ -53,7 +72,8 @@ struct StreamResult {
   double latencyUs = 0;           ///< Median over the steady-state inferences: end - first start.
   double maxLatencyUs = 0;        ///< Largest over all inferences.
   double singleLatencyUs = 0;     ///< One inference alone (the plan's makespan; the slowest replica's).
-  int replicas = 1;               ///< replicaCount(plan): inference t ran on replica t mod replicas.
+  int replicas = 1;               ///< replicaCount(plan).
+  std::vector<int> replicaOf;     ///< Per inference: its replica (t mod replicas under RoundRobin).
   std::vector<double> start, end; ///< Per inference: its first task's start, its last task's end.
   /// Per device: busy time per inference (the sum of its tasks' times, averaged over the replicas); the
   /// largest is the bottleneck when no link or dependency limits the period more.
@@ -69,10 +89,25 @@ struct StreamResult {
 /// The table of `copies` inferences run back to back with at most `inFlight` in the system (see the
 /// file comment). Weights and device data are shared; everything per task is copied.
 CostTable unrollStream(const CostTable& t, int copies, int inFlight);
+/// As above, with the in-flight bound given per copy: copy c's first tasks wait for the last ones of copy
+/// waitsFor[c] (-1: none). unrollStream(t, copies, K) is waitsFor[c] = c - K.
+CostTable unrollStream(const CostTable& t, const std::vector<int>& waitsFor);
 /// The plan of `p` for unrollStream(t, copies, ...): copy c on replica c mod R's devices (every copy on
 /// the same devices when the plan has no replicas), each device's order the copies' orders one after
 /// another. Blocks are copied per inference.
 Plan unrollPlan(const CostTable& t, const Plan& p, int copies);
+/// As above, copy c on replica replicaOf[c] (one copy per entry).
+Plan unrollPlan(const CostTable& t, const Plan& p, const std::vector<int>& replicaOf);
+/// The in-flight bound per copy when copy c runs on replica replicaOf[c] and each replica has
+/// inFlight / R contexts, taken in turn: copy c waits for the copy its replica took inFlight / R
+/// turns before (-1: none). Under round robin, c - inFlight.
+std::vector<int> inFlightWaits(const std::vector<int>& replicaOf, int replicas, int inFlight);
+/// As above with each replica's own number of contexts (contextsOf[k] >= 1).
+std::vector<int> inFlightWaits(const std::vector<int>& replicaOf, const std::vector<int>& contextsOf);
+/// Per replica of `plan`: the lowest replica that puts every operator on the same device (itself when
+/// none). A plan may list a replica twice to weight round robin; under next-free dispatch the copies
+/// are one replica with their contexts together (one device cannot take two inferences at once).
+std::vector<int> canonicalReplicas(const Plan& plan);
 
 /// Simulates a stream of inferences through `plan`. Errors as simulate()'s.
 Result<StreamResult> simulateStream(const CostTable& t, const Plan& plan, const StreamOptions& o = {},
@@ -80,7 +115,7 @@ Result<StreamResult> simulateStream(const CostTable& t, const Plan& plan, const 
 
 /// simulateStream for many plans of one table (the throughput search judges thousands): the unrolled
 /// table depends on the table, the number of inferences and the in-flight bound, not on the plan, so it
-/// is built once per (inferences, in-flight) pair and kept. `t` must outlive the judge.
+/// is built once per (inferences, in-flight, assignment of the copies to replicas) and kept. `t` must outlive the judge.
 class StreamJudge {
  public:
   explicit StreamJudge(const CostTable& t, StreamOptions o = {}, SimOptions sim = {});
@@ -90,7 +125,7 @@ class StreamJudge {
   const CostTable& t_;
   StreamOptions o_;
   SimOptions sim_;
-  std::map<std::pair<int, int>, CostTable> unrolled_;
+  std::map<std::vector<int>, CostTable> unrolled_;  ///< By the copies' in-flight waits.
 };
 
 /// The number of distinct devices `plan` puts tasks on, over all of its replicas.

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -81,6 +82,8 @@ class FakeBackend final : public Backend {
   }
   /// Replaces the three unpinned default devices (for tests of the executor's lanes).
   std::vector<BackendDevice> devs;
+  /// Per device: its kernels' time instead of the backend's (unequal devices).
+  std::map<std::string, int> sleepOn;
   bool supports(const Graph& g, OpId op, std::string* reason) const override {
     const auto& t = g.nodes[static_cast<size_t>(op)].opType;
     if (t == "Relu" || t == "Sigmoid" || t == "Neg" || t == "Add") return true;
@@ -92,7 +95,8 @@ class FakeBackend final : public Backend {
     if (!supports(g, op, &why)) return Error{why};
     if (dev != "dev0" && dev != "dev1" && dev != "dev-bad") return makeError("no device '", dev, "'");
     return std::unique_ptr<Kernel>(
-        std::make_unique<FakeKernel>(g.nodes[static_cast<size_t>(op)].opType, dev == "dev-bad", sleepUs_));
+        std::make_unique<FakeKernel>(g.nodes[static_cast<size_t>(op)].opType, dev == "dev-bad",
+                                     sleepOn.count(dev) ? sleepOn.at(dev) : sleepUs_));
   }
 
  private:

@@ -91,6 +91,7 @@ class TestExecuteStream : public QObject {
   void errorsAreValues();
   void replicasAlternate();
   void eachContextRunsItsReplica();
+  void nextFreeReplicas();
   void cliRejectsBadStreams_data();
   void cliRejectsBadStreams();
   void cliStreamOnGeneratedModel();
@@ -299,6 +300,69 @@ void TestExecuteStream::eachContextRunsItsReplica() {
   QVERIFY2(QString::fromStdString(r->mismatch).startsWith("inference 1: "), r->mismatch.c_str());
 }
 
+void TestExecuteStream::nextFreeReplicas() {
+  // Next-free dispatch: the whole chain on dev0 (four kernels of 1 ms off the CPU: 4 ms) and its replica
+  // on dev-bad (3 ms each: 12 ms, results off by 0.01). Each inference goes to the replica whose lane
+  // gets to it first, so dev0 takes about three of every four (round robin: exactly half). Exactly the
+  // inferences that dev-bad ran differ from their references: every inference ran whole on the replica
+  // that claimed it, in a context of that replica, with its own inputs bound.
+  const Graph g = chainGraph();
+  const CostTable t = test::fakeTable(g);
+  Plan plan = planOf(t, {});
+  const auto d0 = static_cast<size_t>(deviceOf(t, "dev0")), bad = static_cast<size_t>(deviceOf(t, "dev-bad"));
+  std::vector<DeviceId> map(static_cast<size_t>(t.numDevices()));
+  for (DeviceId d = 0; d < t.numDevices(); ++d) map[static_cast<size_t>(d)] = d;
+  map[d0] = static_cast<DeviceId>(bad);
+  plan.replicas = {map};
+  test::FakeBackend b(-1000);
+  b.sleepOn["dev-bad"] = -3000;
+  StreamExecOptions o;
+  o.inferences = 16;
+  o.dispatch = ReplicaDispatch::NextFree;
+  auto r = executeStream(g, b, t, plan, o);
+  QVERIFY2(r.isOk(), r.message().c_str());
+  QCOMPARE(r->dispatch, ReplicaDispatch::NextFree);
+  QCOMPARE(r->inFlight, 4);
+  QCOMPARE(r->replicaOf.size(), size_t{16});
+  int onBad = 0;
+  std::vector<double> lastEnd(2, -1.0);
+  for (size_t i = 0; i < 16; ++i) {
+    const int k = r->replicaOf[i];
+    QVERIFY(k == 0 || k == 1);
+    const size_t on = k ? bad : d0, off = k ? d0 : bad;
+    QVERIFY2(r->stageStartUs[i][on] >= 0, qPrintable(QString("inference %1 did not run on its replica").arg(i)));
+    QCOMPARE(r->stageStartUs[i][off], -1.0);
+    QVERIFY(r->startUs[i] >= lastEnd[static_cast<size_t>(k)]);  // one at a time on its device, in order
+    lastEnd[static_cast<size_t>(k)] = r->endUs[i];
+    onBad += k;
+  }
+  QCOMPARE(r->mismatchedInferences, onBad);
+  QVERIFY2(onBad >= 1 && onBad <= 6, qPrintable(QString("dev-bad ran %1 of 16 (about 4 expected)").arg(onBad)));
+  // dev0 listed twice (the weighted round robin dev0, dev-bad, dev0): one replica under next free, with
+  // the contexts of both (in flight 3 rounded up to 3: dev0's two contexts and dev-bad's one).
+  std::vector<DeviceId> identity(static_cast<size_t>(t.numDevices()));
+  for (DeviceId d = 0; d < t.numDevices(); ++d) identity[static_cast<size_t>(d)] = d;
+  plan.replicas = {map, identity};
+  auto w = executeStream(g, b, t, plan, o);
+  QVERIFY2(w.isOk(), w.message().c_str());
+  QCOMPARE(w->inFlight, 3);
+  int wBad = 0;
+  for (int k : w->replicaOf) {
+    QVERIFY(k == 0 || k == 1);  // claimed under the first listing of dev0
+    wBad += k;
+  }
+  QCOMPARE(w->mismatchedInferences, wBad);
+  QVERIFY2(wBad >= 1 && wBad <= 6, qPrintable(QString("dev-bad ran %1 of 16 (about 4 expected)").arg(wBad)));
+  plan.replicas = {map};
+  // Replicas sharing a lane are refused (the claims would need an order between replicas).
+  test::FakeBackend one(-1000);
+  one.devs = {{"dev0", "fake device 0", 1, 0, {}}, {"dev1", "fake device 1", 1, 0, {}}, {"dev-bad", "wrong", 1, 0, {}}};
+  auto shared = executeStream(g, one, t, plan, o);
+  QVERIFY(!shared.isOk());
+  QVERIFY2(QString::fromStdString(shared.message()).contains("next-free dispatch needs replicas on disjoint CPUs"),
+           shared.message().c_str());
+}
+
 void TestExecuteStream::cliRejectsBadStreams_data() {
   QTest::addColumn<QStringList>("args");
   QTest::addColumn<QString>("says");
@@ -310,6 +374,9 @@ void TestExecuteStream::cliRejectsBadStreams_data() {
   QTest::newRow("in flight zero") << QStringList{"--stream", "5", "--in-flight", "0"}
                                   << "--in-flight must be at least 1";
   QTest::newRow("outputs") << QStringList{"--stream", "5", "--outputs", "out"} << "--outputs cannot be combined";
+  QTest::newRow("dispatch unknown") << QStringList{"--stream", "5", "--dispatch", "random"}
+                                    << "--dispatch must be round-robin or next-free, not 'random'";
+  QTest::newRow("dispatch alone") << QStringList{"--dispatch", "next-free"} << "--dispatch needs --stream";
 }
 
 void TestExecuteStream::cliRejectsBadStreams() {
@@ -399,6 +466,17 @@ void TestExecuteStream::cliStreamReplicas() {
   QVERIFY2(txt.code == 0, txt.err.constData());
   QVERIFY2(txt.out.contains("Replicas     2"), txt.out.constData());
   QVERIFY2(txt.out.contains("replica"), txt.out.constData());
+  // Next-free dispatch on the two real cores: every inference on one replica, counted per replica.
+  auto nf = test::runCli({"execute", model, "-p", platform, "--plan", twin, "--stream", "8", "--dispatch", "next-free",
+                          "--json"},
+                         300000);
+  QVERIFY2(nf.code == 0, nf.err.constData());
+  const QJsonObject n = QJsonDocument::fromJson(nf.out).object();
+  QVERIFY(n["outputs_match"].toBool());
+  QCOMPARE(n["dispatch"].toString(), QString("next-free"));
+  QCOMPARE(o["dispatch"].toString(), QString("round-robin"));
+  QCOMPARE(n["stages"].toArray().size(), 2);
+  QVERIFY(n["predicted_period_us"].toDouble() > 0);
   // Bad input: one line, exit 2.
   auto odd = test::runCli({"execute", model, "-p", platform, "--plan", twin, "--stream", "4", "--in-flight", "3"}, 60000);
   QCOMPARE(odd.code, 2);

@@ -69,6 +69,29 @@ class TestStream : public QObject {
     for (int i = 0; i < s->inferences; ++i) QCOMPARE(s->end[static_cast<size_t>(i)], 40.0 + 20.0 * i);
   }
 
+  // A stage on a device exclusive with the busy one (this machine's core0 beside cpu-parallel): PAR runs
+  // T0-T2 (30 us), C0 runs T3 (1 us), never at once. PAR is busy back to back until the in-flight bound
+  // (3) stops it, so T3 of inference c runs only then: c ends at 91 + 31 c, starts at 31 c - 2 (c >= 3),
+  // latency 93 us; period 31 us = 30 + 1. The last two inferences (the drain: no inference after them
+  // keeps PAR busy) get their T3 at once, 1 us apart: a period over the last half, as before, was
+  // (434 - 277) / 7 = 22.4 us, 28% below what a long stream reaches.
+  void exclusiveStageDrain() {
+    auto t = parseTaskGraph(R"({"devices": ["PAR","C0"], "tasks": {"T0": [10,10], "T1": [10,10], "T2": [10,10],
+                               "T3": [1,1]}, "edges": [["T0","T1",0],["T1","T2",0],["T2","T3",0]]})",
+                            "exclusive.json");
+    QVERIFY2(t, t ? "" : t.message().c_str());
+    t->exclusiveWith = {{1}, {0}};
+    auto s = simulateStream(*t, planOf(*t, {0, 0, 0, 1}));
+    QVERIFY2(s, s ? "" : s.message().c_str());
+    QCOMPARE(s->inFlight, 3);
+    QCOMPARE(s->inferences, 14);
+    for (int c = 0; c <= 11; ++c) QCOMPARE(s->end[static_cast<size_t>(c)], 91.0 + 31.0 * c);
+    QCOMPARE(s->end[12], 433.0);
+    QCOMPARE(s->end[13], 434.0);
+    QCOMPARE(s->periodUs, 31.0);
+    QCOMPARE(s->latencyUs, 93.0);
+  }
+
   // Everything on one device: no overlap, the period is the makespan.
   void oneDevice() {
     const CostTable t = chain(10, 0);
@@ -317,6 +340,54 @@ class TestStream : public QObject {
     auto p = findScheduler("best")->schedule(*t, {}, o);
     QVERIFY2(p, p ? "" : p.message().c_str());
     QVERIFY2(streamPeriod(*t, *p) <= 80.0 / 3.0 + 1e-9, std::to_string(streamPeriod(*t, *p)).c_str());
+  }
+
+  // Next-free dispatch with unequal replicas: the chain takes 40 us on P0 and 80 us on P1. Each
+  // inference goes to the replica free first (ties to P0): P0 at 0, P1 at 0, P0 at 40, P0 at 80 (both
+  // free at 80), P1 at 80, P0 at 120, P0 at 160, ...: P0, P1, P0 repeated from inference 3, three
+  // inferences per 80 us = 26.67 us, against 40 us round robin (P1 sets the pace), and as the weighted
+  // listing [{P0: P1}, {}] reaches by hand.
+  void nextFreeReplicas() {
+    auto t = parseTaskGraph(R"({"devices": ["P0","P1"], "tasks": {"T0": [10,20], "T1": [10,20], "T2": [10,20],
+                               "T3": [10,20]}, "edges": [["T0","T1",0],["T1","T2",0],["T2","T3",0]]})",
+                            "unequal.json");
+    QVERIFY2(t, t ? "" : t.message().c_str());
+    QCOMPARE(nextFreeAssignment({40, 80}, 9), (std::vector<int>{0, 1, 0, 0, 1, 0, 0, 1, 0}));
+    QCOMPARE(nextFreeAssignment({80, 40}, 6), (std::vector<int>{0, 1, 1, 0, 1, 1}));
+    // Two contexts per replica (in flight 4): the j-th inference of a replica waits for its (j-2)-th.
+    QCOMPARE(inFlightWaits({0, 1, 0, 0, 1, 0, 0}, 2, 4), (std::vector<int>{-1, -1, -1, 0, -1, 2, 3}));
+    QCOMPARE(inFlightWaits({0, 1, 0, 1, 0, 1}, 2, 4), (std::vector<int>{-1, -1, -1, -1, 0, 1}));  // round robin: c - 4
+    Plan twin = planOf(*t, {0, 0, 0, 0});
+    twin.replicas = {{1, 1}};
+    QCOMPARE(streamPeriod(*t, twin), 40.0);
+    StreamOptions o;
+    o.dispatch = ReplicaDispatch::NextFree;
+    auto s = simulateStream(*t, twin, o);
+    QVERIFY2(s, s ? "" : s.message().c_str());
+    QVERIFY2(std::fabs(s->periodUs - 80.0 / 3.0) < 1e-9, std::to_string(s->periodUs).c_str());
+    QCOMPARE(s->replicaOf[3], 0);
+    QCOMPARE(s->replicaOf[4], 1);
+    // P0's inferences back to back (0, 2, 3, 5, 6, ... end at 40, 80, 120, ...), P1's every 80 us.
+    QCOMPARE(s->end[3], 120.0);
+    QCOMPARE(s->end[4], 160.0);
+    QCOMPARE(s->latencyUs, 40.0);  // the median: two of every three inferences on P0
+    // The weighted listing P0, P1, P0 is the same two replicas under next free (P0 listed twice is one
+    // replica with the contexts of both): the same assignment and period.
+    Plan weighted = planOf(*t, {0, 0, 0, 0});
+    weighted.replicas = {{1, 1}, {0, 1}};
+    QCOMPARE(canonicalReplicas(weighted), (std::vector<int>{0, 1, 0}));
+    auto w = simulateStream(*t, weighted, o);
+    QVERIFY2(w, w ? "" : w.message().c_str());
+    QVERIFY2(std::fabs(w->periodUs - 80.0 / 3.0) < 1e-9, std::to_string(w->periodUs).c_str());
+    for (int c = 0; c < 9; ++c) QCOMPARE(w->replicaOf[static_cast<size_t>(c)], (std::vector<int>{0, 1, 0, 0, 1, 0, 0, 1, 0})[static_cast<size_t>(c)]);
+    // Equal replicas: next free is round robin.
+    const CostTable e = chain(10, 0);
+    Plan eq = planOf(e, {0, 0, 0, 0});
+    eq.replicas = {{1, 1}};
+    s = simulateStream(e, eq, o);
+    QVERIFY(s);
+    QCOMPARE(s->periodUs, 20.0);
+    for (int c = 0; c < s->inferences; ++c) QCOMPARE(s->replicaOf[static_cast<size_t>(c)], c % 2);
   }
 
   // Pins hold: a task pinned to P1 in the first stage's place moves the split.
