@@ -372,6 +372,40 @@ class TstKernelsMisc : public QObject {
     QVERIFY2(bad.message().find("out of range") != std::string::npos, bad.message().c_str());
   }
 
+  /// Gather along the last axis (the typed per-element path) and a middle one, negative indices, int8,
+  /// float32 and int64 data, against index arithmetic; an index out of range refused.
+  void gatherAxis_data() {
+    QTest::addColumn<int64_t>("axis");
+    QTest::newRow("last axis") << int64_t{-1};
+    QTest::newRow("middle axis") << int64_t{1};
+  }
+  void gatherAxis() {
+    QFETCH(int64_t, axis);
+    const V xs{2, 5, 7};
+    const int64_t ax = axis < 0 ? axis + 3 : axis, dim = xs[static_cast<size_t>(ax)];
+    const Tensor idx = ints({2, 3}, {0, -1, 2, dim - 1, -dim, 1});
+    for (DType dt : {DType::Int8, DType::Float32, DType::Int64}) {
+      const Tensor x = randomT(dt, xs, 81, -100, 100);
+      auto r = runNode("Gather", {&x, &idx}, {{"axis", Attribute{axis}}});
+      QVERIFY2(r.isOk(), r.message().c_str());
+      V os(xs.begin(), xs.begin() + ax);
+      os.insert(os.end(), {2, 3});
+      os.insert(os.end(), xs.begin() + ax + 1, xs.end());
+      QCOMPARE(r->at(0).shape(), os);
+      const int64_t outer = ax == 2 ? 10 : 2, inner = ax == 2 ? 1 : 7;
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t j = 0; j < 6; ++j)
+          for (int64_t i = 0; i < inner; ++i) {
+            int64_t t = idx.data<int64_t>()[j];
+            if (t < 0) t += dim;
+            QCOMPARE(r->at(0).valueAsDouble((o * 6 + j) * inner + i), x.valueAsDouble((o * dim + t) * inner + i));
+          }
+    }
+    const Tensor x = randomT(DType::Float32, xs, 82);
+    const Tensor badIdx = ints({1}, {dim});
+    QVERIFY(!runNode("Gather", {&x, &badIdx}, {{"axis", Attribute{axis}}}).isOk());
+  }
+
   /// Tile: int8 and float32, repeats of 0, 1 and more on odd sizes, against index arithmetic.
   void tile_data() {
     QTest::addColumn<V>("shape");
