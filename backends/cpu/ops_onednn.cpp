@@ -677,6 +677,32 @@ class GemmKernel final : public OpKernel {
 // ---------------------------------------------------------------------------------------------------------
 // Pooling
 
+/// One output row of avgPool2d: rows [ya, yb) of `plane` summed into a (real columns [c0, c1) of it, the
+/// borders zero), then kw neighbours per output column, each divided. Cloned for AVX2 and AVX-512 (a
+/// function of its own: the lambda that calls it would be compiled for the baseline target).
+[[gnu::target_clones("avx512f", "avx2", "default")]] void avgPoolRow(const float* plane, int64_t W, int64_t ya,
+                                                                     int64_t yb, int64_t pl, float* a, int64_t c0,
+                                                                     int64_t c1, float* o, int64_t OW, int64_t kw,
+                                                                     int64_t sw, float inv, const float* colInv) {
+  for (int64_t j = c0; j < c1; ++j) a[j] = 0.0f;
+  for (int64_t yy = ya; yy < yb; ++yy) {
+    const float* src = plane + yy * W + (c0 - pl);
+#pragma omp simd
+    for (int64_t j = 0; j < c1 - c0; ++j) a[c0 + j] += src[j];
+  }
+  for (int64_t ox = 0; ox < OW; ++ox) o[ox] = 0.0f;
+  for (int64_t k = 0; k < kw; ++k) {  // one shifted vector add per tap
+    if (sw == 1) {
+#pragma omp simd
+      for (int64_t ox = 0; ox < OW; ++ox) o[ox] += a[ox + k];
+    } else {
+      for (int64_t ox = 0; ox < OW; ++ox) o[ox] += a[ox * sw + k];
+    }
+  }
+#pragma omp simd
+  for (int64_t ox = 0; ox < OW; ++ox) o[ox] *= inv * colInv[ox];
+}
+
 /// 2-D average pooling of plain float32 [N, C, H, W] planes without dilation or ceil_mode (every window
 /// then lies inside the padded input): per output row, the window's input rows summed into a zero-bordered
 /// row buffer, then kw neighbours of it per output column, divided by kh * kw (count_include_pad) or by the
@@ -687,49 +713,25 @@ void avgPool2d(const ExecContext& ctx, const float* x, float* y, int64_t planes,
   const int64_t kh = w.kernel[0], kw = w.kernel[1], sh = w.strides[0], sw = w.strides[1];
   const int64_t pt = w.padL[0], pl = w.padL[1], OH = w.out[0], OW = w.out[1];
   const int64_t rowLen = (OW - 1) * sw + kw;  // the padded row the windows span, from column -pl
-  std::vector<float> colCount(static_cast<size_t>(OW));
-  for (int64_t ox = 0; ox < OW; ++ox) {
-    const int64_t x0 = ox * sw - pl;
-    colCount[static_cast<size_t>(ox)] =
-        static_cast<float>(std::min(W, x0 + kw) - std::max<int64_t>(0, x0));
-  }
+  // The divisor as factors: 1 / (kh * kw) with count_include_pad; otherwise 1 / rows per output row
+  // times 1 / columns per output column (the window's real inputs form a rectangle).
+  std::vector<float> colInv(static_cast<size_t>(OW), 1.0f);
+  if (!includePad)
+    for (int64_t ox = 0; ox < OW; ++ox) {
+      const int64_t x0 = ox * sw - pl;
+      colInv[static_cast<size_t>(ox)] = 1.0f / static_cast<float>(std::min(W, x0 + kw) - std::max<int64_t>(0, x0));
+    }
   parallelChunks(
       ctx, planes * OH,
       [&](int64_t b, int64_t e) {
         std::vector<float> acc(static_cast<size_t>(rowLen), 0.0f);
-        float* a = acc.data();
         const int64_t c0 = std::min<int64_t>(std::max<int64_t>(0, pl), rowLen);  // first real column in acc
         const int64_t c1 = std::clamp<int64_t>(pl + W, c0, rowLen);              // one past the last
         for (int64_t r = b; r < e; ++r) {
           const int64_t p = r / OH, oy = r % OH;
           const int64_t y0 = oy * sh - pt, ya = std::max<int64_t>(0, y0), yb = std::min(H, y0 + kh);
-          const float* plane = x + p * H * W;
-          std::fill(a + c0, a + c1, 0.0f);  // the borders stay zero
-          for (int64_t yy = ya; yy < yb; ++yy) {
-            const float* src = plane + yy * W + (c0 - pl);
-#pragma omp simd
-            for (int64_t j = 0; j < c1 - c0; ++j) a[c0 + j] += src[j];
-          }
-          float* o = y + r * OW;
-          std::fill(o, o + OW, 0.0f);
-          for (int64_t k = 0; k < kw; ++k) {
-            if (sw == 1) {
-#pragma omp simd
-              for (int64_t ox = 0; ox < OW; ++ox) o[ox] += a[ox + k];
-            } else {
-              for (int64_t ox = 0; ox < OW; ++ox) o[ox] += a[ox * sw + k];
-            }
-          }
-          if (includePad) {
-            const float inv = 1.0f / static_cast<float>(kh * kw);
-#pragma omp simd
-            for (int64_t ox = 0; ox < OW; ++ox) o[ox] *= inv;
-          } else {
-            const auto rows = static_cast<float>(yb - ya);
-            const float* cc = colCount.data();
-#pragma omp simd
-            for (int64_t ox = 0; ox < OW; ++ox) o[ox] /= rows * cc[ox];
-          }
+          const float inv = includePad ? 1.0f / static_cast<float>(kh * kw) : 1.0f / static_cast<float>(yb - ya);
+          avgPoolRow(x + p * H * W, W, ya, yb, pl, acc.data(), c0, c1, y + r * OW, OW, kw, sw, inv, colInv.data());
         }
       },
       std::max<int64_t>(1, 16384 / std::max<int64_t>(1, W * kh)));
