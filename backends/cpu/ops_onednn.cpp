@@ -754,7 +754,9 @@ class PoolKernel final : public OpKernel {
       if (kernel.size() != 2) return makeError("kernel_shape does not match the input rank");
       Window win;
       if (auto e = windowGeometry(node_, {x.dim(2), x.dim(3)}, kernel, false, win); !e.empty()) return Error{e};
-      if (win.dil[0] == 0 && win.dil[1] == 0) {
+      // (A pad as wide as the kernel would give windows without a real input: oneDNN's case.)
+      if (win.dil[0] == 0 && win.dil[1] == 0 && win.padL[0] < kernel[0] && win.padR[0] < kernel[0] &&
+          win.padL[1] < kernel[1] && win.padR[1] < kernel[1]) {
         out.resize(1);
         if (auto s = out[0].ensure(DType::Float32, {x.dim(0), x.dim(1), win.out[0], win.out[1]}); !s) return s;
         avgPool2d(ctx, ptr<float>(x), ptr<float>(out[0]), x.dim(0) * x.dim(1), x.dim(2), x.dim(3), win,
