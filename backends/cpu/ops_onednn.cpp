@@ -680,6 +680,66 @@ class GemmKernel final : public OpKernel {
 
 void maxPoolNhwc(const ExecContext& ctx, const Tensor& x, const Window& w, Tensor& y);
 
+/// One output row of avgPool2d: rows [ya, yb) of `plane` summed into a (real columns [c0, c1) of it, the
+/// borders zero), then kw neighbours per output column, each divided. Cloned for AVX2 and AVX-512 (a
+/// function of its own: the lambda that calls it would be compiled for the baseline target).
+[[gnu::target_clones("avx512f", "avx2", "default")]] void avgPoolRow(const float* plane, int64_t W, int64_t ya,
+                                                                     int64_t yb, int64_t pl, float* a, int64_t c0,
+                                                                     int64_t c1, float* o, int64_t OW, int64_t kw,
+                                                                     int64_t sw, float inv, const float* colInv) {
+  for (int64_t j = c0; j < c1; ++j) a[j] = 0.0f;
+  for (int64_t yy = ya; yy < yb; ++yy) {
+    const float* src = plane + yy * W + (c0 - pl);
+#pragma omp simd
+    for (int64_t j = 0; j < c1 - c0; ++j) a[c0 + j] += src[j];
+  }
+  for (int64_t ox = 0; ox < OW; ++ox) o[ox] = 0.0f;
+  for (int64_t k = 0; k < kw; ++k) {  // one shifted vector add per tap
+    if (sw == 1) {
+#pragma omp simd
+      for (int64_t ox = 0; ox < OW; ++ox) o[ox] += a[ox + k];
+    } else {
+      for (int64_t ox = 0; ox < OW; ++ox) o[ox] += a[ox * sw + k];
+    }
+  }
+#pragma omp simd
+  for (int64_t ox = 0; ox < OW; ++ox) o[ox] *= inv * colInv[ox];
+}
+
+/// 2-D average pooling of plain float32 [N, C, H, W] planes without dilation or ceil_mode (every window
+/// then lies inside the padded input): per output row, the window's input rows summed into a zero-bordered
+/// row buffer, then kw neighbours of it per output column, divided by kh * kw (count_include_pad) or by the
+/// window's count of real inputs. Issue 24: oneDNN 2.6's pooling on the plain layout ran a 3x3 stride-1
+/// AveragePool at 2.4x ONNX Runtime and 3x its memory-traffic floor.
+void avgPool2d(const ExecContext& ctx, const float* x, float* y, int64_t planes, int64_t H, int64_t W,
+               const Window& w, bool includePad) {
+  const int64_t kh = w.kernel[0], kw = w.kernel[1], sh = w.strides[0], sw = w.strides[1];
+  const int64_t pt = w.padL[0], pl = w.padL[1], OH = w.out[0], OW = w.out[1];
+  const int64_t rowLen = (OW - 1) * sw + kw;  // the padded row the windows span, from column -pl
+  // The divisor as factors: 1 / (kh * kw) with count_include_pad; otherwise 1 / rows per output row
+  // times 1 / columns per output column (the window's real inputs form a rectangle).
+  std::vector<float> colInv(static_cast<size_t>(OW), 1.0f);
+  if (!includePad)
+    for (int64_t ox = 0; ox < OW; ++ox) {
+      const int64_t x0 = ox * sw - pl;
+      colInv[static_cast<size_t>(ox)] = 1.0f / static_cast<float>(std::min(W, x0 + kw) - std::max<int64_t>(0, x0));
+    }
+  parallelChunks(
+      ctx, planes * OH,
+      [&](int64_t b, int64_t e) {
+        std::vector<float> acc(static_cast<size_t>(rowLen), 0.0f);
+        const int64_t c0 = std::min<int64_t>(std::max<int64_t>(0, pl), rowLen);  // first real column in acc
+        const int64_t c1 = std::clamp<int64_t>(pl + W, c0, rowLen);              // one past the last
+        for (int64_t r = b; r < e; ++r) {
+          const int64_t p = r / OH, oy = r % OH;
+          const int64_t y0 = oy * sh - pt, ya = std::max<int64_t>(0, y0), yb = std::min(H, y0 + kh);
+          const float inv = includePad ? 1.0f / static_cast<float>(kh * kw) : 1.0f / static_cast<float>(yb - ya);
+          avgPoolRow(x + p * H * W, W, ya, yb, pl, acc.data(), c0, c1, y + r * OW, OW, kw, sw, inv, colInv.data());
+        }
+      },
+      std::max<int64_t>(1, 16384 / std::max<int64_t>(1, W * kh)));
+}
+
 class PoolKernel final : public OpKernel {
  public:
   PoolKernel(const Node& n, dnnl::algorithm alg, bool global) : node_(n), alg_(alg), global_(global) {}
@@ -705,6 +765,23 @@ class PoolKernel final : public OpKernel {
         out.resize(1);
         if (auto s = nhwcOut ? out[0].ensureNhwc(shape) : out[0].ensure(DType::Float32, shape); !s) return s;
         maxPoolNhwc(ctx, x, ownWin_, out[0]);
+        return Status::ok();
+      }
+    }
+    const bool avg = alg_ == dnnl::algorithm::pooling_avg_include_padding ||
+                     alg_ == dnnl::algorithm::pooling_avg_exclude_padding;
+    if (avg && !global_ && !x.nhwc() && x.rank() == 4 && node_.attrInt("ceil_mode", 0) == 0) {
+      auto kernel = node_.attrInts("kernel_shape");
+      if (kernel.size() != 2) return makeError("kernel_shape does not match the input rank");
+      Window win;
+      if (auto e = windowGeometry(node_, {x.dim(2), x.dim(3)}, kernel, false, win); !e.empty()) return Error{e};
+      // (A pad as wide as the kernel would give windows without a real input: oneDNN's case.)
+      if (win.dil[0] == 0 && win.dil[1] == 0 && win.padL[0] < kernel[0] && win.padR[0] < kernel[0] &&
+          win.padL[1] < kernel[1] && win.padR[1] < kernel[1]) {
+        out.resize(1);
+        if (auto s = out[0].ensure(DType::Float32, {x.dim(0), x.dim(1), win.out[0], win.out[1]}); !s) return s;
+        avgPool2d(ctx, ptr<float>(x), ptr<float>(out[0]), x.dim(0) * x.dim(1), x.dim(2), x.dim(3), win,
+                  alg_ == dnnl::algorithm::pooling_avg_include_padding);
         return Status::ok();
       }
     }
@@ -921,6 +998,11 @@ std::string checkPool(const Graph& g, const Node& n, bool global) {
 // ---------------------------------------------------------------------------------------------------------
 // Normalisations, LRN, softmax
 
+/// Inference BatchNormalization as a direct loop, y = (x - mean) * (scale / sqrt(var + eps)) + B, one
+/// factor per channel computed once per run. Issue 24: oneDNN 2.6's primitive ran a standalone
+/// [1,64,56,56] BN (one a model did not fold into its Conv) at 7.7x ONNX Runtime on the plain layout;
+/// the operator is one read and one write of x, which a vector loop over each channel's plane (or, channels
+/// last, over each pixel's channels) does at the memory-traffic floor.
 class BatchNormKernel final : public OpKernel {
  public:
   explicit BatchNormKernel(const Node& n) : eps_(static_cast<float>(n.attrFloat("epsilon", 1e-5))) {}
@@ -928,7 +1010,7 @@ class BatchNormKernel final : public OpKernel {
     return nhwcOut && !in.empty() && in[0] && in[0]->nhwc();
   }
 
-  Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+  Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
     for (size_t i = 0; i < 5; ++i)
       if (auto e = expectInput(in, i, "X, scale, B, mean, var"); !e.empty()) return Error{e};
     const Tensor& x = *in[0];
@@ -939,41 +1021,50 @@ class BatchNormKernel final : public OpKernel {
     for (size_t i = 1; i < 5; ++i)
       if (in[i]->numElements() != C)
         return makeError("input ", std::to_string(i), " ", in[i]->describe(), " for C=", std::to_string(C));
-    if (x.shape() != key_ || x.nhwc() != blk_ || !prim_) {
-      std::vector<int64_t> shape = x.shape();
-      if (shape.size() == 2) shape.push_back(1);
-      md_ = x.nhwc() ? nhwcDesc(shape) : plainDesc(shape);
-      blk_ = x.nhwc();
-      auto d = dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_inference, md_, eps_,
-                                                       dnnl::normalization_flags::use_global_stats |
-                                                           dnnl::normalization_flags::use_scale |
-                                                           dnnl::normalization_flags::use_shift);
-      pd_ = dnnl::batch_normalization_forward::primitive_desc(d, scratchAttr(), engine());
-      prim_ = dnnl::batch_normalization_forward(pd_);
-      key_ = x.shape();
-    }
+    const bool blk = x.nhwc();
     out.resize(1);
-    if (auto s = blk_ ? out[0].ensureNhwc(x.shape()) : out[0].ensure(DType::Float32, x.shape()); !s) return s;
-    dnnl::stream s(engine());
-    auto cd = memory::desc({C}, dt::f32, tag::a);
-    prim_.execute(s, {{DNNL_ARG_SCRATCHPAD, scratchpadFor(pd_)},
-                      {DNNL_ARG_SRC, userMem(md_, x)},
-                      {DNNL_ARG_SCALE, userMem(cd, *in[1])},
-                      {DNNL_ARG_SHIFT, userMem(cd, *in[2])},
-                      {DNNL_ARG_MEAN, userMem(cd, *in[3])},
-                      {DNNL_ARG_VARIANCE, userMem(cd, *in[4])},
-                      {DNNL_ARG_DST, memory(md_, engine(), out[0].raw())}});
-    s.wait();
+    if (auto s = blk ? out[0].ensureNhwc(x.shape()) : out[0].ensure(DType::Float32, x.shape()); !s) return s;
+    const float *sc = ptr<float>(*in[1]), *bias = ptr<float>(*in[2]), *mean = ptr<float>(*in[3]),
+                *var = ptr<float>(*in[4]);
+    mul_.resize(static_cast<size_t>(C));
+    for (int64_t c = 0; c < C; ++c) mul_[static_cast<size_t>(c)] = sc[c] / std::sqrt(var[c] + eps_);
+    const float* mul = mul_.data();
+    const float* px = ptr<float>(x);
+    float* py = ptr<float>(out[0]);
+    const int64_t N = x.dim(0), S = N != 0 && C != 0 ? x.numElements() / (N * C) : 0;
+    if (blk) {  // [N, spatial..., C] storage: one vector loop over the channels per pixel
+      parallelChunks(
+          ctx, N * S,
+          [&](int64_t b, int64_t e) {
+            for (int64_t p = b; p < e; ++p) {
+              const float* xp = px + p * C;
+              float* yp = py + p * C;
+#pragma omp simd
+              for (int64_t c = 0; c < C; ++c) yp[c] = (xp[c] - mean[c]) * mul[c] + bias[c];
+            }
+          },
+          std::max<int64_t>(1, 16384 / std::max<int64_t>(1, C)));
+      return Status::ok();
+    }
+    parallelChunks(
+        ctx, N * C,
+        [&](int64_t b, int64_t e) {
+          for (int64_t r = b; r < e; ++r) {
+            const int64_t c = r % C;
+            const float m = mean[c], k = mul[c], t = bias[c];
+            const float* xp = px + r * S;
+            float* yp = py + r * S;
+#pragma omp simd
+            for (int64_t j = 0; j < S; ++j) yp[j] = (xp[j] - m) * k + t;
+          }
+        },
+        std::max<int64_t>(1, 16384 / std::max<int64_t>(1, S)));
     return Status::ok();
   }
 
  private:
   float eps_;
-  bool blk_ = false;
-  std::vector<int64_t> key_;
-  memory::desc md_;
-  dnnl::batch_normalization_forward::primitive_desc pd_;
-  dnnl::batch_normalization_forward prim_;
+  std::vector<float> mul_;
 };
 
 class LrnKernel final : public OpKernel {

@@ -118,15 +118,27 @@ template <class T>
       return static_cast<T>(a || b);
     case Bin::Xor:
       return static_cast<T>((a != 0) != (b != 0));
+    // Both sides computed, then selected (a count of the type's width or more gives 0): a select the
+    // vectoriser if-converts, where the conditional shift stayed a scalar branch (issue 24: BitShift ran
+    // 3-4.6x ONNX Runtime). The count is masked so that the unused side is a defined shift too; signed
+    // types (not ONNX's, which are unsigned only) shift their value bits alike.
     case Bin::BitShiftL:
-      if constexpr (std::is_integral_v<T>)
-        return b >= static_cast<T>(sizeof(T) * 8) ? T(0) : static_cast<T>(a << b);
-      else
+      if constexpr (std::is_integral_v<T>) {
+        using U = std::make_unsigned_t<T>;
+        constexpr U w = static_cast<U>(sizeof(T) * 8);
+        const U sh = static_cast<U>(static_cast<U>(b) & (w - 1));
+        const T v = static_cast<T>(static_cast<U>(static_cast<U>(a) << sh));
+        return static_cast<U>(b) >= w ? T(0) : v;
+      } else
         return a;
     case Bin::BitShiftR:
-      if constexpr (std::is_integral_v<T>)
-        return b >= static_cast<T>(sizeof(T) * 8) ? T(0) : static_cast<T>(a >> b);
-      else
+      if constexpr (std::is_integral_v<T>) {
+        using U = std::make_unsigned_t<T>;
+        constexpr U w = static_cast<U>(sizeof(T) * 8);
+        const U sh = static_cast<U>(static_cast<U>(b) & (w - 1));
+        const T v = static_cast<T>(static_cast<U>(a) >> sh);
+        return static_cast<U>(b) >= w ? T(0) : v;
+      } else
         return a;
     default:
       return a;
@@ -395,14 +407,92 @@ void binaryLoop(const ExecContext& ctx, Bin op, const Tensor& a, const Tensor& b
       return fixed(std::integral_constant<Bin, Bin::Or>{});
     case Bin::Xor:
       return fixed(std::integral_constant<Bin, Bin::Xor>{});
+    case Bin::BitShiftL:
+      return fixed(std::integral_constant<Bin, Bin::BitShiftL>{});
+    case Bin::BitShiftR:
+      return fixed(std::integral_constant<Bin, Bin::BitShiftR>{});
     default:
       broadcastBinary<T, TO>(ctx, a, b, out, [op](T x, T y) -> TO { return applyAny<T, TO>(op, x, y); });
   }
 }
 
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize("no-trapping-math")
+#endif
+/// Float32 to an integer type, out of range and NaN giving 0 (the conversion itself would be undefined;
+/// in range is (lowest - 1, max + 1), what truncates to a representable value), as a select of the value before the conversion: the loop vectorises (issue 24: the conditional
+/// conversion stayed a scalar branch per element, Cast f32->i8 at 7.3x ONNX Runtime).
+#define PARTEX_CAST_F32(NAME, D)                                                                     \
+  [[gnu::target_clones("avx512f", "avx2", "default")]] void NAME(const float* x, D* y, int64_t n) {  \
+    const float lo = static_cast<float>(std::numeric_limits<D>::lowest()) - 1,                       \
+                hi = static_cast<float>(std::numeric_limits<D>::max()) + 1;                          \
+    _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) {                                            \
+      const float v = x[i];                                                                          \
+      const float c = v > lo && v < hi ? v : 0.0f;                                                   \
+      y[i] = static_cast<D>(c);                                                                      \
+    }                                                                                                \
+  }
+PARTEX_CAST_F32(castF32I8, int8_t)
+PARTEX_CAST_F32(castF32U8, uint8_t)
+PARTEX_CAST_F32(castF32I16, int16_t)
+PARTEX_CAST_F32(castF32U16, uint16_t)
+PARTEX_CAST_F32(castF32I32, int32_t)
+#undef PARTEX_CAST_F32
+
+/// Float32 to int64 by the same rule. Without AVX-512DQ there is no vector float-to-int64 conversion, so
+/// blocks whose values all lie within int32's range (activations, indices) convert through int32 in
+/// vector registers and widen; a block holding a larger value, NaN or an infinity converts element by
+/// element (issue 24: Cast f32->i64 at 1.8-2.3x ONNX Runtime).
+[[gnu::target_clones("avx512f", "avx2", "default")]] void castF32I64(const float* x, int64_t* y, int64_t n) {
+  constexpr int64_t kBlock = 1024;
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t e = std::min(n, b + kBlock);
+    int big = 0;
+#pragma omp simd reduction(| : big)
+    for (int64_t i = b; i < e; ++i) {
+      const float v = x[i];
+      const bool ok = v > -2147483648.0f && v < 2147483648.0f;
+      big |= ok ? 0 : 1;
+      y[i] = static_cast<int64_t>(static_cast<int32_t>(ok ? v : 0.0f));
+    }
+    if (big)
+      for (int64_t i = b; i < e; ++i) {
+        const float v = x[i];
+        y[i] = v > -9223372036854775808.0f - 1 && v < 9223372036854775808.0f ? static_cast<int64_t>(v) : 0;
+      }
+  }
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+
 /// Converts every element of `src` into dtype `to` (numeric and bool only).
 Status castInto(const ExecContext& ctx, const Tensor& src, DType to, Tensor& dst) {
   if (auto s = dst.ensure(to, src.shape()); !s) return s;
+  if (src.dtype() == DType::Float32) {
+    const float* ps = ptr<float>(src);
+    auto vec = [&](auto* pd, void (*fn)(const float*, decltype(pd), int64_t)) {
+      parallelChunks(ctx, src.numElements(), [&](int64_t b, int64_t e) { fn(ps + b, pd + b, e - b); });
+      return Status::ok();
+    };
+    switch (to) {
+      case DType::Int8:
+        return vec(ptr<int8_t>(dst), castF32I8);
+      case DType::UInt8:
+        return vec(ptr<uint8_t>(dst), castF32U8);
+      case DType::Int16:
+        return vec(ptr<int16_t>(dst), castF32I16);
+      case DType::UInt16:
+        return vec(ptr<uint16_t>(dst), castF32U16);
+      case DType::Int32:
+        return vec(ptr<int32_t>(dst), castF32I32);
+      case DType::Int64:
+        return vec(ptr<int64_t>(dst), castF32I64);
+      default:
+        break;
+    }
+  }
   bool ok = false;
   dispatchAll(src.dtype(), [&](auto sv) {
     using S = decltype(sv);
@@ -422,9 +512,10 @@ Status castInto(const ExecContext& ctx, const Tensor& src, DType to, Tensor& dst
 #pragma omp simd
           for (int64_t i = b; i < e; ++i) pd[i] = static_cast<D>(ps[i] ? 1 : 0);
         } else if constexpr (std::is_floating_point_v<S> && std::is_integral_v<D>) {
-          // Out of range and NaN give 0 (the conversion itself would be undefined).
+          // Out of range and NaN give 0 (the conversion itself would be undefined). In range is
+          // (lowest - 1, max + 1): what truncates to a representable value (127.5 to int8's 127).
           const S lo = static_cast<S>(std::numeric_limits<D>::lowest()) - 1,
-                  hi = static_cast<S>(std::numeric_limits<D>::max());
+                  hi = static_cast<S>(std::numeric_limits<D>::max()) + 1;
           for (int64_t i = b; i < e; ++i) {
             const S v = ps[i];
             pd[i] = v > lo && v < hi ? static_cast<D>(v) : D(0);
@@ -459,6 +550,40 @@ bool perChannelOperand(const Tensor& a, const Tensor& b) {
   for (int64_t d = 0; d < b.rank(); ++d)
     if (b.dim(d) != 1 && !(d + off == 1 && b.dim(d) == a.dim(1))) return false;
   return b.numElements() == a.dim(1);
+}
+
+bool powF32(const ExecContext& ctx, const Tensor& a, const Tensor& b, Tensor& out);
+
+/// z[i] = x[i * sx] shifted by y[i * sy] over [0, n) for uint8 (strides 0 or 1, a run of broadcastRows),
+/// a count of 8 or more giving 0. Cloned for AVX2 and AVX-512, whose per-lane variable shifts (of
+/// widened lanes) vectorise it; baseline x86-64 has none, and the template loop stayed scalar there
+/// (issue 24: BitShift on uint8 at 3-4.6x ONNX Runtime).
+[[gnu::target_clones("avx512f", "avx2", "default")]] void shiftRowU8(const uint8_t* x, bool sx, const uint8_t* y,
+                                                                     bool sy, uint8_t* z, int64_t n, bool left) {
+  // Loops written out per direction and stride pair (a lambda would be a function of its own, compiled
+  // without the clone's target).
+#define PARTEX_SHIFT(XE, YE, OP) \
+  _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) z[i] = (YE) >= 8 ? uint8_t{0} : static_cast<uint8_t>(static_cast<uint32_t>(XE) OP ((YE) & 7u));
+#define PARTEX_SHIFT_ALL(OP)            \
+  if (sx && sy) {                       \
+    PARTEX_SHIFT(x[i], y[i], OP)        \
+  } else if (sx) {                      \
+    PARTEX_SHIFT(x[i], y0, OP)          \
+  } else if (sy) {                      \
+    PARTEX_SHIFT(x0, y[i], OP)          \
+  } else {                              \
+    const uint8_t v = y0 >= 8 ? uint8_t{0} : static_cast<uint8_t>(static_cast<uint32_t>(x0) OP (y0 & 7u)); \
+    std::fill(z, z + n, v);             \
+  }
+  if (n <= 0) return;
+  const uint8_t x0 = x[0], y0 = y[0];
+  if (left) {
+    PARTEX_SHIFT_ALL(<<)
+  } else {
+    PARTEX_SHIFT_ALL(>>)
+  }
+#undef PARTEX_SHIFT_ALL
+#undef PARTEX_SHIFT
 }
 
 class BinaryKernel final : public OpKernel {
@@ -563,6 +688,18 @@ class BinaryKernel final : public OpKernel {
         loop([](float v) { return v * v * v; });
         return Status::ok();
       }
+    }
+    if (a->dtype() == DType::Float32 && op_ == Bin::Pow && powF32(ctx, *a, *b, out[0])) return Status::ok();
+    if (a->dtype() == DType::UInt8 && (op_ == Bin::BitShiftL || op_ == Bin::BitShiftR)) {
+      const uint8_t* pa = ptr<uint8_t>(*a);
+      const uint8_t* pb = ptr<uint8_t>(*b);
+      uint8_t* po = ptr<uint8_t>(out[0]);
+      const bool left = op_ == Bin::BitShiftL;
+      const std::vector<int64_t> st[2] = {broadcastStrides(a->shape(), shape), broadcastStrides(b->shape(), shape)};
+      broadcastRows<2>(ctx, shape, st, [&](int64_t o, const int64_t* off, int64_t n, const int64_t* is) {
+        shiftRowU8(pa + off[0], is[0] != 0, pb + off[1], is[1] != 0, po + o, n, left);
+      });
+      return Status::ok();
     }
     if (a->dtype() == DType::Float32 && a->shape() == shape) {
       if ((b->shape() == shape || b->numElements() == 1) &&
@@ -1018,6 +1155,19 @@ template <class T>
   }
 }
 
+/// Shrink in float: x + bias below -lambd, x - bias above lambd, 0 between (NaN gives 0, as the scalar
+/// formula's comparisons did). The generic path computed it in double with branches: 11x its memory-traffic
+/// floor (issue 24).
+[[gnu::target_clones("avx512f", "avx2", "default")]] void shrinkF32(const float* x, float* y, int64_t n, float lambd,
+                                                                    float bias) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    const float hi = v > lambd ? v - bias : 0.0f;
+    y[i] = v < -lambd ? v + bias : hi;
+  }
+}
+
 // Sin, Cos, Tan, Asin, Acos, Atan, Selu and Celu over float32 through glibc's vector math library,
 // libmvec (issue 24: one scalar libm call per element ran 3-15x slower than ONNX Runtime). glibc's
 // <math.h> declares the vector variants only under -ffast-math; declared here with GCC's simd attribute,
@@ -1036,6 +1186,14 @@ extern "C" {
 [[gnu::simd("notinbranch")]] float acosf(float) noexcept;
 [[gnu::simd("notinbranch")]] float atanf(float) noexcept;
 [[gnu::simd("notinbranch")]] float expm1f(float) noexcept;
+// glibc 2.35's additions (issue 24: Sinh, Cosh, Asinh, Acosh and Atanh ran 11-48x their memory-traffic
+// floor through one scalar libm call per element) and powf (glibc 2.22).
+[[gnu::simd("notinbranch")]] float sinhf(float) noexcept;
+[[gnu::simd("notinbranch")]] float coshf(float) noexcept;
+[[gnu::simd("notinbranch")]] float asinhf(float) noexcept;
+[[gnu::simd("notinbranch")]] float acoshf(float) noexcept;
+[[gnu::simd("notinbranch")]] float atanhf(float) noexcept;
+[[gnu::simd("notinbranch")]] float powf(float, float) noexcept;
 }
 
 #define PARTEX_VEC_MATH(NAME, FN)                                                                       \
@@ -1048,11 +1206,107 @@ PARTEX_VEC_MATH(tanF32, tanf)
 PARTEX_VEC_MATH(asinF32, asinf)
 PARTEX_VEC_MATH(acosF32, acosf)
 PARTEX_VEC_MATH(atanF32, atanf)
+PARTEX_VEC_MATH(sinhF32, sinhf)
+PARTEX_VEC_MATH(coshF32, coshf)
+PARTEX_VEC_MATH(asinhF32, asinhf)
 #undef PARTEX_VEC_MATH
 
+constexpr int64_t kVecBlock = 2048;  ///< Elements per block of the call-then-select loops below.
+
+// libmvec computes a vector's special lanes (out of domain, NaN, infinities) by calling the scalar function
+// once per lane, which made Acosh of inputs below 1 and Pow of negative bases as slow as before. The lanes
+// outside the domain's interior get an argument inside it and their C99 result by a select afterwards: in
+// blocks of three loops (argument, call, select), as GCC 12 does not if-convert a loop that holds a call.
+
+/// acosh(x): NaN below 1 (and for NaN), +inf for +inf.
+[[gnu::target_clones("avx512f", "avx2", "default")]] void acoshF32(const float* x, float* y, int64_t n) {
+  for (int64_t b = 0; b < n; b += kVecBlock) {
+    const int64_t e = std::min(n, b + kVecBlock);
+#pragma omp simd
+    for (int64_t i = b; i < e; ++i) y[i] = x[i] >= 1.0f && x[i] < __builtin_inff() ? x[i] : 2.0f;
+#pragma omp simd
+    for (int64_t i = b; i < e; ++i) y[i] = acoshf(y[i]);
+#pragma omp simd
+    for (int64_t i = b; i < e; ++i) {
+      const float v = x[i];
+      const float special = v == __builtin_inff() ? v : __builtin_nanf("");
+      y[i] = v >= 1.0f && v < __builtin_inff() ? y[i] : special;
+    }
+  }
+}
+
+/// atanh(x): +-inf at +-1, NaN beyond (and for NaN).
+[[gnu::target_clones("avx512f", "avx2", "default")]] void atanhF32(const float* x, float* y, int64_t n) {
+  for (int64_t b = 0; b < n; b += kVecBlock) {
+    const int64_t e = std::min(n, b + kVecBlock);
+#pragma omp simd
+    for (int64_t i = b; i < e; ++i) y[i] = __builtin_fabsf(x[i]) < 1.0f ? x[i] : 0.0f;
+#pragma omp simd
+    for (int64_t i = b; i < e; ++i) y[i] = atanhf(y[i]);
+#pragma omp simd
+    for (int64_t i = b; i < e; ++i) {
+      const float v = x[i], a = __builtin_fabsf(v);
+      const float special = a == 1.0f ? __builtin_copysignf(__builtin_inff(), v) : __builtin_nanf("");
+      y[i] = a < 1.0f ? y[i] : special;
+    }
+  }
+}
+
+/// The C99 pow(x, y) from r = powf(|x|, y) for x with its sign bit set (r itself otherwise): negated for an
+/// odd integer y, NaN for a y that is not an integer unless x is -inf or -0 (pow(-inf, 0.5) = inf). Every float of
+/// magnitude 2^24 or more is an even integer; infinities count as even integers, as pow(-1, inf) = 1
+/// and pow(-inf, y) require.
+[[gnu::always_inline]] inline float powSign(float x, float y, float r) {
+  // Float arithmetic, value selects and bitwise logic only, so that the loop vectorises (a conversion to
+  // int32 left it scalar). Integer tests by rounding to the nearest integer with the 2^23 trick: exact
+  // below 2^23, where floats still have fractions; from 2^23 on every float is an integer, and from 2^24
+  // an even one. NaN is neither.
+  const float ay = __builtin_fabsf(y);
+  const float t = (ay + 8388608.0f) - 8388608.0f;
+  const bool isInt = (ay >= 8388608.0f) | (t == ay);
+  const float h = ay * 0.5f;
+  const bool odd = isInt & (ay < 16777216.0f) & (((h + 8388608.0f) - 8388608.0f) != h);
+  const float signedR = odd ? -r : r;
+  const float neg = isInt | (x == -__builtin_inff()) | (x == 0.0f) ? signedR : __builtin_nanf("");
+  return __builtin_bit_cast(int32_t, x) < 0 ? neg : r;  // the sign bit: -0 too (pow(-0, -1) = -inf)
+}
+
+/// z[i] = x[i * sx] ^ y[i * sy] over [0, n), strides 0 or 1 (one run of a broadcast walk), through
+/// libmvec's powf on |x|: the generic walk called std::pow per element, 19-29x Pow's memory-traffic
+/// floor (issue 24).
+[[gnu::target_clones("avx512f", "avx2", "default")]] void powRowF32(const float* x, bool sx, const float* y,
+                                                                    bool sy, float* z, int64_t n) {
+  // One loop nest per pair of strides, written out (a run-time stride makes every access a gather; a
+  // lambda would be a function of its own, compiled without the clone's target).
+  if (n <= 0) return;
+  const float x0 = x[0], y0 = y[0];
+#define PARTEX_POW_BLOCKS(XE, YE)                                                     \
+  for (int64_t b = 0; b < n; b += kVecBlock) {                                        \
+    const int64_t e = std::min(n, b + kVecBlock);                                     \
+    _Pragma("omp simd") for (int64_t i = b; i < e; ++i) z[i] = __builtin_fabsf(XE);   \
+    _Pragma("omp simd") for (int64_t i = b; i < e; ++i) z[i] = powf(z[i], YE);        \
+    _Pragma("omp simd") for (int64_t i = b; i < e; ++i) z[i] = powSign(XE, YE, z[i]); \
+  }
+  // A broadcast operand is read from a block of copies: with the value itself loop-invariant, GCC 12
+  // left the sign-fixing loop scalar.
+  alignas(64) float rep[kVecBlock];
+  if (sx && sy) {
+    PARTEX_POW_BLOCKS(x[i], y[i])
+  } else if (sx) {
+    std::fill(rep, rep + std::min(n, kVecBlock), y0);
+    PARTEX_POW_BLOCKS(x[i], rep[i - b])
+  } else if (sy) {
+    std::fill(rep, rep + std::min(n, kVecBlock), x0);
+    PARTEX_POW_BLOCKS(rep[i - b], y[i])
+  } else {
+    std::fill(z, z + n, powSign(x0, y0, powf(__builtin_fabsf(x0), y0)));
+  }
+#undef PARTEX_POW_BLOCKS
+}
+
 // Selu and Celu in blocks: GCC 12 does not if-convert a loop that holds a call, so expm1 fills y first
-// (one vector loop) and a second loop, while the block is still in cache, picks the branch per element.
-constexpr int64_t kVecBlock = 2048;
+// (one vector loop) and a second loop, while the block is still in cache, picks the branch per element
+// (kVecBlock, above).
 
 /// y = gamma x (x > 0), gamma alpha (e^x - 1) otherwise; ga = gamma * alpha rounded once.
 [[gnu::target_clones("avx512f", "avx2", "default")]] void seluF32(const float* x, float* y, int64_t n, float g,
@@ -1084,6 +1338,24 @@ constexpr int64_t kVecBlock = 2048;
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC pop_options
 #endif
+
+/// Float32 out = a ^ b with numpy broadcasting (out already shaped), vectorised through libmvec's powf;
+/// false without libmvec.
+bool powF32(const ExecContext& ctx, const Tensor& a, const Tensor& b, Tensor& out) {
+#ifdef PARTEX_LIBMVEC
+  const float* pa = ptr<float>(a);
+  const float* pb = ptr<float>(b);
+  float* po = ptr<float>(out);
+  const std::vector<int64_t> st[2] = {broadcastStrides(a.shape(), out.shape()), broadcastStrides(b.shape(), out.shape())};
+  broadcastRows<2>(ctx, out.shape(), st, [&](int64_t o, const int64_t* off, int64_t n, const int64_t* is) {
+    powRowF32(pa + off[0], is[0] != 0, pb + off[1], is[1] != 0, po + o, n);
+  });
+  return true;
+#else
+  (void)ctx, (void)a, (void)b, (void)out;
+  return false;
+#endif
+}
 
 /// Float32 y = op(x) over [0, n) with the operator a compile-time constant, so that the loop holds no
 /// switch per element and vectorises where the operation allows (issue 24: Abs, Neg, Floor... ran 5-15x
@@ -1128,6 +1400,16 @@ bool unaryF32(const ExecContext& ctx, Un op, const UnParams& p, const float* x, 
       return vec(acosF32);
     case Un::Atan:
       return vec(atanF32);
+    case Un::Sinh:
+      return vec(sinhF32);
+    case Un::Cosh:
+      return vec(coshF32);
+    case Un::Asinh:
+      return vec(asinhF32);
+    case Un::Acosh:
+      return vec(acoshF32);
+    case Un::Atanh:
+      return vec(atanhF32);
     case Un::Selu: {
       const auto g = static_cast<float>(p.gamma), ga = static_cast<float>(p.gamma * p.alpha);
       parallelChunks(ctx, n, [&](int64_t b, int64_t e) { seluF32(x + b, y + b, e - b, g, ga); });
@@ -1158,7 +1440,6 @@ bool unaryF32(const ExecContext& ctx, Un op, const UnParams& p, const float* x, 
       return go(std::integral_constant<Un, Un::Acos>{});
     case Un::Atan:
       return go(std::integral_constant<Un, Un::Atan>{});
-#endif
     case Un::Sinh:
       return go(std::integral_constant<Un, Un::Sinh>{});
     case Un::Cosh:
@@ -1169,6 +1450,7 @@ bool unaryF32(const ExecContext& ctx, Un op, const UnParams& p, const float* x, 
       return go(std::integral_constant<Un, Un::Acosh>{});
     case Un::Atanh:
       return go(std::integral_constant<Un, Un::Atanh>{});
+#endif
     case Un::Sign:
       return go(std::integral_constant<Un, Un::Sign>{});
     case Un::Softsign:
@@ -1183,8 +1465,12 @@ bool unaryF32(const ExecContext& ctx, Un op, const UnParams& p, const float* x, 
 #endif
     case Un::ThresholdedRelu:
       return go(std::integral_constant<Un, Un::ThresholdedRelu>{});
-    case Un::Shrink:
-      return go(std::integral_constant<Un, Un::Shrink>{});
+    case Un::Shrink: {
+      // The float comparisons of the scalar formula, whose double lambd and bias round once here.
+      const auto l = static_cast<float>(p.lambd), b = static_cast<float>(p.bias);
+      parallelChunks(ctx, n, [&](int64_t lo, int64_t hi) { shrinkF32(x + lo, y + lo, hi - lo, l, b); });
+      return true;
+    }
     case Un::Not:
       return go(std::integral_constant<Un, Un::Not>{});
     case Un::Mish:

@@ -213,6 +213,8 @@ class ElementsKernel final : public OpKernel {
     auto* po = static_cast<std::byte*>(out[0].raw());
     const int64_t dim = x.dim(axis);
     if (!scatter_) return gather(ctx, x, idx, axis, out[0]);
+    if ((idx.dtype() == DType::Int64 || idx.dtype() == DType::Int32) && dispatchAll(x.dtype(), [](auto) {}))
+      return scatter(x, idx, *upd, axis, out[0]);
     for (int64_t i = 0; i < idx.numElements(); ++i) {
       int64_t rem = i, off = 0;
       for (int64_t d = idx.rank(); d-- > 0;) {
@@ -234,6 +236,87 @@ class ElementsKernel final : public OpKernel {
   }
 
  private:
+  /// ScatterElements into `out` (a copy of the data) row by row along the last axis of the indices, each
+  /// row's start stepped like an odometer and the reduction chosen outside the loop; in the indices'
+  /// order, one thread, so that repeated indices resolve as ONNX's reference does (the last write wins for
+  /// "none"). Issue 24: the per-element coordinate decomposition, valueAsInt and the reduction's name
+  /// compared per element ran the last-axis scatter at 4.1x ONNX Runtime.
+  Status scatter(const Tensor& x, const Tensor& idx, const Tensor& upd, int64_t axis, Tensor& out) const {
+    const int64_t r = idx.rank();
+    if (r == 0 || idx.numElements() == 0) return Status::ok();
+    const auto xs = contiguousStrides(x.shape());
+    const int64_t dim = x.dim(axis), as = xs[static_cast<size_t>(axis)];
+    const int64_t inner = idx.dim(r - 1), rows = idx.numElements() / inner;
+    const int red = red_ == "none" ? 0 : red_ == "add" ? 1 : red_ == "mul" ? 2 : red_ == "max" ? 3 : red_ == "min" ? 4 : -1;
+    if (red < 0) return makeError("reduction ", red_);
+    bool bad = false;
+    auto body = [&](auto tv, auto iv, auto redc) {
+      using T = decltype(tv);
+      using I = decltype(iv);
+      constexpr int R = decltype(redc)::value;
+      T* po = ptr<T>(out);
+      const T* pu = ptr<T>(upd);
+      const I* pi = ptr<I>(idx);
+      std::vector<int64_t> c(static_cast<size_t>(r), 0);
+      int64_t off = 0;  // the row's start in out, the scattered axis at 0
+      const int64_t js = axis == r - 1 ? 0 : 1;  // along the row: the last axis of out, unless scattered
+      for (int64_t row = 0; row < rows && !bad; ++row) {
+        const I* ir = pi + row * inner;
+        const T* ur = pu + row * inner;
+        for (int64_t j = 0; j < inner; ++j) {
+          int64_t t = static_cast<int64_t>(ir[j]);
+          t += t < 0 ? dim : 0;
+          if (static_cast<uint64_t>(t) >= static_cast<uint64_t>(dim)) {
+            bad = true;
+            break;
+          }
+          T& d = po[off + t * as + j * js];
+          const T u = ur[j];
+          if constexpr (R == 0)
+            d = u;
+          else if constexpr (R == 1)
+            d = static_cast<T>(d + u);
+          else if constexpr (R == 2)
+            d = static_cast<T>(d * u);
+          else if constexpr (R == 3)
+            d = std::max(d, u);
+          else
+            d = std::min(d, u);
+        }
+        for (int64_t d = r - 1; d-- > 0;) {
+          const int64_t step = d != axis ? xs[static_cast<size_t>(d)] : 0;
+          off += step;
+          if (++c[static_cast<size_t>(d)] < idx.dim(d)) break;
+          off -= step * idx.dim(d);
+          c[static_cast<size_t>(d)] = 0;
+        }
+      }
+    };
+    auto withRed = [&](auto tv, auto iv) {
+      switch (red) {
+        case 0:
+          return body(tv, iv, std::integral_constant<int, 0>{});
+        case 1:
+          return body(tv, iv, std::integral_constant<int, 1>{});
+        case 2:
+          return body(tv, iv, std::integral_constant<int, 2>{});
+        case 3:
+          return body(tv, iv, std::integral_constant<int, 3>{});
+        default:
+          return body(tv, iv, std::integral_constant<int, 4>{});
+      }
+    };
+    const bool ok = dispatchAll(x.dtype(), [&](auto tv) {
+      if (idx.dtype() == DType::Int64)
+        withRed(tv, int64_t{});
+      else
+        withRed(tv, int32_t{});
+    });
+    if (!ok) return makeError("dtype not supported");
+    if (bad) return makeError("index out of range");
+    return Status::ok();
+  }
+
   /// GatherElements row by row along the last axis: each row's start in `x` stepped like an odometer, then
   /// a tight loop (an indexed read along the gathered axis when it is the last one, a row copy offset by
   /// the index otherwise). Issue 24: the per-element coordinate decomposition and index read through

@@ -998,6 +998,26 @@ class TopKKernel final : public OpKernel {
   int64_t k_;
 };
 
+/// One plane of InstanceNormalization: mean and variance over q[0, S) (two passes, sums in double), then
+/// y = (q - mean) * scale / sqrt(var + eps) + bias in float. Three vector loops over a plane that stays
+/// in cache; cloned for AVX2 and AVX-512, whose wider double vectors halve and quarter the sums' time.
+/// Issue 24: the scalar double loops ran at 6-7x ONNX Runtime.
+[[gnu::target_clones("avx512f", "avx2", "default")]] void instanceNormPlane(const float* q, float* y, int64_t S,
+                                                                             double scale, double bias, double eps) {
+  double m = 0, v = 0;
+#pragma omp simd reduction(+ : m)
+  for (int64_t j = 0; j < S; ++j) m += q[j];
+  m /= static_cast<double>(S);
+#pragma omp simd reduction(+ : v)
+  for (int64_t j = 0; j < S; ++j) v += (q[j] - m) * (q[j] - m);
+  v /= static_cast<double>(S);
+  const auto mf = static_cast<float>(m);
+  const auto kf = static_cast<float>(scale / std::sqrt(v + eps));
+  const auto t = static_cast<float>(bias);
+#pragma omp simd
+  for (int64_t j = 0; j < S; ++j) y[j] = (q[j] - mf) * kf + t;
+}
+
 class InstanceNormKernel final : public OpKernel {
  public:
   explicit InstanceNormKernel(const Node& n) : eps_(n.attrFloat("epsilon", 1e-5)) {}
@@ -1019,17 +1039,8 @@ class InstanceNormKernel final : public OpKernel {
     parallelChunks(
         ctx, N * C,
         [&](int64_t b, int64_t e) {
-          for (int64_t k = b; k < e; ++k) {
-            const int64_t c = k % C;
-            const float* q = px + k * S;
-            double m = 0, v = 0;
-            for (int64_t j = 0; j < S; ++j) m += q[j];
-            m /= static_cast<double>(S);
-            for (int64_t j = 0; j < S; ++j) v += (q[j] - m) * (q[j] - m);
-            v /= static_cast<double>(S);
-            const double inv = 1.0 / std::sqrt(v + eps_);
-            for (int64_t j = 0; j < S; ++j) po[k * S + j] = static_cast<float>((q[j] - m) * inv * sc[c] + bb[c]);
-          }
+          for (int64_t k = b; k < e; ++k)
+            instanceNormPlane(px + k * S, po + k * S, S, sc[k % C], bb[k % C], eps_);
         },
         1);
     return Status::ok();
