@@ -475,7 +475,15 @@ void TestExecuteStream::cliStreamReplicas() {
   QVERIFY(n["outputs_match"].toBool());
   QCOMPARE(n["dispatch"].toString(), QString("next-free"));
   QCOMPARE(o["dispatch"].toString(), QString("round-robin"));
-  QCOMPARE(n["stages"].toArray().size(), 2);
+  // A line per replica that ran steady inferences: both, unless another program held one core for the
+  // whole (short) stream; each on its own replica's core.
+  const QJsonArray nst = n["stages"].toArray();
+  QVERIFY2(nst.size() >= 1 && nst.size() <= 2, qPrintable(QString::number(nst.size())));
+  for (const auto& st : nst) {
+    const int k = st.toObject()["replica"].toInt();
+    QVERIFY(k == 0 || k == 1);
+    QCOMPARE(st.toObject()["device"].toString(), QString(k == 0 ? "core0" : "core1"));
+  }
   QVERIFY(n["predicted_period_us"].toDouble() > 0);
   // Bad input: one line, exit 2.
   auto odd = test::runCli({"execute", model, "-p", platform, "--plan", twin, "--stream", "4", "--in-flight", "3"}, 60000);
