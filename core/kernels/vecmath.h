@@ -17,9 +17,13 @@ namespace partex::cpu {
 
 /// e^x in float arithmetic a compiler vectorises (no libm call): x = n ln2 + r with n rounded to nearest
 /// (the 1.5 * 2^23 trick) and |r| <= ln2 / 2, e^r by its Taylor series to r^7 (truncation below 1e-8
-/// relative), 2^n put into the exponent bits. Inputs clamped to [-87, 88], where float stays normal.
+/// relative), 2^n put into the exponent bits. Inputs clamped to 88 above; below ln(FLT_MIN) = -87.3365 the
+/// result is 0 (flushed, not a subnormal and not e^-87: Softmax over a causal mask gave its masked
+/// probabilities as 1.6e-38, and the MatMul after it then made subnormal products, 80x slower on a
+/// generated Llama's attention).
 [[gnu::always_inline]] inline float expVec(float x) {
-  x = x < -87.0f ? -87.0f : x;  // value selects, not std::min/max's references: the loop stays vectorisable
+  const float x0 = x;
+  x = x < -87.33f ? -87.33f : x;  // value selects, not std::min/max's references: the loop stays vectorisable
   x = x > 88.0f ? 88.0f : x;
   const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;  // ln2 split in two for exactness
@@ -32,7 +36,8 @@ namespace partex::cpu {
   p = p * r + 1.0f;
   p = p * r + 1.0f;
   const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  return p * __builtin_bit_cast(float, bits);
+  const float e = p * __builtin_bit_cast(float, bits);
+  return x0 < -87.33f ? 0.0f : e;
 }
 
 // GCC vector types (element-wise arithmetic, comparisons and ?: on them; lowered to the instructions of

@@ -302,6 +302,53 @@ class TstKernelsMisc : public QObject {
     CHECK_CLOSE(r2->at(0), want2, 4e-6);
   }
 
+  /// Mean of three and of one float32 operands of one shape (the sum's pairwise path, then divided), and
+  /// of broadcast operands (the row path), against the sum divided by the count in double.
+  void meanOfOperands() {
+    const Tensor a = randomT(DType::Float32, {3, 37, 5}, 1), b = randomT(DType::Float32, {3, 37, 5}, 2),
+                 c = randomT(DType::Float32, {3, 37, 5}, 3), row = randomT(DType::Float32, {5}, 4);
+    auto r = runNode("Mean", {&a, &b, &c});
+    QVERIFY2(r.isOk(), r.message().c_str());
+    std::vector<double> want;
+    for (int64_t i = 0; i < a.numElements(); ++i)
+      want.push_back((double(a.data<float>()[i]) + b.data<float>()[i] + c.data<float>()[i]) / 3.0);
+    CHECK_CLOSE(r->at(0), want, 2e-7);
+    auto one = runNode("Mean", {&a});
+    QVERIFY2(one.isOk(), one.message().c_str());
+    std::vector<double> same(a.data<float>(), a.data<float>() + a.numElements());
+    CHECK_CLOSE(one->at(0), same, 0);
+    auto bc = runNode("Mean", {&a, &row});
+    QVERIFY2(bc.isOk(), bc.message().c_str());
+    std::vector<double> wantBc;
+    for (int64_t i = 0; i < a.numElements(); ++i) wantBc.push_back((double(a.data<float>()[i]) + row.data<float>()[i % 5]) / 2.0);
+    CHECK_CLOSE(bc->at(0), wantBc, 2e-7);
+  }
+
+  /// Softmax over a causal mask (masked logits -1e4, as generated and exported decoders add them): the
+  /// masked probabilities are exactly 0 and none is subnormal (a subnormal probability made the
+  /// attention's MatMul 80x slower); Exp flushes below ln(FLT_MIN) and is exact enough just above it.
+  void softmaxMaskedRowsAreZero() {
+    Tensor x = make(DType::Float32, {2, 3, 17});
+    for (int64_t i = 0; i < x.numElements(); ++i) {
+      const int64_t col = i % 17, row = (i / 17) % 3;
+      x.data<float>()[i] = col > row * 5 + 2 ? -1e4f : 0.1f * static_cast<float>(col - row);
+    }
+    auto r = runNode("Softmax", {&x}, {{"axis", Attribute{int64_t{-1}}}});
+    QVERIFY2(r.isOk(), r.message().c_str());
+    for (int64_t i = 0; i < x.numElements(); ++i) {
+      const float y = r->at(0).data<float>()[i];
+      QVERIFY2(std::fpclassify(y) != FP_SUBNORMAL, qPrintable(QString("element %1 subnormal").arg(i)));
+      if (x.data<float>()[i] == -1e4f) QCOMPARE(y, 0.0f);
+    }
+    Tensor e = make(DType::Float32, {5});
+    const float ev[] = {-1e4f, -104.f, -87.5f, -87.f, -10.f};
+    std::copy(std::begin(ev), std::end(ev), e.data<float>());
+    auto ex = runNode("Exp", {&e});
+    QVERIFY2(ex.isOk(), ex.message().c_str());
+    for (int i = 0; i < 3; ++i) QCOMPARE(ex->at(0).data<float>()[i], 0.0f);
+    CHECK_CLOSE(ex->at(0), (std::vector<double>{0, 0, 0, std::exp(-87.0), std::exp(-10.0)}), 1e-6);
+  }
+
   /// Trilu, upper and lower, diagonals from below the matrix to beyond it (and a huge one), float32 and
   /// int8, against the definition element by element.
   void trilu_data() {
