@@ -63,6 +63,7 @@ def main():
     if not models:
         sys.exit("usage: stream_vs_ort.py [--n N] [--cli PATH] [--work DIR] [--timeout S] [--dispatch D] MODEL.onnx...")
     work = work or tempfile.mkdtemp(prefix="partex-stream-")
+    os.makedirs(work, exist_ok=True)  # a --work folder that does not exist yet (every row failed without it)
     ort_script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "ort", "stream.py")
     rows = []
     for model in models:
