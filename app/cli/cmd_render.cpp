@@ -57,7 +57,7 @@ std::vector<std::string> platformColors(const Problem& p) {
 Result<RenderImagesFn> loadRenderModule() {
 #ifdef PARTEX_RENDER_LINKED
   return &partex_render_images;
-#endif
+#else
   std::error_code ec;
   const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   for (const auto& dir : {exe.parent_path(), exe.parent_path() / ".." / "lib" / "partex"}) {
@@ -74,6 +74,7 @@ Result<RenderImagesFn> loadRenderModule() {
   }
   return makeError("render: this build has no rendering (", kRenderImagesModule,
                    " is not beside partex-cli; configure with -DPARTEX_BUILD_GUI=ON)");
+#endif
 }
 
 /// Schedules with `algo` and simulates; errors name the model and the algorithm.
