@@ -16,6 +16,7 @@
 #include "cuda/cuda_kernels.h"
 #include "cuda/cuda_misc.h"
 #include "cuda/cuda_pool.h"
+#include "ir/fusion.h"
 
 namespace partex::cuda {
 
@@ -118,6 +119,7 @@ bool isConstInput(const Graph& g, const Node& n, size_t input) {
 // Activations (the chain's tail)
 
 bool activationOf(const Graph& g, const Node& n, UnaryOp* out) {
+  if (!isEpilogueActivation(g, n)) return false;  // the set is core's (ir/fusion.h)
   UnaryOp u;
   if (isOp(n, {"Relu"})) u.op = Unary::Relu;
   else if (isOp(n, {"LeakyRelu"})) u = {Unary::LeakyRelu, static_cast<float>(n.attrFloat("alpha", 0.01)), 0.f};
@@ -129,15 +131,10 @@ bool activationOf(const Graph& g, const Node& n, UnaryOp* out) {
   else if (isOp(n, {"Elu"})) u = {Unary::Elu, static_cast<float>(n.attrFloat("alpha", 1.0)), 0.f};
   else if (isOp(n, {"Softplus"})) u.op = Unary::Softplus;
   else if (isOp(n, {"Clip"})) {
-    // Bounds: attributes before opset 11, constant inputs 1 and 2 since.
+    // Bounds: attributes before opset 11, constant inputs 1 and 2 since (read by clipBounds).
     float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
     if (n.hasAttr("min")) lo = static_cast<float>(n.attrFloat("min", lo));
     if (n.hasAttr("max")) hi = static_cast<float>(n.attrFloat("max", hi));
-    for (size_t i = 1; i < 3 && i < n.inputs.size(); ++i) {
-      if (n.inputs[i] < 0) continue;
-      const Value& b = value(g, n.inputs[i]);
-      if (!b.isWeight && b.intData.empty()) return false;  // bounds must be constants
-    }
     u = {Unary::Clip, lo, hi};
   } else {
     return false;
@@ -159,21 +156,6 @@ Status clipBounds(const Graph& g, const Node& n, const LeafFn& leaf, UnaryOp& u)
   return {};
 }
 
-bool floatValue(const Graph& g, ValueId v) { return v >= 0 && value(g, v).dtype == DType::Float32; }
-
-/// The one consumer of `v` when it has exactly one, is not a model output, and (with a placement) the
-/// consumer is on `dev`; else kNone.
-OpId soleConsumer(const Graph& g, ValueId v, const std::vector<int>* placement, int dev) {
-  if (v < 0) return kNone;
-  const Value& val = value(g, v);
-  if (val.isGraphOutput || val.consumers.size() != 1) return kNone;
-  const OpId c = val.consumers[0];
-  if (placement && !placement->empty() && (*placement)[static_cast<size_t>(c)] != dev) return kNone;
-  // The consumer must read v once (x*x is no chain).
-  int reads = 0;
-  for (ValueId in : node(g, c).inputs) reads += in == v;
-  return reads == 1 ? c : kNone;
-}
 
 /// A weight holding one value per channel (axis 1) of `out`, or a scalar: foldable into a Conv.
 bool perChannelWeight(const Graph& g, ValueId w, const Value& out) {
@@ -365,54 +347,8 @@ std::string gpuCheck(const Graph& g, OpId op) {
 }
 
 std::vector<OpId> gpuChain(const Graph& g, OpId op, const std::vector<int>* placement) {
-  std::vector<OpId> chain{op};
-  if (!gpuCheck(g, op).empty()) return chain;
-  const Node& a = node(g, op);
-  const int dev = placement && !placement->empty() ? (*placement)[static_cast<size_t>(op)] : 0;
-  ValueId cur = a.outputs[0];
-  auto next = [&]() -> OpId {
-    const OpId c = soleConsumer(g, cur, placement, dev);
-    if (c == kNone || !gpuCheck(g, c).empty()) return kNone;
-    return c;
-  };
-  auto activation = [&] {
-    const OpId c = next();
-    if (c != kNone && node(g, c).inputs[0] == cur && activationOf(g, node(g, c), nullptr)) chain.push_back(c);
-  };
-  if (isOp(a, {"Conv"})) {
-    // 1. Affine steps folded into the filter and bias.
-    for (OpId c = next(); c != kNone; c = next()) {
-      const Node& n = node(g, c);
-      bool fold = false;
-      if (isOp(n, {"BatchNormalization"}) && n.inputs[0] == cur && n.outputs.size() >= 1) {
-        fold = true;
-        for (size_t i = 1; i < 5; ++i) fold = fold && value(g, n.inputs[i]).isWeight;
-      } else if (isOp(n, {"Mul", "Add"}) && n.inputs.size() == 2) {
-        fold = perChannelWeight(g, n.inputs[0] == cur ? n.inputs[1] : n.inputs[0], value(g, cur));
-      } else if (isOp(n, {"Sub", "Div"}) && n.inputs.size() == 2 && n.inputs[0] == cur) {
-        fold = perChannelWeight(g, n.inputs[1], value(g, cur));
-      }
-      if (!fold || value(g, n.outputs[0]).shape != value(g, cur).shape) break;
-      chain.push_back(c);
-      cur = n.outputs[0];
-    }
-    // 2. A residual Add of an activation of the same shape.
-    if (OpId c = next(); c != kNone) {
-      const Node& n = node(g, c);
-      if (isOp(n, {"Add", "Sum"}) && n.inputs.size() == 2) {
-        const ValueId other = n.inputs[0] == cur ? n.inputs[1] : n.inputs[0];
-        if (other >= 0 && other != cur && floatValue(g, other) && value(g, other).shape == value(g, cur).shape &&
-            value(g, n.outputs[0]).shape == value(g, cur).shape) {
-          chain.push_back(c);
-          cur = n.outputs[0];
-        }
-      }
-    }
-    activation();
-  } else if (inList(a.opType, kBinary) || isOp(a, {"Sum", "BatchNormalization", "Gemm", "MatMul"})) {
-    activation();
-  }
-  return chain;
+  // The rule is core's (ir/fusion.h), so that the cost model charges what this backend fuses.
+  return epilogueChain(g, op, placement, [&g](OpId c) { return gpuCheck(g, c).empty(); });
 }
 
 std::vector<std::vector<OpId>> gpuChains(const Graph& g, const std::vector<OpId>& ops) {

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "cost/roofline.h"
+#include "ir/fusion.h"
 #include "support/files.h"
 #include "support/strings.h"
 
@@ -262,6 +263,31 @@ Result<CostTable> buildCostTable(const Graph& g, const std::vector<OpWork>& work
     if (!any)
       return makeError(t.name, ": operator '", node.name, "' (", node.opType, ") can run on no device of platform '",
                        p.name, "' (", join(reasons, "; "), ")");
+  }
+  // A device whose runtime fuses epilogues (Device::fusion): each chain of ir/fusion.h's epilogueChain,
+  // all on that device, is one kernel of the anchor's work: its later operators cost nothing there and
+  // its last operator carries the kernel's time (it runs once every input of the chain is ready, a
+  // residual Add's other operand included). A plan that splits a chain over devices is charged as if
+  // the chain still ran whole on this device: a profile (which measures the kernels the runtime ran)
+  // replaces these costs.
+  for (size_t d = 0; d < m; ++d) {
+    if (p.devices[d].fusion != "epilogues") continue;
+    std::vector<char> taken(n, 0);
+    auto runs = [&](OpId c) { return std::isfinite(t.cost[static_cast<size_t>(c) * m + d]); };
+    for (size_t v = 0; v < n; ++v) {
+      if (taken[v]) continue;
+      const std::vector<OpId> chain = epilogueChain(g, static_cast<OpId>(v), nullptr, runs);
+      if (chain.size() < 2) continue;
+      bool free = true;
+      for (OpId c : chain) free = free && !taken[static_cast<size_t>(c)];
+      if (!free) continue;
+      const double kernel = t.cost[v * m + d];
+      for (OpId c : chain) {
+        taken[static_cast<size_t>(c)] = 1;
+        t.cost[static_cast<size_t>(c) * m + d] = 0.0;
+      }
+      t.cost[static_cast<size_t>(chain.back()) * m + d] = kernel;
+    }
   }
   // Edges: one per (producer, consumer) pair, carrying the bytes of every tensor between them.
   std::map<std::pair<TaskId, TaskId>, int64_t> pairBytes;

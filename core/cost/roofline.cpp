@@ -63,6 +63,17 @@ double coreSyncCostUs(const Device& d, int k) {
   return d.coreSyncUs * std::ceil(std::log2(static_cast<double>(k)));
 }
 
+double reductionFloorUs(const Device& d, const OpWork& w) {
+  if (d.waveOutputs <= 0 || w.macs <= 0 || w.bytesWritten <= 0) return 0.0;
+  const auto it = d.reductionStepUsByClass.find(w.cls);
+  if (it == d.reductionStepUsByClass.end() || !usable(it->second)) return 0.0;
+  const int64_t elem = std::max<int64_t>(1, dtypeSize(w.dtype));
+  const int64_t outputs = std::max<int64_t>(1, w.bytesWritten / elem);
+  const double steps = static_cast<double>(w.macs) / static_cast<double>(outputs);
+  const double waves = std::ceil(static_cast<double>(outputs) / static_cast<double>(d.waveOutputs));
+  return waves * steps * it->second;
+}
+
 double rooflineUs(const Device& d, const OpWork& w, const std::string& opType) {
   const Ceilings c = ceilings(d, w.cls, w.dtype, &opType);
   if (w.cls == OpClass::ShapeOnly) return c.launchUs;  // views and metadata: no data moved
@@ -76,7 +87,8 @@ double rooflineUs(const Device& d, const OpWork& w, const std::string& opType) {
     else
       flops += w.dequantFlops;
   }
-  const double compute = static_cast<double>(std::max<int64_t>(0, flops)) / (c.peakGflops * 1e3) + dequantUs;
+  const double compute = std::max(static_cast<double>(std::max<int64_t>(0, flops)) / (c.peakGflops * 1e3) + dequantUs,
+                                  reductionFloorUs(d, w));
   const double memory = boundUs(c, 0, w.bytesReadActivations + w.bytesWritten, w.bytesReadWeights);
   return c.launchUs + std::max(compute, memory) + coreSyncCostUs(d, d.cores);
 }

@@ -21,6 +21,11 @@ namespace partex {
 /// Predicted time in microseconds of `w` on `d` (finite; support is checked separately). `opType`
 /// (the node's ONNX op type; may be empty) selects Device::opTypeCosts.
 double rooflineUs(const Device& d, const OpWork& w, const std::string& opType = {});
+/// The thin-kernel floor of `w` on `d` (Device::waveOutputs, reductionStepUsByClass): waves *
+/// (MACs per output element) * the class's step, where waves = ceil(output elements / waveOutputs); 0
+/// when the device does not model it or `w` has no multiply-accumulates. rooflineUs takes the larger of
+/// it and the flops at the peak as the compute time.
+double reductionFloorUs(const Device& d, const OpWork& w);
 /// Predicted time in microseconds of a fused group with the given total flops, off-chip bytes,
 /// and dominant class and dtype: one launch.
 double rooflineGroupUs(const Device& d, OpClass cls, DType t, int64_t flops, int64_t offchipBytes);

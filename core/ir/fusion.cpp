@@ -487,4 +487,114 @@ bool runsAsAlias(const Graph& g, OpId op) {
   return in.producer >= 0 && !out.isGraphOutput && !out.isGraphInput && in.dtype == out.dtype;
 }
 
+// ---- The epilogue rule of accelerator backends (epilogueChain) ----------------------------------------
+
+namespace {
+
+bool onnxOp(const Node& n, std::initializer_list<const char*> types) {
+  if (!n.domain.empty() && n.domain != "ai.onnx") return false;
+  for (const char* t : types)
+    if (n.opType == t) return true;
+  return false;
+}
+
+bool staticShapeOf(const Value& v) {
+  if (!v.shapeKnown) return false;
+  for (int64_t d : v.shape)
+    if (d < 0) return false;
+  return true;
+}
+
+/// The one consumer of `v` when it has exactly one, reading it once, `v` is not a model output, and (with
+/// a placement) the consumer is on device `dev`; else kNone.
+OpId soleConsumerOn(const Graph& g, ValueId v, const std::vector<int>* placement, int dev) {
+  if (v < 0) return kNone;
+  const Value& x = val(g, v);
+  if (x.isGraphOutput || x.consumers.size() != 1) return kNone;
+  const OpId c = x.consumers[0];
+  if (placement && !placement->empty() && (*placement)[static_cast<size_t>(c)] != dev) return kNone;
+  int reads = 0;
+  for (ValueId in : g.nodes[static_cast<size_t>(c)].inputs) reads += in == v;
+  return reads == 1 ? c : kNone;
+}
+
+/// A float32 weight of static shape holding one value per channel (axis 1) of `out`, or a scalar.
+bool perChannelOf(const Graph& g, ValueId w, const Value& out) {
+  if (w < 0) return false;
+  const Value& v = val(g, w);
+  if (!v.isWeight || v.dtype != DType::Float32 || !staticShapeOf(v) || v.shape.size() > out.shape.size()) return false;
+  for (size_t d = 0; d < v.shape.size(); ++d) {
+    const size_t axis = d + out.shape.size() - v.shape.size();
+    if (v.shape[d] != 1 && !(axis == 1 && v.shape[d] == out.shape[1])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool isEpilogueActivation(const Graph& g, const Node& n) {
+  if (onnxOp(n, {"Relu", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Elu", "Softplus"})) return true;
+  if (!onnxOp(n, {"Clip"})) return false;
+  for (size_t i = 1; i < 3 && i < n.inputs.size(); ++i) {  // bounds: attributes, or constant inputs
+    if (n.inputs[i] < 0) continue;
+    const Value& b = val(g, n.inputs[i]);
+    if (!b.isWeight && b.intData.empty()) return false;
+  }
+  return true;
+}
+
+std::vector<OpId> epilogueChain(const Graph& g, OpId op, const std::vector<int>* placement,
+                                const std::function<bool(OpId)>& runs) {
+  std::vector<OpId> chain{op};
+  if (!runs(op)) return chain;
+  const Node& a = g.nodes[static_cast<size_t>(op)];
+  if (a.outputs.empty()) return chain;
+  const int dev = placement && !placement->empty() ? (*placement)[static_cast<size_t>(op)] : 0;
+  ValueId cur = a.outputs[0];
+  auto next = [&]() -> OpId {
+    const OpId c = soleConsumerOn(g, cur, placement, dev);
+    return c != kNone && runs(c) ? c : kNone;
+  };
+  auto activation = [&] {
+    const OpId c = next();
+    if (c != kNone && g.nodes[static_cast<size_t>(c)].inputs[0] == cur &&
+        isEpilogueActivation(g, g.nodes[static_cast<size_t>(c)]))
+      chain.push_back(c);
+  };
+  if (onnxOp(a, {"Conv"})) {
+    // 1. Affine steps folded into the filter and bias.
+    for (OpId c = next(); c != kNone; c = next()) {
+      const Node& n = g.nodes[static_cast<size_t>(c)];
+      bool fold = false;
+      if (onnxOp(n, {"BatchNormalization"}) && n.inputs[0] == cur && !n.outputs.empty() && n.inputs.size() >= 5) {
+        fold = true;
+        for (size_t i = 1; i < 5; ++i) fold = fold && n.inputs[i] >= 0 && val(g, n.inputs[i]).isWeight;
+      } else if (onnxOp(n, {"Mul", "Add"}) && n.inputs.size() == 2) {
+        fold = perChannelOf(g, n.inputs[0] == cur ? n.inputs[1] : n.inputs[0], val(g, cur));
+      } else if (onnxOp(n, {"Sub", "Div"}) && n.inputs.size() == 2 && n.inputs[0] == cur) {
+        fold = perChannelOf(g, n.inputs[1], val(g, cur));
+      }
+      if (!fold || val(g, n.outputs[0]).shape != val(g, cur).shape) break;
+      chain.push_back(c);
+      cur = n.outputs[0];
+    }
+    // 2. A residual Add of an activation of the same shape.
+    if (OpId c = next(); c != kNone) {
+      const Node& n = g.nodes[static_cast<size_t>(c)];
+      if (onnxOp(n, {"Add", "Sum"}) && n.inputs.size() == 2) {
+        const ValueId other = n.inputs[0] == cur ? n.inputs[1] : n.inputs[0];
+        if (other >= 0 && other != cur && isF32(g, other) && val(g, other).shape == val(g, cur).shape &&
+            val(g, n.outputs[0]).shape == val(g, cur).shape) {
+          chain.push_back(c);
+          cur = n.outputs[0];
+        }
+      }
+    }
+    activation();  // 3.
+  } else if (onnxOp(a, {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "BatchNormalization", "Gemm", "MatMul"})) {
+    activation();
+  }
+  return chain;
+}
+
 }  // namespace partex

@@ -28,6 +28,7 @@
 ///    that folds into a Conv anchor is the first operator of that Conv's group.
 ///  - A group of one operator is no group: every operator not in a group runs alone.
 
+#include <functional>
 #include <vector>
 
 #include "ir/graph.h"
@@ -58,6 +59,23 @@ int64_t channelShuffle(const Graph& g, OpId reshape, OpId* last = nullptr);
 
 /// Per operator: index into `groups` of the group it belongs to, or -1.
 std::vector<int> groupOfOps(const Graph& g, const std::vector<FusedGroup>& groups);
+
+/// The epilogue rule of an accelerator backend that fuses less than the CPU runtime (the CUDA backend's
+/// chains; Device::fusion "epilogues" in the cost model): the chain of operators run as one kernel
+/// starting at `op`, `op` first. A Conv takes, in order, affine steps folded into its filter and bias
+/// (BatchNormalization with weight statistics; Mul/Add by a per-channel or scalar weight; Sub/Div of one
+/// by such a weight), then at most one residual Add/Sum of a float32 activation of the same shape, then one
+/// activation (isEpilogueActivation). An element-wise binary operator (Add, Sub, Mul, Div, Pow, Max,
+/// Min), Sum, BatchNormalization, Gemm or MatMul takes one activation. Each step only while the chained
+/// tensor has exactly one consumer that reads it once, is not a model output, and (with `placement`) that
+/// consumer is on `op`'s device; `runs(c)` says whether the device runs operator c at all (every operator
+/// of the chain must be runnable; `op` itself too, else the chain is {op}).
+std::vector<OpId> epilogueChain(const Graph& g, OpId op, const std::vector<int>* placement,
+                                const std::function<bool(OpId)>& runs);
+
+/// An activation such an epilogue applies: Relu, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh, Elu,
+/// Softplus, or Clip whose bounds are attributes or constant inputs.
+bool isEpilogueActivation(const Graph& g, const Node& n);
 
 /// Whether the executor runs operator `op` as an alias of its input, with no kernel and no copy: an
 /// Identity, or a Dropout in inference (no training_mode input, its mask read by nobody), of the ONNX

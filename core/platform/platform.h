@@ -80,6 +80,20 @@ struct Device {
   /// on any number of its cores (DLFusion, coarse subgraphs). Off by default: a runtime that fuses only
   /// fixed patterns (the CPU backend) runs a plan operator by operator.
   bool compilesBlocks = false;
+  /// Which chains of operators the device's runtime runs as one kernel, for the costs before any profile
+  /// (a profile measures the fused kernels themselves): "" (none, the default: every operator pays its
+  /// own launch) or "epilogues" (ir/fusion.h epilogueChain, the CUDA backend's rule: a Conv with folded
+  /// affine steps, a residual Add and an activation; Gemm/MatMul/binary operators with an activation).
+  /// The chain's later operators then cost nothing on the device and its last one the anchor's time.
+  std::string fusion;
+  /// A parallel device's work per wave: the outputs it computes at once (a GPU: its SMs times the output
+  /// tile of one SM). With reductionStepUsByClass, an operator whose outputs fill few waves takes at least
+  /// waves * (MACs per output) * step: the serial reduction of a thin kernel (a convolution of 7x7
+  /// outputs and 2048 input channels keeps few SMs busy for a long time). 0: not modelled.
+  int64_t waveOutputs = 0;
+  /// Time of one step of the reduction (one multiply-accumulate per output) of one wave, per op class,
+  /// in microseconds: measured (the GPU calibration's thin convolution). Missing classes: not modelled.
+  std::map<OpClass, double> reductionStepUsByClass;
   /// Op types the device runs. Empty = everything not in unsupportedOps.
   std::set<std::string> supportedOps;
   std::set<std::string> unsupportedOps;

@@ -274,6 +274,11 @@ class Parser {
     d.cores = static_cast<int>(cores);
     d.coreSyncUs = optionalNumber(o, "core_sync_us", where, Sign::NonNegative, 0.0);
     d.compilesBlocks = optionalBool(o, "compiles_blocks", where, false);
+    d.fusion = optionalString(o, "fusion", where, "");
+    if (!d.fusion.empty() && d.fusion != "epilogues")
+      failField(where, "fusion", "must be \"epilogues\" or absent", member(o, "fusion"));
+    d.waveOutputs = optionalInteger(o, "wave_outputs", where, 0, 0);
+    parseClassMap(o, "reduction_step_us_by_class", where, Sign::NonNegative, d.reductionStepUsByClass);
     for (auto& s : stringList(o, "supported_ops", where)) d.supportedOps.insert(s);
     for (auto& s : stringList(o, "unsupported_ops", where)) d.unsupportedOps.insert(s);
     if (const json* cs = optionalArray(o, "constraints", where))
@@ -494,6 +499,13 @@ json deviceToJson(const Device& d) {
   o["cores"] = d.cores;
   if (d.coreSyncUs > 0) o["core_sync_us"] = d.coreSyncUs;
   if (d.compilesBlocks) o["compiles_blocks"] = true;
+  if (!d.fusion.empty()) o["fusion"] = d.fusion;
+  if (d.waveOutputs > 0) o["wave_outputs"] = d.waveOutputs;
+  if (!d.reductionStepUsByClass.empty()) {
+    json r;
+    for (const auto& [cls, v] : d.reductionStepUsByClass) r[opClassName(cls)] = v;
+    o["reduction_step_us_by_class"] = r;
+  }
   if (!d.supportedOps.empty())
     o["supported_ops"] = std::vector<std::string>(d.supportedOps.begin(), d.supportedOps.end());
   if (!d.unsupportedOps.empty())

@@ -32,7 +32,7 @@ using json = nlohmann::json;
 
 /// Bumped whenever the synthetic operators, the fit or the file's content change: older cache files
 /// become stale. 2: the this-machine probe is cached with the calibration. 3: so is the GPU.
-constexpr int kCalibrationFormat = 3;
+constexpr int kCalibrationFormat = 4;  // 4: the GPU's reduction step (conv-reduction)
 constexpr const char* kFormatName = "partex-calibration";
 
 /// Element-wise operators with several (broadcast) inputs: in the CPU backend they walk the broadcast
@@ -258,6 +258,11 @@ Graph buildGpuProbes() {
        {{"pads", ints({1, 1, 1, 1})}, {"kernel_shape", ints({3, 3})}, {"group", one(128)}, {"strides", ints({2, 2})}});
   node("conv-compute", "Conv", {b.input({1, 128, 56, 56}), b.weight({128, 128, 3, 3}), b.weight({128})},
        {1, 128, 56, 56}, {{"pads", ints({1, 1, 1, 1})}, {"kernel_shape", ints({3, 3})}});
+  // A thin convolution: 256 output channels of 14x14 (50,176 outputs: one wave of any GPU of 13 SMs or
+  // more) each summing 2,304 products, as ResNet's third stage does. Its time is the serial reduction,
+  // not the flops: the step of conv-class kernels whose outputs fill few waves (Device::waveOutputs).
+  node("conv-reduction", "Conv", {b.input({1, 256, 14, 14}), b.weight({256, 256, 3, 3}), b.weight({256})},
+       {1, 256, 14, 14}, {{"pads", ints({1, 1, 1, 1})}, {"kernel_shape", ints({3, 3})}});
   node("matmul-compute", "MatMul", {b.input({512, 1024}), b.weight({1024, 1024})}, {512, 1024});
   node("normalisation-compute", "LRN", {b.input({1, 64, 56, 56})}, {1, 64, 56, 56}, {{"size", one(5)}});
   node("Transpose", "Transpose", {b.input({1, 128, 56, 56})}, {1, 56, 56, 128}, {{"perm", ints({0, 2, 3, 1})}});
@@ -330,6 +335,10 @@ void fitMode(ModeCalibration& m) {
     if (t > 0) cost.bandwidthGBs = bytes / t * 1e-3;
     if (const auto* s = sample(family + "-compute"); s && s->flops > 0)
       cost.peakGflops = static_cast<double>(s->flops) / workUs(*s, call) * 1e-3;
+    // The reduction step: the thin probe's time less the fixed cost, per multiply-accumulate of one
+    // output (its outputs fill one wave; see buildGpuProbes).
+    if (const auto* s = sample(family + "-reduction"); s && s->macs > 0 && s->outputs > 0)
+      cost.stepUs = workUs(*s, call) * static_cast<double>(s->outputs) / static_cast<double>(s->macs);
     m.classes[cls] = cost;
   }
   // Broadcasting element-wise ops: their time follows the output elements (the index walk per element),
@@ -396,7 +405,8 @@ Result<ModeCalibration> measureMode(const Backend& backend, const Graph& g, cons
     const Node& n = g.nodes[v];
     if (n.name.rfind("chain", 0) == 0 || n.name.rfind("lead", 0) == 0) continue;
     m.samples.push_back({n.name, n.opType, work[v].cls, work[v].flops,
-                         work[v].bytesReadActivations + work[v].bytesWritten, work[v].bytesReadWeights, us[v]});
+                         work[v].bytesReadActivations + work[v].bytesWritten, work[v].bytesReadWeights,
+                         work[v].macs, work[v].bytesWritten / std::max<int64_t>(1, dtypeSize(work[v].dtype)), us[v]});
   }
   // Executor overhead: in the chain, the time from one Relu's end to the next one's start.
   std::vector<double> gaps, calls;
@@ -439,6 +449,7 @@ json costToJson(const CalibratedCost& c) {
   if (c.peakGflops > 0) j["peak_gflops"] = c.peakGflops;
   if (c.bandwidthGBs > 0) j["bandwidth_gbs"] = c.bandwidthGBs;
   if (c.launchUs >= 0) j["launch_us"] = c.launchUs;
+  if (c.stepUs > 0) j["step_us"] = c.stepUs;
   return j;
 }
 
@@ -453,6 +464,8 @@ json modeToJson(const ModeCalibration& m) {
                        {"flops", s.flops},
                        {"bytes", s.bytes},
                        {"weight_bytes", s.weightBytes},
+                       {"macs", s.macs},
+                       {"outputs", s.outputs},
                        {"us", s.us}});
   return {{"device", m.device},  {"executor_us", m.executorUs},
           {"call_us", m.callUs}, {"weight_bandwidth_gbs", m.weightBandwidthGBs},
@@ -513,6 +526,7 @@ struct Reader {
     if (o.contains("peak_gflops")) c.peakGflops = num(o, "peak_gflops", path + ".", true);
     if (o.contains("bandwidth_gbs")) c.bandwidthGBs = num(o, "bandwidth_gbs", path + ".", true);
     if (o.contains("launch_us")) c.launchUs = num(o, "launch_us", path + ".", false);
+    if (o.contains("step_us")) c.stepUs = num(o, "step_us", path + ".", false);
     return c;
   }
   MachineProbe probe(const json& o, const std::string& path) const {
@@ -588,6 +602,8 @@ struct Reader {
       s.flops = static_cast<int64_t>(num(samples[i], "flops", p, false));
       s.bytes = static_cast<int64_t>(num(samples[i], "bytes", p, false));
       s.weightBytes = static_cast<int64_t>(num(samples[i], "weight_bytes", p, false));
+      if (samples[i].contains("macs")) s.macs = static_cast<int64_t>(num(samples[i], "macs", p, false));
+      if (samples[i].contains("outputs")) s.outputs = static_cast<int64_t>(num(samples[i], "outputs", p, false));
       s.us = num(samples[i], "us", p, false);
       m.samples.push_back(s);
     }
@@ -615,6 +631,7 @@ void applyMode(Device& d, const ModeCalibration& m) {
     if (c.peakGflops > 0) d.peakGflops[cls] = round3(c.peakGflops);
     if (c.bandwidthGBs > 0) d.bandwidthGBsByClass[cls] = round3(c.bandwidthGBs);
     if (c.launchUs >= 0) d.launchOverheadUsByClass[cls] = round3(c.launchUs);
+    if (c.stepUs > 0) d.reductionStepUsByClass[cls] = std::round(c.stepUs * 1e6) / 1e6;
   }
   for (const auto& [op, c] : m.opTypes) {
     OpTypeCost o;
@@ -633,6 +650,7 @@ std::string summary(const ModeCalibration& m) {
     if (c.peakGflops > 0) part += " " + fmt(c.peakGflops, c.peakGflops < 10 ? 1 : 0) + " GFLOP/s,";
     if (c.bandwidthGBs > 0) part += " " + fmt(c.bandwidthGBs, 1) + " GB/s,";
     part += " " + fmt(c.launchUs, 1) + " us";
+    if (c.stepUs > 0) part += ", " + fmt(c.stepUs * 1e3, 1) + " ns per reduction step";
     s += (s.empty() ? "" : "; ") + part;
   }
   if (auto it = m.opTypes.find("Add"); it != m.opTypes.end())
@@ -669,6 +687,11 @@ void addGpuDevice(Platform& p, const GpuDeviceCalibration& g) {
   if (roof > 0) d.defaultPeakGflops = round3(roof);
   if (g.fact("fp32_gflops") > 0 && g.fact("fp16_gflops") > 0)
     d.dtypeSpeedup[DType::Float16] = round3(g.fact("fp16_gflops") / g.fact("fp32_gflops"));
+  // Its runtime (the CUDA backend) fuses epilogues into their convolution or matrix product, and a wave
+  // is one output tile per SM: 4,096 outputs, the 64x64 tile of cuDNN's and cuBLAS's FP32 kernels (an
+  // assumption, not a measurement; docs/design-decisions.md, "The GPU's modelled costs").
+  d.fusion = "epilogues";
+  if (g.fact("sm_count") > 0) d.waveOutputs = static_cast<int64_t>(g.fact("sm_count")) * 4096;
   d.memCapacityBytes = g.memoryBytes;
   p.devices.push_back(d);
   // Two one-way links to the host at the pinned copy rates: the CPU devices share the host's memory
@@ -849,8 +872,10 @@ Result<GpuDeviceCalibration> calibrateGpuDevice(const Backend& gpu, const Calibr
       continue;
     }
     const OpWork& w = work[static_cast<size_t>(op)];
-    m.samples.push_back(
-        {n.name, n.opType, w.cls, w.flops, w.bytesReadActivations + w.bytesWritten, w.bytesReadWeights, median(times)});
+    CalibrationSample smp{n.name, n.opType, w.cls, w.flops, w.bytesReadActivations + w.bytesWritten,
+                          w.bytesReadWeights, w.macs, w.bytesWritten / std::max<int64_t>(1, dtypeSize(w.dtype)),
+                          median(times)};
+    m.samples.push_back(smp);
   }
   // The executor's GPU lane launches each operator and waits for it: the round trip is its cost per
   // operator outside the kernel's device time.

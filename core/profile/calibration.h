@@ -48,6 +48,9 @@ struct CalibratedCost {
   double peakGflops = 0;    ///< 0: not measured.
   double bandwidthGBs = 0;  ///< 0: not measured.
   double launchUs = -1;     ///< Fixed cost per operator, executor overhead included; < 0: not measured.
+  /// Time of one reduction step (one multiply-accumulate per output) of a kernel whose outputs fill one
+  /// wave of the device (Device::reductionStepUsByClass); 0: not measured (only the GPU's conv class).
+  double stepUs = 0;
 };
 
 /// One synthetic operator as measured.
@@ -58,6 +61,8 @@ struct CalibrationSample {
   int64_t flops = 0;
   int64_t bytes = 0;        ///< Activations read + written.
   int64_t weightBytes = 0;  ///< Weights read.
+  int64_t macs = 0;         ///< Multiply-accumulates (0 for most probes).
+  int64_t outputs = 0;      ///< Output elements (0: not recorded).
   double us = 0;            ///< Median kernel time in the executor.
 };
 

@@ -194,7 +194,21 @@ class TestGpuPlatform : public QObject {
       QVERIFY2(peak > 0.01 && peak < 1e4, qPrintable(QString("%1: %2").arg(opClassName(cls)).arg(peak)));
     }
     for (const char* op : {"Add", "Transpose", "Resize", "Slice", "ConvTranspose"}) QVERIFY2(m.opTypes.count(op), op);
-    for (const char* name : {"conv-call", "conv-compute", "elementwise-memory", "weights"}) {
+    // The thin convolution gives the conv class's reduction step: its time less the fixed cost over
+    // its 2,304 multiply-accumulates per output.
+    QVERIFY(finitePositive(m.classes.at(OpClass::Conv).stepUs));
+    for (const auto& s : m.samples)
+      if (s.name == "conv-reduction") {
+        QCOMPARE(s.outputs, int64_t{256 * 14 * 14});
+        QCOMPARE(s.macs, int64_t{256 * 14 * 14} * 2304);
+        const double call = [&] {
+          for (const auto& c : m.samples)
+            if (c.name == "conv-call") return c.us;
+          return 0.0;
+        }();
+        QVERIFY(std::abs(m.classes.at(OpClass::Conv).stepUs - std::max(s.us - call, 0.1 * s.us) / 2304) < 1e-9);
+      }
+    for (const char* name : {"conv-call", "conv-compute", "conv-reduction", "elementwise-memory", "weights"}) {
       bool seen = false;
       for (const auto& s : m.samples) seen = seen || (s.name == name && finitePositive(s.us));
       QVERIFY2(seen, name);
@@ -272,6 +286,11 @@ class TestGpuPlatform : public QObject {
     QVERIFY(finitePositive(gpu->bandwidthGBsByClass.at(OpClass::Elementwise)));
     QVERIFY(gpu->launchOverheadUsByClass.at(OpClass::Conv) > 12.0);
     QVERIFY(gpu->opTypeCosts.count("Add"));
+    // Its runtime fuses epilogues; a wave is 4,096 outputs per SM (the fake has 100); the conv step.
+    QCOMPARE(gpu->fusion, std::string("epilogues"));
+    QCOMPARE(gpu->waveOutputs, int64_t{409600});
+    QVERIFY(finitePositive(gpu->reductionStepUsByClass.at(OpClass::Conv)));
+    QVERIFY(device(*p, "core0")->fusion.empty() && device(*p, "core0")->reductionStepUsByClass.empty());
     // The CPU devices are calibrated as before.
     QVERIFY(!device(*p, "core0")->bandwidthGBsByClass.empty());
     // Links: host -> gpu at h2d, gpu -> host at d2h, latency h2d_latency_us; core0 through the host.

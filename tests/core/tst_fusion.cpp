@@ -7,8 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "cost/costtable.h"
+#include "cost/roofline.h"
+#include "cost/work.h"
 #include "ir/fusion.h"
 #include "ir/graph.h"
+#include "platform/platform.h"
 
 using namespace partex;
 
@@ -259,6 +263,77 @@ class TestFusion : public QObject {
       QCOMPARE(b.g.values[static_cast<size_t>(gs[0].inputs[1])].name, std::string("conv_w"));
       QCOMPARE(gs[0].output, y);
     }
+  }
+
+  void epilogueChains() {
+    // The accelerators' rule: a Conv with folded BatchNormalization, a residual Add and an activation;
+    // a MatMul or binary operator with an activation; nothing after a second reader; an operator the
+    // device cannot run ends the chain.
+    G b;
+    ValueId x = b.input("x", {1, 16, 8, 8});
+    ValueId skip = b.op("Relu", "pre", {x});
+    ValueId a = b.bn("bn", b.conv("conv", skip, 16));
+    ValueId y = b.op("Relu", "relu", {b.op("Add", "add", {a, skip})});
+    ValueId z = b.op("Sigmoid", "sig", {b.op("Mul", "mul", {y, y})});
+    b.output(z);
+    b.g.rebuildIndex();
+    auto idOf = [&](const std::string& name) {
+      for (size_t i = 0; i < b.g.nodes.size(); ++i)
+        if (b.g.nodes[i].name == name) return static_cast<OpId>(i);
+      return kNone;
+    };
+    auto names = [&](const std::vector<OpId>& ops) {
+      Names r;
+      for (OpId op : ops) r.push_back(b.g.nodes[static_cast<size_t>(op)].name);
+      return r;
+    };
+    auto all = [](OpId) { return true; };
+    QCOMPARE(names(epilogueChain(b.g, idOf("conv"), nullptr, all)), (Names{"conv", "bn", "add", "relu"}));
+    // Mul reads y twice: x*x is no chain start for Relu's output, but Mul + Sigmoid is one.
+    QCOMPARE(names(epilogueChain(b.g, idOf("mul"), nullptr, all)), (Names{"mul", "sig"}));
+    // "pre" has two readers (conv and add): a Relu starts no chain.
+    QCOMPARE(names(epilogueChain(b.g, idOf("pre"), nullptr, all)), (Names{"pre"}));
+    // A device that cannot run the Add: conv + bn only.
+    auto noAdd = [&](OpId op) { return b.g.nodes[static_cast<size_t>(op)].opType != "Add"; };
+    QCOMPARE(names(epilogueChain(b.g, idOf("conv"), nullptr, noAdd)), (Names{"conv", "bn"}));
+    // The placement: bn on another device stops the chain at the Conv.
+    std::vector<int> place(b.g.nodes.size(), 0);
+    place[static_cast<size_t>(idOf("bn"))] = 1;
+    QCOMPARE(names(epilogueChain(b.g, idOf("conv"), &place, all)), (Names{"conv"}));
+    QVERIFY(isEpilogueActivation(b.g, b.g.nodes[static_cast<size_t>(idOf("relu"))]));
+    QVERIFY(!isEpilogueActivation(b.g, b.g.nodes[static_cast<size_t>(idOf("mul"))]));
+  }
+
+  void costTableChargesEpilogueKernels() {
+    // A device whose runtime fuses epilogues (Device::fusion) charges a chain as one kernel of its
+    // anchor's work, on the chain's last operator; another device keeps per-operator costs.
+    G b;
+    ValueId y = b.op("Relu", "relu", {b.bn("bn", b.conv("conv", b.input("x")))});
+    b.output(y);
+    b.g.rebuildIndex();
+    Platform p;
+    p.name = "two";
+    for (const char* id : {"cpu", "gpu"}) {
+      Device d;
+      d.id = id;
+      d.kind = std::string(id) == "gpu" ? DeviceKind::Gpu : DeviceKind::Cpu;
+      d.defaultPeakGflops = 100;
+      d.memBandwidthGBs = 10;
+      d.launchOverheadUs = 7;
+      p.devices.push_back(d);
+    }
+    p.host = "cpu";
+    p.devices[1].fusion = "epilogues";
+    const auto work = characteriseAll(b.g);
+    auto t = buildCostTable(b.g, work, p);
+    QVERIFY2(t, t ? "" : t.message().c_str());
+    const double conv = rooflineUs(p.devices[0], work[0], "Conv");
+    QVERIFY(conv > 7);
+    for (size_t v = 0; v < 3; ++v)
+      QCOMPARE(t->w(static_cast<TaskId>(v), 0), rooflineUs(p.devices[0], work[v], b.g.nodes[v].opType));
+    QCOMPARE(t->w(0, 1), 0.0);   // conv
+    QCOMPARE(t->w(1, 1), 0.0);   // bn
+    QCOMPARE(t->w(2, 1), conv);  // relu: the kernel
   }
 };
 

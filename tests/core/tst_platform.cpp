@@ -211,6 +211,9 @@ class TestPlatform : public QObject {
       j["devices"][0]["launch_overhead_us_by_class"] = {{"conv", 9}, {"shape_only", 0}};
       j["devices"][0]["op_types"] = {{"Add", {{"peak_gflops", 0.4}, {"launch_overhead_us", 2.5}}},
                                      {"Resize", {{"bandwidth_gbs", 2}}}};
+      j["devices"][1]["fusion"] = "epilogues";
+      j["devices"][1]["wave_outputs"] = 540672;
+      j["devices"][1]["reduction_step_us_by_class"] = {{"conv", 0.031}};
     });
     auto p = parsePlatform(text.toStdString(), "p.json");
     QVERIFY2(p.isOk(), p.message().c_str());
@@ -221,6 +224,10 @@ class TestPlatform : public QObject {
     QCOMPARE(d.opTypeCosts.at("Add").bandwidthGBs, 0.0);  // absent: the class's
     QCOMPARE(d.opTypeCosts.at("Add").launchOverheadUs, 2.5);
     QCOMPARE(d.opTypeCosts.at("Resize").launchOverheadUs, -1.0);  // absent: the class's
+    QCOMPARE(p->devices[1].fusion, std::string("epilogues"));
+    QCOMPARE(p->devices[1].waveOutputs, int64_t{540672});
+    QCOMPARE(p->devices[1].reductionStepUsByClass.at(OpClass::Conv), 0.031);
+    QVERIFY(d.fusion.empty() && d.waveOutputs == 0 && d.reductionStepUsByClass.empty());
     auto back = parsePlatform(platformToJson(*p), "again.json");
     QVERIFY2(back.isOk(), back.message().c_str());
     QCOMPARE(platformToJson(*back), platformToJson(*p));
@@ -328,6 +335,12 @@ class TestPlatform : public QObject {
     }) << "device 'npu': constraint 'dtypes': field 'dtypes' has an unknown dtype 'half'";
     QTest::newRow("color") << variant([](json& j) { j["devices"][1]["color"] = "red"; })
                            << "device 'npu': field 'color' must be a colour \"#rrggbb\"";
+    QTest::newRow("fusion unknown") << variant([](json& j) { j["devices"][1]["fusion"] = "everything"; })
+                                    << "device 'npu': field 'fusion' must be \"epilogues\" or absent";
+    QTest::newRow("wave outputs negative") << variant([](json& j) { j["devices"][1]["wave_outputs"] = -5; })
+                                           << "device 'npu': field 'wave_outputs'";
+    QTest::newRow("step unknown class") << variant([](json& j) { j["devices"][1]["reduction_step_us_by_class"] = {{"convs", 1}}; })
+                                        << "device 'npu': field 'reduction_step_us_by_class' has an unknown op class 'convs'";
     QTest::newRow("host missing") << variant([](json& j) { j.erase("host"); }) << "p.json: field 'host' is missing";
     QTest::newRow("host unknown") << variant([](json& j) { j["host"] = "gpu"; })
                                   << "p.json: field 'host' names no device: 'gpu' (devices: cpu, npu)";

@@ -56,6 +56,7 @@ class TestRoofline : public QObject {
   void fromCharacterisedConv();
   void badDeviceNumbersStayFinite();
   void perClassAndOpTypeNumbers();
+  void thinKernelReductionFloor();
 };
 
 void TestRoofline::singleOp_data() {
@@ -204,6 +205,37 @@ void TestRoofline::perClassAndOpTypeNumbers() {
   d.launchOverheadUsByClass[OpClass::Elementwise] = -2.0;
   // 5 us + max(1000 / 1e5, 8000 / 5e4 = 0.16)
   QVERIFY(qAbs(rooflineUs(d, relu, "Add") - 5.16) < 1e-9);
+}
+
+void TestRoofline::thinKernelReductionFloor() {
+  // A GPU-like device: a wave is 1,000 outputs, a conv reduction step 0.01 us.
+  Device d = testDevice(5);
+  d.waveOutputs = 1000;
+  d.reductionStepUsByClass = {{OpClass::Conv, 0.01}};
+  // 500 outputs (2,000 bytes) of 4,000 MACs each: 4e6 flops = 4 us at 1000 GFLOP/s, but one wave of
+  // 4,000 steps = 40 us.
+  const OpWork thin = work(OpClass::Conv, DType::Float32, 4000000, 2000, 1000, 2000);
+  QVERIFY(qAbs(reductionFloorUs(d, thin) - 40.0) < 1e-9);
+  QVERIFY(qAbs(rooflineUs(d, thin) - 45.0) < 1e-9);
+  // 2,500 outputs of 400 MACs: three waves of 400 steps = 12 us, above 2 us of flops.
+  const OpWork waves = work(OpClass::Conv, DType::Float32, 2000000, 10000, 1000, 10000);
+  QVERIFY(qAbs(reductionFloorUs(d, waves) - 12.0) < 1e-9);
+  QVERIFY(qAbs(rooflineUs(d, waves) - 17.0) < 1e-9);
+  // With a faster step (0.0005 us) full waves are flop-bound: 10,000 outputs of 400 MACs = 10 waves of
+  // 0.2 us = 2 us of floor, below 8e6 flops at 1000 GFLOP/s = 8 us.
+  d.reductionStepUsByClass[OpClass::Conv] = 0.0005;
+  const OpWork wide = work(OpClass::Conv, DType::Float32, 8000000, 40000, 1000, 40000);
+  QVERIFY(qAbs(reductionFloorUs(d, wide) - 2.0) < 1e-9);
+  QVERIFY(qAbs(rooflineUs(d, wide) - 13.0) < 1e-9);  // 5 + 8
+  d.reductionStepUsByClass[OpClass::Conv] = 0.01;
+  // Another class, a device without the numbers, or no MACs: no floor.
+  QCOMPARE(reductionFloorUs(d, work(OpClass::MatMul, DType::Float32, 4000000, 2000, 1000, 2000)), 0.0);
+  OpWork noMacs = thin;
+  noMacs.macs = 0;
+  QCOMPARE(reductionFloorUs(d, noMacs), 0.0);
+  d.waveOutputs = 0;
+  QCOMPARE(reductionFloorUs(d, thin), 0.0);
+  QVERIFY(qAbs(rooflineUs(d, thin) - 9.0) < 1e-9);  // 5 + 4e6 / 1e6
 }
 
 QTEST_APPLESS_MAIN(TestRoofline)
