@@ -228,6 +228,8 @@ class CudaBackend final : public Backend {
     return std::map<std::string, double>{
         {"d2d_gbs", c->d2dBytesPerS / 1e9},     {"h2d_gbs", c->h2dBytesPerS / 1e9},
         {"d2h_gbs", c->d2hBytesPerS / 1e9},     {"h2d_latency_us", c->h2dSmallUs},
+        {"h2d_staged_gbs", c->h2dStagedBytesPerS / 1e9}, {"d2h_staged_gbs", c->d2hStagedBytesPerS / 1e9},
+        {"d2h_nhwc_gbs", c->d2hNhwcBytesPerS / 1e9},
         {"launch_us", c->launchUs},             {"sync_us", c->syncUs},
         {"graph_node_us", c->graphNodeUs},      {"fp32_gflops", c->fp32Flops / 1e9},
         {"tf32_gflops", c->tf32Flops / 1e9},    {"fp16_gflops", c->fp16Flops / 1e9},

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include "cuda/cuda_pool.h"
@@ -86,16 +87,18 @@ Result<double> gemmFlops(Context& ctx, cudaDataType_t type, cublasComputeType_t 
 }  // namespace
 
 std::string GpuCalibration::toJson() const {
-  char buf[1024];
+  char buf[1536];
   std::snprintf(buf, sizeof buf,
                 "{\"name\": \"%s\", \"sm_count\": %d, \"cc\": \"%d.%d\", \"memory_bytes\": %lld, \"sm_clock_mhz\": %.0f, "
                 "\"mem_clock_mhz\": %.0f, \"bus_width_bits\": %d, \"l2_bytes\": %lld, \"driver\": %d, \"runtime\": %d, "
                 "\"d2d_bytes_per_s\": %.4g, \"h2d_bytes_per_s\": %.4g, \"d2h_bytes_per_s\": %.4g, \"h2d_small_us\": %.3f, "
+                "\"h2d_staged_bytes_per_s\": %.4g, \"d2h_staged_bytes_per_s\": %.4g, \"d2h_nhwc_bytes_per_s\": %.4g, "
                 "\"launch_us\": %.3f, \"graph_node_us\": %.3f, \"sync_us\": %.3f, \"fp32_flops\": %.4g, "
                 "\"tf32_flops\": %.4g, \"fp16_flops\": %.4g, \"seconds\": %.3f}",
                 info.name.c_str(), info.smCount, info.ccMajor, info.ccMinor, static_cast<long long>(info.memoryBytes),
                 info.smClockMHz, info.memClockMHz, info.memBusWidthBits, static_cast<long long>(info.l2Bytes),
-                info.driverVersion, info.runtimeVersion, d2dBytesPerS, h2dBytesPerS, d2hBytesPerS, h2dSmallUs, launchUs,
+                info.driverVersion, info.runtimeVersion, d2dBytesPerS, h2dBytesPerS, d2hBytesPerS, h2dSmallUs,
+                h2dStagedBytesPerS, d2hStagedBytesPerS, d2hNhwcBytesPerS, launchUs,
                 graphNodeUs, syncUs, fp32Flops, tf32Flops, fp16Flops, seconds);
   return buf;
 }
@@ -140,6 +143,47 @@ Result<GpuCalibration> calibrateGpu() {
       small.push_back(std::chrono::duration<double, std::micro>(Clock::now() - a).count());
     }
     c.h2dSmallUs = median(small);
+    // The executor's staged paths (see GpuCalibration), 1 MiB: a [1, 64, 64, 64] float tensor.
+    const size_t mib = size_t{1} << 20;
+    const int C = 64, HW = 64 * 64;
+    std::vector<float> host(mib / sizeof(float), 1.f), nhwc(mib / sizeof(float), 0.f);
+    auto wall = [&](auto&& body) -> Result<double> {
+      std::vector<double> us;
+      for (int r = 0; r < 21; ++r) {
+        const auto a = Clock::now();
+        if (auto st = body(); !st) return Error{st.message()};
+        if (r > 0) us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - a).count());
+      }
+      return median(us);
+    };
+    auto up1 = wall([&]() -> Status {
+      std::memcpy(h.get(), host.data(), mib);
+      if (auto st = check(cudaMemcpyAsync(d.get(), h.get(), mib, cudaMemcpyHostToDevice, s), "h2d"); !st) return st;
+      return check(cudaStreamSynchronize(s), "sync");
+    });
+    auto download = [&]() -> Status {
+      if (auto st = check(cudaMemcpyAsync(h.get(), d.get(), mib, cudaMemcpyDeviceToHost, s), "d2h"); !st) return st;
+      return check(cudaStreamSynchronize(s), "sync");
+    };
+    auto down1 = wall([&]() -> Status {
+      if (auto st = download(); !st) return st;
+      std::memcpy(host.data(), h.get(), mib);
+      return {};
+    });
+    auto downNhwc = wall([&]() -> Status {
+      if (auto st = download(); !st) return st;
+      std::memcpy(host.data(), h.get(), mib);
+      for (int p = 0; p < HW; ++p)
+        for (int ch = 0; ch < C; ++ch) nhwc[static_cast<size_t>(p) * C + ch] = host[static_cast<size_t>(ch) * HW + p];
+      return {};
+    });
+    if (!up1) return Error{up1.message()};
+    if (!down1) return Error{down1.message()};
+    if (!downNhwc) return Error{downNhwc.message()};
+    auto rate = [&](double us) { return static_cast<double>(mib) / (std::max(us - c.h2dSmallUs, 0.1 * us) * 1e-6); };
+    c.h2dStagedBytesPerS = rate(*up1);
+    c.d2hStagedBytesPerS = rate(*down1);
+    c.d2hNhwcBytesPerS = rate(*downNhwc);
   }
   // Launch overhead: host time per launch, round trip, and per node of a graph.
   {

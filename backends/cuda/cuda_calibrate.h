@@ -17,6 +17,13 @@ struct GpuCalibration {
   double h2dBytesPerS = 0;   ///< Pinned host to device, 64 MiB.
   double d2hBytesPerS = 0;   ///< Device to pinned host, 64 MiB.
   double h2dSmallUs = 0;     ///< One 4 KiB host-to-device copy, issued and waited for: the fixed cost.
+  /// The executor's paths for a 1 MiB activation, less the fixed cost: a kernel's input copied from an
+  /// ordinary host tensor into its pinned staging buffer, then to the device, waited for (uploadTensor);
+  /// an output copied back to staging, waited for, then into the host tensor (downloadTensor); and the
+  /// same download followed by the NCHW -> NHWC pass a CPU kernel that reads channels-last makes of it.
+  double h2dStagedBytesPerS = 0;
+  double d2hStagedBytesPerS = 0;
+  double d2hNhwcBytesPerS = 0;
   double launchUs = 0;       ///< Host cost of one kernel launch issued back to back (stream, no graph).
   double graphNodeUs = 0;    ///< GPU time per kernel of a captured graph of minimal kernels.
   double syncUs = 0;         ///< Launch of one minimal kernel and waiting for it (round trip).

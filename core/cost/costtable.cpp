@@ -272,6 +272,9 @@ Result<CostTable> buildCostTable(const Graph& g, const std::vector<OpWork>& work
   // replaces these costs.
   for (size_t d = 0; d < m; ++d) {
     if (p.devices[d].fusion != "epilogues") continue;
+    // The costs of operators alone, for a profile's fused groups split by a plan (CostTable::wIn):
+    // kept before any chain is charged as one kernel.
+    if (t.unfusedCost.empty()) t.unfusedCost = t.cost;
     std::vector<char> taken(n, 0);
     auto runs = [&](OpId c) { return std::isfinite(t.cost[static_cast<size_t>(c) * m + d]); };
     for (size_t v = 0; v < n; ++v) {

@@ -117,7 +117,8 @@ struct CostTable {
   std::vector<std::vector<TaskId>> fusedGroups;
   std::vector<int32_t> fusedGroupOf;  ///< Per task: index into fusedGroups or -1 (empty with it).
   /// Costs of the tasks alone (as cost), for a plan that splits a fused group: the cost model's
-  /// estimates from before a profile replaced them. Empty until a profile is applied.
+  /// estimates from before a profile replaced them, or before a device that fuses epilogues
+  /// (Device::fusion) charged its chains as kernels. Empty until then.
   std::vector<double> unfusedCost;
   /// Per device: the speed of its CPUs when its costs were measured (cpuSpeedProbeUs() of an in-context
   /// profile, microseconds; 0 unknown); empty when no profile said. atRunSpeed() rescales with it.

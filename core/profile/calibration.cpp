@@ -708,8 +708,12 @@ void addGpuDevice(Platform& p, const GpuDeviceCalibration& g) {
     l.bidirectional = false;
     p.links.push_back(l);
   };
-  link(p.host, d.id, g.fact("h2d_gbs"));
-  link(d.id, p.host, g.fact("d2h_gbs"));
+  // At the rates of the executor's paths where the backend measured them (a kernel's input staged from
+  // an ordinary host tensor; an output staged back, then turned channels-last by the CPU kernel that reads
+  // it, as the CPU's convolutions and pools read a 4-D activation), else of the pinned copies alone.
+  auto rate = [&](const char* path, const char* pinned) { return g.fact(path) > 0 ? g.fact(path) : g.fact(pinned); };
+  link(p.host, d.id, rate("h2d_staged_gbs", "h2d_gbs"));
+  link(d.id, p.host, rate("d2h_nhwc_gbs", "d2h_gbs"));
   // The CPU devices whose CPU the GPU's lane takes: never side by side with the GPU.
   for (const std::string& x : g.exclusiveWith)
     if (p.findDevice(x) >= 0) p.exclusiveGroups.push_back({d.id + "-lane-uses-" + x, {d.id, x}});
@@ -733,7 +737,12 @@ std::string gpuSummary(const GpuDeviceCalibration& g) {
          " GiB), measured by the " + g.backend + " backend: device memory " + fmt(g.fact("d2d_gbs"), 0) +
          " GB/s (a device-to-device copy, read + write), pinned copies " + fmt(g.fact("h2d_gbs"), 1) +
          " GB/s to the device and " + fmt(g.fact("d2h_gbs"), 1) + " GB/s back with " +
-         fmt(g.fact("h2d_latency_us"), 1) + " us latency (the links to the host), FP32 GEMM " +
+         fmt(g.fact("h2d_latency_us"), 1) + " us latency" +
+         (g.fact("h2d_staged_gbs") > 0
+              ? "; through the executor's staging buffers " + fmt(g.fact("h2d_staged_gbs"), 1) + " GB/s to the device and " +
+                    fmt(g.fact("d2h_nhwc_gbs"), 1) + " GB/s back into a channels-last host tensor (the links to the host)"
+              : std::string(" (the links to the host)")) +
+         ", FP32 GEMM " +
          fmt(g.fact("fp32_gflops"), 0) + " GFLOP/s (the roof of classes without a probe; FP16 " +
          fmt(g.fact("fp16_gflops"), 0) + "), a launch and wait of " + fmt(g.fact("sync_us"), 1) +
          " us per operator; calibrated per op class from the device time of its kernels (copies excluded) "

@@ -27,8 +27,15 @@
 
 namespace partex {
 
+/// The least warm-up, in milliseconds of runs, of a plan with a GPU (see ExecOptions::warmupMinMs).
+inline constexpr double kGpuWarmupMs = 200.0;
+
 struct ExecOptions {
   int warmup = 1;
+  /// Warm-up runs continue past `warmup` until this many milliseconds have passed since the first one
+  /// (0: none). executePlan raises it to kGpuWarmupMs when the plan uses a device of kind "gpu", whose
+  /// clocks ramp up from idle.
+  double warmupMinMs = 0;
   int reps = 5;
   /// Seed of the synthetic model inputs, and of synthetic weights where the graph has no data (as the
   /// profiler's). Weights with data (Value::data) are the model's own, shared without a copy.

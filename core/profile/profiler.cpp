@@ -212,6 +212,14 @@ Status referenceRun(Ctx& c) {
   return Status::ok();
 }
 
+/// Whether a transfer between `a` and `b` is a copy between two CPUs of the host, which measureTransfer
+/// times. A pair with an accelerator (a GPU) is not: its kernels copy through the backend's own path
+/// (staging buffers, DMA), which the backend's calibration measures (the platform's links to it), so
+/// the profile leaves those links as calibrated.
+bool hostCopyPair(const BackendDevice& a, const BackendDevice& b) {
+  return a.kind != "gpu" && b.kind != "gpu";
+}
+
 /// Times one kernel on the reference inputs: warm-up, then reps.
 Result<TimingStat> timeKernel(Ctx& c, Kernel& k, OpId op) {
   auto ins = inputsOf(c.g, op, c.ref);
@@ -525,7 +533,7 @@ Status profileMinimalPlan(Ctx& c, Profile& p) {
     }
     for (int a = 0; a < m && !sizes.empty(); ++a)
       for (int b = 0; b < m; ++b) {
-        if (a == b) continue;
+        if (a == b || !hostCopyPair(c.devices[static_cast<size_t>(a)], c.devices[static_cast<size_t>(b)])) continue;
         ProfileTransfer t{c.devices[static_cast<size_t>(a)].id, c.devices[static_cast<size_t>(b)].id, {}};
         for (int64_t bytes : sizes) {
           if (c.o.cancelled()) return cancelledError();
@@ -701,7 +709,7 @@ Result<Profile> profileModel(const Graph& g, const Backend& backend, const Profi
   if (o.transfers) {
     for (const auto& a : c.devices)
       for (const auto& b : c.devices) {
-        if (a.id == b.id) continue;
+        if (a.id == b.id || !hostCopyPair(a, b)) continue;
         ProfileTransfer t{a.id, b.id, {}};
         for (int64_t bytes : sizes) {
           if (o.cancelled()) return cancelledError();

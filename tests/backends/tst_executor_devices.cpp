@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <set>
 
 #include "backend/backend.h"
@@ -196,6 +197,50 @@ class TestExecutorDevices : public QObject {
       if (d.id == "acc") QCOMPARE(fixed, static_cast<int>(d.ops.size()));
       else QVERIFY(fixed < static_cast<int>(d.ops.size()));
     }
+  }
+
+  /// Transfers the profiler times are copies between the host's CPUs; a pair with an accelerator is left
+  /// to the backend's calibration (its kernels copy through their own staging path).
+  void profiledTransfersAreHostCopies() {
+    auto g = test::generatedGraph(smallResnet());
+    QVERIFY2(g.isOk(), g.message().c_str());
+    auto cpu = makeCpuBackend();
+    AccBackend accB(*cpu);
+    auto both = makeCombinedBackend({cpu.get(), &accB});
+    ProfilerOptions o;
+    o.method = ProfilerOptions::Method::PerOperator;
+    o.devices = {"acc", "core0", "cpu-serial"};
+    o.warmup = 0;
+    o.reps = 1;
+    o.transfers = true;
+    o.transferSizes = {4096};
+    auto p = profileModel(*g, *both, o);
+    QVERIFY2(p.isOk(), p.message().c_str());
+    bool host = false;
+    for (const auto& t : p->transfers) {
+      QVERIFY2(t.from != "acc" && t.to != "acc", (t.from + " -> " + t.to).c_str());
+      host = host || (t.from == "core0" && t.to == "cpu-serial");
+    }
+    QVERIFY(host);
+  }
+
+  /// A GPU's plan warms up for kGpuWarmupMs at least (its clocks ramp up from idle), not one run.
+  void gpuWarmsUpLonger() {
+    Graph g = test::oneNodeGraph("Relu", {{DType::Float32, {2, 3}}});
+    auto cpu = makeCpuBackend();
+    AccBackend accB(*cpu);
+    auto both = makeCombinedBackend({cpu.get(), &accB});
+    ExecOptions o;
+    o.warmup = 1;
+    o.reps = 1;
+    o.checkOutputs = false;
+    const int before = gRuns;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = executeOnDevice(g, *both, "acc", {0}, o);
+    QVERIFY2(r.isOk(), r.message().c_str());
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    QVERIFY2(ms >= kGpuWarmupMs, qPrintable(QString::number(ms)));
+    QVERIFY2(gRuns - before > 3, qPrintable(QString::number(gRuns - before)));  // 1 + 1 asked, many more run
   }
 
   void deviceResidentHandOver_data() {

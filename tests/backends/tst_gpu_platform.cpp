@@ -87,6 +87,9 @@ class FakeGpuBackend final : public Backend {
                                          {"h2d_gbs", 25},
                                          {"d2h_gbs", 20},
                                          {"h2d_latency_us", 8},
+                                         {"h2d_staged_gbs", 6},
+                                         {"d2h_staged_gbs", 7},
+                                         {"d2h_nhwc_gbs", 3},
                                          {"launch_us", 3},
                                          {"sync_us", 12},
                                          {"graph_node_us", 1.5},
@@ -174,7 +177,7 @@ class TestGpuPlatform : public QObject {
     QCOMPARE(c->device, std::string("gpu"));
     QCOMPARE(c->memoryBytes, kFakeMemory);
     QCOMPARE(c->fact("d2d_gbs"), 900.0);
-    QCOMPARE(c->facts.size(), size_t(13));
+    QCOMPARE(c->facts.size(), size_t(16));
     const ModeCalibration& m = c->mode;
     QCOMPARE(m.device, std::string("gpu"));
     QCOMPARE(m.executorUs, 12.0);
@@ -298,12 +301,13 @@ class TestGpuPlatform : public QObject {
     const Link* up = p->findLink(host, g);
     const Link* down = p->findLink(g, host);
     QVERIFY(up && down && up != down);
-    QCOMPARE(up->bandwidthGBs, 25.0);
-    QCOMPARE(down->bandwidthGBs, 20.0);
+    // At the executor's staged rates (into a channels-last host tensor on the way back), not the pinned ones.
+    QCOMPARE(up->bandwidthGBs, 6.0);
+    QCOMPARE(down->bandwidthGBs, 3.0);
     QCOMPARE(up->latencyUs, 8.0);
     QVERIFY(!up->sharedMemory);
-    QCOMPARE(p->transferUs(core0, g, 1000000), 8.0 + 1e6 / 25e3);
-    QCOMPARE(p->transferUs(g, core0, 1000000), 8.0 + 1e6 / 20e3);
+    QCOMPARE(p->transferUs(core0, g, 1000000), 8.0 + 1e6 / 6e3);
+    QCOMPARE(p->transferUs(g, core0, 1000000), 8.0 + 1e6 / 3e3);
     // The GPU's lane is pinned to the last CPU: exclusive with the CPU devices that use that CPU (the
     // last core and cpu-parallel's team), not with the others.
     const int laneCpu = acceleratorHostCpu();

@@ -334,6 +334,9 @@ class TestFusion : public QObject {
     QCOMPARE(t->w(0, 1), 0.0);   // conv
     QCOMPARE(t->w(1, 1), 0.0);   // bn
     QCOMPARE(t->w(2, 1), conv);  // relu: the kernel
+    // The operators alone stay known, for a profile's fused group that a plan splits (CostTable::wIn).
+    QCOMPARE(t->unfusedCost.size(), t->cost.size());
+    QCOMPARE(t->unfusedCost[1 * 2 + 1], rooflineUs(p.devices[1], work[1], "BatchNormalization"));
   }
 };
 
