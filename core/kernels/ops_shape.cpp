@@ -242,9 +242,20 @@ bool present(const std::vector<const Tensor*>& in, size_t i) {
 
 // ---------------------------------------------------------------------------------------------------------
 
+/// Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout: the input's elements in the same order under
+/// another shape. A copy, or, once the runtime allows it (viewIn: it keeps the input's storage alive and
+/// unchanged until the output's last reader has run), a view of the input's storage (Tensor::borrow), as
+/// ONNX Runtime's Reshape reuses its input's buffer: no time, no memory of its own.
 class ReshapeKernel final : public OpKernel {
  public:
   explicit ReshapeKernel(const Node& n) : node_(n) {}
+  bool canViewInput() const override { return true; }
+  /// A view takes a channels-last input as it is and copies it row-major into storage of its own: the
+  /// backend's row-major copy of an input is scratch that other kernels reuse, no place for a view.
+  bool takesNhwc(const std::vector<const Tensor*>& in) const override {
+    (void)in;
+    return viewIn;
+  }
   Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
     if (auto e = expectInput(in, 0, "data"); !e.empty()) return Error{e};
     const Tensor& x = *in[0];
@@ -252,7 +263,17 @@ class ReshapeKernel final : public OpKernel {
     const std::string& op = node_.opType;
     auto shape = relabeledShape(node_, x.shape(), present(in, 1) ? in[1] : nullptr);
     if (!shape) return Error{shape.message()};
-    if (auto s = copyReshaped(x, out[0], *shape); !s) return s;
+    Tensor& y = out[0];
+    if (viewIn && !x.nhwc() && x.bytes() > 0) {
+      // Read-only: the output's readers take it as const, and only this kernel writes out[0].
+      if (auto s = y.borrow(x.dtype(), *shape, const_cast<void*>(x.raw()), x.bytes()); !s) return s;
+    } else if (viewIn) {
+      if (y.borrowed()) y = Tensor();  // never write into the input a previous run viewed
+      if (auto s = x.toPlain(y); !s) return s;
+      if (auto s = y.reshape(*shape); !s) return s;
+    } else if (auto s = copyReshaped(x, y, *shape); !s) {
+      return s;
+    }
     if (op == "Dropout" && out.size() > 1 && node_.outputs[1] >= 0) {
       if (auto s = out[1].ensure(DType::Bool, x.shape()); !s) return s;
       out[1].fill(1.0);

@@ -608,6 +608,75 @@ class TstKernelsMisc : public QObject {
         }
     CHECK_CLOSE(r->at(0), want, 1e-6);
   }
+  /// The CPU's Reshape-like kernels (Reshape, Flatten, Squeeze, Unsqueeze) copy until told they may view
+  /// their input (Kernel::viewInput); then a row-major input's output is a view of its very storage,
+  /// and a channels-last one is copied row-major into storage of the output's own, never into the input
+  /// a previous run viewed. Values against the input read element by element.
+  void reshapeViewsItsInput_data() {
+    QTest::addColumn<QString>("op");
+    QTest::newRow("Reshape") << "Reshape";
+    QTest::newRow("Flatten") << "Flatten";
+    QTest::newRow("Squeeze") << "Squeeze";
+    QTest::newRow("Unsqueeze") << "Unsqueeze";
+  }
+  void reshapeViewsItsInput() {
+    QFETCH(QString, op);
+    const V shape{1, 3, 2, 5};
+    const Tensor x = randomT(DType::Float32, shape, 7);
+    Tensor second;
+    V want;  // the output's shape
+    if (op == "Reshape") {
+      second = ints({2}, {3, -1});
+      want = {3, 10};
+    } else if (op == "Squeeze") {
+      second = ints({1}, {0});
+      want = {3, 2, 5};
+    } else if (op == "Unsqueeze") {
+      second = ints({1}, {2});
+      want = {1, 3, 1, 2, 5};
+    } else {
+      want = {1, 30};
+    }
+    std::vector<test::NodeInput> decl{{DType::Float32, shape}};
+    std::vector<const Tensor*> ins{&x};
+    if (!second.empty()) {
+      decl.push_back({DType::Int64, second.shape()});
+      ins.push_back(&second);
+    }
+    Graph g = test::oneNodeGraph(op.toStdString(), decl);
+    auto cpu = makeCpuBackend();
+    auto k = cpu->prepare(g, 0, "core0");
+    QVERIFY2(k.isOk(), k.message().c_str());
+    QVERIFY((*k)->canViewInput());
+    auto same = [&](const Tensor& y) {
+      if (y.shape() != want || y.nhwc()) return false;
+      for (int64_t i = 0; i < x.numElements(); ++i)
+        if (y.data<float>()[i] != x.data<float>()[i]) return false;
+      return true;
+    };
+    std::vector<Tensor> outs;
+    QVERIFY((*k)->run(ins, outs).isOk());  // not told yet: a copy
+    QVERIFY(same(outs[0]));
+    QVERIFY(outs[0].raw() != x.raw());
+    (*k)->viewInput();
+    QVERIFY((*k)->run(ins, outs).isOk());
+    QVERIFY(same(outs[0]));
+    QVERIFY(outs[0].borrowed());
+    QCOMPARE(static_cast<const void*>(outs[0].raw()), x.raw());
+    // Channels-last: the same values, stored [N][H][W][C]; the output is row-major and its own.
+    Tensor nhwc;
+    QVERIFY(nhwc.ensureNhwc(shape).isOk());
+    const int64_t C = shape[1], S = shape[2] * shape[3];
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t s = 0; s < S; ++s) static_cast<float*>(nhwc.raw())[s * C + c] = x.data<float>()[c * S + s];
+    const Tensor before = x;
+    std::vector<const Tensor*> insNhwc = ins;
+    insNhwc[0] = &nhwc;
+    QVERIFY((*k)->run(insNhwc, outs).isOk());
+    QVERIFY(!outs[0].borrowed());
+    QVERIFY(same(outs[0]));
+    QVERIFY(std::equal(x.data<float>(), x.data<float>() + x.numElements(), before.data<float>()));
+  }
 };
 
 QTEST_GUILESS_MAIN(TstKernelsMisc)
