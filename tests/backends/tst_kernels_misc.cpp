@@ -677,6 +677,33 @@ class TstKernelsMisc : public QObject {
     QVERIFY(same(outs[0]));
     QVERIFY(std::equal(x.data<float>(), x.data<float>() + x.numElements(), before.data<float>()));
   }
+  /// Slice whose rows are a few elements (Ultraface's boxes [1,4420,4] to [1,4420,2]; copied element by
+  /// element, not by memcpy per row), in float32 and int8, against the elements picked one by one.
+  void sliceShortRows_data() {
+    QTest::addColumn<int>("dtype");
+    QTest::addColumn<qlonglong>("start");
+    QTest::addColumn<qlonglong>("end");
+    QTest::newRow("f32 [:, :, 0:2]") << int(DType::Float32) << 0LL << 2LL;
+    QTest::newRow("f32 [:, :, 2:4]") << int(DType::Float32) << 2LL << 4LL;
+    QTest::newRow("f32 [:, :, 1:4]") << int(DType::Float32) << 1LL << 4LL;
+    QTest::newRow("i8 [:, :, 1:3]") << int(DType::Int8) << 1LL << 3LL;
+  }
+  void sliceShortRows() {
+    QFETCH(int, dtype);
+    QFETCH(qlonglong, start);
+    QFETCH(qlonglong, end);
+    const auto dt = static_cast<DType>(dtype);
+    const int64_t rows = 4421, cols = 4;
+    const Tensor x = randomT(dt, {1, rows, cols}, 11, -100, 100);
+    const Tensor st = ints({1}, {start}), en = ints({1}, {end}), ax = ints({1}, {2});
+    auto r = runNode("Slice", {&x, &st, &en, &ax});
+    QVERIFY2(r.isOk(), r.message().c_str());
+    const int64_t w = end - start;
+    QCOMPARE(r->at(0).shape(), (V{1, rows, w}));
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < w; ++j)
+        QCOMPARE(r->at(0).valueAsDouble(i * w + j), x.valueAsDouble(i * cols + start + j));
+  }
 };
 
 QTEST_GUILESS_MAIN(TstKernelsMisc)
