@@ -491,6 +491,17 @@ class FusedConvKernel final : public OpKernel {
       loadResidual(s, *res, dm, resReorder_);
     }
     prim_.execute(s, {{DNNL_ARG_SCRATCHPAD, scratchpadFor(pd_)}, {DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, weights_}, {DNNL_ARG_BIAS, bias_}, {DNNL_ARG_DST, dm}});
+    if (dm != om && !blk && outShape_.size() == 4 && want == nhwcDesc(outShape_)) {
+      // Channels-last to row-major (a reader that takes no channels-last tensor: yolox_nano's heads
+      // before their Concat): the Transpose kernel's tiles, about twice as fast as oneDNN 2.6's reorder
+      // (jit:uni: 189 us for [1,80,52,52], 40% of the convolution's own time).
+      s.wait();
+      const int64_t N = outShape_[0], C = outShape_[1], S = outShape_[2] * outShape_[3];
+      const auto* src = static_cast<const float*>(dm.get_data_handle());
+      auto* dst = static_cast<float*>(out[0].raw());
+      for (int64_t n = 0; n < N; ++n) transposePlane32(src + n * S * C, C, dst + n * C * S, S, C, S);
+      return Status::ok();
+    }
     if (dm != om) dstReorder_.run(s, dm, om);
     s.wait();
     return Status::ok();

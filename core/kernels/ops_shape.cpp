@@ -1405,6 +1405,10 @@ std::vector<int64_t> shapeOpValues(const Node& n, const std::vector<int64_t>& di
   return std::vector<int64_t>(dims.begin() + s0, dims.begin() + std::max(s0, e0));
 }
 
+void transposePlane32(const void* s, int64_t ls, void* d, int64_t ld, int64_t rows, int64_t cols) {
+  transposePlane(static_cast<const uint32_t*>(s), ls, static_cast<uint32_t*>(d), ld, rows, cols);
+}
+
 void addShapeOps(std::vector<OpEntry>& t) {
   for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze"})
     t.push_back({op, anyDType, [](const Graph&, const Node& n) { return mk<ReshapeKernel>(n); }});
