@@ -474,6 +474,7 @@ int runExecute(const ExecuteArgs& a) {
                         {"disturbed", r->disturbed},
                         {"omp_wait_policy", r->ompWaitPolicy},
                         {"concat_inputs_in_place", r->concatInputsInPlace},
+                        {"views_of_inputs", r->viewsOfInputs},
                         {"peak_rss_bytes", peakRss},
                         {"param_bytes", totals.paramBytes},
                         {"peak_activation_bytes", totals.peakActivationBytes},

@@ -219,6 +219,8 @@ class CpuKernel final : public Kernel {
   bool mayWriteOtherLayout() const override { return op_->nhwcOut; }
   void writeRowMajor() override { op_->nhwcOut = false; }
   bool readsOtherLayout() const override { return true; }
+  bool canViewInput() const override { return op_->canViewInput(); }
+  void viewInput() override { op_->viewIn = op_->canViewInput(); }
 
  private:
   std::unique_ptr<OpKernel> op_;

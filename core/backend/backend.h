@@ -77,6 +77,14 @@ class Kernel {
   /// Whether output `i` is read on the host (by a kernel of another device, or as a model output): an
   /// accelerator's kernel told false may leave the host tensor unwritten. Default: every output is.
   virtual void setHostOutput(size_t i, bool needed) { (void)i, (void)needed; }
+  /// Whether output 0 can be a view of input 0's storage: the same elements in the same order under
+  /// another shape (Reshape, Flatten, Squeeze, Unsqueeze, Identity), no copy. Default: no.
+  virtual bool canViewInput() const { return false; }
+  /// Lets a kernel that canViewInput() make output 0 a view of input 0 (Tensor::borrow) from its next
+  /// run on. The caller promises that input 0's storage stays alive and unchanged until every reader of
+  /// output 0 has run (a runtime's memory plan extends input 0's lifetime over them). Called before a
+  /// run, never after one has started.
+  virtual void viewInput() {}
 };
 
 /// A device a backend can run on. Ids match the platform presets' device ids (this-machine:

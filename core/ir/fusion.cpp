@@ -597,4 +597,14 @@ std::vector<OpId> epilogueChain(const Graph& g, OpId op, const std::vector<int>*
   return chain;
 }
 
+bool runsAsView(const Graph& g, OpId op) {
+  if (op < 0 || static_cast<size_t>(op) >= g.nodes.size() || runsAsAlias(g, op)) return false;
+  const Node& n = g.nodes[static_cast<size_t>(op)];
+  if (!n.domain.empty() && n.domain != "ai.onnx") return false;
+  if (n.inputs.empty() || n.inputs[0] < 0 || n.outputs.empty() || n.outputs[0] < 0) return false;
+  const Value& in = g.values[static_cast<size_t>(n.inputs[0])];
+  const Value& out = g.values[static_cast<size_t>(n.outputs[0])];
+  return !out.isGraphOutput && !out.isGraphInput && in.dtype == out.dtype;
+}
+
 }  // namespace partex

@@ -84,4 +84,12 @@ bool isEpilogueActivation(const Graph& g, const Node& n);
 /// The per-operator profile counts it as 0 us for the same reason.
 bool runsAsAlias(const Graph& g, OpId op);
 
+/// Whether a runtime may run operator `op` as a view of its input when its kernel can
+/// (Kernel::canViewInput: Reshape, Flatten, Squeeze, Unsqueeze, and an Identity or Dropout that is no
+/// alias): its output is then input 0's storage under another shape, no copy, so input 0 must live
+/// until the output's last reader has run. Not for a model output (a view cannot be handed out as
+/// the result), not for an operator that runsAsAlias, and only when input and output have one dtype.
+/// ONNX Runtime runs Reshape and its kin the same way (its kernels reuse the input's buffer).
+bool runsAsView(const Graph& g, OpId op);
+
 }  // namespace partex

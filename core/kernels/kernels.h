@@ -64,6 +64,11 @@ std::vector<int64_t> broadcastStrides(const std::vector<int64_t>& shape, const s
 /// Contiguous row-major strides.
 std::vector<int64_t> contiguousStrides(const std::vector<int64_t>& shape);
 
+/// d[i * ld + j] = s[i + j * ls] for i < rows, j < cols, of 4-byte elements, in the Transpose kernel's
+/// cache tiles and register blocks. A channels-last image [S][C] to row-major [C][S]: ls = C, ld = S,
+/// rows = C, cols = S.
+void transposePlane32(const void* s, int64_t ls, void* d, int64_t ld, int64_t rows, int64_t cols);
+
 /// Walks an N-ary broadcast: calls fn(outIndex, offsets[]) for every output element of [begin, end).
 /// `strides[k]` are input k's broadcast strides. Used by element-wise and Where/Expand kernels.
 template <size_t K, class F>

@@ -41,6 +41,10 @@ class OpKernel {
   /// Set by the backend when every consumer of the kernel's (first) output reads channels-last tensors:
   /// run() may then leave that output channels-last (nhwcOutputOk()).
   bool nhwcOut = false;
+  /// Whether output 0 can be a view of input 0's storage (Kernel::canViewInput).
+  virtual bool canViewInput() const { return false; }
+  /// Set by the backend (Kernel::viewInput): run() may make output 0 a view of input 0.
+  bool viewIn = false;
 };
 
 /// Returns "" when the node can run, otherwise the reason (one line).

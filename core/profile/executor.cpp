@@ -101,6 +101,7 @@ class Prepared {
       kernels_[op] = std::move(k).value();
       for (ValueId in : node.inputs) ins_[op].push_back(in >= 0 ? valuePtr_[static_cast<size_t>(in)] : nullptr);
     }
+    resolveViews();
     placeConcatInputs();
     linkDeviceResident(devOf);
     return Status::ok();
@@ -129,11 +130,32 @@ class Prepared {
     }
   }
 
-  /// The operators that read value `v`'s tensor: its consumers, and the readers of an alias of it.
+  /// Reshape and its kin (runsAsView) that run alone on a kernel that can view its input
+  /// (Kernel::canViewInput) make their output a view of input 0's storage: no copy, and no storage of
+  /// their own in the memory plan, which keeps input 0 alive until the view's last reader (readersOf).
+  /// Called once the kernels are prepared, before Concat's inputs are placed.
+  void resolveViews() {
+    viewOf_.assign(g_.nodes.size(), -1);
+    for (size_t op = 0; op < g_.nodes.size(); ++op) {
+      if (!kernels_[op] || fusedInto_[op] >= 0 || !kernels_[op]->canViewInput() ||
+          !runsAsView(g_, static_cast<OpId>(op)))
+        continue;
+      viewOf_[op] = g_.nodes[op].inputs[0];
+      kernels_[op]->viewInput();
+    }
+  }
+
+  /// The operators that read value `v`'s tensor: its consumers, and the readers of an alias or a view
+  /// of it (a view's own kernel reads it too).
   void readersOf(ValueId v, std::vector<OpId>& to) const {
     for (OpId c : g_.values[static_cast<size_t>(v)].consumers) {
-      if (aliasOf_[static_cast<size_t>(c)] == v) readersOf(g_.nodes[static_cast<size_t>(c)].outputs[0], to);
-      else to.push_back(c);
+      const auto ci = static_cast<size_t>(c);
+      if (aliasOf_[ci] == v) {
+        readersOf(g_.nodes[ci].outputs[0], to);
+        continue;
+      }
+      to.push_back(c);
+      if (viewOf_[ci] == v) readersOf(g_.nodes[ci].outputs[0], to);
     }
   }
 
@@ -250,21 +272,27 @@ class Prepared {
       for (int64_t d = 0; d < axis; ++d) contiguous = contiguous && out.shape[static_cast<size_t>(d)] == 1;
       if (!contiguous) continue;
       // The inputs that can be written in place: produced by a kernel's own output, read by this Concat
-      // alone (once), of the output's dtype and a known shape.
-      std::vector<size_t> slots;
+      // alone (once), of the output's dtype and a known shape. Through views (resolveViews): for an input
+      // that a Reshape makes of a tensor read by that Reshape alone, that tensor's producer writes the
+      // slice, the Reshape views it there, and neither copies (Ultraface's Transpose, Reshape, Concat).
+      std::vector<std::pair<size_t, ValueId>> slots;  // (input, the value whose producer writes it)
       for (size_t i = 0; i < node.inputs.size(); ++i) {
-        const ValueId v = node.inputs[i];
-        if (v < 0) continue;
-        const Value& val = g_.values[static_cast<size_t>(v)];
-        const OpId p = val.producer;
-        // A producer that may write channels-last would drop the view, and the Concat's output would
-        // sit outside the memory plan for nothing (DenseNet's concatenations: 30 MB more).
-        if (p < 0 || !kernels_[static_cast<size_t>(p)] || kernels_[static_cast<size_t>(p)]->mayWriteOtherLayout() ||
-            val.isGraphOutput || !val.shapeKnown ||
-            val.dtype != out.dtype || val.consumers.size() != 1 ||
-            std::count(node.inputs.begin(), node.inputs.end(), v) != 1)
-          continue;
-        slots.push_back(i);
+        ValueId v = node.inputs[i];
+        if (v < 0 || std::count(node.inputs.begin(), node.inputs.end(), v) != 1) continue;
+        const int64_t bytes = g_.values[static_cast<size_t>(v)].bytes();
+        bool ok = true;
+        for (;;) {
+          const Value& val = g_.values[static_cast<size_t>(v)];
+          const OpId p = val.producer;
+          // A producer that may write channels-last would drop the view, and the Concat's output would
+          // sit outside the memory plan for nothing (DenseNet's concatenations: 30 MB more).
+          ok = p >= 0 && kernels_[static_cast<size_t>(p)] && !kernels_[static_cast<size_t>(p)]->mayWriteOtherLayout() &&
+               !val.isGraphOutput && val.shapeKnown && val.dtype == out.dtype && val.consumers.size() == 1 &&
+               val.bytes() == bytes;
+          if (!ok || viewOf_[static_cast<size_t>(p)] < 0) break;
+          v = viewOf_[static_cast<size_t>(p)];
+        }
+        if (ok) slots.emplace_back(i, v);
       }
       if (slots.empty() || kernels_[c]->mayWriteOtherLayout()) continue;
       Tensor& dst = outs_[c][0];
@@ -277,12 +305,13 @@ class Prepared {
         const Value* val = v >= 0 ? &g_.values[static_cast<size_t>(v)] : nullptr;
         const int64_t bytes = val && val->shapeKnown ? val->bytes() : -1;
         if (bytes < 0) break;  // an unknown size: later slices' places are unknown
-        if (next < slots.size() && slots[next] == i) {
-          ++next;
-          const Node& prod = g_.nodes[static_cast<size_t>(val->producer)];
+        if (next < slots.size() && slots[next].first == i) {
+          const ValueId w = slots[next++].second;
+          const Value& wv = g_.values[static_cast<size_t>(w)];
+          const Node& prod = g_.nodes[static_cast<size_t>(wv.producer)];
           for (size_t k = 0; k < prod.outputs.size(); ++k)
-            if (prod.outputs[k] == v && outs_[static_cast<size_t>(val->producer)][k].borrow(val->dtype, val->shape, base + at, bytes))
-              pinned_[static_cast<size_t>(v)] = true;
+            if (prod.outputs[k] == w && outs_[static_cast<size_t>(wv.producer)][k].borrow(wv.dtype, wv.shape, base + at, bytes))
+              pinned_[static_cast<size_t>(w)] = true;
         }
         at += bytes;
       }
@@ -353,6 +382,7 @@ class Prepared {
       for (size_t k = 0; k < node.outputs.size(); ++k) {
         const ValueId v = node.outputs[k];
         if (v < 0 || g_.values[static_cast<size_t>(v)].isGraphOutput || pinned_[static_cast<size_t>(v)]) continue;
+        if (k == 0 && viewOf_[xi] >= 0) continue;  // a view: its input's storage
         const Value& val = g_.values[static_cast<size_t>(v)];
         if (!val.shapeKnown || !tensorDTypeSupported(val.dtype)) continue;
         const int64_t bytes = val.bytes();
@@ -361,7 +391,8 @@ class Prepared {
       }
     }
     // a ends before b starts: a's producer and every reader of a happen before b's producer.
-    // Readers through aliases (resolveAliases): an Identity's reader reads its source's region.
+    // Readers through aliases (resolveAliases) and views (resolveViews): an Identity's or a Reshape's
+    // reader reads its source's region.
     std::vector<std::vector<OpId>> readers(items.size());
     for (size_t i = 0; i < items.size(); ++i) readersOf(items[i].v, readers[i]);
     std::vector<size_t> itemOf(g_.values.size(), 0);
@@ -462,6 +493,14 @@ class Prepared {
         }
     }
   }
+  /// Operators whose output was a view of their input in the last run (resolveViews; a channels-last
+  /// input is copied instead).
+  int viewsOfInputs() const {
+    int count = 0;
+    for (size_t op = 0; op < viewOf_.size(); ++op)
+      if (viewOf_[op] >= 0 && !outs_[op].empty() && outs_[op][0].borrowed()) ++count;
+    return count;
+  }
   /// Concat inputs whose producer wrote them in their pre-placed slice in the last run (its output is
   /// still a view: a producer that wrote elsewhere took storage of its own).
   int concatInputsInPlace() const {
@@ -515,6 +554,7 @@ class Prepared {
   std::vector<std::vector<const Tensor*>> ins_;
   std::vector<OpId> fusedInto_;  ///< Per operator: the last operator of its fused group, -1 when alone.
   std::vector<ValueId> aliasOf_;  ///< Per operator: the value it passes through (resolveAliases), else -1.
+  std::vector<ValueId> viewOf_;   ///< Per operator: the value its output views (resolveViews), else -1.
   std::vector<FusedGroup> groups_;
   /// The activation arena (planMemory): every planned value's tensor is a view of its region.
   struct FreeBytes {
@@ -1294,6 +1334,7 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
   noteWaitPolicy(layout, plan.device, r);
   if (auto st = timedRuns(team, *prep, plan.device, layout, *program, *in, o, step, r); !st) return Error{st.message()};
   r.concatInputsInPlace = prep->concatInputsInPlace();
+  r.viewsOfInputs = prep->viewsOfInputs();
   r.plannedActivationBytes = planned;
   if (o.checkOutputs) {
     r.outputsChecked = true;

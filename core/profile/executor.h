@@ -104,6 +104,9 @@ struct ExecResult {
   /// Concat inputs their producers wrote straight into the Concat's output (a pre-placed slice, where
   /// the slices are contiguous), so that the Concat copied nothing for them.
   int concatInputsInPlace = 0;
+  /// Reshape, Flatten, Squeeze and Unsqueeze operators (runsAsView) whose output was a view of their
+  /// input's storage in the last run: no copy, no storage of their own in the activation arena.
+  int viewsOfInputs = 0;
   /// Bytes of the plan run's activation arena: its intermediate tensors, each at its own offset, shared
   /// between tensors never alive together (model outputs and Concat's pre-placed inputs apart).
   int64_t plannedActivationBytes = 0;

@@ -7,6 +7,9 @@
 #include <QProcess>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
 #include <set>
 
 #include "backend/backend.h"
@@ -17,6 +20,7 @@
 #include "gen/testmodels.h"
 #include "graphrun.h"
 #include "ir/fusion.h"
+#include "ir/tensordata.h"
 #include "onnx/importer.h"
 #include "platform/platform.h"
 #include "profile/executor.h"
@@ -55,6 +59,8 @@ class TestExecutorModes : public QObject {
   void fusionIsAFactOfTheCosts();
   void concatInputsWrittenInPlace();
   void profileUsesGivenInputs();
+  void reshapesRunAsViews();
+  void viewsIntoConcatSlices();
 };
 
 void TestExecutorModes::profileUsesGivenInputs() {
@@ -294,6 +300,185 @@ void TestExecutorModes::fusionIsAFactOfTheCosts() {
   const TaskId last = grp.back();
   QCOMPARE(t->wIn(last, c0, split),
            t->unfusedCost[static_cast<size_t>(last) * t->deviceIds.size() + static_cast<size_t>(c0)]);
+}
+
+/// Reshape and Unsqueeze run as views of their input (runsAsView): no copy, and the memory plan keeps
+/// the viewed tensor alive until the views' last reader. y = Unsqueeze(Reshape(Relu(x), [64]), [0]) +
+/// Neg(z), in the order Relu, Reshape, Unsqueeze, Neg, Add on core0: Neg's output would take Relu's
+/// storage if Relu's tensor died at the Reshape (its only reader), and the Add would then read -z
+/// twice. Checked against y computed here. A view that is a model output is a copy.
+void TestExecutorModes::reshapesRunAsViews() {
+  for (const bool viewIsOutput : {false, true}) {
+    Graph g;
+    g.name = "views";
+    g.opsetVersion = 17;
+    auto value = [&](const std::string& name, DType t, std::vector<int64_t> shape) {
+      Value v;
+      v.name = name;
+      v.dtype = t;
+      v.shape = std::move(shape);
+      v.shapeKnown = true;
+      return g.addValue(v);
+    };
+    auto ints = [&](const std::string& name, const std::vector<int64_t>& x) {
+      const ValueId v = value(name, DType::Int64, {static_cast<int64_t>(x.size())});
+      Value& w = g.values[static_cast<size_t>(v)];
+      w.isWeight = true;
+      auto d = TensorData::allocate(x.size() * sizeof(int64_t));
+      std::memcpy(d->mutableData(), x.data(), x.size() * sizeof(int64_t));
+      w.data = std::move(d);
+      return v;
+    };
+    auto node = [&](const std::string& name, const std::string& type, std::vector<ValueId> ins,
+                    std::vector<int64_t> shape) {
+      Node nd;
+      nd.name = name;
+      nd.opType = type;
+      nd.inputs = std::move(ins);
+      const ValueId out = value(name + "_out", DType::Float32, std::move(shape));
+      nd.outputs = {out};
+      g.addNode(nd);
+      return out;
+    };
+    const ValueId x = value("x", DType::Float32, {4, 16}), z = value("z", DType::Float32, {1, 64});
+    for (ValueId v : {x, z}) {
+      g.values[static_cast<size_t>(v)].isGraphInput = true;
+      g.inputs.push_back(v);
+    }
+    const ValueId a = node("relu", "Relu", {x}, {4, 16});
+    const ValueId r = node("reshape", "Reshape", {a, ints("shape", {64})}, {64});
+    const ValueId u = node("unsqueeze", "Unsqueeze", {r, ints("axes", {0})}, {1, 64});
+    const ValueId n = node("neg", "Neg", {z}, {1, 64});
+    const ValueId y = node("add", "Add", {u, n}, {1, 64});
+    g.values[static_cast<size_t>(y)].isGraphOutput = true;
+    g.outputs = {y};
+    if (viewIsOutput) {
+      g.values[static_cast<size_t>(u)].isGraphOutput = true;
+      g.outputs.push_back(u);
+    }
+    g.rebuildIndex();
+    QVERIFY(runsAsView(g, 1));
+    QCOMPARE(runsAsView(g, 2), !viewIsOutput);
+
+    auto backend = makeCpuBackend();
+    auto t = buildCostTable(g, characteriseAll(g), measureThisMachine());
+    QVERIFY2(t.isOk(), t.message().c_str());
+    Plan plan;
+    plan.algorithm = "manual";
+    const DeviceId d = deviceIndex(*t, "core0");
+    plan.device.assign(g.nodes.size(), d);
+    plan.order.assign(static_cast<size_t>(t->numDevices()), {});
+    plan.order[static_cast<size_t>(d)] = {0, 1, 2, 3, 4};
+    auto xs = Tensor::make(DType::Float32, {4, 16});
+    auto zs = Tensor::make(DType::Float32, {1, 64});
+    QVERIFY(xs.isOk() && zs.isOk());
+    xs->fillRandom(5);
+    zs->fillRandom(6);
+    std::vector<float> want(64);
+    for (size_t i = 0; i < 64; ++i) want[i] = std::max(0.0f, xs->data<float>()[i]) - zs->data<float>()[i];
+    ExecOptions o;
+    o.reps = 3;
+    o.maxDiscarded = 0;
+    o.keepOutputs = true;
+    o.inputs[x] = *xs;
+    o.inputs[z] = *zs;
+    auto res = executePlan(g, *backend, *t, plan, o);
+    QVERIFY2(res.isOk(), res.message().c_str());
+    QCOMPARE(res->viewsOfInputs, viewIsOutput ? 1 : 2);
+    QVERIFY2(res->outputsMatch, res->mismatch.c_str());
+    QCOMPARE(res->outputs.size(), g.outputs.size());
+    QCOMPARE(res->outputs[0].shape(), (std::vector<int64_t>{1, 64}));
+    for (size_t i = 0; i < 64; ++i)
+      QVERIFY2(res->outputs[0].data<float>()[i] == want[i], qPrintable(QString::number(i)));
+    if (viewIsOutput) {  // the model output Unsqueeze copied: Relu(x) as [1, 64]
+      QCOMPARE(res->outputs[1].shape(), (std::vector<int64_t>{1, 64}));
+      for (size_t i = 0; i < 64; ++i)
+        QCOMPARE(res->outputs[1].data<float>()[i], std::max(0.0f, xs->data<float>()[i]));
+    }
+  }
+}
+
+/// A Concat of Reshapes (Ultraface's heads: Transpose, Reshape, Concat): each Reshape's input is written
+/// by its producer straight into the Concat's slice, the Reshape views it there, and nothing is copied.
+/// y = Relu(Concat(Reshape(Neg(x), [1, 24]), Reshape(Tanh(z), [1, 12]), axis 1)), checked against y
+/// computed here.
+void TestExecutorModes::viewsIntoConcatSlices() {
+  Graph g;
+  g.name = "viewconcat";
+  g.opsetVersion = 17;
+  auto value = [&](const std::string& name, DType t, std::vector<int64_t> shape) {
+    Value v;
+    v.name = name;
+    v.dtype = t;
+    v.shape = std::move(shape);
+    v.shapeKnown = true;
+    return g.addValue(v);
+  };
+  auto ints = [&](const std::string& name, const std::vector<int64_t>& x) {
+    const ValueId v = value(name, DType::Int64, {static_cast<int64_t>(x.size())});
+    Value& w = g.values[static_cast<size_t>(v)];
+    w.isWeight = true;
+    auto d = TensorData::allocate(x.size() * sizeof(int64_t));
+    std::memcpy(d->mutableData(), x.data(), x.size() * sizeof(int64_t));
+    w.data = std::move(d);
+    return v;
+  };
+  auto node = [&](const std::string& name, const std::string& type, std::vector<ValueId> ins,
+                  std::vector<int64_t> shape, std::map<std::string, Attribute> attrs = {}) {
+    Node nd;
+    nd.name = name;
+    nd.opType = type;
+    nd.inputs = std::move(ins);
+    nd.attrs = std::move(attrs);
+    const ValueId out = value(name + "_out", DType::Float32, std::move(shape));
+    nd.outputs = {out};
+    g.addNode(nd);
+    return out;
+  };
+  const ValueId x = value("x", DType::Float32, {2, 3, 4}), z = value("z", DType::Float32, {3, 4});
+  for (ValueId v : {x, z}) {
+    g.values[static_cast<size_t>(v)].isGraphInput = true;
+    g.inputs.push_back(v);
+  }
+  const ValueId a = node("neg", "Neg", {x}, {2, 3, 4});
+  const ValueId ra = node("ra", "Reshape", {a, ints("sa", {1, 24})}, {1, 24});
+  const ValueId b = node("tanh", "Tanh", {z}, {3, 4});
+  const ValueId rb = node("rb", "Reshape", {b, ints("sb", {1, -1})}, {1, 12});
+  const ValueId c = node("concat", "Concat", {ra, rb}, {1, 36}, {{"axis", Attribute{int64_t{1}}}});
+  const ValueId y = node("relu", "Relu", {c}, {1, 36});  // (a Concat that is a model output is not pre-placed)
+  g.values[static_cast<size_t>(y)].isGraphOutput = true;
+  g.outputs = {y};
+  g.rebuildIndex();
+  auto backend = makeCpuBackend();
+  auto t = buildCostTable(g, characteriseAll(g), measureThisMachine());
+  QVERIFY2(t.isOk(), t.message().c_str());
+  Plan plan;
+  plan.algorithm = "manual";
+  const DeviceId d = deviceIndex(*t, "core0");
+  plan.device.assign(g.nodes.size(), d);
+  plan.order.assign(static_cast<size_t>(t->numDevices()), {});
+  plan.order[static_cast<size_t>(d)] = {0, 1, 2, 3, 4, 5};
+  auto xs = Tensor::make(DType::Float32, {2, 3, 4});
+  auto zs = Tensor::make(DType::Float32, {3, 4});
+  QVERIFY(xs.isOk() && zs.isOk());
+  xs->fillRandom(8);
+  zs->fillRandom(9);
+  ExecOptions o;
+  o.reps = 3;
+  o.maxDiscarded = 0;
+  o.keepOutputs = true;
+  o.inputs[x] = *xs;
+  o.inputs[z] = *zs;
+  auto r = executePlan(g, *backend, *t, plan, o);
+  QVERIFY2(r.isOk(), r.message().c_str());
+  QCOMPARE(r->viewsOfInputs, 2);
+  QCOMPARE(r->concatInputsInPlace, 2);
+  QVERIFY2(r->outputsMatch, r->mismatch.c_str());
+  QCOMPARE(r->outputs.size(), size_t{1});
+  QCOMPARE(r->outputs[0].shape(), (std::vector<int64_t>{1, 36}));
+  for (int i = 0; i < 24; ++i) QCOMPARE(r->outputs[0].data<float>()[i], std::max(0.0f, -xs->data<float>()[i]));
+  for (int i = 0; i < 12; ++i)
+    QVERIFY(std::abs(r->outputs[0].data<float>()[24 + i] - std::max(0.0f, std::tanh(zs->data<float>()[i]))) < 1e-6f);
 }
 
 QTEST_GUILESS_MAIN(TestExecutorModes)

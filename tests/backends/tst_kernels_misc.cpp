@@ -608,6 +608,102 @@ class TstKernelsMisc : public QObject {
         }
     CHECK_CLOSE(r->at(0), want, 1e-6);
   }
+  /// The CPU's Reshape-like kernels (Reshape, Flatten, Squeeze, Unsqueeze) copy until told they may view
+  /// their input (Kernel::viewInput); then a row-major input's output is a view of its very storage,
+  /// and a channels-last one is copied row-major into storage of the output's own, never into the input
+  /// a previous run viewed. Values against the input read element by element.
+  void reshapeViewsItsInput_data() {
+    QTest::addColumn<QString>("op");
+    QTest::newRow("Reshape") << "Reshape";
+    QTest::newRow("Flatten") << "Flatten";
+    QTest::newRow("Squeeze") << "Squeeze";
+    QTest::newRow("Unsqueeze") << "Unsqueeze";
+  }
+  void reshapeViewsItsInput() {
+    QFETCH(QString, op);
+    const V shape{1, 3, 2, 5};
+    const Tensor x = randomT(DType::Float32, shape, 7);
+    Tensor second;
+    V want;  // the output's shape
+    if (op == "Reshape") {
+      second = ints({2}, {3, -1});
+      want = {3, 10};
+    } else if (op == "Squeeze") {
+      second = ints({1}, {0});
+      want = {3, 2, 5};
+    } else if (op == "Unsqueeze") {
+      second = ints({1}, {2});
+      want = {1, 3, 1, 2, 5};
+    } else {
+      want = {1, 30};
+    }
+    std::vector<test::NodeInput> decl{{DType::Float32, shape}};
+    std::vector<const Tensor*> ins{&x};
+    if (!second.empty()) {
+      decl.push_back({DType::Int64, second.shape()});
+      ins.push_back(&second);
+    }
+    Graph g = test::oneNodeGraph(op.toStdString(), decl);
+    auto cpu = makeCpuBackend();
+    auto k = cpu->prepare(g, 0, "core0");
+    QVERIFY2(k.isOk(), k.message().c_str());
+    QVERIFY((*k)->canViewInput());
+    auto same = [&](const Tensor& y) {
+      if (y.shape() != want || y.nhwc()) return false;
+      for (int64_t i = 0; i < x.numElements(); ++i)
+        if (y.data<float>()[i] != x.data<float>()[i]) return false;
+      return true;
+    };
+    std::vector<Tensor> outs;
+    QVERIFY((*k)->run(ins, outs).isOk());  // not told yet: a copy
+    QVERIFY(same(outs[0]));
+    QVERIFY(outs[0].raw() != x.raw());
+    (*k)->viewInput();
+    QVERIFY((*k)->run(ins, outs).isOk());
+    QVERIFY(same(outs[0]));
+    QVERIFY(outs[0].borrowed());
+    QCOMPARE(static_cast<const void*>(outs[0].raw()), x.raw());
+    // Channels-last: the same values, stored [N][H][W][C]; the output is row-major and its own.
+    Tensor nhwc;
+    QVERIFY(nhwc.ensureNhwc(shape).isOk());
+    const int64_t C = shape[1], S = shape[2] * shape[3];
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t s = 0; s < S; ++s) static_cast<float*>(nhwc.raw())[s * C + c] = x.data<float>()[c * S + s];
+    const Tensor before = x;
+    std::vector<const Tensor*> insNhwc = ins;
+    insNhwc[0] = &nhwc;
+    QVERIFY((*k)->run(insNhwc, outs).isOk());
+    QVERIFY(!outs[0].borrowed());
+    QVERIFY(same(outs[0]));
+    QVERIFY(std::equal(x.data<float>(), x.data<float>() + x.numElements(), before.data<float>()));
+  }
+  /// Slice whose rows are a few elements (Ultraface's boxes [1,4420,4] to [1,4420,2]; copied element by
+  /// element, not by memcpy per row), in float32 and int8, against the elements picked one by one.
+  void sliceShortRows_data() {
+    QTest::addColumn<int>("dtype");
+    QTest::addColumn<qlonglong>("start");
+    QTest::addColumn<qlonglong>("end");
+    QTest::newRow("f32 [:, :, 0:2]") << int(DType::Float32) << 0LL << 2LL;
+    QTest::newRow("f32 [:, :, 2:4]") << int(DType::Float32) << 2LL << 4LL;
+    QTest::newRow("f32 [:, :, 1:4]") << int(DType::Float32) << 1LL << 4LL;
+    QTest::newRow("i8 [:, :, 1:3]") << int(DType::Int8) << 1LL << 3LL;
+  }
+  void sliceShortRows() {
+    QFETCH(int, dtype);
+    QFETCH(qlonglong, start);
+    QFETCH(qlonglong, end);
+    const auto dt = static_cast<DType>(dtype);
+    const int64_t rows = 4421, cols = 4;
+    const Tensor x = randomT(dt, {1, rows, cols}, 11, -100, 100);
+    const Tensor st = ints({1}, {start}), en = ints({1}, {end}), ax = ints({1}, {2});
+    auto r = runNode("Slice", {&x, &st, &en, &ax});
+    QVERIFY2(r.isOk(), r.message().c_str());
+    const int64_t w = end - start;
+    QCOMPARE(r->at(0).shape(), (V{1, rows, w}));
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < w; ++j)
+        QCOMPARE(r->at(0).valueAsDouble(i * w + j), x.valueAsDouble(i * cols + start + j));
+  }
 };
 
 QTEST_GUILESS_MAIN(TstKernelsMisc)

@@ -360,7 +360,7 @@ class TestKernelsReduce : public QObject {
   }
 
   /// Softmax and LogSoftmax along the last axis, a middle one and the first, odd sizes, rows of one
-  /// value, inputs whose exp overflows float without the shift, and opset 11's coerced 2-D form
+  /// value and of a few (2, 3, 8), inputs whose exp overflows float without the shift, and opset 11's coerced 2-D form
   /// (everything from the axis on is one row), against double.
   void softmax() {
     struct Case {
@@ -370,7 +370,10 @@ class TestKernelsReduce : public QObject {
     };
     const std::vector<Case> cases = {{{3, 37, 61}, -1, 17}, {{2, 12, 19, 16}, 2, 17}, {{1, 16, 9, 9}, 1, 17},
                                      {{5, 3}, 0, 17},       {{4, 1}, -1, 17},        {{2, 5, 1}, 1, 17},
-                                     {{2, 3, 7}, 1, 11},    {{6, 300}, 1, 13}};
+                                     {{2, 3, 7}, 1, 11},    {{6, 300}, 1, 13},
+                                     // rows of a few values (the short-row path): Ultraface's class scores
+                                     // [1,4420,2] over axis 2 at opset 9's coerced form, rows of 3 and 8
+                                     {{1, 4420, 2}, 2, 11}, {{7, 3}, -1, 17},        {{5, 8}, 1, 17}};
     uint64_t seed = 31;
     for (const auto& c : cases)
       for (int log = 0; log < 2; ++log)
