@@ -114,7 +114,8 @@ int runExecuteStream(const ExecuteArgs& a, const Graph& g, const CostTable& t, c
   auto pred = simulateStream(t, plan, so);
   if (!pred) return fail(a.plan + ": " + pred.message());
   // A workload: per model, its copies' spans in each steady round (measured; the simulator's over its
-  // steady window), and its throughput (the round's times its copies per round).
+  // steady window), and its throughput (the round's times its copies per round; measured: completions over
+  // the steady part, the figure bench/stream reports).
   struct ModelFigures {
     std::string name;
     int copies = 0;
@@ -245,7 +246,7 @@ int runExecuteStream(const ExecuteArgs& a, const Graph& g, const CostTable& t, c
       for (const auto& m : models)
         jm.push_back({{"model", m.name},
                       {"copies_per_round", m.copies},
-                      {"measured_throughput_per_s", r->throughputPerS * m.copies},
+                      {"measured_throughput_per_s", r->steadyThroughputPerS * m.copies},
                       {"predicted_throughput_per_s", pred->throughputPerS * m.copies},
                       {"measured_latency_median_us", medianOf(m.measured)},
                       {"predicted_latency_us", medianOf(m.predicted)}});
@@ -302,8 +303,9 @@ int runExecuteStream(const ExecuteArgs& a, const Graph& g, const CostTable& t, c
                   r->inferences, refDev.c_str(), r->mismatch.c_str());
     for (const auto& m : models)
       std::printf(
-          "Per model    %s (%d per round): measured %.2f/s, latency median %.1f us; predicted %.2f/s, latency %.1f us\n",
-          m.name.c_str(), m.copies, r->throughputPerS * m.copies, medianOf(m.measured), pred->throughputPerS * m.copies,
+          "Per model    %s (%d per round): measured %.2f/s over the steady part, latency median %.1f us; predicted "
+          "%.2f/s, latency %.1f us\n",
+          m.name.c_str(), m.copies, r->steadyThroughputPerS * m.copies, medianOf(m.measured), pred->throughputPerS * m.copies,
           medianOf(m.predicted));
     std::printf("Memory       peak RSS %s (%d contexts of kernels and buffers)\n",
                 humanBytes(static_cast<double>(peakRss)).c_str(), std::min(r->inFlight, r->inferences));
