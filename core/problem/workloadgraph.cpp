@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
 
@@ -9,6 +10,15 @@
 #include "support/sha256.h"
 
 namespace partex {
+
+namespace {
+/// A rate as a user writes it: "30", "12.5".
+std::string rateText(double r) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", r);
+  return buf;
+}
+}  // namespace
 
 Result<std::vector<int>> workloadRoundCopies(const Workload& w, const std::string& origin) {
   const size_t n = w.models.size();
@@ -22,8 +32,8 @@ Result<std::vector<int>> workloadRoundCopies(const Workload& w, const std::strin
     const double per = m.ratePerS * m.batch / slowest;
     const double whole = std::round(per);
     if (whole < 1 || std::abs(per - whole) > 1e-6 * whole)
-      return makeError(origin, ": model \"", m.name, "\": ", std::to_string(m.batch), " x ", std::to_string(m.ratePerS),
-                       "/s is not a whole multiple of the slowest rate (", std::to_string(slowest),
+      return makeError(origin, ": model \"", m.name, "\": ", std::to_string(m.batch), " x ", rateText(m.ratePerS),
+                       "/s is not a whole multiple of the slowest rate (", rateText(slowest),
                        "/s): a round of the workload holds whole inferences");
     copies[i] = static_cast<int>(whole);
   }
