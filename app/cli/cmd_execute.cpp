@@ -21,6 +21,7 @@
 #include "plan/fusedkernels.h"
 #include "plan/planfile.h"
 #include "platform/platform.h"
+#include "problem/workloadgraph.h"
 #include "profile/executor.h"
 #include "sim/simulator.h"
 #include "sim/stream.h"
@@ -101,14 +102,44 @@ int runExecuteStream(const ExecuteArgs& a, const Graph& g, const CostTable& t, c
   ReplicaDispatch dispatch = ReplicaDispatch::RoundRobin;
   if (!a.dispatch.empty()) parseDispatch(a.dispatch, dispatch);  // checked in runExecute
   o.dispatch = dispatch;
+  const std::vector<WorkloadPart> parts = workloadParts(g);  // a workload file: one round of its models
+  o.keepOpTimes = !parts.empty();
   auto r = executeStream(g, b, t, plan, std::move(o));
   if (!r) return fail(baseName(a.model) + ": " + baseName(a.plan) + ": " + r.message());
   const int64_t peakRss = peakResidentSet().tree();
   StreamOptions so;
   so.inFlight = r->inFlight;
   so.dispatch = dispatch;
+  so.keepTimeline = !parts.empty();
   auto pred = simulateStream(t, plan, so);
   if (!pred) return fail(a.plan + ": " + pred.message());
+  // A workload: per model, its copies' spans in each steady round (measured; the simulator's over its
+  // steady window), and its throughput (the round's times its copies per round; measured: completions over
+  // the steady part, the figure bench/stream reports).
+  struct ModelFigures {
+    std::string name;
+    int copies = 0;
+    std::vector<double> measured, predicted;
+  };
+  std::vector<ModelFigures> models;
+  if (!parts.empty()) {
+    const int n = t.numTasks();
+    std::vector<double> ps, pe;
+    for (const auto& slot : pred->timeline.tasks) {
+      ps.push_back(slot.start);
+      pe.push_back(slot.end);
+    }
+    for (const auto& part : parts) {
+      const std::string model = workloadPartModel(part.name);
+      auto it = std::find_if(models.begin(), models.end(), [&](const ModelFigures& m) { return m.name == model; });
+      if (it == models.end()) it = models.insert(models.end(), ModelFigures{model, 0, {}, {}});
+      ++it->copies;
+      for (double x : partSpans(part.ops, r->opStartUs, r->opEndUs, n, r->warmupCompletions, r->inferences))
+        it->measured.push_back(x);
+      for (double x : partSpans(part.ops, ps, pe, n, pred->inferences / 2, pred->inferences - pred->inFlight + 1))
+        it->predicted.push_back(x);
+    }
+  }
   // The prediction at the CPUs' speed during the stream (as execute without --stream does).
   double predPeriodAtRun = -1, predLatencyAtRun = -1;
   {
@@ -210,6 +241,17 @@ int runExecuteStream(const ExecuteArgs& a, const Graph& g, const CostTable& t, c
                         {"stages", st},
                         {"inferences_us", inf}};
     if (!r->mismatch.empty()) j["mismatch"] = r->mismatch;
+    if (!models.empty()) {
+      nlohmann::json jm = nlohmann::json::array();
+      for (const auto& m : models)
+        jm.push_back({{"model", m.name},
+                      {"copies_per_round", m.copies},
+                      {"measured_throughput_per_s", r->steadyThroughputPerS * m.copies},
+                      {"predicted_throughput_per_s", pred->throughputPerS * m.copies},
+                      {"measured_latency_median_us", medianOf(m.measured)},
+                      {"predicted_latency_us", medianOf(m.predicted)}});
+      j["workload_models"] = jm;
+    }
     std::cout << j.dump(2) << "\n";
   } else {
     std::printf("Model        %s, plan %s (%s)\n", baseName(a.model).c_str(), baseName(a.plan).c_str(),
@@ -259,6 +301,12 @@ int runExecuteStream(const ExecuteArgs& a, const Graph& g, const CostTable& t, c
     else
       std::printf("Outputs      %d of %d DIFFER from the single-device runs on %s: %s\n", r->mismatchedInferences,
                   r->inferences, refDev.c_str(), r->mismatch.c_str());
+    for (const auto& m : models)
+      std::printf(
+          "Per model    %s (%d per round): measured %.2f/s over the steady part, latency median %.1f us; predicted "
+          "%.2f/s, latency %.1f us\n",
+          m.name.c_str(), m.copies, r->steadyThroughputPerS * m.copies, medianOf(m.measured), pred->throughputPerS * m.copies,
+          medianOf(m.predicted));
     std::printf("Memory       peak RSS %s (%d contexts of kernels and buffers)\n",
                 humanBytes(static_cast<double>(peakRss)).c_str(), std::min(r->inFlight, r->inferences));
     // With replicas, each line is one device of one replica (busy per inference of that replica).
@@ -295,7 +343,7 @@ int runExecute(const ExecuteArgs& a) {
       return fail("--dispatch must be round-robin or next-free, not '" + a.dispatch + "'");
     if (!a.streamGiven) return fail("--dispatch needs --stream N");
   }
-  auto taskGraph = isInstanceFile(a.model);
+  auto taskGraph = isTaskGraphFile(a.model);
   if (!taskGraph) return fail(taskGraph.message());
   if (*taskGraph) return fail(a.model + ": a task graph has no operators to execute (an ONNX model is needed)");
   auto plat = loadPlatform(a.platform);

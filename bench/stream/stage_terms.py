@@ -8,7 +8,10 @@ prediction error). Per model, one profile, then, interleaved `--reps` times, `ex
              same kernels at once (shared last-level cache and memory bandwidth)
 and prints core0's busy time per inference (its kernels' summed time) against the profile's, with the
 lanes' CPU share. On an idle machine, contexts/alone is the buffer-rotation term, both/alone the
-two-cores-at-once term; under load the CPU share says how much of a ratio is other programs'.
+two-cores-at-once term; under load the CPU share says how much of a ratio is other programs'. The last
+column, busy x CPU share / profile, takes the other programs' share out (the busy time a lane was
+running, cache and memory stalls included, not the time it waited for its core): the ratio to read
+on a loaded machine.
 Run from the repository root:
   python3 bench/stream/stage_terms.py [--n 100] [--reps 2] [--cli build/bin/partex-cli] [--work DIR] MODEL.onnx...
 """
@@ -53,8 +56,8 @@ def main():
         sys.exit(__doc__)
     work = work or tempfile.mkdtemp(prefix="stage_terms.")
     os.makedirs(work, exist_ok=True)
-    print("| model | run | load | cpu share | core0 busy us (median) | profile us | busy / profile |")
-    print("|---|---|---|---|---:|---:|---:|")
+    print("| model | run | load | cpu share | core0 busy us (median) | profile us | busy / profile | busy x share / profile |")
+    print("|---|---|---|---|---:|---:|---:|---:|")
     for model in models:
         name = os.path.splitext(os.path.basename(model))[0]
         prof = os.path.join(work, name + ".prof.json")
@@ -79,7 +82,8 @@ def main():
                     if s["device"] != "core0":
                         continue
                     print(f"| {name} | {label} | {load:.2f} | {j['cpu_share']:.2f} | {s['measured_busy_us']:.1f} | "
-                          f"{s['predicted_busy_us']:.1f} | {s['measured_busy_us'] / s['predicted_busy_us']:.2f} |",
+                          f"{s['predicted_busy_us']:.1f} | {s['measured_busy_us'] / s['predicted_busy_us']:.2f} | "
+                          f"{s['measured_busy_us'] * j['cpu_share'] / s['predicted_busy_us']:.2f} |",
                           flush=True)
 
 

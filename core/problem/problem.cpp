@@ -12,6 +12,7 @@
 #include "support/files.h"
 #include "support/sha256.h"
 #include "support/strings.h"
+#include "problem/workloadgraph.h"
 
 namespace partex {
 
@@ -107,7 +108,7 @@ Result<GenSpec> parseGeneratorRef(const std::string& ref) {
 }
 
 Result<bool> isTaskGraphFile(const std::string& path) {
-  if (isGeneratorRef(path) || isGgufRef(path)) return false;
+  if (isGeneratorRef(path) || isGgufRef(path) || isWorkloadFile(path)) return false;  // a workload: loadModel merges its models
   return isInstanceFile(path);
 }
 
@@ -154,6 +155,7 @@ Result<Graph> loadGgufModel(const std::string& ref, const ImportOptions& opts) {
 }  // namespace
 
 Result<Graph> loadModel(const std::string& path, const std::vector<std::string>& dims) {
+  if (isWorkloadFile(path)) return loadWorkloadGraph(path, dims);  // one round of its models as one graph
   ImportOptions opts;
   for (const auto& d : dims) {
     auto b = parseDimBinding(d);

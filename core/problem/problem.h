@@ -53,10 +53,10 @@ bool isGeneratorRef(const std::string& model);
 Result<GenSpec> parseGeneratorRef(const std::string& ref);
 
 /// Whether `path` is a scheduling instance rather than an ONNX model: core/cost/instances.h's
-/// isInstanceFile, and false for a generator reference.
+/// isInstanceFile, and false for a generator reference or a workload file (loadModel merges its models).
 Result<bool> isTaskGraphFile(const std::string& path);
 
-/// Imports a model (file or generator reference) with the --dim bindings (NAME=VALUE or INPUT:AXIS=VALUE).
+/// Imports a model (file, generator reference, or a workload file: problem/workloadgraph.h) with the --dim bindings.
 Result<Graph> loadModel(const std::string& path, const std::vector<std::string>& dims);
 
 /// The cost table of an imported model on a platform after scaling its links.

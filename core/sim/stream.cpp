@@ -1,8 +1,11 @@
 #include "sim/stream.h"
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <string>
+
+#include "sim/contention.h"
 
 namespace partex {
 
@@ -259,6 +262,12 @@ Result<StreamResult> simulateStream(const CostTable& t, const Plan& plan, const 
   return StreamJudge(t, o, sim).run(plan);
 }
 
+namespace {
+/// Each inference's start and end in `tl` (task v of inference c at v + c * n), the steady window [a, b]
+/// and the period over it (defined below).
+void measureStream(StreamResult& r, const Timeline& tl, int n, ReplicaDispatch dispatch, int& a, int& b);
+}  // namespace
+
 StreamJudge::StreamJudge(const CostTable& t, StreamOptions o, SimOptions sim) : t_(t), o_(o), sim_(sim) {}
 
 Result<StreamResult> StreamJudge::run(const Plan& plan) {
@@ -329,20 +338,127 @@ Result<StreamResult> StreamJudge::run(const Plan& plan) {
     for (int c = r.inFlight; c < r.inferences; ++c) waits[static_cast<size_t>(c)] = c - r.inFlight;
   auto it = unrolled_.find(waits);
   if (it == unrolled_.end()) it = unrolled_.emplace(waits, unrollStream(t, waits)).first;
-  const CostTable& u = it->second;
+  CostTable& u = it->second;  // its costs are stretched below for memory sharing, and restored
   const Plan up = unrollPlan(t, plan, r.replicaOf);
   auto tl = simulate(u, up, sim);
   if (!tl) return Error{tl.message()};
+  const int half = r.inferences / 2;  // >= 6 by default
+  int a = half, b = r.inferences - 1;
+  measureStream(r, *tl, n, o.dispatch, a, b);
+
+  // Memory shared by cores that run at once (sim/contention.h): an operator on a core takes longer while
+  // the other cores of its pool stream beside it. How much of the time they do comes from the stream
+  // itself, so it is simulated again with the stretched times until the period settles (a fixed point:
+  // stretching the bottleneck lengthens the period, which lowers the others' share of it).
+  const std::vector<DeviceId> pools = memoryPools(t);
+  std::vector<char> used(static_cast<size_t>(m), 0);
+  for (DeviceId d = 0; d < m && static_cast<size_t>(d) < up.order.size(); ++d) used[static_cast<size_t>(d)] = !up.order[static_cast<size_t>(d)].empty();
+  auto exclusive = [&](DeviceId x, DeviceId y) {
+    const auto& ex = t.exclusiveWith[static_cast<size_t>(x)];
+    return std::find(ex.begin(), ex.end(), y) != ex.end();
+  };
+  std::vector<std::vector<DeviceId>> partners(static_cast<size_t>(m));  // per device: the pool's other cores used
+  bool sharing = false;
+  for (DeviceId d = 0; d < m; ++d) {
+    if (!used[static_cast<size_t>(d)] || pools[static_cast<size_t>(d)] < 0) continue;
+    for (DeviceId e = 0; e < m; ++e)
+      if (e != d && used[static_cast<size_t>(e)] && pools[static_cast<size_t>(e)] == pools[static_cast<size_t>(d)] && !exclusive(d, e))
+        partners[static_cast<size_t>(d)].push_back(e);
+    sharing |= !partners[static_cast<size_t>(d)].empty();
+  }
+  if (sharing) {
+    std::vector<SharedMemoryParts> parts(static_cast<size_t>(n) * static_cast<size_t>(m));
+    for (DeviceId d = 0; d < m; ++d)
+      if (!partners[static_cast<size_t>(d)].empty())
+        for (TaskId v = 0; v < n; ++v)
+          parts[static_cast<size_t>(v) * static_cast<size_t>(m) + static_cast<size_t>(d)] =
+              sharedMemoryParts(t, v, d, pools[static_cast<size_t>(d)]);
+    const std::vector<double> baseCost = u.cost, baseUnfused = u.unfusedCost;
+    std::vector<double> factor(static_cast<size_t>(n) * static_cast<size_t>(m), 1.0);
+    for (int iter = 0; iter < 8; ++iter) {
+      // Each device's busy share of the period, in the stream as last simulated.
+      std::vector<double> share(static_cast<size_t>(m), 0.0);
+      for (DeviceId d = 0; d < m; ++d)
+        if (used[static_cast<size_t>(d)] && r.periodUs > 0 && static_cast<size_t>(d) < tl->busy.size())
+          share[static_cast<size_t>(d)] = std::min(1.0, tl->busy[static_cast<size_t>(d)] / r.inferences / r.periodUs);
+      for (DeviceId d = 0; d < m; ++d) {
+        if (partners[static_cast<size_t>(d)].empty()) continue;
+        double others = 0;
+        for (DeviceId e : partners[static_cast<size_t>(d)]) others += share[static_cast<size_t>(e)];
+        for (TaskId v = 0; v < n; ++v) {
+          const size_t k = static_cast<size_t>(v) * static_cast<size_t>(m) + static_cast<size_t>(d);
+          factor[k] = sharedMemoryFactor(parts[k], others, others);
+        }
+      }
+      for (int c = 0; c < r.inferences; ++c)
+        for (TaskId v = 0; v < n; ++v)
+          for (DeviceId d = 0; d < m; ++d) {
+            const size_t k = static_cast<size_t>(v) * static_cast<size_t>(m) + static_cast<size_t>(d);
+            const size_t ku = (static_cast<size_t>(c) * static_cast<size_t>(n)) * static_cast<size_t>(m) + k;
+            u.cost[ku] = baseCost[ku] * factor[k];
+            if (!baseUnfused.empty()) u.unfusedCost[ku] = baseUnfused[ku] * factor[k];
+          }
+      auto next = simulate(u, up, sim);
+      if (!next) {
+        u.cost = baseCost;
+        u.unfusedCost = baseUnfused;
+        return Error{next.message()};
+      }
+      const double before = r.periodUs;
+      tl = std::move(next);
+      measureStream(r, *tl, n, o.dispatch, a, b);
+      if (std::abs(r.periodUs - before) <= 2e-3 * std::max(before, 1e-9)) break;
+    }
+    u.cost = baseCost;
+    u.unfusedCost = baseUnfused;
+    // Busy time per inference as stretched (each replica's tasks on their devices).
+    for (int k = 0; k < R; ++k) {
+      const Plan q = replicaPlan(plan, k);
+      for (TaskId v = 0; v < n && static_cast<size_t>(v) < q.device.size(); ++v) {
+        const DeviceId d = q.device[static_cast<size_t>(v)];
+        if (d < 0 || d >= m) continue;
+        const double f = factor[static_cast<size_t>(v) * static_cast<size_t>(m) + static_cast<size_t>(d)];
+        if (f == 1.0) continue;
+        const double extra = t.w(v, d) * (f - 1.0);
+        r.replicaBusy[static_cast<size_t>(k)][static_cast<size_t>(d)] += extra;
+        r.busyPerInference[static_cast<size_t>(d)] += extra / static_cast<double>(R);
+      }
+    }
+    busiest = 0;
+    for (DeviceId d = 0; d < m; ++d)
+      if (r.busyPerInference[static_cast<size_t>(d)] > busiest) {
+        busiest = r.busyPerInference[static_cast<size_t>(d)];
+        r.bottleneck = d;
+      }
+  }
+  r.throughputPerS = r.periodUs > 0 ? 1e6 / r.periodUs : 0;
+  std::vector<double> lat;
+  for (int c = 0; c < r.inferences; ++c) {
+    const double l = r.end[static_cast<size_t>(c)] - r.start[static_cast<size_t>(c)];
+    r.maxLatencyUs = std::max(r.maxLatencyUs, l);
+    if (c >= a && c <= b) lat.push_back(l);
+  }
+  r.latencyUs = median(lat);
+  r.peakBytes = tl->peakBytes;
+  r.overCapacity = tl->overCapacity;
+  if (o.keepTimeline) r.timeline = std::move(*tl);
+  return r;
+}
+
+namespace {
+
+void measureStream(StreamResult& r, const Timeline& tl, int n, ReplicaDispatch dispatch, int& a, int& b) {
+  const int R = r.replicas;
   r.start.assign(static_cast<size_t>(r.inferences), kInf);
   r.end.assign(static_cast<size_t>(r.inferences), 0.0);
   for (int c = 0; c < r.inferences; ++c)
     for (TaskId v = 0; v < n; ++v) {
-      const TaskSlot& s = tl->tasks[static_cast<size_t>(v + c * n)];
+      const TaskSlot& s = tl.tasks[static_cast<size_t>(v + c * n)];
       r.start[static_cast<size_t>(c)] = std::min(r.start[static_cast<size_t>(c)], s.start);
       r.end[static_cast<size_t>(c)] = std::max(r.end[static_cast<size_t>(c)], s.end);
     }
   // Outputs returning to the host end an inference too.
-  for (const auto& x : tl->transfers)
+  for (const auto& x : tl.transfers)
     if (x.dst < 0 && x.src >= 0) {
       const size_t c = static_cast<size_t>(x.src / n);
       r.end[c] = std::max(r.end[c], x.end);
@@ -353,14 +469,14 @@ Result<StreamResult> StreamJudge::run(const Plan& plan) {
   // on a device exclusive with a busier one (core0 beside cpu-parallel) then finds the gaps it never
   // finds in the steady state, and the last inferences end within microseconds of each other. The
   // window [a, b] ends at N - K and holds whole rounds of the replicas.
-  const int half = r.inferences / 2;  // >= 6 by default
-  int a = half, b = r.inferences - 1;
+  a = r.inferences / 2;
+  b = r.inferences - 1;
   if (const int rounds = (r.inferences - r.inFlight - a + 1) / R; rounds >= 1) b = a + rounds * R - 1;
   // Replicas of different speeds may end out of order: the latest end so far stands for each end.
   const double beforeEnd = a > 0 ? *std::max_element(r.end.begin(), r.end.begin() + a) : 0.0;
   const double windowEnd = *std::max_element(r.end.begin(), r.end.begin() + b + 1);
   r.periodUs = (windowEnd - beforeEnd) / static_cast<double>(b - a + 1);
-  if (o.dispatch == ReplicaDispatch::NextFree && R > 1) {
+  if (dispatch == ReplicaDispatch::NextFree && R > 1) {
     // The window holds no whole rounds (the assignment follows the replicas' speeds): the stream's rate
     // is the sum of each replica's, each measured over its own inferences in the window (from its last
     // end before the window to its last end in it).
@@ -382,19 +498,9 @@ Result<StreamResult> StreamJudge::run(const Plan& plan) {
     }
     if (rate > 0) r.periodUs = 1.0 / rate;
   }
-  r.throughputPerS = r.periodUs > 0 ? 1e6 / r.periodUs : 0;
-  std::vector<double> lat;
-  for (int c = 0; c < r.inferences; ++c) {
-    const double l = r.end[static_cast<size_t>(c)] - r.start[static_cast<size_t>(c)];
-    r.maxLatencyUs = std::max(r.maxLatencyUs, l);
-    if (c >= a && c <= b) lat.push_back(l);
-  }
-  r.latencyUs = median(lat);
-  r.peakBytes = tl->peakBytes;
-  r.overCapacity = tl->overCapacity;
-  if (o.keepTimeline) r.timeline = std::move(*tl);
-  return r;
 }
+
+}  // namespace
 
 std::vector<PlanStage> planStages(const Plan& plan, const std::vector<TaskId>& topo) {
   std::vector<PlanStage> out;

@@ -96,6 +96,7 @@ class TestExecuteStream : public QObject {
   void cliRejectsBadStreams();
   void cliStreamOnGeneratedModel();
   void cliStreamReplicas();
+  void cliStreamWorkload();
 };
 
 void TestExecuteStream::twoStagesOverlap() {
@@ -420,6 +421,61 @@ void TestExecuteStream::cliStreamOnGeneratedModel() {
   QCOMPARE(inf.size(), 8);
   for (const auto& x : inf) QVERIFY(x.toObject()["end_us"].toDouble() > x.toObject()["start_us"].toDouble());
   QVERIFY(o["stages"].toArray().size() >= 1);
+}
+
+/// A workload of two models (issue 29, item 4): `schedule` and `execute --stream` take the workload file
+/// as one graph holding a round of it (problem/workloadgraph.h), and execute reports each model's
+/// throughput and latency, measured and predicted.
+void TestExecuteStream::cliStreamWorkload() {
+  if (!QFileInfo::exists(test::cliPath())) QSKIP("partex-cli is not built");
+  const QString dir = QString::fromStdString(test::tempDir());
+  for (const auto& [name, seed] : {std::pair<QString, QString>{"a", "5"}, {"b", "7"}}) {
+    auto gen = test::runCli({"generate", "random", "--nodes", "16", "--seed", seed, "-o", dir + "/" + name + ".onnx"}, 120000);
+    QCOMPARE(gen.code, 0);
+  }
+  const QString platform = dir + "/two-cores.json";
+  QVERIFY(writeFileAtomic(platform.toStdString(), platformToJson(thisMachineCores(2))).isOk());
+  // Model a at twice b's rate: a round holds a#0, a#1 and b#0.
+  const QString workload = dir + "/pair.json";
+  QVERIFY(writeFileAtomic(workload.toStdString(), R"({"name": "pair", "models": [
+      {"name": "a", "model": "a.onnx", "rate": 20, "deadline_ms": 100},
+      {"name": "b", "model": "b.onnx", "rate": 10, "deadline_ms": 100}]})")
+              .isOk());
+  const QString plan = dir + "/pair.plan.json";
+  auto sched = test::runCli({"schedule", workload, "-p", platform, "--algo", "pipeline", "-o", plan}, 120000);
+  QVERIFY2(sched.code == 0, sched.err.constData());
+  auto ex = test::runCli({"execute", workload, "-p", platform, "--plan", plan, "--stream", "8", "--json"}, 300000);
+  QVERIFY2(ex.code == 0, ex.err.constData());
+  const QJsonObject o = QJsonDocument::fromJson(ex.out).object();
+  QVERIFY(o["outputs_match"].toBool());
+  QCOMPARE(o["inferences"].toInt(), 8);
+  const QJsonArray models = o["workload_models"].toArray();
+  QCOMPARE(models.size(), 2);
+  const QJsonObject a = models[0].toObject(), b = models[1].toObject();
+  QCOMPARE(a["model"].toString(), QString("a"));
+  QCOMPARE(a["copies_per_round"].toInt(), 2);
+  QCOMPARE(b["model"].toString(), QString("b"));
+  QCOMPARE(b["copies_per_round"].toInt(), 1);
+  // Each model's throughput is the round's times its copies, measured and predicted alike.
+  QCOMPARE(a["measured_throughput_per_s"].toDouble(), 2 * b["measured_throughput_per_s"].toDouble());
+  QCOMPARE(a["predicted_throughput_per_s"].toDouble(), 2 * b["predicted_throughput_per_s"].toDouble());
+  QCOMPARE(b["measured_throughput_per_s"].toDouble(), o["measured_steady_throughput_per_s"].toDouble());
+  for (const auto& m : {a, b}) {
+    QVERIFY(m["measured_latency_median_us"].toDouble() > 0);
+    QVERIFY(m["predicted_latency_us"].toDouble() > 0);
+    // A copy is part of a round: its latency is at most the round's.
+    QVERIFY(m["predicted_latency_us"].toDouble() <= o["predicted_max_latency_us"].toDouble() + 1e-6);
+  }
+  // A round that holds no whole inferences: one line naming the workload file and the model.
+  const QString bad = dir + "/uneven.json";
+  QVERIFY(writeFileAtomic(bad.toStdString(), R"({"models": [
+      {"name": "a", "model": "a.onnx", "rate": 30, "deadline_ms": 100},
+      {"name": "b", "model": "b.onnx", "rate": 20, "deadline_ms": 100}]})")
+              .isOk());
+  auto f = test::runCli({"execute", bad, "-p", platform, "--plan", plan, "--stream", "8"}, 120000);
+  QCOMPARE(f.code, 2);
+  const QString err = QString::fromUtf8(f.err).trimmed();
+  QVERIFY2(err.contains("uneven.json") && err.contains("\"a\"") && !err.contains('\n'), qPrintable(err));
 }
 
 void TestExecuteStream::cliStreamReplicas() {

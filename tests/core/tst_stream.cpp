@@ -9,6 +9,7 @@
 #include "cost/costtable.h"
 #include "sched/algorithms.h"
 #include "sched/scheduler.h"
+#include "sim/contention.h"
 #include "sim/stream.h"
 
 using namespace partex;
@@ -39,6 +40,37 @@ Plan planOf(const CostTable& t, const std::vector<DeviceId>& dev) {
   p.order.assign(static_cast<size_t>(t.numDevices()), {});
   for (TaskId v = 0; v < t.numTasks(); ++v) p.order[static_cast<size_t>(dev[static_cast<size_t>(v)])].push_back(v);
   return p;
+}
+
+/// Devices POOL (a two-core CPU device, exclusive with both cores), C0 and C1 (one core each); a chain
+/// A -> B whose every task is memory-bound on the cores: `bytes[v]` bytes at 100 bytes/us (so w = bytes
+/// / 100 us, the cost given), `flops[v]` at 1000 flops/us. The pool streams `poolBytesPerUs` together:
+/// 100 is one core's rate (two cores at once get half each), 200 twice it (no sharing).
+CostTable sharedMemoryChain(std::vector<double> costUs, std::vector<int64_t> bytes, std::vector<int64_t> flops,
+                            double poolBytesPerUs) {
+  const std::string json = R"({"devices": ["POOL","C0","C1"], "tasks": {"A": [)" + std::to_string(costUs[0]) + "," +
+                           std::to_string(costUs[0]) + "," + std::to_string(costUs[0]) + R"(], "B": [)" +
+                           std::to_string(costUs[1]) + "," + std::to_string(costUs[1]) + "," + std::to_string(costUs[1]) +
+                           R"(]}, "edges": [["A","B",0]]})";
+  auto t = parseTaskGraph(json, "shared.json");
+  if (!t) qFatal("%s", t.message().c_str());
+  t->deviceKinds = {"cpu", "cpu", "cpu"};
+  t->deviceCores = {2, 1, 1};
+  t->exclusiveWith = {{1, 2}, {0}, {0}};
+  t->work.resize(2);
+  for (size_t v = 0; v < 2; ++v) {
+    t->work[v].cls = OpClass::Elementwise;
+    t->work[v].bytesReadActivations = bytes[v] / 2;
+    t->work[v].bytesWritten = bytes[v] - bytes[v] / 2;
+    t->work[v].flops = flops[v];
+  }
+  t->groupRoofline = [poolBytesPerUs](DeviceId d, OpClass, DType, int64_t f, int64_t b) {
+    RooflineParts r;
+    r.memoryUs = static_cast<double>(b) / (d == 0 ? poolBytesPerUs : 100.0);
+    r.computeUs = static_cast<double>(f) / 1000.0;
+    return r;
+  };
+  return *t;
 }
 
 double streamPeriod(const CostTable& t, const Plan& p) {
@@ -90,6 +122,72 @@ class TestStream : public QObject {
     QCOMPARE(s->end[13], 434.0);
     QCOMPARE(s->periodUs, 31.0);
     QCOMPARE(s->latencyUs, 93.0);
+  }
+
+  // Memory shared by cores running at once (sim/contention.h), hand-counted. Two memory-bound stages of
+  // 10 us on C0 and C1, each always busy: with a pool no faster than one core, each gets half of it and
+  // takes twice as long: a period of 20 us, where the one-core bandwidth gave 10.
+  void sharedMemoryHalvesTheBandwidth() {
+    const CostTable t = sharedMemoryChain({10, 10}, {1000, 1000}, {0, 0}, 100);
+    QCOMPARE(memoryPools(t), (std::vector<DeviceId>{-1, 0, 0}));
+    auto s = simulateStream(t, planOf(t, {1, 2}));
+    QVERIFY2(s, s ? "" : s.message().c_str());
+    QVERIFY2(std::abs(s->periodUs - 20.0) < 1e-9, qPrintable(QString::number(s->periodUs)));
+    // The busy time per inference says so too.
+    QVERIFY(std::abs(s->busyPerInference[1] - 20.0) < 1e-9 && std::abs(s->busyPerInference[2] - 20.0) < 1e-9);
+    // A pool that streams twice one core's rate feeds both: no term.
+    const CostTable wide = sharedMemoryChain({10, 10}, {1000, 1000}, {0, 0}, 200);
+    QCOMPARE(streamPeriod(wide, planOf(wide, {1, 2})), 10.0);
+    // One core alone (both stages on C0): nobody to share with.
+    QCOMPARE(streamPeriod(t, planOf(t, {1, 1})), 20.0);
+    // A task graph (no device kinds, no work): no pools, no term.
+    QCOMPARE(memoryPools(chain(10, 0)), (std::vector<DeviceId>{-1, -1}));
+  }
+
+  // Compute hides the memory part: 20 us of compute over 10 us of memory stretched to 20 is not slowed.
+  void sharedMemoryHiddenByCompute() {
+    const CostTable t = sharedMemoryChain({20, 20}, {1000, 1000}, {20000, 20000}, 100);
+    QCOMPARE(streamPeriod(t, planOf(t, {1, 2})), 20.0);
+    // Half of it hidden: 15 us of compute, memory 10 -> 20 us: 20 us per stage, not 30.
+    const CostTable half = sharedMemoryChain({15, 15}, {1000, 1000}, {15000, 15000}, 100);
+    const double p = streamPeriod(half, planOf(half, {1, 2}));
+    QVERIFY2(std::abs(p - 20.0) < 1e-9, qPrintable(QString::number(p)));
+  }
+
+  // Unbalanced: A 10 us on C0, B 5 us on C1, both memory-bound. B runs beside A all the time (A is the
+  // bottleneck) and doubles to 10 us; A runs beside B a share B/A of its time: A' = 10 (1 + 10 / A'),
+  // A' = 5 + sqrt(125) = 16.18 us, the fixed point the repeated simulation settles on.
+  void sharedMemoryFixedPoint() {
+    const CostTable t = sharedMemoryChain({10, 5}, {1000, 500}, {0, 0}, 100);
+    auto s = simulateStream(t, planOf(t, {1, 2}));
+    QVERIFY2(s, s ? "" : s.message().c_str());
+    const double expected = 5.0 + std::sqrt(125.0);
+    QVERIFY2(std::abs(s->periodUs - expected) < 0.01 * expected, qPrintable(QString::number(s->periodUs)));
+    QCOMPARE(s->bottleneck, DeviceId(1));
+    // The factor itself: memory-bound, half overlapped, s = 2: 1.5.
+    SharedMemoryParts p;
+    p.memoryUs = 10;
+    p.poolRatio = 1.0;
+    QCOMPARE(sharedMemoryFactor(p, 0.5, 0.5), 1.5);
+    QCOMPARE(sharedMemoryFactor(p, 0.0, 0.0), 1.0);
+    QCOMPARE(sharedMemoryFactor(p, 3.0, 1.0), 2.0);  // the overlap is a share: at most 1
+    p.poolRatio = 0.5;                                // the pool streams twice one core's rate
+    QCOMPARE(sharedMemoryFactor(p, 1.0, 1.0), 1.0);
+  }
+
+  // Replicas: the whole chain on C0 for even inferences, on C1 for odd ones, 10 us each. Alone they
+  // would give one inference every 5 us; sharing a pool no faster than one core, every 10 us: two cores
+  // no better than one when the model is bound by memory.
+  void sharedMemoryReplicas() {
+    const CostTable t = sharedMemoryChain({5, 5}, {500, 500}, {0, 0}, 100);
+    Plan p = planOf(t, {1, 1});
+    p.replicas = {{0, 2, 2}};
+    auto s = simulateStream(t, p);
+    QVERIFY2(s, s ? "" : s.message().c_str());
+    QCOMPARE(s->replicas, 2);
+    QVERIFY2(std::abs(s->periodUs - 10.0) < 1e-9, qPrintable(QString::number(s->periodUs)));
+    const CostTable wide = sharedMemoryChain({5, 5}, {500, 500}, {0, 0}, 200);
+    QCOMPARE(streamPeriod(wide, p), 5.0);
   }
 
   // Everything on one device: no overlap, the period is the makespan.

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "cost/costtable.h"
+#include "problem/problem.h"
+#include "problem/workloadgraph.h"
 #include "sched/workload.h"
 #include "testutil.h"
 
@@ -368,6 +370,149 @@ class TestWorkload : public QObject {
     QCOMPARE(recOps, 10);
     // The group cost still works on the kept table (it pointed at a local before).
     QCOMPARE(j.table->groupCost({5, 6}, 0), j.table->w(5, 0) + j.table->w(6, 0));
+  }
+
+  /// One round of a workload as one graph (problem/workloadgraph.h): copies per round from the rates
+  /// and triggers, and the errors that name the file and the model.
+  void roundCopies() {
+    auto parse = [](const std::string& json) {
+      auto w = parseWorkload(json, "w.json");
+      if (!w) qFatal("%s", w.message().c_str());
+      return *w;
+    };
+    // det at 30/s, cls at 10/s, rec twice per det: a round (every 100 ms) holds 3, 1 and 6.
+    auto c = workloadRoundCopies(parse(R"({"models": [
+      {"name": "det", "model": "d.onnx", "rate": 30, "deadline_ms": 5},
+      {"name": "cls", "model": "c.onnx", "rate": 10, "deadline_ms": 5},
+      {"name": "rec", "model": "r.onnx", "trigger": {"model": "det", "per_inference": 2}, "deadline_ms": 5}]})"),
+                                     "w.json");
+    QVERIFY2(c.isOk(), c.message().c_str());
+    QCOMPARE(*c, (std::vector<int>{3, 1, 6}));
+    // A batch counts: 2 x 10/s against 20/s, two of each per round (every 100 ms).
+    auto b = workloadRoundCopies(parse(R"({"models": [
+      {"name": "a", "model": "a.onnx", "rate": 10, "batch": 2, "deadline_ms": 5},
+      {"name": "b", "model": "b.onnx", "rate": 20, "deadline_ms": 5}]})"),
+                                     "w.json");
+    QVERIFY2(b.isOk(), b.message().c_str());
+    QCOMPARE(*b, (std::vector<int>{2, 2}));
+    // 30/s against 20/s: no whole round.
+    auto bad = workloadRoundCopies(parse(R"({"models": [
+      {"name": "fast", "model": "a.onnx", "rate": 30, "deadline_ms": 5},
+      {"name": "slow", "model": "b.onnx", "rate": 20, "deadline_ms": 5}]})"),
+                                       "w.json");
+    QVERIFY(!bad.isOk());
+    QVERIFY2(bad.message().find("w.json") != std::string::npos && bad.message().find("\"fast\"") != std::string::npos,
+             bad.message().c_str());
+    // Too many copies in a round.
+    auto many = workloadRoundCopies(parse(R"({"models": [
+      {"name": "a", "model": "a.onnx", "rate": 100, "deadline_ms": 5},
+      {"name": "b", "model": "b.onnx", "rate": 1, "deadline_ms": 5}]})"),
+                                        "w.json");
+    QVERIFY(!many.isOk());
+    QVERIFY2(many.message().find("w.json") != std::string::npos, many.message().c_str());
+  }
+
+  void mergedGraph() {
+    const std::string dir = test::tempDir();
+    const std::string file = dir + "/two.json";
+    std::ofstream(file) << R"({"name": "pair", "models": [
+      {"name": "big", "model": "gen:resnet18?image-size=32", "rate": 20, "deadline_ms": 50},
+      {"name": "small", "model": "gen:random?nodes=25&seed=3", "rate": 10, "deadline_ms": 50}]})";
+    auto big = loadModel("gen:resnet18?image-size=32", {});
+    auto small = loadModel("gen:random?nodes=25&seed=3", {});
+    QVERIFY(big.isOk() && small.isOk());
+    QVERIFY(isWorkloadFile(file));
+    auto tg = isTaskGraphFile(file);
+    QVERIFY(tg.isOk() && !*tg);  // a workload is not read as a task graph
+    auto g = loadModel(file, {});  // the one loader of every command
+    QVERIFY2(g.isOk(), g.message().c_str());
+    QCOMPARE(g->nodes.size(), 2 * big->nodes.size() + small->nodes.size());
+    QCOMPARE(g->inputs.size(), 2 * big->inputs.size() + small->inputs.size());
+    QCOMPARE(g->outputs.size(), 2 * big->outputs.size() + small->outputs.size());
+    QVERIFY(g->verify().isOk());
+    // Each copy's names under its prefix, its structure the model's: the same op types and in-degrees.
+    const Node& first = g->nodes[big->nodes.size()];  // the first operator of big#1
+    QCOMPARE(first.name, "big#1/" + big->nodes[0].name);
+    QCOMPARE(first.opType, big->nodes[0].opType);
+    QCOMPARE(g->values[static_cast<size_t>(first.inputs[0])].name,
+             "big#1/" + big->values[static_cast<size_t>(big->nodes[0].inputs[0])].name);
+    const auto parts = workloadParts(*g);
+    QCOMPARE(parts.size(), size_t(3));
+    QCOMPARE(parts[0].name, std::string("big#0"));
+    QCOMPARE(parts[1].name, std::string("big#1"));
+    QCOMPARE(parts[2].name, std::string("small#0"));
+    QCOMPARE(parts[1].ops.size(), big->nodes.size());
+    QCOMPARE(parts[2].ops.size(), small->nodes.size());
+    QCOMPARE(workloadPartModel(parts[2].name), std::string("small"));
+    for (OpId v : parts[1].ops)  // no edge between copies: every input of big#1 is big#1's
+      for (ValueId x : g->nodes[static_cast<size_t>(v)].inputs)
+        if (x != kNone) QVERIFY(g->values[static_cast<size_t>(x)].name.rfind("big#1/", 0) == 0);
+    // The identity: the same file gives the same, the models in another order another.
+    auto again = loadModel(file, {});
+    QCOMPARE(again->graphSha256, g->graphSha256);
+    QVERIFY(g->graphSha256 != big->graphSha256);
+    const std::string swapped = dir + "/swapped.json";
+    std::ofstream(swapped) << R"({"name": "pair", "models": [
+      {"name": "small", "model": "gen:random?nodes=25&seed=3", "rate": 10, "deadline_ms": 50},
+      {"name": "big", "model": "gen:resnet18?image-size=32", "rate": 20, "deadline_ms": 50}]})";
+    auto other = loadModel(swapped, {});
+    QVERIFY(other.isOk());
+    QVERIFY(other->graphSha256 != g->graphSha256);
+    QVERIFY(workloadParts(*big).empty());  // an ordinary model has none
+    // Errors, one line naming the workload file and the model.
+    const std::string missing = dir + "/missing-model.json";
+    std::ofstream(missing) << R"({"models": [{"name": "gone", "model": "no-such.onnx", "rate": 10, "deadline_ms": 5}]})";
+    auto m = loadModel(missing, {});
+    QVERIFY(!m.isOk());
+    QVERIFY2(m.message().find("missing-model.json") != std::string::npos && m.message().find("\"gone\"") != std::string::npos &&
+                 m.message().find('\n') == std::string::npos,
+             m.message().c_str());
+    const std::string nested = dir + "/nested.json";
+    std::ofstream(nested) << R"({"models": [{"name": "inner", "model": "two.json", "rate": 10, "deadline_ms": 5}]})";
+    auto n = loadModel(nested, {});
+    QVERIFY(!n.isOk());
+    QVERIFY2(n.message().find("nested.json") != std::string::npos, n.message().c_str());
+  }
+
+  /// An operator with a body names values of the enclosing graph, which a prefix would not follow.
+  void mergeRefusesSubgraphs() {
+    Graph g;
+    g.name = "loop";
+    Value x;
+    x.name = "x";
+    x.isGraphInput = true;
+    g.addValue(x);
+    Value y;
+    y.name = "y";
+    g.addValue(y);
+    Node n;
+    n.name = "if0";
+    n.opType = "If";
+    n.inputs = {0};
+    n.outputs = {1};
+    n.subgraphs.emplace_back("then_branch", std::make_shared<Graph>());
+    g.addNode(n);
+    g.inputs = {0};
+    g.outputs = {1};
+    g.rebuildIndex();
+    auto r = mergeGraphs({{"m#0", &g}}, "w");
+    QVERIFY(!r.isOk());
+    QVERIFY2(r.message().find("m#0") != std::string::npos && r.message().find("if0") != std::string::npos, r.message().c_str());
+  }
+
+  /// partSpans by hand: two operators, three inferences.
+  void partSpansByHand() {
+    // op 0 of inference i at [10i, 10i + 2], op 1 at [10i + 3, 10i + 7 + i].
+    std::vector<double> s, e;
+    for (int i = 0; i < 3; ++i) {
+      s.push_back(10 * i);
+      e.push_back(10 * i + 2);
+      s.push_back(10 * i + 3);
+      e.push_back(10 * i + 7 + i);
+    }
+    QCOMPARE(partSpans({0, 1}, s, e, 2, 0, 3), (std::vector<double>{7, 8, 9}));
+    QCOMPARE(partSpans({1}, s, e, 2, 1, 3), (std::vector<double>{5, 6}));
+    QCOMPARE(partSpans({0}, s, e, 2, 2, 3), (std::vector<double>{2}));
   }
 
   void tellsWorkloadsFromTaskGraphs() {
