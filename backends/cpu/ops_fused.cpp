@@ -264,17 +264,18 @@ Status eltParams(const Step& st, const std::vector<const Tensor*>& in, float& a,
   return Status::ok();
 }
 
-/// The post-ops of the steps after the folded ones; `sumInput` receives the residual's input (or -1).
-/// Clip bounds given as inputs are read here (they are weights).
-Result<dnnl::post_ops> postOps(const std::vector<Step>& steps, const std::vector<const Tensor*>& in, int& sumInput,
-                               std::vector<float>& key) {
-  dnnl::post_ops po;
+/// The post-ops of the steps after the folded ones, appended to `*po` (none: only `key` and
+/// `sumInput`, without making oneDNN objects, for a run that finds its primitive or its direct loop
+/// made already); `sumInput` receives the residual's input (or -1). Clip bounds given as inputs are
+/// read here (they are weights).
+Status postOpsInto(const std::vector<Step>& steps, const std::vector<const Tensor*>& in, int& sumInput,
+                   std::vector<float>& key, dnnl::post_ops* po) {
   sumInput = -1;
   bool lastScalar = false;  // the previous post-op is a scalar step's linear (composed with this one)
   float la = 1, lb = 0;
   auto flush = [&] {
     if (!lastScalar) return;
-    po.append_eltwise(1.0f, dnnl::algorithm::eltwise_linear, la, lb);
+    if (po) po->append_eltwise(1.0f, dnnl::algorithm::eltwise_linear, la, lb);
     key.push_back(static_cast<float>(static_cast<int>(dnnl::algorithm::eltwise_linear)));
     key.push_back(la);
     key.push_back(lb);
@@ -284,13 +285,13 @@ Result<dnnl::post_ops> postOps(const std::vector<Step>& steps, const std::vector
     if (isFold(st)) continue;
     if (st.kind == Step::Sum) {
       flush();
-      po.append_sum(1.0f);
+      if (po) po->append_sum(1.0f);
       sumInput = static_cast<int>(st.in);
       key.push_back(-1);
       continue;
     }
     float a = 0, b = 0;
-    if (auto e = eltParams(st, in, a, b); !e) return Error{e.message()};
+    if (auto e = eltParams(st, in, a, b); !e) return e;
     if (st.scalarOp) {
       // Consecutive scalar steps are one linear post-op (oneDNN 2.6 gives two linears the first's
       // parameters): a * (la * x + lb) + b.
@@ -310,13 +311,21 @@ Result<dnnl::post_ops> postOps(const std::vector<Step>& steps, const std::vector
       a = std::max(a, -std::numeric_limits<float>::max());
       b = std::min(b, std::numeric_limits<float>::max());
     }
-    po.append_eltwise(1.0f, st.alg, a, b);
-    if (st.hardSigmoid) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip_v2, 0.0f, 1.0f);
+    if (po) po->append_eltwise(1.0f, st.alg, a, b);
+    if (po && st.hardSigmoid) po->append_eltwise(1.0f, dnnl::algorithm::eltwise_clip_v2, 0.0f, 1.0f);
     key.push_back(static_cast<float>(static_cast<int>(st.alg)));
     key.push_back(a);
     key.push_back(b);
   }
   flush();
+  return Status::ok();
+}
+
+/// postOpsInto with a new post-ops object.
+Result<dnnl::post_ops> postOps(const std::vector<Step>& steps, const std::vector<const Tensor*>& in, int& sumInput,
+                               std::vector<float>& key) {
+  dnnl::post_ops po;
+  if (auto st = postOpsInto(steps, in, sumInput, key, &po); !st) return Error{st.message()};
   return po;
 }
 
@@ -363,11 +372,14 @@ class FusedConvKernel final : public OpKernel {
       return makeError("Conv: channels of X ", x.describe(), " do not match W ", shapeString(ws), " with group ",
                        std::to_string(group));
     if (b && (b->rank() != 1 || b->dim(0) != M)) return makeError("Conv: bias ", b->describe());
+    // This run's keys in vectors kept between runs (no allocation once they have grown); the post-ops
+    // object is made only with a new primitive (a small convolution's set-up was most of its time).
     int sumIn = -1;
-    std::vector<float> opsKey;
-    auto po = postOps(steps_, in, sumIn, opsKey);
-    if (!po) return Error{po.message()};
-    std::vector<int64_t> key = x.shape();
+    std::vector<float>& opsKey = opsKeyRun_;
+    opsKey.clear();
+    if (auto st = postOpsInto(steps_, in, sumIn, opsKey, nullptr); !st) return st;
+    std::vector<int64_t>& key = keyRun_;
+    key.assign(x.shape().begin(), x.shape().end());
     key.insert(key.end(), ws.begin(), ws.end());
     if (key != key_ || opsKey != opsKey_ || (!prim_ && !direct_)) {
       std::vector<int64_t> spatial(x.shape().begin() + 2, x.shape().end());
@@ -429,6 +441,9 @@ class FusedConvKernel final : public OpKernel {
       auto anyY = memory::desc(toDims(outShape_), dt::f32, tag::any);
       auto bd = memory::desc({M}, dt::f32, tag::a);
       dnnl::primitive_attr attr = scratchAttr();
+      std::vector<float> unusedKey;
+      auto po = postOps(steps_, in, sumIn, unusedKey);
+      if (!po) return Error{po.message()};
       attr.set_post_ops(*po);
       auto d = dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                                anyX, anyW, bd, anyY, win.strides, win.dil, win.padL, win.padR);
@@ -534,7 +549,8 @@ class FusedConvKernel final : public OpKernel {
       res = static_cast<const float*>(rt->raw());
       resNhwc = rt->nhwc();
     }
-    std::vector<std::pair<float, float>> params(steps_.size());
+    std::vector<std::pair<float, float>>& params = eltParamsRun_;
+    params.assign(steps_.size(), {0.0f, 0.0f});
     for (size_t i = 0; i < steps_.size(); ++i)
       if (steps_[i].kind == Step::Elt)
         if (auto e = eltParams(steps_[i], in, params[i].first, params[i].second); !e) return e;
@@ -677,6 +693,10 @@ class FusedConvKernel final : public OpKernel {
   size_t anchorIn_;  ///< The anchor's own inputs (X, W and maybe B) come first.
   std::vector<int64_t> key_, outShape_;
   std::vector<float> opsKey_;
+  /// Scratch of run(): this run's keys and the direct loop's activation parameters.
+  std::vector<int64_t> keyRun_;
+  std::vector<float> opsKeyRun_;
+  std::vector<std::pair<float, float>> eltParamsRun_;
   int sumIn_ = -1;
   memory::desc userW_;
   dnnl::convolution_forward::primitive_desc pd_;
@@ -871,7 +891,8 @@ class FusedMatMulKernel final : public OpKernel {
       res = static_cast<const float*>(r->raw());
     }
     // The activations' parameters (Clip bounds given as inputs, scalar steps) once per run.
-    std::vector<std::pair<float, float>> params(steps_.size());
+    std::vector<std::pair<float, float>>& params = eltParamsRun_;
+    params.assign(steps_.size(), {0.0f, 0.0f});
     for (size_t i = 0; i < steps_.size(); ++i)
       if (steps_[i].kind == Step::Elt)
         if (auto e = eltParams(steps_[i], in, params[i].first, params[i].second); !e) return e;
@@ -909,6 +930,7 @@ class FusedMatMulKernel final : public OpKernel {
   size_t anchorIn_;
   std::vector<int64_t> key_;
   std::vector<float> opsKey_, folded_, bias_;
+  std::vector<std::pair<float, float>> eltParamsRun_;  ///< scratch of runGemv()
   int sumIn_ = -1;
   const void* bPtr_ = nullptr;
   uint64_t bHash_ = 0;
