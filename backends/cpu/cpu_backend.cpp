@@ -78,7 +78,9 @@ bool nhwcOk(const Graph& g, ValueId v, std::vector<int8_t>& memo) {
       bool perChannel = false;
       // (Add and Mul commute: the weight may come first, as in PP-OCR's Mul(scale, x).)
       const size_t wi = 1 - std::min<size_t>(i, 1);
-      if (isOp(n, {"Add", "Sub", "Mul", "Div"}) && n.inputs.size() == 2 && (i == 0 || isOp(n, {"Add", "Mul"})) &&
+      // Max and Min too (TensorFlow's exports clamp with Max(x, c) between convolutions), either order.
+      if (isOp(n, {"Add", "Sub", "Mul", "Div", "Max", "Min"}) && n.inputs.size() == 2 &&
+          (i == 0 || isOp(n, {"Add", "Mul", "Max", "Min"})) &&
           n.inputs[wi] >= 0 && n.inputs[wi] != v) {
         const Value& w = g.values[static_cast<size_t>(n.inputs[wi])];
         int64_t nonOne = 0;
@@ -94,7 +96,8 @@ bool nhwcOk(const Graph& g, ValueId v, std::vector<int8_t>& memo) {
         // whose storage is the same in either layout).
         const bool seScale = !w.isWeight && w.shape.size() == 4 && w.shape[0] == 1 && w.shape[2] == 1 &&
                              w.shape[3] == 1 && val.shape[0] == 1 && isOp(n, {"Mul", "Add"});
-        perChannel = (w.isWeight || seScale) && w.dtype == DType::Float32 && channelOnly && nonOne <= 1;
+        perChannel = (w.isWeight || (seScale && !isOp(n, {"Max", "Min"}))) && w.dtype == DType::Float32 &&
+                     channelOnly && nonOne <= 1;
       }
       if (perChannel) {
         if (!n.outputs.empty() && nhwcOk(g, n.outputs[0], memo)) continue;

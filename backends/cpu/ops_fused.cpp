@@ -265,17 +265,18 @@ Status eltParams(const Step& st, const std::vector<const Tensor*>& in, float& a,
   return Status::ok();
 }
 
-/// The post-ops of the steps after the folded ones; `sumInput` receives the residual's input (or -1).
-/// Clip bounds given as inputs are read here (they are weights).
-Result<dnnl::post_ops> postOps(const std::vector<Step>& steps, const std::vector<const Tensor*>& in, int& sumInput,
-                               std::vector<float>& key) {
-  dnnl::post_ops po;
+/// The post-ops of the steps after the folded ones, appended to `*po` (none: only `key` and
+/// `sumInput`, without making oneDNN objects, for a run that finds its primitive or its direct loop
+/// made already); `sumInput` receives the residual's input (or -1). Clip bounds given as inputs are
+/// read here (they are weights).
+Status postOpsInto(const std::vector<Step>& steps, const std::vector<const Tensor*>& in, int& sumInput,
+                   std::vector<float>& key, dnnl::post_ops* po) {
   sumInput = -1;
   bool lastScalar = false;  // the previous post-op is a scalar step's linear (composed with this one)
   float la = 1, lb = 0;
   auto flush = [&] {
     if (!lastScalar) return;
-    po.append_eltwise(1.0f, dnnl::algorithm::eltwise_linear, la, lb);
+    if (po) po->append_eltwise(1.0f, dnnl::algorithm::eltwise_linear, la, lb);
     key.push_back(static_cast<float>(static_cast<int>(dnnl::algorithm::eltwise_linear)));
     key.push_back(la);
     key.push_back(lb);
@@ -285,13 +286,13 @@ Result<dnnl::post_ops> postOps(const std::vector<Step>& steps, const std::vector
     if (isFold(st)) continue;
     if (st.kind == Step::Sum) {
       flush();
-      po.append_sum(1.0f);
+      if (po) po->append_sum(1.0f);
       sumInput = static_cast<int>(st.in);
       key.push_back(-1);
       continue;
     }
     float a = 0, b = 0;
-    if (auto e = eltParams(st, in, a, b); !e) return Error{e.message()};
+    if (auto e = eltParams(st, in, a, b); !e) return e;
     if (st.scalarOp) {
       // Consecutive scalar steps are one linear post-op (oneDNN 2.6 gives two linears the first's
       // parameters): a * (la * x + lb) + b.
@@ -311,13 +312,21 @@ Result<dnnl::post_ops> postOps(const std::vector<Step>& steps, const std::vector
       a = std::max(a, -std::numeric_limits<float>::max());
       b = std::min(b, std::numeric_limits<float>::max());
     }
-    po.append_eltwise(1.0f, st.alg, a, b);
-    if (st.hardSigmoid) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip_v2, 0.0f, 1.0f);
+    if (po) po->append_eltwise(1.0f, st.alg, a, b);
+    if (po && st.hardSigmoid) po->append_eltwise(1.0f, dnnl::algorithm::eltwise_clip_v2, 0.0f, 1.0f);
     key.push_back(static_cast<float>(static_cast<int>(st.alg)));
     key.push_back(a);
     key.push_back(b);
   }
   flush();
+  return Status::ok();
+}
+
+/// postOpsInto with a new post-ops object.
+Result<dnnl::post_ops> postOps(const std::vector<Step>& steps, const std::vector<const Tensor*>& in, int& sumInput,
+                               std::vector<float>& key) {
+  dnnl::post_ops po;
+  if (auto st = postOpsInto(steps, in, sumInput, key, &po); !st) return Error{st.message()};
   return po;
 }
 
@@ -364,11 +373,14 @@ class FusedConvKernel final : public OpKernel {
       return makeError("Conv: channels of X ", x.describe(), " do not match W ", shapeString(ws), " with group ",
                        std::to_string(group));
     if (b && (b->rank() != 1 || b->dim(0) != M)) return makeError("Conv: bias ", b->describe());
+    // This run's keys in vectors kept between runs (no allocation once they have grown); the post-ops
+    // object is made only with a new primitive (a small convolution's set-up was most of its time).
     int sumIn = -1;
-    std::vector<float> opsKey;
-    auto po = postOps(steps_, in, sumIn, opsKey);
-    if (!po) return Error{po.message()};
-    std::vector<int64_t> key = x.shape();
+    std::vector<float>& opsKey = opsKeyRun_;
+    opsKey.clear();
+    if (auto st = postOpsInto(steps_, in, sumIn, opsKey, nullptr); !st) return st;
+    std::vector<int64_t>& key = keyRun_;
+    key.assign(x.shape().begin(), x.shape().end());
     key.insert(key.end(), ws.begin(), ws.end());
     if (key != key_ || opsKey != opsKey_ || (!prim_ && !direct_)) {
       std::vector<int64_t> spatial(x.shape().begin() + 2, x.shape().end());
@@ -430,6 +442,9 @@ class FusedConvKernel final : public OpKernel {
       auto anyY = memory::desc(toDims(outShape_), dt::f32, tag::any);
       auto bd = memory::desc({M}, dt::f32, tag::a);
       dnnl::primitive_attr attr = scratchAttr();
+      std::vector<float> unusedKey;
+      auto po = postOps(steps_, in, sumIn, unusedKey);
+      if (!po) return Error{po.message()};
       attr.set_post_ops(*po);
       auto d = dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                                anyX, anyW, bd, anyY, win.strides, win.dil, win.padL, win.padR);
@@ -553,7 +568,8 @@ class FusedConvKernel final : public OpKernel {
       res = static_cast<const float*>(rt->raw());
       resNhwc = rt->nhwc();
     }
-    std::vector<std::pair<float, float>> params(steps_.size());
+    std::vector<std::pair<float, float>>& params = eltParamsRun_;
+    params.assign(steps_.size(), {0.0f, 0.0f});
     for (size_t i = 0; i < steps_.size(); ++i)
       if (steps_[i].kind == Step::Elt)
         if (auto e = eltParams(steps_[i], in, params[i].first, params[i].second); !e) return e;
@@ -697,6 +713,10 @@ class FusedConvKernel final : public OpKernel {
   size_t anchorIn_;  ///< The anchor's own inputs (X, W and maybe B) come first.
   std::vector<int64_t> key_, outShape_;
   std::vector<float> opsKey_;
+  /// Scratch of run(): this run's keys and the direct loop's activation parameters.
+  std::vector<int64_t> keyRun_;
+  std::vector<float> opsKeyRun_;
+  std::vector<std::pair<float, float>> eltParamsRun_;
   int sumIn_ = -1;
   memory::desc userW_;
   dnnl::convolution_forward::primitive_desc pd_;
@@ -892,7 +912,8 @@ class FusedMatMulKernel final : public OpKernel {
       res = static_cast<const float*>(r->raw());
     }
     // The activations' parameters (Clip bounds given as inputs, scalar steps) once per run.
-    std::vector<std::pair<float, float>> params(steps_.size());
+    std::vector<std::pair<float, float>>& params = eltParamsRun_;
+    params.assign(steps_.size(), {0.0f, 0.0f});
     for (size_t i = 0; i < steps_.size(); ++i)
       if (steps_[i].kind == Step::Elt)
         if (auto e = eltParams(steps_[i], in, params[i].first, params[i].second); !e) return e;
@@ -930,6 +951,7 @@ class FusedMatMulKernel final : public OpKernel {
   size_t anchorIn_;
   std::vector<int64_t> key_;
   std::vector<float> opsKey_, folded_, bias_;
+  std::vector<std::pair<float, float>> eltParamsRun_;  ///< scratch of runGemv()
   int sumIn_ = -1;
   const void* bPtr_ = nullptr;
   uint64_t bHash_ = 0;
@@ -940,6 +962,54 @@ class FusedMatMulKernel final : public OpKernel {
 };
 
 // ---------------------------------------------------------------------------------------------------------
+
+/// The activations ChannelAffineKernel applies after its affine steps.
+enum class AffineAct : int { None, Relu, Leaky, Clip };
+
+// y = act(x * sc + sh) over n elements, the scale and shift given per element (sc, sh) or as one value
+// (s, t): one vector loop per activation, cloned for AVX-512 and AVX2 (this file is otherwise built for
+// baseline x86-64, and a loop calling a lambda per element stayed scalar: oww-embedding's
+// BatchNormalization + LeakyRelu over 24 channels ran at 4.7x ONNX Runtime, issue 24). A macro, not a
+// lambda: a lambda is a function of its own, compiled without the clone's target.
+#define PARTEX_AFFINE_LOOP(XS, XT)                                                            \
+  switch (act) {                                                                              \
+    case AffineAct::None:                                                                     \
+      _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) y[i] = x[i] * (XS) + (XT);          \
+      break;                                                                                  \
+    case AffineAct::Relu:                                                                     \
+      _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) {                                   \
+        const float v = x[i] * (XS) + (XT);                                                   \
+        y[i] = v > 0.0f ? v : 0.0f;                                                           \
+      }                                                                                       \
+      break;                                                                                  \
+    case AffineAct::Leaky:                                                                    \
+      _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) {                                   \
+        const float v = x[i] * (XS) + (XT);                                                   \
+        y[i] = v < 0.0f ? v * p0 : v;                                                         \
+      }                                                                                       \
+      break;                                                                                  \
+    case AffineAct::Clip:                                                                     \
+      _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) {                                   \
+        const float v = x[i] * (XS) + (XT);                                                   \
+        y[i] = std::min(p1, std::max(p0, v));                                                 \
+      }                                                                                       \
+      break;                                                                                  \
+  }
+
+/// Per-element scale and shift (channels-last pixels against a pattern of whole pixels).
+[[gnu::target_clones("avx512f", "avx2", "default")]] void affineSpan(const float* x, float* y, int64_t n,
+                                                                     const float* sc, const float* sh, AffineAct act,
+                                                                     float p0, float p1) {
+  PARTEX_AFFINE_LOOP(sc[i], sh[i])
+}
+
+/// One scale and shift for the whole span (a row-major plane of one channel).
+[[gnu::target_clones("avx512f", "avx2", "default")]] void affineSpanScalar(const float* x, float* y, int64_t n,
+                                                                           float s, float t, AffineAct act, float p0,
+                                                                           float p1) {
+  PARTEX_AFFINE_LOOP(s, t)
+}
+#undef PARTEX_AFFINE_LOOP
 
 /// A per-channel affine anchor (BatchNormalization, Mul/Add by a per-channel weight) with further affine
 /// steps and Relu/LeakyRelu/Clip: y = act(x * scale[c] + shift[c]) in one pass, row-major or channels-last.
@@ -978,6 +1048,14 @@ class ChannelAffineKernel final : public OpKernel {
           return makeError("unsupported activation after the affine steps");
         }
       }
+      const int64_t R = patternPixels(C);
+      scaleRep_.resize(static_cast<size_t>(R * C));
+      shiftRep_.resize(static_cast<size_t>(R * C));
+      for (int64_t p = 0; p < R; ++p)
+        for (int64_t c = 0; c < C; ++c) {
+          scaleRep_[static_cast<size_t>(p * C + c)] = scale_[static_cast<size_t>(c)];
+          shiftRep_[static_cast<size_t>(p * C + c)] = shift_[static_cast<size_t>(c)];
+        }
       cached_ = true;
     }
     out.resize(1);
@@ -985,51 +1063,37 @@ class ChannelAffineKernel final : public OpKernel {
     if (auto st = nhwc ? out[0].ensureNhwc(x.shape()) : out[0].ensure(DType::Float32, x.shape()); !st) return st;
     const float* px = static_cast<const float*>(x.raw());
     float* py = static_cast<float*>(out[0].raw());
-    const float* sc = scale_.data();
-    const float* sh = shift_.data();
     const int64_t N = x.dim(0), S = x.dim(2) * x.dim(3);
-    auto apply = [&](auto f) {
-      if (nhwc) {  // [N*S][C]: the channel loop vectorises
-        parallelChunks(ctx, N * S, [&](int64_t b, int64_t e) {
-          for (int64_t p = b; p < e; ++p) {
-            const float* xi = px + p * C;
-            float* yi = py + p * C;
-            for (int64_t c = 0; c < C; ++c) yi[c] = f(xi[c] * sc[c] + sh[c]);
-          }
-        }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, C)));
-      } else {  // [N*C][S]
-        parallelChunks(ctx, N * C, [&](int64_t b, int64_t e) {
-          for (int64_t r = b; r < e; ++r) {
-            const float s = sc[r % C], t = sh[r % C];
-            const float* xi = px + r * S;
-            float* yi = py + r * S;
-            for (int64_t i = 0; i < S; ++i) yi[i] = f(xi[i] * s + t);
-          }
-        }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, S)));
-      }
-    };
-    const float alpha = alpha_, lo = lo_, hi = hi_;
-    switch (act_) {
-      case Act::None:
-        apply([](float v) { return v; });
-        break;
-      case Act::Relu:
-        apply([](float v) { return v > 0.0f ? v : 0.0f; });
-        break;
-      case Act::Leaky:
-        apply([alpha](float v) { return v < 0.0f ? v * alpha : v; });
-        break;
-      case Act::Clip:
-        apply([lo, hi](float v) { return std::min(hi, std::max(lo, v)); });
-        break;
+    const AffineAct act = act_;
+    const float p0 = act_ == AffineAct::Clip ? lo_ : alpha_, p1 = hi_;
+    if (nhwc) {
+      // [N*S][C]: the scale and shift repeated over patternPixels(C) pixels (scaleRep_), so that a span
+      // of many pixels is one long vector loop rather than one of C elements per pixel.
+      const int64_t R = static_cast<int64_t>(scaleRep_.size()) / C;
+      parallelChunks(ctx, N * S, [&](int64_t b, int64_t e) {
+        for (int64_t p = b; p < e; p += R) {
+          const int64_t cnt = std::min(R, e - p);
+          affineSpan(px + p * C, py + p * C, cnt * C, scaleRep_.data(), shiftRep_.data(), act, p0, p1);
+        }
+      }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, C)));
+    } else {  // [N*C][S]
+      const float* sc = scale_.data();
+      const float* sh = shift_.data();
+      parallelChunks(ctx, N * C, [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r)
+          affineSpanScalar(px + r * S, py + r * S, S, sc[r % C], sh[r % C], act, p0, p1);
+      }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, S)));
     }
     return Status::ok();
   }
 
  private:
-  enum class Act { None, Relu, Leaky, Clip };
+  /// Pixels of channels-last scale and shift in scaleRep_/shiftRep_: at least 256 elements.
+  static int64_t patternPixels(int64_t C) { return std::max<int64_t>(1, (256 + C - 1) / C); }
+  using Act = AffineAct;
   std::vector<Step> steps_;
   std::vector<float> scale_, shift_;
+  std::vector<float> scaleRep_, shiftRep_;  ///< scale_/shift_ repeated over patternPixels(C) pixels
   bool cached_ = false;
   Act act_ = Act::None;
   float alpha_ = 0, lo_ = 0, hi_ = 0;

@@ -10,7 +10,10 @@
 // - B [D, 2*G*H] (Wb then Rb) becomes ldgo [1, D, G, H] with Wb + Rb summed, except GRU with
 //   linear_before_reset = 1 (oneDNN's lbr_gru): its 4th bias gate is Rbh, applied inside r * (...), and
 //   the 3rd is Wbh alone.
-// Reordered weights and bias are cached while the same storage (and contents sample) is passed.
+// Reordered weights and bias are cached while the same storage (and contents sample) is passed; the
+// primitive, its stream, its memory objects and its argument map are made once per shape, and a run
+// only points the memory objects at this run's tensors (set_data_handle): Silero VAD runs two LSTMs
+// of one step per 32 ms window, where making them each time was a large part of the kernel's time.
 // What oneDNN has no form for (other activations, clip, input_forget, peepholes, layout = 1) runs the
 // plain kernel, and so does a run whose sequence_lens is shorter than T for some batch entry (equal to T
 // everywhere, it changes nothing).
@@ -43,6 +46,7 @@ class OneDnnRnnKernel final : public OpKernel {
     bias_ = memory();
     prim_ = dnnl::primitive();
     key_.clear();
+    bound_ = Bound();
   }
 
   Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
@@ -122,9 +126,11 @@ class OneDnnRnnKernel final : public OpKernel {
         setPrimitive<dnnl::vanilla_rnn_forward>(pd);
       }
       key_ = key;
+      bound_ = Bound();
     }
 
-    dnnl::stream s(engine());
+    if (!stream_) stream_ = dnnl::stream(engine());
+    dnnl::stream& s = stream_;
     // Weights and bias in oneDNN's layout and gate order, once per weight storage.
     if (released) {
       if (wl_.md != wlDesc_ || wi_.md != wiDesc_)
@@ -136,37 +142,37 @@ class OneDnnRnnKernel final : public OpKernel {
       prepareBias(B, G, H, D);
       cachedH_ = H;
       cachedI_ = I;
+      bound_ = Bound();  // the argument map holds the weights' memory objects
     }
 
     out.resize(cell_ == Cell::Lstm ? 3 : 2);
     if (auto st = out[0].ensure(DType::Float32, {T, D, N, H}); !st) return st;
     for (size_t k = 1; k < out.size(); ++k)
       if (auto st = out[k].ensure(DType::Float32, {D, N, H}); !st) return st;
-    auto iter = memory::desc({1, D, N, H}, dt::f32, tag::ldnc);
-    auto dstDesc = memory::desc({T, N, D * H}, dt::f32, tag::tnc);
-    // One direction: Y [T, 1, N, H] is dst_layer as it is. Two: staged, then split per direction.
-    memory dst = D == 1 ? userMem(dstDesc, out[0]) : threadScratch(1, dstDesc);
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC_LAYER, userMem(memory::desc({T, N, I}, dt::f32, tag::tnc), X)},
-                                         {DNNL_ARG_WEIGHTS_LAYER, wl_.mem},
-                                         {DNNL_ARG_WEIGHTS_ITER, wi_.mem},
-                                         {DNNL_ARG_BIAS, bias_},
-                                         {DNNL_ARG_DST_LAYER, dst},
-                                         {DNNL_ARG_DST_ITER, userMem(iter, out[1])},
-                                         {DNNL_ARG_SCRATCHPAD, scratchpad_()}};
-    if (h0) args[DNNL_ARG_SRC_ITER] = userMem(iter, *h0);
+    // The memory objects and argument map of this shape, made once; each run points them at its tensors.
+    if (!bound_.ready) bind(T, N, I, H, D, h0 != nullptr, c0 != nullptr);
+    auto* px = const_cast<void*>(X.raw());
+    bound_.src.set_data_handle(px);
+    // One direction: Y [T, 1, N, H] is dst_layer as it is. Two: staged in the thread's scratch, then
+    // split per direction.
+    void* py = D == 1 ? out[0].raw() : threadBuffer(1, bound_.dst.get_desc().get_size());
+    bound_.dst.set_data_handle(py);
+    bound_.dstIter.set_data_handle(out[1].raw());
+    bound_.scratch.set_data_handle(threadBuffer(2, bound_.scratch.get_desc().get_size()));
+    if (h0) bound_.srcIter.set_data_handle(const_cast<void*>(h0->raw()));
     if (cell_ == Cell::Lstm) {
-      args[DNNL_ARG_DST_ITER_C] = userMem(iter, out[2]);
-      if (c0) args[DNNL_ARG_SRC_ITER_C] = userMem(iter, *c0);
+      bound_.dstIterC.set_data_handle(out[2].raw());
+      if (c0) bound_.srcIterC.set_data_handle(const_cast<void*>(c0->raw()));
     }
-    prim_.execute(s, args);
+    prim_.execute(s, bound_.args);
     s.wait();
     if (D == 2) {
-      const auto* py = static_cast<const float*>(dst.get_data_handle());
+      const auto* ps = static_cast<const float*>(py);
       float* y = ptr<float>(out[0]);
       for (int64_t t = 0; t < T; ++t)
         for (int64_t d = 0; d < D; ++d)
           for (int64_t n = 0; n < N; ++n)
-            std::memcpy(y + ((t * D + d) * N + n) * H, py + (t * N + n) * D * H + d * H,
+            std::memcpy(y + ((t * D + d) * N + n) * H, ps + (t * N + n) * D * H + d * H,
                         static_cast<size_t>(H) * sizeof(float));
     }
     return Status::ok();
@@ -179,7 +185,36 @@ class OneDnnRnnKernel final : public OpKernel {
     wlDesc_ = pd.weights_layer_desc();
     wiDesc_ = pd.weights_iter_desc();
     prim_ = std::move(prim);
-    scratchpad_ = [pd] { return scratchpadFor(pd); };
+    scratchDesc_ = pd.scratchpad_desc();
+  }
+
+  /// The primitive's memory objects for shapes (T, N, I, H, D), without data (set per run), and the
+  /// argument map that holds them.
+  void bind(int64_t T, int64_t N, int64_t I, int64_t H, int64_t D, bool h0, bool c0) {
+    auto none = [](const memory::desc& d) { return memory(d, engine(), DNNL_MEMORY_NONE); };
+    const auto iter = memory::desc({1, D, N, H}, dt::f32, tag::ldnc);
+    Bound b;
+    b.src = none(memory::desc({T, N, I}, dt::f32, tag::tnc));
+    b.dst = none(memory::desc({T, N, D * H}, dt::f32, tag::tnc));
+    b.dstIter = none(iter);
+    b.scratch = none(scratchDesc_);
+    b.args = {{DNNL_ARG_SRC_LAYER, b.src},          {DNNL_ARG_WEIGHTS_LAYER, wl_.mem}, {DNNL_ARG_WEIGHTS_ITER, wi_.mem},
+              {DNNL_ARG_BIAS, bias_},               {DNNL_ARG_DST_LAYER, b.dst},       {DNNL_ARG_DST_ITER, b.dstIter},
+              {DNNL_ARG_SCRATCHPAD, b.scratch}};
+    if (h0) {
+      b.srcIter = none(iter);
+      b.args[DNNL_ARG_SRC_ITER] = b.srcIter;
+    }
+    if (cell_ == Cell::Lstm) {
+      b.dstIterC = none(iter);
+      b.args[DNNL_ARG_DST_ITER_C] = b.dstIterC;
+      if (c0) {
+        b.srcIterC = none(iter);
+        b.args[DNNL_ARG_SRC_ITER_C] = b.srcIterC;
+      }
+    }
+    b.ready = true;
+    bound_ = std::move(b);
   }
 
   /// oneDNN gate g is ONNX gate onnxGate(g).
@@ -241,7 +276,14 @@ class OneDnnRnnKernel final : public OpKernel {
   std::string dir_;
   std::vector<int64_t> key_;
   dnnl::primitive prim_;
-  std::function<memory()> scratchpad_;
+  memory::desc scratchDesc_;
+  dnnl::stream stream_;  ///< one per kernel: a kernel runs on one thread at a time
+  /// Memory objects (no data of their own) and the argument map of the current shape.
+  struct Bound {
+    memory src, dst, dstIter, srcIter, srcIterC, dstIterC, scratch;
+    std::unordered_map<int, memory> args;
+    bool ready = false;
+  } bound_;
   memory::desc wlDesc_, wiDesc_;
   WeightCache wl_, wi_;
   memory bias_;

@@ -737,13 +737,65 @@ void divideBy(float* x, int64_t n, float d) {
   for (int64_t i = 0; i < n; ++i) x[i] = x[i] / d;
 }
 
+/// z[i] = max(x[i], y[i]) (min when !isMax) over [0, n), NaN when either is NaN (as applyBin). Cloned
+/// for AVX-512 and AVX2.
+[[gnu::target_clones("avx512f", "avx2", "default")]] void maxMinRowF32(const float* x, const float* y, float* z,
+                                                                       int64_t n, bool isMax) {
+  if (isMax) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+      const float u = x[i], v = y[i];
+      z[i] = u != u || v != v ? u + v : (u > v ? u : v);
+    }
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+      const float u = x[i], v = y[i];
+      z[i] = u != u || v != v ? u + v : (u < v ? u : v);
+    }
+  }
+}
+
 class VariadicKernel final : public OpKernel {
  public:
   VariadicKernel(Bin op, bool mean) : op_(op), mean_(mean) {}
   bool takesNhwc(const std::vector<const Tensor*>& in) const override {
-    return nhwcOut && op_ == Bin::Add && !mean_ && allNhwcSame(in);
+    return nhwcOut && ((op_ == Bin::Add && !mean_ && allNhwcSame(in)) || perChannelNhwc(in));
+  }
+  /// Max or Min of a channels-last rank-4 float32 tensor and a plain per-channel or scalar float32
+  /// operand, in either order (TensorFlow's exports clamp with Max(x, c) between convolutions:
+  /// oww-embedding's every layer; row-major, each cost two reorders, issue 24).
+  bool perChannelNhwc(const std::vector<const Tensor*>& in) const {
+    if ((op_ != Bin::Max && op_ != Bin::Min) || in.size() != 2 || !in[0] || !in[1]) return false;
+    const bool swap = in[1]->nhwc() && !in[0]->nhwc();
+    const Tensor* a = swap ? in[1] : in[0];
+    const Tensor* b = swap ? in[0] : in[1];
+    return a->nhwc() && a->dtype() == DType::Float32 && a->shape() != b->shape() && perChannelOperand(*a, *b);
   }
   Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+    if (perChannelNhwc(in)) {
+      // [pixels][C] against one value per channel: z = max(x, v) (min), NaN from either side, as the
+      // general loop's applyBin.
+      const bool swap = in[1]->nhwc() && !in[0]->nhwc();
+      const Tensor& a = *(swap ? in[1] : in[0]);
+      const Tensor& b = *(swap ? in[0] : in[1]);
+      out.resize(1);
+      if (auto s = out[0].ensureNhwc(a.shape()); !s) return s;
+      const int64_t C = a.dim(1), P = a.numElements() / std::max<int64_t>(1, C);
+      // The operand repeated over R pixels (at least 256 values): one vector loop per R pixels, not one
+      // of C elements per pixel.
+      const int64_t R = std::max<int64_t>(1, (256 + C - 1) / C);
+      std::vector<float> per(static_cast<size_t>(R * C));
+      for (int64_t i = 0; i < R * C; ++i) per[static_cast<size_t>(i)] = ptr<float>(b)[b.numElements() == 1 ? 0 : i % C];
+      const float* pa = ptr<float>(a);
+      float* po = ptr<float>(out[0]);
+      const float* y = per.data();
+      const bool isMax = op_ == Bin::Max;
+      parallelChunks(ctx, P, [&](int64_t s0, int64_t e0) {
+        for (int64_t p = s0; p < e0; p += R) maxMinRowF32(pa + p * C, y, po + p * C, std::min(R, e0 - p) * C, isMax);
+      }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, C)));
+      return Status::ok();
+    }
     if (op_ == Bin::Add && !in.empty() && in[0] && in[0]->dtype() == DType::Float32 && (!mean_ || !in[0]->nhwc()) &&
         (allNhwcSame(in) || std::all_of(in.begin(), in.end(), [&](const Tensor* t) {
           return t && !t->nhwc() && t->dtype() == DType::Float32 && t->shape() == in[0]->shape();

@@ -901,6 +901,30 @@ class CumSumKernel final : public OpKernel {
 /// The largest k TopK selects by insertion into a sorted run rather than by sorting.
 constexpr int64_t kSmallK = 16;
 
+/// The first j in [from, to) whose q[j] is strictly better than `thr` (above it for the largest, below
+/// it for the smallest; a NaN never is), or `to`: 32 elements per test, one vector comparison and an
+/// or-reduction each, so that TopK's small-k pass skips the values that cannot enter the best k without
+/// a branch per element (issue 24: TopK of [8, 1000] logits, k = 5, ran at 1.5x ONNX Runtime).
+[[gnu::target_clones("avx512f", "avx2", "default")]] int64_t firstBetterF32(const float* q, int64_t from, int64_t to,
+                                                                            float thr, bool largest) {
+  constexpr int64_t kBlock = 32;
+  int64_t j = from;
+  for (; j + kBlock <= to; j += kBlock) {
+    int any = 0;
+    if (largest) {
+#pragma omp simd reduction(| : any)
+      for (int64_t i = 0; i < kBlock; ++i) any |= q[j + i] > thr;
+    } else {
+#pragma omp simd reduction(| : any)
+      for (int64_t i = 0; i < kBlock; ++i) any |= q[j + i] < thr;
+    }
+    if (any) break;
+  }
+  for (; j < to; ++j)
+    if (largest ? q[j] > thr : q[j] < thr) return j;
+  return to;
+}
+
 class TopKKernel final : public OpKernel {
  public:
   explicit TopKKernel(const Node& n)
@@ -950,6 +974,14 @@ class TopKKernel final : public OpKernel {
                 const T* q = px + o * dim * inner + i;
                 int64_t cnt = 0;
                 for (int64_t j = 0; j < dim; ++j) {
+                  if constexpr (std::is_same_v<T, float>) {
+                    // A contiguous float row once the run is full: jump to the next value that beats the
+                    // k-th (a NaN k-th is beaten by every number: element by element then).
+                    if (inner == 1 && cnt == k && bv[k - 1] == bv[k - 1]) {
+                      j = firstBetterF32(q, j, dim, bv[k - 1], largest_);
+                      if (j == dim) break;
+                    }
+                  }
                   const T v = q[j * inner];
                   if (cnt == k && !better(v, bv[k - 1])) continue;
                   int64_t at = cnt < k ? cnt++ : k - 1;

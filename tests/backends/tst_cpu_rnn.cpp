@@ -181,6 +181,48 @@ class TestCpuRnn : public QObject {
     QVERIFY2(diff.empty(), diff.c_str());
   }
 
+  /// The kernel keeps its memory objects between runs and points them at each run's tensors: new
+  /// inputs in new storage, new contents in the same storage, the caller's output tensors reused or new,
+  /// initial states given then omitted (another primitive) then given again, and another sequence length
+  /// in between; every run equals the plain kernel on the same inputs.
+  void cachedBindingsFollowTheData() {
+    for (const Case& c : {Case{"LSTM", "forward", 1, 1, 64, 64, true, true}, Case{"GRU", "bidirectional", 4, 2, 5, 6, true, true}}) {
+      const size_t nOut = c.op == "LSTM" ? 3 : 2;
+      const Graph g = rnnGraph(c, false), g2 = rnnGraph(Case{c.op, c.direction, c.T + 2, c.N, c.I, c.H, c.bias, c.initial}, false);
+      auto k = makeCpuBackend()->prepare(g, 0, "cpu-serial");
+      QVERIFY2(k.isOk(), k.message().c_str());
+      auto ins = randomInputs(g, c.T, 11);
+      std::vector<Tensor> got;  // reused by the runs below, as an executor does
+      auto check = [&](const std::vector<Tensor>& in, const char* what) {
+        std::vector<Tensor> want;
+        Status s = (*k)->run(pointers(in), got);
+        QVERIFY2(s.isOk(), qPrintable(QString("%1: %2").arg(what).arg(s.message().c_str())));
+        QVERIFY(cpu::runPlainKernel(in[0].dim(0) == c.T ? g : g2, 0, pointers(in), want).isOk());
+        const std::string diff = compare(got, want, nOut);
+        QVERIFY2(diff.empty(), qPrintable(QString("%1: %2").arg(what).arg(diff.c_str())));
+      };
+      check(ins, "first run");
+      ins[0].fillRandom(12, -0.6, 0.6);  // X: new contents, same storage
+      ins[5].fillRandom(13, -0.6, 0.6);  // initial_h too
+      check(ins, "new contents in place");
+      auto fresh = randomInputs(g, c.T, 21);  // X and the states in new storage; the weights kept
+      for (size_t i : {0u, 5u, 6u})
+        if (i < ins.size() && !ins[i].empty()) ins[i] = std::move(fresh[i]);
+      check(ins, "new storage");
+      got.clear();
+      check(ins, "new output tensors");
+      auto noState = ins;
+      noState[5] = Tensor();
+      if (c.op == "LSTM") noState[6] = Tensor();
+      check(noState, "initial states omitted");
+      check(ins, "initial states again");
+      auto longer = randomInputs(g2, c.T + 2, 31);
+      for (size_t i : {1u, 2u, 3u}) longer[i] = ins[i];
+      check(longer, "a longer sequence");
+      check(ins, "the first length again");
+    }
+  }
+
   /// sequence_lens equal to T everywhere is the same as omitted.
   void sequenceLensFull() {
     const Case c{"GRU", "bidirectional", 5, 3, 4, 6, true, true};

@@ -1,5 +1,7 @@
 // The small CNNs' kernels on one core (issues 24 and 29): MaxPool and channel Concat over channels-last
-// tensors (the backend's own loops) and a grouped pointwise convolution, checked against plain reference
+// tensors (the backend's own loops), BatchNormalization + an activation (the vectorised channel affine
+// kernel), Max/Min by a per-channel constant kept channels-last, and a grouped pointwise convolution,
+// checked against plain reference
 // loops in this file on row-major copies of the same values, in both layouts; and Identity/Dropout run as
 // aliases of their input by the executor, whose memory plan must keep the input's region alive for the
 // alias's readers.
@@ -14,6 +16,7 @@
 #include "cost/costtable.h"
 #include "cost/work.h"
 #include "cpu/cpu_backend.h"
+#include "cpu/cpu_ops.h"
 #include "graphrun.h"
 #include "ir/fusion.h"
 #include "platform/platform.h"
@@ -126,6 +129,10 @@ class TestKernelsConv : public QObject {
   void groupedPointwise_data();
   void groupedPointwise();
   void identityAndDropoutAreAliases();
+  void channelAffineBothLayouts_data();
+  void channelAffineBothLayouts();
+  void maxMinPerChannelChannelsLast_data();
+  void maxMinPerChannelChannelsLast();
 };
 
 void TestKernelsConv::maxPoolChannelsLast_data() {
@@ -411,6 +418,174 @@ void TestKernelsConv::identityAndDropoutAreAliases() {
   // A Dropout whose output is a model output, or whose mask is read, keeps its kernel.
   g.values[static_cast<size_t>(d)].isGraphOutput = true;
   QVERIFY(!runsAsAlias(g, 1));
+}
+
+void TestKernelsConv::channelAffineBothLayouts_data() {
+  QTest::addColumn<int>("channels");
+  QTest::addColumn<bool>("nhwcIn");
+  QTest::addColumn<QString>("act");
+  // oww-embedding's BatchNormalization + LeakyRelu over 24 channels (channels-last after its Conv), and
+  // channel counts that are no multiple of a vector, with each activation the kernel applies.
+  QTest::newRow("24 channels-last, LeakyRelu") << 24 << true << "LeakyRelu";
+  QTest::newRow("24 row-major, LeakyRelu") << 24 << false << "LeakyRelu";
+  QTest::newRow("5 channels-last, Relu") << 5 << true << "Relu";
+  QTest::newRow("37 channels-last, Clip") << 37 << true << "Clip";
+  QTest::newRow("3 row-major, Clip") << 3 << false << "Clip";
+}
+
+void TestKernelsConv::channelAffineBothLayouts() {
+  // y = act((x - mean[c]) / sqrt(var[c] + eps) * gamma[c] + beta[c]) over 2 x C x 7 x 9, against the
+  // formula in double per element, from a channels-last or a row-major input (the output keeps the
+  // input's layout; a Conv reads it, so channels-last may stay).
+  QFETCH(int, channels);
+  QFETCH(bool, nhwcIn);
+  QFETCH(QString, act);
+  const int64_t N = 2, C = channels, H = 7, W = 9, P = H * W;
+  const float eps = 1e-3f, alpha = 0.2f;
+  const Tensor x = random({N, C, H, W}, 41), gamma = random({C}, 42), beta = random({C}, 43), mean = random({C}, 44);
+  Tensor var = random({C}, 45);
+  for (int64_t c = 0; c < C; ++c) var.data<float>()[c] = std::abs(var.data<float>()[c]) + 0.5f;
+  Graph g;
+  g.opsetVersion = 17;
+  const ValueId xi = addValue(g, "x", {N, C, H, W}, true);
+  std::vector<ValueId> params;
+  for (const char* name : {"gamma", "beta", "mean", "var"}) {
+    params.push_back(addValue(g, name, {C}));
+    g.values[static_cast<size_t>(params.back())].isWeight = true;
+  }
+  const ValueId bn = addValue(g, "bn", {N, C, H, W});
+  addNode(g, "bn", "BatchNormalization", {xi, params[0], params[1], params[2], params[3]}, {bn},
+          {{"epsilon", Attribute{double{eps}}}});
+  const ValueId y = addValue(g, "y", {N, C, H, W});
+  {
+    std::map<std::string, Attribute> attrs;
+    if (act == "LeakyRelu") attrs["alpha"] = Attribute{double{alpha}};
+    std::vector<ValueId> ins{bn};
+    if (act == "Clip") {  // Clip-11+: min and max as inputs
+      for (const char* name : {"lo", "hi"}) {
+        Value v;
+        v.name = name;
+        v.dtype = DType::Float32;
+        v.shapeKnown = true;
+        v.isWeight = true;
+        ins.push_back(g.addValue(v));
+      }
+    }
+    addNode(g, "act", act.toStdString(), ins, {y}, attrs);
+  }
+  const ValueId w2 = addValue(g, "w2", {4, C, 1, 1});
+  g.values[static_cast<size_t>(w2)].isWeight = true;
+  const ValueId z = addValue(g, "z", {N, 4, H, W});
+  addNode(g, "conv", "Conv", {y, w2}, {z});
+  g.outputs.push_back(z);
+  g.rebuildIndex();
+  const auto groups = fusedGroups(g);
+  const FusedGroup* grp = nullptr;
+  for (const FusedGroup& gr : groups)
+    if (gr.ops.front() == 0) grp = &gr;
+  QVERIFY(grp);
+  QCOMPARE(grp->ops.size(), size_t{2});
+  auto cpu = makeCpuBackend();
+  auto k = cpu->prepareGroup(g, *grp, "core0");
+  QVERIFY2(k.isOk(), k.message().c_str());
+  Tensor lo, hi;
+  QVERIFY(lo.ensure(DType::Float32, {}).isOk() && hi.ensure(DType::Float32, {}).isOk());
+  lo.data<float>()[0] = -0.25f;
+  hi.data<float>()[0] = 0.5f;
+  const Tensor xn = nhwcIn ? toNhwc(x) : x;
+  std::vector<const Tensor*> ins;
+  for (ValueId v : grp->inputs) {
+    const std::string& name = g.values[static_cast<size_t>(v)].name;
+    ins.push_back(v == xi              ? &xn
+                  : name == "gamma"    ? &gamma
+                  : name == "beta"     ? &beta
+                  : name == "mean"     ? &mean
+                  : name == "var"      ? &var
+                  : name == "lo"       ? &lo
+                                       : &hi);
+  }
+  std::vector<Tensor> outs;
+  auto st = (*k)->run(ins, outs);
+  QVERIFY2(st.isOk(), st.message().c_str());
+  QCOMPARE(outs[0].nhwc(), nhwcIn);
+  Tensor out;
+  QVERIFY(outs[0].toPlain(out).isOk());
+  QCOMPARE(out.shape(), (std::vector<int64_t>{N, C, H, W}));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t p = 0; p < P; ++p) {
+        const size_t i = static_cast<size_t>((n * C + c) * P + p);
+        double v = (double(x.data<float>()[i]) - mean.data<float>()[c]) / std::sqrt(double(var.data<float>()[c]) + eps) *
+                       gamma.data<float>()[c] + beta.data<float>()[c];
+        if (act == "LeakyRelu") v = v < 0 ? v * alpha : v;
+        if (act == "Relu") v = std::max(v, 0.0);
+        if (act == "Clip") v = std::min(0.5, std::max(-0.25, v));
+        const float got = out.data<float>()[i];
+        QVERIFY2(std::abs(got - v) <= 1e-5 * (1 + std::abs(v)),
+                 qPrintable(QString("n %1 c %2 p %3: %4, want %5").arg(n).arg(c).arg(p).arg(double(got)).arg(v)));
+      }
+}
+
+void TestKernelsConv::maxMinPerChannelChannelsLast_data() {
+  QTest::addColumn<QString>("op");
+  QTest::addColumn<int>("channels");
+  QTest::addColumn<bool>("scalar");     // the constant [1,1,1,1] (TensorFlow's clamp), else [1,C,1,1]
+  QTest::addColumn<bool>("constFirst");  // Max(c, x)
+  QTest::newRow("Max(x, scalar), 24 channels") << "Max" << 24 << true << false;
+  QTest::newRow("Max(per-channel, x), 19 channels") << "Max" << 19 << false << true;
+  QTest::newRow("Min(x, per-channel), 40 channels") << "Min" << 40 << false << false;
+}
+
+void TestKernelsConv::maxMinPerChannelChannelsLast() {
+  // Max/Min of a channels-last activation and a constant per channel (or one for all), read by a Conv:
+  // the backend keeps the activation channels-last through it (nhwcOutputOk) and the kernel reads it as
+  // it is (takesNhwc) and writes channels-last; the values are max/min per element against the
+  // row-major definition, NaN from the activation staying NaN.
+  QFETCH(QString, op);
+  QFETCH(int, channels);
+  QFETCH(bool, scalar);
+  QFETCH(bool, constFirst);
+  const int64_t N = 2, C = channels, H = 5, W = 11, P = H * W;
+  Tensor x = random({N, C, H, W}, 51);
+  x.data<float>()[7] = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<int64_t> cs = scalar ? std::vector<int64_t>{1, 1, 1, 1} : std::vector<int64_t>{1, C, 1, 1};
+  const Tensor c = random(cs, 52);
+  Graph g;
+  g.opsetVersion = 17;
+  const ValueId xi = addValue(g, "x", {N, C, H, W}, true);
+  const ValueId ci = addValue(g, "c", cs);
+  g.values[static_cast<size_t>(ci)].isWeight = true;
+  const ValueId y = addValue(g, "y", {N, C, H, W});
+  addNode(g, "op", op.toStdString(), constFirst ? std::vector<ValueId>{ci, xi} : std::vector<ValueId>{xi, ci}, {y});
+  const ValueId w2 = addValue(g, "w2", {4, C, 1, 1});
+  g.values[static_cast<size_t>(w2)].isWeight = true;
+  const ValueId z = addValue(g, "z", {N, 4, H, W});
+  addNode(g, "conv", "Conv", {y, w2}, {z});
+  g.outputs.push_back(z);
+  g.rebuildIndex();
+  QVERIFY(cpu::nhwcOutputOk(g, xi));  // the graph input's readers (the Max/Min, then a Conv) take channels-last
+  const Tensor xn = toNhwc(x);
+  auto cpu = makeCpuBackend();
+  auto k = cpu->prepare(g, 0, "core0");
+  QVERIFY2(k.isOk(), k.message().c_str());
+  std::vector<Tensor> outs;
+  auto st = (*k)->run(constFirst ? std::vector<const Tensor*>{&c, &xn} : std::vector<const Tensor*>{&xn, &c}, outs);
+  QVERIFY2(st.isOk(), st.message().c_str());
+  const bool nhwc = outs[0].nhwc();
+  Tensor got;
+  QVERIFY(outs[0].toPlain(got).isOk());
+  QVERIFY(nhwc);
+  QCOMPARE(got.shape(), (std::vector<int64_t>{N, C, H, W}));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t ch = 0; ch < C; ++ch)
+      for (int64_t p = 0; p < P; ++p) {
+        const size_t i = static_cast<size_t>((n * C + ch) * P + p);
+        const float a = x.data<float>()[i], b = c.data<float>()[scalar ? 0 : ch];
+        const float want = std::isnan(a) ? a : op == "Max" ? std::max(a, b) : std::min(a, b);
+        const float v = got.data<float>()[i];
+        QVERIFY2(std::isnan(want) ? std::isnan(v) : v == want,
+                 qPrintable(QString("n %1 c %2 p %3: %4, want %5").arg(n).arg(ch).arg(p).arg(double(v)).arg(double(want))));
+      }
 }
 
 QTEST_GUILESS_MAIN(TestKernelsConv)

@@ -529,6 +529,57 @@ class TestKernelsReduce : public QObject {
           }
   }
 
+  /// TopK's skip over values that cannot enter the best k (contiguous float rows, k <= 16): rows where
+  /// every block holds a better value (ascending for the largest), where the best come last, ties across
+  /// the 32-element blocks, infinities, and NaNs (ranked below every number: with more NaNs than
+  /// numbers the k-th is a NaN and every later number must still enter), lengths off the block size;
+  /// against a stable sort by (value, index) with that NaN rule.
+  void topkSkip() {
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    const int64_t n = 1000;
+    std::vector<std::vector<float>> rows;
+    std::vector<float> r(n);
+    for (int64_t j = 0; j < n; ++j) r[static_cast<size_t>(j)] = static_cast<float>(j);  // ascending
+    rows.push_back(r);
+    for (int64_t j = 0; j < n; ++j) r[static_cast<size_t>(j)] = static_cast<float>(n - j);  // descending
+    rows.push_back(r);
+    for (int64_t j = 0; j < n; ++j) r[static_cast<size_t>(j)] = static_cast<float>((j * 37) % 11);  // ties
+    rows.push_back(r);
+    for (int64_t j = 0; j < n; ++j) r[static_cast<size_t>(j)] = j < 990 ? nan : static_cast<float>(j % 3);  // NaN k-th
+    rows.push_back(r);
+    for (int64_t j = 0; j < n; ++j)
+      r[static_cast<size_t>(j)] = j % 97 == 0 ? nan : j == 500 ? inf : j == 501 ? -inf : std::sin(float(j));
+    rows.push_back(r);
+    for (int64_t len : {int64_t{33}, int64_t{64}, int64_t{1000}})
+      for (int64_t k : {int64_t{1}, int64_t{5}, int64_t{16}})
+        for (int largest = 0; largest < 2; ++largest) {
+          auto t = Tensor::make(DType::Float32, {static_cast<int64_t>(rows.size()), len});
+          QVERIFY(t.isOk());
+          for (size_t i = 0; i < rows.size(); ++i)
+            std::copy(rows[i].begin(), rows[i].begin() + len, t->data<float>() + static_cast<int64_t>(i) * len);
+          auto outs = runOp("TopK", {*t, ints({1}, {k})}, {{"axis", intAttr(-1)}, {"largest", intAttr(largest)}}, 2,
+                            17, {DType::Float32, DType::Int64});
+          QVERIFY(outs.size() == 2);
+          for (size_t i = 0; i < rows.size(); ++i) {
+            const float* p = t->data<float>() + static_cast<int64_t>(i) * len;
+            std::vector<int64_t> order(static_cast<size_t>(len));
+            std::iota(order.begin(), order.end(), 0);
+            std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+              const float va = p[a], vb = p[b];
+              if (std::isnan(va) || std::isnan(vb)) return !std::isnan(va) && std::isnan(vb);
+              return largest ? va > vb : va < vb;
+            });
+            for (int64_t j = 0; j < k; ++j) {
+              const int64_t at = static_cast<int64_t>(i) * k + j;
+              QVERIFY2(outs[1].data<int64_t>()[at] == order[static_cast<size_t>(j)],
+                       qPrintable(QString("row %1 len %2 k %3 largest %4, rank %5: index %6, want %7")
+                                      .arg(i).arg(len).arg(k).arg(largest).arg(j)
+                                      .arg(outs[1].data<int64_t>()[at]).arg(order[static_cast<size_t>(j)])));
+            }
+          }
+        }
+  }
+
   /// NonZero over bool, float (with -0.0, which is zero) and int64, ranks 1-3, all zeros.
   void nonzero() {
     for (const Shape& shape : std::vector<Shape>{{7}, {1, 128, 128}, {3, 1, 5}, {4, 6}})
