@@ -148,6 +148,23 @@ Platform twoDevices() {
   return p;
 }
 
+/// A per-operator profile of the small ResNet on the CPU backend combined with the fake accelerator:
+/// the options to adjust, then run().
+struct AccProfile {
+  Result<Graph> g = test::generatedGraph(smallResnet());
+  std::unique_ptr<Backend> cpu = makeCpuBackend();
+  AccBackend acc{*cpu};
+  std::unique_ptr<Backend> both = makeCombinedBackend({cpu.get(), &acc});
+  ProfilerOptions o = [] {
+    ProfilerOptions x;
+    x.method = ProfilerOptions::Method::PerOperator;
+    x.warmup = 0;
+    x.reps = 1;
+    return x;
+  }();
+  Result<Profile> run() { return profileModel(*g, *both, o); }
+};
+
 }  // namespace
 
 class TestExecutorDevices : public QObject {
@@ -177,17 +194,11 @@ class TestExecutorDevices : public QObject {
   /// A per-operator profile of an accelerator takes its kernels' own device times, not the wall time
   /// of run() (which copies inputs in and outputs back); the CPU's stay wall times.
   void perOperatorProfileUsesDeviceTime() {
-    auto g = test::generatedGraph(smallResnet());
-    QVERIFY2(g.isOk(), g.message().c_str());
-    auto cpu = makeCpuBackend();
-    AccBackend accB(*cpu);
-    auto both = makeCombinedBackend({cpu.get(), &accB});
-    ProfilerOptions o;
-    o.method = ProfilerOptions::Method::PerOperator;
-    o.devices = {"acc", "core0"};
-    o.warmup = 0;
-    o.reps = 2;
-    auto p = profileModel(*g, *both, o);
+    AccProfile f;
+    QVERIFY2(f.g.isOk(), f.g.message().c_str());
+    f.o.devices = {"acc", "core0"};
+    f.o.reps = 2;
+    auto p = f.run();
     QVERIFY2(p.isOk(), p.message().c_str());
     QCOMPARE(p->devices.size(), size_t{2});
     for (const auto& d : p->devices) {
@@ -202,19 +213,12 @@ class TestExecutorDevices : public QObject {
   /// Transfers the profiler times are copies between the host's CPUs; a pair with an accelerator is left
   /// to the backend's calibration (its kernels copy through their own staging path).
   void profiledTransfersAreHostCopies() {
-    auto g = test::generatedGraph(smallResnet());
-    QVERIFY2(g.isOk(), g.message().c_str());
-    auto cpu = makeCpuBackend();
-    AccBackend accB(*cpu);
-    auto both = makeCombinedBackend({cpu.get(), &accB});
-    ProfilerOptions o;
-    o.method = ProfilerOptions::Method::PerOperator;
-    o.devices = {"acc", "core0", "cpu-serial"};
-    o.warmup = 0;
-    o.reps = 1;
-    o.transfers = true;
-    o.transferSizes = {4096};
-    auto p = profileModel(*g, *both, o);
+    AccProfile f;
+    QVERIFY2(f.g.isOk(), f.g.message().c_str());
+    f.o.devices = {"acc", "core0", "cpu-serial"};
+    f.o.transfers = true;
+    f.o.transferSizes = {4096};
+    auto p = f.run();
     QVERIFY2(p.isOk(), p.message().c_str());
     bool host = false;
     for (const auto& t : p->transfers) {
