@@ -3,6 +3,7 @@
 /// intermediate tensor, so that kernels can be checked end to end without an executor.
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -15,9 +16,66 @@
 #include "gen/generator.h"
 #include "ir/fusion.h"
 #include "ir/graph.h"
+#include "ir/tensordata.h"
 #include "onnx/importer.h"
 
 namespace partex::test {
+
+/// A small graph built in a test: values, int64 constants with data, float32 operators, inputs and
+/// outputs. build() indexes it (Graph::rebuildIndex) and hands it over.
+struct GraphBuilder {
+  Graph g;
+  explicit GraphBuilder(const std::string& name, int64_t opset = 17) {
+    g.name = name;
+    g.opsetVersion = opset;
+  }
+  ValueId value(const std::string& name, DType t, std::vector<int64_t> shape) {
+    Value v;
+    v.name = name;
+    v.dtype = t;
+    v.shape = std::move(shape);
+    v.shapeKnown = true;
+    return g.addValue(v);
+  }
+  /// A float32 model input.
+  ValueId input(const std::string& name, std::vector<int64_t> shape) {
+    const ValueId v = value(name, DType::Float32, std::move(shape));
+    g.values[static_cast<size_t>(v)].isGraphInput = true;
+    g.inputs.push_back(v);
+    return v;
+  }
+  /// An int64 constant (a weight with data), e.g. a Reshape's shape.
+  ValueId ints(const std::string& name, const std::vector<int64_t>& x) {
+    const ValueId v = value(name, DType::Int64, {static_cast<int64_t>(x.size())});
+    Value& w = g.values[static_cast<size_t>(v)];
+    w.isWeight = true;
+    auto d = TensorData::allocate(x.size() * sizeof(int64_t));
+    std::memcpy(d->mutableData(), x.data(), x.size() * sizeof(int64_t));
+    w.data = std::move(d);
+    return v;
+  }
+  /// An operator with one float32 output "<name>_out" of `shape`; returns that output.
+  ValueId node(const std::string& name, const std::string& type, std::vector<ValueId> ins, std::vector<int64_t> shape,
+               std::map<std::string, Attribute> attrs = {}) {
+    Node nd;
+    nd.name = name;
+    nd.opType = type;
+    nd.inputs = std::move(ins);
+    nd.attrs = std::move(attrs);
+    const ValueId out = value(name + "_out", DType::Float32, std::move(shape));
+    nd.outputs = {out};
+    g.addNode(nd);
+    return out;
+  }
+  void output(ValueId v) {
+    g.values[static_cast<size_t>(v)].isGraphOutput = true;
+    g.outputs.push_back(v);
+  }
+  Graph build() {
+    g.rebuildIndex();
+    return std::move(g);
+  }
+};
 
 /// An input of oneNodeGraph(): its dtype and shape; DType::Undefined leaves the input omitted (kNone).
 struct NodeInput {

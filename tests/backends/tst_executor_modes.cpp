@@ -309,54 +309,15 @@ void TestExecutorModes::fusionIsAFactOfTheCosts() {
 /// twice. Checked against y computed here. A view that is a model output is a copy.
 void TestExecutorModes::reshapesRunAsViews() {
   for (const bool viewIsOutput : {false, true}) {
-    Graph g;
-    g.name = "views";
-    g.opsetVersion = 17;
-    auto value = [&](const std::string& name, DType t, std::vector<int64_t> shape) {
-      Value v;
-      v.name = name;
-      v.dtype = t;
-      v.shape = std::move(shape);
-      v.shapeKnown = true;
-      return g.addValue(v);
-    };
-    auto ints = [&](const std::string& name, const std::vector<int64_t>& x) {
-      const ValueId v = value(name, DType::Int64, {static_cast<int64_t>(x.size())});
-      Value& w = g.values[static_cast<size_t>(v)];
-      w.isWeight = true;
-      auto d = TensorData::allocate(x.size() * sizeof(int64_t));
-      std::memcpy(d->mutableData(), x.data(), x.size() * sizeof(int64_t));
-      w.data = std::move(d);
-      return v;
-    };
-    auto node = [&](const std::string& name, const std::string& type, std::vector<ValueId> ins,
-                    std::vector<int64_t> shape) {
-      Node nd;
-      nd.name = name;
-      nd.opType = type;
-      nd.inputs = std::move(ins);
-      const ValueId out = value(name + "_out", DType::Float32, std::move(shape));
-      nd.outputs = {out};
-      g.addNode(nd);
-      return out;
-    };
-    const ValueId x = value("x", DType::Float32, {4, 16}), z = value("z", DType::Float32, {1, 64});
-    for (ValueId v : {x, z}) {
-      g.values[static_cast<size_t>(v)].isGraphInput = true;
-      g.inputs.push_back(v);
-    }
-    const ValueId a = node("relu", "Relu", {x}, {4, 16});
-    const ValueId r = node("reshape", "Reshape", {a, ints("shape", {64})}, {64});
-    const ValueId u = node("unsqueeze", "Unsqueeze", {r, ints("axes", {0})}, {1, 64});
-    const ValueId n = node("neg", "Neg", {z}, {1, 64});
-    const ValueId y = node("add", "Add", {u, n}, {1, 64});
-    g.values[static_cast<size_t>(y)].isGraphOutput = true;
-    g.outputs = {y};
-    if (viewIsOutput) {
-      g.values[static_cast<size_t>(u)].isGraphOutput = true;
-      g.outputs.push_back(u);
-    }
-    g.rebuildIndex();
+    test::GraphBuilder gb("views");
+    const ValueId x = gb.input("x", {4, 16}), z = gb.input("z", {1, 64});
+    const ValueId a = gb.node("relu", "Relu", {x}, {4, 16});
+    const ValueId r = gb.node("reshape", "Reshape", {a, gb.ints("shape", {64})}, {64});
+    const ValueId u = gb.node("unsqueeze", "Unsqueeze", {r, gb.ints("axes", {0})}, {1, 64});
+    const ValueId n = gb.node("neg", "Neg", {z}, {1, 64});
+    gb.output(gb.node("add", "Add", {u, n}, {1, 64}));
+    if (viewIsOutput) gb.output(u);
+    Graph g = gb.build();
     QVERIFY(runsAsView(g, 1));
     QCOMPARE(runsAsView(g, 2), !viewIsOutput);
 
@@ -403,52 +364,15 @@ void TestExecutorModes::reshapesRunAsViews() {
 /// y = Relu(Concat(Reshape(Neg(x), [1, 24]), Reshape(Tanh(z), [1, 12]), axis 1)), checked against y
 /// computed here.
 void TestExecutorModes::viewsIntoConcatSlices() {
-  Graph g;
-  g.name = "viewconcat";
-  g.opsetVersion = 17;
-  auto value = [&](const std::string& name, DType t, std::vector<int64_t> shape) {
-    Value v;
-    v.name = name;
-    v.dtype = t;
-    v.shape = std::move(shape);
-    v.shapeKnown = true;
-    return g.addValue(v);
-  };
-  auto ints = [&](const std::string& name, const std::vector<int64_t>& x) {
-    const ValueId v = value(name, DType::Int64, {static_cast<int64_t>(x.size())});
-    Value& w = g.values[static_cast<size_t>(v)];
-    w.isWeight = true;
-    auto d = TensorData::allocate(x.size() * sizeof(int64_t));
-    std::memcpy(d->mutableData(), x.data(), x.size() * sizeof(int64_t));
-    w.data = std::move(d);
-    return v;
-  };
-  auto node = [&](const std::string& name, const std::string& type, std::vector<ValueId> ins,
-                  std::vector<int64_t> shape, std::map<std::string, Attribute> attrs = {}) {
-    Node nd;
-    nd.name = name;
-    nd.opType = type;
-    nd.inputs = std::move(ins);
-    nd.attrs = std::move(attrs);
-    const ValueId out = value(name + "_out", DType::Float32, std::move(shape));
-    nd.outputs = {out};
-    g.addNode(nd);
-    return out;
-  };
-  const ValueId x = value("x", DType::Float32, {2, 3, 4}), z = value("z", DType::Float32, {3, 4});
-  for (ValueId v : {x, z}) {
-    g.values[static_cast<size_t>(v)].isGraphInput = true;
-    g.inputs.push_back(v);
-  }
-  const ValueId a = node("neg", "Neg", {x}, {2, 3, 4});
-  const ValueId ra = node("ra", "Reshape", {a, ints("sa", {1, 24})}, {1, 24});
-  const ValueId b = node("tanh", "Tanh", {z}, {3, 4});
-  const ValueId rb = node("rb", "Reshape", {b, ints("sb", {1, -1})}, {1, 12});
-  const ValueId c = node("concat", "Concat", {ra, rb}, {1, 36}, {{"axis", Attribute{int64_t{1}}}});
-  const ValueId y = node("relu", "Relu", {c}, {1, 36});  // (a Concat that is a model output is not pre-placed)
-  g.values[static_cast<size_t>(y)].isGraphOutput = true;
-  g.outputs = {y};
-  g.rebuildIndex();
+  test::GraphBuilder gb("viewconcat");
+  const ValueId x = gb.input("x", {2, 3, 4}), z = gb.input("z", {3, 4});
+  const ValueId a = gb.node("neg", "Neg", {x}, {2, 3, 4});
+  const ValueId ra = gb.node("ra", "Reshape", {a, gb.ints("sa", {1, 24})}, {1, 24});
+  const ValueId b = gb.node("tanh", "Tanh", {z}, {3, 4});
+  const ValueId rb = gb.node("rb", "Reshape", {b, gb.ints("sb", {1, -1})}, {1, 12});
+  const ValueId c = gb.node("concat", "Concat", {ra, rb}, {1, 36}, {{"axis", Attribute{int64_t{1}}}});
+  gb.output(gb.node("relu", "Relu", {c}, {1, 36}));  // (a Concat that is a model output is not pre-placed)
+  Graph g = gb.build();
   auto backend = makeCpuBackend();
   auto t = buildCostTable(g, characteriseAll(g), measureThisMachine());
   QVERIFY2(t.isOk(), t.message().c_str());
