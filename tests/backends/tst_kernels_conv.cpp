@@ -123,6 +123,8 @@ class TestKernelsConv : public QObject {
  private slots:
   void maxPoolChannelsLast_data();
   void maxPoolChannelsLast();
+  void maxPoolPlanar_data();
+  void maxPoolPlanar();
   void concatChannelsLast();
   void channelShuffleChannelsLast_data();
   void channelShuffleChannelsLast();
@@ -187,6 +189,57 @@ void TestKernelsConv::maxPoolChannelsLast() {
   bool nhwc = false;
   const Tensor y = runFirst(g, {&xn}, nhwc);
   QCOMPARE(nhwc, consumerConv);
+  QCOMPARE(y.shape(), ys);
+  for (size_t i = 0; i < want.size(); ++i)
+    QVERIFY2(y.data<float>()[i] == want[i], qPrintable(QString("element %1: %2, want %3")
+                                                         .arg(i)
+                                                         .arg(double(y.data<float>()[i]))
+                                                         .arg(double(want[i]))));
+}
+
+void TestKernelsConv::maxPoolPlanar_data() {
+  QTest::addColumn<QVector<qint64>>("shape");  // N, C, H, W
+  QTest::addColumn<QVector<qint64>>("window");  // kh, kw, sh, sw
+  QTest::addColumn<QVector<qint64>>("pads");
+  QTest::addColumn<bool>("ceil");
+  QTest::newRow("MTCNN P-Net 2x2/2, 10x238x318") << QVector<qint64>{1, 10, 238, 318} << QVector<qint64>{2, 2, 2, 2}
+                                                 << QVector<qint64>{0, 0, 0, 0} << false;
+  QTest::newRow("3x3/2 padded, batch 2, odd sizes") << QVector<qint64>{2, 3, 11, 13} << QVector<qint64>{3, 3, 2, 2}
+                                                    << QVector<qint64>{1, 1, 1, 1} << false;
+  QTest::newRow("3x2 window, strides 1x2, uneven pads") << QVector<qint64>{1, 5, 6, 8} << QVector<qint64>{3, 2, 1, 2}
+                                                         << QVector<qint64>{0, 1, 1, 0} << false;
+  QTest::newRow("3x3/1 same size") << QVector<qint64>{1, 4, 9, 7} << QVector<qint64>{3, 3, 1, 1}
+                                   << QVector<qint64>{1, 1, 1, 1} << false;
+  QTest::newRow("ceil mode (oneDNN's path)") << QVector<qint64>{1, 4, 7, 9} << QVector<qint64>{2, 2, 2, 2}
+                                             << QVector<qint64>{0, 0, 0, 0} << true;
+}
+
+/// MaxPool over a plain (row-major) input, as a PRelu or any kernel that writes row-major leaves it:
+/// the backend's own loop (maxPool2d), checked against the definition.
+void TestKernelsConv::maxPoolPlanar() {
+  QFETCH(QVector<qint64>, shape);
+  QFETCH(QVector<qint64>, window);
+  QFETCH(QVector<qint64>, pads);
+  QFETCH(bool, ceil);
+  const std::vector<int64_t> xs(shape.begin(), shape.end()), p(pads.begin(), pads.end());
+  const Tensor x = random(xs, 11);
+  std::vector<int64_t> ys;
+  const auto want = refMaxPool(x, window[0], window[1], window[2], window[3], p, ceil, ys);
+  Graph g;
+  g.opsetVersion = 17;
+  const ValueId in = addValue(g, "x", xs, true);
+  const ValueId out = addValue(g, "y", ys);
+  addNode(g, "pool", "MaxPool", {in}, {out},
+          {{"kernel_shape", Attribute{std::vector<int64_t>{window[0], window[1]}}},
+           {"strides", Attribute{std::vector<int64_t>{window[2], window[3]}}},
+           {"pads", Attribute{p}},
+           {"ceil_mode", Attribute{int64_t{ceil ? 1 : 0}}}});
+  g.outputs.push_back(out);
+  g.values[static_cast<size_t>(out)].isGraphOutput = true;
+  g.rebuildIndex();
+  bool nhwc = true;
+  const Tensor y = runFirst(g, {&x}, nhwc);
+  QVERIFY(!nhwc);
   QCOMPARE(y.shape(), ys);
   for (size_t i = 0; i < want.size(); ++i)
     QVERIFY2(y.data<float>()[i] == want[i], qPrintable(QString("element %1: %2, want %3")
