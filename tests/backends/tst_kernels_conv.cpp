@@ -50,6 +50,17 @@ void addNode(Graph& g, const std::string& name, const std::string& op, std::vect
   g.addNode(n);
 }
 
+/// A 1x1 Conv `name` of 4 output channels reading `v` ([N, C, H, W]), its result the model output: a
+/// reader that takes channels-last, so the kernel that writes `v` may leave it in that layout.
+void addChannelsLastReader(Graph& g, ValueId v, const std::string& name = "conv") {
+  const std::vector<int64_t> s = g.values[static_cast<size_t>(v)].shape;
+  const ValueId w = addValue(g, name + "_w", {4, s[1], 1, 1});
+  g.values[static_cast<size_t>(w)].isWeight = true;
+  const ValueId z = addValue(g, name + "_z", {s[0], 4, s[2], s[3]});
+  addNode(g, name, "Conv", {v, w}, {z});
+  g.outputs.push_back(z);
+}
+
 /// The values of a row-major tensor [N, C, H, W] stored channels-last in a tensor of the same shape.
 Tensor toNhwc(const Tensor& plain) {
   Tensor t;
@@ -175,11 +186,7 @@ void TestKernelsConv::maxPoolChannelsLast() {
            {"pads", Attribute{p}},
            {"ceil_mode", Attribute{int64_t{ceil ? 1 : 0}}}});
   if (consumerConv) {
-    const ValueId w = addValue(g, "w", {4, ys[1], 1, 1});
-    g.values[static_cast<size_t>(w)].isWeight = true;
-    const ValueId z = addValue(g, "z", {ys[0], 4, ys[2], ys[3]});
-    addNode(g, "conv", "Conv", {out, w}, {z});
-    g.outputs.push_back(z);
+    addChannelsLastReader(g, out);
   } else {
     g.outputs.push_back(out);
     g.values[static_cast<size_t>(out)].isGraphOutput = true;
@@ -264,11 +271,7 @@ void TestKernelsConv::concatChannelsLast() {
   for (const Tensor& t : plain) nhwc.push_back(toNhwc(t));
   const ValueId cat = addValue(g, "cat", {2, 83, 5, 7});
   addNode(g, "concat", "Concat", ins, {cat}, {{"axis", Attribute{int64_t{1}}}});
-  const ValueId w = addValue(g, "w", {4, 83, 1, 1});
-  g.values[static_cast<size_t>(w)].isWeight = true;
-  const ValueId z = addValue(g, "z", {2, 4, 5, 7});
-  addNode(g, "conv", "Conv", {cat, w}, {z});
-  g.outputs.push_back(z);
+  addChannelsLastReader(g, cat);
   g.rebuildIndex();
   bool isNhwc = false;
   const Tensor y = runFirst(g, {&nhwc[0], &nhwc[1], &nhwc[2]}, isNhwc);
@@ -314,11 +317,7 @@ void TestKernelsConv::channelShuffleChannelsLast() {
   addNode(g, "reshape1", "Reshape", {x, s1}, {r1});
   addNode(g, "transpose", "Transpose", {r1}, {t}, {{"perm", Attribute{std::vector<int64_t>{0, 2, 1, 3, 4}}}});
   addNode(g, "reshape2", "Reshape", {t, s2}, {r2});
-  const ValueId w = addValue(g, "w", {4, C, 1, 1});
-  g.values[static_cast<size_t>(w)].isWeight = true;
-  const ValueId z = addValue(g, "z", {N, 4, H, W});
-  addNode(g, "conv", "Conv", {r2, w}, {z});
-  g.outputs.push_back(z);
+  addChannelsLastReader(g, r2);
   g.rebuildIndex();
   const auto groupsOf = fusedGroups(g);
   const FusedGroup* shuffle = nullptr;
@@ -380,11 +379,7 @@ void TestKernelsConv::groupedPointwise() {
   addNode(g, "conv", "Conv", {xi, wi, bi}, {c}, {{"group", Attribute{G}}, {"kernel_shape", Attribute{std::vector<int64_t>{1, 1}}}});
   addNode(g, "relu", "Relu", {c}, {y});
   if (nhwcOut) {
-    const ValueId w2 = addValue(g, "w2", {4, M, 1, 1});
-    g.values[static_cast<size_t>(w2)].isWeight = true;
-    const ValueId z = addValue(g, "z", {N, 4, 9, 7});
-    addNode(g, "conv2", "Conv", {y, w2}, {z});
-    g.outputs.push_back(z);
+    addChannelsLastReader(g, y, "conv2");
   } else {
     g.outputs.push_back(y);
   }
@@ -526,11 +521,7 @@ void TestKernelsConv::channelAffineBothLayouts() {
     }
     addNode(g, "act", act.toStdString(), ins, {y}, attrs);
   }
-  const ValueId w2 = addValue(g, "w2", {4, C, 1, 1});
-  g.values[static_cast<size_t>(w2)].isWeight = true;
-  const ValueId z = addValue(g, "z", {N, 4, H, W});
-  addNode(g, "conv", "Conv", {y, w2}, {z});
-  g.outputs.push_back(z);
+  addChannelsLastReader(g, y);
   g.rebuildIndex();
   const auto groups = fusedGroups(g);
   const FusedGroup* grp = nullptr;
@@ -610,11 +601,7 @@ void TestKernelsConv::maxMinPerChannelChannelsLast() {
   g.values[static_cast<size_t>(ci)].isWeight = true;
   const ValueId y = addValue(g, "y", {N, C, H, W});
   addNode(g, "op", op.toStdString(), constFirst ? std::vector<ValueId>{ci, xi} : std::vector<ValueId>{xi, ci}, {y});
-  const ValueId w2 = addValue(g, "w2", {4, C, 1, 1});
-  g.values[static_cast<size_t>(w2)].isWeight = true;
-  const ValueId z = addValue(g, "z", {N, 4, H, W});
-  addNode(g, "conv", "Conv", {y, w2}, {z});
-  g.outputs.push_back(z);
+  addChannelsLastReader(g, y);
   g.rebuildIndex();
   QVERIFY(cpu::nhwcOutputOk(g, xi));  // the graph input's readers (the Max/Min, then a Conv) take channels-last
   const Tensor xn = toNhwc(x);
