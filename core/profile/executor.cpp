@@ -1104,6 +1104,17 @@ Result<std::vector<Tensor>> referenceRun(const Graph& g, const Backend& backend,
   return takeOutputs(g, refPrep);
 }
 
+/// `asked` (ExecOptions::warmupMinMs), raised to kGpuWarmupMs when a device the run uses (`used`, ids) is
+/// one of kind "gpu" among `devices`: its clocks ramp up from idle over tens of milliseconds, and a model
+/// of a few milliseconds would be measured (and profiled) partly at idle clocks after one warm-up run
+/// (the H200's first convolution: 203 us in a profile, 110 us in the plan's run).
+double warmupMinFor(double asked, const std::vector<BackendDevice>& devices, const std::vector<std::string>& used) {
+  for (const auto& bd : devices)
+    if (bd.kind == "gpu" && std::find(used.begin(), used.end(), bd.id) != used.end())
+      return std::max(asked, kGpuWarmupMs);
+  return asked;
+}
+
 /// The warm-up and timed runs of one lane program (prepared in `prep`), with disturbed runs discarded
 /// and repeated. `step` reports progress.
 Status timedRuns(LaneTeam& team, Prepared& prep, const std::vector<DeviceId>& devOf, const LaneLayout& layout,
@@ -1230,9 +1241,8 @@ Result<ExecResult> executeOnDevice(const Graph& g, const Backend& backend, const
   ExecResult r;
   r.fusedInto = prep.fusedInto();
   noteWaitPolicy(layout, devOf, r);
-  ExecOptions timing = o;  // A GPU warms up for kGpuWarmupMs at least (see executePlan).
-  for (const auto& bd : backend.devices())
-    if (bd.id == device && bd.kind == "gpu") timing.warmupMinMs = std::max(timing.warmupMinMs, kGpuWarmupMs);
+  ExecOptions timing = o;
+  timing.warmupMinMs = warmupMinFor(o.warmupMinMs, backend.devices(), ids);
   if (auto st = timedRuns(team, prep, devOf, layout, program, *in, timing, step, r, &order); !st)
     return Error{st.message()};
   return r;
@@ -1279,14 +1289,12 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
     if (!plan.order[static_cast<size_t>(d)].empty() && layout.masterLane[static_cast<size_t>(d)] < 0)
       return makeError("executor: device '", t.deviceIds[static_cast<size_t>(d)], "' is not a device of backend '",
                        backend.name(), "' (it can only be simulated)");
-  // A GPU in the plan: its clocks ramp up from idle over tens of milliseconds, and a model of a few
-  // milliseconds would be measured (and profiled) partly at idle clocks after one warm-up run (the
-  // H200's first convolution: 203 us in a profile, 110 us in the plan's run). Warm up for at least
-  // kGpuWarmupMs of runs then.
-  for (const auto& bd : backendDevices)
+  {
+    std::vector<std::string> used;  // the devices the plan runs operators on
     for (DeviceId d = 0; d < t.numDevices(); ++d)
-      if (bd.kind == "gpu" && bd.id == t.deviceIds[static_cast<size_t>(d)] && !plan.order[static_cast<size_t>(d)].empty())
-        o.warmupMinMs = std::max(o.warmupMinMs, kGpuWarmupMs);
+      if (!plan.order[static_cast<size_t>(d)].empty()) used.push_back(t.deviceIds[static_cast<size_t>(d)]);
+    o.warmupMinMs = warmupMinFor(o.warmupMinMs, backendDevices, used);
+  }
   int done = 0;
   const int total = o.warmup + o.reps + (o.checkOutputs ? 1 : 0) + 1;
   auto step = [&](const std::string& what) {
