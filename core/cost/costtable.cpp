@@ -264,6 +264,33 @@ Result<CostTable> buildCostTable(const Graph& g, const std::vector<OpWork>& work
       return makeError(t.name, ": operator '", node.name, "' (", node.opType, ") can run on no device of platform '",
                        p.name, "' (", join(reasons, "; "), ")");
   }
+  // Devices the CPU runtime runs (Device::fusion "runtime"): each of its fused groups (ir/fusion.h
+  // fusedGroups, every operator on one device) is one kernel, charged the dearest of its operators (the
+  // others are folded into that pass: post-ops of a convolution, the steps of a LayerNorm written out, a
+  // channel shuffle's one permutation), on its last operator; the others cost nothing there. The groups
+  // go into the table as a profile's do, so a plan that splits one is charged its operators alone
+  // (CostTable::wIn); an in-context profile replaces these costs with the kernels it measured.
+  bool runtimeFusion = false;
+  for (size_t d = 0; d < m; ++d) runtimeFusion = runtimeFusion || p.devices[d].fusion == "runtime";
+  if (runtimeFusion) {
+    if (t.unfusedCost.empty()) t.unfusedCost = t.cost;
+    t.fusedGroupOf.assign(n, -1);
+    for (const FusedGroup& grp : fusedGroups(g)) {
+      if (grp.ops.size() < 2) continue;
+      for (OpId v : grp.ops) t.fusedGroupOf[static_cast<size_t>(v)] = static_cast<int32_t>(t.fusedGroups.size());
+      t.fusedGroups.emplace_back(grp.ops.begin(), grp.ops.end());
+    }
+    for (size_t d = 0; d < m; ++d) {
+      if (p.devices[d].fusion != "runtime") continue;
+      for (const auto& grp : t.fusedGroups) {
+        double kernel = 0;
+        for (TaskId v : grp) kernel = std::max(kernel, t.cost[static_cast<size_t>(v) * m + d]);
+        if (!std::isfinite(kernel)) continue;  // the device cannot run all of it: no kernel here
+        for (TaskId v : grp) t.cost[static_cast<size_t>(v) * m + d] = 0.0;
+        t.cost[static_cast<size_t>(grp.back()) * m + d] = kernel;
+      }
+    }
+  }
   // A device whose runtime fuses epilogues (Device::fusion): each chain of ir/fusion.h's epilogueChain,
   // all on that device, is one kernel of the anchor's work: its later operators cost nothing there and
   // its last operator carries the kernel's time (it runs once every input of the chain is ready, a

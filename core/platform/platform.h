@@ -85,6 +85,11 @@ struct Device {
   /// own launch) or "epilogues" (ir/fusion.h epilogueChain, the CUDA backend's rule: a Conv with folded
   /// affine steps, a residual Add and an activation; Gemm/MatMul/binary operators with an activation).
   /// The chain's later operators then cost nothing on the device and its last one the anchor's time.
+  /// Or "runtime" (ir/fusion.h fusedGroups, the CPU runtime's rule, wider: Conv/Gemm/MatMul with folded
+  /// affine steps, a residual Add and activations, BatchNormalization + Relu, channel shuffles, the
+  /// graph rewrites): each group, kept whole by a plan, is one kernel charged the dearest of its
+  /// operators, on its last one; a plan that splits it is charged each operator alone (CostTable::wIn).
+  /// this-machine's CPU devices, which the CPU runtime runs, say "runtime".
   std::string fusion;
   /// A parallel device's work per wave: the outputs it computes at once (a GPU: its SMs times the output
   /// tile of one SM). With reductionStepUsByClass, an operator whose outputs fill few waves takes at least

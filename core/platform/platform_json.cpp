@@ -275,8 +275,8 @@ class Parser {
     d.coreSyncUs = optionalNumber(o, "core_sync_us", where, Sign::NonNegative, 0.0);
     d.compilesBlocks = optionalBool(o, "compiles_blocks", where, false);
     d.fusion = optionalString(o, "fusion", where, "");
-    if (!d.fusion.empty() && d.fusion != "epilogues")
-      failField(where, "fusion", "must be \"epilogues\" or absent", member(o, "fusion"));
+    if (!d.fusion.empty() && d.fusion != "epilogues" && d.fusion != "runtime")
+      failField(where, "fusion", "must be \"epilogues\", \"runtime\" or absent", member(o, "fusion"));
     d.waveOutputs = optionalInteger(o, "wave_outputs", where, 0, 0);
     parseClassMap(o, "reduction_step_us_by_class", where, Sign::NonNegative, d.reductionStepUsByClass);
     for (auto& s : stringList(o, "supported_ops", where)) d.supportedOps.insert(s);

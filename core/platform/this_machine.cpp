@@ -518,6 +518,7 @@ Platform thisMachineFromProbe(const MachineProbe& probe) {
     d.launchOverheadUs = round3(launch);
     d.memCapacityBytes = mem;
     d.cores = nCores;
+    d.fusion = "runtime";  // the CPU runtime runs these devices: its fused groups are one kernel each
     return d;
   };
   p.devices.push_back(cpuDevice("cpu-serial", "CPU serial (1 thread)", g1, bw1, kCallUs, 1));

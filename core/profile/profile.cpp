@@ -494,6 +494,7 @@ Result<ApplyReport> applyProfile(CostTable& t, const Profile& p, const ApplyOpti
   const size_t m = t.deviceIds.size();
   auto groups = std::make_shared<std::unordered_map<std::string, double>>();
   std::set<std::string> unmatched;
+  std::set<int32_t> countedGroups;  // fused groups the profile measured (rep.fusedGroups counts each once)
   // The costs of operators alone, before measured fused kernels replace them (kept once).
   if (t.unfusedCost.empty()) t.unfusedCost = t.cost;
   std::vector<std::pair<std::string, std::vector<double>>> ratios;  // Per profiled device: measured / modelled.
@@ -563,10 +564,17 @@ Result<ApplyReport> applyProfile(CostTable& t, const Profile& p, const ApplyOpti
       const size_t lastIdx = static_cast<size_t>(ids.back()) * m + static_cast<size_t>(d);
       if (t.provenance[lastIdx] != Provenance::Modelled) t.unfusedCost[anchorIdx] = t.cost[lastIdx];
       if (t.fusedGroupOf.empty()) t.fusedGroupOf.assign(static_cast<size_t>(t.numTasks()), -1);
-      if (t.fusedGroupOf[static_cast<size_t>(ids[0])] >= 0) continue;  // known from another device
+      const int32_t known = t.fusedGroupOf[static_cast<size_t>(ids[0])];
+      if (known >= 0) {
+        // Known from another device, or from the cost model (a device that runs the CPU runtime's
+        // groups, Device::fusion "runtime"): the same group counts once.
+        if (t.fusedGroups[static_cast<size_t>(known)] == ids && countedGroups.insert(known).second) ++rep.fusedGroups;
+        continue;
+      }
       bool free = true;
       for (TaskId v : ids) free = free && t.fusedGroupOf[static_cast<size_t>(v)] < 0;
       if (!free) continue;
+      countedGroups.insert(static_cast<int32_t>(t.fusedGroups.size()));
       for (TaskId v : ids) t.fusedGroupOf[static_cast<size_t>(v)] = static_cast<int32_t>(t.fusedGroups.size());
       t.fusedGroups.push_back(ids);
       ++rep.fusedGroups;

@@ -293,7 +293,7 @@ class TestGpuPlatform : public QObject {
     QCOMPARE(gpu->fusion, std::string("epilogues"));
     QCOMPARE(gpu->waveOutputs, int64_t{409600});
     QVERIFY(finitePositive(gpu->reductionStepUsByClass.at(OpClass::Conv)));
-    QVERIFY(device(*p, "core0")->fusion.empty() && device(*p, "core0")->reductionStepUsByClass.empty());
+    QVERIFY(device(*p, "core0")->fusion == "runtime" && device(*p, "core0")->reductionStepUsByClass.empty());
     // The CPU devices are calibrated as before.
     QVERIFY(!device(*p, "core0")->bandwidthGBsByClass.empty());
     // Links: host -> gpu at h2d, gpu -> host at d2h, latency h2d_latency_us; core0 through the host.

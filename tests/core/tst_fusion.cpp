@@ -338,6 +338,55 @@ class TestFusion : public QObject {
     QCOMPARE(t->unfusedCost.size(), t->cost.size());
     QCOMPARE(t->unfusedCost[1 * 2 + 1], rooflineUs(p.devices[1], work[1], "BatchNormalization"));
   }
+
+  void costTableChargesRuntimeGroups() {
+    // A device the CPU runtime runs (Device::fusion "runtime") charges each of its fused groups as one
+    // kernel, the dearest operator's time on the last operator; the groups are known to the table, so a
+    // plan that splits one pays each operator alone there (wIn). A device without the field keeps
+    // per-operator costs.
+    G b;
+    ValueId y = b.op("Relu", "relu", {b.bn("bn", b.conv("conv", b.input("x")))});
+    b.output(y);
+    b.g.rebuildIndex();
+    Platform p;
+    p.name = "two";
+    for (const char* id : {"plain", "runtime"}) {
+      Device d;
+      d.id = id;
+      d.kind = DeviceKind::Cpu;
+      d.defaultPeakGflops = 100;
+      d.memBandwidthGBs = 10;
+      d.launchOverheadUs = 7;
+      p.devices.push_back(d);
+    }
+    p.host = "plain";
+    p.devices[1].fusion = "runtime";
+    const auto work = characteriseAll(b.g);
+    auto t = buildCostTable(b.g, work, p);
+    QVERIFY2(t, t ? "" : t.message().c_str());
+    double dearest = 0;
+    for (size_t v = 0; v < 3; ++v) {
+      const double alone = rooflineUs(p.devices[0], work[v], b.g.nodes[v].opType);
+      dearest = std::max(dearest, alone);
+      QCOMPARE(t->w(static_cast<TaskId>(v), 0), alone);
+      QCOMPARE(t->unfusedCost[v * 2 + 1], alone);  // the same numbers: both devices are alike
+    }
+    QVERIFY(dearest > 7);
+    QCOMPARE(t->fusedGroups.size(), size_t(1));
+    QCOMPARE(t->fusedGroups[0], (std::vector<TaskId>{0, 1, 2}));
+    QCOMPARE(t->w(0, 1), 0.0);
+    QCOMPARE(t->w(1, 1), 0.0);
+    QCOMPARE(t->w(2, 1), dearest);
+    // Whole on the runtime device: the kernel; the Relu moved away: each operator alone.
+    QCOMPARE(t->wIn(2, 1, {1, 1, 1}), dearest);
+    QCOMPARE(t->wIn(0, 1, {1, 1, 0}), t->unfusedCost[0 * 2 + 1]);
+    QCOMPARE(t->wIn(1, 1, {1, 1, 0}), t->unfusedCost[1 * 2 + 1]);
+    // Without the field no group is charged: the plain device's costs are the operators'.
+    p.devices[1].fusion.clear();
+    auto u = buildCostTable(b.g, work, p);
+    QVERIFY(u && u->fusedGroups.empty());
+    QCOMPARE(u->w(0, 1), t->unfusedCost[0 * 2 + 1]);
+  }
 };
 
 QTEST_GUILESS_MAIN(TestFusion)

@@ -336,7 +336,7 @@ class TestPlatform : public QObject {
     QTest::newRow("color") << variant([](json& j) { j["devices"][1]["color"] = "red"; })
                            << "device 'npu': field 'color' must be a colour \"#rrggbb\"";
     QTest::newRow("fusion unknown") << variant([](json& j) { j["devices"][1]["fusion"] = "everything"; })
-                                    << "device 'npu': field 'fusion' must be \"epilogues\" or absent";
+                                    << "device 'npu': field 'fusion' must be \"epilogues\", \"runtime\" or absent";
     QTest::newRow("wave outputs negative") << variant([](json& j) { j["devices"][1]["wave_outputs"] = -5; })
                                            << "device 'npu': field 'wave_outputs'";
     QTest::newRow("step unknown class") << variant([](json& j) { j["devices"][1]["reduction_step_us_by_class"] = {{"convs", 1}}; })
@@ -579,6 +579,7 @@ class TestPlatform : public QObject {
       QVERIFY2(d.defaultPeakGflops > 0 && std::isfinite(d.defaultPeakGflops), d.id.c_str());
       QVERIFY2(d.memBandwidthGBs > 0 && std::isfinite(d.memBandwidthGBs), d.id.c_str());
       QCOMPARE(d.kind, DeviceKind::Cpu);
+      QCOMPARE(d.fusion, std::string("runtime"));  // the CPU runtime runs them: its fused groups are kernels
       if (d.id.rfind("core", 0) == 0) ++coreDevices;
     }
     QCOMPARE(coreDevices, cores);

@@ -68,7 +68,7 @@ std::string violation(const CostTable& t, const Constraints& c, const Plan& p, c
     if (d < 0 || d >= m || !t.canRun(v, d)) return name(v) + " on a device that cannot run it";
     if (!c.allowed(t, v, d)) return name(v) + " breaks a pin or a forbidden device";
     if (s.device != d) return name(v) + ": timeline device differs from the plan";
-    const double w = t.w(v, d);
+    const double w = t.wIn(v, d, p.device);  // a fused group the plan splits: its operators alone
     if (!inBlock[static_cast<size_t>(v)] && std::abs((s.end - s.start) - w) > kEps * std::max(1.0, w)) return name(v) + ": duration is not its cost";
     if (s.end > tl.makespan + kEps * std::max(1.0, tl.makespan)) return name(v) + " ends after the makespan";
   }
