@@ -78,6 +78,34 @@ using Names = std::vector<std::string>;
 
 }  // namespace
 
+/// conv -> bn -> relu, the Relu a model output.
+static G convBnRelu() {
+  G b;
+  ValueId y = b.op("Relu", "relu", {b.bn("bn", b.conv("conv", b.input("x")))});
+  b.output(y);
+  b.g.rebuildIndex();
+  return b;
+}
+
+/// Two devices alike (100 GFLOP/s, 10 GB/s, 7 us per call): a CPU host `host` and `second` of `kind`,
+/// whose runtime fuses as `fusion` says (Device::fusion).
+static Platform twoDevices(const char* host, DeviceKind kind, const char* second, const char* fusion) {
+  Platform p;
+  p.name = "two";
+  for (const char* id : {host, second}) {
+    Device d;
+    d.id = id;
+    d.kind = id == second ? kind : DeviceKind::Cpu;
+    d.defaultPeakGflops = 100;
+    d.memBandwidthGBs = 10;
+    d.launchOverheadUs = 7;
+    p.devices.push_back(d);
+  }
+  p.host = host;
+  p.devices[1].fusion = fusion;
+  return p;
+}
+
 class TestFusion : public QObject {
   Q_OBJECT
 
@@ -307,23 +335,8 @@ class TestFusion : public QObject {
   void costTableChargesEpilogueKernels() {
     // A device whose runtime fuses epilogues (Device::fusion) charges a chain as one kernel of its
     // anchor's work, on the chain's last operator; another device keeps per-operator costs.
-    G b;
-    ValueId y = b.op("Relu", "relu", {b.bn("bn", b.conv("conv", b.input("x")))});
-    b.output(y);
-    b.g.rebuildIndex();
-    Platform p;
-    p.name = "two";
-    for (const char* id : {"cpu", "gpu"}) {
-      Device d;
-      d.id = id;
-      d.kind = std::string(id) == "gpu" ? DeviceKind::Gpu : DeviceKind::Cpu;
-      d.defaultPeakGflops = 100;
-      d.memBandwidthGBs = 10;
-      d.launchOverheadUs = 7;
-      p.devices.push_back(d);
-    }
-    p.host = "cpu";
-    p.devices[1].fusion = "epilogues";
+    G b = convBnRelu();
+    Platform p = twoDevices("cpu", DeviceKind::Gpu, "gpu", "epilogues");
     const auto work = characteriseAll(b.g);
     auto t = buildCostTable(b.g, work, p);
     QVERIFY2(t, t ? "" : t.message().c_str());
@@ -344,23 +357,8 @@ class TestFusion : public QObject {
     // kernel, the dearest operator's time on the last operator; the groups are known to the table, so a
     // plan that splits one pays each operator alone there (wIn). A device without the field keeps
     // per-operator costs.
-    G b;
-    ValueId y = b.op("Relu", "relu", {b.bn("bn", b.conv("conv", b.input("x")))});
-    b.output(y);
-    b.g.rebuildIndex();
-    Platform p;
-    p.name = "two";
-    for (const char* id : {"plain", "runtime"}) {
-      Device d;
-      d.id = id;
-      d.kind = DeviceKind::Cpu;
-      d.defaultPeakGflops = 100;
-      d.memBandwidthGBs = 10;
-      d.launchOverheadUs = 7;
-      p.devices.push_back(d);
-    }
-    p.host = "plain";
-    p.devices[1].fusion = "runtime";
+    G b = convBnRelu();
+    Platform p = twoDevices("plain", DeviceKind::Cpu, "runtime", "runtime");
     const auto work = characteriseAll(b.g);
     auto t = buildCostTable(b.g, work, p);
     QVERIFY2(t, t ? "" : t.message().c_str());
