@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cuda/cuda_pool.h"
+#include "kernels/kernels.h"
 
 namespace partex::cuda {
 namespace {
@@ -170,11 +171,12 @@ Result<GpuCalibration> calibrateGpu() {
       std::memcpy(host.data(), h.get(), mib);
       return {};
     });
+    // The NCHW -> NHWC pass as the CPU's kernels make it of a row-major input they read channels-last
+    // (backends/cpu plainToNhwc: transposePlane32's cache tiles, one thread, as a cpu-serial reader).
     auto downNhwc = wall([&]() -> Status {
       if (auto st = download(); !st) return st;
       std::memcpy(host.data(), h.get(), mib);
-      for (int p = 0; p < HW; ++p)
-        for (int ch = 0; ch < C; ++ch) nhwc[static_cast<size_t>(p) * C + ch] = host[static_cast<size_t>(ch) * HW + p];
+      cpu::transposePlane32(host.data(), HW, nhwc.data(), C, HW, C);
       return {};
     });
     if (!up1) return Error{up1.message()};
