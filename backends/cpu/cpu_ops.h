@@ -15,13 +15,6 @@ namespace partex::cpu {
 /// operators, BatchNormalization and channel Concat when their own output may be channels-last too).
 bool nhwcOutputOk(const Graph& g, ValueId v);
 
-/// Row-major float32 [N, C, spatial...] (S pixels per image) into the channels-last layout of the same
-/// shape: per image the [C][S] plane transposed to [S][C] in cache tiles (transposePlane32), blocks of
-/// pixels split over `threads` OpenMP threads (the calling device's). What a CPU kernel pays for a
-/// row-major input where an all-CPU plan hands it a channels-last one (a GPU's output arrives on the
-/// host row-major; issue 25): its channels-last path, as profiled, then runs on the copy.
-void plainToNhwc(const float* src, float* dst, int64_t N, int64_t C, int64_t S, int threads);
-
 /// The kernel of a fused group (ir/fusion.h; `ops` anchor first, a lone Conv included): ops_fused.cpp.
 Result<std::unique_ptr<OpKernel>> makeFusedKernel(const Graph& g, const std::vector<OpId>& ops);
 

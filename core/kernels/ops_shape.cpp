@@ -1409,6 +1409,21 @@ void transposePlane32(const void* s, int64_t ls, void* d, int64_t ld, int64_t ro
   transposePlane(static_cast<const uint32_t*>(s), ls, static_cast<uint32_t*>(d), ld, rows, cols);
 }
 
+void plainToNhwc(const float* src, float* dst, int64_t N, int64_t C, int64_t S, int threads) {
+  // Blocks of 32 pixels (one cache tile of transposePlane32 wide: 64 gave 1.3x the time over 64x112x112), split over the threads.
+  constexpr int64_t kPixels = 32;
+  const int64_t blocks = (S + kPixels - 1) / kPixels;
+  parallelChunks(
+      ExecContext{threads}, N * blocks,
+      [&](int64_t b, int64_t e) {
+        for (int64_t k = b; k < e; ++k) {
+          const int64_t n = k / blocks, s0 = (k % blocks) * kPixels, s1 = std::min(S, s0 + kPixels);
+          transposePlane32(src + n * C * S + s0, S, dst + (n * S + s0) * C, C, s1 - s0, C);
+        }
+      },
+      std::max<int64_t>(1, 16384 / std::max<int64_t>(1, kPixels * C)));
+}
+
 void addShapeOps(std::vector<OpEntry>& t) {
   for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze"})
     t.push_back({op, anyDType, [](const Graph&, const Node& n) { return mk<ReshapeKernel>(n); }});
