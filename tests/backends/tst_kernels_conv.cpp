@@ -654,6 +654,8 @@ void TestKernelsConv::plainToNhwcMatchesLoop_data() {
   QTest::newRow("Inception 480x28x28") << QVector<qint64>{1, 480, 784} << 1;
   QTest::newRow("two threads, batch 3") << QVector<qint64>{3, 64, 3136} << 2;
   QTest::newRow("one pixel") << QVector<qint64>{2, 1024, 1} << 2;
+  QTest::newRow("32x32 plane (8-channel blocks), odd C") << QVector<qint64>{2, 20, 1024} << 2;
+  QTest::newRow("64x64 plane, 64 channels") << QVector<qint64>{1, 64, 4096} << 1;
 }
 
 /// cpu::plainToNhwc (what a CPU kernel pays for a row-major input it reads channels-last) against the
