@@ -475,10 +475,13 @@ int runExecute(const ExecuteArgs& a) {
     nlohmann::json ops = nlohmann::json::array();
     for (size_t v = 0; v < n; ++v) {
       const auto& s = predicted->tasks[v];
-      nlohmann::json outs = nlohmann::json::array();
+      nlohmann::json outs = nlohmann::json::array(), ins = nlohmann::json::array();
       for (ValueId o : g->nodes[v].outputs) outs.push_back(o >= 0 ? g->values[static_cast<size_t>(o)].name : "");
+      // (With the outputs, which operator's tensor each one reads: flow.sh's CPU readers of GPU tensors.)
+      for (ValueId i : g->nodes[v].inputs) ins.push_back(i >= 0 ? g->values[static_cast<size_t>(i)].name : "");
       ops.push_back({{"name", g->nodes[v].name},
                      {"op_type", g->nodes[v].opType},
+                     {"inputs", ins},
                      {"outputs", outs},
                      {"device", t->deviceIds[static_cast<size_t>(plan->device[v])]},
                      {"measured_us", r->opUs[v]},

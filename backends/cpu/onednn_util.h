@@ -52,6 +52,17 @@ inline memory::desc plainDesc(const std::vector<int64_t>& shape) {
   return memory::desc(toDims(shape), dt::f32, plainTag(shape.size()));
 }
 
+/// The Nhwc (channels-last) layout of Tensor for a float32 tensor of rank 3-5.
+inline memory::desc nhwcDesc(const std::vector<int64_t>& shape) {
+  const tag t = shape.size() == 3 ? tag::acb : shape.size() == 4 ? tag::acdb : tag::acdeb;
+  return memory::desc(toDims(shape), dt::f32, t);
+}
+
+/// The descriptor of a tensor as it is stored (plain or channels-last).
+inline memory::desc descOf(const Tensor& t) {
+  return t.nhwc() ? nhwcDesc(t.shape()) : plainDesc(t.shape());
+}
+
 /// Attributes with a user scratchpad. oneDNN's default ("library") scratchpad is allocated before and freed
 /// after every execution of a primitive: for a big convolution glibc maps and unmaps it each time, and
 /// every run pays its page faults. Every primitive here takes scratchpadFor() instead.
@@ -140,12 +151,34 @@ struct WeightCache {
   }
 };
 
-/// Source memory in the primitive's layout: the user's memory or a reorder of it into the thread's
-/// source scratch (the reorder kept between runs).
+/// Whether `from` is the row-major and `to` the channels-last layout of one float32 tensor of rank 3-5
+/// (what plainToNhwc converts).
+inline bool plainToNhwcPair(const memory::desc& from, const memory::desc& to) {
+  const memory::dims d = from.dims();
+  if (d.size() < 3 || d.size() > 5 || from.data_type() != dt::f32) return false;
+  const std::vector<int64_t> shape(d.begin(), d.end());
+  return from == plainDesc(shape) && to == nhwcDesc(shape);
+}
+
+/// plainToNhwc between two memories of plainToNhwcPair's layouts.
+inline void plainToNhwc(const memory& from, const memory& to) {
+  const memory::dims d = from.get_desc().dims();
+  int64_t S = 1;
+  for (size_t i = 2; i < d.size(); ++i) S *= d[i];
+  plainToNhwc(static_cast<const float*>(from.get_data_handle()), static_cast<float*>(to.get_data_handle()), d[0], d[1], S,
+              omp_get_max_threads());
+}
+
+/// Source memory in the primitive's layout: the user's memory or a conversion of it into the thread's
+/// source scratch (row-major to channels-last by plainToNhwc, any other pair by oneDNN's reorder, kept
+/// between runs).
 inline memory toLayout(dnnl::stream& s, const memory& user, const memory::desc& want, Reorder& reorder) {
   if (user.get_desc() == want) return user;
   memory m = threadScratch(0, want);
-  reorder.run(s, const_cast<memory&>(user), m);
+  if (plainToNhwcPair(user.get_desc(), want))
+    plainToNhwc(user, m);
+  else
+    reorder.run(s, const_cast<memory&>(user), m);
   return m;
 }
 
@@ -224,16 +257,5 @@ inline std::string windowGeometry(const Node& n, const std::vector<int64_t>& inS
   return "";
 }
 
-
-/// The Nhwc (channels-last) layout of Tensor for a float32 tensor of rank 3-5.
-inline memory::desc nhwcDesc(const std::vector<int64_t>& shape) {
-  const tag t = shape.size() == 3 ? tag::acb : shape.size() == 4 ? tag::acdb : tag::acdeb;
-  return memory::desc(toDims(shape), dt::f32, t);
-}
-
-/// The descriptor of a tensor as it is stored (plain or channels-last).
-inline memory::desc descOf(const Tensor& t) {
-  return t.nhwc() ? nhwcDesc(t.shape()) : plainDesc(t.shape());
-}
 
 }  // namespace partex::cpu

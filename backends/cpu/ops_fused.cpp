@@ -337,6 +337,10 @@ void loadResidual(dnnl::stream& s, const Tensor& r, memory& dst, Reorder& reo) {
     std::memcpy(dst.get_data_handle(), r.raw(), dst.get_desc().get_size());
     return;
   }
+  if (plainToNhwcPair(rm.get_desc(), dst.get_desc())) {  // a row-major residual (a GPU's output)
+    plainToNhwc(rm, dst);
+    return;
+  }
   reo.run(s, rm, dst);
 }
 

@@ -790,6 +790,9 @@ void avgPool2d(const ExecContext& ctx, const float* x, float* y, int64_t planes,
       std::max<int64_t>(1, 16384 / std::max<int64_t>(1, W * kh)));
 }
 
+/// The largest row-major input a pool converts to channels-last to run its channels-last path (PoolKernel).
+constexpr int64_t kPoolConvertMaxBytes = int64_t{2} << 20;
+
 class PoolKernel final : public OpKernel {
  public:
   PoolKernel(const Node& n, dnnl::algorithm alg, bool global) : node_(n), alg_(alg), global_(global) {}
@@ -797,9 +800,28 @@ class PoolKernel final : public OpKernel {
 
   Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
     if (auto e = expectInput(in, 0, "X"); !e.empty()) return Error{e};
-    const Tensor& x = *in[0];
-    if (x.dtype() != DType::Float32) return makeError("float32 only");
-    if (x.rank() < 3 || x.rank() > 5) return makeError("input ", x.describe(), " (1-3 spatial dims supported)");
+    const Tensor* xin = in[0];
+    if (xin->dtype() != DType::Float32) return makeError("float32 only");
+    if (xin->rank() < 3 || xin->rank() > 5) return makeError("input ", xin->describe(), " (1-3 spatial dims supported)");
+    // A row-major 2-D input where an all-CPU plan hands this kernel a channels-last one (its output is
+    // wanted channels-last: a Conv's or a pool's output feeds it there), or where the row-major paths
+    // below are oneDNN's plain pooling (ceil_mode): a GPU's output arrives on the host row-major.
+    // Converted (plainToNhwc) into the thread's scratch, then the channels-last path the profile
+    // measured, whose output stays channels-last for the readers. Issue 25: Inception v1's 3x3/2
+    // ceil-mode MaxPool fed by the GPU ran 154 us against 35 profiled; here a 3x3/1 MaxPool over
+    // 192x28x28 ran 3.3x its channels-last time row-major, 1.3x converted. Only up to
+    // kPoolConvertMaxBytes (2 MiB: Inception's 480x28x28 is 1.5): beyond the cache the conversion took
+    // 2.5-2.7x a memcpy's time and the row loops over wide rows were faster (a 64x112x112 stem pool,
+    // docs/benchmarks.md).
+    if (!global_ && !xin->nhwc() && xin->rank() == 4 && xin->bytes() <= kPoolConvertMaxBytes &&
+        (nhwcOut || node_.attrInt("ceil_mode", 0) != 0)) {
+      thread_local Tensor converted;
+      if (auto st = converted.ensureNhwc(xin->shape()); !st) return st;
+      plainToNhwc(ptr<float>(*xin), static_cast<float*>(converted.raw()), xin->dim(0), xin->dim(1),
+                  xin->dim(2) * xin->dim(3), ctx.threads);
+      xin = &converted;
+    }
+    const Tensor& x = *xin;
     // A 2-D MaxPool over a channels-last input: the backend's own loop (maxPoolNhwc).
     if (alg_ == dnnl::algorithm::pooling_max && !global_ && x.nhwc() && x.rank() == 4) {
       if (x.shape() != ownKey_) {

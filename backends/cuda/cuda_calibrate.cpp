@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cuda/cuda_pool.h"
+#include "kernels/kernels.h"
 
 namespace partex::cuda {
 namespace {
@@ -143,10 +144,13 @@ Result<GpuCalibration> calibrateGpu() {
       small.push_back(std::chrono::duration<double, std::micro>(Clock::now() - a).count());
     }
     c.h2dSmallUs = median(small);
-    // The executor's staged paths (see GpuCalibration), 1 MiB: a [1, 64, 64, 64] float tensor.
-    const size_t mib = size_t{1} << 20;
-    const int C = 64, HW = 64 * 64;
-    std::vector<float> host(mib / sizeof(float), 1.f), nhwc(mib / sizeof(float), 0.f);
+    // The executor's staged paths (see GpuCalibration) for a [1, 64, 56, 56] float tensor (784 KiB, a
+    // ResNet activation). Not 64x64: over a plane of a multiple of 1024 pixels the conversion below
+    // takes plainToNhwc's narrower blocks (2.3x a memcpy on the development machine, against 1.6x over
+    // 56x56), a case rarer than the one it should stand for.
+    const int C = 64, HW = 56 * 56;
+    const size_t act = static_cast<size_t>(C) * HW * sizeof(float);
+    std::vector<float> host(act / sizeof(float), 1.f), nhwc(act / sizeof(float), 0.f);
     auto wall = [&](auto&& body) -> Result<double> {
       std::vector<double> us;
       for (int r = 0; r < 21; ++r) {
@@ -157,30 +161,31 @@ Result<GpuCalibration> calibrateGpu() {
       return median(us);
     };
     auto up1 = wall([&]() -> Status {
-      std::memcpy(h.get(), host.data(), mib);
-      if (auto st = check(cudaMemcpyAsync(d.get(), h.get(), mib, cudaMemcpyHostToDevice, s), "h2d"); !st) return st;
+      std::memcpy(h.get(), host.data(), act);
+      if (auto st = check(cudaMemcpyAsync(d.get(), h.get(), act, cudaMemcpyHostToDevice, s), "h2d"); !st) return st;
       return check(cudaStreamSynchronize(s), "sync");
     });
     auto download = [&]() -> Status {
-      if (auto st = check(cudaMemcpyAsync(h.get(), d.get(), mib, cudaMemcpyDeviceToHost, s), "d2h"); !st) return st;
+      if (auto st = check(cudaMemcpyAsync(h.get(), d.get(), act, cudaMemcpyDeviceToHost, s), "d2h"); !st) return st;
       return check(cudaStreamSynchronize(s), "sync");
     };
     auto down1 = wall([&]() -> Status {
       if (auto st = download(); !st) return st;
-      std::memcpy(host.data(), h.get(), mib);
+      std::memcpy(host.data(), h.get(), act);
       return {};
     });
+    // The NCHW -> NHWC pass as the CPU's kernels make it of a row-major input they read channels-last
+    // (cpu::plainToNhwc, core/kernels; one thread, as a cpu-serial reader).
     auto downNhwc = wall([&]() -> Status {
       if (auto st = download(); !st) return st;
-      std::memcpy(host.data(), h.get(), mib);
-      for (int p = 0; p < HW; ++p)
-        for (int ch = 0; ch < C; ++ch) nhwc[static_cast<size_t>(p) * C + ch] = host[static_cast<size_t>(ch) * HW + p];
+      std::memcpy(host.data(), h.get(), act);
+      cpu::plainToNhwc(host.data(), nhwc.data(), 1, C, HW, 1);
       return {};
     });
     if (!up1) return Error{up1.message()};
     if (!down1) return Error{down1.message()};
     if (!downNhwc) return Error{downNhwc.message()};
-    auto rate = [&](double us) { return static_cast<double>(mib) / (std::max(us - c.h2dSmallUs, 0.1 * us) * 1e-6); };
+    auto rate = [&](double us) { return static_cast<double>(act) / (std::max(us - c.h2dSmallUs, 0.1 * us) * 1e-6); };
     c.h2dStagedBytesPerS = rate(*up1);
     c.d2hStagedBytesPerS = rate(*down1);
     c.d2hNhwcBytesPerS = rate(*downNhwc);

@@ -17,8 +17,9 @@ struct GpuCalibration {
   double h2dBytesPerS = 0;   ///< Pinned host to device, 64 MiB.
   double d2hBytesPerS = 0;   ///< Device to pinned host, 64 MiB.
   double h2dSmallUs = 0;     ///< One 4 KiB host-to-device copy, issued and waited for: the fixed cost.
-  /// The executor's paths for a 1 MiB activation, less the fixed cost: a kernel's input copied from an
-  /// ordinary host tensor into its pinned staging buffer, then to the device, waited for (uploadTensor);
+  /// The executor's paths for a [1, 64, 56, 56] activation (784 KiB), less the fixed cost: a kernel's
+  /// input copied from an ordinary host tensor into its pinned staging buffer, then to the device, waited
+  /// for (uploadTensor);
   /// an output copied back to staging, waited for, then into the host tensor (downloadTensor); and the
   /// same download followed by the NCHW -> NHWC pass a CPU kernel that reads channels-last makes of it.
   double h2dStagedBytesPerS = 0;

@@ -47,6 +47,13 @@ class OpKernel {
   bool viewIn = false;
 };
 
+/// Row-major float32 [N, C, spatial...] (S pixels per image) into the channels-last layout of the same
+/// shape: per image the [C][S] plane transposed to [S][C] in cache tiles (transposePlane32), blocks of
+/// pixels split over `threads` OpenMP threads (the calling device's). What a CPU kernel pays for a
+/// row-major input where an all-CPU plan hands it a channels-last one (a GPU's output arrives on the
+/// host row-major; issue 25): its channels-last path, as profiled, then runs on the copy.
+void plainToNhwc(const float* src, float* dst, int64_t N, int64_t C, int64_t S, int threads);
+
 /// Returns "" when the node can run, otherwise the reason (one line).
 using CheckFn = std::function<std::string(const Graph&, const Node&)>;
 /// Creates the kernel of a node that passed its check.

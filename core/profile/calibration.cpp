@@ -32,7 +32,7 @@ using json = nlohmann::json;
 
 /// Bumped whenever the synthetic operators, the fit or the file's content change: older cache files
 /// become stale. 2: the this-machine probe is cached with the calibration. 3: so is the GPU.
-constexpr int kCalibrationFormat = 4;  // 4: the GPU's reduction step (conv-reduction)
+constexpr int kCalibrationFormat = 5;  // 4: the GPU's reduction step (conv-reduction); 5: its NHWC download probe (issue 25)
 constexpr const char* kFormatName = "partex-calibration";
 
 /// Element-wise operators with several (broadcast) inputs: in the CPU backend they walk the broadcast

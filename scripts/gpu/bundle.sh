@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Packs what the GPU machine needs into one file, DEST/bundle.tar.xz, after a CUDA build here:
-#   bin/          bench_gpu, every tst_cuda* and (when it still fits) partex-cli from BUILD_DIR/bin
+#   bin/          bench_gpu, every tst_cuda*, bench_rowmajor and (when it still fits) partex-cli from BUILD_DIR/bin
 #   lib/          their shared-library closure (ldd), less what the GPU machine has itself: the glibc
 #                 family, libstdc++/libgcc_s (newer there), libcuda (the driver) and cuDNN/cuBLAS
 #                 (python wheels there, see device_check.sh); libcudart, Qt, ICU, oneDNN... travel
@@ -43,7 +43,7 @@ EXCLUDE='^(libc|libm|libdl|libpthread|librt|libresolv|libstdc\+\+|libgcc_s|libcu
 step "1. binaries from $BUILD_DIR/bin"
 [ -d "$BUILD_DIR/bin" ] || { echo "no $BUILD_DIR/bin: build first (with CUDA)"; exit 1; }
 bins=()
-for f in "$BUILD_DIR"/bin/bench_gpu "$BUILD_DIR"/bin/tst_cuda* "$BUILD_DIR"/bin/libpartex_cuda.so; do
+for f in "$BUILD_DIR"/bin/bench_gpu "$BUILD_DIR"/bin/tst_cuda* "$BUILD_DIR"/bin/libpartex_cuda.so "$BUILD_DIR"/bin/bench_rowmajor; do
   [ -f "$f" ] && [ -x "$f" ] && bins+=("$f")
 done
 [ ${#bins[@]} -gt 0 ] || { echo "neither bench_gpu nor tst_cuda* in $BUILD_DIR/bin"; exit 1; }

@@ -10,7 +10,7 @@
 # summary.txt; past the 8 files a device run brings back, the JSON files go into results-json.tar.xz.
 # Environment: TEST_FUNCS (test function names passed to every test binary: a rerun of some only);
 # BENCH_ARGS (more arguments to bench_gpu, e.g. --reps 100); BENCH_GENERATED (generated models
-# bench_gpu also runs, default bert,gpt2,resnet18,mobilenetv2,widedeep); STEPS (default "env unpack ldd tests bench flow torch bench_graphapi", run in that order) runs a subset; CHECK_BUDGET_S
+# bench_gpu also runs, default bert,gpt2,resnet18,mobilenetv2,widedeep); STEPS (default "env unpack ldd tests bench flow rowmajor torch bench_graphapi", run in that order) runs a subset; CHECK_BUDGET_S
 # (default 540) bounds the whole run: each step's timeout is cut to what is left of it, so the
 # run ends inside the device call's 600 s limit.
 set -u
@@ -20,7 +20,7 @@ cd "$(dirname "$0")/../.." || exit 2
 REPO=$PWD
 BUNDLE=${BUNDLE:-$REPO/.gpu-bundle/bundle.tar.xz}
 WORK=${WORK:-/tmp/partex-gpu}
-STEPS=${STEPS:-env unpack ldd tests bench flow torch bench_graphapi}
+STEPS=${STEPS:-env unpack ldd tests bench flow rowmajor torch bench_graphapi}
 BUDGET=${CHECK_BUDGET_S:-540}
 LOG=$OUTDIR/raw.log
 T0=$(date +%s)
@@ -181,6 +181,17 @@ step_flow() {
       QT_PLUGIN_PATH="$WORK/plugins" timeout -k 10 "$lim" bash "$REPO/scripts/gpu/flow.sh" "$c" "$WORK/models" "$OUTDIR"
 }
 
+# The GPU host's CPU kernels fed row-major (a GPU's output on the host) against fed channels-last, and
+# the conversion between them (bin/bench_rowmajor, about 10 s): issue 25's CPU readers of GPU tensors,
+# beside flow's "cpu readers of gpu tensors" lines.
+step_rowmajor() {
+  local b="$WORK/bin/bench_rowmajor" lim
+  [ -x "$b" ] || { echo "skipped: no bin/bench_rowmajor in the bundle"; return 125; }
+  lim=$(limit 60); [ "$lim" -gt 0 ] || { echo "skipped: budget spent"; return 125; }
+  echo "timeout ${lim}s"
+  env LD_LIBRARY_PATH="$BUNDLE_LD" timeout -k 5 "$lim" "$b" --reps 60
+}
+
 # The same with cuDNN's graph-API convolution engines among the candidates (PARTEX_CUDA_GRAPH_API=1;
 # off by default until such a run shows them right and faster).
 step_bench_graphapi() {
@@ -212,9 +223,9 @@ step_torch() {
 
 echo "device_check: repo $REPO, out $OUTDIR, steps: $STEPS, budget ${BUDGET}s"
 # unpack sets the library path that ldd, tests and bench need: it runs whenever one of them does.
-if wanted ldd || wanted tests || wanted bench || wanted bench_graphapi || wanted flow || wanted bench_tf32; then STEPS="$STEPS unpack"; fi
+if wanted ldd || wanted tests || wanted bench || wanted bench_graphapi || wanted flow || wanted rowmajor || wanted bench_tf32; then STEPS="$STEPS unpack"; fi
 # The most needed first: a budget that runs out cuts the graph-API and TF32 benches, not the flow.
-for s in env unpack ldd tests bench flow torch bench_graphapi bench_tf32; do
+for s in env unpack ldd tests bench flow rowmajor torch bench_graphapi bench_tf32; do
   wanted "$s" || { record "$s" skip 0; continue; }
   banner "step $s"
   t1=$(now)

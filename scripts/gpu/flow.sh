@@ -82,9 +82,10 @@ for m in $MODELS_LIST $(for k in $GENERATED; do echo "gen_$k"; done); do
   done
 done
 echo "]" >> "$OUT/flow.json"
-python3 - "$OUT/flow.json" <<'PY' | tee "$OUT/flow_summary.txt"
+python3 - "$OUT/flow.json" "$ACC" <<'PY' | tee "$OUT/flow_summary.txt"
 import json, sys, statistics, collections
 rows = json.load(open(sys.argv[1]))
+acc = sys.argv[2]
 print("%-32s %-11s %9s %12s %12s %8s" % ("model", "plan", "profiled", "predicted ms", "measured ms", "error"))
 errs = []
 for r in rows:
@@ -115,4 +116,24 @@ for r in rows:
     if r["algo"] in ("best", "single") and r["profiled"]:
         worst = sorted(ops, key=lambda o: -abs(o["measured_us"] - o["predicted_us"]))[:3]
         print("   most missed: " + "; ".join("%s@%s %.0f/%.0f" % (o["name"], o["device"], o["predicted_us"], o["measured_us"]) for o in worst))
+    # The CPU kernels that read a tensor the accelerator wrote (row-major on the host; issue 25: they ran
+    # 1.3-4x their profile), predicted/measured per kernel: a fused kernel's time sits on its last
+    # operator, so a reader's kernel is the one it ran in (fused_into).
+    dev_of = {}
+    for o in ops:
+        for v in o.get("outputs") or []: dev_of[v] = o["device"]
+    kernels = collections.OrderedDict()
+    for o in ops:
+        if o["device"] == acc or not any(dev_of.get(v) == acc for v in o.get("inputs") or []): continue
+        k = o.get("fused_into") or o["name"]
+        if k in kernels: continue
+        members = [x for x in ops if x["name"] == k or x.get("fused_into") == k]
+        kernels[k] = ("%s %s" % (o["name"], o["op_type"]) + ("" if k == o["name"] else " in " + k), o["device"],
+                      sum(x["predicted_us"] for x in members), sum(x["measured_us"] for x in members))
+    if kernels:
+        pred = sum(v[2] for v in kernels.values()); meas = sum(v[3] for v in kernels.values())
+        print("   cpu readers of %s tensors: %d kernels, predicted %.0f us, measured %.0f us (%+.0f%%): %s" % (
+            acc, len(kernels), pred, meas, 100 * (pred - meas) / meas if meas > 0 else 0,
+            "; ".join("%s@%s %.0f/%.0f" % (v[0], v[1], v[2], v[3])
+                      for k, v in sorted(kernels.items(), key=lambda kv: -abs(kv[1][3] - kv[1][2]))[:8])))
 PY

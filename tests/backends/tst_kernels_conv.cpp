@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "backend/backend.h"
 #include "cost/costtable.h"
@@ -146,6 +147,10 @@ class TestKernelsConv : public QObject {
   void channelAffineBothLayouts();
   void maxMinPerChannelChannelsLast_data();
   void maxMinPerChannelChannelsLast();
+  void plainToNhwcMatchesLoop_data();
+  void plainToNhwcMatchesLoop();
+  void rowMajorFedAsChannelsLast_data();
+  void rowMajorFedAsChannelsLast();
 };
 
 void TestKernelsConv::maxPoolChannelsLast_data() {
@@ -209,25 +214,34 @@ void TestKernelsConv::maxPoolPlanar_data() {
   QTest::addColumn<QVector<qint64>>("window");  // kh, kw, sh, sw
   QTest::addColumn<QVector<qint64>>("pads");
   QTest::addColumn<bool>("ceil");
+  // A Conv reads the output: the row-major input is converted and the channels-last path runs (issue 25).
+  QTest::addColumn<bool>("consumerConv");
   QTest::newRow("MTCNN P-Net 2x2/2, 10x238x318") << QVector<qint64>{1, 10, 238, 318} << QVector<qint64>{2, 2, 2, 2}
-                                                 << QVector<qint64>{0, 0, 0, 0} << false;
+                                                 << QVector<qint64>{0, 0, 0, 0} << false << false;
   QTest::newRow("3x3/2 padded, batch 2, odd sizes") << QVector<qint64>{2, 3, 11, 13} << QVector<qint64>{3, 3, 2, 2}
-                                                    << QVector<qint64>{1, 1, 1, 1} << false;
+                                                    << QVector<qint64>{1, 1, 1, 1} << false << false;
   QTest::newRow("3x2 window, strides 1x2, uneven pads") << QVector<qint64>{1, 5, 6, 8} << QVector<qint64>{3, 2, 1, 2}
-                                                         << QVector<qint64>{0, 1, 1, 0} << false;
+                                                         << QVector<qint64>{0, 1, 1, 0} << false << false;
   QTest::newRow("3x3/1 same size") << QVector<qint64>{1, 4, 9, 7} << QVector<qint64>{3, 3, 1, 1}
-                                   << QVector<qint64>{1, 1, 1, 1} << false;
-  QTest::newRow("ceil mode (oneDNN's path)") << QVector<qint64>{1, 4, 7, 9} << QVector<qint64>{2, 2, 2, 2}
-                                             << QVector<qint64>{0, 0, 0, 0} << true;
+                                   << QVector<qint64>{1, 1, 1, 1} << false << false;
+  QTest::newRow("ceil mode (converted)") << QVector<qint64>{1, 4, 7, 9} << QVector<qint64>{2, 2, 2, 2}
+                                         << QVector<qint64>{0, 0, 0, 0} << true << false;
+  QTest::newRow("Inception 3x3/2 ceil, Conv reader") << QVector<qint64>{1, 48, 28, 28} << QVector<qint64>{3, 3, 2, 2}
+                                                      << QVector<qint64>{0, 0, 0, 0} << true << true;
+  QTest::newRow("3x3/1 padded, batch 2, odd C, Conv reader")
+      << QVector<qint64>{2, 19, 9, 7} << QVector<qint64>{3, 3, 1, 1} << QVector<qint64>{1, 1, 1, 1} << false << true;
 }
 
-/// MaxPool over a plain (row-major) input, as a PRelu or any kernel that writes row-major leaves it:
-/// the backend's own loop (maxPool2d), checked against the definition.
+/// MaxPool over a plain (row-major) input, as a PRelu or any kernel that writes row-major leaves it (or a
+/// GPU's output on the host): the backend's own loop (maxPool2d) where the output is row-major too, the
+/// channels-last loop after a conversion where a Conv reads the output or ceil_mode leaves oneDNN's plain
+/// pooling as the other way; checked against the definition.
 void TestKernelsConv::maxPoolPlanar() {
   QFETCH(QVector<qint64>, shape);
   QFETCH(QVector<qint64>, window);
   QFETCH(QVector<qint64>, pads);
   QFETCH(bool, ceil);
+  QFETCH(bool, consumerConv);
   const std::vector<int64_t> xs(shape.begin(), shape.end()), p(pads.begin(), pads.end());
   const Tensor x = random(xs, 11);
   std::vector<int64_t> ys;
@@ -241,12 +255,16 @@ void TestKernelsConv::maxPoolPlanar() {
            {"strides", Attribute{std::vector<int64_t>{window[2], window[3]}}},
            {"pads", Attribute{p}},
            {"ceil_mode", Attribute{int64_t{ceil ? 1 : 0}}}});
-  g.outputs.push_back(out);
-  g.values[static_cast<size_t>(out)].isGraphOutput = true;
+  if (consumerConv) {
+    addChannelsLastReader(g, out);
+  } else {
+    g.outputs.push_back(out);
+    g.values[static_cast<size_t>(out)].isGraphOutput = true;
+  }
   g.rebuildIndex();
-  bool nhwc = true;
+  bool nhwc = !consumerConv;
   const Tensor y = runFirst(g, {&x}, nhwc);
-  QVERIFY(!nhwc);
+  QCOMPARE(nhwc, consumerConv);
   QCOMPARE(y.shape(), ys);
   for (size_t i = 0; i < want.size(); ++i)
     QVERIFY2(y.data<float>()[i] == want[i], qPrintable(QString("element %1: %2, want %3")
@@ -626,6 +644,151 @@ void TestKernelsConv::maxMinPerChannelChannelsLast() {
         QVERIFY2(std::isnan(want) ? std::isnan(v) : v == want,
                  qPrintable(QString("n %1 c %2 p %3: %4, want %5").arg(n).arg(ch).arg(p).arg(double(v)).arg(double(want))));
       }
+}
+
+void TestKernelsConv::plainToNhwcMatchesLoop_data() {
+  QTest::addColumn<QVector<qint64>>("shape");  // N, C, S
+  QTest::addColumn<int>("threads");
+  QTest::newRow("one pixel block, C 3") << QVector<qint64>{1, 3, 7} << 1;
+  QTest::newRow("ragged blocks, odd C, batch 2") << QVector<qint64>{2, 37, 131} << 1;
+  QTest::newRow("Inception 480x28x28") << QVector<qint64>{1, 480, 784} << 1;
+  QTest::newRow("two threads, batch 3") << QVector<qint64>{3, 64, 3136} << 2;
+  QTest::newRow("one pixel") << QVector<qint64>{2, 1024, 1} << 2;
+  QTest::newRow("32x32 plane (8-channel blocks), odd C") << QVector<qint64>{2, 20, 1024} << 2;
+  QTest::newRow("64x64 plane, 64 channels") << QVector<qint64>{1, 64, 4096} << 1;
+}
+
+/// cpu::plainToNhwc (what a CPU kernel pays for a row-major input it reads channels-last) against the
+/// definition, element by element.
+void TestKernelsConv::plainToNhwcMatchesLoop() {
+  QFETCH(QVector<qint64>, shape);
+  QFETCH(int, threads);
+  const int64_t N = shape[0], C = shape[1], S = shape[2];
+  const Tensor x = random({N, C, S}, 61);
+  std::vector<float> y(static_cast<size_t>(N * C * S), -1.0f);
+  cpu::plainToNhwc(x.data<float>(), y.data(), N, C, S, threads);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t p = 0; p < S; ++p) {
+        const float want = x.data<float>()[(n * C + c) * S + p], got = y[static_cast<size_t>((n * S + p) * C + c)];
+        if (got != want) QFAIL(qPrintable(QString("n %1 c %2 p %3: %4, want %5").arg(n).arg(c).arg(p).arg(double(got)).arg(double(want))));
+      }
+}
+
+void TestKernelsConv::rowMajorFedAsChannelsLast_data() {
+  QTest::addColumn<QString>("op");
+  QTest::addColumn<QVector<qint64>>("shape");  // N, C, H, W
+  QTest::newRow("Conv 3x3") << "Conv" << QVector<qint64>{1, 24, 12, 12};
+  QTest::newRow("Conv 1x1 + residual Add, batch 2") << "ConvAdd" << QVector<qint64>{2, 32, 9, 11};
+  QTest::newRow("MaxPool 3x3/2 ceil") << "MaxPool" << QVector<qint64>{1, 40, 14, 14};
+  QTest::newRow("AveragePool 3x3/1 pad 1") << "AveragePool" << QVector<qint64>{1, 33, 10, 9};
+}
+
+/// Issue 25: a CPU kernel whose input an all-CPU plan hands over channels-last, fed the row-major tensor
+/// a GPU's output is on the host (and the residual too), gives the same values as fed channels-last and
+/// leaves its output channels-last for its readers, as its profile measured it (not the row-major path,
+/// whose row-major output would make every reader after it convert again).
+void TestKernelsConv::rowMajorFedAsChannelsLast() {
+  QFETCH(QString, op);
+  QFETCH(QVector<qint64>, shape);
+  const std::vector<int64_t> xs(shape.begin(), shape.end());
+  const int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3];
+  Graph g;
+  g.opsetVersion = 17;
+  const ValueId xi = addValue(g, "x", xs, true);
+  std::vector<Tensor> params;  // weights after X (and the residual, an activation)
+  std::vector<ValueId> ins{xi};
+  std::vector<int64_t> ys = xs;
+  std::optional<FusedGroup> grp;
+  auto weight = [&](const std::string& name, std::vector<int64_t> s, uint64_t seed) {
+    const ValueId v = addValue(g, name, s);
+    g.values[static_cast<size_t>(v)].isWeight = true;
+    params.push_back(random(std::move(s), seed));
+    ins.push_back(v);
+  };
+  if (op == "Conv" || op == "ConvAdd") {
+    const int64_t M = op == "Conv" ? 40 : C, k = op == "Conv" ? 3 : 1;
+    weight("w", {M, C, k, k}, 62);
+    weight("b", {M}, 63);
+    ys = {N, M, H, W};
+    const ValueId y = addValue(g, "y", ys);
+    addNode(g, "conv", "Conv", ins, {y},
+            {{"pads", Attribute{std::vector<int64_t>{k / 2, k / 2, k / 2, k / 2}}}});
+    if (op == "ConvAdd") {
+      const ValueId r = addValue(g, "r", ys, true);
+      const ValueId z = addValue(g, "z", ys);
+      addNode(g, "add", "Add", {y, r}, {z});
+      addChannelsLastReader(g, z);
+      grp = FusedGroup{{0, 1}, {xi, ins[1], ins[2], r}, z};
+      params.push_back(random(ys, 64));
+    } else {
+      addChannelsLastReader(g, y);
+    }
+  } else {
+    const bool maxPool = op == "MaxPool";
+    ys = maxPool ? std::vector<int64_t>{N, C, (H - 3 + 1) / 2 + 1, (W - 3 + 1) / 2 + 1} : xs;
+    const ValueId y = addValue(g, "y", ys);
+    addNode(g, "pool", op.toStdString(), ins, {y},
+            {{"kernel_shape", Attribute{std::vector<int64_t>{3, 3}}},
+             {"strides", Attribute{std::vector<int64_t>{maxPool ? 2 : 1, maxPool ? 2 : 1}}},
+             {"pads", Attribute{std::vector<int64_t>(4, maxPool ? 0 : 1)}},
+             {"ceil_mode", Attribute{int64_t{maxPool ? 1 : 0}}}});
+    addChannelsLastReader(g, y);
+  }
+  g.rebuildIndex();
+  QVERIFY(cpu::nhwcOutputOk(g, grp ? grp->output : g.nodes[0].outputs[0]));
+  const Tensor x = random(xs, 65);
+  const Tensor xn = toNhwc(x);
+  auto cpu = makeCpuBackend();
+  auto run = [&](const Tensor& in, bool residualNhwc, Tensor& plain) {
+    auto k = grp ? cpu->prepareGroup(g, *grp, "core0") : cpu->prepare(g, 0, "core0");
+    if (!k) qFatal("%s", k.message().c_str());
+    std::vector<const Tensor*> ptrs{&in};
+    Tensor rn;
+    for (size_t i = 0; i < params.size(); ++i) ptrs.push_back(&params[i]);
+    if (grp && residualNhwc) {
+      rn = toNhwc(params.back());
+      ptrs.back() = &rn;
+    }
+    std::vector<Tensor> out;
+    if (auto st = (*k)->run(ptrs, out); !st) qFatal("%s", st.message().c_str());
+    if (!out[0].toPlain(plain)) qFatal("toPlain");
+    return out[0].nhwc();
+  };
+  Tensor fromPlain, fromNhwc;
+  const bool nhwcFromPlain = run(x, false, fromPlain);
+  const bool nhwcFromNhwc = run(xn, true, fromNhwc);
+  QVERIFY(nhwcFromNhwc);
+  QVERIFY2(nhwcFromPlain, "fed row-major, the kernel left its output row-major");
+  QCOMPARE(fromPlain.shape(), ys);
+  QCOMPARE(fromNhwc.shape(), ys);
+  for (int64_t i = 0; i < fromPlain.numElements(); ++i) {
+    const float a = fromPlain.data<float>()[i], b = fromNhwc.data<float>()[i];
+    if (a != b) QFAIL(qPrintable(QString("element %1: %2 fed row-major, %3 fed channels-last").arg(i).arg(double(a)).arg(double(b))));
+  }
+  if (op == "MaxPool" || op == "AveragePool") {  // and the pools against the definition
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t oy = 0; oy < ys[2]; ++oy)
+          for (int64_t ox = 0; ox < ys[3]; ++ox) {
+            const int64_t s = op == "MaxPool" ? 2 : 1, p = op == "MaxPool" ? 0 : 1;
+            float best = -std::numeric_limits<float>::infinity(), sum = 0;
+            int count = 0;
+            for (int64_t ky = 0; ky < 3; ++ky)
+              for (int64_t kx = 0; kx < 3; ++kx) {
+                const int64_t iy = oy * s - p + ky, ix = ox * s - p + kx;
+                if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                const float v = x.data<float>()[((n * C + c) * H + iy) * W + ix];
+                best = std::max(best, v);
+                sum += v;
+                ++count;
+              }
+            const float got = fromPlain.data<float>()[((n * C + c) * ys[2] + oy) * ys[3] + ox];
+            const float want = op == "MaxPool" ? best : sum / static_cast<float>(count);
+            if (std::fabs(got - want) > 1e-5f)
+              QFAIL(qPrintable(QString("n %1 c %2 (%3, %4): %5, want %6").arg(n).arg(c).arg(oy).arg(ox).arg(double(got)).arg(double(want))));
+          }
+  }
 }
 
 QTEST_GUILESS_MAIN(TestKernelsConv)

@@ -579,10 +579,18 @@ void TestExecute::cliExecuteOnGeneratedModel() {
   QVERIFY(o["predicted_makespan_us"].toDouble() > 0);
   const QJsonArray ops = o["ops"].toArray();
   QVERIFY(ops.size() > 0);
+  // Each operator's inputs and outputs by tensor name: which operator's tensor another reads (flow.sh
+  // lists the CPU readers of GPU tensors from them).
+  QSet<QString> written;
+  for (const auto& op : ops)
+    for (const auto& v : op.toObject()["outputs"].toArray()) written.insert(v.toString());
+  int readsAnOperator = 0;
   for (const auto& op : ops) {
     const QJsonObject j = op.toObject();
-    for (const char* key : {"name", "device", "measured_us", "predicted_us"}) QVERIFY2(j.contains(key), key);
+    for (const char* key : {"name", "device", "measured_us", "predicted_us", "inputs", "outputs"}) QVERIFY2(j.contains(key), key);
+    for (const auto& v : j["inputs"].toArray()) readsAnOperator += written.contains(v.toString()) ? 1 : 0;
   }
+  QVERIFY(readsAnOperator > 0);
 }
 
 void TestExecute::cliProfileReuseAndSchedule() {
