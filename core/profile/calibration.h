@@ -105,7 +105,7 @@ struct GpuDeviceCalibration {
 };
 
 /// What the handoff chains measured (MachineCalibration::handoffs): makespans of kHandoffChain
-/// convolutions (medians of the runs) and the two costs derived from them.
+/// convolutions (the fastest run of each chain) and the two costs derived from them.
 struct HandoffCalibration {
   double core0Us = 0, core1Us = 0, parallelUs = 0;  ///< The chain all on one device.
   double crossUs = 0;                               ///< Alternating core0, core1.
