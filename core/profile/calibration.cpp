@@ -990,10 +990,10 @@ std::string calibrationToJson(const MachineCalibration& c) {
   if (c.probe) j["probe"] = probeToJson(*c.probe);
   if (c.gpu) j["gpu"] = gpuToJson(*c.gpu);
   const HandoffCalibration& h = c.handoffs;
-  j["handoffs"] = {{"chain", kHandoffChain},          {"core0_us", h.core0Us},
-                   {"core1_us", h.core1Us},           {"parallel_us", h.parallelUs},
-                   {"cross_us", h.crossUs},           {"switch_chain_us", h.switchChainUs},
-                   {"wake_up_us", h.wakeUpUs},        {"mode_switch_us", h.modeSwitchUs}};
+  j["handoffs"] = {{"chain", kHandoffChain},   {"core0_us", h.core0Us},
+                   {"core1_us", h.core1Us},    {"parallel_us", h.parallelUs},
+                   {"cross_us", h.crossUs},    {"switch_chain_us", h.switchChainUs},
+                   {"wake_up_us", h.wakeUpUs}, {"mode_switch_us", h.modeSwitchUs}};
   return j.dump(1) + "\n";
 }
 

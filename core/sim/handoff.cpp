@@ -6,7 +6,9 @@
 namespace partex {
 
 bool hasHandoffCosts(const CostTable& t) {
-  auto positive = [](const std::vector<double>& v) { return std::any_of(v.begin(), v.end(), [](double x) { return x > 0; }); };
+  auto positive = [](const std::vector<double>& v) {
+    return std::any_of(v.begin(), v.end(), [](double x) { return x > 0; });
+  };
   return positive(t.deviceWakeUpUs) || positive(t.deviceModeSwitchUs);
 }
 
@@ -14,8 +16,8 @@ std::vector<double> streamHandoffUs(const CostTable& t, const Plan& plan, const 
   const int n = t.numTasks();
   const int m = t.numDevices();
   std::vector<double> delay(static_cast<size_t>(n), 0.0);
-  if (!hasHandoffCosts(t) || plan.device.size() != static_cast<size_t>(n) || single.tasks.size() != static_cast<size_t>(n) ||
-      t.exclusiveWith.size() != static_cast<size_t>(m))
+  if (!hasHandoffCosts(t) || plan.device.size() != static_cast<size_t>(n) ||
+      single.tasks.size() != static_cast<size_t>(n) || t.exclusiveWith.size() != static_cast<size_t>(m))
     return delay;
   auto exclusive = [&](DeviceId x, DeviceId y) {
     const auto& ex = t.exclusiveWith[static_cast<size_t>(x)];
