@@ -364,8 +364,18 @@ int runSimulate(const ProblemArgs& a, const std::string& planPath, const Exports
   auto tl = simulate(p->table, *plan, so);
   if (!tl) return fail(planPath + ": " + tl.message());
   if (!writeExports(*p, *plan, *tl, ex.plan, ex.trace, ex.dot, ex.csv, ex.openvino, ex.onert)) return 2;
+  // Under --objective throughput the plan is judged as a stream too (what schedule prints for its plan).
+  auto o = parseOptions(a);
+  if (!o) return fail(o.message());
+  std::optional<StreamResult> stream;
+  if (o->objective == Objective::Throughput) {
+    auto st = simulateStream(p->table, *plan, {}, so);
+    if (!st) return fail(planPath + ": the stream does not simulate: " + st.message());
+    stream = std::move(st).value();
+  }
   if (a.json) {
     auto j = timelineJson(p->table, *tl, plan->algorithm);
+    if (stream) j["stream"] = streamJson(p->table, *stream);
     addMemoryJson(p->table, *plan, *tl, j);
     if (p->graph) j["fused_kernels"] = kernelsJson(p->table, planKernels(*p, *plan, *tl));
     std::cout << j.dump(2) << "\n";
@@ -373,6 +383,7 @@ int runSimulate(const ProblemArgs& a, const std::string& planPath, const Exports
     printTimeline(p->table, *tl, plan->algorithm);
     printMemory(p->table, *plan, *tl);
     printKernels(*p, planKernels(*p, *plan, *tl));
+    if (stream) printStream(p->table, *stream);
   }
   return 0;
 }

@@ -392,6 +392,8 @@ Result<CostTable> buildCostTable(const Graph& g, const std::vector<OpWork>& work
     t.deviceCores.push_back(std::max(1, d.cores));
     t.deviceOnChipBytes.push_back(d.onChipBytes);
     t.deviceLaunchUs.push_back(std::isfinite(d.launchOverheadUs) ? std::max(0.0, d.launchOverheadUs) : 0.0);
+    t.deviceWakeUpUs.push_back(std::isfinite(d.wakeUpUs) ? std::max(0.0, d.wakeUpUs) : 0.0);
+    t.deviceModeSwitchUs.push_back(std::isfinite(d.modeSwitchUs) ? std::max(0.0, d.modeSwitchUs) : 0.0);
   }
   t.taskChannels.assign(n, 0);
   for (size_t v = 0; v < n; ++v) {

@@ -107,6 +107,10 @@ struct CostTable {
   std::vector<int> deviceCores;
   std::vector<int64_t> deviceOnChipBytes;
   std::vector<double> deviceLaunchUs;
+  /// Per device: Device::wakeUpUs and Device::modeSwitchUs, the stream's handoff costs (sim/stream.h);
+  /// empty (none) for task graphs and tables built without a platform.
+  std::vector<double> deviceWakeUpUs;
+  std::vector<double> deviceModeSwitchUs;
   /// Per task: output channels of the op (dim 1 of its first output for Conv-like ops, last dim for
   /// Gemm/MatMul, 0 when unknown or for task graphs). DLFusion's per-layer core count uses it.
   std::vector<int64_t> taskChannels;

@@ -76,6 +76,14 @@ struct Device {
   /// Cost of one level of the barrier tree between cores (us): a kernel on k > 1 cores pays
   /// coreSyncUs * ceil(log2 k). 0: none (the default).
   double coreSyncUs = 0.0;
+  /// A stream's handoffs on the CPU (sim/stream.h, "handoffs"), measured by the this-machine calibration;
+  /// 0: not modelled (the default). wakeUpUs: an operator here whose input comes from a device that runs at
+  /// the same time (another CPU) waits asleep (execute --stream waits without spinning) and starts this long
+  /// after the input is ready. modeSwitchUs (a multi-core CPU device, an OpenMP team over the CPUs of the
+  /// single-core devices exclusive with it): each time one of the team's helper CPUs changes between its own
+  /// single-core devices' operators and the team's, the operator after the change starts this much later.
+  double wakeUpUs = 0.0;
+  double modeSwitchUs = 0.0;
   /// The device's compiler runs a block of operators (a convex subgraph, Plan::blocks) as one kernel,
   /// on any number of its cores (DLFusion, coarse subgraphs). Off by default: a runtime that fuses only
   /// fixed patterns (the CPU backend) runs a plan operator by operator.

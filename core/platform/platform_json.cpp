@@ -273,6 +273,8 @@ class Parser {
     if (cores > 1000000) failField(where, "cores", "must be at most 1000000", member(o, "cores"));
     d.cores = static_cast<int>(cores);
     d.coreSyncUs = optionalNumber(o, "core_sync_us", where, Sign::NonNegative, 0.0);
+    d.wakeUpUs = optionalNumber(o, "wake_up_us", where, Sign::NonNegative, 0.0);
+    d.modeSwitchUs = optionalNumber(o, "mode_switch_us", where, Sign::NonNegative, 0.0);
     d.compilesBlocks = optionalBool(o, "compiles_blocks", where, false);
     d.fusion = optionalString(o, "fusion", where, "");
     if (!d.fusion.empty() && d.fusion != "epilogues" && d.fusion != "runtime")
@@ -498,6 +500,8 @@ json deviceToJson(const Device& d) {
   o["on_chip_bytes"] = d.onChipBytes;
   o["cores"] = d.cores;
   if (d.coreSyncUs > 0) o["core_sync_us"] = d.coreSyncUs;
+  if (d.wakeUpUs > 0) o["wake_up_us"] = d.wakeUpUs;
+  if (d.modeSwitchUs > 0) o["mode_switch_us"] = d.modeSwitchUs;
   if (d.compilesBlocks) o["compiles_blocks"] = true;
   if (!d.fusion.empty()) o["fusion"] = d.fusion;
   if (d.waveOutputs > 0) o["wave_outputs"] = d.waveOutputs;

@@ -32,7 +32,7 @@ using json = nlohmann::json;
 
 /// Bumped whenever the synthetic operators, the fit or the file's content change: older cache files
 /// become stale. 2: the this-machine probe is cached with the calibration. 3: so is the GPU.
-constexpr int kCalibrationFormat = 5;  // 4: the GPU's reduction step (conv-reduction); 5: its NHWC download probe (issue 25)
+constexpr int kCalibrationFormat = 6;  // 4: the GPU's reduction step (conv-reduction); 5: its NHWC download probe (issue 25); 6: the stream's handoffs (issue 29)
 constexpr const char* kFormatName = "partex-calibration";
 
 /// Element-wise operators with several (broadcast) inputs: in the CPU backend they walk the broadcast
@@ -419,6 +419,81 @@ Result<ModeCalibration> measureMode(const Backend& backend, const Graph& g, cons
   m.callUs = median(calls);
   fitMode(m);
   return m;
+}
+
+/// The handoff chain: kHandoffChain 3x3 convolutions of 64 channels over 16x16 pixels, each reading its
+/// predecessor's output: about 0.1 ms each on one core, so that a lane waiting for one is asleep when it
+/// ends (a waiting lane yields 16 times before it sleeps; a tiny operator ends before), as the stages of
+/// a stream are, while the 64 KiB a handoff moves between the cores' caches costs next to nothing.
+Graph buildHandoffChain() {
+  ProbeGraph b;
+  ValueId x = b.input({1, 64, 16, 16});
+  for (int i = 0; i < kHandoffChain; ++i)
+    x = b.node("handoff" + std::to_string(i), "Conv", {x, b.weight({64, 64, 3, 3}), b.weight({64})}, {1, 64, 16, 16},
+               {{"kernel_shape", ints({3, 3})}, {"pads", ints({1, 1, 1, 1})}});
+  return b.finish();
+}
+
+/// Makespan of the handoff chain with operator i on devices[i mod size], waits sleeping (spinUs 0, as
+/// execute --stream waits): the fastest run, of up to three sets of runs (measured again while the
+/// executor's threads got less than 90% of their CPUs). The fastest, not the median: on a shared machine
+/// a wake-up waits for another program's time slice (milliseconds), which is the load's, not the
+/// handoff's; the calibration is measured again when the machine is quieter (calibrationIsProvisional).
+Result<double> handoffChainUs(const Backend& backend, const Graph& g, const CostTable& table,
+                              const std::vector<std::string>& devices, const CalibrationOptions& o) {
+  Plan plan;
+  plan.device.assign(g.nodes.size(), -1);
+  plan.order.assign(static_cast<size_t>(table.numDevices()), {});
+  for (size_t v = 0; v < g.nodes.size(); ++v) {
+    const auto& id = devices[v % devices.size()];
+    const auto it = std::find(table.deviceIds.begin(), table.deviceIds.end(), id);
+    if (it == table.deviceIds.end()) return makeError("calibration: the platform has no device '", id, "'");
+    const auto d = static_cast<DeviceId>(it - table.deviceIds.begin());
+    plan.device[v] = d;
+    plan.order[static_cast<size_t>(d)].push_back(static_cast<TaskId>(v));
+  }
+  ExecOptions eo;
+  eo.warmup = o.warmup;
+  eo.reps = std::max(o.reps, 9);
+  eo.seed = o.seed;
+  eo.checkOutputs = false;
+  eo.spinUs = 0;
+  double best = 1e300;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    auto r = executePlan(g, backend, table, plan, eo);
+    if (!r) return makeError("calibration of the handoffs: ", r.message());
+    for (double us : r->makespansUs) best = std::min(best, us);
+    if (r->makespansUs.empty()) best = std::min(best, r->makespanUs);
+    if (r->cpuShare >= 0.9) break;
+  }
+  return best;
+}
+
+/// The handoff chains (MachineCalibration::handoffs); zeros without core1 and cpu-parallel.
+Result<HandoffCalibration> measureHandoffs(const Backend& backend, const Platform& base, const CalibrationOptions& o) {
+  HandoffCalibration h;
+  if (base.findDevice("core1") < 0 || base.findDevice("core0") < 0 || base.findDevice("cpu-parallel") < 0) return h;
+  const Graph g = buildHandoffChain();
+  const auto work = characteriseAll(g);
+  auto table = buildCostTable(g, work, base);
+  if (!table) return makeError("calibration: ", table.message());
+  struct Run {
+    std::vector<std::string> devices;
+    double* out;
+  };
+  // Interleaved, so that a phase of the machine falls on all of them alike.
+  const std::vector<Run> runs{{{"core0"}, &h.core0Us},
+                              {{"core0", "core1"}, &h.crossUs},
+                              {{"core1"}, &h.core1Us},
+                              {{"cpu-parallel", "core1"}, &h.switchChainUs},
+                              {{"cpu-parallel"}, &h.parallelUs}};
+  for (const Run& run : runs) {
+    auto us = handoffChainUs(backend, g, *table, run.devices, o);
+    if (!us) return Error{us.message()};
+    *run.out = *us;
+  }
+  deriveHandoffCosts(h);
+  return h;
 }
 
 std::string isoNow() {
@@ -814,6 +889,9 @@ Result<MachineCalibration> calibrateMachine(const Backend& backend, const Platfo
   auto parallel = measureMode(backend, g, work, *table, "cpu-parallel", opts);
   if (!parallel) return Error{parallel.message()};
   c.parallel = std::move(parallel).value();
+  auto handoffs = measureHandoffs(backend, base, opts);
+  if (!handoffs) return Error{handoffs.message()};
+  c.handoffs = *handoffs;
   c.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return c;
 }
@@ -911,6 +989,11 @@ std::string calibrationToJson(const MachineCalibration& c) {
             {"parallel", modeToJson(c.parallel)}};
   if (c.probe) j["probe"] = probeToJson(*c.probe);
   if (c.gpu) j["gpu"] = gpuToJson(*c.gpu);
+  const HandoffCalibration& h = c.handoffs;
+  j["handoffs"] = {{"chain", kHandoffChain},   {"core0_us", h.core0Us},
+                   {"core1_us", h.core1Us},    {"parallel_us", h.parallelUs},
+                   {"cross_us", h.crossUs},    {"switch_chain_us", h.switchChainUs},
+                   {"wake_up_us", h.wakeUpUs}, {"mode_switch_us", h.modeSwitchUs}};
   return j.dump(1) + "\n";
 }
 
@@ -934,6 +1017,14 @@ Result<MachineCalibration> parseCalibration(const std::string& text, const std::
     c.parallel = r.mode(r.at(j, "parallel", ""), "parallel.");
     if (j.contains("probe")) c.probe = r.probe(j.at("probe"), "probe");
     if (j.contains("gpu")) c.gpu = r.gpu(j.at("gpu"), "gpu");
+    const json& h = r.at(j, "handoffs", "");
+    c.handoffs.core0Us = r.num(h, "core0_us", "handoffs.", false);
+    c.handoffs.core1Us = r.num(h, "core1_us", "handoffs.", false);
+    c.handoffs.parallelUs = r.num(h, "parallel_us", "handoffs.", false);
+    c.handoffs.crossUs = r.num(h, "cross_us", "handoffs.", false);
+    c.handoffs.switchChainUs = r.num(h, "switch_chain_us", "handoffs.", false);
+    c.handoffs.wakeUpUs = r.num(h, "wake_up_us", "handoffs.", false);
+    c.handoffs.modeSwitchUs = r.num(h, "mode_switch_us", "handoffs.", false);
     return c;
   } catch (const json::exception& e) {
     return makeError(origin, ": not a calibration file (", e.what(), ")");
@@ -1065,12 +1156,24 @@ Result<MachineCalibration> loadOrMeasureThisMachine(const Backend& backend, cons
   return c;
 }
 
+void deriveHandoffCosts(HandoffCalibration& h) {
+  constexpr double handoffs = kHandoffChain - 1;
+  h.wakeUpUs = h.crossUs > 0 ? std::max(0.0, (h.crossUs - 0.5 * (h.core0Us + h.core1Us)) / handoffs) : 0.0;
+  h.modeSwitchUs =
+      h.switchChainUs > 0 ? std::max(0.0, (h.switchChainUs - 0.5 * (h.parallelUs + h.core1Us)) / handoffs) : 0.0;
+}
+
 void applyCalibration(Platform& p, const MachineCalibration& c, const CalibrationSource& source) {
   for (Device& d : p.devices) {
     if (d.id == "cpu-parallel")
       applyMode(d, c.parallel);
     else if (d.id == "cpu-serial" || d.id.rfind("core", 0) == 0)
       applyMode(d, c.serial);
+    // The stream's handoffs (sim/handoff.h): every CPU device's lane may sleep; the team switches.
+    if (d.id == "cpu-parallel" || d.id == "cpu-serial" || d.id.rfind("core", 0) == 0) {
+      d.wakeUpUs = round3(c.handoffs.wakeUpUs);
+      if (d.id == "cpu-parallel") d.modeSwitchUs = round3(c.handoffs.modeSwitchUs);
+    }
   }
   if (c.gpu && p.findDevice(c.gpu->device) < 0) addGpuDevice(p, *c.gpu);
   std::string origin = source.fromCache
@@ -1087,7 +1190,11 @@ void applyCalibration(Platform& p, const MachineCalibration& c, const Calibratio
       fmt(c.serial.executorUs, 1) +
       " us between kernels included), a low-intensity one the bandwidth at which it streams "
       "activations, a high-intensity one its GFLOP/s, and a fully connected layer of batch 1 the bandwidth "
-      "at which kernels stream weights. core0 (also cpu-serial and the other cores): " +
+      "at which kernels stream weights; chains of " + std::to_string(kHandoffChain) +
+      " small convolutions with sleeping waits (a stream's) give a wake-up of " + fmt(c.handoffs.wakeUpUs, 1) +
+      " us per input from another CPU (core0 and core1 alternating) and a mode switch of " +
+      fmt(c.handoffs.modeSwitchUs, 1) + " us per change of a CPU between its own operators and cpu-parallel's. "
+      "core0 (also cpu-serial and the other cores): " +
       summary(c.serial) + ". cpu-parallel: " + summary(c.parallel) + ". " + (c.gpu ? gpuSummary(*c.gpu) : "") +
       (source.gpuNote.empty() ? "" : "A GPU was found but not measured, so it is left out: " + source.gpuNote + ". ") +
       "Estimates: the other cores reuse core0's numbers and each assumes core0's bandwidth even when several "

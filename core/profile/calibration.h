@@ -104,6 +104,21 @@ struct GpuDeviceCalibration {
   }
 };
 
+/// What the handoff chains measured (MachineCalibration::handoffs): makespans of kHandoffChain
+/// convolutions (the fastest run of each chain) and the two costs derived from them.
+struct HandoffCalibration {
+  double core0Us = 0, core1Us = 0, parallelUs = 0;  ///< The chain all on one device.
+  double crossUs = 0;                               ///< Alternating core0, core1.
+  double switchChainUs = 0;                         ///< Alternating cpu-parallel, core1.
+  double wakeUpUs = 0;                              ///< (crossUs - mean(core0Us, core1Us)) per handoff, >= 0.
+  double modeSwitchUs = 0;                          ///< (switchChainUs - mean(parallelUs, core1Us)) per change, >= 0.
+};
+/// Operators in each handoff chain (the handoffs: one fewer).
+inline constexpr int kHandoffChain = 24;
+/// The two costs from the chains' makespans: the extra time per handoff of the alternating chain over the
+/// mean of its devices' own chains (never below 0).
+void deriveHandoffCosts(HandoffCalibration& h);
+
 /// A calibration of this machine; `key` says for which machine and software it holds.
 struct MachineCalibration {
   std::string key;         ///< calibrationKey(): a cache file with another key is stale.
@@ -118,6 +133,14 @@ struct MachineCalibration {
   /// The GPU, where the this-machine provider found a backend with a device of kind "gpu" and measuring
   /// it succeeded; absent otherwise.
   std::optional<GpuDeviceCalibration> gpu;
+  /// A stream's handoffs (sim/handoff.h), from chains of small convolutions (about 0.1 ms each, so that a
+  /// waiting lane is asleep when its input comes) through the executor with waits that sleep (execute
+  /// --stream's): a chain alternating core0 and core1 against the same chain on one core
+  /// gives the wake-up per operator whose input comes from the other CPU (Device::wakeUpUs of every CPU
+  /// device); one alternating cpu-parallel and core1 against the mean of the chain on each gives the
+  /// mode switch per change of core1 between its own operators and the team's (Device::modeSwitchUs of
+  /// cpu-parallel). 0 on a machine with one CPU.
+  HandoffCalibration handoffs;
 };
 
 struct CalibrationOptions {

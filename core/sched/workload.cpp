@@ -659,6 +659,10 @@ Result<WorkloadResult> scheduleWorkload(const Workload& w, const std::vector<con
   padDev(u.deviceOnChipBytes, int64_t{0});
   u.deviceLaunchUs = base.deviceLaunchUs;
   padDev(u.deviceLaunchUs, 0.0);
+  u.deviceWakeUpUs = base.deviceWakeUpUs;
+  padDev(u.deviceWakeUpUs, 0.0);
+  u.deviceModeSwitchUs = base.deviceModeSwitchUs;
+  padDev(u.deviceModeSwitchUs, 0.0);
   u.deviceCompilesBlocks = base.deviceCompilesBlocks;
   padDev(u.deviceCompilesBlocks, char{0});
   u.speedProbeUs = base.speedProbeUs;

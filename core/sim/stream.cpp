@@ -6,6 +6,7 @@
 #include <string>
 
 #include "sim/contention.h"
+#include "sim/handoff.h"
 
 namespace partex {
 
@@ -289,9 +290,15 @@ Result<StreamResult> StreamJudge::run(const Plan& plan) {
   if (R > 1) r.inferences = (r.inferences + 2 * R - 1) / (2 * R) * (2 * R);
   r.busyPerInference.assign(static_cast<size_t>(m), 0.0);
   r.replicaBusy.assign(static_cast<size_t>(R), std::vector<double>(static_cast<size_t>(m), 0.0));
+  // Per replica: the delay each operator's handoffs add to it in the stream (sim/handoff.h), from the
+  // order of its one-inference timeline; empty when the table has no handoff costs.
+  const bool handoffs = hasHandoffCosts(t);
+  std::vector<std::vector<double>> handoffOf(static_cast<size_t>(R));
   for (int k = 0; k < R; ++k) {
-    auto single = simulate(t, replicaPlan(plan, k), sim);
+    const Plan rp = replicaPlan(plan, k);
+    auto single = simulate(t, rp, sim);
     if (!single) return Error{single.message()};
+    if (handoffs) handoffOf[static_cast<size_t>(k)] = streamHandoffUs(t, rp, *single);
     r.singleLatencyUs = std::max(r.singleLatencyUs, single->makespan);
     for (DeviceId d = 0; d < m; ++d) {
       const double b = single->busy[static_cast<size_t>(d)];
@@ -338,8 +345,43 @@ Result<StreamResult> StreamJudge::run(const Plan& plan) {
     for (int c = r.inFlight; c < r.inferences; ++c) waits[static_cast<size_t>(c)] = c - r.inFlight;
   auto it = unrolled_.find(waits);
   if (it == unrolled_.end()) it = unrolled_.emplace(waits, unrollStream(t, waits)).first;
-  CostTable& u = it->second;  // its costs are stretched below for memory sharing, and restored
+  CostTable& u = it->second;  // its costs get the handoffs and the memory sharing below, and are restored
   const Plan up = unrollPlan(t, plan, r.replicaOf);
+  // Handoffs (sim/handoff.h): each copy's operators wait as its replica's do, which occupies their device
+  // (its lane is the one waking up or stepping aside).
+  std::vector<std::pair<size_t, double>> handoffAdds;  // (index into u.cost, microseconds)
+  if (handoffs)
+    for (int c = 0; c < r.inferences; ++c) {
+      const auto& delay = handoffOf[static_cast<size_t>(r.replicaOf[static_cast<size_t>(c)])];
+      for (TaskId v = 0; v < n; ++v)
+        if (delay[static_cast<size_t>(v)] > 0) {
+          const TaskId uv = v + c * n;
+          const DeviceId d = up.device[static_cast<size_t>(uv)];
+          handoffAdds.emplace_back(static_cast<size_t>(uv) * static_cast<size_t>(m) + static_cast<size_t>(d),
+                                   delay[static_cast<size_t>(v)]);
+        }
+    }
+  const std::vector<double> baseCost = handoffAdds.empty() ? std::vector<double>() : u.cost;
+  const std::vector<double> baseUnfused = handoffAdds.empty() ? std::vector<double>() : u.unfusedCost;
+  auto addHandoffs = [&] {
+    for (const auto& [k, us] : handoffAdds) {
+      u.cost[k] += us;
+      if (!u.unfusedCost.empty()) u.unfusedCost[k] += us;
+    }
+  };
+  // The unrolled table is shared by every plan this judge runs: its costs go back however run() returns.
+  struct Restore {
+    CostTable& u;
+    const std::vector<double>& cost;
+    const std::vector<double>& unfused;
+    bool armed = false;
+    ~Restore() {
+      if (!armed) return;
+      u.cost = cost;
+      u.unfusedCost = unfused;
+    }
+  } restore{u, baseCost, baseUnfused, !handoffAdds.empty()};
+  addHandoffs();
   auto tl = simulate(u, up, sim);
   if (!tl) return Error{tl.message()};
   const int half = r.inferences / 2;  // >= 6 by default
@@ -373,7 +415,9 @@ Result<StreamResult> StreamJudge::run(const Plan& plan) {
         for (TaskId v = 0; v < n; ++v)
           parts[static_cast<size_t>(v) * static_cast<size_t>(m) + static_cast<size_t>(d)] =
               sharedMemoryParts(t, v, d, pools[static_cast<size_t>(d)]);
-    const std::vector<double> baseCost = u.cost, baseUnfused = u.unfusedCost;
+    // The costs before the handoffs and the stretch (the handoffs are waits, not memory traffic).
+    const std::vector<double> plainCost = handoffAdds.empty() ? u.cost : baseCost;
+    const std::vector<double> plainUnfused = handoffAdds.empty() ? u.unfusedCost : baseUnfused;
     std::vector<double> factor(static_cast<size_t>(n) * static_cast<size_t>(m), 1.0);
     for (int iter = 0; iter < 8; ++iter) {
       // Each device's busy share of the period, in the stream as last simulated.
@@ -395,13 +439,14 @@ Result<StreamResult> StreamJudge::run(const Plan& plan) {
           for (DeviceId d = 0; d < m; ++d) {
             const size_t k = static_cast<size_t>(v) * static_cast<size_t>(m) + static_cast<size_t>(d);
             const size_t ku = (static_cast<size_t>(c) * static_cast<size_t>(n)) * static_cast<size_t>(m) + k;
-            u.cost[ku] = baseCost[ku] * factor[k];
-            if (!baseUnfused.empty()) u.unfusedCost[ku] = baseUnfused[ku] * factor[k];
+            u.cost[ku] = plainCost[ku] * factor[k];
+            if (!plainUnfused.empty()) u.unfusedCost[ku] = plainUnfused[ku] * factor[k];
           }
+      addHandoffs();
       auto next = simulate(u, up, sim);
       if (!next) {
-        u.cost = baseCost;
-        u.unfusedCost = baseUnfused;
+        u.cost = plainCost;
+        u.unfusedCost = plainUnfused;
         return Error{next.message()};
       }
       const double before = r.periodUs;
@@ -409,8 +454,8 @@ Result<StreamResult> StreamJudge::run(const Plan& plan) {
       measureStream(r, *tl, n, o.dispatch, a, b);
       if (std::abs(r.periodUs - before) <= 2e-3 * std::max(before, 1e-9)) break;
     }
-    u.cost = baseCost;
-    u.unfusedCost = baseUnfused;
+    u.cost = plainCost;
+    u.unfusedCost = plainUnfused;
     // Busy time per inference as stretched (each replica's tasks on their devices).
     for (int k = 0; k < R; ++k) {
       const Plan q = replicaPlan(plan, k);

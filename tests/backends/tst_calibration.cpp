@@ -134,6 +134,17 @@ class TestCalibration : public QObject {
     }
     QCOMPARE(calib_.serial.device, std::string("core0"));
     QCOMPARE(calib_.parallel.device, std::string("cpu-parallel"));
+    // The handoff chains ran (this machine has core1 and cpu-parallel where it has two CPUs), and the
+    // two costs are what their makespans give.
+    const HandoffCalibration& h = calib_.handoffs;
+    if (base_.findDevice("core1") >= 0) {
+      for (double us : {h.core0Us, h.core1Us, h.parallelUs, h.crossUs, h.switchChainUs}) QVERIFY(finitePositive(us));
+      HandoffCalibration again = h;
+      deriveHandoffCosts(again);
+      QCOMPARE(again.wakeUpUs, h.wakeUpUs);
+      QCOMPARE(again.modeSwitchUs, h.modeSwitchUs);
+    }
+    QVERIFY(h.wakeUpUs >= 0 && std::isfinite(h.wakeUpUs) && h.modeSwitchUs >= 0 && std::isfinite(h.modeSwitchUs));
     QVERIFY(calib_.key.find(cpu_->version()) != std::string::npos);
     QVERIFY(calib_.seconds > 0);
   }
@@ -153,6 +164,13 @@ class TestCalibration : public QObject {
     const Device& serial = p.devices[static_cast<size_t>(p.findDevice("cpu-serial"))];
     QVERIFY(serial.peakGflops == core0.peakGflops);
     QVERIFY(serial.bandwidthGBsByClass == core0.bandwidthGBsByClass);
+    // The handoffs: a wake-up on every CPU device, the mode switch on the team only.
+    const Device& parallel = p.devices[static_cast<size_t>(p.findDevice("cpu-parallel"))];
+    auto near = [](double a, double b) { return std::abs(a - b) <= 0.005 * b; };  // three significant digits
+    QVERIFY(near(core0.wakeUpUs, calib_.handoffs.wakeUpUs));
+    QCOMPARE(serial.wakeUpUs, core0.wakeUpUs);
+    QVERIFY(near(parallel.modeSwitchUs, calib_.handoffs.modeSwitchUs));
+    QCOMPARE(core0.modeSwitchUs, 0.0);
     QVERIFY(p.description.find("Calibrated on the real kernels") != std::string::npos);
     QVERIFY(p.description.find("Estimates: the other cores") != std::string::npos);
     QVERIFY2(p.description.find("every op class gets the FMA peak") == std::string::npos, p.description.c_str());
@@ -161,6 +179,28 @@ class TestCalibration : public QObject {
     auto back = parsePlatform(platformToJson(p), "calibrated.json");
     QVERIFY2(back.isOk(), back.message().c_str());
     QCOMPARE(platformToJson(*back), platformToJson(p));
+  }
+
+  /// The handoff costs from the chains' makespans, by hand: 24 convolutions, 23 handoffs. Alternating core0 and
+  /// core1 took 92 us more than the mean of the two one-core chains (100 and 110 us): 4 us per wake-up;
+  /// alternating cpu-parallel and core1 230 us more than the mean of theirs (200 and 110): 10 us per
+  /// switch. A faster alternating chain (the machine's phases) gives 0, never a negative cost.
+  void handoffCosts() {
+    QCOMPARE(kHandoffChain, 24);
+    HandoffCalibration h;
+    h.core0Us = 100;
+    h.core1Us = 110;
+    h.crossUs = 105 + 92;
+    h.parallelUs = 200;
+    h.switchChainUs = 155 + 230;
+    deriveHandoffCosts(h);
+    QCOMPARE(h.wakeUpUs, 4.0);
+    QCOMPARE(h.modeSwitchUs, 10.0);
+    h.crossUs = 90;
+    h.switchChainUs = 0;  // not measured (one CPU)
+    deriveHandoffCosts(h);
+    QCOMPARE(h.wakeUpUs, 0.0);
+    QCOMPARE(h.modeSwitchUs, 0.0);
   }
 
   /// The JSON form round-trips; broken or implausible files are errors, never crashes.

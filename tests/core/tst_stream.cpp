@@ -10,6 +10,7 @@
 #include "sched/algorithms.h"
 #include "sched/scheduler.h"
 #include "sim/contention.h"
+#include "sim/handoff.h"
 #include "sim/stream.h"
 
 using namespace partex;
@@ -70,6 +71,24 @@ CostTable sharedMemoryChain(std::vector<double> costUs, std::vector<int64_t> byt
     r.computeUs = static_cast<double>(f) / 1000.0;
     return r;
   };
+  return *t;
+}
+
+/// This machine's four CPU devices as a table: S (cpu-serial, on core 0), PAR (a two-core team, led from
+/// core 0), C0 and C1 (one core each); S, C0 and PAR exclusive with each other, PAR with C1. A chain
+/// T0 -> T1 -> T2 -> T3, every task 10 us everywhere. Handoffs (sim/handoff.h): a wake-up of `wakeUs` on
+/// every device, a mode switch of `switchUs` on PAR.
+CostTable cpuHandoffChain(double wakeUs, double switchUs) {
+  auto t = parseTaskGraph(R"({"devices": ["S","PAR","C0","C1"], "tasks": {"T0": [10,10,10,10], "T1": [10,10,10,10],
+                             "T2": [10,10,10,10], "T3": [10,10,10,10]},
+                             "edges": [["T0","T1",0],["T1","T2",0],["T2","T3",0]]})",
+                          "cpus.json");
+  if (!t) qFatal("%s", t.message().c_str());
+  t->deviceKinds = {"cpu", "cpu", "cpu", "cpu"};
+  t->deviceCores = {1, 2, 1, 1};
+  t->exclusiveWith = {{1, 2}, {0, 2, 3}, {0, 1}, {1}};
+  t->deviceWakeUpUs = {wakeUs, wakeUs, wakeUs, wakeUs};
+  t->deviceModeSwitchUs = {0, switchUs, 0, 0};
   return *t;
 }
 
@@ -188,6 +207,52 @@ class TestStream : public QObject {
     QVERIFY2(std::abs(s->periodUs - 10.0) < 1e-9, qPrintable(QString::number(s->periodUs)));
     const CostTable wide = sharedMemoryChain({5, 5}, {500, 500}, {0, 0}, 200);
     QCOMPARE(streamPeriod(wide, p), 5.0);
+  }
+
+  // Handoffs (sim/handoff.h), hand-counted. A pipeline C0 (T0, T1) -> C1 (T2, T3): C1's lane sleeps
+  // until C0's output is ready and wakes 5 us later, which holds C1: a period of 25 us, not 20. T0's
+  // input is the model's (no wake-up); S -> C0 is one CPU (exclusive: no wake-up).
+  void handoffWakeUp() {
+    const CostTable t = cpuHandoffChain(5, 0);
+    const Plan p = planOf(t, {2, 2, 3, 3});
+    auto single = simulate(t, p);
+    QVERIFY2(single, single ? "" : single.message().c_str());
+    QCOMPARE(streamHandoffUs(t, p, *single), (std::vector<double>{0, 0, 5, 0}));
+    QCOMPARE(streamPeriod(t, p), 25.0);
+    QCOMPARE(streamPeriod(cpuHandoffChain(0, 0), p), 20.0);  // without the costs, as before
+    const Plan sameCpu = planOf(t, {0, 0, 2, 2});
+    QCOMPARE(streamHandoffUs(t, sameCpu, *simulate(t, sameCpu)), (std::vector<double>(4, 0.0)));
+    // Replicas run whole inferences on one core: no handoff at all.
+    Plan twin = planOf(t, {2, 2, 2, 2});
+    twin.replicas = {{0, 1, 3, 3}};
+    QCOMPARE(streamPeriod(t, twin), 20.0);
+  }
+
+  // Mode switches: PAR, C1, PAR, C1 is strictly serial (PAR holds both cores). C1's lane (the team's
+  // helper) changes between its own operators and the team's before every task, the first one included
+  // (it follows the previous inference's T3 on C1): 4 x 7 us on top of 40, a period of 68 us. On the
+  // leading CPU (S, C0) nothing is charged: PAR, S, PAR, S costs 40 us as before, and its only
+  // wake-up-free handoffs (S and PAR share core 0).
+  void handoffModeSwitch() {
+    const CostTable t = cpuHandoffChain(0, 7);
+    const Plan helper = planOf(t, {1, 3, 1, 3});
+    auto single = simulate(t, helper);
+    QVERIFY2(single, single ? "" : single.message().c_str());
+    QCOMPARE(streamHandoffUs(t, helper, *single), (std::vector<double>{7, 7, 7, 7}));
+    QCOMPARE(streamPeriod(t, helper), 68.0);
+    const Plan leader = planOf(t, {1, 0, 1, 0});
+    QCOMPARE(streamHandoffUs(t, leader, *simulate(t, leader)), (std::vector<double>(4, 0.0)));
+    QCOMPARE(streamPeriod(t, leader), 40.0);
+    // A run of team operators is one switch in and one out: PAR, PAR, C1, C1 pays at T2 and at T0.
+    const Plan runs = planOf(t, {1, 1, 3, 3});
+    QCOMPARE(streamHandoffUs(t, runs, *simulate(t, runs)), (std::vector<double>{7, 0, 7, 0}));
+    QCOMPARE(streamPeriod(t, runs), 54.0);
+    // Both: an operator waits once, for the larger (C1 after C0 is a wake-up, not a switch; PAR after
+    // C1 a switch). C0, C1, PAR, C1: T1 wake-up 5, T2 switch 7, T3 switch 7, T0 (after T3 on C1, a
+    // team operator before it on C1's lane) none: C0 is not the helper's.
+    const CostTable both = cpuHandoffChain(5, 7);
+    const Plan mixed = planOf(both, {2, 3, 1, 3});
+    QCOMPARE(streamHandoffUs(both, mixed, *simulate(both, mixed)), (std::vector<double>{0, 5, 7, 7}));
   }
 
   // Everything on one device: no overlap, the period is the makespan.
