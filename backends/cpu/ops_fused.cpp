@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "cpu/conv1x1.h"
 #include "cpu/matmul.h"
 #include "cpu/onednn_util.h"
 #include "cpu/rewrite_kernels.h"
@@ -344,6 +345,7 @@ void loadResidual(dnnl::stream& s, const Tensor& r, memory& dst, Reorder& reo) {
 
 bool plainElt(const Step& st);
 void applyElt(const Step& st, float a, float b, float* y, int64_t n);
+FastAct fastActOf(const Step& st);
 
 class FusedConvKernel final : public OpKernel {
  public:
@@ -352,14 +354,15 @@ class FusedConvKernel final : public OpKernel {
 
   bool takesNhwc(const std::vector<const Tensor*>&) const override { return true; }
 
-  Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+  Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
     if (auto e = expectInput(in, 0, "X"); !e.empty()) return Error{e};
-    if (auto e = expectInput(in, 1, "W"); !e.empty() && !((weights_ || direct_) && in.size() > 1 && in[1])) return Error{e};
+    if (auto e = expectInput(in, 1, "W"); !e.empty() && !((weights_ || direct_ || pix_) && in.size() > 1 && in[1]))
+      return Error{e};
     const Tensor& x = *in[0];
     const Tensor& w = *in[1];
     // The caller may give up the weights once this kernel keeps its own folded copy (keepsCopy): the
     // kernel then runs on that copy and W's shape as it was.
-    const bool released = w.empty() && (weights_ || direct_);
+    const bool released = w.empty() && (weights_ || direct_ || pix_);
     const std::vector<int64_t>& ws = released ? wShape_ : w.shape();
     const Tensor* b = anchorIn_ > 2 && in.size() > 2 && in[2] && !in[2]->empty() ? in[2] : nullptr;
     if (x.dtype() != DType::Float32 || (!released && w.dtype() != DType::Float32) || (b && b->dtype() != DType::Float32))
@@ -382,6 +385,7 @@ class FusedConvKernel final : public OpKernel {
     std::vector<int64_t>& key = keyRun_;
     key.assign(x.shape().begin(), x.shape().end());
     key.insert(key.end(), ws.begin(), ws.end());
+    key.push_back(x.nhwc() ? 1 : 0);  // the pixel path reads channels-last input only
     if (key != key_ || opsKey != opsKey_ || (!prim_ && !direct_)) {
       std::vector<int64_t> spatial(x.shape().begin() + 2, x.shape().end());
       std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
@@ -406,7 +410,29 @@ class FusedConvKernel final : public OpKernel {
         if (released && !direct_) return makeError("Conv: the weights were given up but the input shape changed");
         if (!direct_) wDir_.clear();
         direct_ = true;
+        pix_ = false;
+        wT_.clear();
         win_ = win;
+        prim_ = dnnl::convolution_forward();
+        weights_ = memory();
+        key_ = key;
+        opsKey_ = opsKey;
+        sumIn_ = sumIn;
+      }
+      // A 1x1 convolution of one group over channels-last pixels (stride 1, no padding) whose chain the
+      // pixel loop applies: a blocked product of the pixel rows with the weights (gemmPixels), where
+      // oneDNN 2.6's brgconv took 1.5-2.4x ONNX Runtime's time on few channels (issue 24, yolox_nano).
+      bool pix = !direct && pixelGemmFast() && r == 4 && group == 1 && ws[2] == 1 && ws[3] == 1 && x.nhwc() &&
+                 win.strides == memory::dims{1, 1};
+      for (size_t i = 0; pix && i < win.padL.size(); ++i) pix = win.padL[i] == 0 && win.padR[i] == 0;
+      for (const Step& st : steps_)
+        pix = pix && (isFold(st) || st.kind == Step::Sum || (st.kind == Step::Elt && fastActOf(st) != FastAct::None));
+      if (pix) {
+        if (released && !pix_) return makeError("Conv: the weights were given up but the input shape changed");
+        if (!pix_) wT_.clear();
+        pix_ = true;
+        direct_ = false;
+        wDir_.clear();
         prim_ = dnnl::convolution_forward();
         weights_ = memory();
         key_ = key;
@@ -419,14 +445,21 @@ class FusedConvKernel final : public OpKernel {
         if (auto st = prepareDirectWeights(in, w, b, M); !st) return st;
       return directRun(in, x, M, group, out);
     }
+    if (pix_ && key == key_ && opsKey == opsKey_) {
+      if (!released)
+        if (auto st = preparePixelWeights(in, w, b, M); !st) return st;
+      return pixelRun(ctx, in, x, M, out);
+    }
     if (key != key_ || opsKey != opsKey_ || !prim_) {
       std::vector<int64_t> spatial(x.shape().begin() + 2, x.shape().end());
       std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
       Window win;
       if (auto e = windowGeometry(node_, spatial, kernel, false, win); !e.empty()) return makeError("Conv: ", e);
-      if (released && direct_) return makeError("Conv: the weights were given up but the input shape changed");
+      if (released && (direct_ || pix_)) return makeError("Conv: the weights were given up but the input shape changed");
       direct_ = false;
       wDir_.clear();
+      pix_ = false;
+      wT_.clear();
       outShape_ = {x.dim(0), M};
       outShape_.insert(outShape_.end(), win.out.begin(), win.out.end());
       memory::dims wd = toDims(ws);
@@ -641,6 +674,87 @@ class FusedConvKernel final : public OpKernel {
     return Status::ok();
   }
 
+  /// The pixel path's weights: W with the folded affine steps' scale per output channel, transposed to
+  /// [C][Mp] (Mp: M rounded up to kPixelGemmLanes, zeros beyond M), and the bias with their shift (Mp
+  /// values); again when W changes.
+  Status preparePixelWeights(const std::vector<const Tensor*>& in, const Tensor& w, const Tensor* b, int64_t M) {
+    const uint64_t h = sampleHash(w);
+    if (!wT_.empty() && wPtr_ == w.raw() && wHash_ == h) return Status::ok();
+    std::vector<float> scale(static_cast<size_t>(M), 1.0f), shift(static_cast<size_t>(M), 0.0f);
+    if (b) std::memcpy(shift.data(), b->raw(), static_cast<size_t>(M) * sizeof(float));
+    if (auto st = foldAffine(steps_, in, M, scale, shift); !st) return st;
+    const int64_t C = w.numElements() / M, Mp = (M + kPixelGemmLanes - 1) / kPixelGemmLanes * kPixelGemmLanes;
+    wT_.assign(static_cast<size_t>(C * Mp), 0.0f);
+    const float* pw = static_cast<const float*>(w.raw());
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t c = 0; c < C; ++c) wT_[static_cast<size_t>(c * Mp + m)] = pw[m * C + c] * scale[static_cast<size_t>(m)];
+    bT_.assign(static_cast<size_t>(Mp), 0.0f);
+    std::copy(shift.begin(), shift.end(), bT_.begin());
+    wPtr_ = w.raw();
+    wHash_ = h;
+    wShape_ = w.shape();
+    return Status::ok();
+  }
+
+  /// The pixel path: per block of kPixelBlock pixel rows (a thread's share split so), the product
+  /// (gemmPixels) into the output's channels-last rows, then the chain's steps in order over the block
+  /// while it is in the cache. A row-major output (a reader that takes no channels-last tensor) is
+  /// written channels-last into scratch first and transposed per image.
+  Status pixelRun(const ExecContext& ctx, const std::vector<const Tensor*>& in, const Tensor& x, int64_t M,
+                  std::vector<Tensor>& out) {
+    out.resize(1);
+    const bool nhwc = nhwcOut;
+    if (auto st = nhwc ? out[0].ensureNhwc(outShape_) : out[0].ensure(DType::Float32, outShape_); !st) return st;
+    const float* res = nullptr;
+    bool resNhwc = false;
+    if (sumIn_ >= 0) {
+      const Tensor* rt = static_cast<size_t>(sumIn_) < in.size() ? in[static_cast<size_t>(sumIn_)] : nullptr;
+      if (!rt || rt->dtype() != DType::Float32 || rt->shape() != outShape_)
+        return makeError("the residual operand must be float32 ", shapeString(outShape_));
+      res = static_cast<const float*>(rt->raw());
+      resNhwc = rt->nhwc();
+    }
+    std::vector<std::pair<float, float>>& params = eltParamsRun_;
+    params.assign(steps_.size(), {0.0f, 0.0f});
+    for (size_t i = 0; i < steps_.size(); ++i)
+      if (steps_[i].kind == Step::Elt)
+        if (auto e = eltParams(steps_[i], in, params[i].first, params[i].second); !e) return e;
+    const int64_t N = x.dim(0), C = x.dim(1), S = x.dim(2) * x.dim(3), P = N * S;
+    const float* px = static_cast<const float*>(x.raw());
+    float* py = static_cast<float*>(out[0].raw());
+    if (!nhwc) pixOut_.resize(static_cast<size_t>(P * M));
+    float* dst = nhwc ? py : pixOut_.data();
+    constexpr int64_t kPixelBlock = 96;
+    parallelChunks(ctx, P, [&](int64_t b, int64_t e) {
+      for (int64_t p0 = b; p0 < e; p0 += kPixelBlock) {
+        const int64_t rows = std::min(kPixelBlock, e - p0);
+        float* yb = dst + p0 * M;
+        gemmPixels(px + p0 * C, rows, C, wT_.data(), bT_.data(), M, yb);
+        for (size_t i = 0; i < steps_.size(); ++i) {
+          const Step& st = steps_[i];
+          if (isFold(st)) continue;
+          if (st.kind == Step::Sum) {
+            if (resNhwc) {
+              const float* rb = res + p0 * M;
+              for (int64_t k = 0; k < rows * M; ++k) yb[k] += rb[k];
+            } else {
+              for (int64_t p = p0; p < p0 + rows; ++p) {
+                const float* rp = res + (p / S) * M * S + p % S;
+                float* yp = dst + p * M;
+                for (int64_t m = 0; m < M; ++m) yp[m] += rp[m * S];
+              }
+            }
+            continue;
+          }
+          actFast(fastActOf(st), params[i].first, params[i].second, yb, rows * M);
+        }
+      }
+    }, std::max<int64_t>(kPixelBlock, 65536 / std::max<int64_t>(1, C + M)));
+    if (!nhwc)
+      for (int64_t n = 0; n < N; ++n) transposePlane32(dst + n * S * M, M, py + n * M * S, S, M, S);
+    return Status::ok();
+  }
+
   /// Folds and reorders the weights once, again when their storage or contents change.
   Status prepareWeights(dnnl::stream& s, const std::vector<const Tensor*>& in, const Tensor& w, const Tensor* b,
                         int64_t M) {
@@ -688,7 +802,7 @@ class FusedConvKernel final : public OpKernel {
  public:
   /// Input i is folded into the kernel's own weights or bias (W, B, and the folded steps' parameters).
   bool keepsCopy(size_t i) const override {
-    if (!weights_ && !(direct_ && !wDir_.empty())) return false;
+    if (!weights_ && !(direct_ && !wDir_.empty()) && !(pix_ && !wT_.empty())) return false;
     if (i == 1 || (i == 2 && anchorIn_ > 2)) return true;
     for (const Step& st : steps_) {
       if (!isFold(st)) break;
@@ -704,6 +818,9 @@ class FusedConvKernel final : public OpKernel {
     prim_ = dnnl::convolution_forward();
     wDir_ = {};
     biasDir_ = {};
+    wT_ = {};
+    bT_ = {};
+    pixOut_ = {};
   }
 
  private:
@@ -731,6 +848,9 @@ class FusedConvKernel final : public OpKernel {
   bool direct_ = false;            ///< The current shapes run directRun, not the primitive.
   Window win_;                     ///< Their window geometry.
   std::vector<float> wDir_, biasDir_;  ///< Their folded weights and bias (prepareDirectWeights).
+  bool pix_ = false;                   ///< The current shapes run pixelRun (a 1x1 convolution, channels-last).
+  std::vector<float> wT_, bT_;         ///< Its transposed, padded weights and bias (preparePixelWeights).
+  std::vector<float> pixOut_;          ///< Its channels-last output before a transpose to row-major.
 };
 
 /// Whether applyElt computes this activation (the fused chain of a few-row product runs it itself).
@@ -752,6 +872,22 @@ bool plainElt(const Step& st) {
       return true;
     default:
       return false;
+  }
+}
+
+/// The vectorised activation (conv1x1.h) that computes this step (with eltParams' alpha and beta, as
+/// applyElt), or FastAct::None.
+FastAct fastActOf(const Step& st) {
+  using A = dnnl::algorithm;
+  if (st.kind != Step::Elt) return FastAct::None;
+  switch (st.alg) {
+    case A::eltwise_relu: return FastAct::Relu;
+    case A::eltwise_logistic: return FastAct::Logistic;
+    case A::eltwise_swish: return FastAct::Swish;
+    case A::eltwise_hardswish: return FastAct::HardSwish;
+    case A::eltwise_clip_v2: return FastAct::Clip;
+    case A::eltwise_linear: return st.hardSigmoid ? FastAct::HardSigmoid : FastAct::Linear;
+    default: return FastAct::None;
   }
 }
 

@@ -1,0 +1,33 @@
+#pragma once
+/// \file Internal to the CPU backend: a 1x1 convolution over channels-last pixels as a blocked product
+/// of the pixel rows with the weights (conv1x1.cpp), and the vectorised activations its chain applies.
+/// FusedConvKernel (ops_fused.cpp) runs it instead of oneDNN 2.6's brgconv where that one was slower
+/// (few channels over many pixels: yolox_nano's 16 and 32 channels at 104x104 took 1.5-2.4x ONNX
+/// Runtime's time, issue 24).
+
+#include <cstdint>
+
+namespace partex::cpu {
+
+/// Columns of one vector of the product: the weights' rows are padded to a multiple of this.
+constexpr int64_t kPixelGemmLanes = 16;
+
+/// Whether gemmPixels has its fast (AVX-512) build on this processor; FusedConvKernel keeps oneDNN
+/// elsewhere (an AVX2 build of the same tiles spills its accumulators).
+bool pixelGemmFast();
+
+/// y[p * M + m] = bias[m] + sum_c x[p * C + c] * wT[c * Mp + m] for p < P, m < M: the 1x1 convolution of
+/// P channels-last pixels of C channels into M channels. wT holds the weights transposed, [C][Mp] with
+/// Mp = M rounded up to kPixelGemmLanes and zeros beyond M; bias holds Mp values (zeros beyond M).
+/// Registers hold a tile of up to 4 vectors of columns by 6-16 pixel rows; single-threaded.
+void gemmPixels(const float* x, int64_t P, int64_t C, const float* wT, const float* bias, int64_t M, float* y);
+
+/// The activations actFast computes (oneDNN's eltwise parameters alpha a and beta b, as applyElt takes
+/// them); None: this activation is not one of them.
+enum class FastAct : int { None, Relu, Logistic, Swish, HardSwish, Clip, Linear, HardSigmoid };
+
+/// y = f(y) over n contiguous values in float, vectorised (e^x through expVec), for the activations of
+/// FastAct. Agrees with applyElt to a few ulp (Logistic, Swish: expVec against expf) or exactly.
+void actFast(FastAct f, float a, float b, float* y, int64_t n);
+
+}  // namespace partex::cpu
