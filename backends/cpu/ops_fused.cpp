@@ -696,10 +696,11 @@ class FusedConvKernel final : public OpKernel {
     return Status::ok();
   }
 
-  /// The pixel path: per block of kPixelBlock pixel rows (a thread's share split so), the product
-  /// (gemmPixels) into the output's channels-last rows, then the chain's steps in order over the block
-  /// while it is in the cache. A row-major output (a reader that takes no channels-last tensor) is
-  /// written channels-last into scratch first and transposed per image.
+  /// The pixel path: per block of kPixelBlock pixel rows of one image (a thread's share split so), the
+  /// product (gemmPixels) into the output's channels-last rows, then the chain's steps in order over the
+  /// block while it is in the cache. A row-major output (a reader that takes no channels-last tensor:
+  /// yolox_nano's heads before their Concat) gets each block computed in the thread's scratch and
+  /// transposed into its columns from there, not a second pass over the whole tensor.
   Status pixelRun(const ExecContext& ctx, const std::vector<const Tensor*>& in, const Tensor& x, int64_t M,
                   std::vector<Tensor>& out) {
     out.resize(1);
@@ -719,16 +720,18 @@ class FusedConvKernel final : public OpKernel {
     for (size_t i = 0; i < steps_.size(); ++i)
       if (steps_[i].kind == Step::Elt)
         if (auto e = eltParams(steps_[i], in, params[i].first, params[i].second); !e) return e;
-    const int64_t N = x.dim(0), C = x.dim(1), S = x.dim(2) * x.dim(3), P = N * S;
+    const int64_t N = x.dim(0), C = x.dim(1), S = x.dim(2) * x.dim(3);
     const float* px = static_cast<const float*>(x.raw());
     float* py = static_cast<float*>(out[0].raw());
-    if (!nhwc) pixOut_.resize(static_cast<size_t>(P * M));
-    float* dst = nhwc ? py : pixOut_.data();
     constexpr int64_t kPixelBlock = 96;
-    parallelChunks(ctx, P, [&](int64_t b, int64_t e) {
-      for (int64_t p0 = b; p0 < e; p0 += kPixelBlock) {
-        const int64_t rows = std::min(kPixelBlock, e - p0);
-        float* yb = dst + p0 * M;
+    const int64_t blocks = (S + kPixelBlock - 1) / kPixelBlock;  // per image
+    parallelChunks(ctx, N * blocks, [&](int64_t b, int64_t e) {
+      thread_local std::vector<float> scratch;
+      if (!nhwc && scratch.size() < static_cast<size_t>(kPixelBlock * M)) scratch.resize(static_cast<size_t>(kPixelBlock * M));
+      for (int64_t blk = b; blk < e; ++blk) {
+        const int64_t n = blk / blocks, s0 = blk % blocks * kPixelBlock, rows = std::min(kPixelBlock, S - s0);
+        const int64_t p0 = n * S + s0;  // first pixel of the block over the batch
+        float* yb = nhwc ? py + p0 * M : scratch.data();
         gemmPixels(px + p0 * C, rows, C, wT_.data(), bT_.data(), M, yb);
         for (size_t i = 0; i < steps_.size(); ++i) {
           const Step& st = steps_[i];
@@ -738,20 +741,17 @@ class FusedConvKernel final : public OpKernel {
               const float* rb = res + p0 * M;
               for (int64_t k = 0; k < rows * M; ++k) yb[k] += rb[k];
             } else {
-              for (int64_t p = p0; p < p0 + rows; ++p) {
-                const float* rp = res + (p / S) * M * S + p % S;
-                float* yp = dst + p * M;
-                for (int64_t m = 0; m < M; ++m) yp[m] += rp[m * S];
-              }
+              const float* rb = res + n * M * S + s0;
+              for (int64_t r = 0; r < rows; ++r)
+                for (int64_t m = 0; m < M; ++m) yb[r * M + m] += rb[m * S + r];
             }
             continue;
           }
           actFast(fastActOf(st), params[i].first, params[i].second, yb, rows * M);
         }
+        if (!nhwc) transposePlane32(yb, M, py + n * M * S + s0, S, M, rows);
       }
-    }, std::max<int64_t>(kPixelBlock, 65536 / std::max<int64_t>(1, C + M)));
-    if (!nhwc)
-      for (int64_t n = 0; n < N; ++n) transposePlane32(dst + n * S * M, M, py + n * M * S, S, M, S);
+    }, std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(1, kPixelBlock * C * M)));  // 256 Ki multiply-adds a thread
     return Status::ok();
   }
 
@@ -820,7 +820,6 @@ class FusedConvKernel final : public OpKernel {
     biasDir_ = {};
     wT_ = {};
     bT_ = {};
-    pixOut_ = {};
   }
 
  private:
@@ -850,7 +849,6 @@ class FusedConvKernel final : public OpKernel {
   std::vector<float> wDir_, biasDir_;  ///< Their folded weights and bias (prepareDirectWeights).
   bool pix_ = false;                   ///< The current shapes run pixelRun (a 1x1 convolution, channels-last).
   std::vector<float> wT_, bT_;         ///< Its transposed, padded weights and bias (preparePixelWeights).
-  std::vector<float> pixOut_;          ///< Its channels-last output before a transpose to row-major.
 };
 
 /// Whether applyElt computes this activation (the fused chain of a few-row product runs it itself).

@@ -727,18 +727,25 @@ void TestKernelsConv::pointwiseChannelsLast_data() {
   QTest::addColumn<QString>("chain");  // operators after the Conv: bn, swish, add (residual), relu, hardswish, clip, leaky
   QTest::addColumn<bool>("nhwcOut");   // a Conv reads the output: it may stay channels-last
   QTest::addColumn<bool>("nhwcRes");   // the residual operand channels-last
-  QTest::newRow("yolox 16 -> 32, BN + swish, channels-last out") << int64_t{16} << int64_t{32} << "bn swish" << true << false;
-  QTest::newRow("16 -> 32, BN + swish, row-major out") << int64_t{16} << int64_t{32} << "bn swish" << false << false;
-  QTest::newRow("yolox 16 -> 16, swish + residual (channels-last)") << int64_t{16} << int64_t{16} << "swish add" << true << true;
-  QTest::newRow("24 -> 35, residual (row-major) + relu") << int64_t{24} << int64_t{35} << "add relu" << true << false;
-  QTest::newRow("67 -> 70, hardswish, row-major out") << int64_t{67} << int64_t{70} << "hardswish" << false << false;
-  QTest::newRow("8 -> 19, clip") << int64_t{8} << int64_t{19} << "clip" << true << false;
-  QTest::newRow("40 -> 146, leaky relu") << int64_t{40} << int64_t{146} << "leaky" << true << false;
-  QTest::newRow("3 -> 5, no chain") << int64_t{3} << int64_t{5} << "" << true << false;
+  QTest::addColumn<QString>("device");
+  QTest::newRow("yolox 16 -> 32, BN + swish, channels-last out") << int64_t{16} << int64_t{32} << "bn swish" << true << false << QString("core0");
+  QTest::newRow("16 -> 32, BN + swish, row-major out") << int64_t{16} << int64_t{32} << "bn swish" << false << false << QString("core0");
+  QTest::newRow("yolox 16 -> 16, swish + residual (channels-last)") << int64_t{16} << int64_t{16} << "swish add" << true << true << QString("core0");
+  QTest::newRow("24 -> 35, residual (row-major) + relu") << int64_t{24} << int64_t{35} << "add relu" << true << false << QString("core0");
+  QTest::newRow("67 -> 70, hardswish, row-major out") << int64_t{67} << int64_t{70} << "hardswish" << false << false << QString("core0");
+  QTest::newRow("8 -> 19, clip") << int64_t{8} << int64_t{19} << "clip" << true << false << QString("core0");
+  QTest::newRow("40 -> 146, leaky relu") << int64_t{40} << int64_t{146} << "leaky" << true << false << QString("core0");
+  QTest::newRow("3 -> 5, no chain") << int64_t{3} << int64_t{5} << "" << true << false << QString("core0");
+  // Both threads, the blocks of two images split between them, into either layout.
+  QTest::newRow("cpu-parallel 16 -> 32, swish + residual, row-major out")
+      << int64_t{16} << int64_t{32} << "swish add" << false << true << QString("cpu-parallel");
+  QTest::newRow("cpu-parallel 24 -> 35, relu, channels-last out")
+      << int64_t{24} << int64_t{35} << "relu" << true << false << QString("cpu-parallel");
 }
 
 void TestKernelsConv::pointwiseChannelsLast() {
-  // A 1x1 Conv (bias, one group, stride 1) over a channels-last input of 11x13 pixels, batch 2, with its
+  // A 1x1 Conv (bias, one group, stride 1) over a channels-last input of 11x13 pixels (40x40 on
+  // cpu-parallel), batch 2, with its
   // fused chain, against the definition in double on the row-major values: on a processor with
   // AVX-512 the kernel runs gemmPixels and the chain's vectorised steps, elsewhere oneDNN; the same
   // answer either way.
@@ -747,7 +754,10 @@ void TestKernelsConv::pointwiseChannelsLast() {
   QFETCH(QString, chain);
   QFETCH(bool, nhwcOut);
   QFETCH(bool, nhwcRes);
-  const int64_t N = 2, H = 11, W = 13, P = H * W;
+  QFETCH(QString, device);
+  // On both threads 40x40 pixels: 17 blocks of 96 pixels per image, enough to split between them.
+  const bool par = device == "cpu-parallel";
+  const int64_t N = 2, H = par ? 40 : 11, W = par ? 40 : 13, P = H * W;
   const QStringList steps = chain.split(' ', Qt::SkipEmptyParts);
   const Tensor x = random({N, C, H, W}, 41), w = random({M, C, 1, 1}, 42), b = random({M}, 43);
   const Tensor res = random({N, M, H, W}, 44);
@@ -817,7 +827,8 @@ void TestKernelsConv::pointwiseChannelsLast() {
   // A Conv alone is no group: its own kernel (the same class), its inputs the node's.
   QCOMPARE(groups.empty(), steps.empty());
   if (!steps.empty()) QCOMPARE(groups[0].ops.size(), size_t(1 + steps.size() + (steps.contains("swish") ? 1 : 0)));
-  auto kern = steps.empty() ? cpu->prepare(g, 0, "core0") : cpu->prepareGroup(g, groups[0], "core0");
+  const std::string dev = device.toStdString();
+  auto kern = steps.empty() ? cpu->prepare(g, 0, dev) : cpu->prepareGroup(g, groups[0], dev);
   QVERIFY2(kern.isOk(), kern.message().c_str());
   const Tensor xn = toNhwc(x), rn = nhwcRes ? toNhwc(res) : res;
   feed[xi] = &xn;
