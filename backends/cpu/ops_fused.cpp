@@ -41,10 +41,24 @@ constexpr int64_t kDirectConvMaxMacs = int64_t{1} << 14;
 /// One group of a direct convolution: y[m, t] = bias[m] + sum_j w[m, j] * col[j, t] for m < Mg, t < P,
 /// where col holds the group's input patches as rows (j = channel * taps + tap, t the output position).
 /// Four output rows at a time, each row of col read once for the four and accumulated over the
-/// positions (vectorised along t).
+/// positions (vectorised along t). Below kDirectDotPositions positions, one dot product per output
+/// value, vectorised along j instead: Silero VAD's encoder convolution at one frame (64 -> 64 channels,
+/// 3 taps) took 15.5 us in loops of one position, against ONNX Runtime's 6.
+constexpr int64_t kDirectDotPositions = 4;
 [[gnu::target_clones("avx512f", "avx2", "default")]] void directConvGroup(const float* w, const float* bias,
                                                                           const float* col, float* y, int64_t Mg,
                                                                           int64_t J, int64_t P) {
+  if (P < kDirectDotPositions) {
+    for (int64_t t = 0; t < P; ++t)
+      for (int64_t r = 0; r < Mg; ++r) {
+        const float* wr = w + r * J;
+        float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
+        for (int64_t j = 0; j < J; ++j) acc += wr[j] * col[j * P + t];
+        y[r * P + t] = bias[r] + acc;
+      }
+    return;
+  }
   int64_t m = 0;
   for (; m + 4 <= Mg; m += 4) {
     float *y0 = y + m * P, *y1 = y0 + P, *y2 = y1 + P, *y3 = y2 + P;

@@ -459,6 +459,10 @@ class TestCpuKernels : public QObject {
     QTest::newRow("2-D 3x3 stride 2 asymmetric pads") << V{1, 3, 7, 5} << V{4, 3, 3, 3} << int64_t{1} << V{2, 2} << V{1, 1} << V{1, 0, 1, 2};
     QTest::newRow("2-D depthwise 3x3 (oneDNN: one channel per group)") << V{1, 8, 6, 6} << V{8, 1, 3, 3} << int64_t{8} << V{1, 1} << V{1, 1} << V{1, 1, 1, 1};
     QTest::newRow("2-D 2 groups of 4 channels, 3x3") << V{1, 8, 6, 6} << V{8, 4, 3, 3} << int64_t{2} << V{1, 1} << V{1, 1} << V{1, 1, 1, 1};
+    // Under four output positions: a dot product per output value (Silero's encoder at one frame).
+    QTest::newRow("1-D one position, 64 to 64 k3 stride 2 (Silero)") << V{1, 64, 2} << V{64, 64, 3} << int64_t{1} << V{2} << V{1} << V{1, 1};
+    QTest::newRow("1-D three positions, batch 2") << V{2, 16, 3} << V{32, 16, 3} << int64_t{1} << V{1} << V{1} << V{1, 1};
+    QTest::newRow("2-D two positions, 2 groups") << V{1, 4, 2, 3} << V{8, 2, 3, 3} << int64_t{2} << V{2, 2} << V{1, 1} << V{1, 1, 1, 1};
     QTest::newRow("1-D above the threshold (oneDNN)") << V{1, 64, 64} << V{64, 64, 3} << int64_t{1} << V{1} << V{1} << V{1, 1};
   }
   void smallConvolutions() {
