@@ -20,6 +20,7 @@
 #include "cpu/matmul.h"
 #include "cpu/onednn_util.h"
 #include "cpu/rewrite_kernels.h"
+#include "kernels/vecmath.h"
 
 namespace partex::cpu {
 
@@ -49,14 +50,32 @@ constexpr int64_t kDirectDotPositions = 4;
                                                                           const float* col, float* y, int64_t Mg,
                                                                           int64_t J, int64_t P) {
   if (P < kDirectDotPositions) {
-    for (int64_t t = 0; t < P; ++t)
+    // Sixteen lanes over j in a fixed order (not `omp simd reduction`, whose grouping follows the
+    // pointers' alignment: two runs of one model then differed in the last bits, and SSDlite's TopK and
+    // NonMaxSuppression turned that into other detections).
+    thread_local std::vector<float> colT;
+    for (int64_t t = 0; t < P; ++t) {
+      const float* c = col;
+      if (P > 1) {
+        colT.resize(static_cast<size_t>(J));
+        for (int64_t j = 0; j < J; ++j) colT[static_cast<size_t>(j)] = col[j * P + t];
+        c = colT.data();
+      }
       for (int64_t r = 0; r < Mg; ++r) {
         const float* wr = w + r * J;
-        float acc = 0.0f;
-#pragma omp simd reduction(+ : acc)
-        for (int64_t j = 0; j < J; ++j) acc += wr[j] * col[j * P + t];
-        y[r * P + t] = bias[r] + acc;
+        V16f acc{};
+        int64_t j = 0;
+        for (; j + 16 <= J; j += 16) {
+          V16f a, b;
+          __builtin_memcpy(&a, wr + j, sizeof a);
+          __builtin_memcpy(&b, c + j, sizeof b);
+          acc += a * b;
+        }
+        float sum = hSum(acc);
+        for (; j < J; ++j) sum += wr[j] * c[j];
+        y[r * P + t] = bias[r] + sum;
       }
+    }
     return;
   }
   int64_t m = 0;
