@@ -1,5 +1,6 @@
 // A 1x1 convolution over channels-last pixels as a product of the pixel rows [P, C] with the transposed
-// weights [C, M] (conv1x1.h), and the vectorised activations of a fused chain after it.
+// weights [C, M] (conv1x1.h), a depthwise convolution's output rows over channels-last images, and the
+// vectorised activations of a fused chain after them.
 // Built for baseline x86-64 with AVX-512 and AVX2 clones; GCC vector types (kernels/vecmath.h) hold the
 // accumulators, each a register of the AVX-512 clone.
 
@@ -117,6 +118,61 @@ bool pixelGemmFast() {
         default: columnBlock<4, 6>(xs, rows, C, w, Mp, b, yb, M, cols, padRows, padOut); break;
       }
     }
+  }
+}
+
+namespace {
+
+/// RB output pixels ox0.. of one 16-channel block cb: every tap inside the image for all of them
+/// (interior) when `checked` is false; otherwise the taps outside are skipped pixel by pixel.
+template <int RB>
+[[gnu::always_inline]] inline void depthwiseTile(const float* x, int64_t H, int64_t W, int64_t C, const float* wT,
+                                                 const float* bias, int64_t kh, int64_t kw, int64_t sh, int64_t sw,
+                                                 int64_t ph, int64_t pw, int64_t dh, int64_t dw, int64_t oy, int64_t ox0,
+                                                 int64_t cb, bool checked, float* y) {
+  V16f acc[RB];
+  V16f b;
+  load16(b, bias + cb);
+#pragma GCC unroll 8
+  for (int i = 0; i < RB; ++i) acc[i] = b;
+  for (int64_t ky = 0; ky < kh; ++ky) {
+    const int64_t iy = oy * sh - ph + ky * dh;
+    if (iy < 0 || iy >= H) continue;
+    const float* xr = x + iy * W * C + cb;
+    for (int64_t kx = 0; kx < kw; ++kx) {
+      V16f wv;
+      load16(wv, wT + (ky * kw + kx) * C + cb);
+      const int64_t off = kx * dw - pw;
+#pragma GCC unroll 8
+      for (int i = 0; i < RB; ++i) {
+        const int64_t ix = (ox0 + i) * sw + off;
+        if (checked && (ix < 0 || ix >= W)) continue;
+        V16f xv;
+        load16(xv, xr + ix * C);
+        acc[i] += xv * wv;
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < RB; ++i) __builtin_memcpy(y + (ox0 + i) * C + cb, &acc[i], sizeof(V16f));
+}
+
+}  // namespace
+
+[[gnu::target_clones("avx512f", "default")]] void depthwiseRowNhwc(
+    const float* x, int64_t H, int64_t W, int64_t C, const float* wT, const float* bias, int64_t kh, int64_t kw,
+    int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw, int64_t oy, int64_t OW, float* y) {
+  // Output columns whose every tap lies inside the row: [lo, hi).
+  const int64_t lo = std::min(OW, (pw + sw - 1) / sw);
+  const int64_t last = W - 1 + pw - (kw - 1) * dw;  // ox * sw <= last
+  const int64_t hi = std::max(lo, std::min(OW, last < 0 ? int64_t{0} : last / sw + 1));
+  constexpr int RB = 8;
+  for (int64_t cb = 0; cb < C; cb += kPixelGemmLanes) {
+    int64_t ox = 0;
+    for (; ox < lo; ++ox) depthwiseTile<1>(x, H, W, C, wT, bias, kh, kw, sh, sw, ph, pw, dh, dw, oy, ox, cb, true, y);
+    for (; ox + RB <= hi; ox += RB)
+      depthwiseTile<RB>(x, H, W, C, wT, bias, kh, kw, sh, sw, ph, pw, dh, dw, oy, ox, cb, false, y);
+    for (; ox < OW; ++ox) depthwiseTile<1>(x, H, W, C, wT, bias, kh, kw, sh, sw, ph, pw, dh, dw, oy, ox, cb, true, y);
   }
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 /// \file Internal to the CPU backend: a 1x1 convolution over channels-last pixels as a blocked product
-/// of the pixel rows with the weights (conv1x1.cpp), and the vectorised activations its chain applies.
+/// of the pixel rows with the weights (conv1x1.cpp), a depthwise 2-D convolution over channels-last
+/// rows, and the vectorised activations their chains apply.
 /// FusedConvKernel (ops_fused.cpp) runs it instead of oneDNN 2.6's brgconv where that one was slower
 /// (few channels over many pixels: yolox_nano's 16 and 32 channels at 104x104 took 1.5-2.4x ONNX
 /// Runtime's time, issue 24).
@@ -21,6 +22,15 @@ bool pixelGemmFast();
 /// Mp = M rounded up to kPixelGemmLanes and zeros beyond M; bias holds Mp values (zeros beyond M).
 /// Registers hold a tile of up to 4 vectors of columns by 6-16 pixel rows; single-threaded.
 void gemmPixels(const float* x, int64_t P, int64_t C, const float* wT, const float* bias, int64_t M, float* y);
+
+/// One output row oy of a depthwise 2-D convolution (one input channel per group, C groups, C a multiple
+/// of kPixelGemmLanes) of one channels-last image x [H][W][C]: y[ox * C + c] = bias[c] + sum over the taps
+/// (ky, kx) that fall inside the image of x[(iy * W + ix) * C + c] * wT[(ky * kw + kx) * C + c], with
+/// iy = oy * sh - ph + ky * dh and ix = ox * sw - pw + kx * dw, for ox < OW. Registers hold 8 output pixels
+/// of 16 channels; the columns whose taps reach outside the row go one pixel at a time.
+void depthwiseRowNhwc(const float* x, int64_t H, int64_t W, int64_t C, const float* wT, const float* bias, int64_t kh,
+                      int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw, int64_t oy,
+                      int64_t OW, float* y);
 
 /// The activations actFast computes (oneDNN's eltwise parameters alpha a and beta b, as applyElt takes
 /// them); None: this activation is not one of them.

@@ -29,6 +29,10 @@ namespace {
 /// Output rows wider than this (columns of the innermost spatial dim) do not take brgconv (FusedConvKernel).
 constexpr int64_t kMaxBrgconvWidth = 1024;
 
+/// Depthwise convolutions of at most this many channels (channels-last in and out) run as the backend's
+/// row loop (FusedConvKernel::depthwiseRun); wider ones keep oneDNN's (not measured against it).
+constexpr int64_t kMaxOwnDepthwiseChannels = 128;
+
 /// A grouped 1x1 convolution of at most this many groups may run as a dense one (FusedConvKernel): its
 /// multiply-adds grow by the group count.
 constexpr int64_t kMaxDensifyGroups = 8;
@@ -418,7 +422,8 @@ class FusedConvKernel final : public OpKernel {
     std::vector<int64_t>& key = keyRun_;
     key.assign(x.shape().begin(), x.shape().end());
     key.insert(key.end(), ws.begin(), ws.end());
-    key.push_back(x.nhwc() ? 1 : 0);  // the pixel path reads channels-last input only
+    key.push_back(x.nhwc() ? 1 : 0);  // the own channels-last paths read channels-last input only
+    key.push_back(nhwcOut ? 1 : 0);   // (and the depthwise one writes it only)
     if (key != key_ || opsKey != opsKey_ || (!prim_ && !direct_)) {
       std::vector<int64_t> spatial(x.shape().begin() + 2, x.shape().end());
       std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
@@ -455,15 +460,23 @@ class FusedConvKernel final : public OpKernel {
       // A 1x1 convolution of one group over channels-last pixels (stride 1, no padding) whose chain the
       // pixel loop applies: a blocked product of the pixel rows with the weights (gemmPixels), where
       // oneDNN 2.6's brgconv took 1.5-2.4x ONNX Runtime's time on few channels (issue 24, yolox_nano).
-      bool pix = !direct && pixelGemmFast() && r == 4 && group == 1 && ws[2] == 1 && ws[3] == 1 && x.nhwc() &&
-                 win.strides == memory::dims{1, 1};
-      for (size_t i = 0; pix && i < win.padL.size(); ++i) pix = win.padL[i] == 0 && win.padR[i] == 0;
+      // A depthwise 2-D convolution of at most kMaxOwnDepthwiseChannels channels, channels-last in and
+      // out: the backend's row loop (depthwiseRowNhwc), where oneDNN took 1.5-2.2x ONNX Runtime's time
+      // on yolox_nano's 16-64 channels.
+      bool fastChain = true;
       for (const Step& st : steps_)
-        pix = pix && (isFold(st) || st.kind == Step::Sum || (st.kind == Step::Elt && fastActOf(st) != FastAct::None));
-      if (pix) {
-        if (released && !pix_) return makeError("Conv: the weights were given up but the input shape changed");
-        if (!pix_) wT_.clear();
+        fastChain = fastChain && (isFold(st) || st.kind == Step::Sum || (st.kind == Step::Elt && fastActOf(st) != FastAct::None));
+      const bool own = !direct && fastChain && pixelGemmFast() && r == 4 && x.nhwc();
+      bool pix = own && group == 1 && ws[2] == 1 && ws[3] == 1 && win.strides == memory::dims{1, 1};
+      for (size_t i = 0; pix && i < win.padL.size(); ++i) pix = win.padL[i] == 0 && win.padR[i] == 0;
+      const bool dw = own && !pix && nhwcOut && group == C && M == C && C % kPixelGemmLanes == 0 &&
+                      C <= kMaxOwnDepthwiseChannels;
+      if (pix || dw) {
+        if (released && (!pix_ || dw_ != dw)) return makeError("Conv: the weights were given up but the input shape changed");
+        if (!pix_ || dw_ != dw) wT_.clear();
         pix_ = true;
+        dw_ = dw;
+        win_ = win;
         direct_ = false;
         wDir_.clear();
         prim_ = dnnl::convolution_forward();
@@ -481,7 +494,7 @@ class FusedConvKernel final : public OpKernel {
     if (pix_ && key == key_ && opsKey == opsKey_) {
       if (!released)
         if (auto st = preparePixelWeights(in, w, b, M); !st) return st;
-      return pixelRun(ctx, in, x, M, out);
+      return dw_ ? depthwiseRun(ctx, in, x, out) : pixelRun(ctx, in, x, M, out);
     }
     if (key != key_ || opsKey != opsKey_ || !prim_) {
       std::vector<int64_t> spatial(x.shape().begin() + 2, x.shape().end());
@@ -707,16 +720,17 @@ class FusedConvKernel final : public OpKernel {
     return Status::ok();
   }
 
-  /// The pixel path's weights: W with the folded affine steps' scale per output channel, transposed to
-  /// [C][Mp] (Mp: M rounded up to kPixelGemmLanes, zeros beyond M), and the bias with their shift (Mp
-  /// values); again when W changes.
+  /// The own channels-last paths' weights: W with the folded affine steps' scale per output channel,
+  /// transposed to [C][Mp] (Mp: M rounded up to kPixelGemmLanes, zeros beyond M; the depthwise path's
+  /// [taps][M]), and the bias with their shift (Mp values); again when W changes.
   Status preparePixelWeights(const std::vector<const Tensor*>& in, const Tensor& w, const Tensor* b, int64_t M) {
     const uint64_t h = sampleHash(w);
     if (!wT_.empty() && wPtr_ == w.raw() && wHash_ == h) return Status::ok();
     std::vector<float> scale(static_cast<size_t>(M), 1.0f), shift(static_cast<size_t>(M), 0.0f);
     if (b) std::memcpy(shift.data(), b->raw(), static_cast<size_t>(M) * sizeof(float));
     if (auto st = foldAffine(steps_, in, M, scale, shift); !st) return st;
-    const int64_t C = w.numElements() / M, Mp = (M + kPixelGemmLanes - 1) / kPixelGemmLanes * kPixelGemmLanes;
+    // (Depthwise: W [M][1][kh][kw] as [taps][M], each tap's weights over the channels, unpadded.)
+    const int64_t C = w.numElements() / M, Mp = dw_ ? M : (M + kPixelGemmLanes - 1) / kPixelGemmLanes * kPixelGemmLanes;
     wT_.assign(static_cast<size_t>(C * Mp), 0.0f);
     const float* pw = static_cast<const float*>(w.raw());
     for (int64_t m = 0; m < M; ++m)
@@ -726,6 +740,73 @@ class FusedConvKernel final : public OpKernel {
     wPtr_ = w.raw();
     wHash_ = h;
     wShape_ = w.shape();
+    return Status::ok();
+  }
+
+  /// The residual operand of a Sum step (res, its layout) and the activations' parameters (eltParamsRun_)
+  /// for applyChain.
+  Status chainOperands(const std::vector<const Tensor*>& in, const float*& res, bool& resNhwc) {
+    if (sumIn_ >= 0) {
+      const Tensor* rt = static_cast<size_t>(sumIn_) < in.size() ? in[static_cast<size_t>(sumIn_)] : nullptr;
+      if (!rt || rt->dtype() != DType::Float32 || rt->shape() != outShape_)
+        return makeError("the residual operand must be float32 ", shapeString(outShape_));
+      res = static_cast<const float*>(rt->raw());
+      resNhwc = rt->nhwc();
+    }
+    std::vector<std::pair<float, float>>& params = eltParamsRun_;
+    params.assign(steps_.size(), {0.0f, 0.0f});
+    for (size_t i = 0; i < steps_.size(); ++i)
+      if (steps_[i].kind == Step::Elt)
+        if (auto e = eltParams(steps_[i], in, params[i].first, params[i].second); !e) return e;
+    return Status::ok();
+  }
+
+  /// The chain's steps in order over `rows` channels-last pixels of M channels at yb: pixels s0.. of
+  /// image n (S pixels an image) in the output, whose residual `res` is channels-last or row-major.
+  void applyChain(float* yb, int64_t rows, int64_t M, const float* res, bool resNhwc, int64_t n, int64_t s0, int64_t S,
+                  const std::vector<std::pair<float, float>>& params) const {
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      const Step& st = steps_[i];
+      if (isFold(st)) continue;
+      if (st.kind == Step::Sum) {
+        if (resNhwc) {
+          const float* rb = res + (n * S + s0) * M;
+          for (int64_t k = 0; k < rows * M; ++k) yb[k] += rb[k];
+        } else {
+          const float* rb = res + n * M * S + s0;
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t m = 0; m < M; ++m) yb[r * M + m] += rb[m * S + r];
+        }
+        continue;
+      }
+      actFast(fastActOf(st), params[i].first, params[i].second, yb, rows * M);
+    }
+  }
+
+  /// The depthwise path: per output row of each image (a thread's share of the rows), the row loop
+  /// (depthwiseRowNhwc) into the channels-last output, then the chain's steps over the row.
+  Status depthwiseRun(const ExecContext& ctx, const std::vector<const Tensor*>& in, const Tensor& x,
+                      std::vector<Tensor>& out) {
+    out.resize(1);
+    if (auto st = out[0].ensureNhwc(outShape_); !st) return st;
+    const float* res = nullptr;
+    bool resNhwc = false;
+    if (auto st = chainOperands(in, res, resNhwc); !st) return st;
+    const std::vector<std::pair<float, float>>& params = eltParamsRun_;
+    const int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3), OH = outShape_[2], OW = outShape_[3];
+    const int64_t kh = wShape_[2], kw = wShape_[3];
+    const int64_t sh = win_.strides[0], sw = win_.strides[1], ph = win_.padL[0], pw = win_.padL[1];
+    const int64_t dh = win_.dil[0] + 1, dw = win_.dil[1] + 1;  // oneDNN's dilation is d - 1
+    const float* px = static_cast<const float*>(x.raw());
+    float* py = static_cast<float*>(out[0].raw());
+    parallelChunks(ctx, N * OH, [&](int64_t b, int64_t e) {
+      for (int64_t row = b; row < e; ++row) {
+        const int64_t n = row / OH, oy = row % OH;
+        float* yr = py + row * OW * C;
+        depthwiseRowNhwc(px + n * H * W * C, H, W, C, wT_.data(), bT_.data(), kh, kw, sh, sw, ph, pw, dh, dw, oy, OW, yr);
+        applyChain(yr, OW, C, res, resNhwc, n, oy * OW, OH * OW, params);
+      }
+    }, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, OW * C)));
     return Status::ok();
   }
 
@@ -741,18 +822,8 @@ class FusedConvKernel final : public OpKernel {
     if (auto st = nhwc ? out[0].ensureNhwc(outShape_) : out[0].ensure(DType::Float32, outShape_); !st) return st;
     const float* res = nullptr;
     bool resNhwc = false;
-    if (sumIn_ >= 0) {
-      const Tensor* rt = static_cast<size_t>(sumIn_) < in.size() ? in[static_cast<size_t>(sumIn_)] : nullptr;
-      if (!rt || rt->dtype() != DType::Float32 || rt->shape() != outShape_)
-        return makeError("the residual operand must be float32 ", shapeString(outShape_));
-      res = static_cast<const float*>(rt->raw());
-      resNhwc = rt->nhwc();
-    }
-    std::vector<std::pair<float, float>>& params = eltParamsRun_;
-    params.assign(steps_.size(), {0.0f, 0.0f});
-    for (size_t i = 0; i < steps_.size(); ++i)
-      if (steps_[i].kind == Step::Elt)
-        if (auto e = eltParams(steps_[i], in, params[i].first, params[i].second); !e) return e;
+    if (auto st = chainOperands(in, res, resNhwc); !st) return st;
+    const std::vector<std::pair<float, float>>& params = eltParamsRun_;
     const int64_t N = x.dim(0), C = x.dim(1), S = x.dim(2) * x.dim(3);
     const float* px = static_cast<const float*>(x.raw());
     float* py = static_cast<float*>(out[0].raw());
@@ -766,22 +837,7 @@ class FusedConvKernel final : public OpKernel {
         const int64_t p0 = n * S + s0;  // first pixel of the block over the batch
         float* yb = nhwc ? py + p0 * M : scratch.data();
         gemmPixels(px + p0 * C, rows, C, wT_.data(), bT_.data(), M, yb);
-        for (size_t i = 0; i < steps_.size(); ++i) {
-          const Step& st = steps_[i];
-          if (isFold(st)) continue;
-          if (st.kind == Step::Sum) {
-            if (resNhwc) {
-              const float* rb = res + p0 * M;
-              for (int64_t k = 0; k < rows * M; ++k) yb[k] += rb[k];
-            } else {
-              const float* rb = res + n * M * S + s0;
-              for (int64_t r = 0; r < rows; ++r)
-                for (int64_t m = 0; m < M; ++m) yb[r * M + m] += rb[m * S + r];
-            }
-            continue;
-          }
-          actFast(fastActOf(st), params[i].first, params[i].second, yb, rows * M);
-        }
+        applyChain(yb, rows, M, res, resNhwc, n, s0, S, params);
         if (!nhwc) transposePlane32(yb, M, py + n * M * S + s0, S, M, rows);
       }
     }, std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(1, kPixelBlock * C * M)));  // 256 Ki multiply-adds a thread
@@ -880,7 +936,8 @@ class FusedConvKernel final : public OpKernel {
   bool direct_ = false;            ///< The current shapes run directRun, not the primitive.
   Window win_;                     ///< Their window geometry.
   std::vector<float> wDir_, biasDir_;  ///< Their folded weights and bias (prepareDirectWeights).
-  bool pix_ = false;                   ///< The current shapes run pixelRun (a 1x1 convolution, channels-last).
+  bool pix_ = false;                   ///< The current shapes run an own channels-last path:
+  bool dw_ = false;                    ///< depthwiseRun (else pixelRun, a 1x1 convolution).
   std::vector<float> wT_, bT_;         ///< Its transposed, padded weights and bias (preparePixelWeights).
 };
 

@@ -2,7 +2,8 @@
 // tensors (the backend's own loops), BatchNormalization + an activation (the vectorised channel affine
 // kernel), Max/Min by a per-channel constant kept channels-last, a grouped pointwise convolution, and
 // the 1x1 convolution over channels-last pixels (gemmPixels, with its chain of activations, folded
-// BatchNormalization and residual sums), checked against plain reference
+// BatchNormalization and residual sums) and the depthwise one (depthwiseRowNhwc), checked against plain
+// reference
 // loops in this file on row-major copies of the same values, in both layouts; and Identity/Dropout run as
 // aliases of their input by the executor, whose memory plan must keep the input's region alive for the
 // alias's readers.
@@ -155,6 +156,8 @@ class TestKernelsConv : public QObject {
   void fastActivations();
   void pointwiseChannelsLast_data();
   void pointwiseChannelsLast();
+  void depthwiseChannelsLast_data();
+  void depthwiseChannelsLast();
 };
 
 void TestKernelsConv::maxPoolChannelsLast_data() {
@@ -878,6 +881,113 @@ void TestKernelsConv::pointwiseChannelsLast() {
           QVERIFY2(std::abs(got - v) <= 1e-5 * mag,
                    qPrintable(QString("run %1 n %2 m %3 p %4: %5, want %6").arg(run).arg(n).arg(m).arg(p).arg(double(got)).arg(v)));
         }
+  }
+}
+
+void TestKernelsConv::depthwiseChannelsLast_data() {
+  QTest::addColumn<int64_t>("C");
+  QTest::addColumn<int64_t>("k");       // k x k kernel
+  QTest::addColumn<int64_t>("stride");
+  QTest::addColumn<int64_t>("dil");
+  QTest::addColumn<int64_t>("pad");     // on every side
+  QTest::addColumn<QString>("chain");   // swish, add (a channels-last residual), relu
+  QTest::addColumn<QString>("device");
+  // yolox_nano's: 3x3, pad 1, stride 1 and 2, with x*Sigmoid(x); a wider kernel with dilation, no padding
+  // and an odd width (the border columns one at a time), and both threads.
+  QTest::newRow("16 channels 3x3 stride 1, swish") << int64_t{16} << int64_t{3} << int64_t{1} << int64_t{1} << int64_t{1} << "swish" << QString("core0");
+  QTest::newRow("32 channels 3x3 stride 2, swish") << int64_t{32} << int64_t{3} << int64_t{2} << int64_t{1} << int64_t{1} << "swish" << QString("core0");
+  QTest::newRow("48 channels 5x5 dilation 2, pad 3, residual + relu") << int64_t{48} << int64_t{5} << int64_t{1} << int64_t{2} << int64_t{3} << "add relu" << QString("core0");
+  QTest::newRow("16 channels 3x3 no padding") << int64_t{16} << int64_t{3} << int64_t{1} << int64_t{1} << int64_t{0} << "" << QString("core0");
+  QTest::newRow("cpu-parallel 64 channels 3x3 stride 2, swish") << int64_t{64} << int64_t{3} << int64_t{2} << int64_t{1} << int64_t{1} << "swish" << QString("cpu-parallel");
+}
+
+void TestKernelsConv::depthwiseChannelsLast() {
+  // A depthwise Conv (group = C, bias) over a channels-last input of 23x29 pixels, batch 2, read by a
+  // Conv (so that its output may stay channels-last), with its chain, against the definition in double:
+  // on a processor with AVX-512 the backend's row loop, elsewhere oneDNN.
+  QFETCH(int64_t, C);
+  QFETCH(int64_t, k);
+  QFETCH(int64_t, stride);
+  QFETCH(int64_t, dil);
+  QFETCH(int64_t, pad);
+  QFETCH(QString, chain);
+  QFETCH(QString, device);
+  const QStringList steps = chain.split(' ', Qt::SkipEmptyParts);
+  const int64_t N = 2, H = 23, W = 29;
+  const int64_t OH = (H + 2 * pad - dil * (k - 1) - 1) / stride + 1, OW = (W + 2 * pad - dil * (k - 1) - 1) / stride + 1;
+  const Tensor x = random({N, C, H, W}, 51), w = random({C, 1, k, k}, 52), b = random({C}, 53);
+  const Tensor res = random({N, C, OH, OW}, 54);
+  Graph g;
+  g.opsetVersion = 17;
+  const ValueId xi = addValue(g, "x", {N, C, H, W}, true);
+  const ValueId ri = steps.contains("add") ? addValue(g, "r", {N, C, OH, OW}, true) : kNone;
+  const ValueId wi = addValue(g, "w", {C, 1, k, k}), bi = addValue(g, "b", {C});
+  g.values[static_cast<size_t>(wi)].isWeight = true;
+  g.values[static_cast<size_t>(bi)].isWeight = true;
+  ValueId cur = addValue(g, "conv_out", {N, C, OH, OW});
+  addNode(g, "conv", "Conv", {xi, wi, bi}, {cur},
+          {{"group", Attribute{C}},
+           {"kernel_shape", Attribute{std::vector<int64_t>{k, k}}},
+           {"strides", Attribute{std::vector<int64_t>{stride, stride}}},
+           {"dilations", Attribute{std::vector<int64_t>{dil, dil}}},
+           {"pads", Attribute{std::vector<int64_t>{pad, pad, pad, pad}}}});
+  int n0 = 0;
+  for (const QString& st : steps) {
+    const std::string name = st.toStdString() + std::to_string(n0++);
+    const ValueId next = addValue(g, name + "_out", {N, C, OH, OW});
+    if (st == "swish") {
+      const ValueId sig = addValue(g, name + "_sig", {N, C, OH, OW});
+      addNode(g, name + "_sigmoid", "Sigmoid", {cur}, {sig});
+      addNode(g, name, "Mul", {cur, sig}, {next});
+    } else if (st == "add") {
+      addNode(g, name, "Add", {cur, ri}, {next});
+    } else if (st == "relu") {
+      addNode(g, name, "Relu", {cur}, {next});
+    }
+    cur = next;
+  }
+  addChannelsLastReader(g, cur, "reader");
+  g.rebuildIndex();
+  const auto groups = fusedGroups(g);
+  auto cpu = makeCpuBackend();
+  QCOMPARE(groups.empty(), steps.empty());
+  const std::string dev = device.toStdString();
+  auto kern = steps.empty() ? cpu->prepare(g, 0, dev) : cpu->prepareGroup(g, groups[0], dev);
+  QVERIFY2(kern.isOk(), kern.message().c_str());
+  const Tensor xn = toNhwc(x), rn = toNhwc(res);
+  std::map<ValueId, const Tensor*> feed{{xi, &xn}, {wi, &w}, {bi, &b}};
+  if (ri != kNone) feed[ri] = &rn;
+  std::vector<const Tensor*> ins;
+  for (ValueId v : steps.empty() ? g.nodes[0].inputs : groups[0].inputs) ins.push_back(feed.at(v));
+  for (int run = 0; run < 2; ++run) {
+    std::vector<Tensor> outs;
+    auto st = (*kern)->run(ins, outs);
+    QVERIFY2(st.isOk(), st.message().c_str());
+    Tensor out;
+    QVERIFY(outs[0].toPlain(out).isOk());
+    QCOMPARE(out.shape(), (std::vector<int64_t>{N, C, OH, OW}));
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t oy = 0; oy < OH; ++oy)
+          for (int64_t ox = 0; ox < OW; ++ox) {
+            double v = b.data<float>()[c], mag = 1 + std::abs(v);
+            for (int64_t ky = 0; ky < k; ++ky)
+              for (int64_t kx = 0; kx < k; ++kx) {
+                const int64_t iy = oy * stride - pad + ky * dil, ix = ox * stride - pad + kx * dil;
+                if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                const double t = double(w.data<float>()[(c * k + ky) * k + kx]) * double(x.data<float>()[((n * C + c) * H + iy) * W + ix]);
+                v += t;
+                mag += std::abs(t);
+              }
+            for (const QString& s : steps) {
+              if (s == "swish") v = v / (1 + std::exp(-v));
+              if (s == "add") v += res.data<float>()[((n * C + c) * OH + oy) * OW + ox];
+              if (s == "relu") v = std::max(v, 0.0);
+            }
+            const float got = out.data<float>()[((n * C + c) * OH + oy) * OW + ox];
+            QVERIFY2(std::abs(got - v) <= 1e-5 * mag,
+                     qPrintable(QString("run %1 n %2 c %3 y %4 x %5: %6, want %7").arg(run).arg(n).arg(c).arg(oy).arg(ox).arg(double(got)).arg(v)));
+          }
   }
 }
 
