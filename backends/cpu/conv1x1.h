@@ -2,9 +2,9 @@
 /// \file Internal to the CPU backend: a 1x1 convolution over channels-last pixels as a blocked product
 /// of the pixel rows with the weights (conv1x1.cpp), a depthwise 2-D convolution over channels-last
 /// rows, and the vectorised activations their chains apply.
-/// FusedConvKernel (ops_fused.cpp) runs it instead of oneDNN 2.6's brgconv where that one was slower
-/// (few channels over many pixels: yolox_nano's 16 and 32 channels at 104x104 took 1.5-2.4x ONNX
-/// Runtime's time, issue 24).
+/// FusedConvKernel (ops_fused.cpp) runs them instead of oneDNN 2.6's convolutions where those were slower
+/// (few channels over many pixels: yolox_nano's 16 and 32 channel pointwise convolutions at 104x104 took
+/// 1.5-2.4x ONNX Runtime's time, its depthwise ones 1.5-2.2x; issue 24).
 
 #include <cstdint>
 
@@ -13,8 +13,8 @@ namespace partex::cpu {
 /// Columns of one vector of the product: the weights' rows are padded to a multiple of this.
 constexpr int64_t kPixelGemmLanes = 16;
 
-/// Whether gemmPixels has its fast (AVX-512) build on this processor; FusedConvKernel keeps oneDNN
-/// elsewhere (an AVX2 build of the same tiles spills its accumulators).
+/// Whether gemmPixels and depthwiseRowNhwc have their fast (AVX-512) builds on this processor;
+/// FusedConvKernel keeps oneDNN elsewhere (an AVX2 build of the same tiles spills its accumulators).
 bool pixelGemmFast();
 
 /// y[p * M + m] = bias[m] + sum_c x[p * C + c] * wT[c * Mp + m] for p < P, m < M: the 1x1 convolution of
