@@ -16,9 +16,11 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "cpu/conv1x1.h"
 #include "cpu/matmul.h"
 #include "cpu/onednn_util.h"
 #include "cpu/rewrite_kernels.h"
+#include "kernels/vecmath.h"
 
 namespace partex::cpu {
 
@@ -26,6 +28,10 @@ namespace {
 
 /// Output rows wider than this (columns of the innermost spatial dim) do not take brgconv (FusedConvKernel).
 constexpr int64_t kMaxBrgconvWidth = 1024;
+
+/// Depthwise convolutions of at most this many channels (channels-last in and out) run as the backend's
+/// row loop (FusedConvKernel::depthwiseRun); wider ones keep oneDNN's (not measured against it).
+constexpr int64_t kMaxOwnDepthwiseChannels = 128;
 
 /// A grouped 1x1 convolution of at most this many groups may run as a dense one (FusedConvKernel): its
 /// multiply-adds grow by the group count.
@@ -40,10 +46,42 @@ constexpr int64_t kDirectConvMaxMacs = int64_t{1} << 14;
 /// One group of a direct convolution: y[m, t] = bias[m] + sum_j w[m, j] * col[j, t] for m < Mg, t < P,
 /// where col holds the group's input patches as rows (j = channel * taps + tap, t the output position).
 /// Four output rows at a time, each row of col read once for the four and accumulated over the
-/// positions (vectorised along t).
+/// positions (vectorised along t). Below kDirectDotPositions positions, one dot product per output
+/// value, vectorised along j instead: Silero VAD's encoder convolution at one frame (64 -> 64 channels,
+/// 3 taps) took 15.5 us in loops of one position, against ONNX Runtime's 6.
+constexpr int64_t kDirectDotPositions = 4;
 [[gnu::target_clones("avx512f", "avx2", "default")]] void directConvGroup(const float* w, const float* bias,
                                                                           const float* col, float* y, int64_t Mg,
                                                                           int64_t J, int64_t P) {
+  if (P < kDirectDotPositions) {
+    // Sixteen lanes over j in a fixed order (not `omp simd reduction`, whose grouping follows the
+    // pointers' alignment: two runs of one model then differed in the last bits, and SSDlite's TopK and
+    // NonMaxSuppression turned that into other detections).
+    thread_local std::vector<float> colT;
+    for (int64_t t = 0; t < P; ++t) {
+      const float* c = col;
+      if (P > 1) {
+        colT.resize(static_cast<size_t>(J));
+        for (int64_t j = 0; j < J; ++j) colT[static_cast<size_t>(j)] = col[j * P + t];
+        c = colT.data();
+      }
+      for (int64_t r = 0; r < Mg; ++r) {
+        const float* wr = w + r * J;
+        V16f acc{};
+        int64_t j = 0;
+        for (; j + 16 <= J; j += 16) {
+          V16f a, b;
+          __builtin_memcpy(&a, wr + j, sizeof a);
+          __builtin_memcpy(&b, c + j, sizeof b);
+          acc += a * b;
+        }
+        float sum = hSum(acc);
+        for (; j < J; ++j) sum += wr[j] * c[j];
+        y[r * P + t] = bias[r] + sum;
+      }
+    }
+    return;
+  }
   int64_t m = 0;
   for (; m + 4 <= Mg; m += 4) {
     float *y0 = y + m * P, *y1 = y0 + P, *y2 = y1 + P, *y3 = y2 + P;
@@ -348,6 +386,7 @@ void loadResidual(dnnl::stream& s, const Tensor& r, memory& dst, Reorder& reo) {
 
 bool plainElt(const Step& st);
 void applyElt(const Step& st, float a, float b, float* y, int64_t n);
+FastAct fastActOf(const Step& st);
 
 class FusedConvKernel final : public OpKernel {
  public:
@@ -356,14 +395,15 @@ class FusedConvKernel final : public OpKernel {
 
   bool takesNhwc(const std::vector<const Tensor*>&) const override { return true; }
 
-  Status run(const ExecContext&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
+  Status run(const ExecContext& ctx, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) override {
     if (auto e = expectInput(in, 0, "X"); !e.empty()) return Error{e};
-    if (auto e = expectInput(in, 1, "W"); !e.empty() && !((weights_ || direct_) && in.size() > 1 && in[1])) return Error{e};
+    if (auto e = expectInput(in, 1, "W"); !e.empty() && !((weights_ || direct_ || pix_) && in.size() > 1 && in[1]))
+      return Error{e};
     const Tensor& x = *in[0];
     const Tensor& w = *in[1];
     // The caller may give up the weights once this kernel keeps its own folded copy (keepsCopy): the
     // kernel then runs on that copy and W's shape as it was.
-    const bool released = w.empty() && (weights_ || direct_);
+    const bool released = w.empty() && (weights_ || direct_ || pix_);
     const std::vector<int64_t>& ws = released ? wShape_ : w.shape();
     const Tensor* b = anchorIn_ > 2 && in.size() > 2 && in[2] && !in[2]->empty() ? in[2] : nullptr;
     if (x.dtype() != DType::Float32 || (!released && w.dtype() != DType::Float32) || (b && b->dtype() != DType::Float32))
@@ -386,6 +426,8 @@ class FusedConvKernel final : public OpKernel {
     std::vector<int64_t>& key = keyRun_;
     key.assign(x.shape().begin(), x.shape().end());
     key.insert(key.end(), ws.begin(), ws.end());
+    key.push_back(x.nhwc() ? 1 : 0);  // the own channels-last paths read channels-last input only
+    key.push_back(nhwcOut ? 1 : 0);   // (and the depthwise one writes it only)
     if (key != key_ || opsKey != opsKey_ || (!prim_ && !direct_)) {
       std::vector<int64_t> spatial(x.shape().begin() + 2, x.shape().end());
       std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
@@ -410,7 +452,37 @@ class FusedConvKernel final : public OpKernel {
         if (released && !direct_) return makeError("Conv: the weights were given up but the input shape changed");
         if (!direct_) wDir_.clear();
         direct_ = true;
+        pix_ = false;
+        wT_.clear();
         win_ = win;
+        prim_ = dnnl::convolution_forward();
+        weights_ = memory();
+        key_ = key;
+        opsKey_ = opsKey;
+        sumIn_ = sumIn;
+      }
+      // A 1x1 convolution of one group over channels-last pixels (stride 1, no padding) whose chain the
+      // pixel loop applies: a blocked product of the pixel rows with the weights (gemmPixels), where
+      // oneDNN 2.6's brgconv took 1.5-2.4x ONNX Runtime's time on few channels (issue 24, yolox_nano).
+      // A depthwise 2-D convolution of at most kMaxOwnDepthwiseChannels channels, channels-last in and
+      // out: the backend's row loop (depthwiseRowNhwc), where oneDNN took 1.5-2.2x ONNX Runtime's time
+      // on yolox_nano's 16-64 channels.
+      bool fastChain = true;
+      for (const Step& st : steps_)
+        fastChain = fastChain && (isFold(st) || st.kind == Step::Sum || (st.kind == Step::Elt && fastActOf(st) != FastAct::None));
+      const bool own = !direct && fastChain && pixelGemmFast() && r == 4 && x.nhwc();
+      bool pix = own && group == 1 && ws[2] == 1 && ws[3] == 1 && win.strides == memory::dims{1, 1};
+      for (size_t i = 0; pix && i < win.padL.size(); ++i) pix = win.padL[i] == 0 && win.padR[i] == 0;
+      const bool dw = own && !pix && nhwcOut && group == C && M == C && C % kPixelGemmLanes == 0 &&
+                      C <= kMaxOwnDepthwiseChannels;
+      if (pix || dw) {
+        if (released && (!pix_ || dw_ != dw)) return makeError("Conv: the weights were given up but the input shape changed");
+        if (!pix_ || dw_ != dw) wT_.clear();
+        pix_ = true;
+        dw_ = dw;
+        win_ = win;
+        direct_ = false;
+        wDir_.clear();
         prim_ = dnnl::convolution_forward();
         weights_ = memory();
         key_ = key;
@@ -423,14 +495,21 @@ class FusedConvKernel final : public OpKernel {
         if (auto st = prepareDirectWeights(in, w, b, M); !st) return st;
       return directRun(in, x, M, group, out);
     }
+    if (pix_ && key == key_ && opsKey == opsKey_) {
+      if (!released)
+        if (auto st = preparePixelWeights(in, w, b, M); !st) return st;
+      return dw_ ? depthwiseRun(ctx, in, x, out) : pixelRun(ctx, in, x, M, out);
+    }
     if (key != key_ || opsKey != opsKey_ || !prim_) {
       std::vector<int64_t> spatial(x.shape().begin() + 2, x.shape().end());
       std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
       Window win;
       if (auto e = windowGeometry(node_, spatial, kernel, false, win); !e.empty()) return makeError("Conv: ", e);
-      if (released && direct_) return makeError("Conv: the weights were given up but the input shape changed");
+      if (released && (direct_ || pix_)) return makeError("Conv: the weights were given up but the input shape changed");
       direct_ = false;
       wDir_.clear();
+      pix_ = false;
+      wT_.clear();
       outShape_ = {x.dim(0), M};
       outShape_.insert(outShape_.end(), win.out.begin(), win.out.end());
       memory::dims wd = toDims(ws);
@@ -645,6 +724,130 @@ class FusedConvKernel final : public OpKernel {
     return Status::ok();
   }
 
+  /// The own channels-last paths' weights: W with the folded affine steps' scale per output channel,
+  /// transposed to [C][Mp] (Mp: M rounded up to kPixelGemmLanes, zeros beyond M; the depthwise path's
+  /// [taps][M]), and the bias with their shift (Mp values); again when W changes.
+  Status preparePixelWeights(const std::vector<const Tensor*>& in, const Tensor& w, const Tensor* b, int64_t M) {
+    const uint64_t h = sampleHash(w);
+    if (!wT_.empty() && wPtr_ == w.raw() && wHash_ == h) return Status::ok();
+    std::vector<float> scale(static_cast<size_t>(M), 1.0f), shift(static_cast<size_t>(M), 0.0f);
+    if (b) std::memcpy(shift.data(), b->raw(), static_cast<size_t>(M) * sizeof(float));
+    if (auto st = foldAffine(steps_, in, M, scale, shift); !st) return st;
+    // (Depthwise: W [M][1][kh][kw] as [taps][M], each tap's weights over the channels, unpadded.)
+    const int64_t C = w.numElements() / M, Mp = dw_ ? M : (M + kPixelGemmLanes - 1) / kPixelGemmLanes * kPixelGemmLanes;
+    wT_.assign(static_cast<size_t>(C * Mp), 0.0f);
+    const float* pw = static_cast<const float*>(w.raw());
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t c = 0; c < C; ++c) wT_[static_cast<size_t>(c * Mp + m)] = pw[m * C + c] * scale[static_cast<size_t>(m)];
+    bT_.assign(static_cast<size_t>(Mp), 0.0f);
+    std::copy(shift.begin(), shift.end(), bT_.begin());
+    wPtr_ = w.raw();
+    wHash_ = h;
+    wShape_ = w.shape();
+    return Status::ok();
+  }
+
+  /// The residual operand of a Sum step (res, its layout) and the activations' parameters (eltParamsRun_)
+  /// for applyChain.
+  Status chainOperands(const std::vector<const Tensor*>& in, const float*& res, bool& resNhwc) {
+    if (sumIn_ >= 0) {
+      const Tensor* rt = static_cast<size_t>(sumIn_) < in.size() ? in[static_cast<size_t>(sumIn_)] : nullptr;
+      if (!rt || rt->dtype() != DType::Float32 || rt->shape() != outShape_)
+        return makeError("the residual operand must be float32 ", shapeString(outShape_));
+      res = static_cast<const float*>(rt->raw());
+      resNhwc = rt->nhwc();
+    }
+    std::vector<std::pair<float, float>>& params = eltParamsRun_;
+    params.assign(steps_.size(), {0.0f, 0.0f});
+    for (size_t i = 0; i < steps_.size(); ++i)
+      if (steps_[i].kind == Step::Elt)
+        if (auto e = eltParams(steps_[i], in, params[i].first, params[i].second); !e) return e;
+    return Status::ok();
+  }
+
+  /// The chain's steps in order over `rows` channels-last pixels of M channels at yb: pixels s0.. of
+  /// image n (S pixels an image) in the output, whose residual `res` is channels-last or row-major.
+  void applyChain(float* yb, int64_t rows, int64_t M, const float* res, bool resNhwc, int64_t n, int64_t s0, int64_t S,
+                  const std::vector<std::pair<float, float>>& params) const {
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      const Step& st = steps_[i];
+      if (isFold(st)) continue;
+      if (st.kind == Step::Sum) {
+        if (resNhwc) {
+          const float* rb = res + (n * S + s0) * M;
+          for (int64_t k = 0; k < rows * M; ++k) yb[k] += rb[k];
+        } else {
+          const float* rb = res + n * M * S + s0;
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t m = 0; m < M; ++m) yb[r * M + m] += rb[m * S + r];
+        }
+        continue;
+      }
+      actFast(fastActOf(st), params[i].first, params[i].second, yb, rows * M);
+    }
+  }
+
+  /// The depthwise path: per output row of each image (a thread's share of the rows), the row loop
+  /// (depthwiseRowNhwc) into the channels-last output, then the chain's steps over the row.
+  Status depthwiseRun(const ExecContext& ctx, const std::vector<const Tensor*>& in, const Tensor& x,
+                      std::vector<Tensor>& out) {
+    out.resize(1);
+    if (auto st = out[0].ensureNhwc(outShape_); !st) return st;
+    const float* res = nullptr;
+    bool resNhwc = false;
+    if (auto st = chainOperands(in, res, resNhwc); !st) return st;
+    const std::vector<std::pair<float, float>>& params = eltParamsRun_;
+    const int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3), OH = outShape_[2], OW = outShape_[3];
+    const int64_t kh = wShape_[2], kw = wShape_[3];
+    const int64_t sh = win_.strides[0], sw = win_.strides[1], ph = win_.padL[0], pw = win_.padL[1];
+    const int64_t dh = win_.dil[0] + 1, dw = win_.dil[1] + 1;  // oneDNN's dilation is d - 1
+    const float* px = static_cast<const float*>(x.raw());
+    float* py = static_cast<float*>(out[0].raw());
+    parallelChunks(ctx, N * OH, [&](int64_t b, int64_t e) {
+      for (int64_t row = b; row < e; ++row) {
+        const int64_t n = row / OH, oy = row % OH;
+        float* yr = py + row * OW * C;
+        depthwiseRowNhwc(px + n * H * W * C, H, W, C, wT_.data(), bT_.data(), kh, kw, sh, sw, ph, pw, dh, dw, oy, OW, yr);
+        applyChain(yr, OW, C, res, resNhwc, n, oy * OW, OH * OW, params);
+      }
+    }, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, OW * C)));
+    return Status::ok();
+  }
+
+  /// The pixel path: per block of kPixelBlock pixel rows of one image (a thread's share split so), the
+  /// product (gemmPixels) into the output's channels-last rows, then the chain's steps in order over the
+  /// block while it is in the cache. A row-major output (a reader that takes no channels-last tensor:
+  /// yolox_nano's heads before their Concat) gets each block computed in the thread's scratch and
+  /// transposed into its columns from there, not a second pass over the whole tensor.
+  Status pixelRun(const ExecContext& ctx, const std::vector<const Tensor*>& in, const Tensor& x, int64_t M,
+                  std::vector<Tensor>& out) {
+    out.resize(1);
+    const bool nhwc = nhwcOut;
+    if (auto st = nhwc ? out[0].ensureNhwc(outShape_) : out[0].ensure(DType::Float32, outShape_); !st) return st;
+    const float* res = nullptr;
+    bool resNhwc = false;
+    if (auto st = chainOperands(in, res, resNhwc); !st) return st;
+    const std::vector<std::pair<float, float>>& params = eltParamsRun_;
+    const int64_t N = x.dim(0), C = x.dim(1), S = x.dim(2) * x.dim(3);
+    const float* px = static_cast<const float*>(x.raw());
+    float* py = static_cast<float*>(out[0].raw());
+    constexpr int64_t kPixelBlock = 96;
+    const int64_t blocks = (S + kPixelBlock - 1) / kPixelBlock;  // per image
+    parallelChunks(ctx, N * blocks, [&](int64_t b, int64_t e) {
+      thread_local std::vector<float> scratch;
+      if (!nhwc && scratch.size() < static_cast<size_t>(kPixelBlock * M)) scratch.resize(static_cast<size_t>(kPixelBlock * M));
+      for (int64_t blk = b; blk < e; ++blk) {
+        const int64_t n = blk / blocks, s0 = blk % blocks * kPixelBlock, rows = std::min(kPixelBlock, S - s0);
+        const int64_t p0 = n * S + s0;  // first pixel of the block over the batch
+        float* yb = nhwc ? py + p0 * M : scratch.data();
+        gemmPixels(px + p0 * C, rows, C, wT_.data(), bT_.data(), M, yb);
+        applyChain(yb, rows, M, res, resNhwc, n, s0, S, params);
+        if (!nhwc) transposePlane32(yb, M, py + n * M * S + s0, S, M, rows);
+      }
+    }, std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(1, kPixelBlock * C * M)));  // 256 Ki multiply-adds a thread
+    return Status::ok();
+  }
+
   /// Folds and reorders the weights once, again when their storage or contents change.
   Status prepareWeights(dnnl::stream& s, const std::vector<const Tensor*>& in, const Tensor& w, const Tensor* b,
                         int64_t M) {
@@ -692,7 +895,7 @@ class FusedConvKernel final : public OpKernel {
  public:
   /// Input i is folded into the kernel's own weights or bias (W, B, and the folded steps' parameters).
   bool keepsCopy(size_t i) const override {
-    if (!weights_ && !(direct_ && !wDir_.empty())) return false;
+    if (!weights_ && !(direct_ && !wDir_.empty()) && !(pix_ && !wT_.empty())) return false;
     if (i == 1 || (i == 2 && anchorIn_ > 2)) return true;
     for (const Step& st : steps_) {
       if (!isFold(st)) break;
@@ -708,6 +911,8 @@ class FusedConvKernel final : public OpKernel {
     prim_ = dnnl::convolution_forward();
     wDir_ = {};
     biasDir_ = {};
+    wT_ = {};
+    bT_ = {};
   }
 
  private:
@@ -735,6 +940,9 @@ class FusedConvKernel final : public OpKernel {
   bool direct_ = false;            ///< The current shapes run directRun, not the primitive.
   Window win_;                     ///< Their window geometry.
   std::vector<float> wDir_, biasDir_;  ///< Their folded weights and bias (prepareDirectWeights).
+  bool pix_ = false;                   ///< The current shapes run an own channels-last path:
+  bool dw_ = false;                    ///< depthwiseRun (else pixelRun, a 1x1 convolution).
+  std::vector<float> wT_, bT_;         ///< Its transposed, padded weights and bias (preparePixelWeights).
 };
 
 /// Whether applyElt computes this activation (the fused chain of a few-row product runs it itself).
@@ -756,6 +964,22 @@ bool plainElt(const Step& st) {
       return true;
     default:
       return false;
+  }
+}
+
+/// The vectorised activation (conv1x1.h) that computes this step (with eltParams' alpha and beta, as
+/// applyElt), or FastAct::None.
+FastAct fastActOf(const Step& st) {
+  using A = dnnl::algorithm;
+  if (st.kind != Step::Elt) return FastAct::None;
+  switch (st.alg) {
+    case A::eltwise_relu: return FastAct::Relu;
+    case A::eltwise_logistic: return FastAct::Logistic;
+    case A::eltwise_swish: return FastAct::Swish;
+    case A::eltwise_hardswish: return FastAct::HardSwish;
+    case A::eltwise_clip_v2: return FastAct::Clip;
+    case A::eltwise_linear: return st.hardSigmoid ? FastAct::HardSigmoid : FastAct::Linear;
+    default: return FastAct::None;
   }
 }
 

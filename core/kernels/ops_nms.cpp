@@ -28,16 +28,79 @@ Box corners(const float* b, bool centerPoint) {
   return {std::min(b[0], b[2]), std::min(b[1], b[3]), std::max(b[0], b[2]), std::max(b[1], b[3])};
 }
 
-bool suppresses(const Box& a, const Box& b, float iouThreshold) {
-  const float iy1 = std::max(a.y1, b.y1), ix1 = std::max(a.x1, b.x1);
-  const float iy2 = std::min(a.y2, b.y2), ix2 = std::min(a.x2, b.x2);
-  const float inter = std::max(0.0f, iy2 - iy1) * std::max(0.0f, ix2 - ix1);
-  if (inter <= 0.0f) return false;
-  const float areaA = (a.y2 - a.y1) * (a.x2 - a.x1), areaB = (b.y2 - b.y1) * (b.x2 - b.x1);
-  const float uni = areaA + areaB - inter;
-  if (areaA <= 0.0f || areaB <= 0.0f || uni <= 0.0f) return false;
-  return inter / uni > iouThreshold;
+// The IoU test in float without contracted multiply-adds: the same roundings in the scalar and the
+// vector loop (and as ONNX Runtime's baseline x86-64 build makes them). Without -ftrapping-math, so that
+// GCC computes the division of every lane (it traps on nothing here) and the loop vectorises.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off", "no-trapping-math")
+#endif
+
+/// Whether a box of corners (y1, x1, y2, x2) and area `area` has an IoU above `thr` with a kept box
+/// (corners ky1.., area ka): ONNX Runtime's SuppressByIOU (no overlap, or a box of zero area, suppresses
+/// nothing). std::max/min's own selects, so that NaN corners compare as there.
+#define PARTEX_NMS_SUPPRESSES(KY1, KX1, KY2, KX2, KA)                                     \
+  ({                                                                                      \
+    const float iy1 = y1 < (KY1) ? (KY1) : y1, ix1 = x1 < (KX1) ? (KX1) : x1;             \
+    const float iy2 = (KY2) < y2 ? (KY2) : y2, ix2 = (KX2) < x2 ? (KX2) : x2;             \
+    const float dy = iy2 - iy1, dx = ix2 - ix1;                                           \
+    const float inter = (0.0f < dy ? dy : 0.0f) * (0.0f < dx ? dx : 0.0f);                \
+    const float uni = area + (KA) - inter;                                                \
+    (inter > 0.0f) & (area > 0.0f) & ((KA) > 0.0f) & (uni > 0.0f) & (inter / uni > thr);  \
+  })
+
+/// Whether any of the n kept boxes (corners and areas as columns) suppresses the box: blocks of 64
+/// tested at once (cloned for AVX-512 and AVX2), the first block with a hit ending the search. The same
+/// answer as testing them one by one in order and stopping at the first (batched NMS keeps thousands of
+/// boxes per class: SSDlite's NMS was 83% of its run, 3.5x ONNX Runtime's time).
+[[gnu::target_clones("avx512f", "avx2", "default")]] bool anySuppresses(const float* ky1, const float* kx1,
+                                                                        const float* ky2, const float* kx2,
+                                                                        const float* ka, int64_t n, float y1, float x1,
+                                                                        float y2, float x2, float area, float thr) {
+  constexpr int64_t kBlock = 64;
+  int64_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+    int hit = 0;
+#pragma omp simd reduction(| : hit)
+    for (int64_t j = i; j < i + kBlock; ++j) hit |= PARTEX_NMS_SUPPRESSES(ky1[j], kx1[j], ky2[j], kx2[j], ka[j]) ? 1 : 0;
+    if (hit) return true;
+  }
+  for (; i < n; ++i)
+    if (PARTEX_NMS_SUPPRESSES(ky1[i], kx1[i], ky2[i], kx2[i], ka[i])) return true;
+  return false;
 }
+#undef PARTEX_NMS_SUPPRESSES
+
+/// A box's area as the test takes it.
+float areaOf(const Box& b) { return (b.y2 - b.y1) * (b.x2 - b.x1); }
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+
+/// The boxes kept so far for one class, as columns (anySuppresses reads them a vector at a time).
+struct KeptBoxes {
+  std::vector<float> y1, x1, y2, x2, area;
+  void clear() {
+    y1.clear();
+    x1.clear();
+    y2.clear();
+    x2.clear();
+    area.clear();
+  }
+  size_t size() const { return y1.size(); }
+  void push(const Box& b, float a) {
+    y1.push_back(b.y1);
+    x1.push_back(b.x1);
+    y2.push_back(b.y2);
+    x2.push_back(b.x2);
+    area.push_back(a);
+  }
+  bool suppress(const Box& b, float a, float thr) const {
+    return anySuppresses(y1.data(), x1.data(), y2.data(), x2.data(), area.data(), static_cast<int64_t>(size()), b.y1,
+                         b.x1, b.y2, b.x2, a, thr);
+  }
+};
 
 class NmsKernel final : public OpKernel {
  public:
@@ -78,11 +141,15 @@ class NmsKernel final : public OpKernel {
     const float* ps = static_cast<const float*>(scores.raw());
     std::vector<int64_t> selected;  // (batch, class, box) triples
     std::vector<int64_t> cand;
-    std::vector<Box> kept;
+    KeptBoxes kept;
     std::vector<Box> all(static_cast<size_t>(nBoxes));
+    std::vector<float> areas(static_cast<size_t>(nBoxes));
     for (int64_t b = 0; b < batches && limit > 0; ++b) {
       for (int64_t i = 0; i < nBoxes; ++i)
+      {
         all[static_cast<size_t>(i)] = corners(pb + (b * nBoxes + i) * 4, centerPoint_);
+        areas[static_cast<size_t>(i)] = areaOf(all[static_cast<size_t>(i)]);
+      }
       for (int64_t c = 0; c < classes; ++c) {
         const float* s = ps + (b * classes + c) * nBoxes;
         cand.clear();
@@ -93,14 +160,8 @@ class NmsKernel final : public OpKernel {
         for (int64_t i : cand) {
           if (static_cast<int64_t>(kept.size()) >= limit) break;
           const Box& box = all[static_cast<size_t>(i)];
-          bool drop = false;
-          for (const Box& k : kept)
-            if (suppresses(box, k, iouThr)) {
-              drop = true;
-              break;
-            }
-          if (drop) continue;
-          kept.push_back(box);
+          if (kept.suppress(box, areas[static_cast<size_t>(i)], iouThr)) continue;
+          kept.push(box, areas[static_cast<size_t>(i)]);
           selected.insert(selected.end(), {b, c, i});
         }
       }

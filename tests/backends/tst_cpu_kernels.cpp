@@ -9,6 +9,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <bit>
 #include <chrono>
@@ -306,6 +307,99 @@ class TestCpuKernels : public QObject {
     }
   }
 
+  /// NonMaxSuppression over thousands of boxes (batched NMS keeps thousands per class: the kernel tests a
+  /// box against the kept ones a vector block at a time) against the definition, box by box, in this
+  /// file: 2 batches, 2 classes, 3,000 boxes of corners in either order, one in 50 of zero area, every
+  /// 97th a copy of box 5 (ties in IoU), with and without a score threshold, two IoU thresholds.
+  void nmsManyBoxes() {
+    BackendRegistry reg;
+    registerBuiltinBackends(reg);
+    Backend* cpu = reg.find("cpu");
+    QVERIFY(cpu);
+    const int64_t B = 2, K = 2, N = 3000;
+    Graph g = oneNode("NonMaxSuppression", {{DType::Float32, {B, N, 4}},
+                                            {DType::Float32, {B, K, N}},
+                                            {DType::Int64, {1}},
+                                            {DType::Float32, {1}},
+                                            {DType::Float32, {1}}});
+    g.values[static_cast<size_t>(g.outputs[0])].dtype = DType::Int64;
+    auto k = cpu->prepare(g, 0, "core0");
+    QVERIFY2(k.isOk(), k.message().c_str());
+    Tensor boxes = filled(DType::Float32, {B, N, 4}, 61), scores = filled(DType::Float32, {B, K, N}, 62);
+    float* pb = boxes.data<float>();
+    for (int64_t i = 0; i < B * N; ++i) {
+      float* b = pb + i * 4;  // a corner in [0, 200)^2, sides up to 12, the corners swapped for odd i
+      const float y = (b[0] + 1) * 100, x = (b[1] + 1) * 100, h = (b[2] + 1) * 6, w = (b[3] + 1) * 6;
+      const bool flat = i % 50 == 0;
+      if (i % 2) {
+        b[0] = y + h;
+        b[1] = x + (flat ? 0 : w);
+        b[2] = y;
+        b[3] = x;
+      } else {
+        b[0] = y;
+        b[1] = x;
+        b[2] = y + h;
+        b[3] = x + (flat ? 0 : w);
+      }
+      if (i % 97 == 0) std::copy(pb + 5 * 4, pb + 6 * 4, b);
+    }
+    auto ref = [&](int64_t limit, float iou, bool haveThr, float thr) {
+      auto corners = [&](int64_t b, int64_t i) {
+        const float* q = pb + (b * N + i) * 4;
+        return std::array<float, 4>{std::min(q[0], q[2]), std::min(q[1], q[3]), std::max(q[0], q[2]), std::max(q[1], q[3])};
+      };
+      auto suppresses = [&](const std::array<float, 4>& a, const std::array<float, 4>& c) {
+        const float ih = std::max(0.0f, std::min(a[2], c[2]) - std::max(a[0], c[0]));
+        const float iw = std::max(0.0f, std::min(a[3], c[3]) - std::max(a[1], c[1]));
+        const float inter = ih * iw;
+        if (inter <= 0) return false;
+        const float aa = (a[2] - a[0]) * (a[3] - a[1]), ac = (c[2] - c[0]) * (c[3] - c[1]);
+        const float uni = aa + ac - inter;
+        if (aa <= 0 || ac <= 0 || uni <= 0) return false;
+        return inter / uni > iou;
+      };
+      std::vector<int64_t> sel;
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t c = 0; c < K; ++c) {
+          const float* s = scores.data<float>() + (b * K + c) * N;
+          std::vector<int64_t> order;
+          for (int64_t i = 0; i < N; ++i)
+            if (!haveThr || s[i] > thr) order.push_back(i);
+          std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return s[x] > s[y]; });
+          std::vector<int64_t> kept;
+          for (int64_t i : order) {
+            if (static_cast<int64_t>(kept.size()) >= limit) break;
+            bool drop = false;
+            for (int64_t j : kept) drop = drop || suppresses(corners(b, i), corners(b, j));
+            if (drop) continue;
+            kept.push_back(i);
+            sel.insert(sel.end(), {b, c, i});
+          }
+        }
+      return sel;
+    };
+    for (const float iou : {0.3f, 0.7f})
+      for (const bool haveThr : {false, true}) {
+        auto maxOut = Tensor::make(DType::Int64, {1});
+        maxOut->data<int64_t>()[0] = 2500;
+        auto iouT = Tensor::make(DType::Float32, {1});
+        iouT->data<float>()[0] = iou;
+        auto thrT = Tensor::make(DType::Float32, {1});
+        thrT->data<float>()[0] = -0.5f;
+        std::vector<const Tensor*> ins{&boxes, &scores, &*maxOut, &*iouT};
+        if (haveThr) ins.push_back(&*thrT);
+        std::vector<Tensor> outs;
+        Status st = (*k)->run(ins, outs);
+        QVERIFY2(st.isOk(), st.message().c_str());
+        const std::vector<int64_t> want = ref(2500, iou, haveThr, -0.5f);
+        QVERIFY(want.size() / 3 > 4 * 4 * 64);  // several blocks of kept boxes per class
+        QCOMPARE(outs[0].shape(), (std::vector<int64_t>{static_cast<int64_t>(want.size() / 3), 3}));
+        const std::vector<int64_t> got(outs[0].data<int64_t>(), outs[0].data<int64_t>() + want.size());
+        QVERIFY2(got == want, qPrintable(QString("iou %1, threshold %2").arg(double(iou)).arg(haveThr)));
+      }
+  }
+
   /// 1-D convolutions over long rows (an audio model's filter bank: one input channel, a 256-tap kernel,
   /// thousands of output columns), where the kernel takes another oneDNN implementation than brgconv
   /// (whose state grows with the row), against a plain loop; and a short row that keeps brgconv.
@@ -365,6 +459,10 @@ class TestCpuKernels : public QObject {
     QTest::newRow("2-D 3x3 stride 2 asymmetric pads") << V{1, 3, 7, 5} << V{4, 3, 3, 3} << int64_t{1} << V{2, 2} << V{1, 1} << V{1, 0, 1, 2};
     QTest::newRow("2-D depthwise 3x3 (oneDNN: one channel per group)") << V{1, 8, 6, 6} << V{8, 1, 3, 3} << int64_t{8} << V{1, 1} << V{1, 1} << V{1, 1, 1, 1};
     QTest::newRow("2-D 2 groups of 4 channels, 3x3") << V{1, 8, 6, 6} << V{8, 4, 3, 3} << int64_t{2} << V{1, 1} << V{1, 1} << V{1, 1, 1, 1};
+    // Under four output positions: a dot product per output value (Silero's encoder at one frame).
+    QTest::newRow("1-D one position, 64 to 64 k3 stride 2 (Silero)") << V{1, 64, 2} << V{64, 64, 3} << int64_t{1} << V{2} << V{1} << V{1, 1};
+    QTest::newRow("1-D three positions, batch 2") << V{2, 16, 3} << V{32, 16, 3} << int64_t{1} << V{1} << V{1} << V{1, 1};
+    QTest::newRow("2-D two positions, 2 groups") << V{1, 4, 2, 3} << V{8, 2, 3, 3} << int64_t{2} << V{2, 2} << V{1, 1} << V{1, 1, 1, 1};
     QTest::newRow("1-D above the threshold (oneDNN)") << V{1, 64, 64} << V{64, 64, 3} << int64_t{1} << V{1} << V{1} << V{1, 1};
   }
   void smallConvolutions() {

@@ -1,7 +1,9 @@
 // The small CNNs' kernels on one core (issues 24 and 29): MaxPool and channel Concat over channels-last
 // tensors (the backend's own loops), BatchNormalization + an activation (the vectorised channel affine
-// kernel), Max/Min by a per-channel constant kept channels-last, and a grouped pointwise convolution,
-// checked against plain reference
+// kernel), Max/Min by a per-channel constant kept channels-last, a grouped pointwise convolution, and
+// the 1x1 convolution over channels-last pixels (gemmPixels, with its chain of activations, folded
+// BatchNormalization and residual sums) and the depthwise one (depthwiseRowNhwc), checked against plain
+// reference
 // loops in this file on row-major copies of the same values, in both layouts; and Identity/Dropout run as
 // aliases of their input by the executor, whose memory plan must keep the input's region alive for the
 // alias's readers.
@@ -10,16 +12,19 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <optional>
 
 #include "backend/backend.h"
 #include "cost/costtable.h"
 #include "cost/work.h"
+#include "cpu/conv1x1.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/cpu_ops.h"
 #include "graphrun.h"
 #include "ir/fusion.h"
+#include "ir/tensordata.h"
 #include "platform/platform.h"
 #include "profile/executor.h"
 #include "sim/plan.h"
@@ -151,6 +156,13 @@ class TestKernelsConv : public QObject {
   void plainToNhwcMatchesLoop();
   void rowMajorFedAsChannelsLast_data();
   void rowMajorFedAsChannelsLast();
+  void pixelGemm_data();
+  void pixelGemm();
+  void fastActivations();
+  void pointwiseChannelsLast_data();
+  void pointwiseChannelsLast();
+  void depthwiseChannelsLast_data();
+  void depthwiseChannelsLast();
 };
 
 void TestKernelsConv::maxPoolChannelsLast_data() {
@@ -787,6 +799,357 @@ void TestKernelsConv::rowMajorFedAsChannelsLast() {
             const float want = op == "MaxPool" ? best : sum / static_cast<float>(count);
             if (std::fabs(got - want) > 1e-5f)
               QFAIL(qPrintable(QString("n %1 c %2 (%3, %4): %5, want %6").arg(n).arg(c).arg(oy).arg(ox).arg(double(got)).arg(double(want))));
+          }
+  }
+}
+
+void TestKernelsConv::pixelGemm_data() {
+  QTest::addColumn<int64_t>("P");
+  QTest::addColumn<int64_t>("C");
+  QTest::addColumn<int64_t>("M");
+  // Tiles of 1-4 vectors of columns (M up to 64, then blocks of 64 and a last partial one), rows that fill
+  // no whole tile (the zero-padded copy), and a stripe of 96 rows and more.
+  QTest::newRow("1 pixel, 1 channel") << int64_t{1} << int64_t{1} << int64_t{1};
+  QTest::newRow("7 pixels, 3 -> 5") << int64_t{7} << int64_t{3} << int64_t{5};
+  QTest::newRow("yolox 16 -> 32") << int64_t{211} << int64_t{16} << int64_t{32};
+  QTest::newRow("32 -> 16") << int64_t{100} << int64_t{32} << int64_t{16};
+  QTest::newRow("67 -> 47 (three vectors)") << int64_t{53} << int64_t{67} << int64_t{47};
+  QTest::newRow("40 -> 64 (four vectors)") << int64_t{97} << int64_t{40} << int64_t{64};
+  QTest::newRow("200 -> 146 (blocks of 64 and 18)") << int64_t{25} << int64_t{200} << int64_t{146};
+}
+
+void TestKernelsConv::pixelGemm() {
+  // y[p, m] = bias[m] + sum_c x[p, c] W[m, c], the weights handed over transposed and padded to a
+  // multiple of 16 columns (zeros beyond M), against the sum in double.
+  QFETCH(int64_t, P);
+  QFETCH(int64_t, C);
+  QFETCH(int64_t, M);
+  const Tensor x = random({P, C}, 31), w = random({M, C}, 32), b = random({M}, 33);
+  const int64_t Mp = (M + cpu::kPixelGemmLanes - 1) / cpu::kPixelGemmLanes * cpu::kPixelGemmLanes;
+  std::vector<float> wT(static_cast<size_t>(C * Mp), 0.0f), bias(static_cast<size_t>(Mp), 0.0f);
+  for (int64_t m = 0; m < M; ++m) {
+    bias[static_cast<size_t>(m)] = b.data<float>()[m];
+    for (int64_t c = 0; c < C; ++c) wT[static_cast<size_t>(c * Mp + m)] = w.data<float>()[m * C + c];
+  }
+  // One guard value after the output: gemmPixels writes M columns per row, not Mp.
+  std::vector<float> y(static_cast<size_t>(P * M + 1), 12345.0f);
+  cpu::gemmPixels(x.data<float>(), P, C, wT.data(), bias.data(), M, y.data());
+  QCOMPARE(y.back(), 12345.0f);
+  for (int64_t p = 0; p < P; ++p)
+    for (int64_t m = 0; m < M; ++m) {
+      double want = b.data<float>()[m], mag = std::abs(want);
+      for (int64_t c = 0; c < C; ++c) {
+        const double t = double(x.data<float>()[p * C + c]) * double(w.data<float>()[m * C + c]);
+        want += t;
+        mag += std::abs(t);
+      }
+      const float got = y[static_cast<size_t>(p * M + m)];
+      QVERIFY2(std::abs(got - want) <= 1e-6 * (1 + mag),
+               qPrintable(QString("p %1 m %2: %3, want %4").arg(p).arg(m).arg(double(got)).arg(want)));
+    }
+}
+
+void TestKernelsConv::fastActivations() {
+  // Each vectorised activation against its definition in double, over values from -100 to 100 (the
+  // exponential's clamps included) and a few exact ones; 101 values, so that the loops' vector body
+  // and remainder both run.
+  using cpu::FastAct;
+  std::vector<float> xs;
+  for (int i = 0; i <= 96; ++i) xs.push_back(-100.0f + 200.0f * static_cast<float>(i) / 96.0f + 0.013f * static_cast<float>(i % 7));
+  for (float v : {0.0f, -0.0f, 3.0f, -3.0f}) xs.push_back(v);
+  struct Case {
+    const char* name;
+    FastAct f;
+    float a, b;
+    double (*ref)(double, double, double);
+  };
+  const Case cases[] = {
+      {"relu", FastAct::Relu, 0.0f, 0.0f, [](double v, double, double) { return v < 0 ? 0.0 : v; }},
+      {"leaky relu", FastAct::Relu, 0.1f, 0.0f, [](double v, double a, double) { return v < 0 ? a * v : v; }},
+      {"logistic", FastAct::Logistic, 0.0f, 0.0f, [](double v, double, double) { return 1.0 / (1.0 + std::exp(-v)); }},
+      {"swish", FastAct::Swish, 1.0f, 0.0f, [](double v, double a, double) { return v / (1.0 + std::exp(-a * v)); }},
+      {"hardswish", FastAct::HardSwish, 0.0f, 0.0f,
+       [](double v, double, double) { return v * std::clamp(v / 6.0 + 0.5, 0.0, 1.0); }},
+      {"clip", FastAct::Clip, -2.0f, 6.0f, [](double v, double a, double b) { return std::clamp(v, a, b); }},
+      {"linear", FastAct::Linear, 0.5f, -1.0f, [](double v, double a, double b) { return a * v + b; }},
+      {"hardsigmoid", FastAct::HardSigmoid, 0.2f, 0.5f,
+       [](double v, double a, double b) { return std::clamp(a * v + b, 0.0, 1.0); }},
+  };
+  for (const Case& c : cases) {
+    std::vector<float> y = xs;
+    cpu::actFast(c.f, c.a, c.b, y.data(), static_cast<int64_t>(y.size()));
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const double want = c.ref(double(xs[i]), double(c.a), double(c.b));
+      // float rounding of the inputs and of e^x (expVec): a few ulp; below 1e-30 absolute (e^-100 flushed).
+      QVERIFY2(std::abs(y[i] - want) <= 1e-6 * std::abs(want) + 1e-30,
+               qPrintable(QString("%1(%2): %3, want %4").arg(c.name).arg(double(xs[i])).arg(double(y[i])).arg(want)));
+    }
+  }
+}
+
+void TestKernelsConv::pointwiseChannelsLast_data() {
+  QTest::addColumn<int64_t>("C");
+  QTest::addColumn<int64_t>("M");
+  QTest::addColumn<QString>("chain");  // operators after the Conv: bn, swish, add (residual), relu, hardswish, clip, leaky
+  QTest::addColumn<bool>("nhwcOut");   // a Conv reads the output: it may stay channels-last
+  QTest::addColumn<bool>("nhwcRes");   // the residual operand channels-last
+  QTest::addColumn<QString>("device");
+  QTest::newRow("yolox 16 -> 32, BN + swish, channels-last out") << int64_t{16} << int64_t{32} << "bn swish" << true << false << QString("core0");
+  QTest::newRow("16 -> 32, BN + swish, row-major out") << int64_t{16} << int64_t{32} << "bn swish" << false << false << QString("core0");
+  QTest::newRow("yolox 16 -> 16, swish + residual (channels-last)") << int64_t{16} << int64_t{16} << "swish add" << true << true << QString("core0");
+  QTest::newRow("24 -> 35, residual (row-major) + relu") << int64_t{24} << int64_t{35} << "add relu" << true << false << QString("core0");
+  QTest::newRow("67 -> 70, hardswish, row-major out") << int64_t{67} << int64_t{70} << "hardswish" << false << false << QString("core0");
+  QTest::newRow("8 -> 19, clip") << int64_t{8} << int64_t{19} << "clip" << true << false << QString("core0");
+  QTest::newRow("40 -> 146, leaky relu") << int64_t{40} << int64_t{146} << "leaky" << true << false << QString("core0");
+  QTest::newRow("3 -> 5, no chain") << int64_t{3} << int64_t{5} << "" << true << false << QString("core0");
+  // Both threads, the blocks of two images split between them, into either layout.
+  QTest::newRow("cpu-parallel 16 -> 32, swish + residual, row-major out")
+      << int64_t{16} << int64_t{32} << "swish add" << false << true << QString("cpu-parallel");
+  QTest::newRow("cpu-parallel 24 -> 35, relu, channels-last out")
+      << int64_t{24} << int64_t{35} << "relu" << true << false << QString("cpu-parallel");
+}
+
+void TestKernelsConv::pointwiseChannelsLast() {
+  // A 1x1 Conv (bias, one group, stride 1) over a channels-last input of 11x13 pixels (40x40 on
+  // cpu-parallel), batch 2, with its
+  // fused chain, against the definition in double on the row-major values: on a processor with
+  // AVX-512 the kernel runs gemmPixels and the chain's vectorised steps, elsewhere oneDNN; the same
+  // answer either way.
+  QFETCH(int64_t, C);
+  QFETCH(int64_t, M);
+  QFETCH(QString, chain);
+  QFETCH(bool, nhwcOut);
+  QFETCH(bool, nhwcRes);
+  QFETCH(QString, device);
+  // On both threads 40x40 pixels: 17 blocks of 96 pixels per image, enough to split between them.
+  const bool par = device == "cpu-parallel";
+  const int64_t N = 2, H = par ? 40 : 11, W = par ? 40 : 13, P = H * W;
+  const QStringList steps = chain.split(' ', Qt::SkipEmptyParts);
+  const Tensor x = random({N, C, H, W}, 41), w = random({M, C, 1, 1}, 42), b = random({M}, 43);
+  const Tensor res = random({N, M, H, W}, 44);
+  const Tensor bnScale = random({M}, 45), bnBias = random({M}, 46), bnMean = random({M}, 47);
+  Tensor bnVar = random({M}, 48);
+  for (int64_t m = 0; m < M; ++m) bnVar.data<float>()[m] = 0.5f + std::abs(bnVar.data<float>()[m]);
+  Graph g;
+  g.opsetVersion = 17;
+  const ValueId xi = addValue(g, "x", {N, C, H, W}, true);
+  const ValueId ri = steps.contains("add") ? addValue(g, "r", {N, M, H, W}, true) : kNone;
+  auto weight = [&](const std::string& name, std::vector<int64_t> shape) {
+    const ValueId v = addValue(g, name, std::move(shape));
+    g.values[static_cast<size_t>(v)].isWeight = true;
+    return v;
+  };
+  const ValueId wi = weight("w", {M, C, 1, 1}), bi = weight("b", {M});
+  std::map<ValueId, const Tensor*> feed{{wi, &w}, {bi, &b}};
+  ValueId cur = addValue(g, "conv_out", {N, M, H, W});
+  addNode(g, "conv", "Conv", {xi, wi, bi}, {cur}, {{"kernel_shape", Attribute{std::vector<int64_t>{1, 1}}}});
+  Tensor clipMin = random({1}, 49), clipMax = random({1}, 50);
+  clipMin.data<float>()[0] = -0.5f;
+  clipMax.data<float>()[0] = 0.75f;
+  int k = 0;
+  for (const QString& st : steps) {
+    const std::string name = st.toStdString() + std::to_string(k++);
+    const ValueId next = addValue(g, name + "_out", {N, M, H, W});
+    if (st == "bn") {
+      const ValueId s = weight(name + "_s", {M}), bb = weight(name + "_b", {M}), mu = weight(name + "_m", {M}),
+                    var = weight(name + "_v", {M});
+      feed[s] = &bnScale;
+      feed[bb] = &bnBias;
+      feed[mu] = &bnMean;
+      feed[var] = &bnVar;
+      addNode(g, name, "BatchNormalization", {cur, s, bb, mu, var}, {next});
+    } else if (st == "swish") {
+      const ValueId sig = addValue(g, name + "_sig", {N, M, H, W});
+      addNode(g, name + "_sigmoid", "Sigmoid", {cur}, {sig});
+      addNode(g, name, "Mul", {cur, sig}, {next});
+    } else if (st == "add") {
+      addNode(g, name, "Add", {cur, ri}, {next});
+    } else if (st == "relu") {
+      addNode(g, name, "Relu", {cur}, {next});
+    } else if (st == "hardswish") {
+      addNode(g, name, "HardSwish", {cur}, {next});
+    } else if (st == "clip") {
+      // Constant bounds with their data in the graph, as the fusion takes a Clip (an activation).
+      const ValueId lo = weight(name + "_lo", {1}), hi = weight(name + "_hi", {1});
+      for (const auto& [v, t] : {std::pair{lo, &clipMin}, std::pair{hi, &clipMax}}) {
+        auto d = TensorData::allocate(sizeof(float));
+        std::memcpy(d->mutableData(), t->raw(), sizeof(float));
+        g.values[static_cast<size_t>(v)].data = std::move(d);
+        feed[v] = t;
+      }
+      addNode(g, name, "Clip", {cur, lo, hi}, {next});
+    } else if (st == "leaky") {
+      addNode(g, name, "LeakyRelu", {cur}, {next}, {{"alpha", Attribute{0.25}}});
+    }
+    cur = next;
+  }
+  if (nhwcOut)
+    addChannelsLastReader(g, cur, "reader");
+  else
+    g.outputs.push_back(cur);
+  g.rebuildIndex();
+  const auto groups = fusedGroups(g);
+  auto cpu = makeCpuBackend();
+  // A Conv alone is no group: its own kernel (the same class), its inputs the node's.
+  QCOMPARE(groups.empty(), steps.empty());
+  if (!steps.empty()) QCOMPARE(groups[0].ops.size(), size_t(1 + steps.size() + (steps.contains("swish") ? 1 : 0)));
+  const std::string dev = device.toStdString();
+  auto kern = steps.empty() ? cpu->prepare(g, 0, dev) : cpu->prepareGroup(g, groups[0], dev);
+  QVERIFY2(kern.isOk(), kern.message().c_str());
+  const Tensor xn = toNhwc(x), rn = nhwcRes ? toNhwc(res) : res;
+  feed[xi] = &xn;
+  if (ri != kNone) feed[ri] = &rn;
+  std::vector<const Tensor*> ins;
+  for (ValueId v : steps.empty() ? g.nodes[0].inputs : groups[0].inputs) {
+    QVERIFY2(feed.count(v), g.values[static_cast<size_t>(v)].name.c_str());
+    ins.push_back(feed[v]);
+  }
+  Tensor out;
+  for (int run = 0; run < 2; ++run) {  // the second run on the kernel's kept weights
+    std::vector<Tensor> outs;
+    auto st = (*kern)->run(ins, outs);
+    QVERIFY2(st.isOk(), st.message().c_str());
+    QVERIFY(outs[0].toPlain(out).isOk());
+    QCOMPARE(out.shape(), (std::vector<int64_t>{N, M, H, W}));
+    if (!nhwcOut) QVERIFY(!outs[0].nhwc());
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t p = 0; p < P; ++p) {
+          double v = b.data<float>()[m], mag = 1 + std::abs(v);
+          for (int64_t c = 0; c < C; ++c) {
+            const double t = double(w.data<float>()[m * C + c]) * double(x.data<float>()[(n * C + c) * P + p]);
+            v += t;
+            mag += std::abs(t);
+          }
+          for (const QString& s : steps) {
+            if (s == "bn") {
+              const double sc = bnScale.data<float>()[m] / std::sqrt(double(bnVar.data<float>()[m]) + 1e-5);
+              v = (v - bnMean.data<float>()[m]) * sc + bnBias.data<float>()[m];
+              mag *= std::abs(sc) + 1;
+            } else if (s == "swish") {
+              v = v / (1 + std::exp(-v));
+            } else if (s == "add") {
+              v += res.data<float>()[(n * M + m) * P + p];
+            } else if (s == "relu") {
+              v = std::max(v, 0.0);
+            } else if (s == "hardswish") {
+              v = v * std::clamp(v / 6 + 0.5, 0.0, 1.0);
+            } else if (s == "clip") {
+              v = std::clamp(v, -0.5, 0.75);
+            } else if (s == "leaky") {
+              v = v < 0 ? 0.25 * v : v;
+            }
+          }
+          const float got = out.data<float>()[(n * M + m) * P + p];
+          QVERIFY2(std::abs(got - v) <= 1e-5 * mag,
+                   qPrintable(QString("run %1 n %2 m %3 p %4: %5, want %6").arg(run).arg(n).arg(m).arg(p).arg(double(got)).arg(v)));
+        }
+  }
+}
+
+void TestKernelsConv::depthwiseChannelsLast_data() {
+  QTest::addColumn<int64_t>("C");
+  QTest::addColumn<int64_t>("k");       // k x k kernel
+  QTest::addColumn<int64_t>("stride");
+  QTest::addColumn<int64_t>("dil");
+  QTest::addColumn<int64_t>("pad");     // on every side
+  QTest::addColumn<QString>("chain");   // swish, add (a channels-last residual), relu
+  QTest::addColumn<QString>("device");
+  // yolox_nano's: 3x3, pad 1, stride 1 and 2, with x*Sigmoid(x); a wider kernel with dilation, no padding
+  // and an odd width (the border columns one at a time), and both threads.
+  QTest::newRow("16 channels 3x3 stride 1, swish") << int64_t{16} << int64_t{3} << int64_t{1} << int64_t{1} << int64_t{1} << "swish" << QString("core0");
+  QTest::newRow("32 channels 3x3 stride 2, swish") << int64_t{32} << int64_t{3} << int64_t{2} << int64_t{1} << int64_t{1} << "swish" << QString("core0");
+  QTest::newRow("48 channels 5x5 dilation 2, pad 3, residual + relu") << int64_t{48} << int64_t{5} << int64_t{1} << int64_t{2} << int64_t{3} << "add relu" << QString("core0");
+  QTest::newRow("16 channels 3x3 no padding") << int64_t{16} << int64_t{3} << int64_t{1} << int64_t{1} << int64_t{0} << "" << QString("core0");
+  QTest::newRow("cpu-parallel 64 channels 3x3 stride 2, swish") << int64_t{64} << int64_t{3} << int64_t{2} << int64_t{1} << int64_t{1} << "swish" << QString("cpu-parallel");
+}
+
+void TestKernelsConv::depthwiseChannelsLast() {
+  // A depthwise Conv (group = C, bias) over a channels-last input of 23x29 pixels, batch 2, read by a
+  // Conv (so that its output may stay channels-last), with its chain, against the definition in double:
+  // on a processor with AVX-512 the backend's row loop, elsewhere oneDNN.
+  QFETCH(int64_t, C);
+  QFETCH(int64_t, k);
+  QFETCH(int64_t, stride);
+  QFETCH(int64_t, dil);
+  QFETCH(int64_t, pad);
+  QFETCH(QString, chain);
+  QFETCH(QString, device);
+  const QStringList steps = chain.split(' ', Qt::SkipEmptyParts);
+  const int64_t N = 2, H = 23, W = 29;
+  const int64_t OH = (H + 2 * pad - dil * (k - 1) - 1) / stride + 1, OW = (W + 2 * pad - dil * (k - 1) - 1) / stride + 1;
+  const Tensor x = random({N, C, H, W}, 51), w = random({C, 1, k, k}, 52), b = random({C}, 53);
+  const Tensor res = random({N, C, OH, OW}, 54);
+  Graph g;
+  g.opsetVersion = 17;
+  const ValueId xi = addValue(g, "x", {N, C, H, W}, true);
+  const ValueId ri = steps.contains("add") ? addValue(g, "r", {N, C, OH, OW}, true) : kNone;
+  const ValueId wi = addValue(g, "w", {C, 1, k, k}), bi = addValue(g, "b", {C});
+  g.values[static_cast<size_t>(wi)].isWeight = true;
+  g.values[static_cast<size_t>(bi)].isWeight = true;
+  ValueId cur = addValue(g, "conv_out", {N, C, OH, OW});
+  addNode(g, "conv", "Conv", {xi, wi, bi}, {cur},
+          {{"group", Attribute{C}},
+           {"kernel_shape", Attribute{std::vector<int64_t>{k, k}}},
+           {"strides", Attribute{std::vector<int64_t>{stride, stride}}},
+           {"dilations", Attribute{std::vector<int64_t>{dil, dil}}},
+           {"pads", Attribute{std::vector<int64_t>{pad, pad, pad, pad}}}});
+  int n0 = 0;
+  for (const QString& st : steps) {
+    const std::string name = st.toStdString() + std::to_string(n0++);
+    const ValueId next = addValue(g, name + "_out", {N, C, OH, OW});
+    if (st == "swish") {
+      const ValueId sig = addValue(g, name + "_sig", {N, C, OH, OW});
+      addNode(g, name + "_sigmoid", "Sigmoid", {cur}, {sig});
+      addNode(g, name, "Mul", {cur, sig}, {next});
+    } else if (st == "add") {
+      addNode(g, name, "Add", {cur, ri}, {next});
+    } else if (st == "relu") {
+      addNode(g, name, "Relu", {cur}, {next});
+    }
+    cur = next;
+  }
+  addChannelsLastReader(g, cur, "reader");
+  g.rebuildIndex();
+  const auto groups = fusedGroups(g);
+  auto cpu = makeCpuBackend();
+  QCOMPARE(groups.empty(), steps.empty());
+  const std::string dev = device.toStdString();
+  auto kern = steps.empty() ? cpu->prepare(g, 0, dev) : cpu->prepareGroup(g, groups[0], dev);
+  QVERIFY2(kern.isOk(), kern.message().c_str());
+  const Tensor xn = toNhwc(x), rn = toNhwc(res);
+  std::map<ValueId, const Tensor*> feed{{xi, &xn}, {wi, &w}, {bi, &b}};
+  if (ri != kNone) feed[ri] = &rn;
+  std::vector<const Tensor*> ins;
+  for (ValueId v : steps.empty() ? g.nodes[0].inputs : groups[0].inputs) ins.push_back(feed.at(v));
+  for (int run = 0; run < 2; ++run) {
+    std::vector<Tensor> outs;
+    auto st = (*kern)->run(ins, outs);
+    QVERIFY2(st.isOk(), st.message().c_str());
+    Tensor out;
+    QVERIFY(outs[0].toPlain(out).isOk());
+    QCOMPARE(out.shape(), (std::vector<int64_t>{N, C, OH, OW}));
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t oy = 0; oy < OH; ++oy)
+          for (int64_t ox = 0; ox < OW; ++ox) {
+            double v = b.data<float>()[c], mag = 1 + std::abs(v);
+            for (int64_t ky = 0; ky < k; ++ky)
+              for (int64_t kx = 0; kx < k; ++kx) {
+                const int64_t iy = oy * stride - pad + ky * dil, ix = ox * stride - pad + kx * dil;
+                if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                const double t = double(w.data<float>()[(c * k + ky) * k + kx]) * double(x.data<float>()[((n * C + c) * H + iy) * W + ix]);
+                v += t;
+                mag += std::abs(t);
+              }
+            for (const QString& s : steps) {
+              if (s == "swish") v = v / (1 + std::exp(-v));
+              if (s == "add") v += res.data<float>()[((n * C + c) * OH + oy) * OW + ox];
+              if (s == "relu") v = std::max(v, 0.0);
+            }
+            const float got = out.data<float>()[((n * C + c) * OH + oy) * OW + ox];
+            QVERIFY2(std::abs(got - v) <= 1e-5 * mag,
+                     qPrintable(QString("run %1 n %2 c %3 y %4 x %5: %6, want %7").arg(run).arg(n).arg(c).arg(oy).arg(ox).arg(double(got)).arg(v)));
           }
   }
 }
