@@ -470,7 +470,10 @@ class FusedConvKernel final : public OpKernel {
       bool fastChain = true;
       for (const Step& st : steps_)
         fastChain = fastChain && (isFold(st) || st.kind == Step::Sum || (st.kind == Step::Elt && fastActOf(st) != FastAct::None));
-      const bool own = !direct && fastChain && pixelGemmFast() && r == 4 && x.nhwc();
+      // A row-major input (a model input, a GPU's output) is converted to channels-last first
+      // (plainToNhwc into xConv_), so that it takes the same path, and gives the same values, as fed
+      // channels-last: the path its profile measured (issue 25).
+      const bool own = !direct && fastChain && pixelGemmFast() && r == 4;
       bool pix = own && group == 1 && ws[2] == 1 && ws[3] == 1 && win.strides == memory::dims{1, 1};
       for (size_t i = 0; pix && i < win.padL.size(); ++i) pix = win.padL[i] == 0 && win.padR[i] == 0;
       const bool dw = own && !pix && nhwcOut && group == C && M == C && C % kPixelGemmLanes == 0 &&
@@ -498,7 +501,14 @@ class FusedConvKernel final : public OpKernel {
     if (pix_ && key == key_ && opsKey == opsKey_) {
       if (!released)
         if (auto st = preparePixelWeights(in, w, b, M); !st) return st;
-      return dw_ ? depthwiseRun(ctx, in, x, out) : pixelRun(ctx, in, x, M, out);
+      const Tensor* xs = &x;
+      if (!x.nhwc()) {
+        if (auto st = xConv_.ensureNhwc(x.shape()); !st) return st;
+        plainToNhwc(static_cast<const float*>(x.raw()), static_cast<float*>(xConv_.raw()), x.dim(0), x.dim(1),
+                    x.dim(2) * x.dim(3), ctx.threads);
+        xs = &xConv_;
+      }
+      return dw_ ? depthwiseRun(ctx, in, *xs, out) : pixelRun(ctx, in, *xs, M, out);
     }
     if (key != key_ || opsKey != opsKey_ || !prim_) {
       std::vector<int64_t> spatial(x.shape().begin() + 2, x.shape().end());
@@ -940,6 +950,7 @@ class FusedConvKernel final : public OpKernel {
   bool direct_ = false;            ///< The current shapes run directRun, not the primitive.
   Window win_;                     ///< Their window geometry.
   std::vector<float> wDir_, biasDir_;  ///< Their folded weights and bias (prepareDirectWeights).
+  Tensor xConv_;                       ///< A row-major input converted for the own paths (pix_).
   bool pix_ = false;                   ///< The current shapes run an own channels-last path:
   bool dw_ = false;                    ///< depthwiseRun (else pixelRun, a 1x1 convolution).
   std::vector<float> wT_, bT_;         ///< Its transposed, padded weights and bias (preparePixelWeights).
