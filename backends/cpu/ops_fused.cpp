@@ -32,6 +32,8 @@ constexpr int64_t kMaxBrgconvWidth = 1024;
 /// Depthwise convolutions of at most this many channels (channels-last in and out) run as the backend's
 /// row loop (FusedConvKernel::depthwiseRun); wider ones keep oneDNN's (not measured against it).
 constexpr int64_t kMaxOwnDepthwiseChannels = 128;
+/// The pixel GEMM path (gemmPixels) for 1x1 convolutions of at most this many input and output channels.
+constexpr int64_t kPixelGemmMaxChannels = 128;
 
 /// A grouped 1x1 convolution of at most this many groups may run as a dense one (FusedConvKernel): its
 /// multiply-adds grow by the group count.
@@ -474,7 +476,13 @@ class FusedConvKernel final : public OpKernel {
       // (plainToNhwc into xConv_), so that it takes the same path, and gives the same values, as fed
       // channels-last: the path its profile measured (issue 25).
       const bool own = !direct && fastChain && pixelGemmFast() && r == 4;
-      bool pix = own && group == 1 && ws[2] == 1 && ws[3] == 1 && win.strides == memory::dims{1, 1};
+      // At most kPixelGemmMaxChannels input and output channels: gemmPixels keeps a pixel's whole
+      // reduction in registers without blocking it for the cache, and on ResNet-50's 256-2048 channel
+      // 1x1 convolutions oneDNN was faster (one core: 82.7-86.4 ms with the pixel path on every 1x1,
+      // 78.9 with it up to 128 channels, ONNX Runtime 76; yolox_nano 17.0-17.1, 17.2-17.8 and 17.4-18.3
+      // with no limit, 128 and 64; 2026-11-27, docs/benchmarks.md).
+      bool pix = own && group == 1 && ws[2] == 1 && ws[3] == 1 && win.strides == memory::dims{1, 1} &&
+                 C <= kPixelGemmMaxChannels && M <= kPixelGemmMaxChannels;
       for (size_t i = 0; pix && i < win.padL.size(); ++i) pix = win.padL[i] == 0 && win.padR[i] == 0;
       const bool dw = own && !pix && nhwcOut && group == C && M == C && C % kPixelGemmLanes == 0 &&
                       C <= kMaxOwnDepthwiseChannels;
