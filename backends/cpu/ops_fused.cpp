@@ -662,18 +662,8 @@ class FusedConvKernel final : public OpKernel {
     if (auto st = out[0].ensure(DType::Float32, outShape_); !st) return st;
     const float* res = nullptr;
     bool resNhwc = false;
-    if (sumIn_ >= 0) {
-      const Tensor* rt = static_cast<size_t>(sumIn_) < in.size() ? in[static_cast<size_t>(sumIn_)] : nullptr;
-      if (!rt || rt->dtype() != DType::Float32 || rt->shape() != outShape_)
-        return makeError("the residual operand must be float32 ", shapeString(outShape_));
-      res = static_cast<const float*>(rt->raw());
-      resNhwc = rt->nhwc();
-    }
-    std::vector<std::pair<float, float>>& params = eltParamsRun_;
-    params.assign(steps_.size(), {0.0f, 0.0f});
-    for (size_t i = 0; i < steps_.size(); ++i)
-      if (steps_[i].kind == Step::Elt)
-        if (auto e = eltParams(steps_[i], in, params[i].first, params[i].second); !e) return e;
+    if (auto st = chainOperands(in, res, resNhwc); !st) return st;
+    const std::vector<std::pair<float, float>>& params = eltParamsRun_;
     const bool twoD = x.rank() == 4;
     const int64_t N = x.dim(0), C = x.dim(1), H = twoD ? x.dim(2) : 1, W = x.shape().back();
     const int64_t OH = twoD ? outShape_[2] : 1, OW = outShape_.back();

@@ -133,6 +133,23 @@ Tensor runFirst(const Graph& g, const std::vector<const Tensor*>& in, bool& nhwc
   return plain;
 }
 
+/// A step of a convolution's chain written as ONNX operators from `cur` to `next` (of cur's shape):
+/// "swish" (x * Sigmoid(x)), "add" (the residual `ri`) or "relu"; false for another step.
+bool addPlainStep(Graph& g, const QString& st, const std::string& name, ValueId cur, ValueId ri, ValueId next) {
+  if (st == "swish") {
+    const ValueId sig = addValue(g, name + "_sig", g.values[static_cast<size_t>(cur)].shape);
+    addNode(g, name + "_sigmoid", "Sigmoid", {cur}, {sig});
+    addNode(g, name, "Mul", {cur, sig}, {next});
+  } else if (st == "add") {
+    addNode(g, name, "Add", {cur, ri}, {next});
+  } else if (st == "relu") {
+    addNode(g, name, "Relu", {cur}, {next});
+  } else {
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 class TestKernelsConv : public QObject {
@@ -958,14 +975,7 @@ void TestKernelsConv::pointwiseChannelsLast() {
       feed[mu] = &bnMean;
       feed[var] = &bnVar;
       addNode(g, name, "BatchNormalization", {cur, s, bb, mu, var}, {next});
-    } else if (st == "swish") {
-      const ValueId sig = addValue(g, name + "_sig", {N, M, H, W});
-      addNode(g, name + "_sigmoid", "Sigmoid", {cur}, {sig});
-      addNode(g, name, "Mul", {cur, sig}, {next});
-    } else if (st == "add") {
-      addNode(g, name, "Add", {cur, ri}, {next});
-    } else if (st == "relu") {
-      addNode(g, name, "Relu", {cur}, {next});
+    } else if (addPlainStep(g, st, name, cur, ri, next)) {
     } else if (st == "hardswish") {
       addNode(g, name, "HardSwish", {cur}, {next});
     } else if (st == "clip") {
@@ -1098,15 +1108,7 @@ void TestKernelsConv::depthwiseChannelsLast() {
   for (const QString& st : steps) {
     const std::string name = st.toStdString() + std::to_string(n0++);
     const ValueId next = addValue(g, name + "_out", {N, C, OH, OW});
-    if (st == "swish") {
-      const ValueId sig = addValue(g, name + "_sig", {N, C, OH, OW});
-      addNode(g, name + "_sigmoid", "Sigmoid", {cur}, {sig});
-      addNode(g, name, "Mul", {cur, sig}, {next});
-    } else if (st == "add") {
-      addNode(g, name, "Add", {cur, ri}, {next});
-    } else if (st == "relu") {
-      addNode(g, name, "Relu", {cur}, {next});
-    }
+    addPlainStep(g, st, name, cur, ri, next);
     cur = next;
   }
   addChannelsLastReader(g, cur, "reader");
