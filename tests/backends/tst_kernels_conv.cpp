@@ -200,14 +200,17 @@ void TestKernelsConv::maxPoolChannelsLast_data() {
                                                          << QVector<qint64>{0, 1, 1, 0} << false << true;
 }
 
-void TestKernelsConv::maxPoolChannelsLast() {
+/// The MaxPool of the current data row (shape, window, pads, ceil, consumerConv) over `x` random with
+/// `seed`, fed channels-last or row-major, against the definition; its output is channels-last exactly
+/// when a Conv reads it.
+static void checkMaxPool(bool channelsLastIn, uint64_t seed) {
   QFETCH(QVector<qint64>, shape);
   QFETCH(QVector<qint64>, window);
   QFETCH(QVector<qint64>, pads);
   QFETCH(bool, ceil);
   QFETCH(bool, consumerConv);
   const std::vector<int64_t> xs(shape.begin(), shape.end()), p(pads.begin(), pads.end());
-  const Tensor x = random(xs, 7);
+  const Tensor x = random(xs, seed);
   std::vector<int64_t> ys;
   const auto want = refMaxPool(x, window[0], window[1], window[2], window[3], p, ceil, ys);
   Graph g;
@@ -226,9 +229,9 @@ void TestKernelsConv::maxPoolChannelsLast() {
     g.values[static_cast<size_t>(out)].isGraphOutput = true;
   }
   g.rebuildIndex();
-  const Tensor xn = toNhwc(x);
+  const Tensor xn = channelsLastIn ? toNhwc(x) : Tensor();
   bool nhwc = false;
-  const Tensor y = runFirst(g, {&xn}, nhwc);
+  const Tensor y = runFirst(g, {channelsLastIn ? &xn : &x}, nhwc);
   QCOMPARE(nhwc, consumerConv);
   QCOMPARE(y.shape(), ys);
   for (size_t i = 0; i < want.size(); ++i)
@@ -237,6 +240,8 @@ void TestKernelsConv::maxPoolChannelsLast() {
                                                          .arg(double(y.data<float>()[i]))
                                                          .arg(double(want[i]))));
 }
+
+void TestKernelsConv::maxPoolChannelsLast() { checkMaxPool(/*channelsLastIn=*/true, 7); }
 
 void TestKernelsConv::maxPoolPlanar_data() {
   QTest::addColumn<QVector<qint64>>("shape");  // N, C, H, W
@@ -265,42 +270,7 @@ void TestKernelsConv::maxPoolPlanar_data() {
 /// GPU's output on the host): the backend's own loop (maxPool2d) where the output is row-major too, the
 /// channels-last loop after a conversion where a Conv reads the output or ceil_mode leaves oneDNN's plain
 /// pooling as the other way; checked against the definition.
-void TestKernelsConv::maxPoolPlanar() {
-  QFETCH(QVector<qint64>, shape);
-  QFETCH(QVector<qint64>, window);
-  QFETCH(QVector<qint64>, pads);
-  QFETCH(bool, ceil);
-  QFETCH(bool, consumerConv);
-  const std::vector<int64_t> xs(shape.begin(), shape.end()), p(pads.begin(), pads.end());
-  const Tensor x = random(xs, 11);
-  std::vector<int64_t> ys;
-  const auto want = refMaxPool(x, window[0], window[1], window[2], window[3], p, ceil, ys);
-  Graph g;
-  g.opsetVersion = 17;
-  const ValueId in = addValue(g, "x", xs, true);
-  const ValueId out = addValue(g, "y", ys);
-  addNode(g, "pool", "MaxPool", {in}, {out},
-          {{"kernel_shape", Attribute{std::vector<int64_t>{window[0], window[1]}}},
-           {"strides", Attribute{std::vector<int64_t>{window[2], window[3]}}},
-           {"pads", Attribute{p}},
-           {"ceil_mode", Attribute{int64_t{ceil ? 1 : 0}}}});
-  if (consumerConv) {
-    addChannelsLastReader(g, out);
-  } else {
-    g.outputs.push_back(out);
-    g.values[static_cast<size_t>(out)].isGraphOutput = true;
-  }
-  g.rebuildIndex();
-  bool nhwc = !consumerConv;
-  const Tensor y = runFirst(g, {&x}, nhwc);
-  QCOMPARE(nhwc, consumerConv);
-  QCOMPARE(y.shape(), ys);
-  for (size_t i = 0; i < want.size(); ++i)
-    QVERIFY2(y.data<float>()[i] == want[i], qPrintable(QString("element %1: %2, want %3")
-                                                         .arg(i)
-                                                         .arg(double(y.data<float>()[i]))
-                                                         .arg(double(want[i]))));
-}
+void TestKernelsConv::maxPoolPlanar() { checkMaxPool(/*channelsLastIn=*/false, 11); }
 
 void TestKernelsConv::concatChannelsLast() {
   // Three channels-last inputs of 64, 16 and 3 channels over 5x7 pixels, batch 2, joined along the
