@@ -48,6 +48,17 @@ DeviceId deviceIndex(const CostTable& t, const std::string& id) {
   return static_cast<DeviceId>(std::find(t.deviceIds.begin(), t.deviceIds.end(), id) - t.deviceIds.begin());
 }
 
+/// Every operator of a graph of `n` operators on core0, in node order (the builder's order is topological).
+Plan allOnCore0(const CostTable& t, size_t n) {
+  Plan plan;
+  plan.algorithm = "manual";
+  const DeviceId d = deviceIndex(t, "core0");
+  plan.device.assign(n, d);
+  plan.order.assign(static_cast<size_t>(t.numDevices()), {});
+  for (size_t op = 0; op < n; ++op) plan.order[static_cast<size_t>(d)].push_back(static_cast<TaskId>(op));
+  return plan;
+}
+
 }  // namespace
 
 class TestExecutorModes : public QObject {
@@ -324,12 +335,7 @@ void TestExecutorModes::reshapesRunAsViews() {
     auto backend = makeCpuBackend();
     auto t = buildCostTable(g, characteriseAll(g), measureThisMachine());
     QVERIFY2(t.isOk(), t.message().c_str());
-    Plan plan;
-    plan.algorithm = "manual";
-    const DeviceId d = deviceIndex(*t, "core0");
-    plan.device.assign(g.nodes.size(), d);
-    plan.order.assign(static_cast<size_t>(t->numDevices()), {});
-    plan.order[static_cast<size_t>(d)] = {0, 1, 2, 3, 4};
+    const Plan plan = allOnCore0(*t, g.nodes.size());
     auto xs = Tensor::make(DType::Float32, {4, 16});
     auto zs = Tensor::make(DType::Float32, {1, 64});
     QVERIFY(xs.isOk() && zs.isOk());
@@ -376,12 +382,7 @@ void TestExecutorModes::viewsIntoConcatSlices() {
   auto backend = makeCpuBackend();
   auto t = buildCostTable(g, characteriseAll(g), measureThisMachine());
   QVERIFY2(t.isOk(), t.message().c_str());
-  Plan plan;
-  plan.algorithm = "manual";
-  const DeviceId d = deviceIndex(*t, "core0");
-  plan.device.assign(g.nodes.size(), d);
-  plan.order.assign(static_cast<size_t>(t->numDevices()), {});
-  plan.order[static_cast<size_t>(d)] = {0, 1, 2, 3, 4, 5};
+  const Plan plan = allOnCore0(*t, g.nodes.size());
   auto xs = Tensor::make(DType::Float32, {2, 3, 4});
   auto zs = Tensor::make(DType::Float32, {3, 4});
   QVERIFY(xs.isOk() && zs.isOk());
