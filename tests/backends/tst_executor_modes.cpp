@@ -59,6 +59,20 @@ Plan allOnCore0(const CostTable& t, size_t n) {
   return plan;
 }
 
+/// Runs `g` with every operator on core0 (three timed runs, outputs kept), inputs x and z given.
+Result<ExecResult> runOnCore0(const Graph& g, ValueId x, const Tensor& xv, ValueId z, const Tensor& zv) {
+  auto backend = makeCpuBackend();
+  auto t = buildCostTable(g, characteriseAll(g), measureThisMachine());
+  if (!t) return Error{t.message()};
+  ExecOptions o;
+  o.reps = 3;
+  o.maxDiscarded = 0;
+  o.keepOutputs = true;
+  o.inputs[x] = xv;
+  o.inputs[z] = zv;
+  return executePlan(g, *backend, *t, allOnCore0(*t, g.nodes.size()), o);
+}
+
 }  // namespace
 
 class TestExecutorModes : public QObject {
@@ -332,10 +346,6 @@ void TestExecutorModes::reshapesRunAsViews() {
     QVERIFY(runsAsView(g, 1));
     QCOMPARE(runsAsView(g, 2), !viewIsOutput);
 
-    auto backend = makeCpuBackend();
-    auto t = buildCostTable(g, characteriseAll(g), measureThisMachine());
-    QVERIFY2(t.isOk(), t.message().c_str());
-    const Plan plan = allOnCore0(*t, g.nodes.size());
     auto xs = Tensor::make(DType::Float32, {4, 16});
     auto zs = Tensor::make(DType::Float32, {1, 64});
     QVERIFY(xs.isOk() && zs.isOk());
@@ -343,13 +353,7 @@ void TestExecutorModes::reshapesRunAsViews() {
     zs->fillRandom(6);
     std::vector<float> want(64);
     for (size_t i = 0; i < 64; ++i) want[i] = std::max(0.0f, xs->data<float>()[i]) - zs->data<float>()[i];
-    ExecOptions o;
-    o.reps = 3;
-    o.maxDiscarded = 0;
-    o.keepOutputs = true;
-    o.inputs[x] = *xs;
-    o.inputs[z] = *zs;
-    auto res = executePlan(g, *backend, *t, plan, o);
+    auto res = runOnCore0(g, x, *xs, z, *zs);
     QVERIFY2(res.isOk(), res.message().c_str());
     QCOMPARE(res->viewsOfInputs, viewIsOutput ? 1 : 2);
     QVERIFY2(res->outputsMatch, res->mismatch.c_str());
@@ -379,22 +383,12 @@ void TestExecutorModes::viewsIntoConcatSlices() {
   const ValueId c = gb.node("concat", "Concat", {ra, rb}, {1, 36}, {{"axis", Attribute{int64_t{1}}}});
   gb.output(gb.node("relu", "Relu", {c}, {1, 36}));  // (a Concat that is a model output is not pre-placed)
   Graph g = gb.build();
-  auto backend = makeCpuBackend();
-  auto t = buildCostTable(g, characteriseAll(g), measureThisMachine());
-  QVERIFY2(t.isOk(), t.message().c_str());
-  const Plan plan = allOnCore0(*t, g.nodes.size());
   auto xs = Tensor::make(DType::Float32, {2, 3, 4});
   auto zs = Tensor::make(DType::Float32, {3, 4});
   QVERIFY(xs.isOk() && zs.isOk());
   xs->fillRandom(8);
   zs->fillRandom(9);
-  ExecOptions o;
-  o.reps = 3;
-  o.maxDiscarded = 0;
-  o.keepOutputs = true;
-  o.inputs[x] = *xs;
-  o.inputs[z] = *zs;
-  auto r = executePlan(g, *backend, *t, plan, o);
+  auto r = runOnCore0(g, x, *xs, z, *zs);
   QVERIFY2(r.isOk(), r.message().c_str());
   QCOMPARE(r->viewsOfInputs, 2);
   QCOMPARE(r->concatInputsInPlace, 2);
