@@ -792,6 +792,12 @@ void avgPool2d(const ExecContext& ctx, const float* x, float* y, int64_t planes,
 
 /// The largest row-major input a pool converts to channels-last to run its channels-last path (PoolKernel).
 constexpr int64_t kPoolConvertMaxBytes = int64_t{2} << 20;
+/// Rows narrower than this make the plain row loops (maxPool2d, avgPool2d) pay their per-row set-up
+/// more than their work: a row-major input of narrow planes is converted even when the output must be
+/// row-major (PoolKernel). Measured side by side, one core, row-major in and out, 3x3/1 MaxPool: 528x14x14
+/// 507 -> 213 us, 832x7x7 255 -> 50, 192x28x28 285 -> 227 converted; 64x56x56 241 -> 527 (the
+/// channels-last loop's row-major stores of 64 channels), so not at 56.
+constexpr int64_t kPoolRowLoopMinWidth = 32;
 
 class PoolKernel final : public OpKernel {
  public:
@@ -813,8 +819,11 @@ class PoolKernel final : public OpKernel {
     // kPoolConvertMaxBytes (2 MiB: Inception's 480x28x28 is 1.5): beyond the cache the conversion took
     // 2.5-2.7x a memcpy's time and the row loops over wide rows were faster (a 64x112x112 stem pool,
     // docs/benchmarks.md).
+    // The same when the output must stay row-major (a GPU reads it) but the planes are narrow: the row
+    // loops below then spend their time setting up rows (issue 25: Inception's 3x3/1 MaxPool over
+    // 528x14x14 fed by the GPU and read by it ran 698 us, 52 profiled; 832x7x7, 334 against 18).
     if (!global_ && !xin->nhwc() && xin->rank() == 4 && xin->bytes() <= kPoolConvertMaxBytes &&
-        (nhwcOut || node_.attrInt("ceil_mode", 0) != 0)) {
+        (nhwcOut || node_.attrInt("ceil_mode", 0) != 0 || xin->dim(3) < kPoolRowLoopMinWidth)) {
       thread_local Tensor converted;
       if (auto st = converted.ensureNhwc(xin->shape()); !st) return st;
       plainToNhwc(ptr<float>(*xin), static_cast<float*>(converted.raw()), xin->dim(0), xin->dim(1),

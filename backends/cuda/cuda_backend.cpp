@@ -207,7 +207,7 @@ class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(const GpuInfo& info) : info_(info) {
     int cudnnV = static_cast<int>(cudnnGetVersion());
-    version_ = "partex-cuda 2; CUDA runtime " + std::to_string(info.runtimeVersion) + "; driver " +
+    version_ = "partex-cuda 3; CUDA runtime " + std::to_string(info.runtimeVersion) + "; driver " +
                std::to_string(info.driverVersion) + "; cuDNN " + std::to_string(cudnnV) + "; cuBLASLt " +
                std::to_string(cublasLtGetVersion()) + "; " + info.name + " sm_" + std::to_string(info.ccMajor) +
                std::to_string(info.ccMinor) + "; float32 without TF32";
@@ -228,6 +228,7 @@ class CudaBackend final : public Backend {
     return std::map<std::string, double>{
         {"d2d_gbs", c->d2dBytesPerS / 1e9},     {"h2d_gbs", c->h2dBytesPerS / 1e9},
         {"d2h_gbs", c->d2hBytesPerS / 1e9},     {"h2d_latency_us", c->h2dSmallUs},
+        {"d2h_latency_us", c->d2hSmallUs},
         {"h2d_staged_gbs", c->h2dStagedBytesPerS / 1e9}, {"d2h_staged_gbs", c->d2hStagedBytesPerS / 1e9},
         {"d2h_nhwc_gbs", c->d2hNhwcBytesPerS / 1e9},
         {"launch_us", c->launchUs},             {"sync_us", c->syncUs},

@@ -92,13 +92,13 @@ std::string GpuCalibration::toJson() const {
   std::snprintf(buf, sizeof buf,
                 "{\"name\": \"%s\", \"sm_count\": %d, \"cc\": \"%d.%d\", \"memory_bytes\": %lld, \"sm_clock_mhz\": %.0f, "
                 "\"mem_clock_mhz\": %.0f, \"bus_width_bits\": %d, \"l2_bytes\": %lld, \"driver\": %d, \"runtime\": %d, "
-                "\"d2d_bytes_per_s\": %.4g, \"h2d_bytes_per_s\": %.4g, \"d2h_bytes_per_s\": %.4g, \"h2d_small_us\": %.3f, "
+                "\"d2d_bytes_per_s\": %.4g, \"h2d_bytes_per_s\": %.4g, \"d2h_bytes_per_s\": %.4g, \"h2d_small_us\": %.3f, \"d2h_small_us\": %.3f, "
                 "\"h2d_staged_bytes_per_s\": %.4g, \"d2h_staged_bytes_per_s\": %.4g, \"d2h_nhwc_bytes_per_s\": %.4g, "
                 "\"launch_us\": %.3f, \"graph_node_us\": %.3f, \"sync_us\": %.3f, \"fp32_flops\": %.4g, "
                 "\"tf32_flops\": %.4g, \"fp16_flops\": %.4g, \"seconds\": %.3f}",
                 info.name.c_str(), info.smCount, info.ccMajor, info.ccMinor, static_cast<long long>(info.memoryBytes),
                 info.smClockMHz, info.memClockMHz, info.memBusWidthBits, static_cast<long long>(info.l2Bytes),
-                info.driverVersion, info.runtimeVersion, d2dBytesPerS, h2dBytesPerS, d2hBytesPerS, h2dSmallUs,
+                info.driverVersion, info.runtimeVersion, d2dBytesPerS, h2dBytesPerS, d2hBytesPerS, h2dSmallUs, d2hSmallUs,
                 h2dStagedBytesPerS, d2hStagedBytesPerS, d2hNhwcBytesPerS, launchUs,
                 graphNodeUs, syncUs, fp32Flops, tf32Flops, fp16Flops, seconds);
   return buf;
@@ -144,6 +144,14 @@ Result<GpuCalibration> calibrateGpu() {
       small.push_back(std::chrono::duration<double, std::micro>(Clock::now() - a).count());
     }
     c.h2dSmallUs = median(small);
+    small.clear();
+    for (int r = 0; r < 50; ++r) {
+      const auto a = Clock::now();
+      if (auto st = check(cudaMemcpyAsync(h.get(), d.get(), 4096, cudaMemcpyDeviceToHost, s), "d2h"); !st) return Error{st.message()};
+      if (auto st = check(cudaStreamSynchronize(s), "sync"); !st) return Error{st.message()};
+      small.push_back(std::chrono::duration<double, std::micro>(Clock::now() - a).count());
+    }
+    c.d2hSmallUs = median(small);
     // The executor's staged paths (see GpuCalibration) for a [1, 64, 56, 56] float tensor (784 KiB, a
     // ResNet activation). Not 64x64: over a plane of a multiple of 1024 pixels the conversion below
     // takes plainToNhwc's narrower blocks (2.3x a memcpy on the development machine, against 1.6x over
@@ -185,10 +193,10 @@ Result<GpuCalibration> calibrateGpu() {
     if (!up1) return Error{up1.message()};
     if (!down1) return Error{down1.message()};
     if (!downNhwc) return Error{downNhwc.message()};
-    auto rate = [&](double us) { return static_cast<double>(act) / (std::max(us - c.h2dSmallUs, 0.1 * us) * 1e-6); };
-    c.h2dStagedBytesPerS = rate(*up1);
-    c.d2hStagedBytesPerS = rate(*down1);
-    c.d2hNhwcBytesPerS = rate(*downNhwc);
+    auto rate = [&](double us, double fixed) { return static_cast<double>(act) / (std::max(us - fixed, 0.1 * us) * 1e-6); };
+    c.h2dStagedBytesPerS = rate(*up1, c.h2dSmallUs);
+    c.d2hStagedBytesPerS = rate(*down1, c.d2hSmallUs);
+    c.d2hNhwcBytesPerS = rate(*downNhwc, c.d2hSmallUs);
   }
   // Launch overhead: host time per launch, round trip, and per node of a graph.
   {

@@ -17,6 +17,7 @@ struct GpuCalibration {
   double h2dBytesPerS = 0;   ///< Pinned host to device, 64 MiB.
   double d2hBytesPerS = 0;   ///< Device to pinned host, 64 MiB.
   double h2dSmallUs = 0;     ///< One 4 KiB host-to-device copy, issued and waited for: the fixed cost.
+  double d2hSmallUs = 0;     ///< The same back to the host (the downloads' fixed cost; 0: not measured).
   /// The executor's paths for a [1, 64, 56, 56] activation (784 KiB), less the fixed cost: a kernel's
   /// input copied from an ordinary host tensor into its pinned staging buffer, then to the device, waited
   /// for (uploadTensor);

@@ -394,6 +394,18 @@ Result<CostTable> buildCostTable(const Graph& g, const std::vector<OpWork>& work
     t.deviceLaunchUs.push_back(std::isfinite(d.launchOverheadUs) ? std::max(0.0, d.launchOverheadUs) : 0.0);
     t.deviceWakeUpUs.push_back(std::isfinite(d.wakeUpUs) ? std::max(0.0, d.wakeUpUs) : 0.0);
     t.deviceModeSwitchUs.push_back(std::isfinite(d.modeSwitchUs) ? std::max(0.0, d.modeSwitchUs) : 0.0);
+    t.deviceInlineCopies.push_back(d.copies == "inline" ? 1 : 0);
+    t.deviceReaderConvertBytesPerUs.push_back(std::isfinite(d.readerConvertGBs) && d.readerConvertGBs > 0 ? d.readerConvertGBs * 1e3 : 0.0);
+  }
+  // The operators the CPU backend runs channels-last whatever layout their 4-D input arrives in,
+  // converting a row-major one first (backends/cpu: convolutions and pools, issue 25's i25-rowmajor).
+  t.taskConvertsInput.assign(n, 0);
+  for (size_t v = 0; v < n; ++v) {
+    const Node& node = g.nodes[v];
+    static const std::set<std::string> kConverting{"Conv", "ConvTranspose", "MaxPool", "AveragePool"};
+    if (!kConverting.count(node.opType) || node.inputs.empty() || node.inputs[0] < 0) continue;
+    const Value& in = g.values[static_cast<size_t>(node.inputs[0])];
+    t.taskConvertsInput[v] = in.shapeKnown && in.shape.size() == 4 ? 1 : 0;
   }
   t.taskChannels.assign(n, 0);
   for (size_t v = 0; v < n; ++v) {

@@ -111,6 +111,16 @@ struct CostTable {
   /// empty (none) for task graphs and tables built without a platform.
   std::vector<double> deviceWakeUpUs;
   std::vector<double> deviceModeSwitchUs;
+  /// Per device: 1 when its transfers run inline, on the thread that runs its kernels (Device::copies
+  /// "inline"): the simulator charges them to the device's tasks, not to a link (sim/simrules.h). Empty
+  /// (none) for task graphs and tables built without a platform.
+  std::vector<char> deviceInlineCopies;
+  /// Per device: Device::readerConvertGBs as bytes per microsecond (0: none); empty without a platform.
+  std::vector<double> deviceReaderConvertBytesPerUs;
+  /// Per task: 1 when a CPU device runs it channels-last, converting a row-major 4-D input first
+  /// (readsChannelsLastOnCpu): the reader's conversion of an inline device's result is charged to it.
+  /// Empty for task graphs.
+  std::vector<char> taskConvertsInput;
   /// Per task: output channels of the op (dim 1 of its first output for Conv-like ops, last dim for
   /// Gemm/MatMul, 0 when unknown or for task graphs). DLFusion's per-layer core count uses it.
   std::vector<int64_t> taskChannels;

@@ -99,6 +99,19 @@ struct Device {
   /// operators, on its last one; a plan that splits it is charged each operator alone (CostTable::wIn).
   /// this-machine's CPU devices, which the CPU runtime runs, say "runtime".
   std::string fusion;
+  /// How the device's transfers run: "" (the default: copy engines beside its kernels, so a transfer
+  /// occupies only its link) or "inline": the thread that launches the device's kernels makes its
+  /// transfers itself, between them, so a transfer occupies the device as well (the CUDA backend's
+  /// kernels upload their host inputs and download their host outputs in their own run, and the GPU's
+  /// lane waits for both). The simulator then charges the device's task with the uploads of its inputs
+  /// from other devices and the download of its result (sim/simrules.h), and books neither on a link.
+  /// this-machine's GPU says "inline".
+  std::string copies;
+  /// The rate, GB/s, at which a reader on a CPU device turns this device's results into the layout it
+  /// reads (a CPU convolution or pool reads a GPU's row-major output channels-last, converting it
+  /// first): charged to such a reader, on its own CPU (sim/simrules.h). 0 (the default): nothing.
+  /// this-machine's GPU: measured by the calibration (a download, then the conversion).
+  double readerConvertGBs = 0.0;
   /// A parallel device's work per wave: the outputs it computes at once (a GPU: its SMs times the output
   /// tile of one SM). With reductionStepUsByClass, an operator whose outputs fill few waves takes at least
   /// waves * (MACs per output) * step: the serial reduction of a thin kernel (a convolution of 7x7

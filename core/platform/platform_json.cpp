@@ -279,6 +279,10 @@ class Parser {
     d.fusion = optionalString(o, "fusion", where, "");
     if (!d.fusion.empty() && d.fusion != "epilogues" && d.fusion != "runtime")
       failField(where, "fusion", "must be \"epilogues\", \"runtime\" or absent", member(o, "fusion"));
+    d.copies = optionalString(o, "copies", where, "");
+    d.readerConvertGBs = optionalNumber(o, "reader_convert_gbs", where, Sign::NonNegative, 0.0);
+    if (!d.copies.empty() && d.copies != "inline")
+      failField(where, "copies", "must be \"inline\" or absent", member(o, "copies"));
     d.waveOutputs = optionalInteger(o, "wave_outputs", where, 0, 0);
     parseClassMap(o, "reduction_step_us_by_class", where, Sign::NonNegative, d.reductionStepUsByClass);
     for (auto& s : stringList(o, "supported_ops", where)) d.supportedOps.insert(s);
@@ -504,6 +508,8 @@ json deviceToJson(const Device& d) {
   if (d.modeSwitchUs > 0) o["mode_switch_us"] = d.modeSwitchUs;
   if (d.compilesBlocks) o["compiles_blocks"] = true;
   if (!d.fusion.empty()) o["fusion"] = d.fusion;
+  if (!d.copies.empty()) o["copies"] = d.copies;
+  if (d.readerConvertGBs > 0) o["reader_convert_gbs"] = d.readerConvertGBs;
   if (d.waveOutputs > 0) o["wave_outputs"] = d.waveOutputs;
   if (!d.reductionStepUsByClass.empty()) {
     json r;

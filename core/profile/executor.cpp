@@ -1273,6 +1273,21 @@ Status handOverWeights(Graph& g, ExecOptions& opts) {
   return Status::ok();
 }
 
+namespace {
+/// The output check's tolerance for `plan`: o.rtol, or kAcceleratorRtol when the plan runs an operator
+/// on a GPU, whose float32 kernels (cuDNN's and cuBLAS's algorithms, reductions in another order)
+/// round differently from the CPU reference: issue 25 holds the GPU's outputs to 1e-3 of the
+/// reference, and YOLOX on the H200 differs by 1.4e-4 of its largest output, all on the GPU.
+double checkTolerance(const CostTable& t, const Plan& plan, double rtol) {
+  constexpr double kAcceleratorRtol = 1e-3;
+  if (t.deviceKinds.empty()) return rtol;
+  for (DeviceId d : plan.device)
+    if (d >= 0 && static_cast<size_t>(d) < t.deviceKinds.size() && t.deviceKinds[static_cast<size_t>(d)] == "gpu")
+      return std::max(rtol, kAcceleratorRtol);
+  return rtol;
+}
+}  // namespace
+
 Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const CostTable& t, const Plan& plan,
                                ExecOptions o) {
   const size_t n = g.nodes.size();
@@ -1358,7 +1373,8 @@ Result<ExecResult> executePlan(const Graph& g, const Backend& backend, const Cos
         got = &b;
       }
       std::string why;
-      if (!tensorsClose(refOut[i], *got, o.rtol, r.maxAbsDiff, r.maxRelDiff, &why) && r.outputsMatch) {
+      if (!tensorsClose(refOut[i], *got, checkTolerance(t, plan, o.rtol), r.maxAbsDiff, r.maxRelDiff, &why) &&
+          r.outputsMatch) {
         r.outputsMatch = false;
         r.mismatch = "output '" + g.values[static_cast<size_t>(out)].name + "': " + why;
       }
@@ -1830,7 +1846,7 @@ Result<StreamExecResult> executeStream(const Graph& g, const Backend& backend, c
   step("stream of " + std::to_string(o.inferences) + " inferences");
   StreamCheck check;
   check.reference = &reference;
-  check.rtol = o.rtol;
+  check.rtol = checkTolerance(t, plan, o.rtol);
   auto tm = runStream(team, ctx, g, devOf, t.numDevices(), layout, programs, *in, bindings, o.inferences, K,
                       o.spinUs, o.keepOpTimes, true, o.checkOutputs ? &check : nullptr, o.cancel, nextFree);
   if (!tm) return Error{tm.message()};

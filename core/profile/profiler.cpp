@@ -482,7 +482,10 @@ Status profileWholeModelRuns(Ctx& c, Profile& p, const std::vector<OpId>& order)
 /// Hand-overs between the profiled devices that the executor runs on different CPUs' lanes (this
 /// machine's CPUs share memory: tensors pass by pointer, and this is what that costs), at a few sizes
 /// up to the model's largest tensor. One measurement per ordered pair of CPUs, shared by the device
-/// pairs on them.
+/// pairs on them. Not between a GPU and a CPU device (hostCopyPair), although the GPU's lane has a CPU
+/// of its own: such a transfer is a copy over PCIe, which the platform's links hold as calibrated.
+/// (Issue 25, the H200 run of 2026-11-27: the profiled plans charged AlexNet's 600 KB input to the
+/// GPU at the rate of a hand-over between two CPUs, 165 us against 64 calibrated.)
 Status profileHandovers(Ctx& c, Profile& p) {
   std::vector<int64_t> sizes;
   int64_t largest = 0;
@@ -492,7 +495,7 @@ Status profileHandovers(Ctx& c, Profile& p) {
   std::map<std::pair<int, int>, std::vector<TransferSample>> byCores;
   for (const auto& a : c.devices)
     for (const auto& b : c.devices) {
-      if (a.id == b.id || a.core < 0 || b.core < 0 || a.core == b.core) continue;
+      if (a.id == b.id || a.core < 0 || b.core < 0 || a.core == b.core || !hostCopyPair(a, b)) continue;
       auto key = std::make_pair(a.core, b.core);
       if (!byCores.count(key)) {
         if (c.o.cancelled()) return cancelledError();

@@ -616,12 +616,13 @@ Result<WorkloadResult> scheduleWorkload(const Workload& w, const std::vector<con
 
   // The joint table: the clock pseudo-device (index m), its tasks first, then every request's
   // operators that ran.
-  bool anyKeeps = false, anyInPlace = false, anyWork = false, anyChannels = false, anyInputs = false;
+  bool anyKeeps = false, anyInPlace = false, anyWork = false, anyChannels = false, anyInputs = false, anyConverts = false;
   for (const CostTable* t : tables) {
     anyKeeps |= !t->keepsOutput.empty();
     anyInPlace |= !t->keptInPlaceBytes.empty();
     anyWork |= !t->work.empty();
     anyChannels |= !t->taskChannels.empty();
+    anyConverts |= !t->taskConvertsInput.empty();
     anyInputs |= !t->inputBytes.empty();
   }
   const int mj = m + 1;
@@ -663,6 +664,10 @@ Result<WorkloadResult> scheduleWorkload(const Workload& w, const std::vector<con
   padDev(u.deviceWakeUpUs, 0.0);
   u.deviceModeSwitchUs = base.deviceModeSwitchUs;
   padDev(u.deviceModeSwitchUs, 0.0);
+  u.deviceInlineCopies = base.deviceInlineCopies;
+  padDev(u.deviceInlineCopies, char{0});
+  u.deviceReaderConvertBytesPerUs = base.deviceReaderConvertBytesPerUs;
+  padDev(u.deviceReaderConvertBytesPerUs, 0.0);
   u.deviceCompilesBlocks = base.deviceCompilesBlocks;
   padDev(u.deviceCompilesBlocks, char{0});
   u.speedProbeUs = base.speedProbeUs;
@@ -690,6 +695,7 @@ Result<WorkloadResult> scheduleWorkload(const Workload& w, const std::vector<con
     if (anyInPlace) u.keptInPlaceBytes.push_back(0);
     if (anyWork) u.work.emplace_back();
     if (anyChannels) u.taskChannels.push_back(0);
+    if (anyConverts) u.taskConvertsInput.push_back(0);
     return static_cast<TaskId>(u.taskNames.size() - 1);
   };
   auto token = [&](TaskId a, TaskId b) {
@@ -753,6 +759,7 @@ Result<WorkloadResult> scheduleWorkload(const Workload& w, const std::vector<con
       if (!t.keptInPlaceBytes.empty()) u.keptInPlaceBytes.back() = t.keptInPlaceBytes[static_cast<size_t>(x)];
       if (!t.work.empty()) u.work.back() = t.work[static_cast<size_t>(x)];
       if (!t.taskChannels.empty()) u.taskChannels.back() = t.taskChannels[static_cast<size_t>(x)];
+      if (!t.taskConvertsInput.empty()) u.taskConvertsInput.back() = t.taskConvertsInput[static_cast<size_t>(x)];
       if (!t.taskWeights.empty())
         for (int32_t wi : t.taskWeights[static_cast<size_t>(x)]) u.taskWeights.back().push_back(wi + weightBase[static_cast<size_t>(mi)]);
     }

@@ -14,6 +14,10 @@
 ///    they carry the same item; model outputs go back to the host; each transfer on a link resource
 ///    takes the first gap that fits (unless SimOptions::unlimitedLinks), in the order of the
 ///    producer's out-edges;
+///  - on a device whose transfers run inline (CostTable::deviceInlineCopies: the CUDA backend's kernels
+///    copy their own host inputs and outputs), none of that goes on a link: the task's duration
+///    includes the uploads of its inputs from other devices and one download of its result
+///    (inlineCopyUs), and its results arrive elsewhere when it ends;
 ///  - among the devices whose next task has all its inputs, the one that can start earliest runs
 ///    next (ties: the lowest device index).
 
@@ -157,11 +161,32 @@ class SimRules {
     return r;
   }
 
-  /// Duration of v on d under the placement.
-  double duration(TaskId v, DeviceId d, const std::vector<DeviceId>& placement) const { return t_.wIn(v, d, placement); }
+  /// Duration of v on d under the placement: CostTable::wIn, plus, on a device whose transfers run
+  /// inline (CostTable::deviceInlineCopies), the transfers it makes itself (inlineCopyUs).
+  double duration(TaskId v, DeviceId d, const std::vector<DeviceId>& placement) const {
+    const double w = t_.wIn(v, d, placement);
+    if (!anyInline_) return w;
+    if (isInline(d)) return w + inlineCopyUs(v, d, placement);
+    return anyConvert_ ? w + readerConvertUs(v, d, placement) : w;
+  }
+  /// What a reader v on a CPU device d pays to turn its inputs from devices with a reader conversion
+  /// (CostTable::deviceReaderConvertBytesPerUs) into its layout, when it converts them
+  /// (CostTable::taskConvertsInput): their bytes at that rate.
+  double readerConvertUs(TaskId v, DeviceId d, const std::vector<DeviceId>& placement) const;
+  /// The transfers v makes itself on a device d whose transfers run inline: the upload of each input
+  /// whose producer is placed on another device and of its model inputs, then one download of its
+  /// result when another device reads it or it is a model output (the largest of those transfers: the
+  /// result goes back to the host's memory once, where every CPU device reads it). Producers and
+  /// consumers not placed yet (-1) count as placed on d.
+  double inlineCopyUs(TaskId v, DeviceId d, const std::vector<DeviceId>& placement) const;
+  /// Whether d's transfers run inline (then c(e, a, b) to or from it is 0: the tasks pay them).
+  bool isInline(DeviceId d) const {
+    return anyInline_ && t_.deviceInlineCopies[static_cast<size_t>(d)] != 0;
+  }
 
-  /// c(e, a, b).
+  /// c(e, a, b); 0 to or from a device whose transfers run inline (its tasks pay them).
   double comm(int32_t e, DeviceId a, DeviceId b) const {
+    if (anyInline_ && (isInline(a) || isInline(b))) return 0.0;
     if (!comm_) return t_.comm(e, a, b);
     return comm_[(static_cast<size_t>(e) * mm_ + static_cast<size_t>(a)) * mm_ + static_cast<size_t>(b)];
   }
@@ -188,6 +213,9 @@ class SimRules {
   int n_ = 0, m_ = 0;
   size_t mm_ = 0;  ///< m_ as a size.
   bool anyExclusive_ = false;
+  bool anyInline_ = false;  ///< Some device's transfers run inline (CostTable::deviceInlineCopies).
+  bool anyConvert_ = false; ///< Some inline device's readers convert (deviceReaderConvertBytesPerUs, taskConvertsInput).
+  std::vector<char> cpuDevice_;  ///< Per device, with anyConvert_: its kind is "cpu".
   std::vector<int> indeg_;
   std::vector<double> commTab_;
   const double* comm_ = nullptr;  ///< commTab_'s data once precomputed.
@@ -249,7 +277,7 @@ void SimRules::sendInputs(SimState& s, const std::vector<DeviceId>& placement, S
     if (bytes <= 0) continue;
     const DeviceId d = placement[static_cast<size_t>(v)];
     s.inputReady[static_cast<size_t>(v)] = 0.0;
-    if (d == t_.host) continue;
+    if (d == t_.host || isInline(d)) continue;  // an inline device's task uploads them itself
     const double dur = t_.transferUs(t_.host, d, bytes);
     int32_t link = -1;
     const double st = book(s, t_.host, d, 0.0, dur, link);
@@ -312,7 +340,7 @@ PARTEX_SIM_INLINE double SimRules::process(SimState& s, TaskId v, DeviceId d, do
       if (p.dur > 0 || p.bytes > 0) sink(BookedTransfer{TransferKind::Result, v, p.first, d, static_cast<DeviceId>(b), link, st, st + p.dur, p.bytes});
   }
   const int64_t outBytes = t_.outputBytes.empty() ? 0 : t_.outputBytes[vi];
-  if (outBytes > 0 && d != t_.host) {
+  if (outBytes > 0 && d != t_.host && !isInline(d)) {  // an inline device's task downloads it itself
     const double c = t_.transferUs(d, t_.host, outBytes);
     int32_t link = -1;
     const double st = book(s, d, t_.host, end, c, link);

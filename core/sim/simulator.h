@@ -5,7 +5,9 @@
 /// unless SimOptions::unlimitedLinks; devices in one exclusive group never overlap; model inputs
 /// start on the host and outputs return to it; a tensor sent from a to b is sent once and reused by
 /// every consumer on b; a task graph's edge is its own data item (Edge::item), sent on its own unless
-/// the format says edges carry the same data (WfCommons files). Peak live bytes are tracked per device.
+/// the format says edges carry the same data (WfCommons files); a device whose transfers run inline
+/// (Device::copies) makes them itself, inside its tasks' time, not on a link. Peak live bytes are
+/// tracked per device.
 
 #include <memory>
 #include <string>

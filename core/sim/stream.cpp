@@ -155,6 +155,7 @@ CostTable unrollStream(const CostTable& t, const std::vector<int>& waitsFor) {
   u.taskWeights = repeat(t.taskWeights, copies);
   u.work = repeat(t.work, copies);
   u.taskChannels = repeat(t.taskChannels, copies);
+  u.taskConvertsInput = repeat(t.taskConvertsInput, copies);
   u.unfusedCost = repeat(t.unfusedCost, copies);
   u.blockAlone = repeat(t.blockAlone, copies);
   u.blockFloor = repeat(t.blockFloor, copies);

@@ -37,7 +37,9 @@ p["name"] = "this-machine-" + acc
 json.dump(p, open(sys.argv[2], "w"), indent=1)
 dev = [d for d in p["devices"] if d["id"] == acc][0]
 print("flow: %s device:" % acc, json.dumps({k: dev[k] for k in dev if k not in ("supported_ops", "unsupported_ops")})[:600])
+print("flow: links:", json.dumps(p["links"]))
 PY
+cp "$W/tm.json" "$OUT/platform.json"  # the calibrated platform the predictions used
 echo "[" > "$OUT/flow.json"
 first=1
 record() {  # model algo profiled exec_json_file

@@ -228,6 +228,33 @@ class TestExecutorDevices : public QObject {
     QVERIFY(host);
   }
 
+  /// The in-context profile measures hand-overs between CPUs only: not between a GPU and a CPU device,
+  /// even when the GPU's lane has a CPU of its own (its transfers are the platform's calibrated links).
+  void handoversLeaveTheGpuOut() {
+    auto g = test::generatedGraph(smallResnet());
+    QVERIFY2(g.isOk(), g.message().c_str());
+    auto cpu = makeCpuBackend();
+    int core1 = -1;
+    for (const auto& d : cpu->devices())
+      if (d.id == "core1") core1 = d.core;
+    if (core1 < 0) QSKIP("this machine has a single CPU: no hand-over between two CPUs to measure");
+    AccBackend acc(*cpu, core1);
+    auto both = makeCombinedBackend({cpu.get(), &acc});
+    ProfilerOptions o;
+    o.method = ProfilerOptions::Method::InContext;
+    o.devices = {"acc", "core0", "core1"};
+    o.warmup = 0;
+    o.reps = 1;
+    auto p = profileModel(*g, *both, o);
+    QVERIFY2(p.isOk(), p.message().c_str());
+    bool cpus = false;
+    for (const auto& t : p->transfers) {
+      QVERIFY2(t.from != "acc" && t.to != "acc", (t.from + " -> " + t.to).c_str());
+      cpus = cpus || (t.from == "core0" && t.to == "core1");
+    }
+    QVERIFY(cpus);
+  }
+
   /// A GPU's plan warms up for kGpuWarmupMs at least (its clocks ramp up from idle), not one run.
   void gpuWarmsUpLonger() {
     Graph g = test::oneNodeGraph("Relu", {{DType::Float32, {2, 3}}});

@@ -87,6 +87,7 @@ class FakeGpuBackend final : public Backend {
                                          {"h2d_gbs", 25},
                                          {"d2h_gbs", 20},
                                          {"h2d_latency_us", 8},
+                                         {"d2h_latency_us", 11},
                                          {"h2d_staged_gbs", 6},
                                          {"d2h_staged_gbs", 7},
                                          {"d2h_nhwc_gbs", 3},
@@ -177,7 +178,7 @@ class TestGpuPlatform : public QObject {
     QCOMPARE(c->device, std::string("gpu"));
     QCOMPARE(c->memoryBytes, kFakeMemory);
     QCOMPARE(c->fact("d2d_gbs"), 900.0);
-    QCOMPARE(c->facts.size(), size_t(16));
+    QCOMPARE(c->facts.size(), size_t(17));
     const ModeCalibration& m = c->mode;
     QCOMPARE(m.device, std::string("gpu"));
     QCOMPARE(m.executorUs, 12.0);
@@ -291,6 +292,7 @@ class TestGpuPlatform : public QObject {
     QVERIFY(gpu->opTypeCosts.count("Add"));
     // Its runtime fuses epilogues; a wave is 4,096 outputs per SM (the fake has 100); the conv step.
     QCOMPARE(gpu->fusion, std::string("epilogues"));
+    QCOMPARE(gpu->copies, std::string("inline"));  // its kernels make their own transfers
     QCOMPARE(gpu->waveOutputs, int64_t{409600});
     QVERIFY(finitePositive(gpu->reductionStepUsByClass.at(OpClass::Conv)));
     QVERIFY(device(*p, "core0")->fusion == "runtime" && device(*p, "core0")->reductionStepUsByClass.empty());
@@ -301,13 +303,17 @@ class TestGpuPlatform : public QObject {
     const Link* up = p->findLink(host, g);
     const Link* down = p->findLink(g, host);
     QVERIFY(up && down && up != down);
-    // At the executor's staged rates (into a channels-last host tensor on the way back), not the pinned ones.
+    // At the executor's staged rates, not the pinned ones. Back: the download alone (the GPU's lane makes
+    // it), at the download's own fixed cost; the conversion into a channels-last host tensor is the
+    // reader's: 1 / (1/3 - 1/7) = 5.25 GB/s.
     QCOMPARE(up->bandwidthGBs, 6.0);
-    QCOMPARE(down->bandwidthGBs, 3.0);
+    QCOMPARE(down->bandwidthGBs, 7.0);
     QCOMPARE(up->latencyUs, 8.0);
+    QCOMPARE(down->latencyUs, 11.0);
+    QCOMPARE(gpu->readerConvertGBs, 5.25);
     QVERIFY(!up->sharedMemory);
     QCOMPARE(p->transferUs(core0, g, 1000000), 8.0 + 1e6 / 6e3);
-    QCOMPARE(p->transferUs(g, core0, 1000000), 8.0 + 1e6 / 3e3);
+    QCOMPARE(p->transferUs(g, core0, 1000000), 11.0 + 1e6 / 7e3);
     // The GPU's lane is pinned to the last CPU: exclusive with the CPU devices that use that CPU (the
     // last core and cpu-parallel's team), not with the others.
     const int laneCpu = acceleratorHostCpu();

@@ -212,6 +212,8 @@ class TestPlatform : public QObject {
       j["devices"][0]["op_types"] = {{"Add", {{"peak_gflops", 0.4}, {"launch_overhead_us", 2.5}}},
                                      {"Resize", {{"bandwidth_gbs", 2}}}};
       j["devices"][1]["fusion"] = "epilogues";
+      j["devices"][1]["copies"] = "inline";
+      j["devices"][1]["reader_convert_gbs"] = 4.5;
       j["devices"][1]["wave_outputs"] = 540672;
       j["devices"][1]["reduction_step_us_by_class"] = {{"conv", 0.031}};
     });
@@ -225,6 +227,10 @@ class TestPlatform : public QObject {
     QCOMPARE(d.opTypeCosts.at("Add").launchOverheadUs, 2.5);
     QCOMPARE(d.opTypeCosts.at("Resize").launchOverheadUs, -1.0);  // absent: the class's
     QCOMPARE(p->devices[1].fusion, std::string("epilogues"));
+    QCOMPARE(p->devices[1].copies, std::string("inline"));
+    QCOMPARE(p->devices[1].readerConvertGBs, 4.5);
+    QCOMPARE(d.readerConvertGBs, 0.0);
+    QVERIFY(d.copies.empty());
     QCOMPARE(p->devices[1].waveOutputs, int64_t{540672});
     QCOMPARE(p->devices[1].reductionStepUsByClass.at(OpClass::Conv), 0.031);
     QVERIFY(d.fusion.empty() && d.waveOutputs == 0 && d.reductionStepUsByClass.empty());
@@ -337,6 +343,10 @@ class TestPlatform : public QObject {
                            << "device 'npu': field 'color' must be a colour \"#rrggbb\"";
     QTest::newRow("fusion unknown") << variant([](json& j) { j["devices"][1]["fusion"] = "everything"; })
                                     << "device 'npu': field 'fusion' must be \"epilogues\", \"runtime\" or absent";
+    QTest::newRow("copies unknown") << variant([](json& j) { j["devices"][1]["copies"] = "async"; })
+                                    << "device 'npu': field 'copies' must be \"inline\" or absent";
+    QTest::newRow("reader conversion negative") << variant([](json& j) { j["devices"][1]["reader_convert_gbs"] = -1; })
+                                                << "device 'npu': field 'reader_convert_gbs'";
     QTest::newRow("wave outputs negative") << variant([](json& j) { j["devices"][1]["wave_outputs"] = -5; })
                                            << "device 'npu': field 'wave_outputs'";
     QTest::newRow("step unknown class") << variant([](json& j) { j["devices"][1]["reduction_step_us_by_class"] = {{"convs", 1}}; })

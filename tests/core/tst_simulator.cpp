@@ -196,6 +196,84 @@ class TestSimulator : public QObject {
     QCOMPARE(tl->bytesMoved, 13000LL);
   }
 
+  /// A device whose transfers run inline (the CUDA backend's kernels copy their own host inputs and
+  /// outputs): a transfer to or from it occupies it, inside its task, instead of a link beside it.
+  void inlineCopiesOccupyTheDevice() {
+    Builder b(2);
+    auto a = b.task("a", {10, 100});
+    auto h = b.task("h", {100, 12});  // on d1 before g, independent of a
+    auto g = b.task("g", {100, 20});
+    auto c = b.task("c", {7, 100});
+    b.edge(a, g, 4000);  // 1 + 4 = 5 us
+    b.edge(g, c, 2000);  // 1 + 2 = 3 us
+    auto t = b.done();
+    Plan plan;
+    plan.device = {0, 1, 1, 0};
+    plan.order = {{a, c}, {h, g}};
+    // On a link: the upload runs 10..15 while h still runs on d1; g 15..35; the download 35..38.
+    auto linked = simulate(t, plan);
+    QVERIFY2(linked.isOk(), linked.message().c_str());
+    QCOMPARE(linked->tasks[static_cast<size_t>(g)].start, 15.0);
+    QCOMPARE(linked->makespan, 45.0);
+    // Inline on d1: g starts when d1 is free (12) and takes 5 + 20 + 3; c reads its result at its end.
+    t.deviceInlineCopies = {0, 1};
+    auto inl = simulate(t, plan);
+    QVERIFY2(inl.isOk(), inl.message().c_str());
+    QCOMPARE(inl->tasks[static_cast<size_t>(g)].start, 12.0);
+    QCOMPARE(inl->tasks[static_cast<size_t>(g)].end, 40.0);
+    QCOMPARE(inl->tasks[static_cast<size_t>(c)].start, 40.0);
+    QCOMPARE(inl->makespan, 47.0);
+    for (const auto& tr : inl->transfers) QCOMPARE(tr.end - tr.start, 0.0);  // nothing on a link
+    FastSim fast(t, SimOptions{});
+    QCOMPARE(fast.run(plan), 47.0);
+    // Model inputs and outputs of a task on d1: uploaded and downloaded by the task itself.
+    Builder b2(2);
+    auto x = b2.task("x", {50, 10});
+    b2.t.inputBytes[static_cast<size_t>(x)] = 9000;   // 10 us host -> d1
+    b2.t.outputBytes[static_cast<size_t>(x)] = 4000;  // 5 us d1 -> host
+    auto t2 = b2.done();
+    t2.deviceInlineCopies = {0, 1};
+    auto io = simulate(t2, planOf(t2, {1}));
+    QVERIFY2(io.isOk(), io.message().c_str());
+    QCOMPARE(io->tasks[0].start, 0.0);
+    QCOMPARE(io->tasks[0].end, 25.0);
+    QCOMPARE(io->makespan, 25.0);
+  }
+
+  /// A CPU reader that converts its input (a convolution or pool fed a GPU's row-major result) pays the
+  /// conversion at the inline device's reader rate, on its own device; other readers do not.
+  void readerConvertsAnInlineDevicesResult() {
+    Builder b(3);
+    auto g = b.task("g", {100, 10, 100});
+    auto conv = b.task("conv", {7, 100, 7});
+    auto relu = b.task("relu", {4, 100, 4});
+    b.edge(g, conv, 4000);
+    b.edge(g, relu, 4000);
+    auto t = b.done();
+    t.deviceKinds = {"cpu", "gpu", "cpu"};
+    t.deviceInlineCopies = {0, 1, 0};
+    t.deviceReaderConvertBytesPerUs = {0, 500, 0};  // 4000 bytes: 8 us
+    t.taskConvertsInput = {0, 1, 0};
+    Plan plan;
+    plan.device = {1, 0, 2};
+    plan.order = {{conv}, {g}, {relu}};
+    auto tl = simulate(t, plan);
+    QVERIFY2(tl.isOk(), tl.message().c_str());
+    // g: 10 + the download (1 + 4 = 5); both readers start at its end, 15.
+    QCOMPARE(tl->tasks[static_cast<size_t>(g)].end, 15.0);
+    QCOMPARE(tl->tasks[static_cast<size_t>(conv)].start, 15.0);
+    QCOMPARE(tl->tasks[static_cast<size_t>(conv)].end, 15.0 + 8.0 + 7.0);
+    QCOMPARE(tl->tasks[static_cast<size_t>(relu)].end, 15.0 + 4.0);
+    FastSim fast(t, SimOptions{});
+    QCOMPARE(fast.run(plan), 30.0);
+    // The conversion is the reader's only when the producer is elsewhere: all on d0, none.
+    plan.device = {0, 0, 0};
+    plan.order = {{g, conv, relu}, {}, {}};
+    auto one = simulate(t, plan);
+    QVERIFY2(one.isOk(), one.message().c_str());
+    QCOMPARE(one->makespan, 111.0);
+  }
+
   void refusesBadPlans() {
     Builder b(2);
     auto a = b.task("a", {10, kInf});
@@ -332,6 +410,10 @@ class TestSimulator : public QObject {
         QTest::newRow((std::string(kind) + "@" + plat).c_str()) << QString(kind) << QString(plat);
     // Fused kernels known from a profile (a split group pays the unfused costs).
     QTest::newRow("fused resnet18") << QString("fused") << QString();
+    // A GPU whose transfers run inline (Device::copies): its tasks' durations depend on where their
+    // producers and consumers are.
+    for (const char* kind : {"random", "mobilenetv2"})
+      QTest::newRow((std::string(kind) + "@cpu-gpu-pcie inline copies").c_str()) << QString(kind) << QString("cpu-gpu-pcie+inline");
   }
 
   void fastPathAgreesWithSimulate() {
@@ -361,8 +443,12 @@ class TestSimulator : public QObject {
       QVERIFY2(bytes.isOk(), bytes.isOk() ? "" : bytes.message().c_str());
       auto g = importOnnxBytes(*bytes, spec.kind + ".onnx");
       QVERIFY2(g.isOk(), g.isOk() ? "" : g.message().c_str());
-      auto p = loadPreset(platform.toStdString());
+      const bool inlineCopies = platform.endsWith("+inline");
+      auto p = loadPreset(platform.section('+', 0, 0).toStdString());
       QVERIFY2(p.isOk(), p.isOk() ? "" : p.message().c_str());
+      if (inlineCopies)
+        for (Device& d : p->devices)
+          if (d.kind == DeviceKind::Gpu) d.copies = "inline";
       auto tt = buildCostTable(*g, characteriseAll(*g), *p);
       QVERIFY2(tt.isOk(), tt.isOk() ? "" : tt.message().c_str());
       t = std::move(tt).value();
