@@ -37,6 +37,7 @@ std::atomic<int> gHostCopies{0}, gUploads{0}, gRuns{0};
 std::atomic<int> gChannelsLastUploads{0};  ///< uploads of a host tensor that is not row-major
 std::atomic<int> gLaneCpu{-1};      ///< The CPU the accelerator's kernels must run on (-1: any).
 std::atomic<int> gOffLaneRuns{0};   ///< Kernel runs on another CPU than gLaneCpu.
+float gRoundOff = 0;                ///< The accelerator's float32 host copies are scaled by 1 + gRoundOff.
 
 /// A kernel of the fake accelerator: the CPU backend's kernel, with outputs kept in `dev_`.
 class AccKernel final : public Kernel {
@@ -67,6 +68,8 @@ class AccKernel final : public Kernel {
       Tensor plain;
       if (auto st = dev_[k].toPlain(plain); !st) return st;
       if (auto st = out[k].copyFrom(plain); !st) return st;
+      if (gRoundOff != 0 && out[k].dtype() == DType::Float32)
+        for (int64_t e = 0; e < out[k].numElements(); ++e) static_cast<float*>(out[k].raw())[e] *= 1.0f + gRoundOff;
       ++gHostCopies;
     }
     return {};
@@ -272,6 +275,39 @@ class TestExecutorDevices : public QObject {
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     QVERIFY2(ms >= kGpuWarmupMs, qPrintable(QString::number(ms)));
     QVERIFY2(gRuns - before > 3, qPrintable(QString::number(gRuns - before)));  // 1 + 1 asked, many more run
+  }
+
+  /// A plan that runs operators on a GPU is checked against the CPU reference at 1e-3 (its float32
+  /// rounds differently), a CPU-only plan at ExecOptions::rtol.
+  void gpuPlansAreCheckedAtTheGpusTolerance() {
+    auto g = test::generatedGraph(smallResnet());
+    QVERIFY2(g.isOk(), g.message().c_str());
+    auto t = buildCostTable(*g, characteriseAll(*g), twoDevices());
+    QVERIFY2(t.isOk(), t.message().c_str());
+    const auto topo = t->topoOrder();
+    Plan plan;
+    plan.algorithm = "test";
+    plan.device.assign(topo.size(), 1);  // everything on acc
+    plan.order = {{}, topo};
+    auto cpu = makeCpuBackend();
+    AccBackend accB(*cpu);
+    auto both = makeCombinedBackend({cpu.get(), &accB});
+    ExecOptions o;
+    o.warmup = 0;
+    o.reps = 1;
+    o.maxDiscarded = 0;
+    o.minCpuShare = 0;
+    struct Reset {
+      ~Reset() { gRoundOff = 0; }
+    } reset;
+    for (float off : {5e-4f, 3e-3f}) {
+      gRoundOff = off;
+      auto r = executePlan(*g, *both, *t, plan, o);
+      QVERIFY2(r.isOk(), r.message().c_str());
+      QVERIFY(r->outputsChecked);
+      QCOMPARE(r->outputsMatch, off < 1e-3f);  // 5e-4 passes (it would fail at 1e-4), 3e-3 does not
+      QVERIFY(r->maxRelDiff > 0.5 * off);
+    }
   }
 
   void deviceResidentHandOver_data() {
