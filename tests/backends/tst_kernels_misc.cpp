@@ -572,6 +572,12 @@ class TstKernelsMisc : public QObject {
       QTest::newRow(("3x3 s1 p1" + s).c_str()) << V{2, 3, 7, 9} << V{3, 3} << V{1, 1} << V{1, 1, 1, 1} << inc;
       QTest::newRow(("2x3 s2x3 asymmetric" + s).c_str()) << V{1, 2, 8, 11} << V{2, 3} << V{2, 3} << V{1, 0, 0, 2} << inc;
       QTest::newRow(("5x5 s1 no pad" + s).c_str()) << V{1, 4, 9, 13} << V{5, 5} << V{1, 1} << V{0, 0, 0, 0} << inc;
+      // avgPoolRows' one-pass rows (3 rows, 3 taps at stride 1) over a vector body and a tail; 3 taps
+      // at stride 2; a 3-row window taller than the input.
+      QTest::newRow(("3x3 s1 p1 wide" + s).c_str()) << V{1, 3, 6, 70} << V{3, 3} << V{1, 1} << V{1, 1, 1, 1} << inc;
+      QTest::newRow(("3x3 s2 p1" + s).c_str()) << V{1, 2, 9, 35} << V{3, 3} << V{2, 2} << V{1, 1, 1, 1} << inc;
+      QTest::newRow(("3x3 s1 p1 over 2 rows" + s).c_str()) << V{2, 2, 2, 19} << V{3, 3} << V{1, 1} << V{1, 1, 1, 1}
+                                                            << inc;
     }
   }
   void averagePool() {
