@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "backend/backend.h"
@@ -540,6 +541,8 @@ class TstKernelsMisc : public QObject {
     QTest::addColumn<int64_t>("block");
     QTest::newRow("[2,3,4,6] b2") << V{2, 3, 4, 6} << int64_t{2};
     QTest::newRow("[1,5,9,3] b3") << V{1, 5, 9, 3} << int64_t{3};
+    // Block 2's deinterleaving pass over rows of a vector body and a tail.
+    QTest::newRow("[2,3,4,70] b2") << V{2, 3, 4, 70} << int64_t{2};
   }
   void spaceToDepth() {
     QFETCH(V, shape);
@@ -557,6 +560,51 @@ class TstKernelsMisc : public QObject {
             QCOMPARE(r->at(0).data<float>()[((n * C * b * b + oc) * h + y) * w + xx],
                      x.data<float>()[((n * C + c) * H + y * b + b1) * W + xx * b + b2]);
           }
+  }
+
+  /// Resize nearest on the plain layout (half_pixel, round_prefer_floor: the defaults) against ONNX's
+  /// index formula: 2x (each value stored twice), 3x (rows copied from the row above), a downscale and
+  /// an odd output width (the gather), values copied exactly (infinities and NaN included).
+  void resizeNearest_data() {
+    QTest::addColumn<V>("shape");
+    QTest::addColumn<double>("scale");
+    QTest::newRow("2x [1,3,5,7]") << V{1, 3, 5, 7} << 2.0;
+    QTest::newRow("2x [2,2,3,33]") << V{2, 2, 3, 33} << 2.0;
+    QTest::newRow("3x [1,2,4,6]") << V{1, 2, 4, 6} << 3.0;
+    QTest::newRow("0.5x [2,2,8,9]") << V{2, 2, 8, 9} << 0.5;
+    QTest::newRow("1.5x [1,3,5,7]") << V{1, 3, 5, 7} << 1.5;
+  }
+  void resizeNearest() {
+    QFETCH(V, shape);
+    QFETCH(double, scale);
+    Tensor x = randomT(DType::Float32, shape, 81);
+    float* px = static_cast<float*>(x.raw());
+    px[1] = std::numeric_limits<float>::infinity();
+    px[2] = -std::numeric_limits<float>::infinity();
+    px[3] = std::numeric_limits<float>::quiet_NaN();
+    Tensor sc = std::move(*Tensor::make(DType::Float32, {4}));
+    const float scales[4] = {1, 1, static_cast<float>(scale), static_cast<float>(scale)};
+    std::memcpy(sc.raw(), scales, sizeof scales);
+    auto r = runNode("Resize", {&x, &sc}, {{"mode", Attribute{std::string("nearest")}}});
+    QVERIFY2(r.isOk(), r.message().c_str());
+    const int64_t P = shape[0] * shape[1], H = shape[2], W = shape[3];
+    const int64_t OH = static_cast<int64_t>(std::floor(double(H) * scale)),
+                  OW = static_cast<int64_t>(std::floor(double(W) * scale));
+    QCOMPARE(r->at(0).shape(), (V{shape[0], shape[1], OH, OW}));
+    auto src = [&](int64_t o, int64_t in) {
+      const double xo = (double(o) + 0.5) / scale - 0.5;
+      const double v = xo - std::floor(xo) == 0.5 ? std::floor(xo) : std::round(xo);
+      return std::clamp<int64_t>(static_cast<int64_t>(v), 0, in - 1);
+    };
+    int64_t bad = 0;
+    for (int64_t p = 0; p < P; ++p)
+      for (int64_t oy = 0; oy < OH; ++oy)
+        for (int64_t ox = 0; ox < OW; ++ox) {
+          const float want = px[(p * H + src(oy, H)) * W + src(ox, W)];
+          const float got = r->at(0).data<float>()[(p * OH + oy) * OW + ox];
+          bad += std::memcmp(&want, &got, sizeof got) != 0;
+        }
+    QCOMPARE(bad, int64_t{0});
   }
 
   /// AveragePool on the plain layout (the direct loop): 3x3 stride 1 padded, with and without

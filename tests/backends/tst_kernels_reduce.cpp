@@ -184,7 +184,8 @@ class TestKernelsReduce : public QObject {
  private slots:
   /// Every Reduce* over float32 against refReduce: each block shape (last axis, a middle one, the first,
   /// spatial axes, all) with rows shorter and longer than the 32/64 vector lanes and kept strips wider
-  /// than 1024, axes that are not one block (the generic path), negative axes, keepdims 0 and 1.
+  /// than 1024, kept axes of 16, 64 and 83 (the column tiles), axes that are not one block (the generic
+  /// path), negative axes, keepdims 0 and 1.
   void reduceFloat_data() {
     QTest::addColumn<QString>("op");
     for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
@@ -203,6 +204,8 @@ class TestKernelsReduce : public QObject {
         {{5, 1100}, {0}},       {{2, 3, 1, 65}, {2, 3}},  {{2, 3, 5, 7}, {}},      {{1, 300, 2}, {1}},
         {{3, 4, 5}, {0, 2}},    {{2, 6, 3, 5}, {1, -1}},  {{6, 1}, {1}},           {{1, 64, 5, 9}, {-2, -1}},
         {{2, 1, 3}, {1}},       {{3, 2057}, {-1}},
+        // The column path's register tiles (64 and 16 columns, blocks of 32 rows) and the columns left.
+        {{2, 70, 83}, {1}},     {{3, 40, 16}, {1}},       {{1, 37, 64}, {-2}},
     };
     // Values where each reduction is well conditioned: positive sums for LogSum, products near 1.
     double lo = -2, hi = 2;
