@@ -9,6 +9,10 @@
 #include <limits>
 #include <type_traits>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "kernels/kernels.h"
 #include "kernels/vecmath.h"
 
@@ -471,13 +475,75 @@ PARTEX_CAST_F32(castF32I32, int32_t)
       }
   }
 }
+
+/// Float32 to float16 bits, rounded to nearest even (f32ToF16Bits), and float16 bits to float32 (exact):
+/// Cast and CastLike between the two. Cloned for AVX2 and AVX-512, where the selects vectorise.
+/// Where the CPU has F16C (every x86-64 with AVX2), its conversion instructions take 8 values each, the
+/// same results (vcvtps2ph with round-to-nearest-even; NaN payloads aside): the select formulas above
+/// cost some 25 vector instructions per 8 values, 4.8x ONNX Runtime's F16C loop.
+[[gnu::target_clones("avx512f", "avx2", "default")]] void castF32F16Sel(const float* x, uint16_t* y, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = f32ToF16Bits(x[i]);
+}
+[[gnu::target_clones("avx512f", "avx2", "default")]] void castF16F32Sel(const uint16_t* x, float* y, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = f16BitsToF32(x[i]);
+}
+#if defined(__x86_64__)
+[[gnu::target("avx,f16c")]] void castF32F16F16c(const float* x, uint16_t* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+  for (; i < n; ++i) y[i] = f32ToF16Bits(x[i]);
+}
+[[gnu::target("avx,f16c")]] void castF16F32F16c(const uint16_t* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i))));
+  for (; i < n; ++i) y[i] = f16BitsToF32(x[i]);
+}
+const bool kHasF16c = __builtin_cpu_supports("f16c");
+#endif
+void castF32F16(const float* x, uint16_t* y, int64_t n) {
+#if defined(__x86_64__)
+  if (kHasF16c) return castF32F16F16c(x, y, n);
+#endif
+  castF32F16Sel(x, y, n);
+}
+void castF16F32(const uint16_t* x, float* y, int64_t n) {
+#if defined(__x86_64__)
+  if (kHasF16c) return castF16F32F16c(x, y, n);
+#endif
+  castF16F32Sel(x, y, n);
+}
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC pop_options
 #endif
 
-/// Converts every element of `src` into dtype `to` (numeric and bool only).
+/// Converts every element of `src` into dtype `to` (numeric and bool; float16 to and from float32 only).
 Status castInto(const ExecContext& ctx, const Tensor& src, DType to, Tensor& dst) {
   if (auto s = dst.ensure(to, src.shape()); !s) return s;
+  if (src.dtype() == DType::Float16 || to == DType::Float16) {
+    const int64_t n = src.numElements();
+    if (src.dtype() == to) {
+      std::memcpy(dst.raw(), src.raw(), static_cast<size_t>(n) * 2);
+      return Status::ok();
+    }
+    if (src.dtype() == DType::Float32) {
+      const float* ps = ptr<float>(src);
+      uint16_t* pd = ptr<uint16_t>(dst);
+      parallelChunks(ctx, n, [&](int64_t b, int64_t e) { castF32F16(ps + b, pd + b, e - b); });
+      return Status::ok();
+    }
+    if (to == DType::Float32) {
+      const uint16_t* ps = ptr<uint16_t>(src);
+      float* pd = ptr<float>(dst);
+      parallelChunks(ctx, n, [&](int64_t b, int64_t e) { castF16F32(ps + b, pd + b, e - b); });
+      return Status::ok();
+    }
+    return makeError("cast from ", dtypeName(src.dtype()), " to ", dtypeName(to),
+                     " is not supported (float16 converts to and from float32 only)");
+  }
   if (src.dtype() == DType::Float32) {
     const float* ps = ptr<float>(src);
     auto vec = [&](auto* pd, void (*fn)(const float*, decltype(pd), int64_t)) {
@@ -1861,7 +1927,16 @@ void addElementwiseOps(std::vector<OpEntry>& t) {
                  return std::string();
                },
                [](const Graph&, const Node&) { return mk<WhereKernel>(); }});
-  auto castCheck = [](const Graph& g, const Node& n) { return checkDTypes(g, n, allPlainDTypes()); };
+  // float16 to and from float32 (castInto); CastLike's target_type is only a dtype.
+  auto castCheck = [](const Graph& g, const Node& n) {
+    const DType from = inDType(g, n, 0), to = outDType(g, n, 0);
+    if (from != DType::Float16 && to != DType::Float16) return checkDTypes(g, n, allPlainDTypes());
+    auto f16or32 = [](DType t) { return t == DType::Float16 || t == DType::Float32; };
+    if (!f16or32(from) || !f16or32(to))
+      return std::string("float16 converts to and from float32 only, not ") + dtypeName(from) + " to " +
+             dtypeName(to);
+    return std::string();
+  };
   t.push_back({"Cast", castCheck, [](const Graph&, const Node& n) {
                  return mk<CastKernel>(static_cast<DType>(n.attrInt("to", 0)), false);
                }});

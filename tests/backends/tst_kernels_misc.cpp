@@ -14,6 +14,7 @@
 #include "backend/backend.h"
 #include "cpu/cpu_backend.h"
 #include "graphrun.h"
+#include "kernels/vecmath.h"
 
 using namespace partex;
 
@@ -188,6 +189,95 @@ class TstKernelsMisc : public QObject {
                   std::to_string(outs[0].valueAsInt(static_cast<int64_t>(i))))
                      .c_str());
     }
+  }
+
+  /// Cast between float32 and float16 (and CastLike to float16), against references written here from
+  /// the binary16 format: float16 -> float32 for all 65536 bit patterns (the value by its fields, NaN
+  /// staying NaN with its sign), and float32 -> float16 rounded to nearest, ties to even, over every
+  /// finite float16 value, the exact midpoints to its neighbour and the floats either side of them, the
+  /// overflow bound 65520, subnormals, zeros, infinities and NaN.
+  void castFloat16() {
+    auto runCast = [](const Tensor& x, DType to, int64_t onnx, bool like) -> Tensor {
+      std::vector<test::NodeInput> decl{{x.dtype(), x.shape()}};
+      if (like) decl.push_back({to, {1}});
+      Graph g = like ? test::oneNodeGraph("CastLike", decl, 1) : test::oneNodeGraph("Cast", decl, 1, {{"to", Attribute{onnx}}});
+      g.values[static_cast<size_t>(g.outputs[0])].dtype = to;
+      auto cpu = makeCpuBackend();
+      auto k = cpu->prepare(g, 0, "core0");
+      if (!k) qFatal("%s", k.message().c_str());
+      std::vector<Tensor> outs;
+      Tensor target = make(to, {1});
+      std::vector<const Tensor*> ins{&x};
+      if (like) ins.push_back(&target);
+      if (Status st = (*k)->run(ins, outs); !st) qFatal("%s", st.message().c_str());
+      return std::move(outs.at(0));
+    };
+    // The value of binary16 bits by the format's fields.
+    auto value = [](uint16_t h) {
+      const int e = (h >> 10) & 31, m = h & 1023;
+      const double mag = e == 31 ? (m ? std::nan("") : INFINITY) : e == 0 ? std::ldexp(m, -24) : std::ldexp(1024 + m, e - 25);
+      return (h & 0x8000) ? -mag : mag;
+    };
+    Tensor all = make(DType::Float16, {65536});
+    for (int h = 0; h < 65536; ++h) static_cast<uint16_t*>(all.raw())[h] = static_cast<uint16_t>(h);
+    const Tensor f = runCast(all, DType::Float32, 1, false);
+    QCOMPARE(f.dtype(), DType::Float32);
+    for (int h = 0; h < 65536; ++h) {
+      const double want = value(static_cast<uint16_t>(h));
+      const float got = f.data<float>()[h];
+      if (std::isnan(want))
+        QVERIFY2(std::isnan(got) && std::signbit(got) == bool(h & 0x8000), qPrintable(QString::number(h, 16)));
+      else
+        QVERIFY2(double(got) == want && std::signbit(got) == std::signbit(want), qPrintable(QString::number(h, 16)));
+    }
+    const Tensor viaLike = runCast(all, DType::Float32, 0, true);  // CastLike to float32
+    QCOMPARE(std::memcmp(viaLike.raw(), f.raw(), 65536 * 4), 0);
+    // The select formulas a CPU without F16C runs (here the kernel takes F16C's instructions).
+    for (int h = 0; h < 65536; ++h) {
+      const float sel = cpu::f16BitsToF32(static_cast<uint16_t>(h)), fc = f.data<float>()[h];
+      QVERIFY2(std::isnan(fc) ? std::isnan(sel) && std::signbit(sel) == std::signbit(fc)
+                              : std::memcmp(&sel, &fc, 4) == 0,
+               qPrintable(QString::number(h, 16)));
+    }
+
+    // float32 -> float16: e = max(floor(log2 |x|), -14), q = |x| / 2^(e - 10) rounded half to even, the
+    // bits ((e + 15) << 10) + q - 1024 (a carry into the next binade and the subnormals included).
+    auto ref = [](float x) -> uint16_t {
+      const uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+      if (std::isnan(x)) return sign | 0x7e00;
+      const double a = std::fabs(double(x));
+      if (a >= 65520.0) return sign | 0x7c00;
+      if (a == 0) return sign;
+      int k = 0;
+      std::frexp(a, &k);
+      const int e = std::max(k - 1, -14);
+      const double q = std::nearbyint(std::ldexp(a, 10 - e));
+      return static_cast<uint16_t>(sign | (((e + 15) << 10) + static_cast<int>(q) - 1024));
+    };
+    std::vector<float> v{0.f, -0.f, INFINITY, -INFINITY, NAN, -NAN, 65504.f, 65519.99f, 65520.f, 1e9f, -1e9f,
+                         std::ldexp(1.f, -24), std::ldexp(1.f, -25), std::ldexp(1.5f, -25), std::ldexp(1.f, -26),
+                         std::ldexp(1.f, -14), 1e-30f, 0.47892547f, 3.14159265f};
+    for (int h = 0; h < 0x7c00; ++h) {  // each finite magnitude, its midpoint to the next, either side
+      const double lo = value(static_cast<uint16_t>(h)), hi = h + 1 < 0x7c00 ? value(static_cast<uint16_t>(h + 1)) : 65536.0;
+      const float mid = static_cast<float>((lo + hi) / 2);  // exact: 11 significant bits and one more
+      for (float f : {static_cast<float>(lo), mid, std::nextafter(mid, 0.f), std::nextafter(mid, INFINITY)}) {
+        v.push_back(f);
+        v.push_back(-f);
+      }
+    }
+    Tensor x = make(DType::Float32, {static_cast<int64_t>(v.size())});
+    std::copy(v.begin(), v.end(), x.data<float>());
+    for (bool like : {false, true}) {
+      const Tensor h = runCast(x, DType::Float16, 10, like);
+      QCOMPARE(h.dtype(), DType::Float16);
+      const auto* got = static_cast<const uint16_t*>(h.raw());
+      int64_t bad = 0;
+      for (size_t i = 0; i < v.size(); ++i)
+        if (got[i] != ref(v[i]) && bad++ < 5)
+          qWarning("%.9g: 0x%04x, expected 0x%04x", double(v[i]), unsigned(got[i]), unsigned(ref(v[i])));
+      QCOMPARE(bad, int64_t{0});
+    }
+    for (float f : v) QCOMPARE(cpu::f32ToF16Bits(f), ref(f));
   }
 
   /// BitShift on every unsigned type, both directions, counts from 0 past the type's width (which give
