@@ -697,6 +697,54 @@ class TstKernelsMisc : public QObject {
     QCOMPARE(bad, int64_t{0});
   }
 
+  /// Resize linear on the plain layout (half_pixel) against ONNX's formula in double: 2x over rows long
+  /// enough for the pair loop (taps advancing one column every two outputs) and its clamped borders,
+  /// 3x and 1.5x (gathered taps), a downscale.
+  void resizeLinear_data() {
+    QTest::addColumn<V>("shape");
+    QTest::addColumn<double>("scale");
+    QTest::newRow("2x [1,3,5,37]") << V{1, 3, 5, 37} << 2.0;
+    QTest::newRow("2x [2,2,4,64]") << V{2, 2, 4, 64} << 2.0;
+    QTest::newRow("3x [1,2,4,23]") << V{1, 2, 4, 23} << 3.0;
+    QTest::newRow("1.5x [1,2,6,31]") << V{1, 2, 6, 31} << 1.5;
+    QTest::newRow("0.5x [1,2,8,40]") << V{1, 2, 8, 40} << 0.5;
+  }
+  void resizeLinear() {
+    QFETCH(V, shape);
+    QFETCH(double, scale);
+    const Tensor x = randomT(DType::Float32, shape, 91);
+    Tensor sc = std::move(*Tensor::make(DType::Float32, {4}));
+    const float scales[4] = {1, 1, static_cast<float>(scale), static_cast<float>(scale)};
+    std::memcpy(sc.raw(), scales, sizeof scales);
+    auto r = runNode("Resize", {&x, &sc}, {{"mode", Attribute{std::string("linear")}}});
+    QVERIFY2(r.isOk(), r.message().c_str());
+    const int64_t P = shape[0] * shape[1], H = shape[2], W = shape[3];
+    const int64_t OH = static_cast<int64_t>(std::floor(double(H) * scale)),
+                  OW = static_cast<int64_t>(std::floor(double(W) * scale));
+    QCOMPARE(r->at(0).shape(), (V{shape[0], shape[1], OH, OW}));
+    struct Tap {
+      int64_t a, b;
+      double w;
+    };
+    auto tap = [&](int64_t o, int64_t in) {
+      const double xo = (double(o) + 0.5) / scale - 0.5, fl = std::floor(xo);
+      const auto a = static_cast<int64_t>(fl);
+      return Tap{std::clamp<int64_t>(a, 0, in - 1), std::clamp<int64_t>(a + 1, 0, in - 1), xo - fl};
+    };
+    const float* px = x.data<float>();
+    std::vector<double> want;
+    for (int64_t p = 0; p < P; ++p)
+      for (int64_t oy = 0; oy < OH; ++oy)
+        for (int64_t ox = 0; ox < OW; ++ox) {
+          const Tap ty = tap(oy, H), tx = tap(ox, W);
+          auto at = [&](int64_t yy, int64_t xx) { return double(px[(p * H + yy) * W + xx]); };
+          const double top = at(ty.a, tx.a) + tx.w * (at(ty.a, tx.b) - at(ty.a, tx.a));
+          const double bot = at(ty.b, tx.a) + tx.w * (at(ty.b, tx.b) - at(ty.b, tx.a));
+          want.push_back(top + ty.w * (bot - top));
+        }
+    CHECK_CLOSE(r->at(0), want, 1e-6);
+  }
+
   /// AveragePool on the plain layout (the direct loop): 3x3 stride 1 padded, with and without
   /// count_include_pad; asymmetric pads and strides; no padding; odd sizes; against the window sum.
   void averagePool_data() {
