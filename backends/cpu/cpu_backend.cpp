@@ -248,7 +248,7 @@ class CpuBackend final : public Backend {
                           "CPU " + std::to_string(cpus[static_cast<size_t>(i)]) + ", 1 pinned thread", 1,
                           cpus[static_cast<size_t>(i)], {}});
     const dnnl_version_t* v = dnnl_version();
-    version_ = "partex-cpu 4; oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+    version_ = "partex-cpu 5; oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
                std::to_string(v->patch) + " (" + std::string(v->hash) + "); OpenMP " + std::to_string(_OPENMP) +
                "; isa " + isaName() + "; " + std::to_string(n) + " cpus";
   }

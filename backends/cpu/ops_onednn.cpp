@@ -680,124 +680,187 @@ class GemmKernel final : public OpKernel {
 
 void maxPoolNhwc(const ExecContext& ctx, const Tensor& x, const Window& w, Tensor& y);
 
-/// One output row of avgPool2d: rows [ya, yb) of `plane` summed into a (real columns [c0, c1) of it, the
-/// borders zero), then kw neighbours per output column, each divided. Cloned for AVX2 and AVX-512 (a
-/// function of its own: the lambda that calls it would be compiled for the baseline target).
-[[gnu::target_clones("avx512f", "avx2", "default")]] void avgPoolRow(const float* plane, int64_t W, int64_t ya,
-                                                                     int64_t yb, int64_t pl, float* a, int64_t c0,
-                                                                     int64_t c1, float* o, int64_t OW, int64_t kw,
-                                                                     int64_t sw, float inv, const float* colInv) {
-  for (int64_t j = c0; j < c1; ++j) a[j] = 0.0f;
-  for (int64_t yy = ya; yy < yb; ++yy) {
-    const float* src = plane + yy * W + (c0 - pl);
-#pragma omp simd
-    for (int64_t j = 0; j < c1 - c0; ++j) a[c0 + j] += src[j];
-  }
-  for (int64_t ox = 0; ox < OW; ++ox) o[ox] = 0.0f;
-  for (int64_t k = 0; k < kw; ++k) {  // one shifted vector add per tap
-    if (sw == 1) {
-#pragma omp simd
-      for (int64_t ox = 0; ox < OW; ++ox) o[ox] += a[ox + k];
-    } else {
-      for (int64_t ox = 0; ox < OW; ++ox) o[ox] += a[ox * sw + k];
-    }
-  }
-#pragma omp simd
-  for (int64_t ox = 0; ox < OW; ++ox) o[ox] *= inv * colInv[ox];
+/// The geometry of a 2-D pool over plain float32 planes (avgPool2d, maxPool2d): input H x W, output
+/// OH x OW, window kh x kw, strides sh x sw, top and left pads pt, pl; per output row a padded row buffer
+/// of rowLen values from column -pl, whose real columns are [c0, c1) (the rest, the padding, holds the
+/// neutral value and is written once per thread).
+struct PlanarPool {
+  int64_t H, W, OH, OW, kh, kw, sh, sw, pt, pl, rowLen, c0, c1;
+};
+
+PlanarPool planarPool(int64_t H, int64_t W, const Window& w) {
+  PlanarPool g{H, W, w.out[0], w.out[1], w.kernel[0], w.kernel[1], w.strides[0], w.strides[1], w.padL[0], w.padL[1],
+               0, 0, 0};
+  g.rowLen = (g.OW - 1) * g.sw + g.kw;
+  g.c0 = std::min<int64_t>(std::max<int64_t>(0, g.pl), g.rowLen);
+  g.c1 = std::clamp<int64_t>(g.pl + W, g.c0, g.rowLen);
+  return g;
 }
 
-/// One output row of maxPool2d: the window's input rows [ya, yb) of `plane` maxed into `a` (real columns
-/// [c0, c1), the padded borders -inf), then the max of kw neighbours per output column. Cloned as
-/// avgPoolRow. NaN inputs are skipped as std::max(acc, x) skips them.
-[[gnu::target_clones("avx512f", "avx2", "default")]] void maxPoolRow(const float* plane, int64_t W, int64_t ya,
-                                                                     int64_t yb, int64_t pl, float* a, int64_t c0,
-                                                                     int64_t c1, int64_t rowLen, float* o, int64_t OW,
-                                                                     int64_t kw, int64_t sw) {
+/// Output rows [b, e) of avgPool2d (row r: plane r / OH, output row r % OH): per row, the window's input
+/// rows [ya, yb) summed into the row buffer `a` (real columns only; the borders stay zero), then kw
+/// neighbours per output column, times 1/count. The sums keep the order of the loop that adds one row
+/// and one tap at a time onto zero, ((r0 + r1) + r2) and ((a0 + a1) + a2), in one pass each for the
+/// common 3-row window and 3-tap stride-1 row (issue 24: eight passes per row over rows of 56 ran a
+/// 3x3/1 AveragePool at 2.5x ONNX Runtime). Cloned for AVX2 and AVX-512 (the lambda that calls it
+/// would be compiled for the baseline target).
+[[gnu::target_clones("avx512f", "avx2", "default")]] void avgPoolRows(const float* x, float* y, const PlanarPool& g,
+                                                                      int64_t b, int64_t e, float* a, bool includePad,
+                                                                      const float* colInv) {
+  const int64_t H = g.H, W = g.W, OH = g.OH, OW = g.OW, kh = g.kh, kw = g.kw, sh = g.sh, sw = g.sw;
+  const int64_t n = g.c1 - g.c0;
+  float* ar = a + g.c0;
+  for (int64_t r = b; r < e; ++r) {
+    const int64_t p = r / OH, oy = r % OH;
+    const int64_t y0 = oy * sh - g.pt, ya = std::max<int64_t>(0, y0), yb = std::min(H, y0 + kh);
+    const float inv = includePad ? 1.0f / static_cast<float>(kh * kw) : 1.0f / static_cast<float>(yb - ya);
+    const float* s0 = x + (p * H + ya) * W + (g.c0 - g.pl);
+    if (yb - ya == 3) {
+      const float *s1 = s0 + W, *s2 = s1 + W;
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j) ar[j] = (s0[j] + s1[j]) + s2[j];
+    } else {
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j) ar[j] = 0.0f + s0[j];
+      for (int64_t yy = ya + 1; yy < yb; ++yy) {
+        const float* src = s0 + (yy - ya) * W;
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j) ar[j] += src[j];
+      }
+    }
+    float* o = y + r * OW;
+    if (kw == 3 && sw == 1) {
+#pragma omp simd
+      for (int64_t ox = 0; ox < OW; ++ox) o[ox] = ((a[ox] + a[ox + 1]) + a[ox + 2]) * (inv * colInv[ox]);
+      continue;
+    }
+    for (int64_t ox = 0; ox < OW; ++ox) o[ox] = 0.0f;
+    for (int64_t k = 0; k < kw; ++k) {  // one shifted vector add per tap
+      if (sw == 1) {
+#pragma omp simd
+        for (int64_t ox = 0; ox < OW; ++ox) o[ox] += a[ox + k];
+      } else if (sw == 2) {
+#pragma omp simd
+        for (int64_t ox = 0; ox < OW; ++ox) o[ox] += a[2 * ox + k];
+      } else {
+        for (int64_t ox = 0; ox < OW; ++ox) o[ox] += a[ox * sw + k];
+      }
+    }
+#pragma omp simd
+    for (int64_t ox = 0; ox < OW; ++ox) o[ox] *= inv * colInv[ox];
+  }
+}
+
+/// Output rows [b, e) of maxPool2d, as avgPoolRows: the window's rows maxed into the row buffer `a`
+/// (borders -inf), then the max of kw neighbours per output column. Each maximum starts from -inf and
+/// takes std::max(acc, x), so NaN inputs are skipped as before. The 3-row window, the 3-tap row of
+/// stride 1 or 2 and the 2-tap row of stride 2 in one pass each (issue 24: the -inf fills per row and
+/// the stride-2 taps as a scalar loop over a runtime stride ran the 3x3/2 stem pool over 64x112x112 at
+/// 3-3.8x ONNX Runtime).
+[[gnu::target_clones("avx512f", "avx2", "default")]] void maxPoolRows(const float* x, float* y, const PlanarPool& g,
+                                                                      int64_t b, int64_t e, float* a) {
+  const int64_t H = g.H, W = g.W, OH = g.OH, OW = g.OW, kh = g.kh, kw = g.kw, sh = g.sh, sw = g.sw;
+  const int64_t n = g.c1 - g.c0;
   const float lo = -std::numeric_limits<float>::infinity();
-  for (int64_t j = 0; j < rowLen; ++j) a[j] = lo;
-  for (int64_t yy = ya; yy < yb; ++yy) {
-    const float* src = plane + yy * W + (c0 - pl);
+  float* ar = a + g.c0;
+  for (int64_t r = b; r < e; ++r) {
+    const int64_t p = r / OH, oy = r % OH;
+    const int64_t y0 = oy * sh - g.pt, ya = std::max<int64_t>(0, y0), yb = std::min(H, y0 + kh);
+    const float* s0 = x + (p * H + ya) * W + (g.c0 - g.pl);
+    if (yb - ya == 3) {
+      const float *s1 = s0 + W, *s2 = s1 + W;
 #pragma omp simd
-    for (int64_t j = 0; j < c1 - c0; ++j) a[c0 + j] = std::max(a[c0 + j], src[j]);
-  }
-  for (int64_t ox = 0; ox < OW; ++ox) o[ox] = lo;
-  for (int64_t k = 0; k < kw; ++k) {
-    if (sw == 1) {
-#pragma omp simd
-      for (int64_t ox = 0; ox < OW; ++ox) o[ox] = std::max(o[ox], a[ox + k]);
+      for (int64_t j = 0; j < n; ++j) ar[j] = std::max(std::max(std::max(lo, s0[j]), s1[j]), s2[j]);
     } else {
-      for (int64_t ox = 0; ox < OW; ++ox) o[ox] = std::max(o[ox], a[ox * sw + k]);
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j) ar[j] = std::max(lo, s0[j]);
+      for (int64_t yy = ya + 1; yy < yb; ++yy) {
+        const float* src = s0 + (yy - ya) * W;
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j) ar[j] = std::max(ar[j], src[j]);
+      }
+    }
+    float* o = y + r * OW;
+    if (kw == 3 && sw == 2) {
+#pragma omp simd
+      for (int64_t ox = 0; ox < OW; ++ox)
+        o[ox] = std::max(std::max(std::max(lo, a[2 * ox]), a[2 * ox + 1]), a[2 * ox + 2]);
+    } else if (kw == 3 && sw == 1) {
+#pragma omp simd
+      for (int64_t ox = 0; ox < OW; ++ox) o[ox] = std::max(std::max(std::max(lo, a[ox]), a[ox + 1]), a[ox + 2]);
+    } else if (kw == 2 && sw == 2) {
+#pragma omp simd
+      for (int64_t ox = 0; ox < OW; ++ox) o[ox] = std::max(std::max(lo, a[2 * ox]), a[2 * ox + 1]);
+    } else {
+      for (int64_t ox = 0; ox < OW; ++ox) o[ox] = lo;
+      for (int64_t k = 0; k < kw; ++k) {
+        if (sw == 1) {
+#pragma omp simd
+          for (int64_t ox = 0; ox < OW; ++ox) o[ox] = std::max(o[ox], a[ox + k]);
+        } else if (sw == 2) {
+#pragma omp simd
+          for (int64_t ox = 0; ox < OW; ++ox) o[ox] = std::max(o[ox], a[2 * ox + k]);
+        } else {
+          for (int64_t ox = 0; ox < OW; ++ox) o[ox] = std::max(o[ox], a[ox * sw + k]);
+        }
+      }
     }
   }
 }
 
-/// 2-D max pooling of plain float32 [N, C, H, W] planes without dilation or ceil_mode, every window
-/// holding a real input: per output row, the window's rows maxed into a -inf-bordered row buffer, then
-/// kw neighbours per output column. Issue 24: oneDNN 2.6's pooling on the plain layout took 7.6 ms
-/// against ONNX Runtime's 0.33 ms on MTCNN P-Net's 2x2/2 MaxPool (auto_pad SAME_UPPER, 10 planes of
-/// 238x318): 23x.
+/// 2-D max pooling of plain float32 [N, C, H, W] planes without dilation, every window holding a real
+/// input (ceil_mode's last window included: it starts inside the input or its left padding): per output
+/// row, the window's rows maxed into a -inf-bordered row buffer, then kw neighbours per output column
+/// (maxPoolRows). Issue 24: oneDNN 2.6's pooling on the plain layout took 7.6 ms against ONNX Runtime's
+/// 0.33 ms on MTCNN P-Net's 2x2/2 MaxPool (auto_pad SAME_UPPER, 10 planes of 238x318): 23x.
 void maxPool2d(const ExecContext& ctx, const float* x, float* y, int64_t planes, int64_t H, int64_t W,
                const Window& w) {
-  const int64_t kh = w.kernel[0], kw = w.kernel[1], sh = w.strides[0], sw = w.strides[1];
-  const int64_t pt = w.padL[0], pl = w.padL[1], OH = w.out[0], OW = w.out[1];
-  const int64_t rowLen = (OW - 1) * sw + kw;
+  const PlanarPool g = planarPool(H, W, w);
   parallelChunks(
-      ctx, planes * OH,
+      ctx, planes * g.OH,
       [&](int64_t b, int64_t e) {
-        std::vector<float> acc(static_cast<size_t>(rowLen));
-        const int64_t c0 = std::min<int64_t>(std::max<int64_t>(0, pl), rowLen);
-        const int64_t c1 = std::clamp<int64_t>(pl + W, c0, rowLen);
-        for (int64_t r = b; r < e; ++r) {
-          const int64_t p = r / OH, oy = r % OH;
-          const int64_t y0 = oy * sh - pt, ya = std::max<int64_t>(0, y0), yb = std::min(H, y0 + kh);
-          maxPoolRow(x + p * H * W, W, ya, yb, pl, acc.data(), c0, c1, rowLen, y + r * OW, OW, kw, sw);
-        }
+        std::vector<float> acc(static_cast<size_t>(g.rowLen), -std::numeric_limits<float>::infinity());
+        maxPoolRows(x, y, g, b, e, acc.data());
       },
-      std::max<int64_t>(1, 16384 / std::max<int64_t>(1, W * kh)));
+      std::max<int64_t>(1, 16384 / std::max<int64_t>(1, W * g.kh)));
 }
 
 /// 2-D average pooling of plain float32 [N, C, H, W] planes without dilation or ceil_mode (every window
 /// then lies inside the padded input): per output row, the window's input rows summed into a zero-bordered
 /// row buffer, then kw neighbours of it per output column, divided by kh * kw (count_include_pad) or by the
-/// window's count of real inputs. Issue 24: oneDNN 2.6's pooling on the plain layout ran a 3x3 stride-1
-/// AveragePool at 2.4x ONNX Runtime and 3x its memory-traffic floor.
+/// window's count of real inputs (avgPoolRows). Issue 24: oneDNN 2.6's pooling on the plain layout ran a
+/// 3x3 stride-1 AveragePool at 2.4x ONNX Runtime and 3x its memory-traffic floor.
 void avgPool2d(const ExecContext& ctx, const float* x, float* y, int64_t planes, int64_t H, int64_t W,
                const Window& w, bool includePad) {
-  const int64_t kh = w.kernel[0], kw = w.kernel[1], sh = w.strides[0], sw = w.strides[1];
-  const int64_t pt = w.padL[0], pl = w.padL[1], OH = w.out[0], OW = w.out[1];
-  const int64_t rowLen = (OW - 1) * sw + kw;  // the padded row the windows span, from column -pl
+  const PlanarPool g = planarPool(H, W, w);
   // The divisor as factors: 1 / (kh * kw) with count_include_pad; otherwise 1 / rows per output row
   // times 1 / columns per output column (the window's real inputs form a rectangle).
-  std::vector<float> colInv(static_cast<size_t>(OW), 1.0f);
+  std::vector<float> colInv(static_cast<size_t>(g.OW), 1.0f);
   if (!includePad)
-    for (int64_t ox = 0; ox < OW; ++ox) {
-      const int64_t x0 = ox * sw - pl;
-      colInv[static_cast<size_t>(ox)] = 1.0f / static_cast<float>(std::min(W, x0 + kw) - std::max<int64_t>(0, x0));
+    for (int64_t ox = 0; ox < g.OW; ++ox) {
+      const int64_t x0 = ox * g.sw - g.pl;
+      colInv[static_cast<size_t>(ox)] =
+          1.0f / static_cast<float>(std::min(W, x0 + g.kw) - std::max<int64_t>(0, x0));
     }
   parallelChunks(
-      ctx, planes * OH,
+      ctx, planes * g.OH,
       [&](int64_t b, int64_t e) {
-        std::vector<float> acc(static_cast<size_t>(rowLen), 0.0f);
-        const int64_t c0 = std::min<int64_t>(std::max<int64_t>(0, pl), rowLen);  // first real column in acc
-        const int64_t c1 = std::clamp<int64_t>(pl + W, c0, rowLen);              // one past the last
-        for (int64_t r = b; r < e; ++r) {
-          const int64_t p = r / OH, oy = r % OH;
-          const int64_t y0 = oy * sh - pt, ya = std::max<int64_t>(0, y0), yb = std::min(H, y0 + kh);
-          const float inv = includePad ? 1.0f / static_cast<float>(kh * kw) : 1.0f / static_cast<float>(yb - ya);
-          avgPoolRow(x + p * H * W, W, ya, yb, pl, acc.data(), c0, c1, y + r * OW, OW, kw, sw, inv, colInv.data());
-        }
+        std::vector<float> acc(static_cast<size_t>(g.rowLen), 0.0f);
+        avgPoolRows(x, y, g, b, e, acc.data(), includePad, colInv.data());
       },
-      std::max<int64_t>(1, 16384 / std::max<int64_t>(1, W * kh)));
+      std::max<int64_t>(1, 16384 / std::max<int64_t>(1, W * g.kh)));
 }
 
 /// The largest row-major input a pool converts to channels-last to run its channels-last path (PoolKernel).
 constexpr int64_t kPoolConvertMaxBytes = int64_t{2} << 20;
-/// Rows narrower than this make the plain row loops (maxPool2d, avgPool2d) pay their per-row set-up
+/// Planes narrower than these make the plain row loops (maxPoolRows, avgPool2d) pay their per-row set-up
 /// more than their work: a row-major input of narrow planes is converted even when the output must be
-/// row-major (PoolKernel). Measured side by side, one core, row-major in and out, 3x3/1 MaxPool: 528x14x14
-/// 507 -> 213 us, 832x7x7 255 -> 50, 192x28x28 285 -> 227 converted; 64x56x56 241 -> 527 (the
-/// channels-last loop's row-major stores of 64 channels), so not at 56.
-constexpr int64_t kPoolRowLoopMinWidth = 32;
+/// row-major (PoolKernel). Measured side by side (eleventh session, one core, row-major in and out,
+/// 3x3/1 p1): MaxPool 832x7x7 73 us planar, 51 converted; 528x14x14 100 against 133, 192x28x28 97
+/// against 207 (the planar loop wins from 14 wide). AveragePool 528x14x14 116 against 78, 192x28x28 100
+/// against 91.
+constexpr int64_t kMaxPoolRowLoopMinWidth = 8;
+constexpr int64_t kAvgPoolRowLoopMinWidth = 32;
 
 class PoolKernel final : public OpKernel {
  public:
@@ -818,12 +881,16 @@ class PoolKernel final : public OpKernel {
     // 192x28x28 ran 3.3x its channels-last time row-major, 1.3x converted. Only up to
     // kPoolConvertMaxBytes (2 MiB: Inception's 480x28x28 is 1.5): beyond the cache the conversion took
     // 2.5-2.7x a memcpy's time and the row loops over wide rows were faster (a 64x112x112 stem pool,
-    // docs/benchmarks.md).
-    // The same when the output must stay row-major (a GPU reads it) but the planes are narrow: the row
-    // loops below then spend their time setting up rows (issue 25: Inception's 3x3/1 MaxPool over
-    // 528x14x14 fed by the GPU and read by it ran 698 us, 52 profiled; 832x7x7, 334 against 18).
+    // docs/benchmarks.md). Issue 24 (eleventh session): with maxPoolRows' one-pass rows the planar
+    // MaxPool of that stem ran at 0.4-0.6x its channels-last time, so a MaxPool (ceil_mode too) whose
+    // readers want row-major is never converted; for a Conv reader below the limit the conversion still
+    // matched or beat the planar loop over 28-wide rows (bench_rowmajor).
+    // Narrow planes are converted even when the output must stay row-major (a GPU reads it): the row
+    // loops spend their time setting up rows (issue 25: Inception's 3x3/1 MaxPool over 528x14x14 fed by
+    // the GPU and read by it ran 698 us, 52 profiled; 832x7x7, 334 against 18).
     if (!global_ && !xin->nhwc() && xin->rank() == 4 && xin->bytes() <= kPoolConvertMaxBytes &&
-        (nhwcOut || node_.attrInt("ceil_mode", 0) != 0 || xin->dim(3) < kPoolRowLoopMinWidth)) {
+        (nhwcOut || (node_.attrInt("ceil_mode", 0) != 0 && alg_ != dnnl::algorithm::pooling_max) ||
+         xin->dim(3) < (alg_ == dnnl::algorithm::pooling_max ? kMaxPoolRowLoopMinWidth : kAvgPoolRowLoopMinWidth))) {
       thread_local Tensor converted;
       if (auto st = converted.ensureNhwc(xin->shape()); !st) return st;
       plainToNhwc(ptr<float>(*xin), static_cast<float*>(converted.raw()), xin->dim(0), xin->dim(1),
@@ -866,13 +933,15 @@ class PoolKernel final : public OpKernel {
         return Status::ok();
       }
     }
-    // A 2-D MaxPool over a plain input: maxPool2d, where every window holds a real input.
-    if (alg_ == dnnl::algorithm::pooling_max && !global_ && !x.nhwc() && x.rank() == 4 &&
-        node_.attrInt("ceil_mode", 0) == 0) {
+    // A 2-D MaxPool over a plain input: maxPool2d, where every window holds a real input (ceil_mode's
+    // windows do: the last one starts inside the input or its left padding).
+    if (alg_ == dnnl::algorithm::pooling_max && !global_ && !x.nhwc() && x.rank() == 4) {
       auto kernel = node_.attrInts("kernel_shape");
       if (kernel.size() != 2) return makeError("kernel_shape does not match the input rank");
       Window win;
-      if (auto e = windowGeometry(node_, {x.dim(2), x.dim(3)}, kernel, false, win); !e.empty()) return Error{e};
+      if (auto e = windowGeometry(node_, {x.dim(2), x.dim(3)}, kernel, node_.attrInt("ceil_mode", 0) != 0, win);
+          !e.empty())
+        return Error{e};
       if (win.dil[0] == 0 && win.dil[1] == 0 && win.padL[0] < kernel[0] && win.padR[0] < kernel[0] &&
           win.padL[1] < kernel[1] && win.padR[1] < kernel[1] && win.out[0] > 0 && win.out[1] > 0) {
         out.resize(1);

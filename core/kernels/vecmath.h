@@ -40,6 +40,34 @@ namespace partex::cpu {
   return x0 < -87.33f ? 0.0f : e;
 }
 
+/// IEEE binary16 bits of float x rounded to nearest, ties to even (numpy's astype(float16), F16C's
+/// vcvtps2ph): magnitudes of 65520 and up give infinity, NaN a quiet NaN (0x7e00 with x's sign), results
+/// below 2^-14 the subnormals (placed by adding 0.5f, whose ulp is binary16's smallest subnormal 2^-24,
+/// the float addition rounding them to nearest even). Written with selects only, so that a loop over it
+/// vectorises (after F. Giesen's float_to_half_fast3_rtne).
+[[gnu::always_inline]] inline uint16_t f32ToF16Bits(float x) {
+  const uint32_t u = __builtin_bit_cast(uint32_t, x);
+  const uint32_t sign = (u >> 16) & 0x8000u;
+  const uint32_t a = u & 0x7fffffffu;
+  const uint32_t special = a > 0x7f800000u ? 0x7e00u : 0x7c00u;  // NaN, or infinity/overflow
+  const uint32_t sub = __builtin_bit_cast(uint32_t, __builtin_bit_cast(float, a) + 0.5f) - 0x3f000000u;
+  const uint32_t norm = (a + 0xc8000fffu + ((a >> 13) & 1u)) >> 13;  // exponent rebiased, rounded
+  const uint32_t h = a >= 0x47800000u ? special : a < 0x38800000u ? sub : norm;
+  return static_cast<uint16_t>(h | sign);
+}
+
+/// The float of IEEE binary16 bits h (exact: every binary16 value is a float). Subnormals renormalised by
+/// a float subtraction of 2^-14; infinities and NaN keep their payload.
+[[gnu::always_inline]] inline float f16BitsToF32(uint16_t h) {
+  const uint32_t em = static_cast<uint32_t>(h & 0x7fffu) << 13;
+  const uint32_t exp = em & 0x0f800000u;
+  const uint32_t normal = em + 0x38000000u;                                 // exponent + (127 - 15)
+  const uint32_t special = em + 0x70000000u;                                // exponent 255 for inf/NaN
+  const float sub = __builtin_bit_cast(float, em + 0x38800000u) - 6.103515625e-05f;  // 2^-14
+  const uint32_t m = exp == 0x0f800000u ? special : exp == 0 ? __builtin_bit_cast(uint32_t, sub) : normal;
+  return __builtin_bit_cast(float, m | (static_cast<uint32_t>(h & 0x8000u) << 16));
+}
+
 // GCC vector types (element-wise arithmetic, comparisons and ?: on them; lowered to the instructions of
 // the clone that inlines them: four SSE registers in the baseline one, one AVX-512 register), for loops
 // that keep several independent accumulators in registers.

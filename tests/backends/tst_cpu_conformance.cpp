@@ -27,6 +27,16 @@ std::string compareTensors(const Tensor& got, const Tensor& want, double rtol, d
     return std::string("dtype ") + dtypeName(got.dtype()) + ", expected " + dtypeName(want.dtype());
   if (got.shape() != want.shape())
     return "shape " + shapeString(got.shape()) + ", expected " + shapeString(want.shape());
+  if (want.dtype() == DType::Float16) {  // bit for bit (Cast rounds to nearest even), NaN as NaN
+    const auto* g = static_cast<const uint16_t*>(got.raw());
+    const auto* w = static_cast<const uint16_t*>(want.raw());
+    auto isNan = [](uint16_t h) { return (h & 0x7c00) == 0x7c00 && (h & 0x3ff) != 0; };
+    for (int64_t i = 0; i < want.numElements(); ++i)
+      if (g[i] != w[i] && !(isNan(g[i]) && isNan(w[i])))
+        return "element " + std::to_string(i) + ": float16 bits " + std::to_string(g[i]) + ", expected " +
+               std::to_string(w[i]);
+    return "";
+  }
   const bool isFloat = want.dtype() == DType::Float32 || want.dtype() == DType::Float64;
   for (int64_t i = 0; i < want.numElements(); ++i) {
     if (isFloat) {

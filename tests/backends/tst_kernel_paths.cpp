@@ -995,6 +995,78 @@ class TestKernelPaths : public QObject {
     }
     QCOMPARE(wout[0].shape(), os);
     QCOMPARE(bad, int64_t{0});
+
+    // The same broadcasts over int64 (the comparisons' and Mod's own rows, issue 24) and Where over
+    // int8 and int64 (1- and 8-byte selects): small values of both signs, so that equal pairs, zero
+    // divisors and remainders of either sign all occur.
+    auto ints = [](DType dt, const Shape& s, uint32_t seed) {
+      Tensor t = std::move(*Tensor::make(dt, s));
+      std::mt19937 rng(seed);
+      std::uniform_int_distribution<int> u(-4, 4);
+      for (int64_t i = 0; i < t.numElements(); ++i) {
+        const int v = u(rng);
+        if (dt == DType::Int64)
+          static_cast<int64_t*>(t.raw())[i] = i % 5 == 4 ? int64_t{v} * 1000003 : v;  // some beyond int32's reach
+        else
+          static_cast<int8_t*>(t.raw())[i] = static_cast<int8_t>(v);
+      }
+      return t;
+    };
+    const Tensor ib = ints(DType::Int64, b, 31), ic = ints(DType::Int64, c, 32);
+    const auto* qb = static_cast<const int64_t*>(ib.raw());
+    const auto* qc = static_cast<const int64_t*>(ic.raw());
+    const int64_t nbc = product(bc, 0, r);
+    for (const char* op : {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"}) {
+      std::vector<Tensor> o;
+      Status st = runNode(opNode(op), {&ib, &ic}, o);
+      QVERIFY2(st.isOk(), st.message().c_str());
+      QCOMPARE(o.at(0).dtype(), DType::Bool);
+      QCOMPARE(o[0].numElements(), nbc);  // (bc is padded to a's rank)
+      const std::string name = op;
+      for (int64_t i = 0; i < nbc; ++i) {
+        const int64_t x = qb[at(b, i, bc)], y = qc[at(c, i, bc)];
+        const bool want = name == "Equal"        ? x == y
+                          : name == "Less"       ? x < y
+                          : name == "Greater"    ? x > y
+                          : name == "LessOrEqual" ? x <= y
+                                                 : x >= y;
+        bad += static_cast<const uint8_t*>(o[0].raw())[i] != static_cast<uint8_t>(want);
+      }
+      QVERIFY2(bad == 0, op);
+    }
+    for (int fmod = 0; fmod < 2; ++fmod) {
+      std::vector<Tensor> o;
+      Status st = runNode(opNode("Mod", {{"fmod", Attribute{int64_t{fmod}}}}), {&ib, &ic}, o);
+      QVERIFY2(st.isOk(), st.message().c_str());
+      QCOMPARE(o.at(0).numElements(), nbc);
+      for (int64_t i = 0; i < nbc; ++i) {
+        const int64_t x = qb[at(b, i, bc)], y = qc[at(c, i, bc)];
+        // Python's % (the divisor's sign) for fmod=0, C's for fmod=1; a zero divisor gives 0 here.
+        int64_t want = y == 0 ? 0 : x % y;
+        if (!fmod && want != 0 && ((want < 0) != (y < 0))) want += y;
+        bad += static_cast<const int64_t*>(o[0].raw())[i] != want;
+      }
+      QVERIFY2(bad == 0, fmod ? "Mod fmod=1" : "Mod");
+    }
+    for (DType dt : {DType::Int64, DType::Int8}) {
+      const Tensor wb = ints(dt, b, 41), wc = ints(dt, c, 42);
+      std::vector<Tensor> o;
+      Status st = runNode(opNode("Where"), {&cond, &wb, &wc}, o);
+      QVERIFY2(st.isOk(), st.message().c_str());
+      QCOMPARE(o.at(0).shape(), os);
+      for (int64_t i = 0; i < total; ++i) {
+        const bool pick = pcond[at(a, i, os)];
+        if (dt == DType::Int64)
+          bad += static_cast<const int64_t*>(o[0].raw())[i] !=
+                 (pick ? static_cast<const int64_t*>(wb.raw())[at(b, i, os)]
+                       : static_cast<const int64_t*>(wc.raw())[at(c, i, os)]);
+        else
+          bad += static_cast<const int8_t*>(o[0].raw())[i] !=
+                 (pick ? static_cast<const int8_t*>(wb.raw())[at(b, i, os)]
+                       : static_cast<const int8_t*>(wc.raw())[at(c, i, os)]);
+      }
+      QVERIFY2(bad == 0, dt == DType::Int64 ? "Where int64" : "Where int8");
+    }
   }
 };
 

@@ -258,8 +258,24 @@ void TestKernelsConv::maxPoolPlanar_data() {
                                                          << QVector<qint64>{0, 1, 1, 0} << false << false;
   QTest::newRow("3x3/1 same size") << QVector<qint64>{1, 4, 9, 7} << QVector<qint64>{3, 3, 1, 1}
                                    << QVector<qint64>{1, 1, 1, 1} << false << false;
-  QTest::newRow("ceil mode (converted)") << QVector<qint64>{1, 4, 7, 9} << QVector<qint64>{2, 2, 2, 2}
-                                         << QVector<qint64>{0, 0, 0, 0} << true << false;
+  QTest::newRow("ceil mode 2x2/2") << QVector<qint64>{1, 4, 7, 9} << QVector<qint64>{2, 2, 2, 2}
+                                   << QVector<qint64>{0, 0, 0, 0} << true << false;
+  // The planar loop's own rows (maxPoolRows, issue 24): ceil_mode with and without pads, the generic
+  // paths (a 5-row window, a stride of 3, 3 taps at stride 2 over 2 rows), rows of a vector body and a
+  // tail, and the ResNet stem above the 2 MiB a Conv reader's conversion takes.
+  QTest::newRow("3x3/2 ceil, batch 2, odd sizes") << QVector<qint64>{2, 3, 12, 15} << QVector<qint64>{3, 3, 2, 2}
+                                                  << QVector<qint64>{0, 0, 0, 0} << true << false;
+  QTest::newRow("3x3/2 ceil, pads 1") << QVector<qint64>{1, 5, 10, 13} << QVector<qint64>{3, 3, 2, 2}
+                                      << QVector<qint64>{1, 1, 1, 1} << true << false;
+  QTest::newRow("5x3 window, strides 2x1") << QVector<qint64>{1, 3, 13, 37} << QVector<qint64>{5, 3, 2, 1}
+                                           << QVector<qint64>{2, 1, 2, 1} << false << false;
+  QTest::newRow("4x4/3 ceil") << QVector<qint64>{1, 2, 17, 19} << QVector<qint64>{4, 4, 3, 3}
+                              << QVector<qint64>{1, 2, 0, 1} << true << false;
+  QTest::newRow("2x3 window, stride 2") << QVector<qint64>{1, 3, 9, 41} << QVector<qint64>{2, 3, 2, 2}
+                                        << QVector<qint64>{0, 1, 1, 1} << false << false;
+  QTest::newRow("ResNet stem 3x3/2 p1, 64x112x112") << QVector<qint64>{1, 64, 112, 112}
+                                                     << QVector<qint64>{3, 3, 2, 2} << QVector<qint64>{1, 1, 1, 1}
+                                                     << false << false;
   QTest::newRow("Inception 3x3/2 ceil, Conv reader") << QVector<qint64>{1, 48, 28, 28} << QVector<qint64>{3, 3, 2, 2}
                                                       << QVector<qint64>{0, 0, 0, 0} << true << true;
   QTest::newRow("3x3/1 padded, batch 2, odd C, Conv reader")

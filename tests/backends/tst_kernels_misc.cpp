@@ -8,11 +8,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "backend/backend.h"
 #include "cpu/cpu_backend.h"
 #include "graphrun.h"
+#include "kernels/vecmath.h"
 
 using namespace partex;
 
@@ -187,6 +189,95 @@ class TstKernelsMisc : public QObject {
                   std::to_string(outs[0].valueAsInt(static_cast<int64_t>(i))))
                      .c_str());
     }
+  }
+
+  /// Cast between float32 and float16 (and CastLike to float16), against references written here from
+  /// the binary16 format: float16 -> float32 for all 65536 bit patterns (the value by its fields, NaN
+  /// staying NaN with its sign), and float32 -> float16 rounded to nearest, ties to even, over every
+  /// finite float16 value, the exact midpoints to its neighbour and the floats either side of them, the
+  /// overflow bound 65520, subnormals, zeros, infinities and NaN.
+  void castFloat16() {
+    auto runCast = [](const Tensor& x, DType to, int64_t onnx, bool like) -> Tensor {
+      std::vector<test::NodeInput> decl{{x.dtype(), x.shape()}};
+      if (like) decl.push_back({to, {1}});
+      Graph g = like ? test::oneNodeGraph("CastLike", decl, 1) : test::oneNodeGraph("Cast", decl, 1, {{"to", Attribute{onnx}}});
+      g.values[static_cast<size_t>(g.outputs[0])].dtype = to;
+      auto cpu = makeCpuBackend();
+      auto k = cpu->prepare(g, 0, "core0");
+      if (!k) qFatal("%s", k.message().c_str());
+      std::vector<Tensor> outs;
+      Tensor target = make(to, {1});
+      std::vector<const Tensor*> ins{&x};
+      if (like) ins.push_back(&target);
+      if (Status st = (*k)->run(ins, outs); !st) qFatal("%s", st.message().c_str());
+      return std::move(outs.at(0));
+    };
+    // The value of binary16 bits by the format's fields.
+    auto value = [](uint16_t h) {
+      const int e = (h >> 10) & 31, m = h & 1023;
+      const double mag = e == 31 ? (m ? std::nan("") : INFINITY) : e == 0 ? std::ldexp(m, -24) : std::ldexp(1024 + m, e - 25);
+      return (h & 0x8000) ? -mag : mag;
+    };
+    Tensor all = make(DType::Float16, {65536});
+    for (int h = 0; h < 65536; ++h) static_cast<uint16_t*>(all.raw())[h] = static_cast<uint16_t>(h);
+    const Tensor f = runCast(all, DType::Float32, 1, false);
+    QCOMPARE(f.dtype(), DType::Float32);
+    for (int h = 0; h < 65536; ++h) {
+      const double want = value(static_cast<uint16_t>(h));
+      const float got = f.data<float>()[h];
+      if (std::isnan(want))
+        QVERIFY2(std::isnan(got) && std::signbit(got) == bool(h & 0x8000), qPrintable(QString::number(h, 16)));
+      else
+        QVERIFY2(double(got) == want && std::signbit(got) == std::signbit(want), qPrintable(QString::number(h, 16)));
+    }
+    const Tensor viaLike = runCast(all, DType::Float32, 0, true);  // CastLike to float32
+    QCOMPARE(std::memcmp(viaLike.raw(), f.raw(), 65536 * 4), 0);
+    // The select formulas a CPU without F16C runs (here the kernel takes F16C's instructions).
+    for (int h = 0; h < 65536; ++h) {
+      const float sel = cpu::f16BitsToF32(static_cast<uint16_t>(h)), fc = f.data<float>()[h];
+      QVERIFY2(std::isnan(fc) ? std::isnan(sel) && std::signbit(sel) == std::signbit(fc)
+                              : std::memcmp(&sel, &fc, 4) == 0,
+               qPrintable(QString::number(h, 16)));
+    }
+
+    // float32 -> float16: e = max(floor(log2 |x|), -14), q = |x| / 2^(e - 10) rounded half to even, the
+    // bits ((e + 15) << 10) + q - 1024 (a carry into the next binade and the subnormals included).
+    auto ref = [](float x) -> uint16_t {
+      const uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+      if (std::isnan(x)) return sign | 0x7e00;
+      const double a = std::fabs(double(x));
+      if (a >= 65520.0) return sign | 0x7c00;
+      if (a == 0) return sign;
+      int k = 0;
+      std::frexp(a, &k);
+      const int e = std::max(k - 1, -14);
+      const double q = std::nearbyint(std::ldexp(a, 10 - e));
+      return static_cast<uint16_t>(sign | (((e + 15) << 10) + static_cast<int>(q) - 1024));
+    };
+    std::vector<float> v{0.f, -0.f, INFINITY, -INFINITY, NAN, -NAN, 65504.f, 65519.99f, 65520.f, 1e9f, -1e9f,
+                         std::ldexp(1.f, -24), std::ldexp(1.f, -25), std::ldexp(1.5f, -25), std::ldexp(1.f, -26),
+                         std::ldexp(1.f, -14), 1e-30f, 0.47892547f, 3.14159265f};
+    for (int h = 0; h < 0x7c00; ++h) {  // each finite magnitude, its midpoint to the next, either side
+      const double lo = value(static_cast<uint16_t>(h)), hi = h + 1 < 0x7c00 ? value(static_cast<uint16_t>(h + 1)) : 65536.0;
+      const float mid = static_cast<float>((lo + hi) / 2);  // exact: 11 significant bits and one more
+      for (float f : {static_cast<float>(lo), mid, std::nextafter(mid, 0.f), std::nextafter(mid, INFINITY)}) {
+        v.push_back(f);
+        v.push_back(-f);
+      }
+    }
+    Tensor x = make(DType::Float32, {static_cast<int64_t>(v.size())});
+    std::copy(v.begin(), v.end(), x.data<float>());
+    for (bool like : {false, true}) {
+      const Tensor h = runCast(x, DType::Float16, 10, like);
+      QCOMPARE(h.dtype(), DType::Float16);
+      const auto* got = static_cast<const uint16_t*>(h.raw());
+      int64_t bad = 0;
+      for (size_t i = 0; i < v.size(); ++i)
+        if (got[i] != ref(v[i]) && bad++ < 5)
+          qWarning("%.9g: 0x%04x, expected 0x%04x", double(v[i]), unsigned(got[i]), unsigned(ref(v[i])));
+      QCOMPARE(bad, int64_t{0});
+    }
+    for (float f : v) QCOMPARE(cpu::f32ToF16Bits(f), ref(f));
   }
 
   /// BitShift on every unsigned type, both directions, counts from 0 past the type's width (which give
@@ -540,6 +631,8 @@ class TstKernelsMisc : public QObject {
     QTest::addColumn<int64_t>("block");
     QTest::newRow("[2,3,4,6] b2") << V{2, 3, 4, 6} << int64_t{2};
     QTest::newRow("[1,5,9,3] b3") << V{1, 5, 9, 3} << int64_t{3};
+    // Block 2's deinterleaving pass over rows of a vector body and a tail.
+    QTest::newRow("[2,3,4,70] b2") << V{2, 3, 4, 70} << int64_t{2};
   }
   void spaceToDepth() {
     QFETCH(V, shape);
@@ -559,6 +652,99 @@ class TstKernelsMisc : public QObject {
           }
   }
 
+  /// Resize nearest on the plain layout (half_pixel, round_prefer_floor: the defaults) against ONNX's
+  /// index formula: 2x (each value stored twice), 3x (rows copied from the row above), a downscale and
+  /// an odd output width (the gather), values copied exactly (infinities and NaN included).
+  void resizeNearest_data() {
+    QTest::addColumn<V>("shape");
+    QTest::addColumn<double>("scale");
+    QTest::newRow("2x [1,3,5,7]") << V{1, 3, 5, 7} << 2.0;
+    QTest::newRow("2x [2,2,3,33]") << V{2, 2, 3, 33} << 2.0;
+    QTest::newRow("3x [1,2,4,6]") << V{1, 2, 4, 6} << 3.0;
+    QTest::newRow("0.5x [2,2,8,9]") << V{2, 2, 8, 9} << 0.5;
+    QTest::newRow("1.5x [1,3,5,7]") << V{1, 3, 5, 7} << 1.5;
+  }
+  void resizeNearest() {
+    QFETCH(V, shape);
+    QFETCH(double, scale);
+    Tensor x = randomT(DType::Float32, shape, 81);
+    float* px = static_cast<float*>(x.raw());
+    px[1] = std::numeric_limits<float>::infinity();
+    px[2] = -std::numeric_limits<float>::infinity();
+    px[3] = std::numeric_limits<float>::quiet_NaN();
+    Tensor sc = std::move(*Tensor::make(DType::Float32, {4}));
+    const float scales[4] = {1, 1, static_cast<float>(scale), static_cast<float>(scale)};
+    std::memcpy(sc.raw(), scales, sizeof scales);
+    auto r = runNode("Resize", {&x, &sc}, {{"mode", Attribute{std::string("nearest")}}});
+    QVERIFY2(r.isOk(), r.message().c_str());
+    const int64_t P = shape[0] * shape[1], H = shape[2], W = shape[3];
+    const int64_t OH = static_cast<int64_t>(std::floor(double(H) * scale)),
+                  OW = static_cast<int64_t>(std::floor(double(W) * scale));
+    QCOMPARE(r->at(0).shape(), (V{shape[0], shape[1], OH, OW}));
+    auto src = [&](int64_t o, int64_t in) {
+      const double xo = (double(o) + 0.5) / scale - 0.5;
+      const double v = xo - std::floor(xo) == 0.5 ? std::floor(xo) : std::round(xo);
+      return std::clamp<int64_t>(static_cast<int64_t>(v), 0, in - 1);
+    };
+    int64_t bad = 0;
+    for (int64_t p = 0; p < P; ++p)
+      for (int64_t oy = 0; oy < OH; ++oy)
+        for (int64_t ox = 0; ox < OW; ++ox) {
+          const float want = px[(p * H + src(oy, H)) * W + src(ox, W)];
+          const float got = r->at(0).data<float>()[(p * OH + oy) * OW + ox];
+          bad += std::memcmp(&want, &got, sizeof got) != 0;
+        }
+    QCOMPARE(bad, int64_t{0});
+  }
+
+  /// Resize linear on the plain layout (half_pixel) against ONNX's formula in double: 2x over rows long
+  /// enough for the pair loop (taps advancing one column every two outputs) and its clamped borders,
+  /// 3x and 1.5x (gathered taps), a downscale.
+  void resizeLinear_data() {
+    QTest::addColumn<V>("shape");
+    QTest::addColumn<double>("scale");
+    QTest::newRow("2x [1,3,5,37]") << V{1, 3, 5, 37} << 2.0;
+    QTest::newRow("2x [2,2,4,64]") << V{2, 2, 4, 64} << 2.0;
+    QTest::newRow("3x [1,2,4,23]") << V{1, 2, 4, 23} << 3.0;
+    QTest::newRow("1.5x [1,2,6,31]") << V{1, 2, 6, 31} << 1.5;
+    QTest::newRow("0.5x [1,2,8,40]") << V{1, 2, 8, 40} << 0.5;
+  }
+  void resizeLinear() {
+    QFETCH(V, shape);
+    QFETCH(double, scale);
+    const Tensor x = randomT(DType::Float32, shape, 91);
+    Tensor sc = std::move(*Tensor::make(DType::Float32, {4}));
+    const float scales[4] = {1, 1, static_cast<float>(scale), static_cast<float>(scale)};
+    std::memcpy(sc.raw(), scales, sizeof scales);
+    auto r = runNode("Resize", {&x, &sc}, {{"mode", Attribute{std::string("linear")}}});
+    QVERIFY2(r.isOk(), r.message().c_str());
+    const int64_t P = shape[0] * shape[1], H = shape[2], W = shape[3];
+    const int64_t OH = static_cast<int64_t>(std::floor(double(H) * scale)),
+                  OW = static_cast<int64_t>(std::floor(double(W) * scale));
+    QCOMPARE(r->at(0).shape(), (V{shape[0], shape[1], OH, OW}));
+    struct Tap {
+      int64_t a, b;
+      double w;
+    };
+    auto tap = [&](int64_t o, int64_t in) {
+      const double xo = (double(o) + 0.5) / scale - 0.5, fl = std::floor(xo);
+      const auto a = static_cast<int64_t>(fl);
+      return Tap{std::clamp<int64_t>(a, 0, in - 1), std::clamp<int64_t>(a + 1, 0, in - 1), xo - fl};
+    };
+    const float* px = x.data<float>();
+    std::vector<double> want;
+    for (int64_t p = 0; p < P; ++p)
+      for (int64_t oy = 0; oy < OH; ++oy)
+        for (int64_t ox = 0; ox < OW; ++ox) {
+          const Tap ty = tap(oy, H), tx = tap(ox, W);
+          auto at = [&](int64_t yy, int64_t xx) { return double(px[(p * H + yy) * W + xx]); };
+          const double top = at(ty.a, tx.a) + tx.w * (at(ty.a, tx.b) - at(ty.a, tx.a));
+          const double bot = at(ty.b, tx.a) + tx.w * (at(ty.b, tx.b) - at(ty.b, tx.a));
+          want.push_back(top + ty.w * (bot - top));
+        }
+    CHECK_CLOSE(r->at(0), want, 1e-6);
+  }
+
   /// AveragePool on the plain layout (the direct loop): 3x3 stride 1 padded, with and without
   /// count_include_pad; asymmetric pads and strides; no padding; odd sizes; against the window sum.
   void averagePool_data() {
@@ -572,6 +758,12 @@ class TstKernelsMisc : public QObject {
       QTest::newRow(("3x3 s1 p1" + s).c_str()) << V{2, 3, 7, 9} << V{3, 3} << V{1, 1} << V{1, 1, 1, 1} << inc;
       QTest::newRow(("2x3 s2x3 asymmetric" + s).c_str()) << V{1, 2, 8, 11} << V{2, 3} << V{2, 3} << V{1, 0, 0, 2} << inc;
       QTest::newRow(("5x5 s1 no pad" + s).c_str()) << V{1, 4, 9, 13} << V{5, 5} << V{1, 1} << V{0, 0, 0, 0} << inc;
+      // avgPoolRows' one-pass rows (3 rows, 3 taps at stride 1) over a vector body and a tail; 3 taps
+      // at stride 2; a 3-row window taller than the input.
+      QTest::newRow(("3x3 s1 p1 wide" + s).c_str()) << V{1, 3, 6, 70} << V{3, 3} << V{1, 1} << V{1, 1, 1, 1} << inc;
+      QTest::newRow(("3x3 s2 p1" + s).c_str()) << V{1, 2, 9, 35} << V{3, 3} << V{2, 2} << V{1, 1, 1, 1} << inc;
+      QTest::newRow(("3x3 s1 p1 over 2 rows" + s).c_str()) << V{2, 2, 2, 19} << V{3, 3} << V{1, 1} << V{1, 1, 1, 1}
+                                                            << inc;
     }
   }
   void averagePool() {

@@ -184,7 +184,8 @@ class TestKernelsReduce : public QObject {
  private slots:
   /// Every Reduce* over float32 against refReduce: each block shape (last axis, a middle one, the first,
   /// spatial axes, all) with rows shorter and longer than the 32/64 vector lanes and kept strips wider
-  /// than 1024, axes that are not one block (the generic path), negative axes, keepdims 0 and 1.
+  /// than 1024, kept axes of 16, 64 and 83 (the column tiles), axes that are not one block (the generic
+  /// path), negative axes, keepdims 0 and 1.
   void reduceFloat_data() {
     QTest::addColumn<QString>("op");
     for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
@@ -203,6 +204,8 @@ class TestKernelsReduce : public QObject {
         {{5, 1100}, {0}},       {{2, 3, 1, 65}, {2, 3}},  {{2, 3, 5, 7}, {}},      {{1, 300, 2}, {1}},
         {{3, 4, 5}, {0, 2}},    {{2, 6, 3, 5}, {1, -1}},  {{6, 1}, {1}},           {{1, 64, 5, 9}, {-2, -1}},
         {{2, 1, 3}, {1}},       {{3, 2057}, {-1}},
+        // The column path's register tiles (64 and 16 columns, blocks of 32 rows) and the columns left.
+        {{2, 70, 83}, {1}},     {{3, 40, 16}, {1}},       {{1, 37, 64}, {-2}},
     };
     // Values where each reduction is well conditioned: positive sums for LogSum, products near 1.
     double lo = -2, hi = 2;
@@ -245,6 +248,51 @@ class TestKernelsReduce : public QObject {
 
   /// ReduceSum's axes input empty with noop_with_empty_axes=1 is the identity; without it, all axes.
   /// ReduceMean's axes as an input at opset 18.
+  /// ReduceSum, ReduceMax, ReduceMin and ReduceProd over int64 (the templated path: four rows per pass
+  /// over the kept axis's accumulators, the rows left one by one), over the first, a middle and the last
+  /// axis, reduced axes of 5 to 50 rows, exactly against sums, extremes and products taken here.
+  void reduceInt64() {
+    struct Case {
+      Shape shape;
+      int64_t axis;
+    };
+    for (const char* op : {"ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd"})
+      for (const Case& c : {Case{{3, 40, 16}, 1}, Case{{50, 37}, 0}, Case{{2, 33, 69}, 1}, Case{{4, 5, 21}, 2}}) {
+        const std::string o = op;
+        std::mt19937_64 rng(static_cast<uint64_t>(c.shape[0] * 131 + c.axis));
+        std::uniform_int_distribution<int64_t> d(o == "ReduceProd" ? -2 : -1000000, o == "ReduceProd" ? 2 : 1000000);
+        std::vector<int64_t> v(static_cast<size_t>(shapeElements(c.shape)));
+        for (auto& e : v) e = d(rng);
+        const Tensor x = ints(c.shape, v);
+        std::map<std::string, Attribute> attrs{{"keepdims", intAttr(0)}};
+        std::vector<Tensor> ins{x};
+        if (o == "ReduceSum")
+          ins.push_back(ints({1}, {c.axis}));
+        else
+          attrs["axes"] = intsAttr({c.axis});
+        auto outs = runOp(o, ins, attrs, 1, 17, {DType::Int64});
+        QVERIFY(outs.size() == 1);
+        int64_t outer = 1, inner = 1;
+        for (size_t k = 0; k < c.shape.size(); ++k)
+          if (int64_t(k) < c.axis)
+            outer *= c.shape[k];
+          else if (int64_t(k) > c.axis)
+            inner *= c.shape[k];
+        const int64_t n = c.shape[static_cast<size_t>(c.axis)];
+        QCOMPARE(outs[0].numElements(), outer * inner);
+        for (int64_t a = 0; a < outer; ++a)
+          for (int64_t i = 0; i < inner; ++i) {
+            int64_t want = v[static_cast<size_t>(a * n * inner + i)];
+            for (int64_t r = 1; r < n; ++r) {
+              const int64_t e = v[static_cast<size_t>((a * n + r) * inner + i)];
+              want = o == "ReduceSum" ? want + e : o == "ReduceMax" ? std::max(want, e) : o == "ReduceMin" ? std::min(want, e) : want * e;
+            }
+            QVERIFY2(outs[0].data<int64_t>()[a * inner + i] == want,
+                     qPrintable(QString("%1 of %2 axis %3 at %4").arg(op).arg(c.shape.size()).arg(c.axis).arg(a * inner + i)));
+          }
+      }
+  }
+
   void reduceAxesForms() {
     const Tensor x = floats({3, 40}, 7, -1, 1);
     const Tensor none = ints({0}, {});
