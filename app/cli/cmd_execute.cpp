@@ -217,6 +217,7 @@ int runExecuteStream(const ExecuteArgs& a, const Graph& g, const CostTable& t, c
                         {"measured_steady_throughput_per_s", r->steadyThroughputPerS},
                         {"measured_latency_median_us", r->latencyMedianUs},
                         {"measured_latency_p90_us", r->latencyP90Us},
+                        {"measured_check_median_us", r->checkMedianUs},
                         {"measured_wall_us", r->wallUs},
                         {"predicted_period_us", pred->periodUs},
                         {"predicted_throughput_per_s", pred->throughputPerS},
@@ -277,6 +278,9 @@ int runExecuteStream(const ExecuteArgs& a, const Graph& g, const CostTable& t, c
         "Measured     period %.1f us (%.2f inferences/s; %.2f/s over the steady part), latency median %.1f us, "
         "p90 %.1f us\n",
         r->periodUs, r->throughputPerS, r->steadyThroughputPerS, r->latencyMedianUs, r->latencyP90Us);
+    if (r->outputsChecked)
+      std::printf("Check        %.1f us per inference (median) on the lane that ended it, in the measured period\n",
+                  r->checkMedianUs);
     std::printf(
         "Predicted    period %.1f us (%.2f inferences/s), latency %.1f us (simulator, same plan and bound; "
         "bottleneck %s)\n",

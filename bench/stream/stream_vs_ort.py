@@ -10,7 +10,9 @@ Per model, in one run, side by side:
   ORT 2x1 thr  PYTHON scripts/ort/stream.py MODEL --config two1 --n N   (two one-thread sessions side by side)
 Prints a Markdown table: measured throughput (completions after the warm-up over their span), the
 simulator's predicted throughput and its error, latency medians, ORT's two configurations and the ratio
-of Partex to the better one, with geometric means; the 1-minute load average before each model.
+of Partex to the better one, with geometric means; the 1-minute load average before each model; the
+median time per inference execute spent checking outputs on its lanes (in its measured period, not in
+the simulator's: ONNX Runtime's stream checks nothing).
 Run with the ORT venv's interpreter (scripts/ort/install.sh), from the repository root:
   ~/.local/share/partex/ort-venv/bin/python bench/stream/stream_vs_ort.py [--n 200] [--cli build/bin/partex-cli]
       [--work DIR] [--timeout S] [--dispatch round-robin|next-free] MODEL.onnx...
@@ -137,13 +139,14 @@ def main():
     print(f"Stream of {n} inferences; throughput = completions after the warm-up over their span (inferences/s)\n")
     extra_head = " baseline plan | baseline /s | baseline predicted /s | baseline pred. error | baseline / better ORT |" if baseline else ""
     print("| model | load | Partex plan | in flight | Partex /s | predicted /s | pred. error | Partex latency ms (p90) "
-          "| ORT 2 thr /s | ORT 2x1 thr /s | ORT 2x1 latency ms | Partex / better ORT | outputs | Partex cpu share |" + extra_head)
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" * 5 if baseline else ""))
+          "| ORT 2 thr /s | ORT 2x1 thr /s | ORT 2x1 latency ms | Partex / better ORT | outputs | Partex cpu share "
+          "| Partex check us |" + extra_head)
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" * 5 if baseline else ""))
     base_ratios, base_errors = [], []
     ratios, errors = [], []
     for r in rows:
         if "error" in r:
-            print(f"| {r['model']} | {r['load']:.2f} | error: {r['error']} ||||||||||||")
+            print(f"| {r['model']} | {r['load']:.2f} | error: {r['error']} |||||||||||||")
             continue
         px, a, b = r["partex"], r["one2"], r["two1"]
         meas = px["measured_steady_throughput_per_s"]
@@ -171,7 +174,8 @@ def main():
               f"{err * 100:+.1f}% | {px['measured_latency_median_us'] / 1e3:.1f} ({px['measured_latency_p90_us'] / 1e3:.1f}) | "
               f"{a['steady_throughput_per_s']:.2f} | {b['steady_throughput_per_s']:.2f} | "
               f"{b['latency_median_us'] / 1e3:.1f} | {ratio:.2f}x | "
-              f"{'match' if px['outputs_match'] else 'DIFFER'} | {px['cpu_share']:.2f} |" + extra)
+              f"{'match' if px['outputs_match'] else 'DIFFER'} | {px['cpu_share']:.2f} | "
+              f"{px.get('measured_check_median_us', float('nan')):.0f} |" + extra)
     for r in rows:
         for k in ("baseline", "partex"):
             for m in r.get(k, {}).get("workload_models", []):

@@ -206,6 +206,10 @@ struct StreamExecResult {
   /// (the rate over the whole steady part, less sensitive to completions that come in pairs).
   double steadyThroughputPerS = 0;
   double latencyMedianUs = 0, latencyP90Us = 0;  ///< end - start of the inferences after the warm-up.
+  /// Median over the inferences after the warm-up: the time the lane that ended an inference spent on
+  /// its completion (the output check and the next input set's binding) before it went on: part of the
+  /// measured period, no part of the simulated one (ONNX Runtime's stream checks nothing).
+  double checkMedianUs = 0;
   double wallUs = 0;                             ///< First start to last end.
   double cpuShare = 1.0;                         ///< As ExecResult::cpuShare, over the timed stream.
   int sleeps = 0;                                ///< Waits that slept (every wait that outlasted spinUs).
@@ -236,5 +240,14 @@ Result<StreamExecResult> executeStream(const Graph& g, const Backend& backend, c
 /// larger magnitude, with an absolute floor of rtol times the largest magnitude in `ref`). Updates the
 /// largest differences seen; returns false with `why` set on a mismatch.
 bool tensorsClose(const Tensor& ref, const Tensor& got, double rtol, double& maxAbs, double& maxRel, std::string* why);
+/// The largest finite magnitude in a floating-point tensor (tensorsClose's absolute floor is rtol times
+/// it); 0 for other dtypes.
+double tensorScale(const Tensor& ref);
+/// tensorsClose with `refScale` = tensorScale(ref) computed beforehand: a stream checks every inference
+/// against the same few references, on the lane that ended it, between two of its inferences (the check
+/// is in the measured period: it must not cost more than reading the two tensors once). The same result,
+/// differences and message as tensorsClose.
+bool tensorsClose(const Tensor& ref, double refScale, const Tensor& got, double rtol, double& maxAbs, double& maxRel,
+                  std::string* why);
 
 }  // namespace partex

@@ -9,7 +9,9 @@
 #include <QJsonObject>
 #include <QProcess>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -79,6 +81,8 @@ class TestExecute : public QObject {
   void arenaSharesPlacesOfDeadValues();
   void tensorsCloseTolerance_data();
   void tensorsCloseTolerance();
+  void tensorsCloseTypedPathAgrees();
+  void tensorsCloseIsOnePassOverTheData();
   void cliExecuteOnGeneratedModel();
   void cliProfileReuseAndSchedule();
   void cliReportsFusedKernels();
@@ -546,6 +550,121 @@ void TestExecute::tensorsCloseTolerance() {
   auto z = Tensor::make(DType::Float32, {3});
   QVERIFY(!tensorsClose(*x, *z, 1e-5, maxAbs, maxRel, &why));
   QVERIFY2(QString::fromStdString(why).contains("float32[3]"), why.c_str());
+}
+
+void TestExecute::tensorsCloseTypedPathAgrees() {
+  // float32 tensors take a typed loop (a stream checks every inference's outputs with it); the same
+  // values as float64 take the element-generic one. Both must give the same verdict, largest
+  // differences and first mismatch, through NaNs, infinities, signed zeros and a value out of tolerance.
+  const std::vector<float> ref = {1.0f, NAN, NAN, INFINITY, 0.0f, -2.0f, 1000.0f, 3.0f, 0.5f, 1e-6f, INFINITY};
+  const std::vector<float> got = {1.00001f, NAN, 1.0f, INFINITY, -0.0f, -2.00001f, 1000.004f, 3.5f, 0.5f, 2e-6f, 5.0f};
+  const int64_t n = static_cast<int64_t>(ref.size());
+  auto a32 = Tensor::make(DType::Float32, {n}), b32 = Tensor::make(DType::Float32, {n});
+  auto a64 = Tensor::make(DType::Float64, {n}), b64 = Tensor::make(DType::Float64, {n});
+  QVERIFY(a32.isOk() && b32.isOk() && a64.isOk() && b64.isOk());
+  for (int64_t k = 0; k < n; ++k) {
+    const auto i = static_cast<size_t>(k);
+    a32->data<float>()[i] = ref[i];
+    b32->data<float>()[i] = got[i];
+    a64->data<double>()[i] = ref[i];
+    b64->data<double>()[i] = got[i];
+  }
+  // From each element on: the tail alone, so that each case decides the verdict in turn.
+  for (int64_t from = 0; from < n; ++from) {
+    const int64_t len = n - from;
+    auto x32 = Tensor::make(DType::Float32, {len}), y32 = Tensor::make(DType::Float32, {len});
+    auto x64 = Tensor::make(DType::Float64, {len}), y64 = Tensor::make(DType::Float64, {len});
+    QVERIFY(x32.isOk() && y32.isOk() && x64.isOk() && y64.isOk());
+    std::memcpy(x32->raw(), a32->data<float>() + from, static_cast<size_t>(len) * 4);
+    std::memcpy(y32->raw(), b32->data<float>() + from, static_cast<size_t>(len) * 4);
+    std::memcpy(x64->raw(), a64->data<double>() + from, static_cast<size_t>(len) * 8);
+    std::memcpy(y64->raw(), b64->data<double>() + from, static_cast<size_t>(len) * 8);
+    QCOMPARE(tensorScale(*x32), tensorScale(*x64));
+    double abs32 = 0, rel32 = 0, abs64 = 0, rel64 = 0;
+    std::string why32, why64;
+    const bool c32 = tensorsClose(*x32, *y32, 1e-5, abs32, rel32, &why32);
+    const bool c64 = tensorsClose(*x64, *y64, 1e-5, abs64, rel64, &why64);
+    QCOMPARE(c32, c64);
+    QCOMPARE(abs32, abs64);
+    QCOMPARE(rel32, rel64);
+    QCOMPARE(why32, why64);
+    // The scale given beforehand is the one computed inside.
+    double absS = 0, relS = 0;
+    std::string whyS;
+    QCOMPARE(tensorsClose(*x32, tensorScale(*x32), *y32, 1e-5, absS, relS, &whyS), c32);
+    QCOMPARE(whyS, why32);
+  }
+  // The same cases among 3000 values that differ within tolerance (the typed path takes blocks of
+  // values; these fall in the second and the sixth), in both dtypes.
+  for (int64_t at : {int64_t{700}, int64_t{2990}}) {
+    const int64_t len = 3000;
+    auto x32 = Tensor::make(DType::Float32, {len}), y32 = Tensor::make(DType::Float32, {len});
+    auto x64 = Tensor::make(DType::Float64, {len}), y64 = Tensor::make(DType::Float64, {len});
+    QVERIFY(x32.isOk() && y32.isOk() && x64.isOk() && y64.isOk());
+    for (int64_t k = 0; k < len; ++k) {
+      const auto i = static_cast<size_t>(k);
+      float u = 0.1f + static_cast<float>(k % 97) * 0.01f, w = k % 3 ? u * (1.0f + 3e-6f) : u;
+      if (k >= at && k - at < n) {
+        u = ref[static_cast<size_t>(k - at)];
+        w = got[static_cast<size_t>(k - at)];
+      }
+      x32->data<float>()[i] = u;
+      y32->data<float>()[i] = w;
+      x64->data<double>()[i] = u;
+      y64->data<double>()[i] = w;
+    }
+    double abs32 = 0, rel32 = 0, abs64 = 0, rel64 = 0;
+    std::string why32, why64;
+    QCOMPARE(tensorsClose(*x32, *y32, 1e-5, abs32, rel32, &why32), tensorsClose(*x64, *y64, 1e-5, abs64, rel64, &why64));
+    QCOMPARE(abs32, abs64);
+    QCOMPARE(rel32, rel64);
+    QCOMPARE(why32, why64);
+    QCOMPARE(why32, "element " + std::to_string(at + 2) + ": expected nan, got 1");
+  }
+  // The whole vector: NaN against 1 (element 2) is its first mismatch; 3.5 against 3 comes later.
+  double maxAbs = 0, maxRel = 0;
+  std::string why;
+  QVERIFY(!tensorsClose(*a32, *b32, 1e-5, maxAbs, maxRel, &why));
+  QCOMPARE(why, std::string("element 2: expected nan, got 1"));
+  QCOMPARE(tensorScale(*a32), 1000.0);  // infinities and NaNs are not the scale
+}
+
+void TestExecute::tensorsCloseIsOnePassOverTheData() {
+  // A stream checks every inference's outputs on the lane that ended it, inside the measured period
+  // (PP-OCRv4 det: 409600 values a period; the element-generic comparison, a scale pass and a copy
+  // took 4.7 ms of a 41.9 ms period). The check of 2^20 values, within tolerance and not all equal (no
+  // memcmp shortcut), must cost about one pass that reads both tensors: here a pass summing their
+  // differences in double (a dependent chain of additions the compiler cannot reorder). Fastest of 7
+  // each, interleaved, so that another program's time slices do not decide it.
+  const int64_t n = int64_t{1} << 20;
+  auto a = Tensor::make(DType::Float32, {n}), b = Tensor::make(DType::Float32, {n});
+  QVERIFY(a.isOk() && b.isOk());
+  float* x = a->data<float>();
+  float* y = b->data<float>();
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = 0.25f + static_cast<float>(i % 1000) * 1e-3f;
+    // A third of the values equal (in no pattern a branch predictor learns), the others within tolerance.
+    y[i] = (i * 2654435761u) % 3 == 0 ? x[i] : x[i] * (1.0f + 2e-7f);
+    if (i == 0 && y[i] == x[i]) y[i] = std::nextafter(x[i], 2.0f);  // not equal bytes: no memcmp shortcut
+  }
+  const double scale = tensorScale(*a);
+  using Clock = std::chrono::steady_clock;
+  double check = 1e30, pass = 1e30, sink = 0;
+  for (int rep = 0; rep < 7; ++rep) {
+    const auto t0 = Clock::now();
+    double maxAbs = 0, maxRel = 0;
+    QVERIFY(tensorsClose(*a, scale, *b, 1e-4, maxAbs, maxRel, nullptr));
+    const auto t1 = Clock::now();
+    double s = 0;
+    for (int64_t i = 0; i < n; ++i) s += static_cast<double>(y[i]) - static_cast<double>(x[i]);
+    const auto t2 = Clock::now();
+    sink += s + maxAbs;
+    check = std::min(check, std::chrono::duration<double, std::micro>(t1 - t0).count());
+    pass = std::min(pass, std::chrono::duration<double, std::micro>(t2 - t1).count());
+  }
+  QVERIFY(sink > 0);
+  qInfo("check %.0f us, one summing pass %.0f us (%.2fx)", check, pass, check / pass);
+  QVERIFY2(check < 3.0 * pass, qPrintable(QString("check %1 us, one pass %2 us").arg(check).arg(pass)));
 }
 
 void TestExecute::cliExecuteOnGeneratedModel() {

@@ -192,6 +192,7 @@ void TestExecuteStream::everyInferenceIsChecked() {
   QVERIFY2(QString::fromStdString(r->mismatch).startsWith("inference 0: output 'n4_out': element "),
            r->mismatch.c_str());
   QVERIFY(r->maxAbsDiff > 0.005);
+  QVERIFY(r->checkMedianUs > 0);  // the completions' time on the lanes, reported (it is in the period)
 }
 
 void TestExecuteStream::errorsAreValues() {
@@ -417,6 +418,7 @@ void TestExecuteStream::cliStreamOnGeneratedModel() {
   QVERIFY(o["measured_period_us"].toDouble() > 0);
   QVERIFY(o["predicted_period_us"].toDouble() > 0);
   QVERIFY(o["measured_latency_p90_us"].toDouble() >= o["measured_latency_median_us"].toDouble());
+  QVERIFY(o["measured_check_median_us"].toDouble() > 0);
   const QJsonArray inf = o["inferences_us"].toArray();
   QCOMPARE(inf.size(), 8);
   for (const auto& x : inf) QVERIFY(x.toObject()["end_us"].toDouble() > x.toObject()["start_us"].toDouble());
