@@ -136,22 +136,23 @@ Result<GpuCalibration> calibrateGpu() {
     if (!down) return Error{down.message()};
     c.h2dBytesPerS = static_cast<double>(bytes) / *up;
     c.d2hBytesPerS = static_cast<double>(bytes) / *down;
-    std::vector<double> small;
-    for (int r = 0; r < 50; ++r) {
-      const auto a = Clock::now();
-      if (auto st = check(cudaMemcpyAsync(d.get(), h.get(), 4096, cudaMemcpyHostToDevice, s), "h2d"); !st) return Error{st.message()};
-      if (auto st = check(cudaStreamSynchronize(s), "sync"); !st) return Error{st.message()};
-      small.push_back(std::chrono::duration<double, std::micro>(Clock::now() - a).count());
-    }
-    c.h2dSmallUs = median(small);
-    small.clear();
-    for (int r = 0; r < 50; ++r) {
-      const auto a = Clock::now();
-      if (auto st = check(cudaMemcpyAsync(h.get(), d.get(), 4096, cudaMemcpyDeviceToHost, s), "d2h"); !st) return Error{st.message()};
-      if (auto st = check(cudaStreamSynchronize(s), "sync"); !st) return Error{st.message()};
-      small.push_back(std::chrono::duration<double, std::micro>(Clock::now() - a).count());
-    }
-    c.d2hSmallUs = median(small);
+    // A 4 KiB copy issued and waited for, host-timed: the fixed cost of each direction.
+    auto smallCopyUs = [&](void* dst, const void* src, cudaMemcpyKind kind) -> Result<double> {
+      std::vector<double> small;
+      for (int r = 0; r < 50; ++r) {
+        const auto a = Clock::now();
+        if (auto st = check(cudaMemcpyAsync(dst, src, 4096, kind, s), "small copy"); !st) return Error{st.message()};
+        if (auto st = check(cudaStreamSynchronize(s), "sync"); !st) return Error{st.message()};
+        small.push_back(std::chrono::duration<double, std::micro>(Clock::now() - a).count());
+      }
+      return median(small);
+    };
+    auto h2dSmall = smallCopyUs(d.get(), h.get(), cudaMemcpyHostToDevice);
+    auto d2hSmall = smallCopyUs(h.get(), d.get(), cudaMemcpyDeviceToHost);
+    if (!h2dSmall) return Error{h2dSmall.message()};
+    if (!d2hSmall) return Error{d2hSmall.message()};
+    c.h2dSmallUs = *h2dSmall;
+    c.d2hSmallUs = *d2hSmall;
     // The executor's staged paths (see GpuCalibration) for a [1, 64, 56, 56] float tensor (784 KiB, a
     // ResNet activation). Not 64x64: over a plane of a multiple of 1024 pixels the conversion below
     // takes plainToNhwc's narrower blocks (2.3x a memcpy on the development machine, against 1.6x over

@@ -129,6 +129,16 @@ GenSpec smallResnet() {
   return spec;
 }
 
+/// Options of one timed run, none discarded whatever the machine's load.
+ExecOptions singleRunOptions() {
+  ExecOptions o;
+  o.warmup = 0;
+  o.reps = 1;
+  o.maxDiscarded = 0;
+  o.minCpuShare = 0;
+  return o;
+}
+
 Platform twoDevices() {
   Platform p;
   p.name = "core0+acc";
@@ -292,11 +302,7 @@ class TestExecutorDevices : public QObject {
     auto cpu = makeCpuBackend();
     AccBackend accB(*cpu);
     auto both = makeCombinedBackend({cpu.get(), &accB});
-    ExecOptions o;
-    o.warmup = 0;
-    o.reps = 1;
-    o.maxDiscarded = 0;
-    o.minCpuShare = 0;
+    ExecOptions o = singleRunOptions();
     struct Reset {
       ~Reset() { gRoundOff = 0; }
     } reset;
@@ -356,11 +362,7 @@ class TestExecutorDevices : public QObject {
     auto cpu = makeCpuBackend();
     AccBackend accB(*cpu);
     auto both = makeCombinedBackend({cpu.get(), &accB});
-    ExecOptions o;
-    o.warmup = 0;
-    o.reps = 1;
-    o.maxDiscarded = 0;
-    o.minCpuShare = 0;
+    ExecOptions o = singleRunOptions();
     gHostCopies = 0, gUploads = 0, gRuns = 0, gChannelsLastUploads = 0;
     auto r = executePlan(*g, *both, *t, plan, o);
     QVERIFY2(r.isOk(), r.message().c_str());
