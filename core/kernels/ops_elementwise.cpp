@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -502,7 +503,13 @@ PARTEX_CAST_F32(castF32I32, int32_t)
     _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i))));
   for (; i < n; ++i) y[i] = f16BitsToF32(x[i]);
 }
-const bool kHasF16c = __builtin_cpu_supports("f16c");
+/// F16C: CPUID leaf 1, ECX bit 29 (clang 14's __builtin_cpu_supports does not know "f16c"), with AVX
+/// usable (the builtin's "avx" checks that the OS saves the YMM state).
+bool cpuHasF16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __builtin_cpu_supports("avx") && __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) != 0;
+}
+const bool kHasF16c = cpuHasF16c();
 #endif
 void castF32F16(const float* x, uint16_t* y, int64_t n) {
 #if defined(__x86_64__)
