@@ -647,31 +647,22 @@ Result<WorkloadResult> scheduleWorkload(const Workload& w, const std::vector<con
   u.linkNames = base.linkNames;
   u.memCapacity = base.memCapacity;
   u.memCapacity.resize(static_cast<size_t>(mj), 0);
-  auto padDev = [&](auto& vec, auto value) {
-    if (!vec.empty()) vec.resize(static_cast<size_t>(mj), value);
+  // A per-device vector of the platform's table, the clock pseudo-device's entry added (when it has any).
+  auto perDevice = [&](auto member, auto clockValue) {
+    u.*member = base.*member;
+    if (!(u.*member).empty()) (u.*member).resize(static_cast<size_t>(mj), clockValue);
   };
-  u.deviceWorkspaceBytes = base.deviceWorkspaceBytes;
-  padDev(u.deviceWorkspaceBytes, int64_t{0});
-  u.deviceKinds = base.deviceKinds;
-  padDev(u.deviceKinds, std::string("clock"));
-  u.deviceCores = base.deviceCores;
-  padDev(u.deviceCores, 1);
-  u.deviceOnChipBytes = base.deviceOnChipBytes;
-  padDev(u.deviceOnChipBytes, int64_t{0});
-  u.deviceLaunchUs = base.deviceLaunchUs;
-  padDev(u.deviceLaunchUs, 0.0);
-  u.deviceWakeUpUs = base.deviceWakeUpUs;
-  padDev(u.deviceWakeUpUs, 0.0);
-  u.deviceModeSwitchUs = base.deviceModeSwitchUs;
-  padDev(u.deviceModeSwitchUs, 0.0);
-  u.deviceInlineCopies = base.deviceInlineCopies;
-  padDev(u.deviceInlineCopies, char{0});
-  u.deviceReaderConvertBytesPerUs = base.deviceReaderConvertBytesPerUs;
-  padDev(u.deviceReaderConvertBytesPerUs, 0.0);
-  u.deviceCompilesBlocks = base.deviceCompilesBlocks;
-  padDev(u.deviceCompilesBlocks, char{0});
-  u.speedProbeUs = base.speedProbeUs;
-  padDev(u.speedProbeUs, 0.0);
+  perDevice(&CostTable::deviceWorkspaceBytes, int64_t{0});
+  perDevice(&CostTable::deviceKinds, std::string("clock"));
+  perDevice(&CostTable::deviceCores, 1);
+  perDevice(&CostTable::deviceOnChipBytes, int64_t{0});
+  perDevice(&CostTable::deviceLaunchUs, 0.0);
+  perDevice(&CostTable::deviceWakeUpUs, 0.0);
+  perDevice(&CostTable::deviceModeSwitchUs, 0.0);
+  perDevice(&CostTable::deviceInlineCopies, char{0});
+  perDevice(&CostTable::deviceReaderConvertBytesPerUs, 0.0);
+  perDevice(&CostTable::deviceCompilesBlocks, char{0});
+  perDevice(&CostTable::speedProbeUs, 0.0);
   u.groupRoofline = base.groupRoofline;
   // Weights: once per model, shared by its requests.
   std::vector<int32_t> weightBase(tables.size(), 0);

@@ -186,7 +186,7 @@ class SimRules {
 
   /// c(e, a, b); 0 to or from a device whose transfers run inline (its tasks pay them).
   double comm(int32_t e, DeviceId a, DeviceId b) const {
-    if (anyInline_ && (isInline(a) || isInline(b))) return 0.0;
+    if (isInline(a) || isInline(b)) return 0.0;
     if (!comm_) return t_.comm(e, a, b);
     return comm_[(static_cast<size_t>(e) * mm_ + static_cast<size_t>(a)) * mm_ + static_cast<size_t>(b)];
   }

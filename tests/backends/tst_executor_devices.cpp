@@ -164,9 +164,11 @@ Platform twoDevices() {
 /// A per-operator profile of the small ResNet on the CPU backend combined with the fake accelerator:
 /// the options to adjust, then run().
 struct AccProfile {
+  /// `accCore`: the CPU of the accelerator's lane (AccBackend), -1 none.
+  explicit AccProfile(int accCore = -1) : acc(*cpu, accCore) {}
   Result<Graph> g = test::generatedGraph(smallResnet());
   std::unique_ptr<Backend> cpu = makeCpuBackend();
-  AccBackend acc{*cpu};
+  AccBackend acc;
   std::unique_ptr<Backend> both = makeCombinedBackend({cpu.get(), &acc});
   ProfilerOptions o = [] {
     ProfilerOptions x;
@@ -177,6 +179,16 @@ struct AccProfile {
   }();
   Result<Profile> run() { return profileModel(*g, *both, o); }
 };
+
+/// "" when no transfer of `p` has the accelerator at an end and one goes `from` -> `to`; else why not.
+std::string hostTransfersOnly(const Profile& p, const std::string& from, const std::string& to) {
+  bool found = false;
+  for (const auto& t : p.transfers) {
+    if (t.from == "acc" || t.to == "acc") return t.from + " -> " + t.to + ": the accelerator at an end";
+    found = found || (t.from == from && t.to == to);
+  }
+  return found ? "" : "no transfer " + from + " -> " + to;
+}
 
 }  // namespace
 
@@ -233,39 +245,25 @@ class TestExecutorDevices : public QObject {
     f.o.transferSizes = {4096};
     auto p = f.run();
     QVERIFY2(p.isOk(), p.message().c_str());
-    bool host = false;
-    for (const auto& t : p->transfers) {
-      QVERIFY2(t.from != "acc" && t.to != "acc", (t.from + " -> " + t.to).c_str());
-      host = host || (t.from == "core0" && t.to == "cpu-serial");
-    }
-    QVERIFY(host);
+    const std::string why = hostTransfersOnly(*p, "core0", "cpu-serial");
+    QVERIFY2(why.empty(), why.c_str());
   }
 
   /// The in-context profile measures hand-overs between CPUs only: not between a GPU and a CPU device,
   /// even when the GPU's lane has a CPU of its own (its transfers are the platform's calibrated links).
   void handoversLeaveTheGpuOut() {
-    auto g = test::generatedGraph(smallResnet());
-    QVERIFY2(g.isOk(), g.message().c_str());
-    auto cpu = makeCpuBackend();
     int core1 = -1;
-    for (const auto& d : cpu->devices())
+    for (const auto& d : makeCpuBackend()->devices())
       if (d.id == "core1") core1 = d.core;
     if (core1 < 0) QSKIP("this machine has a single CPU: no hand-over between two CPUs to measure");
-    AccBackend acc(*cpu, core1);
-    auto both = makeCombinedBackend({cpu.get(), &acc});
-    ProfilerOptions o;
-    o.method = ProfilerOptions::Method::InContext;
-    o.devices = {"acc", "core0", "core1"};
-    o.warmup = 0;
-    o.reps = 1;
-    auto p = profileModel(*g, *both, o);
+    AccProfile f(core1);
+    QVERIFY2(f.g.isOk(), f.g.message().c_str());
+    f.o.method = ProfilerOptions::Method::InContext;
+    f.o.devices = {"acc", "core0", "core1"};
+    auto p = f.run();
     QVERIFY2(p.isOk(), p.message().c_str());
-    bool cpus = false;
-    for (const auto& t : p->transfers) {
-      QVERIFY2(t.from != "acc" && t.to != "acc", (t.from + " -> " + t.to).c_str());
-      cpus = cpus || (t.from == "core0" && t.to == "core1");
-    }
-    QVERIFY(cpus);
+    const std::string why = hostTransfersOnly(*p, "core0", "core1");
+    QVERIFY2(why.empty(), why.c_str());
   }
 
   /// A GPU's plan warms up for kGpuWarmupMs at least (its clocks ramp up from idle), not one run.
